@@ -1,0 +1,5 @@
+/* flops.h -- placeholder; FLOP formulas land here. */
+#ifndef MFU_FLOPS_H
+#define MFU_FLOPS_H
+#include "mfu_status.h"
+#endif
