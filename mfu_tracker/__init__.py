@@ -1,4 +1,14 @@
-"""mfu_tracker: Model FLOPs Utilization for PyTorch training runs, with a C core."""
+"""mfu_tracker: Model FLOPs Utilization for PyTorch training runs, with a C core.
+
+The public API is a superset of the pure-Python ``mfu-tracker`` package's:
+``track``, ``compute_mfu``, ``compute_mbu``, ``profile_flops``,
+``flash_attn_flops``, ``param_bytes``, ``get_gpu_spec``, ``GPUSpec``,
+``UtilizationResult`` -- plus the peak table lookup, analytic transformer
+FLOPs and a measured peak for devices no datasheet covers.
+
+Importing the package loads only torch-free modules; torch is imported when a
+function needs it.
+"""
 from ._version import __version__
 from . import _C
 
@@ -9,4 +19,31 @@ if getattr(_C, "__version__", None) != __version__:
         "`pip install --no-build-isolation -e .` or `make build`"
     )
 
-__all__ = ["__version__"]
+from .flops import TransformerFlops, flash_attn_flops, param_bytes, transformer_flops
+from .gpu import (
+    GPUSpec,
+    get_gpu_spec,
+    lookup_gpu_spec,
+    measure_peak_flops,
+    measured_gpu_spec,
+    user_gpu_spec,
+)
+from .tracker import UtilizationResult, compute_mbu, compute_mfu, track
+
+__all__ = [
+    "__version__",
+    "track",
+    "compute_mfu",
+    "compute_mbu",
+    "UtilizationResult",
+    "transformer_flops",
+    "TransformerFlops",
+    "flash_attn_flops",
+    "param_bytes",
+    "GPUSpec",
+    "get_gpu_spec",
+    "lookup_gpu_spec",
+    "measure_peak_flops",
+    "measured_gpu_spec",
+    "user_gpu_spec",
+]

@@ -19,6 +19,7 @@
 /* Per-module state (multi-phase init: no C globals hold Python objects). */
 typedef struct mfu_module_state {
     PyTypeObject *track_type; /* mfu_tracker._C.UtilizationResult */
+    int warned_mfu_above_one; /* the "MFU > 1" warning is given once */
 } mfu_module_state;
 
 /* The state of `module` (never NULL for a module created by our init). */

@@ -1,8 +1,528 @@
-/* py_track.c -- placeholder. */
+/*
+ * py_track.c -- the timed block behind mfu_tracker.track() and the one-shot
+ * utilization arithmetic behind compute_mfu() / compute_mbu().
+ *
+ * _C.UtilizationResult is both the context manager and its result: entering
+ * reads the clock, exiting reads it again and computes every figure in C
+ * (core/stats.c). One object per block, no Python frames on the hot path.
+ * Figures are None until the block has exited, and None when they cannot be
+ * computed (no peak known for the device/dtype, no token count given).
+ */
+#include <math.h>
+#include <string.h>
+
 #include "mfu_module.h"
+
+typedef enum track_phase {
+    TRACK_CREATED = 0,
+    TRACK_RUNNING = 1,
+    TRACK_DONE = 2
+} track_phase;
+
+typedef struct {
+    PyObject_HEAD
+    mfu_module_state *state; /* the module this block belongs to */
+    mfu_work work;
+    mfu_peak peak;
+    mfu_metrics metrics;
+    uint64_t start_ns;
+    track_phase phase;
+    PyObject *dtype;    /* canonical dtype name (str) */
+    PyObject *gpu_spec; /* the GPUSpec the peak came from, or None */
+} track_object;
+
+static int track_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    track_object *t = (track_object *)self;
+    Py_VISIT(t->dtype);
+    Py_VISIT(t->gpu_spec);
+    Py_VISIT(Py_TYPE(self)); /* heap types own a reference from instances */
+    return 0;
+}
+
+static int track_clear(PyObject *self)
+{
+    track_object *t = (track_object *)self;
+    Py_CLEAR(t->dtype);
+    Py_CLEAR(t->gpu_spec);
+    return 0;
+}
+
+static void track_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    (void)track_clear(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyObject *track_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    track_object *t = (track_object *)self;
+    if (t->phase != TRACK_CREATED) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "a track() block can be entered once; call track() "
+                        "again for the next block");
+        return NULL;
+    }
+    t->phase = TRACK_RUNNING;
+    /* Read the clock last, so setting up the block is not timed. */
+    if (mfu_clock_monotonic_ns(&t->start_ns) != MFU_OK)
+        return mfu_py_raise(MFU_ERR_UNAVAILABLE, "clock_gettime",
+                            "CLOCK_MONOTONIC cannot be read");
+    return Py_NewRef(self);
+}
+
+/* MFU above 1 is reported as is, never clamped, and flagged once: it means
+ * the peak is too low for this device or the FLOP count is too high. */
+static void warn_mfu_above_one(track_object *t)
+{
+    PyObject *exc_type, *exc_value, *exc_tb;
+    t->state->warned_mfu_above_one = 1;
+    /* __exit__ may run with the block's exception set: keep it intact. */
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    char message[256];
+    PyOS_snprintf(message, sizeof message,
+                  "MFU %.3f > 1 (model FLOPs %.4g in %.4g s against a peak of "
+                  "%.4g FLOP/s): the peak or the FLOP count is wrong; the value "
+                  "is reported unclamped",
+                  t->metrics.mfu, t->work.model_flops, t->metrics.elapsed_s,
+                  t->peak.flops_per_sec * t->peak.num_devices);
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message, 1) < 0)
+        PyErr_Clear(); /* warnings-as-errors must not end a training run */
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+}
+
+static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
+                            Py_ssize_t Py_UNUSED(nargs))
+{
+    track_object *t = (track_object *)self;
+    uint64_t end_ns = 0;
+    /* Read the clock first, so computing the figures is not timed. */
+    mfu_status st = mfu_clock_monotonic_ns(&end_ns);
+
+    if (t->phase == TRACK_RUNNING) {
+        double elapsed_s = st == MFU_OK
+                               ? mfu_clock_elapsed_s(t->start_ns, end_ns)
+                               : NAN;
+        mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
+        t->phase = TRACK_DONE;
+        if (t->metrics.mfu > 1.0 && !t->state->warned_mfu_above_one)
+            warn_mfu_above_one(t);
+    }
+    /* Never swallow the block's exception: returning False re-raises it. */
+    Py_RETURN_FALSE;
+}
+
+/* ---- read-only figures ------------------------------------------------ */
+
+/* A metric, or None before the block has finished. */
+static PyObject *track_metric(track_object *t, double value)
+{
+    if (t->phase != TRACK_DONE)
+        Py_RETURN_NONE;
+    return mfu_py_float_or_none(value);
+}
+
+static PyObject *get_mfu(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.mfu);
+}
+
+static PyObject *get_hfu(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.hfu);
+}
+
+static PyObject *get_mbu(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.mbu);
+}
+
+static PyObject *get_elapsed_sec(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.elapsed_s);
+}
+
+static PyObject *get_achieved_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.achieved_flops_per_sec);
+}
+
+static PyObject *get_achieved_tflops(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.achieved_flops_per_sec * 1e-12);
+}
+
+static PyObject *get_achieved_tbs(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.achieved_bytes_per_sec * 1e-12);
+}
+
+static PyObject *get_tokens_per_sec(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return track_metric(t, t->metrics.tokens_per_sec);
+}
+
+static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return mfu_py_float_or_none(t->peak.flops_per_sec * t->peak.num_devices);
+}
+
+static PyObject *get_model_flops(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return PyFloat_FromDouble(t->work.model_flops);
+}
+
+static PyObject *get_executed_flops(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return mfu_py_float_or_none(t->work.executed_flops);
+}
+
+static PyObject *get_num_gpus(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return PyLong_FromLong(t->peak.num_devices);
+}
+
+static PyObject *get_ready(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    return PyBool_FromLong(t->phase == TRACK_DONE);
+}
+
+static PyObject *get_dtype(PyObject *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(((track_object *)self)->dtype);
+}
+
+static PyObject *get_gpu_spec(PyObject *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(((track_object *)self)->gpu_spec);
+}
+
+static PyGetSetDef track_getset[] = {
+    {"mfu", get_mfu, NULL,
+     "Model FLOPs Utilization: model FLOPs / elapsed_sec / peak FLOP/s "
+     "(None until exit, or when no peak is known).", NULL},
+    {"hfu", get_hfu, NULL,
+     "Hardware FLOPs Utilization from hfu_flop_count (None if not given).", NULL},
+    {"mbu", get_mbu, NULL,
+     "Model Bandwidth Utilization proxy: param_bytes / elapsed_sec / peak "
+     "bytes/s (None when no bandwidth is known).", NULL},
+    {"elapsed_sec", get_elapsed_sec, NULL, "Seconds the block took.", NULL},
+    {"achieved_tflops", get_achieved_tflops, NULL,
+     "Model TFLOP/s achieved over all num_gpus devices.", NULL},
+    {"achieved_flops_per_sec", get_achieved_flops_per_sec, NULL,
+     "Model FLOP/s achieved over all num_gpus devices.", NULL},
+    {"achieved_tbs", get_achieved_tbs, NULL,
+     "param_bytes / elapsed_sec in TB/s.", NULL},
+    {"tokens_per_sec", get_tokens_per_sec, NULL,
+     "num_tokens / elapsed_sec (None if num_tokens was not given).", NULL},
+    {"peak_flops_per_sec", get_peak_flops_per_sec, NULL,
+     "The MFU denominator: peak FLOP/s of one device for dtype x num_gpus "
+     "(None when unknown).", NULL},
+    {"model_flops", get_model_flops, NULL, "The MFU numerator (FLOPs).", NULL},
+    {"executed_flops", get_executed_flops, NULL,
+     "The HFU numerator (FLOPs), or None.", NULL},
+    {"num_gpus", get_num_gpus, NULL, "Devices the peak is multiplied by.", NULL},
+    {"ready", get_ready, NULL,
+     "True once the figures can be read without waiting.", NULL},
+    {"dtype", get_dtype, NULL, "Canonical dtype name of the peak used.", NULL},
+    {"gpu_spec", get_gpu_spec, NULL, "The GPUSpec the peak came from.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *track_repr(PyObject *self)
+{
+    track_object *t = (track_object *)self;
+    if (t->phase != TRACK_DONE)
+        return PyUnicode_FromFormat("UtilizationResult(dtype=%R, pending)",
+                                    t->dtype);
+    PyObject *mfu = mfu_py_float_or_none(t->metrics.mfu);
+    PyObject *elapsed = mfu_py_float_or_none(t->metrics.elapsed_s);
+    PyObject *tflops =
+        mfu_py_float_or_none(t->metrics.achieved_flops_per_sec * 1e-12);
+    PyObject *repr = NULL;
+    if (mfu != NULL && elapsed != NULL && tflops != NULL)
+        repr = PyUnicode_FromFormat(
+            "UtilizationResult(mfu=%R, elapsed_sec=%R, achieved_tflops=%R, "
+            "dtype=%R)", mfu, elapsed, tflops, t->dtype);
+    Py_XDECREF(mfu);
+    Py_XDECREF(elapsed);
+    Py_XDECREF(tflops);
+    return repr;
+}
+
+static PyMethodDef track_methods[] = {
+    {"__enter__", track_enter, METH_NOARGS, "Start timing; returns self."},
+    {"__exit__", (PyCFunction)(void (*)(void))track_exit, METH_FASTCALL,
+     "Stop timing and compute the figures; never suppresses an exception."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot track_slots[] = {
+    {Py_tp_doc, "Result of one track() block: a context manager whose "
+                "figures (mfu, hfu, mbu, elapsed_sec, achieved_tflops, "
+                "tokens_per_sec) are filled in when the block exits."},
+    {Py_tp_dealloc, track_dealloc},
+    {Py_tp_traverse, track_traverse},
+    {Py_tp_clear, track_clear},
+    {Py_tp_methods, track_methods},
+    {Py_tp_getset, track_getset},
+    {Py_tp_repr, track_repr},
+    {0, NULL},
+};
+
+static PyType_Spec track_spec = {
+    .name = "mfu_tracker._C.UtilizationResult",
+    .basicsize = sizeof(track_object),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
+             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = track_slots,
+};
+
+/* ---- argument helpers ------------------------------------------------- */
+
+/* Core field names -> the argument names a caller used for them. */
+typedef struct field_rename {
+    const char *core;
+    const char *python;
+} field_rename;
+
+static const field_rename track_renames[] = {
+    {"model_flops", "flop_count"},
+    {"executed_flops", "hfu_flop_count"},
+    {NULL, NULL},
+};
+
+static const char *python_name(const char *core, const field_rename *renames)
+{
+    for (; renames != NULL && renames->core != NULL; renames++) {
+        if (strcmp(core, renames->core) == 0)
+            return renames->python;
+    }
+    return core;
+}
+
+/* The value the core rejected, for the error message. */
+static double rejected_value(const mfu_work *work, const mfu_peak *peak,
+                             const char *core)
+{
+    if (strcmp(core, "model_flops") == 0) return work->model_flops;
+    if (strcmp(core, "executed_flops") == 0) return work->executed_flops;
+    if (strcmp(core, "param_bytes") == 0) return work->param_bytes;
+    if (strcmp(core, "num_tokens") == 0) return work->num_tokens;
+    if (strcmp(core, "peak_flops_per_sec") == 0) return peak->flops_per_sec;
+    if (strcmp(core, "peak_bytes_per_sec") == 0) return peak->bytes_per_sec;
+    return (double)peak->num_devices;
+}
+
+/* Validate the parsed work and peak; raise ValueError naming the argument. */
+static int check_work_and_peak(const mfu_work *work, const mfu_peak *peak,
+                               const field_rename *renames)
+{
+    const char *bad = NULL;
+    if (mfu_work_validate(work, &bad) != MFU_OK) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, python_name(bad, renames),
+                     "must be a finite number >= 0, got %g",
+                     rejected_value(work, peak, bad));
+        return -1;
+    }
+    if (mfu_peak_validate(peak, &bad) != MFU_OK) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, python_name(bad, renames),
+                     "must be a finite number > 0, got %g",
+                     rejected_value(work, peak, bad));
+        return -1;
+    }
+    return 0;
+}
+
+static int int_arg(PyObject *obj, const char *argument, int *out)
+{
+    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.80s", argument,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    long value = PyLong_AsLong(obj);
+    if (value == -1 && PyErr_Occurred())
+        return -1;
+    if (value < 1 || value > 1000000000L) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
+                     "must be between 1 and 1e9, got %ld", value);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+/*
+ * _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens,
+ *              peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype,
+ *              gpu_spec) -> UtilizationResult
+ *
+ * Positional only (the Python wrapper has resolved dtype and peak): this is
+ * the per-step hot path.
+ */
+static PyObject *py_new_track(PyObject *module, PyObject *const *args,
+                              Py_ssize_t nargs)
+{
+    mfu_module_state *state = mfu_module_get_state(module);
+    mfu_work work;
+    mfu_peak peak;
+
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError,
+                     "new_track() takes 9 positional arguments (%zd given)",
+                     nargs);
+        return NULL;
+    }
+    if (mfu_py_number_arg(args[0], "flop_count", 0, &work.model_flops) < 0
+        || mfu_py_number_arg(args[1], "param_bytes", 1, &work.param_bytes) < 0
+        || mfu_py_number_arg(args[2], "hfu_flop_count", 1,
+                             &work.executed_flops) < 0
+        || mfu_py_number_arg(args[3], "num_tokens", 1, &work.num_tokens) < 0
+        || mfu_py_number_arg(args[4], "peak_flops_per_sec", 1,
+                             &peak.flops_per_sec) < 0
+        || mfu_py_number_arg(args[5], "peak_bytes_per_sec", 1,
+                             &peak.bytes_per_sec) < 0
+        || int_arg(args[6], "num_gpus", &peak.num_devices) < 0)
+        return NULL;
+    if (!PyUnicode_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "dtype must be a str");
+        return NULL;
+    }
+    if (check_work_and_peak(&work, &peak, track_renames) < 0)
+        return NULL;
+
+    track_object *t = PyObject_GC_New(track_object, state->track_type);
+    if (t == NULL)
+        return NULL;
+    t->state = state;
+    t->work = work;
+    t->peak = peak;
+    t->start_ns = 0;
+    t->phase = TRACK_CREATED;
+    t->dtype = Py_NewRef(args[7]);
+    t->gpu_spec = Py_NewRef(args[8]);
+    PyObject_GC_Track((PyObject *)t);
+    return (PyObject *)t;
+}
+
+/*
+ * _C.compute_metrics(model_flops, elapsed_s, *, executed_flops=None,
+ *                    param_bytes=None, num_tokens=None,
+ *                    peak_flops_per_sec=None, peak_bytes_per_sec=None,
+ *                    num_gpus=1) -> dict
+ *
+ * One-shot arithmetic for compute_mfu(), compute_mbu() and the CLI.
+ * elapsed_s must be > 0: a caller stating a duration of zero made an error.
+ */
+static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
+                                    PyObject *kwargs)
+{
+    static char *keywords[] = {"model_flops", "elapsed_s", "executed_flops",
+                               "param_bytes", "num_tokens",
+                               "peak_flops_per_sec", "peak_bytes_per_sec",
+                               "num_gpus", NULL};
+    PyObject *model_obj, *elapsed_obj;
+    PyObject *executed_obj = Py_None, *bytes_obj = Py_None;
+    PyObject *tokens_obj = Py_None, *peak_flops_obj = Py_None;
+    PyObject *peak_bytes_obj = Py_None, *gpus_obj = NULL;
+    mfu_work work;
+    mfu_peak peak = {.num_devices = 1};
+    double elapsed_s;
+    mfu_metrics m;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOOO:compute_metrics",
+                                     keywords, &model_obj, &elapsed_obj,
+                                     &executed_obj, &bytes_obj, &tokens_obj,
+                                     &peak_flops_obj, &peak_bytes_obj,
+                                     &gpus_obj))
+        return NULL;
+    if (mfu_py_number_arg(model_obj, "model_flops", 0, &work.model_flops) < 0
+        || mfu_py_number_arg(elapsed_obj, "elapsed_sec", 0, &elapsed_s) < 0
+        || mfu_py_number_arg(executed_obj, "executed_flops", 1,
+                             &work.executed_flops) < 0
+        || mfu_py_number_arg(bytes_obj, "param_bytes", 1, &work.param_bytes) < 0
+        || mfu_py_number_arg(tokens_obj, "num_tokens", 1, &work.num_tokens) < 0
+        || mfu_py_number_arg(peak_flops_obj, "peak_flops_per_sec", 1,
+                             &peak.flops_per_sec) < 0
+        || mfu_py_number_arg(peak_bytes_obj, "peak_bytes_per_sec", 1,
+                             &peak.bytes_per_sec) < 0
+        || (gpus_obj != NULL && int_arg(gpus_obj, "num_gpus",
+                                        &peak.num_devices) < 0))
+        return NULL;
+    if (!(isfinite(elapsed_s) && elapsed_s > 0.0))
+        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "elapsed_sec",
+                            "must be a finite number of seconds > 0, got %g",
+                            elapsed_s);
+    if (check_work_and_peak(&work, &peak, NULL) < 0)
+        return NULL;
+    mfu_metrics_compute(&work, &peak, elapsed_s, &m);
+
+    PyObject *values[7] = {
+        mfu_py_float_or_none(m.mfu),
+        mfu_py_float_or_none(m.hfu),
+        mfu_py_float_or_none(m.mbu),
+        mfu_py_float_or_none(m.achieved_flops_per_sec),
+        mfu_py_float_or_none(m.achieved_bytes_per_sec),
+        mfu_py_float_or_none(m.tokens_per_sec),
+        mfu_py_float_or_none(m.elapsed_s),
+    };
+    static const char *const names[7] = {
+        "mfu", "hfu", "mbu", "achieved_flops_per_sec",
+        "achieved_bytes_per_sec", "tokens_per_sec", "elapsed_sec"};
+    PyObject *result = PyDict_New();
+    for (int i = 0; i < 7; i++) {
+        if (result != NULL && values[i] != NULL
+            && PyDict_SetItemString(result, names[i], values[i]) < 0)
+            Py_CLEAR(result);
+    }
+    for (int i = 0; i < 7; i++) {
+        if (values[i] == NULL)
+            Py_CLEAR(result);
+        Py_XDECREF(values[i]);
+    }
+    return result;
+}
+
+static PyMethodDef track_module_methods[] = {
+    {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
+     "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
+     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec)\n"
+     "--\n\nA timed block; used by mfu_tracker.track()."},
+    {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,
+     METH_VARARGS | METH_KEYWORDS,
+     "compute_metrics(model_flops, elapsed_s, *, executed_flops=None, "
+     "param_bytes=None, num_tokens=None, peak_flops_per_sec=None, "
+     "peak_bytes_per_sec=None, num_gpus=1)\n--\n\n"
+     "MFU/HFU/MBU/rates for work done in elapsed_s seconds (dict; None = "
+     "unavailable)."},
+    {NULL, NULL, 0, NULL},
+};
 
 int mfu_py_track_exec(PyObject *module)
 {
-    (void)module;
-    return 0;
+    mfu_module_state *state = mfu_module_get_state(module);
+    state->track_type =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &track_spec, NULL);
+    if (state->track_type == NULL)
+        return -1;
+    if (PyModule_AddType(module, state->track_type) < 0)
+        return -1;
+    return PyModule_AddFunctions(module, track_module_methods);
 }
