@@ -40,6 +40,18 @@ build/ctest/%: tests/c/%.c tests/c/check.h $(CORE_SRC) $(CORE_HDR)
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
 
+# The fake GPU driver (tests/c/fake_driver) that the C tests load instead of
+# libcuda.so.1 / libamdhip64.so, through the core's override variables.
+FAKE_DRIVER := build/ctest/libfake_cuda.so
+
+$(FAKE_DRIVER): tests/c/fake_driver/fake_cuda.c
+	@mkdir -p build/ctest
+	$(CC) $(CFLAGS_CORE) -fPIC -shared -o $@ $<
+
+ctest: $(FAKE_DRIVER)
+ctest: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
+ctest: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
+
 pytest: build
 	$(PY) -m pytest tests
 

@@ -503,7 +503,7 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
 static PyMethodDef track_module_methods[] = {
     {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
      "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
-     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec)\n"
+     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec, /)\n"
      "--\n\nA timed block; used by mfu_tracker.track()."},
     {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,
      METH_VARARGS | METH_KEYWORDS,
