@@ -31,7 +31,8 @@ def _format_tflops(spec: GPUSpec, dtype: str) -> str:
     return f"{spec.peak_tflops(dtype):g}" if spec.has_peak(dtype) else "-"
 
 
-def _print_table(specs: Sequence[GPUSpec], out=sys.stdout) -> None:
+def _print_table(specs: Sequence[GPUSpec]) -> None:
+    out = sys.stdout  # looked up at call time, so redirection (capsys, contextlib) works
     header = f"{'device':<28}" + "".join(f"{d:>9}" for d in _TABLE_DTYPES) + f"{'TB/s':>7}  SMs"
     print("Dense peak TFLOP/s per dtype ('-': the hardware has none), memory bandwidth, SM/CU count", file=out)
     print(header, file=out)

@@ -1,0 +1,695 @@
+/* flops.c -- FLOP formulas (see flops.h for the conventions). */
+#include <math.h>
+
+#include "flops.h"
+
+/* ------------------------------------------------------------------------
+ * Checked int64 arithmetic on non-negative operands. Overflow is detected
+ * before it happens; nothing ever wraps.
+ * ------------------------------------------------------------------------ */
+
+static mfu_status mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if (a < 0 || b < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (a != 0 && b > INT64_MAX / a)
+        return MFU_ERR_OVERFLOW;
+    *out = a * b;
+    return MFU_OK;
+}
+
+static mfu_status add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    if (a < 0 || b < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (b > INT64_MAX - a)
+        return MFU_ERR_OVERFLOW;
+    *out = a + b;
+    return MFU_OK;
+}
+
+/* The product of `count` factors (1 for count == 0). */
+static mfu_status product_i64(const int64_t *factors, size_t count,
+                              int64_t *out)
+{
+    int64_t acc = 1;
+    for (size_t i = 0; i < count; i++) {
+        mfu_status st = mul_i64(acc, factors[i], &acc);
+        if (st != MFU_OK)
+            return st;
+    }
+    *out = acc;
+    return MFU_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Matmul family
+ * ------------------------------------------------------------------------ */
+
+mfu_status mfu_mm_flop(int64_t m, int64_t k, int64_t n, int64_t *flops)
+{
+    /* a: [m, k] @ b: [k, n]: 2 * m * n * k */
+    const int64_t factors[4] = {2, m, n, k};
+    if (m < 0 || k < 0 || n < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    return product_i64(factors, 4, flops);
+}
+
+mfu_status mfu_addmm_flop(int64_t m, int64_t k, int64_t n, int64_t *flops)
+{
+    /* NB: the bias add (m * n FLOPs) is not counted, as in FlopCounterMode. */
+    return mfu_mm_flop(m, k, n, flops);
+}
+
+mfu_status mfu_bmm_flop(int64_t batch, int64_t m, int64_t k, int64_t n,
+                        int64_t *flops)
+{
+    /* a: [b, m, k] @ b: [b, k, n]: b * 2 * m * n * k */
+    const int64_t factors[5] = {2, batch, m, n, k};
+    if (batch < 0 || m < 0 || k < 0 || n < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    return product_i64(factors, 5, flops);
+}
+
+mfu_status mfu_baddbmm_flop(int64_t batch, int64_t m, int64_t k, int64_t n,
+                            int64_t *flops)
+{
+    return mfu_bmm_flop(batch, m, k, n, flops);
+}
+
+/* ------------------------------------------------------------------------
+ * Convolution
+ * ------------------------------------------------------------------------ */
+
+static mfu_status conv_shapes_ok(const int64_t *const *shapes, size_t nshapes,
+                                 size_t ndim)
+{
+    if (ndim < 3 || ndim > MFU_CONV_MAX_NDIM)
+        return MFU_ERR_INVALID_ARGUMENT;
+    for (size_t s = 0; s < nshapes; s++) {
+        if (shapes[s] == NULL)
+            return MFU_ERR_INVALID_ARGUMENT;
+        for (size_t i = 0; i < ndim; i++)
+            if (shapes[s][i] < 0)
+                return MFU_ERR_INVALID_ARGUMENT;
+    }
+    return MFU_OK;
+}
+
+/*
+ * FlopCounterMode's conv_flop_count: for a regular convolution every
+ * *output* point convolves the filter, for a transposed one every *input*
+ * point does:
+ *   2 * n * prod(points) * w[0] * w[1] * prod(kernel)
+ * with points = out_spatial (regular) or x_spatial (transposed).
+ */
+static mfu_status conv_count(const int64_t *x_shape, const int64_t *w_shape,
+                             const int64_t *out_shape, size_t ndim,
+                             int transposed, int64_t *flops)
+{
+    const int64_t *points = transposed ? x_shape : out_shape;
+    const int64_t head[4] = {2, x_shape[0], w_shape[0], w_shape[1]};
+    int64_t acc, spatial, kernel;
+    mfu_status st;
+
+    if ((st = product_i64(head, 4, &acc)) != MFU_OK)
+        return st;
+    if ((st = product_i64(points + 2, ndim - 2, &spatial)) != MFU_OK)
+        return st;
+    if ((st = product_i64(w_shape + 2, ndim - 2, &kernel)) != MFU_OK)
+        return st;
+    if ((st = mul_i64(acc, spatial, &acc)) != MFU_OK)
+        return st;
+    if ((st = mul_i64(acc, kernel, &acc)) != MFU_OK)
+        return st;
+    *flops = acc;
+    return MFU_OK;
+}
+
+mfu_status mfu_convolution_flop(const int64_t *x_shape, const int64_t *w_shape,
+                                const int64_t *out_shape, size_t ndim,
+                                int transposed, int64_t *flops)
+{
+    const int64_t *const shapes[3] = {x_shape, w_shape, out_shape};
+    mfu_status st = conv_shapes_ok(shapes, 3, ndim);
+    if (st != MFU_OK)
+        return st;
+    return conv_count(x_shape, w_shape, out_shape, ndim, transposed, flops);
+}
+
+mfu_status mfu_convolution_backward_flop(const int64_t *grad_out_shape,
+                                         const int64_t *x_shape,
+                                         const int64_t *w_shape, size_t ndim,
+                                         int transposed, int64_t groups,
+                                         int want_input_grad,
+                                         int want_weight_grad, int64_t *flops)
+{
+    const int64_t *const shapes[3] = {grad_out_shape, x_shape, w_shape};
+    /* The points the filter visits: output points for a regular conv,
+     * input points for a transposed one. */
+    const int64_t *points = transposed ? x_shape : grad_out_shape;
+    int64_t total = 0, part, spatial, kernel;
+    mfu_status st = conv_shapes_ok(shapes, 3, ndim);
+
+    if (st != MFU_OK)
+        return st;
+    if (groups < 1 || x_shape[1] % groups != 0 || grad_out_shape[1] % groups != 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+
+    if (want_input_grad) {
+        /* grad_x = conv_transpose(grad_out, w) (or conv for a transposed
+         * forward): FlopCounterMode's conv_flop_count(grad_out, w, x,
+         * !transposed), which equals the forward count. */
+        st = conv_count(grad_out_shape, w_shape, x_shape, ndim, !transposed,
+                        &part);
+        if (st != MFU_OK)
+            return st;
+        total = part;
+    }
+    if (want_weight_grad) {
+        /* grad_w = conv(x^T, grad_out^T): 2 * n * c_in * c_out * prod(points)
+         * * prod(kernel) / groups, points = out_spatial (regular) or
+         * in_spatial (transposed). NB: FlopCounterMode omits the / groups. */
+        const int64_t head[4] = {2, x_shape[0], x_shape[1] / groups,
+                                 grad_out_shape[1]};
+        if ((st = product_i64(head, 4, &part)) != MFU_OK)
+            return st;
+        if ((st = product_i64(points + 2, ndim - 2, &spatial)) != MFU_OK)
+            return st;
+        if ((st = product_i64(w_shape + 2, ndim - 2, &kernel)) != MFU_OK)
+            return st;
+        if ((st = mul_i64(part, spatial, &part)) != MFU_OK)
+            return st;
+        if ((st = mul_i64(part, kernel, &part)) != MFU_OK)
+            return st;
+        if ((st = add_i64(total, part, &total)) != MFU_OK)
+            return st;
+    }
+    *flops = total;
+    return MFU_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * Attention
+ * ------------------------------------------------------------------------ */
+
+static mfu_status attention_shape_ok(const mfu_attention_shape *s,
+                                     mfu_causal causal)
+{
+    if (s == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (causal != MFU_CAUSAL_FULL && causal != MFU_CAUSAL_HALF)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (s->batch < 0 || s->seq_q < 0 || s->seq_kv < 0 || s->head_dim_qk < 0 ||
+        s->head_dim_v < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    /* GQA: h_kv >= 1 divides h (FlopCounterMode asserts the same). */
+    if (s->heads_q < 1 || s->heads_kv < 1 || s->heads_q % s->heads_kv != 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    return MFU_OK;
+}
+
+/* 2 * b * h * s_q * s_kv * (qk_weight * d_qk + v_weight * d_v), halved for
+ * HALF. Every term carries the factor 2, so halving is exact. */
+static mfu_status attention_count(const mfu_attention_shape *s,
+                                  mfu_causal causal, int64_t qk_weight,
+                                  int64_t v_weight, int64_t *flops)
+{
+    const int64_t factors[5] = {2, s->batch, s->heads_q, s->seq_q, s->seq_kv};
+    int64_t rect, qk, v, dims;
+    mfu_status st;
+
+    if ((st = product_i64(factors, 5, &rect)) != MFU_OK)
+        return st;
+    if ((st = mul_i64(qk_weight, s->head_dim_qk, &qk)) != MFU_OK)
+        return st;
+    if ((st = mul_i64(v_weight, s->head_dim_v, &v)) != MFU_OK)
+        return st;
+    if ((st = add_i64(qk, v, &dims)) != MFU_OK)
+        return st;
+    if ((st = mul_i64(rect, dims, &rect)) != MFU_OK)
+        return st;
+    *flops = causal == MFU_CAUSAL_HALF ? rect / 2 : rect;
+    return MFU_OK;
+}
+
+mfu_status mfu_sdpa_flop(const mfu_attention_shape *shape, mfu_causal causal,
+                         int64_t *flops)
+{
+    mfu_status st = attention_shape_ok(shape, causal);
+    if (st != MFU_OK)
+        return st;
+    /* QK^T (d_qk) + AV (d_v) */
+    return attention_count(shape, causal, 1, 1, flops);
+}
+
+mfu_status mfu_sdpa_backward_flop(const mfu_attention_shape *shape,
+                                  mfu_causal causal, int64_t *flops)
+{
+    mfu_status st = attention_shape_ok(shape, causal);
+    if (st != MFU_OK)
+        return st;
+    /* recompute QK^T, dQ, dK: 3 * d_qk; dScores, dV: 2 * d_v */
+    return attention_count(shape, causal, 3, 2, flops);
+}
+
+static mfu_status varlen_count(const int64_t *cu_q, const int64_t *cu_k,
+                               size_t num_offsets, int64_t heads_q,
+                               int64_t heads_kv, int64_t head_dim_qk,
+                               int64_t head_dim_v, mfu_causal causal,
+                               int backward, int64_t *flops)
+{
+    mfu_attention_shape shape = {
+        .batch = 1,
+        .heads_q = heads_q,
+        .heads_kv = heads_kv,
+        .seq_q = 0,
+        .seq_kv = 0,
+        .head_dim_qk = head_dim_qk,
+        .head_dim_v = head_dim_v,
+    };
+    int64_t total = 0, part;
+    mfu_status st;
+
+    if (num_offsets > 0 && cu_q == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (cu_k == NULL)
+        cu_k = cu_q;
+    /* Validate the shape even when there is no sequence. */
+    if ((st = attention_shape_ok(&shape, causal)) != MFU_OK)
+        return st;
+    for (size_t i = 0; i < num_offsets; i++)
+        if (cu_q[i] < 0 || cu_k[i] < 0)
+            return MFU_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i + 1 < num_offsets; i++) {
+        if (cu_q[i + 1] < cu_q[i] || cu_k[i + 1] < cu_k[i])
+            return MFU_ERR_INVALID_ARGUMENT;
+        shape.seq_q = cu_q[i + 1] - cu_q[i];
+        shape.seq_kv = cu_k[i + 1] - cu_k[i];
+        st = backward ? mfu_sdpa_backward_flop(&shape, causal, &part)
+                      : mfu_sdpa_flop(&shape, causal, &part);
+        if (st != MFU_OK)
+            return st;
+        if ((st = add_i64(total, part, &total)) != MFU_OK)
+            return st;
+    }
+    *flops = total;
+    return MFU_OK;
+}
+
+mfu_status mfu_varlen_attention_flop(const int64_t *cu_seqlens_q,
+                                     const int64_t *cu_seqlens_k,
+                                     size_t num_offsets, int64_t heads_q,
+                                     int64_t heads_kv, int64_t head_dim_qk,
+                                     int64_t head_dim_v, mfu_causal causal,
+                                     int64_t *flops)
+{
+    return varlen_count(cu_seqlens_q, cu_seqlens_k, num_offsets, heads_q,
+                        heads_kv, head_dim_qk, head_dim_v, causal, 0, flops);
+}
+
+mfu_status mfu_varlen_attention_backward_flop(
+    const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+    size_t num_offsets, int64_t heads_q, int64_t heads_kv, int64_t head_dim_qk,
+    int64_t head_dim_v, mfu_causal causal, int64_t *flops)
+{
+    return varlen_count(cu_seqlens_q, cu_seqlens_k, num_offsets, heads_q,
+                        heads_kv, head_dim_qk, head_dim_v, causal, 1, flops);
+}
+
+/* ------------------------------------------------------------------------
+ * Analytic transformer FLOPs
+ * ------------------------------------------------------------------------ */
+
+void mfu_transformer_dims_init(mfu_transformer_dims *dims)
+{
+    *dims = (mfu_transformer_dims){
+        .mlp = MFU_MLP_SWIGLU,
+        .norm = MFU_NORM_RMSNORM,
+    };
+}
+
+void mfu_transformer_options_init(mfu_transformer_options *options)
+{
+    *options = (mfu_transformer_options){
+        .formula = MFU_FORMULA_PALM,
+        .causal = MFU_CAUSAL_FULL,
+        .include_lm_head = 1,
+        .include_embedding = 0,
+        .recompute = MFU_RECOMPUTE_NONE,
+        .lora_rank = 0,
+        .lora_targets = 0,
+    };
+}
+
+static mfu_status sequences_accumulate(const int64_t *lengths, size_t count,
+                                       double repeat, int64_t window,
+                                       mfu_sequences *out)
+{
+    mfu_sequences acc = {0.0, 0.0, 0.0, window};
+    if (window < 0 || !(repeat >= 0.0))
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (count > 0 && lengths == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < count; i++) {
+        const double s = (double)lengths[i];
+        const double ctx =
+            (window > 0 && lengths[i] > window) ? (double)window : s;
+        if (lengths[i] < 0)
+            return MFU_ERR_INVALID_ARGUMENT;
+        acc.num_tokens += repeat * s;
+        acc.sum_sq += repeat * s * s;
+        acc.sum_windowed += repeat * s * ctx;
+    }
+    *out = acc;
+    return MFU_OK;
+}
+
+mfu_status mfu_sequences_from_lengths(const int64_t *lengths, size_t count,
+                                      int64_t window, mfu_sequences *out)
+{
+    return sequences_accumulate(lengths, count, 1.0, window, out);
+}
+
+mfu_status mfu_sequences_uniform(int64_t batch, int64_t seq_len,
+                                 int64_t window, mfu_sequences *out)
+{
+    if (batch < 0 || seq_len < 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    return sequences_accumulate(&seq_len, 1, (double)batch, window, out);
+}
+
+static mfu_status bad(const char **bad_field, const char *field)
+{
+    if (bad_field != NULL)
+        *bad_field = field;
+    return MFU_ERR_INVALID_ARGUMENT;
+}
+
+static int flag_ok(int value)
+{
+    return value == 0 || value == 1;
+}
+
+mfu_status mfu_transformer_validate(const mfu_transformer_dims *dims,
+                                    const mfu_transformer_options *options,
+                                    const char **bad_field)
+{
+    const mfu_transformer_dims *d = dims;
+    const mfu_transformer_options *o = options;
+    int64_t dense_layers;
+
+    if (d == NULL)
+        return bad(bad_field, "dims");
+    if (o == NULL)
+        return bad(bad_field, "options");
+    if (d->hidden_size < 1)
+        return bad(bad_field, "hidden_size");
+    if (d->num_layers < 1)
+        return bad(bad_field, "num_layers");
+    if (d->num_heads < 1)
+        return bad(bad_field, "num_heads");
+    /* 0 = as many kv heads as query heads (plain multi-head attention) */
+    if (d->num_kv_heads < 0 || d->num_kv_heads > d->num_heads ||
+        (d->num_kv_heads > 0 && d->num_heads % d->num_kv_heads != 0))
+        return bad(bad_field, "num_kv_heads");
+    if (d->head_dim < 0)
+        return bad(bad_field, "head_dim");
+    /* Without an explicit head_dim the heads must split hidden_size. */
+    if (d->head_dim == 0 && d->hidden_size % d->num_heads != 0)
+        return bad(bad_field, "num_heads");
+    if (d->vocab_size < 1)
+        return bad(bad_field, "vocab_size");
+    if (d->mlp != MFU_MLP_GELU && d->mlp != MFU_MLP_SWIGLU)
+        return bad(bad_field, "mlp");
+    if (d->norm != MFU_NORM_RMSNORM && d->norm != MFU_NORM_LAYERNORM)
+        return bad(bad_field, "norm");
+    if (d->num_experts < 0)
+        return bad(bad_field, "num_experts");
+    if (d->num_experts > 0) {
+        if (d->experts_per_token < 1 || d->experts_per_token > d->num_experts)
+            return bad(bad_field, "experts_per_token");
+        if (d->moe_intermediate_size < 1)
+            return bad(bad_field, "moe_intermediate_size");
+        if (d->shared_expert_intermediate_size < 0)
+            return bad(bad_field, "shared_expert_intermediate_size");
+        if (d->shared_expert_gate && d->shared_expert_intermediate_size == 0)
+            return bad(bad_field, "shared_expert_gate");
+        if (d->num_dense_layers < 0 || d->num_dense_layers > d->num_layers)
+            return bad(bad_field, "num_dense_layers");
+        dense_layers = d->num_dense_layers;
+    } else {
+        if (d->experts_per_token != 0)
+            return bad(bad_field, "experts_per_token");
+        if (d->moe_intermediate_size != 0)
+            return bad(bad_field, "moe_intermediate_size");
+        if (d->shared_expert_intermediate_size != 0)
+            return bad(bad_field, "shared_expert_intermediate_size");
+        if (d->shared_expert_gate)
+            return bad(bad_field, "shared_expert_gate");
+        if (d->num_dense_layers != 0 && d->num_dense_layers != d->num_layers)
+            return bad(bad_field, "num_dense_layers");
+        dense_layers = d->num_layers;
+    }
+    if (dense_layers > 0 ? d->intermediate_size < 1 : d->intermediate_size < 0)
+        return bad(bad_field, "intermediate_size");
+    if (!flag_ok(d->shared_expert_gate))
+        return bad(bad_field, "shared_expert_gate");
+    if (!flag_ok(d->tie_word_embeddings))
+        return bad(bad_field, "tie_word_embeddings");
+    if (!flag_ok(d->qkv_bias))
+        return bad(bad_field, "qkv_bias");
+    if (!flag_ok(d->attention_out_bias))
+        return bad(bad_field, "attention_out_bias");
+    if (!flag_ok(d->mlp_bias))
+        return bad(bad_field, "mlp_bias");
+    if (!flag_ok(d->qk_norm))
+        return bad(bad_field, "qk_norm");
+    if (d->num_positions < 0)
+        return bad(bad_field, "num_positions");
+    if (d->sliding_window < 0)
+        return bad(bad_field, "sliding_window");
+    if (d->num_sliding_layers < 0 || d->num_sliding_layers > d->num_layers ||
+        (d->sliding_window == 0 && d->num_sliding_layers != 0))
+        return bad(bad_field, "num_sliding_layers");
+
+    if (o->formula != MFU_FORMULA_6N && o->formula != MFU_FORMULA_PALM &&
+        o->formula != MFU_FORMULA_MATMUL)
+        return bad(bad_field, "formula");
+    if (o->causal != MFU_CAUSAL_FULL && o->causal != MFU_CAUSAL_HALF)
+        return bad(bad_field, "causal_attention");
+    if (!flag_ok(o->include_lm_head))
+        return bad(bad_field, "include_lm_head");
+    if (!flag_ok(o->include_embedding))
+        return bad(bad_field, "include_embedding");
+    if (o->recompute != MFU_RECOMPUTE_NONE &&
+        o->recompute != MFU_RECOMPUTE_FULL &&
+        o->recompute != MFU_RECOMPUTE_SELECTIVE)
+        return bad(bad_field, "activation_recompute");
+    if (o->lora_rank < 0)
+        return bad(bad_field, "lora_rank");
+    if ((o->lora_targets & ~(unsigned)MFU_LORA_ALL) != 0 ||
+        (o->lora_rank > 0) != (o->lora_targets != 0))
+        return bad(bad_field, "lora_targets");
+    if (d->mlp == MFU_MLP_GELU && (o->lora_targets & MFU_LORA_GATE) != 0)
+        return bad(bad_field, "lora_targets");
+    return MFU_OK;
+}
+
+/* Per-layer parameter tallies, all in double. */
+typedef struct layer_tally {
+    double attn_matmul;  /* q, k, v, o weights */
+    double attn_other;   /* their biases, the norms, q/k norms */
+    double dense_matmul; /* dense MLP weights */
+    double dense_bias;
+    double moe_matmul_all;    /* router + all experts + shared (+ gate) */
+    double moe_matmul_active; /* router + k experts + shared (+ gate) */
+    double moe_bias_all;
+    double moe_bias_active;
+    double lora_attn;         /* adapters on q/k/v/o */
+    double lora_dense;        /* adapters on a dense MLP */
+    double lora_moe_all;      /* adapters on all experts + shared */
+    double lora_moe_active;   /* adapters on k experts + shared */
+} layer_tally;
+
+/* Params of an MLP of width `inter`: matrices, biases, LoRA adapters. */
+static void mlp_tally(const mfu_transformer_dims *d, unsigned targets,
+                      double rank, double inter, double *matmul,
+                      double *bias, double *lora)
+{
+    const double h = (double)d->hidden_size;
+    const int swiglu = d->mlp == MFU_MLP_SWIGLU;
+    *matmul = (swiglu ? 3.0 : 2.0) * h * inter;
+    *bias = d->mlp_bias ? (swiglu ? 2.0 : 1.0) * inter + h : 0.0;
+    *lora = 0.0;
+    if (swiglu && (targets & MFU_LORA_GATE))
+        *lora += rank * (h + inter);
+    if (targets & MFU_LORA_UP)
+        *lora += rank * (h + inter);
+    if (targets & MFU_LORA_DOWN)
+        *lora += rank * (inter + h);
+}
+
+static layer_tally tally_layer(const mfu_transformer_dims *d,
+                               const mfu_transformer_options *o)
+{
+    const double h = (double)d->hidden_size;
+    const double heads = (double)d->num_heads;
+    const double kv =
+        (double)(d->num_kv_heads > 0 ? d->num_kv_heads : d->num_heads);
+    const double hd = (double)(d->head_dim > 0 ? d->head_dim
+                                               : d->hidden_size / d->num_heads);
+    const double norm = d->norm == MFU_NORM_LAYERNORM ? 2.0 * h : h;
+    const double rank = (double)o->lora_rank;
+    const unsigned t = o->lora_targets;
+    layer_tally lt = {0};
+    double m, b, a;
+
+    /* q: [d -> H*Q], k, v: [d -> H_kv*Q], o: [H*Q -> d] */
+    lt.attn_matmul = h * heads * hd + 2.0 * h * kv * hd + heads * hd * h;
+    lt.attn_other = 2.0 * norm;
+    if (d->qkv_bias)
+        lt.attn_other += heads * hd + 2.0 * kv * hd;
+    if (d->attention_out_bias)
+        lt.attn_other += h;
+    if (d->qk_norm)
+        lt.attn_other += 2.0 * hd;
+    if (t & MFU_LORA_Q)
+        lt.lora_attn += rank * (h + heads * hd);
+    if (t & MFU_LORA_K)
+        lt.lora_attn += rank * (h + kv * hd);
+    if (t & MFU_LORA_V)
+        lt.lora_attn += rank * (h + kv * hd);
+    if (t & MFU_LORA_O)
+        lt.lora_attn += rank * (heads * hd + h);
+
+    mlp_tally(d, t, rank, (double)d->intermediate_size, &lt.dense_matmul,
+              &lt.dense_bias, &lt.lora_dense);
+
+    if (d->num_experts > 0) {
+        const double e = (double)d->num_experts;
+        const double k = (double)d->experts_per_token;
+        /* router: [d -> E] */
+        lt.moe_matmul_all = lt.moe_matmul_active = h * e;
+        mlp_tally(d, t, rank, (double)d->moe_intermediate_size, &m, &b, &a);
+        lt.moe_matmul_all += e * m;
+        lt.moe_matmul_active += k * m;
+        lt.moe_bias_all = e * b;
+        lt.moe_bias_active = k * b;
+        lt.lora_moe_all = e * a;
+        lt.lora_moe_active = k * a;
+        if (d->shared_expert_intermediate_size > 0) {
+            mlp_tally(d, t, rank, (double)d->shared_expert_intermediate_size,
+                      &m, &b, &a);
+            if (d->shared_expert_gate)
+                m += h; /* shared_expert_gate: [d -> 1] */
+            lt.moe_matmul_all += m;
+            lt.moe_matmul_active += m;
+            lt.moe_bias_all += b;
+            lt.moe_bias_active += b;
+            lt.lora_moe_all += a;
+            lt.lora_moe_active += a;
+        }
+    }
+    return lt;
+}
+
+mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
+                                         const mfu_transformer_options *options,
+                                         const mfu_sequences *seqs,
+                                         mfu_transformer_flops *out,
+                                         const char **bad_field)
+{
+    const mfu_transformer_dims *d = dims;
+    const mfu_transformer_options *o = options;
+    mfu_status st = mfu_transformer_validate(dims, options, bad_field);
+    double layers, dense, moe, sliding, full_layers, h, heads, hd, vocab;
+    double final_norm, n_emb, lm_head, t;
+    double body_all, body_active, body_matmul_active, adapters_all;
+    double adapters_active, weights, weights_layers, attn, ctx_full, ctx_win;
+    double base_mult, forward, model, hardware;
+    layer_tally lt;
+
+    if (st != MFU_OK)
+        return st;
+    if (seqs == NULL || !(seqs->num_tokens > 0.0))
+        return bad(bad_field, "seq_lens");
+    if (seqs->window != d->sliding_window)
+        return bad(bad_field, "sliding_window");
+    if (out == NULL)
+        return bad(bad_field, "out");
+
+    lt = tally_layer(d, o);
+    layers = (double)d->num_layers;
+    dense = (double)(d->num_experts > 0 ? d->num_dense_layers : d->num_layers);
+    moe = layers - dense;
+    sliding = (double)d->num_sliding_layers;
+    full_layers = layers - sliding;
+    h = (double)d->hidden_size;
+    heads = (double)d->num_heads;
+    hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden_size / d->num_heads);
+    vocab = (double)d->vocab_size;
+    t = seqs->num_tokens;
+
+    final_norm = d->norm == MFU_NORM_LAYERNORM ? 2.0 * h : h;
+    n_emb = vocab * h + (double)d->num_positions * h;
+    lm_head = vocab * h; /* [d -> V] */
+
+    /* Every layer parameter once (all experts), and the active ones. */
+    body_all = layers * (lt.attn_matmul + lt.attn_other) +
+               dense * (lt.dense_matmul + lt.dense_bias) +
+               moe * (lt.moe_matmul_all + lt.moe_bias_all) + final_norm;
+    body_active = layers * (lt.attn_matmul + lt.attn_other) +
+                  dense * (lt.dense_matmul + lt.dense_bias) +
+                  moe * (lt.moe_matmul_active + lt.moe_bias_active) +
+                  final_norm;
+    body_matmul_active = layers * lt.attn_matmul + dense * lt.dense_matmul +
+                         moe * lt.moe_matmul_active;
+    adapters_all = layers * lt.lora_attn + dense * lt.lora_dense +
+                   moe * lt.lora_moe_all;
+    adapters_active = layers * lt.lora_attn + dense * lt.lora_dense +
+                      moe * lt.lora_moe_active;
+
+    /* W: the per-token weight count the formula charges 2 FLOPs each. */
+    weights_layers =
+        o->formula == MFU_FORMULA_MATMUL ? body_matmul_active : body_active;
+    weights = weights_layers + (o->include_lm_head ? lm_head : 0.0) +
+              (o->include_embedding ? n_emb : 0.0);
+
+    /* Attention core forward: QK^T + AV = 4*H*Q per (query, key) pair. */
+    ctx_full = seqs->sum_sq;
+    ctx_win = d->sliding_window > 0 ? seqs->sum_windowed : seqs->sum_sq;
+    attn = 0.0;
+    if (o->formula != MFU_FORMULA_6N) {
+        attn = 4.0 * heads * hd * (full_layers * ctx_full + sliding * ctx_win);
+        if (o->causal == MFU_CAUSAL_HALF)
+            attn *= 0.5;
+    }
+
+    /* Frozen base under LoRA: forward + input gradient, no weight gradient. */
+    base_mult = o->lora_rank > 0 ? 4.0 : 6.0;
+    forward = 2.0 * weights * t + 2.0 * adapters_active * t + attn;
+    model = base_mult * weights * t + 6.0 * adapters_active * t + 3.0 * attn;
+    hardware = model;
+    if (o->recompute == MFU_RECOMPUTE_SELECTIVE)
+        hardware += attn;
+    else if (o->recompute == MFU_RECOMPUTE_FULL)
+        /* the decoder layers' forward again (not the final norm, the
+         * lm_head or the embedding) */
+        hardware += 2.0 * (weights_layers - (o->formula == MFU_FORMULA_MATMUL
+                                                 ? 0.0
+                                                 : final_norm)) * t +
+                    2.0 * adapters_active * t + attn;
+
+    out->model_flops = model;
+    out->hardware_flops = hardware;
+    out->forward_flops = forward;
+    out->attention_flops = attn;
+    out->num_params = body_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    out->num_embedding_params = n_emb;
+    out->num_active_params =
+        body_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    out->num_adapter_params = adapters_all;
+    out->num_tokens = t;
+    return MFU_OK;
+}

@@ -1,0 +1,450 @@
+/* test_flops.c -- the FLOP formulas against hand arithmetic. */
+#include <stdint.h>
+
+#include "check.h"
+#include "flops.h"
+
+static void test_matmul_family(void)
+{
+    int64_t f = -1;
+    CHECK(mfu_mm_flop(4, 5, 6, &f) == MFU_OK);
+    CHECK(f == 240); /* 2 * 4 * 6 * 5 = 240 */
+    CHECK(mfu_addmm_flop(4, 5, 6, &f) == MFU_OK);
+    CHECK(f == 240); /* bias ignored: = mm */
+    CHECK(mfu_bmm_flop(3, 4, 5, 6, &f) == MFU_OK);
+    CHECK(f == 720); /* 3 * 2 * 4 * 6 * 5 = 720 */
+    CHECK(mfu_baddbmm_flop(3, 4, 5, 6, &f) == MFU_OK);
+    CHECK(f == 720);
+    CHECK(mfu_mm_flop(0, 5, 6, &f) == MFU_OK);
+    CHECK(f == 0); /* an empty matrix does no work */
+
+    /* 4096 x 4096 x 4096: 2 * 2^36 = 137,438,953,472 */
+    CHECK(mfu_mm_flop(4096, 4096, 4096, &f) == MFU_OK);
+    CHECK(f == INT64_C(137438953472));
+}
+
+static void test_overflow_and_invalid(void)
+{
+    int64_t f = 12345;
+    const int64_t big = INT64_C(1) << 31;
+    /* 2 * 2^31 * 2^31 * 2^31 = 2^94: overflow, detected, output untouched */
+    CHECK(mfu_mm_flop(big, big, big, &f) == MFU_ERR_OVERFLOW);
+    CHECK(f == 12345);
+    /* 2 * 2^31 * 2^31 = 2^63 > INT64_MAX by one: still an overflow */
+    CHECK(mfu_mm_flop(big, big, 1, &f) == MFU_ERR_OVERFLOW);
+    /* 2 * 2^31 * 2^30 = 2^62 fits */
+    CHECK(mfu_mm_flop(big, big / 2, 1, &f) == MFU_OK);
+    CHECK(f == (INT64_C(1) << 62));
+    CHECK(mfu_bmm_flop(big, big, big, 2, &f) == MFU_ERR_OVERFLOW);
+    CHECK(mfu_mm_flop(INT64_MAX, 1, 1, &f) == MFU_ERR_OVERFLOW);
+
+    f = 12345;
+    CHECK(mfu_mm_flop(-1, 5, 6, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_mm_flop(4, -5, 6, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_bmm_flop(-3, 4, 5, 6, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_baddbmm_flop(3, 4, 5, -6, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(f == 12345);
+}
+
+static void test_convolution(void)
+{
+    int64_t f = -1;
+    /* conv2d: x [2, 3, 8, 8], w [4, 3, 3, 3], out [2, 4, 6, 6]
+     * 2 * 2 * 36 * 4 * 3 * 9 = 15,552 */
+    const int64_t x[4] = {2, 3, 8, 8}, w[4] = {4, 3, 3, 3}, y[4] = {2, 4, 6, 6};
+    CHECK(mfu_convolution_flop(x, w, y, 4, 0, &f) == MFU_OK);
+    CHECK(f == 15552);
+
+    /* grouped: x [1, 4, 5], w [6, 2, 3] (groups 2), out [1, 6, 3]
+     * 2 * 1 * 3 * 6 * (4 / 2 = 2) * 3 = 216 */
+    const int64_t gx[3] = {1, 4, 5}, gw[3] = {6, 2, 3}, gy[3] = {1, 6, 3};
+    CHECK(mfu_convolution_flop(gx, gw, gy, 3, 0, &f) == MFU_OK);
+    CHECK(f == 216);
+
+    /* transposed 1-d: x [1, 2, 3], w [2, 5, 2] (c_in 2, c_out 5), out
+     * [1, 5, 4]; every input point scatters: 2 * 1 * 3 * 2 * 5 * 2 = 120 */
+    const int64_t tx[3] = {1, 2, 3}, tw[3] = {2, 5, 2}, ty[3] = {1, 5, 4};
+    CHECK(mfu_convolution_flop(tx, tw, ty, 3, 1, &f) == MFU_OK);
+    CHECK(f == 120);
+
+    /* backward, groups 1: input grad 15,552 + weight grad 15,552 */
+    CHECK(mfu_convolution_backward_flop(y, x, w, 4, 0, 1, 1, 1, &f) == MFU_OK);
+    CHECK(f == 2 * 15552);
+    CHECK(mfu_convolution_backward_flop(y, x, w, 4, 0, 1, 1, 0, &f) == MFU_OK);
+    CHECK(f == 15552);
+    CHECK(mfu_convolution_backward_flop(y, x, w, 4, 0, 1, 0, 1, &f) == MFU_OK);
+    CHECK(f == 15552);
+    CHECK(mfu_convolution_backward_flop(y, x, w, 4, 0, 1, 0, 0, &f) == MFU_OK);
+    CHECK(f == 0);
+
+    /* grouped backward: true count = 216 + 216 = 432; with groups = 1 it is
+     * FlopCounterMode's (weight grad 2 * 1 * 4 * 6 * 3 * 3 = 432): 648 */
+    CHECK(mfu_convolution_backward_flop(gy, gx, gw, 3, 0, 2, 1, 1, &f) == MFU_OK);
+    CHECK(f == 432);
+    CHECK(mfu_convolution_backward_flop(gy, gx, gw, 3, 0, 1, 1, 1, &f) == MFU_OK);
+    CHECK(f == 648);
+
+    /* transposed backward: each = forward 120 */
+    CHECK(mfu_convolution_backward_flop(ty, tx, tw, 3, 1, 1, 1, 1, &f) == MFU_OK);
+    CHECK(f == 240);
+
+    /* invalid: rank 2, negative dims, groups not dividing channels */
+    CHECK(mfu_convolution_flop(x, w, y, 2, 0, &f) == MFU_ERR_INVALID_ARGUMENT);
+    const int64_t neg[4] = {2, -3, 8, 8};
+    CHECK(mfu_convolution_flop(neg, w, y, 4, 0, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convolution_backward_flop(gy, gx, gw, 3, 0, 3, 1, 1, &f) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convolution_backward_flop(gy, gx, gw, 3, 0, 0, 1, 1, &f) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    /* overflow: 2 * 2^20 * 2^20 * 2^20 * ... */
+    const int64_t bx[4] = {1 << 20, 1 << 20, 8, 8};
+    const int64_t bw[4] = {1 << 20, 1 << 20, 3, 3};
+    const int64_t by[4] = {1 << 20, 1 << 20, 6, 6};
+    CHECK(mfu_convolution_flop(bx, bw, by, 4, 0, &f) == MFU_ERR_OVERFLOW);
+}
+
+static void test_attention(void)
+{
+    int64_t f = -1;
+    /* q [2, 8, 16, 64], k/v [2, 2, 16, 64] (GQA 4:1) */
+    mfu_attention_shape s = {.batch = 2, .heads_q = 8, .heads_kv = 2,
+                             .seq_q = 16, .seq_kv = 16, .head_dim_qk = 64,
+                             .head_dim_v = 64};
+    /* 2*2*8*16*16*64 + same = 524,288 + 524,288 = 1,048,576 */
+    CHECK(mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &f) == MFU_OK);
+    CHECK(f == 1048576);
+    CHECK(mfu_sdpa_flop(&s, MFU_CAUSAL_HALF, &f) == MFU_OK);
+    CHECK(f == 524288); /* exactly half */
+    /* backward executed: 2*2*8*16*16*(3*64 + 2*64) = 8,192 * 320 = 2,621,440
+     * = 2.5x forward */
+    CHECK(mfu_sdpa_backward_flop(&s, MFU_CAUSAL_FULL, &f) == MFU_OK);
+    CHECK(f == 2621440);
+    CHECK(mfu_sdpa_backward_flop(&s, MFU_CAUSAL_HALF, &f) == MFU_OK);
+    CHECK(f == 1310720);
+
+    /* s_q != s_kv, d_qk != d_v: q [1, 2, 3, 4], k [1, 1, 5, 4], v [1, 1, 5, 6]
+     * FULL: 2*1*2*3*5*4 + 2*1*2*3*5*6 = 240 + 360 = 600; HALF: 300 */
+    mfu_attention_shape r = {.batch = 1, .heads_q = 2, .heads_kv = 1,
+                             .seq_q = 3, .seq_kv = 5, .head_dim_qk = 4,
+                             .head_dim_v = 6};
+    CHECK(mfu_sdpa_flop(&r, MFU_CAUSAL_FULL, &f) == MFU_OK);
+    CHECK(f == 600);
+    CHECK(mfu_sdpa_flop(&r, MFU_CAUSAL_HALF, &f) == MFU_OK);
+    CHECK(f == 300);
+    /* odd rectangle, HALF still exact: q [1,1,3,1], kv [1,1,3,1]:
+     * FULL 2*9*1 + 2*9*1 = 36, HALF 18 */
+    mfu_attention_shape o = {1, 1, 1, 3, 3, 1, 1};
+    CHECK(mfu_sdpa_flop(&o, MFU_CAUSAL_HALF, &f) == MFU_OK);
+    CHECK(f == 18);
+
+    /* invalid: kv heads not dividing q heads, negative, bad enum */
+    mfu_attention_shape bad = s;
+    bad.heads_kv = 3;
+    CHECK(mfu_sdpa_flop(&bad, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+    bad = s;
+    bad.seq_q = -1;
+    CHECK(mfu_sdpa_flop(&bad, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_sdpa_flop(&s, (mfu_causal)7, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_sdpa_flop(NULL, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+    /* overflow: b = h = s = 2^20 */
+    mfu_attention_shape huge = {1 << 20, 1 << 20, 1, 1 << 20, 1 << 20, 128, 128};
+    CHECK(mfu_sdpa_flop(&huge, MFU_CAUSAL_FULL, &f) == MFU_ERR_OVERFLOW);
+}
+
+static void test_varlen(void)
+{
+    int64_t f = -1, g = -1;
+    /* lengths 3, 5, 0, 2; h 4, h_kv 2, d 8:
+     * sum s^2 = 9 + 25 + 0 + 4 = 38; forward = 2*4*38*8*2 = 4,864 */
+    const int64_t cu[5] = {0, 3, 8, 8, 10};
+    CHECK(mfu_varlen_attention_flop(cu, NULL, 5, 4, 2, 8, 8, MFU_CAUSAL_FULL,
+                                    &f) == MFU_OK);
+    CHECK(f == 4864);
+    CHECK(mfu_varlen_attention_flop(cu, cu, 5, 4, 2, 8, 8, MFU_CAUSAL_HALF,
+                                    &f) == MFU_OK);
+    CHECK(f == 2432);
+    /* backward: 2*4*38*(3*8 + 2*8) = 12,160 */
+    CHECK(mfu_varlen_attention_backward_flop(cu, NULL, 5, 4, 2, 8, 8,
+                                             MFU_CAUSAL_FULL, &f) == MFU_OK);
+    CHECK(f == 12160);
+
+    /* the sum over sequences equals per-sequence sdpa calls */
+    mfu_attention_shape one = {1, 4, 2, 5, 5, 8, 8};
+    CHECK(mfu_sdpa_flop(&one, MFU_CAUSAL_FULL, &g) == MFU_OK);
+    CHECK(g == 2 * 4 * 25 * 8 * 2); /* 3,200 of the 4,864 */
+
+    /* cross attention q lengths 1, 2 against k lengths 4, 4:
+     * 2*1*(1*4 + 2*4)*(8+8) = 2*12*16 = 384 */
+    const int64_t cq[3] = {0, 1, 3}, ck[3] = {0, 4, 8};
+    CHECK(mfu_varlen_attention_flop(cq, ck, 3, 1, 1, 8, 8, MFU_CAUSAL_FULL,
+                                    &f) == MFU_OK);
+    CHECK(f == 384);
+
+    /* no sequences: 0 */
+    CHECK(mfu_varlen_attention_flop(cu, NULL, 1, 4, 2, 8, 8, MFU_CAUSAL_FULL,
+                                    &f) == MFU_OK);
+    CHECK(f == 0);
+    /* decreasing offsets, negative offsets */
+    const int64_t dec[3] = {0, 5, 3}, negc[2] = {-1, 3};
+    CHECK(mfu_varlen_attention_flop(dec, NULL, 3, 4, 2, 8, 8, MFU_CAUSAL_FULL,
+                                    &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_varlen_attention_flop(negc, NULL, 2, 4, 2, 8, 8, MFU_CAUSAL_FULL,
+                                    &f) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+/* Llama-3.1-8B dims. */
+static mfu_transformer_dims llama8b(void)
+{
+    mfu_transformer_dims d;
+    mfu_transformer_dims_init(&d);
+    d.hidden_size = 4096;
+    d.num_layers = 32;
+    d.num_heads = 32;
+    d.num_kv_heads = 8;
+    d.head_dim = 128;
+    d.intermediate_size = 14336;
+    d.vocab_size = 128256;
+    return d;
+}
+
+static void test_transformer_lambda(void)
+{
+    mfu_transformer_dims d = llama8b();
+    mfu_transformer_options o;
+    mfu_sequences seqs;
+    mfu_transformer_flops r;
+    const char *field = NULL;
+
+    mfu_transformer_options_init(&o);
+    CHECK(mfu_sequences_uniform(1, 8192, 0, &seqs) == MFU_OK);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    /* N: layer = q 16,777,216 + k 4,194,304 + v 4,194,304 + o 16,777,216
+     *   + mlp 3*4096*14336 = 176,160,768 + norms 8,192 = 218,112,000;
+     *   32 layers 6,979,584,000 + final norm 4,096 + embed 525,336,576
+     *   + lm_head 525,336,576 = 8,030,261,248 */
+    CHECK(r.num_params == 8030261248.0);
+    CHECK(r.num_embedding_params == 525336576.0); /* 128,256 * 4,096 */
+    /* 6 * (8,030,261,248 - 525,336,576) = 45,029,548,032
+     * + 12 * 32 * 32 * 128 * 8,192 = 12,884,901,888 -> 57,914,449,920
+     * per token; the batch total is that * 8,192 tokens (exact: 2^13) */
+    CHECK(r.model_flops == 57914449920.0 * 8192.0);
+    CHECK(r.num_tokens == 8192.0);
+    CHECK(r.hardware_flops == r.model_flops);
+    /* forward: 2 * 7,504,924,672 + 4 * 32 * 32 * 128 * 8,192 */
+    CHECK(r.forward_flops == (15009849344.0 + 4294967296.0) * 8192.0);
+
+    /* HALF: the attention term 12,884,901,888 halves */
+    o.causal = MFU_CAUSAL_HALF;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    CHECK(r.model_flops == (45029548032.0 + 6442450944.0) * 8192.0);
+
+    /* 6N: no attention term */
+    o.causal = MFU_CAUSAL_FULL;
+    o.formula = MFU_FORMULA_6N;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    CHECK(r.model_flops == 45029548032.0 * 8192.0);
+    CHECK(r.attention_flops == 0.0);
+}
+
+static void test_transformer_matmul_and_moe(void)
+{
+    /* tiny GQA SwiGLU: d 8, L 2, H 4, H_kv 2, Q 2, I 16, V 10 */
+    mfu_transformer_dims d;
+    mfu_transformer_options o;
+    mfu_sequences seqs;
+    mfu_transformer_flops r;
+    const char *field = NULL;
+
+    mfu_transformer_dims_init(&d);
+    d.hidden_size = 8;
+    d.num_layers = 2;
+    d.num_heads = 4;
+    d.num_kv_heads = 2;
+    d.intermediate_size = 16;
+    d.vocab_size = 10;
+    mfu_transformer_options_init(&o);
+    o.formula = MFU_FORMULA_MATMUL;
+    CHECK(mfu_sequences_from_lengths((const int64_t[]){3, 5}, 2, 0, &seqs) ==
+          MFU_OK);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    /* per token per layer: q 8*8 = 64, k 8*4 = 32, v 32, o 64 -> 192;
+     * mlp 3*8*16 = 384; 2 layers -> 1,152; lm_head 80 -> W = 1,232
+     * T = 8: 2*1,232*8 = 19,712
+     * attention: 4*4*2*(9 + 25) = 1,088 per layer, 2 layers 2,176
+     * forward 21,888, model 3x = 65,664 */
+    CHECK(r.forward_flops == 21888.0);
+    CHECK(r.attention_flops == 2176.0);
+    CHECK(r.model_flops == 65664.0);
+    /* recompute: selective adds the attention forward, full adds the layers'
+     * forward 2*1,152*8 + 2,176 = 20,608 */
+    o.recompute = MFU_RECOMPUTE_SELECTIVE;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 2176.0);
+    o.recompute = MFU_RECOMPUTE_FULL;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 20608.0);
+    o.recompute = MFU_RECOMPUTE_NONE;
+
+    /* MoE: 4 experts of width 4, 2 active: per layer router 8*4 = 32 +
+     * 2 * 3*8*4 = 192 -> 224 active (all: 32 + 384 = 416) */
+    d.num_experts = 4;
+    d.experts_per_token = 2;
+    d.moe_intermediate_size = 4;
+    d.intermediate_size = 0;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    /* W = 2*(192 + 224) + 80 = 912; forward 2*912*8 + 2,176 = 16,768 */
+    CHECK(r.forward_flops == 16768.0);
+    /* N = 2*(192 + 2*8 norms + 416) + 8 + 80 embed + 80 head = 1,416 */
+    CHECK(r.num_params == 1416.0);
+    CHECK(r.num_active_params == 1416.0 - 2.0 * 192.0);
+}
+
+static void test_transformer_lora(void)
+{
+    mfu_transformer_dims d = llama8b();
+    mfu_transformer_options o;
+    mfu_sequences seqs;
+    mfu_transformer_flops full, lora;
+    const char *field = NULL;
+
+    mfu_transformer_options_init(&o);
+    o.formula = MFU_FORMULA_6N;
+    CHECK(mfu_sequences_uniform(2, 64, 0, &seqs) == MFU_OK);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &full, &field) == MFU_OK);
+    o.lora_rank = 8;
+    o.lora_targets = MFU_LORA_Q | MFU_LORA_V;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &lora, &field) == MFU_OK);
+    /* adapters per layer: q 8*(4096 + 4096) = 65,536, v 8*(4096 + 1024)
+     * = 40,960 -> 106,496; 32 layers 3,407,872 */
+    CHECK(lora.num_adapter_params == 3407872.0);
+    /* 4 * W * T + 6 * N_a * T against 6 * W * T, W = 7,504,924,672, T = 128 */
+    CHECK(lora.model_flops == 4.0 * 7504924672.0 * 128 + 6.0 * 3407872.0 * 128);
+    CHECK(full.model_flops == 6.0 * 7504924672.0 * 128);
+    CHECK_NEAR(lora.model_flops / full.model_flops, 2.0 / 3.0, 1e-3);
+}
+
+static void test_transformer_sliding_window(void)
+{
+    mfu_transformer_dims d = llama8b();
+    mfu_transformer_options o;
+    mfu_sequences seqs;
+    mfu_transformer_flops r;
+    const char *field = NULL;
+
+    d.sliding_window = 4096;
+    d.num_sliding_layers = 32;
+    mfu_transformer_options_init(&o);
+    /* lengths 8192 and 1000, window 4096:
+     * sum s*min(s, w) = 8192*4096 + 1000*1000 = 33,554,432 + 1,000,000 */
+    CHECK(mfu_sequences_from_lengths((const int64_t[]){8192, 1000}, 2, 4096,
+                                     &seqs) == MFU_OK);
+    CHECK(seqs.sum_windowed == 34554432.0);
+    CHECK(seqs.sum_sq == 8192.0 * 8192.0 + 1e6);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
+    /* 4 * 32 heads * 128 * 32 layers * 34,554,432 */
+    CHECK(r.attention_flops == 4.0 * 32 * 128 * 32 * 34554432.0);
+
+    /* a sequences struct built for another window is refused */
+    CHECK(mfu_sequences_uniform(1, 10, 0, &seqs) == MFU_OK);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field != NULL && field[0] == 's');
+}
+
+static int field_is(const char *field, const char *want)
+{
+    if (field == NULL)
+        return 0;
+    while (*field != '\0' && *field == *want) {
+        field++;
+        want++;
+    }
+    return *field == *want;
+}
+
+static void test_transformer_validation(void)
+{
+    mfu_transformer_dims d;
+    mfu_transformer_options o;
+    mfu_sequences seqs;
+    mfu_transformer_flops r;
+    const char *field = NULL;
+
+    mfu_transformer_options_init(&o);
+    CHECK(mfu_sequences_uniform(1, 16, 0, &seqs) == MFU_OK);
+
+    d = llama8b();
+    d.hidden_size = 0;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "hidden_size"));
+    d = llama8b();
+    d.num_kv_heads = 5; /* 32 % 5 != 0 */
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "num_kv_heads"));
+    d = llama8b();
+    d.num_kv_heads = -1;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "num_kv_heads"));
+    d = llama8b();
+    d.num_kv_heads = 0; /* = num_heads: valid */
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
+    d = llama8b();
+    d.head_dim = 0;
+    d.num_heads = 24; /* 4096 % 24 != 0 */
+    d.num_kv_heads = 8;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "num_heads"));
+    d = llama8b();
+    d.num_experts = 4;
+    d.experts_per_token = 5;
+    d.moe_intermediate_size = 8;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "experts_per_token"));
+    d = llama8b();
+    d.num_layers = -2;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "num_layers"));
+    d = llama8b();
+    d.intermediate_size = 0;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "intermediate_size"));
+    d = llama8b();
+    d.mlp = MFU_MLP_GELU;
+    o.lora_rank = 4;
+    o.lora_targets = MFU_LORA_GATE;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "lora_targets"));
+    o.lora_targets = 0; /* rank without targets */
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "lora_targets"));
+    mfu_transformer_options_init(&o);
+    o.formula = (mfu_flops_formula)9;
+    d = llama8b();
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "formula"));
+    mfu_transformer_options_init(&o);
+
+    /* no tokens */
+    CHECK(mfu_sequences_uniform(0, 16, 0, &seqs) == MFU_OK);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "seq_lens"));
+    CHECK(mfu_sequences_from_lengths((const int64_t[]){4, -1}, 2, 0, &seqs) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_sequences_uniform(-1, 16, 0, &seqs) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+int main(void)
+{
+    test_matmul_family();
+    test_overflow_and_invalid();
+    test_convolution();
+    test_attention();
+    test_varlen();
+    test_transformer_lambda();
+    test_transformer_matmul_and_moe();
+    test_transformer_lora();
+    test_transformer_sliding_window();
+    test_transformer_validation();
+    return check_summary("test_flops");
+}

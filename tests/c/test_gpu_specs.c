@@ -1,0 +1,337 @@
+/* test_gpu_specs.c -- the peak table, name lookup and the env override. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "gpu_specs.h"
+
+#define GIB 1073741824ULL
+
+static const mfu_gpu_spec *row(const char *name)
+{
+    size_t i;
+    const mfu_gpu_spec *s;
+    for (i = 0; i < mfu_gpu_spec_count(); i++) {
+        if (mfu_gpu_spec_get(i, &s) == MFU_OK && strcmp(s->name, name) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static double peak(const char *name, mfu_dtype dtype)
+{
+    const mfu_gpu_spec *s = row(name);
+    double v = -1.0;
+    if (s == NULL || mfu_gpu_spec_peak_tflops(s, dtype, &v) != MFU_OK)
+        return -1.0;
+    return v;
+}
+
+/* Look up and return the row name, "NOT_FOUND", "AMBIGUOUS" or "INVALID". */
+static const char *find(const char *name, int major, int minor, int sms,
+                        uint64_t mem, double *fraction)
+{
+    mfu_device_query q = {name, major, minor, sms, mem};
+    mfu_gpu_match m;
+    mfu_status st = mfu_gpu_lookup(&q, &m);
+    if (fraction != NULL)
+        *fraction = m.mig_fraction;
+    if (st == MFU_OK)
+        return m.spec->name;
+    if (st == MFU_ERR_NOT_FOUND)
+        return m.num_candidates >= 2 ? "AMBIGUOUS" : "NOT_FOUND";
+    if (st == MFU_ERR_INVALID_ARGUMENT)
+        return "INVALID";
+    return "OTHER";
+}
+
+#define CHECK_FIND(expected, ...) CHECK(strcmp(find(__VA_ARGS__), (expected)) == 0)
+
+static void test_table_integrity(void)
+{
+    size_t i, j, n = mfu_gpu_spec_count();
+    const mfu_gpu_spec *a, *b;
+    CHECK(n >= 40);
+    for (i = 0; i < n; i++) {
+        int d, any_field = 0;
+        CHECK(mfu_gpu_spec_get(i, &a) == MFU_OK);
+        /* every row cites a source with a URL */
+        CHECK(a->source != NULL && strstr(a->source, "https://") != NULL);
+        CHECK(a->name != NULL && a->name[0] != '\0');
+        CHECK(a->model_token != NULL && a->model_token[0] != '\0');
+        CHECK(a->variant_tokens != NULL && a->reject_tokens != NULL);
+        CHECK(strcmp(a->vendor, "NVIDIA") == 0 || strcmp(a->vendor, "AMD") == 0);
+        /* NVIDIA rows carry a compute capability, AMD rows a gfx target */
+        if (strcmp(a->vendor, "NVIDIA") == 0)
+            CHECK(a->cc_major >= 7 && a->gfx_arch == NULL);
+        else
+            CHECK(a->cc_major == -1 && a->gfx_arch != NULL);
+        CHECK(a->memory_bytes > 0);
+        CHECK(a->num_sms >= 0 && a->memory_bandwidth_bytes_per_sec >= 0.0);
+        for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+            double v = -2.0;
+            mfu_status st = mfu_gpu_spec_peak_tflops(a, (mfu_dtype)d, &v);
+            CHECK(st == MFU_OK || st == MFU_ERR_NOT_FOUND);
+            if (st == MFU_OK) {
+                CHECK(isfinite(v) && v > 0.0 && v < 1e5);
+                any_field = 1;
+            }
+        }
+        /* A10G is the one row without any sourced peak */
+        CHECK(any_field || strcmp(a->name, "A10G") == 0);
+        for (j = i + 1; j < n; j++) {
+            CHECK(mfu_gpu_spec_get(j, &b) == MFU_OK);
+            CHECK(strcmp(a->name, b->name) != 0); /* names unique */
+            /* rows unique: same model + variants would be unreachable */
+            CHECK(!(strcmp(a->model_token, b->model_token) == 0 &&
+                    strcmp(a->variant_tokens, b->variant_tokens) == 0));
+        }
+    }
+    CHECK(mfu_gpu_spec_get(n, &a) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_spec_get(0, NULL) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+static void test_reference_values(void)
+{
+    /* H100 SXM datasheet: 1,979 bf16 with sparsity; whitepaper 1978.9 / 2 */
+    CHECK_NEAR(peak("H100 SXM", MFU_DTYPE_BF16), 989.4, 1e-9);
+    /* A100 datasheet: 312 bf16 dense (624 sparse) */
+    CHECK_NEAR(peak("A100 SXM4 80GB", MFU_DTYPE_BF16), 312.0, 1e-9);
+    /* HGX B200: 36 PF bf16 sparse over 8 GPUs: 36000 / 8 / 2 = 2250 */
+    CHECK_NEAR(peak("B200", MFU_DTYPE_BF16), 2250.0, 1e-9);
+    /* MI300X datasheet: 1307.4 bf16 dense */
+    CHECK_NEAR(peak("MI300X", MFU_DTYPE_BF16), 1307.4, 1e-9);
+    /* absent dtypes stay absent */
+    CHECK(peak("A100 SXM4 80GB", MFU_DTYPE_FP8) < 0.0); /* Ampere: no FP8 */
+    CHECK(peak("V100 SXM2 16GB", MFU_DTYPE_BF16) < 0.0); /* Volta: no BF16 */
+    CHECK(peak("H100 SXM", MFU_DTYPE_FP4) < 0.0);       /* Hopper: no FP4 */
+    CHECK(peak("MI250X (per GCD)", MFU_DTYPE_TF32) < 0.0);
+    /* H100 PCIe datasheet: 1,513 bf16 sparse / 2 = 756.5 */
+    CHECK_NEAR(peak("H100 PCIe", MFU_DTYPE_BF16), 756.5, 1e-9);
+    /* MI250X OAM 383 bf16 over 2 GCDs = 191.5 */
+    CHECK_NEAR(peak("MI250X (per GCD)", MFU_DTYPE_BF16), 191.5, 1e-9);
+    /* RTX 4090: fp16 with FP32 accumulate 165.2 (the 330.3 FP16-acc is not used) */
+    CHECK_NEAR(peak("GeForce RTX 4090", MFU_DTYPE_FP16), 165.2, 1e-9);
+    CHECK(mfu_gpu_spec_peak_tflops(NULL, MFU_DTYPE_FP16, NULL) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+static void test_normalize(void)
+{
+    char out[MFU_GPU_NAME_MAX + 1];
+    char small[6];
+    char huge[MFU_GPU_NAME_MAX + 2];
+    CHECK(mfu_gpu_normalize_name("NVIDIA A100-SXM4-40GB MIG 3g.20gb", out, sizeof out) == MFU_OK);
+    CHECK(strcmp(out, "a100 sxm4 40gb mig 3g 20gb") == 0);
+    CHECK(mfu_gpu_normalize_name("NVIDIA GeForce RTX 4090", out, sizeof out) == MFU_OK);
+    CHECK(strcmp(out, "rtx 4090") == 0);
+    CHECK(mfu_gpu_normalize_name("AMD Instinct MI250X/MI250", out, sizeof out) == MFU_OK);
+    CHECK(strcmp(out, "mi250x mi250") == 0);
+    CHECK(mfu_gpu_normalize_name("Tesla V100-PCIE-32GB", out, sizeof out) == MFU_OK);
+    CHECK(strcmp(out, "v100 pcie 32gb") == 0);
+    CHECK(mfu_gpu_normalize_name("  \xe2\x84\xa2 AMD Radeon  PRO W7900 ", out, sizeof out) == MFU_OK);
+    CHECK(strcmp(out, "pro w7900") == 0);
+    /* bad input */
+    CHECK(mfu_gpu_normalize_name(NULL, out, sizeof out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("", out, sizeof out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("NVIDIA", out, sizeof out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("-- //", out, sizeof out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("H100", NULL, 10) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("H100", out, 0) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("NVIDIA H100 PCIe", small, sizeof small) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_normalize_name("H100", small, sizeof small) == MFU_OK);
+    memset(huge, 'a', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0'; /* MFU_GPU_NAME_MAX + 1 characters */
+    CHECK(mfu_gpu_normalize_name(huge, out, sizeof out) == MFU_ERR_INVALID_ARGUMENT);
+    huge[MFU_GPU_NAME_MAX] = '\0'; /* exactly the maximum */
+    CHECK(mfu_gpu_normalize_name(huge, out, sizeof out) == MFU_OK);
+}
+
+static void test_real_names(void)
+{
+    /* strings as torch.cuda.get_device_name() prints them */
+    CHECK_FIND("H100 SXM", "NVIDIA H100 80GB HBM3", 9, 0, 132, 85520809984ULL, NULL);
+    CHECK_FIND("H100 PCIe", "NVIDIA H100 PCIe", 9, 0, 114, 85520809984ULL, NULL);
+    CHECK_FIND("H100 NVL", "NVIDIA H100 NVL", 9, 0, 132, 100485038080ULL, NULL);
+    CHECK_FIND("A100 SXM4 80GB", "NVIDIA A100-SXM4-80GB", 8, 0, 108, 85089976320ULL, NULL);
+    CHECK_FIND("A100 SXM4 40GB", "NVIDIA A100-SXM4-40GB", 8, 0, 108, 42505273344ULL, NULL);
+    CHECK_FIND("A100 PCIe 40GB", "NVIDIA A100-PCIE-40GB", 8, 0, 108, 42505273344ULL, NULL);
+    CHECK_FIND("A100 PCIe 80GB", "NVIDIA A100 80GB PCIe", 8, 0, 108, 85094301696ULL, NULL);
+    CHECK_FIND("V100 SXM2 16GB", "Tesla V100-SXM2-16GB", 7, 0, 80, 16945512448ULL, NULL);
+    CHECK_FIND("V100 PCIe 32GB", "Tesla V100-PCIE-32GB", 7, 0, 80, 34089730048ULL, NULL);
+    CHECK_FIND("T4", "Tesla T4", 7, 5, 40, 15843721216ULL, NULL);
+    CHECK_FIND("A10G", "NVIDIA A10G", 8, 6, 80, 23836098560ULL, NULL);
+    CHECK_FIND("A10", "NVIDIA A10", 8, 6, 72, 23836098560ULL, NULL);
+    CHECK_FIND("RTX A6000", "NVIDIA RTX A6000", 8, 6, 84, 51041271808ULL, NULL);
+    CHECK_FIND("L40S", "NVIDIA L40S", 8, 9, 142, 47697362944ULL, NULL);
+    CHECK_FIND("L40", "NVIDIA L40", 8, 9, 142, 47697362944ULL, NULL);
+    CHECK_FIND("L4", "NVIDIA L4", 8, 9, 58, 23580639232ULL, NULL);
+    CHECK_FIND("GeForce RTX 4090", "NVIDIA GeForce RTX 4090", 8, 9, 128, 25393692672ULL, NULL);
+    CHECK_FIND("H200 SXM", "NVIDIA H200", 9, 0, 132, 150754820096ULL, NULL);
+    CHECK_FIND("H200 NVL", "NVIDIA H200 NVL", 9, 0, 132, 150754820096ULL, NULL);
+    CHECK_FIND("GH200 96GB", "NVIDIA GH200 480GB", 9, 0, 132, 102005473280ULL, NULL);
+    CHECK_FIND("GH200 144GB", "NVIDIA GH200 144G HBM3e", 9, 0, 132, 153000000000ULL, NULL);
+    CHECK_FIND("B200", "NVIDIA B200", 10, 0, 148, 191507447808ULL, NULL);
+    CHECK_FIND("GB200", "NVIDIA GB200", 10, 0, 152, 199715979264ULL, NULL);
+    CHECK_FIND("MI300X", "AMD Instinct MI300X", 9, 4, 304, 206141652992ULL, NULL);
+    CHECK_FIND("MI250X (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 110, 68702699520ULL, NULL);
+    CHECK_FIND("MI250 (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 104, 68702699520ULL, NULL);
+    CHECK_FIND("MI300A", "AMD Instinct MI300A", 9, 4, 228, 4 * GIB, NULL);
+}
+
+static void test_tricky_pairs(void)
+{
+    /* token-based, not substring: each name finds its own row or nothing */
+    CHECK_FIND("A10", "NVIDIA A10", -1, -1, -1, 0, NULL);
+    CHECK_FIND("A100 SXM4 40GB", "NVIDIA A100-SXM4-40GB", -1, -1, -1, 0, NULL);
+    CHECK_FIND("GB200", "NVIDIA GB200", -1, -1, -1, 0, NULL);
+    CHECK_FIND("B200", "NVIDIA B200", -1, -1, -1, 0, NULL);
+    CHECK_FIND("GH200 96GB", "NVIDIA GH200 480GB", -1, -1, -1, 0, NULL);
+    CHECK_FIND("L40", "NVIDIA L40", -1, -1, -1, 0, NULL);
+    CHECK_FIND("L40S", "NVIDIA L40S", -1, -1, -1, 0, NULL);
+    CHECK_FIND("GeForce RTX 4080", "NVIDIA GeForce RTX 4080", -1, -1, -1, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA GeForce RTX 4080 SUPER", -1, -1, 80, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA GeForce RTX 4090 D", -1, -1, -1, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA GeForce RTX 4090 Laptop GPU", -1, -1, 76, 0, NULL);
+    CHECK_FIND("MI300X", "AMD Instinct MI300X", -1, -1, -1, 0, NULL);
+    CHECK_FIND("MI300A", "AMD Instinct MI300A", -1, -1, -1, 0, NULL);
+    /* a hint that contradicts the name never selects another row */
+    CHECK_FIND("NOT_FOUND", "NVIDIA H100 PCIe", 9, 0, 132, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA A100-SXM4-80GB", 9, 0, 108, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA A100-SXM4-80GB", 8, 0, 108, 42505273344ULL, NULL);
+    /* bare names: SMs and memory decide */
+    CHECK_FIND("H100 SXM", "NVIDIA H100", 9, 0, 132, 85520809984ULL, NULL);
+    CHECK_FIND("H100 PCIe", "NVIDIA H100", 9, 0, 114, 0, NULL);
+    CHECK_FIND("H100 NVL", "NVIDIA H100", 9, 0, 132, 100485038080ULL, NULL);
+    CHECK_FIND("H100 SXM", "NVIDIA H100", 9, 0, 132, 0, NULL); /* default rule */
+    CHECK_FIND("AMBIGUOUS", "NVIDIA H100", -1, -1, -1, 0, NULL);
+    CHECK_FIND("AMBIGUOUS", "NVIDIA A100", -1, -1, -1, 0, NULL);
+    /* SXM4 and PCIe 40GB share SMs and memory: only the name tells */
+    CHECK_FIND("AMBIGUOUS", "NVIDIA A100", 8, 0, 108, 42505273344ULL, NULL);
+    CHECK_FIND("A100 SXM4 80GB", "NVIDIA A100", 8, 0, 108, 0, NULL); /* default rule */
+    CHECK_FIND("AMBIGUOUS", "AMD Instinct MI250X/MI250", -1, -1, -1, 0, NULL);
+    /* unknown devices */
+    CHECK_FIND("NOT_FOUND", "NVIDIA GeForce RTX 2080 Ti", 7, 5, 68, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "Intel(R) Data Center GPU Max 1550", -1, -1, -1, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "H100100", -1, -1, -1, 0, NULL);
+}
+
+static void test_mig_and_partitions(void)
+{
+    double f = 0.0;
+    /* A100 MIG 3g.20gb: the driver reports 42 of 108 SMs */
+    CHECK_FIND("A100 SXM4 40GB", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", 8, 0, 42, 21474836480ULL, &f);
+    CHECK_NEAR(f, 42.0 / 108.0, 1e-12);
+    /* H100 MIG 1g.10gb: 16 of 132 SMs; the slice memory is not checked */
+    CHECK_FIND("H100 SXM", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", 9, 0, 16, 10737418240ULL, &f);
+    CHECK_NEAR(f, 16.0 / 132.0, 1e-12);
+    /* a MIG slice without its SM count cannot be scaled */
+    CHECK_FIND("NOT_FOUND", "NVIDIA H100 80GB HBM3 MIG 1g.10gb", 9, 0, -1, 0, NULL);
+    /* more SMs than the device has is not a slice of it */
+    CHECK_FIND("NOT_FOUND", "NVIDIA A100-SXM4-40GB MIG 7g.40gb", 8, 0, 200, 0, NULL);
+    /* MI300X CPX partition: 38 of 304 CUs */
+    CHECK_FIND("MI300X", "AMD Instinct MI300X", 9, 4, 38, 0, &f);
+    CHECK_NEAR(f, 38.0 / 304.0, 1e-12);
+    CHECK_FIND("NOT_FOUND", "AMD Instinct MI300X", 9, 4, 37, 0, NULL);
+    /* whole devices report 1.0 */
+    CHECK_FIND("L4", "NVIDIA L4", 8, 9, 58, 0, &f);
+    CHECK_NEAR(f, 1.0, 0.0);
+}
+
+static void test_bad_queries(void)
+{
+    mfu_device_query q = {"NVIDIA H100", -1, -1, -1, 0};
+    mfu_gpu_match m;
+    CHECK(mfu_gpu_lookup(NULL, &m) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_lookup(&q, NULL) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK_FIND("INVALID", NULL, -1, -1, -1, 0, NULL);
+    CHECK_FIND("INVALID", "", -1, -1, -1, 0, NULL);
+    CHECK_FIND("INVALID", "NVIDIA H100", -1, -1, -5, 0, NULL);
+    CHECK_FIND("INVALID", "NVIDIA H100", -1, -1, 0, 0, NULL);
+    CHECK_FIND("INVALID", "NVIDIA H100", -7, -1, -1, 0, NULL);
+    CHECK_FIND("INVALID", "NVIDIA H100", 9, 100, -1, 0, NULL);
+    {
+        char huge[4096];
+        memset(huge, 'x', sizeof huge - 1);
+        huge[sizeof huge - 1] = '\0';
+        CHECK_FIND("INVALID", huge, -1, -1, -1, 0, NULL);
+    }
+}
+
+static void test_dtypes(void)
+{
+    int d;
+    mfu_dtype out;
+    for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+        CHECK(mfu_dtype_from_name(mfu_dtype_name((mfu_dtype)d), &out) == MFU_OK);
+        CHECK((int)out == d);
+    }
+    CHECK(mfu_dtype_from_name("BF16", &out) == MFU_OK && out == MFU_DTYPE_BF16);
+    CHECK(mfu_dtype_from_name("bfloat16", &out) == MFU_ERR_NOT_FOUND);
+    CHECK(mfu_dtype_from_name("fp", &out) == MFU_ERR_NOT_FOUND);
+    CHECK(mfu_dtype_from_name("", &out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_dtype_from_name(NULL, &out) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_dtype_name(MFU_DTYPE_COUNT) == NULL);
+    CHECK(mfu_dtype_name((mfu_dtype)-1) == NULL);
+    CHECK(strcmp(mfu_dtype_name(MFU_DTYPE_FP4), "fp4") == 0);
+}
+
+static void test_override(void)
+{
+    double v = 0.0;
+    char huge[MFU_PEAK_OVERRIDE_MAX + 8];
+    CHECK(mfu_peak_override_parse("989.4", MFU_DTYPE_BF16, &v) == MFU_OK);
+    CHECK_NEAR(v, 989.4, 1e-12);
+    CHECK(mfu_peak_override_parse(" 312 ", MFU_DTYPE_FP8, &v) == MFU_OK);
+    CHECK_NEAR(v, 312.0, 1e-12);
+    CHECK(mfu_peak_override_parse("1e3", MFU_DTYPE_FP32, &v) == MFU_OK);
+    CHECK_NEAR(v, 1000.0, 1e-12);
+    CHECK(mfu_peak_override_parse("bf16=989.4,fp8=1978.9", MFU_DTYPE_FP8, &v) == MFU_OK);
+    CHECK_NEAR(v, 1978.9, 1e-12);
+    CHECK(mfu_peak_override_parse("bf16 = 989.4 , FP8=1978.9", MFU_DTYPE_BF16, &v) == MFU_OK);
+    CHECK_NEAR(v, 989.4, 1e-12);
+    CHECK(mfu_peak_override_parse("bf16=989.4,fp8=1978.9", MFU_DTYPE_FP32, &v) == MFU_ERR_NOT_FOUND);
+    /* malformed */
+    CHECK(mfu_peak_override_parse("", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("   ", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("abc", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("989.4x", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("0", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("-5", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("nan", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("inf", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("1e999", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("0x10", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("1 2", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("=5", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1,", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1,,fp8=2", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1;fp8=2", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bfloat16=1", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1,bf16=2", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1,5", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("bf16=1=2", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    /* a malformed entry is an error even when the asked dtype is well formed */
+    CHECK(mfu_peak_override_parse("bf16=1,fp8=x", MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse(NULL, MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("1", MFU_DTYPE_COUNT, &v) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_peak_override_parse("1", MFU_DTYPE_BF16, NULL) == MFU_ERR_INVALID_ARGUMENT);
+    memset(huge, '1', sizeof huge - 1);
+    huge[sizeof huge - 1] = '\0';
+    CHECK(mfu_peak_override_parse(huge, MFU_DTYPE_BF16, &v) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+int main(void)
+{
+    test_table_integrity();
+    test_reference_values();
+    test_normalize();
+    test_real_names();
+    test_tricky_pairs();
+    test_mig_and_partitions();
+    test_bad_queries();
+    test_dtypes();
+    test_override();
+    return check_summary("test_gpu_specs");
+}
