@@ -26,6 +26,9 @@ def build_model(args: argparse.Namespace) -> torch.nn.Module:
         n_embd=args.hidden,
         n_layer=args.layers,
         n_head=args.heads,
+        bos_token_id=0,
+        eos_token_id=0,
+        loss_type="ForCausalLM",
         attn_implementation="sdpa",
     )
     return GPT2LMHeadModel(config)

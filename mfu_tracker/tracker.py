@@ -5,19 +5,27 @@ says so), times are seconds, bandwidths bytes/s (TB/s where the name says so).
 
 The timed block and the arithmetic live in the C core (``_C.new_track``,
 ``_C.compute_metrics``); this module only resolves the peak the result is
-measured against and caches that resolution, so a ``track()`` per step costs
-well under a microsecond on the CPU.
+measured against and the clock that times the block, and caches both, so a
+``track()`` per step costs about a microsecond on the CPU.
+
+Clocks: a block on a CUDA / ROCm device is timed with GPU events (driver API,
+loaded at run time) recorded on the block's stream -- the time the GPU spent
+between entering and leaving the block, with no synchronization. One
+``_C.MarkTimer`` per (clock, device) serves every block. Elsewhere, or when
+the GPU driver fails (one warning), the monotonic CPU clock.
 """
 from __future__ import annotations
 
 import math
 import os
+import sys
+import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _C
 from ._dtypes import normalize_dtype
-from .gpu import GPUSpec, get_gpu_spec, user_gpu_spec
+from .gpu import PEAK_ENV_VAR, GPUSpec, get_gpu_spec, user_gpu_spec
 
 __all__ = ["track", "compute_mfu", "compute_mbu", "UtilizationResult", "resolve_peak", "Peak"]
 
@@ -101,7 +109,7 @@ def resolve_peak(
     if spec is not None:
         return _resolve_uncached(dtype, device, spec, peak_tflops)
     try:
-        key: _PeakKey = (dtype, device, peak_tflops, os.environ.get("MFU_TRACKER_PEAK_TFLOPS"))
+        key: _PeakKey = (dtype, device, peak_tflops, os.environ.get(PEAK_ENV_VAR))
         cached = _PEAK_CACHE.get(key)
     except TypeError:  # an unhashable device or dtype: resolve every time
         return _resolve_uncached(dtype, device, spec, peak_tflops)
@@ -109,6 +117,160 @@ def resolve_peak(
         cached = _resolve_uncached(dtype, device, spec, peak_tflops)
         _PEAK_CACHE[key] = cached
     return cached
+
+
+# ---- clocks ---------------------------------------------------------------------
+
+#: Values of the ``clock`` argument of :func:`track` and :class:`~mfu_tracker.step.Tracker`.
+_CLOCKS = ("auto", "cuda", "hip", "cpu")
+
+_STREAM_LIMIT = 1 << 64
+
+
+def _check_clock(clock: Any) -> str:
+    """``clock`` validated: one of :data:`_CLOCKS`."""
+    if not isinstance(clock, str):
+        raise TypeError(f"clock must be a str ({', '.join(_CLOCKS)}), not {type(clock).__name__}")
+    if clock not in _CLOCKS:
+        raise ValueError(f"clock must be one of {', '.join(map(repr, _CLOCKS))}, got {clock!r}")
+    return clock
+
+
+def _stream_handle(stream: Any) -> int:
+    """The raw stream handle of ``stream``: a torch stream (its ``cuda_stream``,
+    also on ROCm) or an int handle. ``None`` is resolved by the caller."""
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        handle = stream
+    else:
+        handle = getattr(stream, "cuda_stream", None)
+        if not isinstance(handle, int) or isinstance(handle, bool):
+            raise TypeError(
+                "stream must be a torch.cuda.Stream, a raw stream handle (int) or None, "
+                f"not {type(stream).__name__}"
+            )
+    if not 0 <= handle < _STREAM_LIMIT:
+        raise ValueError(f"stream must be a handle in [0, 2**64), got {handle!r}")
+    return handle
+
+
+def _torch_with_gpu() -> Any:
+    """torch if it is imported and has a CUDA/ROCm device, else None. Never
+    imports torch: a run that has not imported it computes on no GPU."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    try:
+        return torch if torch.cuda.is_available() else None
+    except Exception:  # a broken CUDA install: the CPU clock
+        return None
+
+
+def _device_index(device: Any, torch: Any) -> Tuple[bool, Optional[int]]:
+    """(is a CUDA/ROCm device, its index) for a ``device`` argument."""
+    if device is None:
+        return (True, torch.cuda.current_device()) if torch is not None else (False, None)
+    if torch is None:
+        if isinstance(device, str):
+            return device.startswith("cuda"), None
+        return isinstance(device, int) and not isinstance(device, bool), None
+    dev = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    if dev.type != "cuda":
+        return False, None
+    return True, dev.index if dev.index is not None else torch.cuda.current_device()
+
+
+# (clock, device) -> (MarkTimer or None, torch device index or None, current-stream getter)
+_ClockEntry = Tuple[Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
+_BLOCK_CLOCKS: Dict[Tuple[str, Any], _ClockEntry] = {}
+# (kind, device index) -> MarkTimer or None (unavailable: warned once)
+_MARK_TIMERS: Dict[Tuple[str, Optional[int]], Optional["_C.MarkTimer"]] = {}
+
+
+def _resolve_clock(clock: str, device: Any) -> Tuple[str, Optional[int], Any]:
+    """(clock kind "cpu"/"cuda"/"hip", torch device index, torch) for a block
+    or a tracker on ``device`` with ``clock`` (already checked).
+
+    "auto" is the GPU clock when ``device`` (default: torch's current device)
+    is a CUDA / ROCm device -- "hip" on a ROCm build of torch -- else "cpu".
+    "cuda" / "hip" pin the GPU clock even where torch has no GPU (then the
+    null stream is the default stream)."""
+    torch = _torch_with_gpu()
+    on_gpu, index = _device_index(device, torch)
+    if clock == "cpu" or (clock == "auto" and not (on_gpu and torch is not None)):
+        return "cpu", None, torch
+    if clock == "auto":
+        return ("hip" if getattr(torch.version, "hip", None) else "cuda"), index, torch
+    return clock, (index if torch is not None else None), torch
+
+
+def _ensure_context(torch: Any, index: Optional[int]) -> None:
+    """Make the device's primary CUDA context current on this thread (the
+    driver API needs one; torch creates it lazily)."""
+    if torch is None or index is None:
+        return
+    try:
+        with torch.cuda.device(index):
+            torch.zeros(1, device=torch.device("cuda", index))
+    except Exception:  # MarkTimer creation then says what is missing
+        pass
+
+
+def _mark_timer(kind: str, index: Optional[int], torch: Any, what: str) -> Optional["_C.MarkTimer"]:
+    """The shared MarkTimer of (kind, device index), created on first use;
+    None (after one warning naming the cause) when the GPU clock is unusable."""
+    key = (kind, index)
+    if key in _MARK_TIMERS:
+        return _MARK_TIMERS[key]
+    _ensure_context(torch, index)
+    try:
+        timer: Optional[_C.MarkTimer] = _C.MarkTimer(kind)
+    except RuntimeError as error:
+        warnings.warn(f"mfu_tracker: {what}: {error}; timing falls back to the CPU clock",
+                      RuntimeWarning, stacklevel=3)
+        timer = None
+    _MARK_TIMERS[key] = timer
+    return timer
+
+
+def _current_stream_getter(torch: Any, index: Optional[int]) -> Optional[Callable[[int], int]]:
+    """A function giving torch's current raw stream of a device index, or None
+    when torch has no GPU (the null stream, 0, is then the default)."""
+    if torch is None or index is None:
+        return None
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda i: torch.cuda.current_stream(i).cuda_stream
+
+
+def _block_clock(clock: Any, device: Any) -> _ClockEntry:
+    _check_clock(clock)
+    kind, index, torch = _resolve_clock(clock, device)
+    if kind == "cpu":
+        entry: _ClockEntry = (None, None, None)
+    else:
+        timer = _mark_timer(kind, index, torch, "track()")
+        entry = (timer, index, _current_stream_getter(torch, index) if timer is not None else None)
+    # Cache only what cannot change: before torch is imported, "auto" might
+    # find a GPU later.
+    if clock != "auto" or "torch" in sys.modules:
+        try:
+            _BLOCK_CLOCKS[(clock, device)] = entry
+        except TypeError:  # an unhashable device: resolved every time
+            pass
+    return entry
+
+
+def _reset_clocks() -> None:
+    """Forget the cached clocks, shared timers and resolved peaks (tests, or
+    after changing ``MFU_TRACKER_PEAK_TFLOPS`` mid-run)."""
+    global _last_block
+    _BLOCK_CLOCKS.clear()
+    _MARK_TIMERS.clear()
+    _BLOCK_CACHE.clear()
+    _PEAK_CACHE.clear()
+    _last_block = (None, None)
+
 
 
 def track(
@@ -122,6 +284,8 @@ def track(
     device: Any = None,
     spec: Optional[GPUSpec] = None,
     peak_tflops: Optional[float] = None,
+    clock: str = "auto",
+    stream: Any = None,
 ) -> UtilizationResult:
     """Time a block of work and report its utilization::
 
@@ -141,24 +305,83 @@ def track(
         device: device whose peak to use (default: current CUDA device, else CPU).
         spec: a :class:`GPUSpec` to use instead of looking the device up.
         peak_tflops: per-device peak in TFLOP/s, overriding the table.
+        clock: "auto" (GPU events when the block runs on a CUDA / ROCm device,
+            else the CPU clock), "cuda", "hip" (pin the GPU clock) or "cpu".
+        stream: the stream the GPU events go on: a ``torch.cuda.Stream``, a raw
+            handle (int) or None (torch's current stream of the device; the
+            null stream when torch has no GPU).
 
     The figures are ``None`` until the block exits, and ``mfu`` stays ``None``
     when no peak is known for the device (CPU without ``peak_tflops``). An
-    exception raised in the block propagates unchanged. Timing uses the
-    monotonic CPU clock.
+    exception raised in the block propagates unchanged.
+
+    ``elapsed_sec`` is the block's own time -- its compute window -- not a
+    step period (for that, see :class:`~mfu_tracker.step.Tracker`). On the GPU
+    clock it is the GPU time between the block's two events, and it resolves
+    lazily: ``r.ready`` asks the GPU without blocking, and reading a figure
+    before the GPU has finished the block waits for it once. Nothing ever
+    synchronizes otherwise. If the GPU driver is missing or fails, one warning
+    is given and blocks are timed by the monotonic CPU clock.
     """
+    global _last_block
+    key = (dtype, device, spec, peak_tflops, clock)
+    last_key, resolved = _last_block
+    # Steady state: a loop passes the same objects every step, so the tuple
+    # comparison is a few identity checks and the resolution is reused.
+    if key != last_key:
+        resolved = _resolve_block(key)
+        _last_block = (key, resolved)  # one assignment: safe across threads
+    flops_per_sec, bytes_per_sec, dtype_name, gpu_spec, timer, index, current = resolved
+    if timer is None:
+        if stream is not None:
+            _stream_handle(stream)  # a bad stream is an error on every clock
+        return _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, flops_per_sec,
+                            bytes_per_sec, num_gpus, dtype_name, gpu_spec)
+    if stream is None:
+        handle = current(index) if current is not None else 0
+    else:
+        handle = _stream_handle(stream)
+    return _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, flops_per_sec,
+                        bytes_per_sec, num_gpus, dtype_name, gpu_spec, timer, handle)
+
+
+# What track() needs besides its per-block arguments, resolved from
+# (dtype, device, spec, peak_tflops, clock): (peak FLOP/s, peak bytes/s,
+# dtype name, GPUSpec, MarkTimer or None, device index, current-stream getter).
+_BlockKey = Tuple[Any, Any, Any, Any, Any]
+_CacheKey = Tuple[Any, Any, Any, Any, Any, Optional[str]]
+_Resolved = Tuple[Optional[float], Optional[float], str, Optional[GPUSpec],
+                  Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
+_BLOCK_CACHE: Dict[_CacheKey, _Resolved] = {}
+_last_block: Tuple[Optional[_BlockKey], Optional[_Resolved]] = (None, None)
+
+
+def _resolve_block(key: _BlockKey) -> _Resolved:
+    """Resolve (dtype, device, spec, peak_tflops, clock) for track(): the
+    peak (with ``MFU_TRACKER_PEAK_TFLOPS`` read now) and the clock. Cached
+    per hashable key; a key holding a GPUSpec (unhashable) is resolved anew,
+    which the single-entry cache in track() makes rare."""
+    cache_key = (*key, os.environ.get(PEAK_ENV_VAR))
+    try:
+        return _BLOCK_CACHE[cache_key]
+    except (KeyError, TypeError):
+        pass
+    dtype, device, spec, peak_tflops, clock = key
     peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
-    return _C.new_track(
-        flop_count,
-        param_bytes,
-        hfu_flop_count,
-        num_tokens,
-        peak.flops_per_sec,
-        peak.bytes_per_sec,
-        num_gpus,
-        peak.dtype,
-        peak.spec,
-    )
+    try:
+        timer, index, current = _BLOCK_CLOCKS[(clock, device)]
+    except (KeyError, TypeError):
+        timer, index, current = _block_clock(clock, device)
+    resolved: _Resolved = (peak.flops_per_sec, peak.bytes_per_sec, peak.dtype, peak.spec,
+                           timer, index, current)
+    # Cache only what cannot change: before torch is imported, "auto" might
+    # find a GPU later.
+    if clock != "auto" or "torch" in sys.modules:
+        try:
+            _BLOCK_CACHE[cache_key] = resolved
+        except TypeError:
+            pass
+    return resolved
 
 
 def compute_mfu(

@@ -91,7 +91,7 @@ def test_mfu_above_one_is_flagged_not_clamped():
 
 def test_cpu_without_peak_gives_none_and_one_warning(monkeypatch):
     monkeypatch.delenv("MFU_TRACKER_PEAK_TFLOPS", raising=False)
-    mfu_tracker.tracker._PEAK_CACHE.clear()
+    mfu_tracker.tracker._reset_clocks()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -104,6 +104,8 @@ def test_cpu_without_peak_gives_none_and_one_warning(monkeypatch):
 
 def test_env_peak_override_is_used(monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", "2.5")
+    # The override is read when track()'s arguments are first resolved.
+    mfu_tracker.tracker._reset_clocks()
     with track(1e12, dtype="fp32", device="cpu") as r:
         time.sleep(0.01)
     assert r.peak_flops_per_sec == 2.5e12
@@ -224,3 +226,40 @@ def test_many_blocks_do_not_grow_memory():
     after = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     assert after - before < 64 * 1024  # a leak of one object per block would be > 1 MB
+
+
+# ---- clock and stream arguments (GPU paths: tests/test_track_gpu.py) ----------
+
+def test_track_clock_defaults_to_cpu_without_a_gpu():
+    with track(1e9, peak_tflops=1.0, device="cpu") as r:
+        _busy_sleep(0.01)
+    assert r.clock == "cpu" and 0.01 <= r.elapsed_sec < 2.0
+    with track(1e9, peak_tflops=1.0, device="cpu", clock="cpu", stream=None) as r:
+        pass
+    assert r.clock == "cpu" and r.ready
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, name",
+    [
+        (dict(clock="gpu"), ValueError, "clock"),
+        (dict(clock="CUDA"), ValueError, "clock"),
+        (dict(clock=None), TypeError, "clock"),
+        (dict(clock=1), TypeError, "clock"),
+        (dict(stream="0"), TypeError, "stream"),
+        (dict(stream=-5), ValueError, "stream"),
+        (dict(stream=False), TypeError, "stream"),
+    ],
+)
+def test_track_rejects_bad_clock_and_stream(kwargs, exc, name):
+    with pytest.raises(exc, match=name):
+        track(1e9, peak_tflops=1.0, device="cpu", **kwargs)
+
+
+def test_cpu_block_takes_no_driver_call():
+    from mfu_tracker import tracker as tracker_module
+
+    tracker_module._reset_clocks()
+    with track(1e9, peak_tflops=1.0, device="cpu", clock="cpu"):
+        pass
+    assert tracker_module._MARK_TIMERS == {}  # no GPU timer was created

@@ -16,6 +16,16 @@ mfu_module_state *mfu_module_get_state(PyObject *module)
     return (mfu_module_state *)PyModule_GetState(module);
 }
 
+static struct PyModuleDef mfu_module_def;
+
+mfu_module_state *mfu_module_state_from_type(PyTypeObject *type)
+{
+    PyObject *module = PyType_GetModuleByDef(type, &mfu_module_def);
+    if (module == NULL)
+        return NULL;
+    return mfu_module_get_state(module);
+}
+
 PyObject *mfu_py_raise(mfu_status status, const char *argument,
                        const char *detail_format, ...)
 {
@@ -66,6 +76,13 @@ int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,
     *out = PyFloat_AsDouble(obj);
     if (*out == -1.0 && PyErr_Occurred())
         return -1; /* an int too large for a double */
+    /* NaN is the core's "unknown"; from a caller it is a bad value (None
+     * says unknown), so it must not slip through as "not given". */
+    if (isnan(*out)) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
+                     "must be a finite number, got nan");
+        return -1;
+    }
     return 0;
 }
 
@@ -79,6 +96,8 @@ static int mfu_module_exec(PyObject *module)
         return -1;
     if (mfu_py_flops_exec(module) < 0)
         return -1;
+    if (mfu_py_timer_exec(module) < 0)
+        return -1;
     return 0;
 }
 
@@ -86,6 +105,11 @@ static int mfu_module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     mfu_module_state *state = mfu_module_get_state(module);
     Py_VISIT(state->track_type);
+    Py_VISIT(state->timer_type);
+    Py_VISIT(state->step_type);
+    Py_VISIT(state->kw_num_tokens);
+    Py_VISIT(state->kw_model_flops);
+    Py_VISIT(state->kw_executed_flops);
     return 0;
 }
 
@@ -93,6 +117,11 @@ static int mfu_module_clear(PyObject *module)
 {
     mfu_module_state *state = mfu_module_get_state(module);
     Py_CLEAR(state->track_type);
+    Py_CLEAR(state->timer_type);
+    Py_CLEAR(state->step_type);
+    Py_CLEAR(state->kw_num_tokens);
+    Py_CLEAR(state->kw_model_flops);
+    Py_CLEAR(state->kw_executed_flops);
     return 0;
 }
 

@@ -7,6 +7,14 @@
  * (core/stats.c). One object per block, no Python frames on the hot path.
  * Figures are None until the block has exited, and None when they cannot be
  * computed (no peak known for the device/dtype, no token count given).
+ *
+ * GPU clock: given a MarkTimer (py_timer.c), entering and exiting each take
+ * a mark on the block's stream, without waiting. The figures then resolve
+ * lazily: `ready` asks the GPU without blocking; reading a figure before the
+ * GPU reached the block's end waits once (GIL released). The timer caches
+ * the block's GPU time as soon as any later operation sees it resolved, so
+ * a result read late keeps its value. The CPU clock is read too (tens of
+ * ns): a block whose GPU timing failed reports its CPU time instead.
  */
 #include <math.h>
 #include <string.h>
@@ -26,9 +34,14 @@ typedef struct {
     mfu_peak peak;
     mfu_metrics metrics;
     uint64_t start_ns;
+    uint64_t end_ns;
     track_phase phase;
+    int resolved;       /* metrics hold the figures (TRACK_DONE only) */
     PyObject *dtype;    /* canonical dtype name (str) */
     PyObject *gpu_spec; /* the GPUSpec the peak came from, or None */
+    PyObject *timer;    /* the MarkTimer of a GPU-timed block, or NULL */
+    uintptr_t stream;
+    mfu_py_block block;
 } track_object;
 
 static int track_traverse(PyObject *self, visitproc visit, void *arg)
@@ -36,6 +49,7 @@ static int track_traverse(PyObject *self, visitproc visit, void *arg)
     track_object *t = (track_object *)self;
     Py_VISIT(t->dtype);
     Py_VISIT(t->gpu_spec);
+    Py_VISIT(t->timer);
     Py_VISIT(Py_TYPE(self)); /* heap types own a reference from instances */
     return 0;
 }
@@ -45,6 +59,9 @@ static int track_clear(PyObject *self)
     track_object *t = (track_object *)self;
     Py_CLEAR(t->dtype);
     Py_CLEAR(t->gpu_spec);
+    if (t->timer != NULL)
+        mfu_py_block_forget(t->timer, &t->block);
+    Py_CLEAR(t->timer);
     return 0;
 }
 
@@ -67,10 +84,12 @@ static PyObject *track_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     t->phase = TRACK_RUNNING;
-    /* Read the clock last, so setting up the block is not timed. */
+    /* Read the clocks last, so setting up the block is not timed. */
     if (mfu_clock_monotonic_ns(&t->start_ns) != MFU_OK)
         return mfu_py_raise(MFU_ERR_UNAVAILABLE, "clock_gettime",
                             "CLOCK_MONOTONIC cannot be read");
+    if (t->timer != NULL)
+        mfu_py_block_start(t->timer, t->stream, &t->block);
     return Py_NewRef(self);
 }
 
@@ -94,22 +113,50 @@ static void warn_mfu_above_one(track_object *t)
     PyErr_Restore(exc_type, exc_value, exc_tb);
 }
 
+/* Compute the figures from the block's GPU time, or its CPU time when it
+ * has none (CPU clock, or a GPU failure). */
+static void track_finalize(track_object *t)
+{
+    double elapsed_s = t->block.state == MFU_BLOCK_RESOLVED
+                           ? t->block.elapsed_s
+                           : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
+                                             : NAN);
+    mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
+    t->resolved = 1;
+    if (t->metrics.mfu > 1.0 && !t->state->warned_mfu_above_one)
+        warn_mfu_above_one(t);
+}
+
+/* Resolve a finished block: without blocking, or (wait) waiting once.
+ * 1 if the figures are known. */
+static int track_resolve(track_object *t, int wait)
+{
+    if (t->phase != TRACK_DONE)
+        return 0;
+    if (t->resolved)
+        return 1;
+    if (t->timer != NULL)
+        mfu_py_block_resolve(t->timer, &t->block, wait);
+    if (t->block.state == MFU_BLOCK_PENDING)
+        return 0;
+    track_finalize(t);
+    return 1;
+}
+
 static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
                             Py_ssize_t Py_UNUSED(nargs))
 {
     track_object *t = (track_object *)self;
-    uint64_t end_ns = 0;
-    /* Read the clock first, so computing the figures is not timed. */
-    mfu_status st = mfu_clock_monotonic_ns(&end_ns);
 
     if (t->phase == TRACK_RUNNING) {
-        double elapsed_s = st == MFU_OK
-                               ? mfu_clock_elapsed_s(t->start_ns, end_ns)
-                               : NAN;
-        mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
+        /* Mark the GPU first, so computing the figures is not timed. */
+        if (t->timer != NULL)
+            mfu_py_block_end(t->timer, t->stream, &t->block);
+        if (mfu_clock_monotonic_ns(&t->end_ns) != MFU_OK)
+            t->end_ns = 0;
         t->phase = TRACK_DONE;
-        if (t->metrics.mfu > 1.0 && !t->state->warned_mfu_above_one)
-            warn_mfu_above_one(t);
+        if (t->block.state != MFU_BLOCK_PENDING)
+            track_finalize(t); /* CPU clock: known now */
     }
     /* Never swallow the block's exception: returning False re-raises it. */
     Py_RETURN_FALSE;
@@ -117,13 +164,12 @@ static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
 
 /* ---- read-only figures ------------------------------------------------ */
 
-/* A metric, or None before the block has finished. */
-static PyObject *track_metric(track_object *t, double value)
-{
-    if (t->phase != TRACK_DONE)
-        Py_RETURN_NONE;
-    return mfu_py_float_or_none(value);
-}
+/* A metric (`field` of the figures), or None before the block has
+ * finished; waits once if the GPU has not reached the block's end. */
+#define track_metric(t, expr)                                                  \
+    ((t)->phase != TRACK_DONE || !track_resolve((t), 1)                        \
+         ? Py_NewRef(Py_None)                                                  \
+         : mfu_py_float_or_none(expr))
 
 static PyObject *get_mfu(PyObject *self, void *Py_UNUSED(c))
 {
@@ -199,8 +245,16 @@ static PyObject *get_num_gpus(PyObject *self, void *Py_UNUSED(c))
 
 static PyObject *get_ready(PyObject *self, void *Py_UNUSED(c))
 {
+    return PyBool_FromLong(track_resolve((track_object *)self, 0));
+}
+
+static PyObject *get_clock(PyObject *self, void *Py_UNUSED(c))
+{
     track_object *t = (track_object *)self;
-    return PyBool_FromLong(t->phase == TRACK_DONE);
+    mfu_clock_kind clock = MFU_CLOCK_CPU;
+    if (t->timer != NULL && t->block.state != MFU_BLOCK_CPU)
+        clock = mfu_py_timer_clock(t->timer);
+    return PyUnicode_FromString(mfu_py_clock_name(clock));
 }
 
 static PyObject *get_dtype(PyObject *self, void *Py_UNUSED(c))
@@ -222,7 +276,9 @@ static PyGetSetDef track_getset[] = {
     {"mbu", get_mbu, NULL,
      "Model Bandwidth Utilization proxy: param_bytes / elapsed_sec / peak "
      "bytes/s (None when no bandwidth is known).", NULL},
-    {"elapsed_sec", get_elapsed_sec, NULL, "Seconds the block took.", NULL},
+    {"elapsed_sec", get_elapsed_sec, NULL,
+     "Seconds the block took (its compute window, on the GPU clock when it "
+     "has one; not a step period).", NULL},
     {"achieved_tflops", get_achieved_tflops, NULL,
      "Model TFLOP/s achieved over all num_gpus devices.", NULL},
     {"achieved_flops_per_sec", get_achieved_flops_per_sec, NULL,
@@ -239,7 +295,11 @@ static PyGetSetDef track_getset[] = {
      "The HFU numerator (FLOPs), or None.", NULL},
     {"num_gpus", get_num_gpus, NULL, "Devices the peak is multiplied by.", NULL},
     {"ready", get_ready, NULL,
-     "True once the figures can be read without waiting.", NULL},
+     "True once the figures can be read without waiting (asks the GPU "
+     "without blocking).", NULL},
+    {"clock", get_clock, NULL,
+     "The clock timing the block: 'cuda' or 'hip' (GPU events on its "
+     "stream) or 'cpu'.", NULL},
     {"dtype", get_dtype, NULL, "Canonical dtype name of the peak used.", NULL},
     {"gpu_spec", get_gpu_spec, NULL, "The GPUSpec the peak came from.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -248,7 +308,7 @@ static PyGetSetDef track_getset[] = {
 static PyObject *track_repr(PyObject *self)
 {
     track_object *t = (track_object *)self;
-    if (t->phase != TRACK_DONE)
+    if (!track_resolve(t, 0))
         return PyUnicode_FromFormat("UtilizationResult(dtype=%R, pending)",
                                     t->dtype);
     PyObject *mfu = mfu_py_float_or_none(t->metrics.mfu);
@@ -384,11 +444,27 @@ static PyObject *py_new_track(PyObject *module, PyObject *const *args,
     mfu_work work;
     mfu_peak peak;
 
-    if (nargs != 9) {
+    PyObject *timer = NULL;
+    uintptr_t stream = 0;
+
+    if (nargs != 9 && nargs != 11) {
         PyErr_Format(PyExc_TypeError,
-                     "new_track() takes 9 positional arguments (%zd given)",
+                     "new_track() takes 9 or 11 positional arguments (%zd given)",
                      nargs);
         return NULL;
+    }
+    if (nargs == 11) {
+        if (args[9] != Py_None) {
+            if (!mfu_py_timer_check(state, args[9])) {
+                PyErr_Format(PyExc_TypeError,
+                             "timer must be a MarkTimer or None, not %.80s",
+                             Py_TYPE(args[9])->tp_name);
+                return NULL;
+            }
+            timer = args[9];
+        }
+        if (mfu_py_stream_arg(args[10], "stream", &stream) < 0)
+            return NULL;
     }
     if (mfu_py_number_arg(args[0], "flop_count", 0, &work.model_flops) < 0
         || mfu_py_number_arg(args[1], "param_bytes", 1, &work.param_bytes) < 0
@@ -415,9 +491,15 @@ static PyObject *py_new_track(PyObject *module, PyObject *const *args,
     t->work = work;
     t->peak = peak;
     t->start_ns = 0;
+    t->end_ns = 0;
     t->phase = TRACK_CREATED;
+    t->resolved = 0;
     t->dtype = Py_NewRef(args[7]);
     t->gpu_spec = Py_NewRef(args[8]);
+    t->timer = Py_XNewRef(timer);
+    t->stream = stream;
+    memset(&t->block, 0, sizeof t->block);
+    t->block.state = MFU_BLOCK_CPU;
     PyObject_GC_Track((PyObject *)t);
     return (PyObject *)t;
 }
@@ -503,8 +585,10 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
 static PyMethodDef track_module_methods[] = {
     {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
      "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
-     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec, /)\n"
-     "--\n\nA timed block; used by mfu_tracker.track()."},
+     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec, "
+     "timer=None, stream=0, /)\n"
+     "--\n\nA timed block; used by mfu_tracker.track(). With a MarkTimer "
+     "the block is timed on its GPU clock on `stream` (raw handle)."},
     {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,
      METH_VARARGS | METH_KEYWORDS,
      "compute_metrics(model_flops, elapsed_s, *, executed_flops=None, "

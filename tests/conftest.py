@@ -1,0 +1,110 @@
+"""Session set-up: the fake GPU driver.
+
+There is no GPU here or in CI. The GPU clock is tested against a fake driver
+(tests/c/fake_driver/fake_cuda.c: a simulated GPU timeline that counts every
+call), built here once with ``cc`` and named in MFU_TRACKER_CUDA_LIBRARY and
+MFU_TRACKER_HIP_LIBRARY. The core loads a driver once per process, so these
+are set when this file is imported -- before any test can load one.
+
+The ``fake`` fixture gives ctypes access to the same library: dlopen of the
+same path returns the handle the core already has, so the counters it reads
+are the ones the core's calls moved.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FAKE_SOURCE = ROOT / "tests" / "c" / "fake_driver" / "fake_cuda.c"
+FAKE_LIBRARY = ROOT / "build" / "pytest" / "libfake_cuda.so"
+
+
+def _build_fake_driver() -> Path:
+    if FAKE_LIBRARY.exists() and FAKE_LIBRARY.stat().st_mtime >= FAKE_SOURCE.stat().st_mtime:
+        return FAKE_LIBRARY
+    FAKE_LIBRARY.parent.mkdir(parents=True, exist_ok=True)
+    cc = os.environ.get("CC") or shutil.which("cc") or "gcc"
+    partial = FAKE_LIBRARY.with_suffix(f".so.{os.getpid()}")
+    subprocess.run([cc, "-std=c11", "-O1", "-fPIC", "-shared", "-o", str(partial), str(FAKE_SOURCE)],
+                   check=True)
+    partial.replace(FAKE_LIBRARY)  # atomic: parallel sessions never see half a file
+    return FAKE_LIBRARY
+
+
+FAKE_PATH = str(_build_fake_driver())
+os.environ["MFU_TRACKER_CUDA_LIBRARY"] = FAKE_PATH
+os.environ["MFU_TRACKER_HIP_LIBRARY"] = FAKE_PATH
+
+
+class FakeDriver:
+    """The fake driver's test knobs (see fake_cuda.c), through ctypes."""
+
+    path = FAKE_PATH
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL(FAKE_PATH)
+        lib.fake_call_count.argtypes = [ctypes.c_char_p]
+        lib.fake_call_count.restype = ctypes.c_long
+        lib.fake_sync_calls.restype = ctypes.c_long
+        lib.fake_fail_next.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        lib.fake_fail_next.restype = ctypes.c_int
+        lib.fake_advance.argtypes = [ctypes.c_uint64]
+        lib.fake_now_ns.restype = ctypes.c_uint64
+        lib.fake_set_gpu_lag_ns.argtypes = [ctypes.c_uint64]
+        lib.fake_set_work_ns.argtypes = [ctypes.c_uint64]
+        lib.fake_set_no_context.argtypes = [ctypes.c_int]
+        lib.fake_live_events.restype = ctypes.c_long
+        self._lib = lib
+
+    def reset(self) -> None:
+        self._lib.fake_reset()
+
+    def calls(self, name: str) -> int:
+        count = self._lib.fake_call_count(name.encode())
+        assert count >= 0, f"the fake driver does not export {name}"
+        return count
+
+    def sync_calls(self) -> int:
+        """cuEvent/cuStream/cuCtx synchronize + the HIP ones."""
+        return self._lib.fake_sync_calls()
+
+    def fail_next(self, name: str, code: int) -> None:
+        assert self._lib.fake_fail_next(name.encode(), code) == 0, name
+
+    def advance(self, ns: int) -> None:
+        self._lib.fake_advance(ns)
+
+    def now_ns(self) -> int:
+        return self._lib.fake_now_ns()
+
+    def set_lag_ns(self, ns: int) -> None:
+        self._lib.fake_set_gpu_lag_ns(ns)
+
+    def set_work_ns(self, ns: int) -> None:
+        self._lib.fake_set_work_ns(ns)
+
+    def set_no_context(self, flag: bool) -> None:
+        self._lib.fake_set_no_context(int(flag))
+
+    def live_events(self) -> int:
+        return self._lib.fake_live_events()
+
+
+@pytest.fixture
+def fake():
+    """The fake driver, reset, with the shared track() timers forgotten (an
+    old timer's events would not survive the reset of the fake's clock)."""
+    from mfu_tracker import tracker
+
+    driver = FakeDriver()
+    tracker._reset_clocks()
+    driver.reset()
+    yield driver
+    tracker._reset_clocks()
+    driver.reset()
