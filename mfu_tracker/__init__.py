@@ -28,11 +28,13 @@ from .gpu import (
     measured_gpu_spec,
     user_gpu_spec,
 )
+from .step import Tracker
 from .tracker import UtilizationResult, compute_mbu, compute_mfu, track
 
 __all__ = [
     "__version__",
     "track",
+    "Tracker",
     "compute_mfu",
     "compute_mbu",
     "UtilizationResult",

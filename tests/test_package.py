@@ -1,0 +1,49 @@
+"""Package-level behaviour: light import, stale-build refusal, public API."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import mfu_tracker
+
+
+def test_import_loads_neither_torch_nor_transformers():
+    code = ("import sys, mfu_tracker; "
+            "print('torch' in sys.modules, 'transformers' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_stale_extension_is_refused_with_the_fix():
+    code = (
+        "import importlib, mfu_tracker, mfu_tracker._C as C\n"
+        "C.__version__ = '0.0.0-stale'\n"
+        "try:\n"
+        "    importlib.reload(mfu_tracker)\n"
+        "except ImportError as e:\n"
+        "    print('refused:', e)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "refused:" in out.stdout and "make build" in out.stdout and "0.0.0-stale" in out.stdout
+
+
+def test_versions_agree():
+    assert mfu_tracker.__version__ == mfu_tracker._C.__version__
+
+
+def test_public_names_resolve():
+    for name in mfu_tracker.__all__:
+        assert getattr(mfu_tracker, name) is not None, name
+
+
+def test_peer_readme_calls_exist_with_their_argument_names():
+    # The pure-Python mfu-tracker README (our compatibility contract) calls:
+    import inspect
+
+    params = lambda f: set(inspect.signature(f).parameters)  # noqa: E731
+    assert {"dtype"} <= params(mfu_tracker.track)
+    assert {"batch_size", "seq_len", "num_heads", "head_dim"} <= params(mfu_tracker.flash_attn_flops)
+    assert {"trainable_only"} <= params(mfu_tracker.param_bytes)
+    assert {"flop_count", "elapsed_sec", "dtype", "num_gpus", "device", "spec"} <= params(mfu_tracker.compute_mfu)
+    assert {"param_bytes", "elapsed_sec", "num_gpus", "device", "spec"} <= params(mfu_tracker.compute_mbu)
+    assert {"device"} <= params(mfu_tracker.get_gpu_spec)
