@@ -48,8 +48,47 @@ def _c_extension() -> Extension:
 
 
 def _torch_extensions() -> list[Extension]:
-    """The C++ op observer; empty until csrc/torch has sources."""
-    return []
+    """The C++ op observer ``mfu_tracker._torch`` (csrc/torch + the C core's
+    FLOP formulas), built against the torch importable at build time.
+
+    Without torch (or without csrc/torch sources) it returns [] with a note:
+    ``_C`` still builds, and FLOP counting falls back to a TorchDispatchMode
+    path. ``pip install`` needs ``--no-build-isolation`` so the build sees the
+    installed torch. ``MFU_TRACKER_NO_TORCH_EXT=1`` skips it on purpose.
+    """
+    sources = sorted(glob("csrc/torch/*.cpp"))
+    if not sources or os.environ.get("MFU_TRACKER_NO_TORCH_EXT") == "1":
+        return []
+    try:
+        import torch
+        from torch.utils.cpp_extension import CppExtension
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no torch"
+        print(f"note: mfu_tracker._torch not built (torch is not importable: {exc}); "
+              "FLOP counting will use the slower TorchDispatchMode fallback. "
+              "Install torch first and build with --no-build-isolation.", file=sys.stderr)
+        return []
+    torch_lib = str(Path(torch.__file__).parent / "lib")
+    # The C core's formulas are not compiled in again: _torch imports them
+    # from _C as a function table (a PyCapsule; see csrc/core/flops.h).
+    # torch 2.13's headers need C++20.
+    compile_args = ["-std=c++20", "-Wall", "-Wextra", "-O2", "-fvisibility=hidden"]
+    if WERROR:
+        compile_args.append("-Werror")
+    abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
+    return [
+        CppExtension(
+            "mfu_tracker._torch",
+            sources=sources,
+            include_dirs=["csrc/core", "csrc/torch"],
+            define_macros=[
+                ("MFU_TRACKER_VERSION", f'"{VERSION}"'),
+                ("MFU_TORCH_VERSION", f'"{torch.__version__}"'),
+                ("_GLIBCXX_USE_CXX11_ABI", str(abi)),
+            ],
+            extra_compile_args=compile_args,
+            runtime_library_dirs=[torch_lib] if sys.platform.startswith("linux") else [],
+        )
+    ]
 
 
 setup(

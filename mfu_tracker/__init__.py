@@ -19,6 +19,14 @@ if getattr(_C, "__version__", None) != __version__:
         "`pip install --no-build-isolation -e .` or `make build`"
     )
 
+from .counter import (
+    FlopCounter,
+    FlopProfile,
+    profile_flops,
+    profile_flops_with_hfu,
+    register_flop_formula,
+)
+from .distributed import DistributedFigures, RankFigures
 from .flops import TransformerFlops, flash_attn_flops, param_bytes, transformer_flops
 from .gpu import (
     GPUSpec,
@@ -35,6 +43,14 @@ __all__ = [
     "__version__",
     "track",
     "Tracker",
+    "MFUOptimizerWrapper",
+    "FlopCounter",
+    "FlopProfile",
+    "profile_flops",
+    "profile_flops_with_hfu",
+    "register_flop_formula",
+    "DistributedFigures",
+    "RankFigures",
     "compute_mfu",
     "compute_mbu",
     "UtilizationResult",
@@ -49,3 +65,13 @@ __all__ = [
     "measured_gpu_spec",
     "user_gpu_spec",
 ]
+
+
+def __getattr__(name: str):
+    # MFUOptimizerWrapper subclasses torch.optim.Optimizer: importing it
+    # imports torch, which `import mfu_tracker` must not do.
+    if name == "MFUOptimizerWrapper":
+        from .optim import MFUOptimizerWrapper
+
+        return MFUOptimizerWrapper
+    raise AttributeError(f"module 'mfu_tracker' has no attribute {name!r}")

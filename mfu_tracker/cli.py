@@ -4,6 +4,7 @@
     mfu-tracker estimate --model llama-3.1-8b --gpu B200 --seq-len 8192 --tokens-per-sec 21111
     mfu-tracker estimate --params 7e9 --gpu "H100 SXM" --num-gpus 8 \\
         --batch-size 8 --seq-len 4096 --step-time 1.2
+    mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
 
 ``--batch-size`` is the global batch (all GPUs); ``--tokens-per-sec`` is the
 global throughput. MFU is per GPU: global model FLOP/s / (peak x num_gpus).
@@ -158,6 +159,83 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _build_meta_model(config: dict, attn_implementation: str):
+    """A transformers causal LM from a config dict, on the meta device."""
+    import torch
+
+    try:
+        import transformers
+    except ImportError as exc:
+        raise CliError("profile needs transformers: pip install 'mfu-tracker[hf]'") from exc
+    fields = dict(config)
+    model_type = fields.pop("model_type", None)
+    if not isinstance(model_type, str):
+        raise CliError("the model config has no model_type")
+    try:
+        hf_config = transformers.AutoConfig.for_model(model_type, **fields)
+    except (ValueError, KeyError) as exc:
+        raise CliError(f"transformers cannot build a config of type {model_type!r}: {exc}") from exc
+    with torch.device("meta"):
+        try:
+            model = transformers.AutoModelForCausalLM.from_config(
+                hf_config, attn_implementation=attn_implementation)
+        except ValueError as exc:
+            raise CliError(f"transformers cannot build a causal LM for {model_type!r}: {exc}") from exc
+    return model
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from .counter import FlopCounter
+    from .presets import resolve_model_config
+
+    if args.batch_size < 1 or args.seq_len < 1:
+        raise CliError("--batch-size and --seq-len must be >= 1")
+    if args.depth < 1:
+        raise CliError(f"--depth must be >= 1, got {args.depth}")
+    config = resolve_model_config(args.model)
+    import torch
+
+    model = _build_meta_model(config, args.attn_implementation)
+    tokens = args.batch_size * args.seq_len
+    ids = torch.zeros(args.batch_size, args.seq_len, dtype=torch.long, device="meta")
+    with FlopCounter(causal_attention=args.causal_attention) as fc:
+        if args.forward_only:
+            with torch.no_grad():
+                model(input_ids=ids)
+        else:
+            logits = model(input_ids=ids).logits
+            logits.float().sum().backward()  # meta: no memory, grads are meta too
+    model_flops = fc.model_flops
+    out = sys.stdout
+    print(f"model:                 {args.model} ({type(model).__name__} on meta, "
+          f"attention {args.attn_implementation})", file=out)
+    print(f"batch:                 {args.batch_size} x {args.seq_len} = {tokens:,} tokens "
+          f"({'forward only' if args.forward_only else 'forward + backward'})", file=out)
+    print(f"model FLOPs (MFU):     {model_flops:,}  ({model_flops / 1e12:,.2f} TFLOP)", file=out)
+    print(f"executed FLOPs (HFU):  {fc.executed_flops:,}", file=out)
+    print(f"forward FLOPs:         {fc.forward_flops:,}", file=out)
+    print(f"FLOP/token (model):    {model_flops / tokens / 1e9:,.3f} GFLOP", file=out)
+    try:
+        from .flops import transformer_flops
+
+        for formula in ("matmul", "palm"):
+            analytic = transformer_flops(
+                config, seq_len=args.seq_len, batch_size=args.batch_size, formula=formula,
+                causal_attention=args.causal_attention)
+            value = analytic.forward_flops if args.forward_only else analytic.model_flops
+            print(f"analytic ({formula + '):':<8}    {value:,.0f}  "
+                  f"({value / tokens / 1e9:,.3f} GFLOP/token; counted / analytic = "
+                  f"{model_flops / value:.6f})", file=out)
+    except (ValueError, TypeError) as exc:
+        print(f"analytic:              n/a ({exc})", file=out)
+    print(f"conventions:           {fc.conventions}", file=out)
+    if fc.errors:
+        print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
+    print("", file=out)
+    print(fc.table(depth=args.depth), file=out)
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -186,6 +264,19 @@ def _build_parser() -> argparse.ArgumentParser:
     tp.add_argument("--batch-size", type=int, help="global batch size (sequences per step, all GPUs)")
     tp.add_argument("--seq-len", type=int, help="tokens per sequence")
     est.set_defaults(func=_cmd_estimate)
+
+    prof = sub.add_parser("profile", help="count a full-size model's FLOPs on the meta device")
+    prof.add_argument("--model", required=True,
+                      help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
+    prof.add_argument("--batch-size", type=int, default=1, help="sequences per step")
+    prof.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    prof.add_argument("--causal-attention", choices=["full", "half"], default="full",
+                      help="count the causal attention square in full (default) or half")
+    prof.add_argument("--attn-implementation", default="sdpa",
+                      help="transformers attention implementation (default sdpa)")
+    prof.add_argument("--forward-only", action="store_true", help="count inference (no backward)")
+    prof.add_argument("--depth", type=int, default=3, help="module levels in the table")
+    prof.set_defaults(func=_cmd_profile)
     return parser
 
 

@@ -8,13 +8,20 @@ block's compute window.) On a CUDA / ROCm device the boundaries are GPU events
 on the device's stream, resolved without ever synchronizing; elsewhere the
 monotonic CPU clock. The hot path and the windowed statistics are in C
 (``_C.StepTracker``, ``csrc/core/stats.h``).
+
+Under ``torch.distributed`` each rank's tracker measures that rank, and
+``metrics()`` is a collective that returns global figures (see
+:mod:`mfu_tracker.distributed`).
 """
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Dict, Optional, Union
 
 from . import _C
+from . import distributed as _distributed
+from .distributed import DistributedFigures, RankFigures
 from .gpu import GPUSpec
 from .tracker import (
     Peak,
@@ -40,12 +47,51 @@ def _count(value: Any, argument: str) -> Optional[float]:
     return float(value)
 
 
+def _override(value: Any, argument: str) -> Optional[float]:
+    """A window total given at logging time: None, a finite number >= 0, or
+    NaN (unknown) after one warning for anything else."""
+    if value is None:
+        return None
+    try:
+        return _count(value, argument)
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"mfu_tracker: Tracker.aggregate(): {exc}; the figures using it are "
+                      f"left out", RuntimeWarning, stacklevel=4)
+        return math.nan
+
+
 def _int(value: Any, argument: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
     if not low <= value <= high:
         raise ValueError(f"{argument} must be between {low} and {high}, got {value!r}")
     return value
+
+
+def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
+    """Whether the tracker aggregates across ranks; configuration errors raise."""
+    if distributed is not None and not isinstance(distributed, bool):
+        raise TypeError(f"distributed must be None, True or False, not {type(distributed).__name__}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"distributed_timeout must be a number of seconds, not {type(timeout).__name__}")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"distributed_timeout must be a finite number of seconds > 0, got {timeout!r}")
+    if distributed is False:
+        return False
+    if distributed is True:
+        import torch.distributed  # noqa: F401  (makes the check below see it)
+    if not _distributed._process_group_initialized():
+        if distributed is True:
+            raise ValueError("distributed=True needs an initialized torch.distributed process "
+                             "group: call torch.distributed.init_process_group() first")
+        return False
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    if world % model_parallel:
+        raise ValueError(f"the parallel degrees multiply to {model_parallel}, which does not "
+                         f"divide the world size {world}")
+    return True
 
 
 class Tracker(_C.StepTracker):
@@ -59,6 +105,18 @@ class Tracker(_C.StepTracker):
             tracker.step(num_tokens=batch["input_ids"].numel())
             log(tracker.metrics())          # e.g. every step: never blocks
 
+    Under ``torch.distributed`` (a process group initialized before the
+    tracker is created), on every rank::
+
+        tracker = Tracker(flops_per_step_of_this_rank, dtype="bf16")
+        for step, batch in enumerate(loader, 1):
+            ...
+            tracker.step(num_tokens=tokens_of_this_rank)
+            if step % log_every == 0:
+                m = tracker.metrics()       # a collective: every rank, same steps
+                if rank == 0:
+                    log(m)                  # global MFU, per-rank spread, straggler
+
     The first ``step()`` starts the clock; each later call closes one step
     (what the call's arguments describe) whose period runs from the previous
     boundary. Figures cover the last ``window`` resolved steps after the first
@@ -66,7 +124,8 @@ class Tracker(_C.StepTracker):
     total time, MFU = total model FLOPs / total time / peak -- not a mean of
     per-step ratios. With a GPU clock a step resolves once the GPU has passed
     its closing boundary, so read every step the figures lag by about one step;
-    nothing ever waits except :meth:`flush` / :meth:`close`.
+    nothing ever waits except :meth:`flush` / :meth:`close` (and, when
+    distributed, the aggregation in ``metrics()`` for the other ranks).
 
     ``metrics(prefix="throughput")`` returns (figures that are unavailable are
     left out, never None or NaN; ``{}`` before the first resolved step):
@@ -84,6 +143,65 @@ class Tracker(_C.StepTracker):
     ``{prefix}/step_time_max_s``     longest step period in the window
     ``{prefix}/peak_tflops``         the MFU denominator: peak TFLOP/s x ``num_gpus``
     ===============================  =====================================================
+
+    **Distributed.** When a ``torch.distributed`` process group is initialized
+    at construction (and ``distributed`` is not False), ``metrics()`` is a
+    *collective*: every rank must call it at the same steps -- at logging
+    intervals, not every step -- and one all-gather of a ~150-byte row per
+    rank on a dedicated gloo group (CPU tensors: no GPU synchronization)
+    gives every rank the same global figures: the keys above then cover the
+    whole job as below, and the per-rank keys are added (definitions and
+    their justification: :mod:`mfu_tracker.distributed`):
+
+    ==============================================  ==========================================================
+    key                                             meaning
+    ==============================================  ==========================================================
+    ``{prefix}/mfu``                                global: sum_r achieved_r / sum_r peak_r, the peak-weighted
+                                                    mean of per-rank MFU (``hfu``, ``mbu`` alike)
+    ``{prefix}/achieved_tflops``                    sum over ranks of model TFLOP/s
+    ``{prefix}/tokens_per_sec``                     sum over ranks of tokens/s
+    ``{prefix}/peak_tflops``                        sum over ranks of the peak (the denominator)
+    ``{prefix}/step_time_s``                        max over ranks of the mean step period (the job's pace)
+    ``{prefix}/step_time_min_s`` / ``max``          min / max over ranks of the window min / max
+    ``{prefix}/tokens_per_sec_per_device``          tokens/s over all devices (sum of ``num_gpus``)
+    ``{prefix}/mfu_rank_min`` / ``mean`` / ``max``  spread of the per-rank MFU (unweighted mean)
+    ``{prefix}/slowest_rank``                       the rank that took longest (host seconds per step) from
+                                                    the previous aggregation to this one
+    ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
+    ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
+    ==============================================  ==========================================================
+
+    A figure is global only when every rank has it (else left out). World
+    size 1 gives the same keys with no collective. A rank whose peers do not
+    reach the aggregation within ``distributed_timeout`` seconds warns once
+    and reports its local figures from then on (no more waits); ranks that
+    aggregate at different step counts get global figures and one warning.
+    Without a process group, or with ``distributed=False``, ``metrics()`` is
+    the local table above and never communicates.
+
+    **Parallel degrees.** ``num_gpus`` keeps the pure-Python package's
+    meaning: *this process* drives ``num_gpus`` devices and its figures cover
+    all of them. ``tensor_parallel``, ``sequence_parallel``,
+    ``context_parallel`` and ``pipeline_parallel`` count *ranks* (processes)
+    that together process one model replica's batch. Give every such rank the
+    replica's figures -- the full (unsharded) model's FLOPs on the replica's
+    batch, e.g. :func:`transformer_flops`, and that batch's tokens -- and the
+    tracker counts ``1 / (tp x sp x cp x pp)`` of them on this rank: its MFU
+    is per GPU, and summing over ranks counts each replica once. Locally
+    (without aggregation) the FLOP/s and tokens/s shown are the replica's and
+    the peak is multiplied by the degree. ``sequence_parallel`` means ranks
+    *beyond* the tensor-parallel group that split the sequence (DeepSpeed
+    Ulysses); Megatron-style sequence parallelism runs on the tensor-parallel
+    ranks themselves: declare it through ``tensor_parallel`` only. With
+    ``pipeline_parallel`` every stage reports the replica average; to see
+    stage imbalance give each stage its own FLOPs and leave the degree at 1.
+    Data parallelism (DDP, FSDP) needs no declaration: each rank gives its own
+    batch's FLOPs. An op-level counter on a tensor-parallel rank sees only
+    its shards (local FLOPs): then leave the degrees at 1 and give the local
+    share of the tokens. FSDP is not model parallelism here: its ranks each
+    run the full (all-gathered) weights on their own batch, which is what a
+    FLOP counter sees and what ``param_bytes()`` reports (DTensor parameters
+    have their full shape).
 
     Args:
         flops_per_step: model FLOPs of one step on this rank (the MFU
@@ -104,6 +222,17 @@ class Tracker(_C.StepTracker):
         stream: the stream the boundary events go on: a ``torch.cuda.Stream``,
             a raw handle (int) or None (torch's current stream of the device
             when the tracker is created; the null stream without torch CUDA).
+        distributed: None (aggregate across ranks iff a ``torch.distributed``
+            process group is initialized when the tracker is created), True
+            (require one: ValueError without) or False (never communicate).
+            A distributed tracker's construction creates a gloo process group
+            -- a collective: construct it on every rank, in the same order
+            relative to your other ``new_group()`` calls.
+        distributed_timeout: seconds a rank waits in the aggregation for the
+            others before it gives up (one warning, local figures after).
+        tensor_parallel, sequence_parallel, context_parallel,
+        pipeline_parallel: model-parallel degrees (see above); their product
+            must divide the world size when aggregating.
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -111,7 +240,7 @@ class Tracker(_C.StepTracker):
     value gives one warning and leaves the figures that need it out.
     """
 
-    __slots__ = ("_peak", "_dtype")
+    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist")
 
     def __init__(
         self,
@@ -128,6 +257,12 @@ class Tracker(_C.StepTracker):
         peak_tflops: Optional[float] = None,
         clock: str = "auto",
         stream: Any = None,
+        distributed: Optional[bool] = None,
+        distributed_timeout: float = _distributed.DEFAULT_TIMEOUT_S,
+        tensor_parallel: int = 1,
+        sequence_parallel: int = 1,
+        context_parallel: int = 1,
+        pipeline_parallel: int = 1,
     ) -> None:
         model_flops = _count(flops_per_step, "flops_per_step")
         executed_flops = _count(executed_flops_per_step, "executed_flops_per_step")
@@ -135,6 +270,16 @@ class Tracker(_C.StepTracker):
         window = _int(window, "window", 1, 1 << 24)
         warmup = _int(warmup, "warmup", 0, 10**12)
         num_gpus = _int(num_gpus, "num_gpus", 1, 10**9)
+        model_parallel = 1
+        for value, argument in ((tensor_parallel, "tensor_parallel"),
+                                (sequence_parallel, "sequence_parallel"),
+                                (context_parallel, "context_parallel"),
+                                (pipeline_parallel, "pipeline_parallel")):
+            model_parallel *= _int(value, argument, 1, 10**6)
+        if num_gpus * model_parallel > 10**9:
+            raise ValueError(f"num_gpus x the parallel degrees must be at most 10**9, "
+                             f"got {num_gpus * model_parallel}")
+        aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         _check_clock(clock)
         handle = None if stream is None else _stream_handle(stream)
         peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
@@ -156,17 +301,182 @@ class Tracker(_C.StepTracker):
             param_bytes=bytes_per_step,
             peak_flops_per_sec=peak.flops_per_sec,
             peak_bytes_per_sec=peak.bytes_per_sec,
-            num_gpus=num_gpus,
+            # The figures given cover num_gpus devices of this process times
+            # the ranks of a model-parallel group: the denominator covers both.
+            num_gpus=num_gpus * model_parallel,
             window=window,
             warmup=warmup,
         )
         self._peak = peak
         self._dtype = peak.dtype
+        self._num_gpus = num_gpus
+        self._model_parallel = model_parallel
+        # Last: the group creation is the only step that communicates.
+        self._dist = _distributed._Aggregator(distributed_timeout) if aggregate else None
 
     @property
     def peak(self) -> Peak:
         """The per-device peak the figures are measured against."""
         return self._peak
+
+    @property
+    def distributed(self) -> bool:
+        """Whether ``metrics()`` is currently the cross-rank collective.
+
+        False without a process group, with ``distributed=False``, after
+        ``close()`` and after a failed aggregation.
+        """
+        agg = self._dist
+        return agg is not None and agg.failed is None
+
+    @property
+    def model_parallel(self) -> int:
+        """tensor x sequence x context x pipeline parallel degree."""
+        return self._model_parallel
+
+    def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
+        """The figures as ``{prefix}/name`` keys (see the class doc).
+
+        Local and never blocking without a process group; with one, a
+        collective returning the global figures on every rank.
+        """
+        agg = self._dist
+        if agg is None or agg.failed is not None:
+            return _C.StepTracker.metrics(self, prefix)
+        if not isinstance(prefix, str):  # before the collective: the same on every rank
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        figures = self._aggregate(agg)
+        if figures is None:
+            return _C.StepTracker.metrics(self, prefix)
+        return figures.metrics(prefix)
+
+    def aggregate(
+        self,
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+    ) -> Optional[DistributedFigures]:
+        """Global figures with every rank's row (:class:`DistributedFigures`).
+
+        A collective like ``metrics()`` when distributed; otherwise this
+        process's figures as a one-rank aggregation (no communication).
+        None when the aggregation failed (warned once).
+
+        ``model_flops``, ``executed_flops``, ``num_tokens``: totals over the
+        steps now in the window, replacing the ones given to ``step()`` --
+        for integrations that know a window's work only at logging time
+        (see :meth:`rank_figures`).
+        """
+        overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
+                         num_tokens=num_tokens)
+        agg = self._dist
+        if agg is None or agg.failed is not None:
+            return _distributed.combine([self.rank_figures(**overrides)])
+        return self._aggregate(agg, overrides)
+
+    def _aggregate(self, agg: "_distributed._Aggregator",
+                   overrides: Optional[Dict[str, Optional[float]]] = None
+                   ) -> Optional[DistributedFigures]:
+        if not _distributed._process_group_initialized():
+            # destroy_process_group() ran: nothing to aggregate with.
+            agg.close()
+            agg.failed = "the process group was destroyed"
+            return None
+        local = self.rank_figures(**(overrides or {}))
+        return agg.aggregate(local)
+
+    def rank_figures(
+        self,
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+    ) -> RankFigures:
+        """This rank's row of an aggregation: its window's figures, as its share.
+
+        Rates and peaks are divided by the model-parallel degree. The interval
+        fields are the host time and step() calls since the previous
+        aggregation (or construction); None / 0 when not distributed.
+        ``model_flops`` / ``executed_flops`` / ``num_tokens`` (totals over
+        the window's steps, finite >= 0) replace the window's own totals; a
+        bad one (negative, NaN, not a number) gives one warning and leaves its
+        figures out -- never an exception, which on one rank would leave the
+        others waiting in the collective.
+        """
+        model_flops = _override(model_flops, "model_flops")
+        executed_flops = _override(executed_flops, "executed_flops")
+        num_tokens = _override(num_tokens, "num_tokens")
+        s = _C.StepTracker.summary(self)
+        mp = self._model_parallel
+        window_s = s["window_s"]
+
+        def share(value: Any) -> Optional[float]:
+            return None if value is None else float(value) / mp
+
+        def rate(ratio: Any, ceiling: Optional[float]) -> Optional[float]:
+            return None if ratio is None or ceiling is None else float(ratio) * ceiling
+
+        def per_sec(total: float) -> Optional[float]:
+            return total / window_s if window_s and not math.isnan(total) else None
+
+        peak = s["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
+        bandwidth = self._peak.bytes_per_sec
+        bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
+        achieved = s["achieved_flops_per_sec"] if model_flops is None else per_sec(model_flops)
+        executed = rate(s["hfu"], peak) if executed_flops is None else per_sec(executed_flops)
+        tokens = s["tokens_per_sec"] if num_tokens is None else per_sec(num_tokens)
+        mfu = s["mfu"] if model_flops is None else (
+            None if achieved is None or peak is None else achieved / peak)
+        boundaries = int(s["boundaries"])
+        agg = self._dist
+        if agg is not None and agg.failed is None:
+            interval_s, interval_steps = agg.interval(boundaries)
+            rank: int = agg.rank
+        else:
+            interval_s, interval_steps, rank = None, 0, 0
+        return RankFigures(
+            rank=rank,
+            boundaries=boundaries,
+            steps=int(s["steps"]),
+            window_s=window_s,
+            step_time_s=s["step_time_s"],
+            step_time_min_s=s["step_time_min_s"],
+            step_time_max_s=s["step_time_max_s"],
+            achieved_flops_per_sec=share(achieved),
+            executed_flops_per_sec=share(executed),
+            achieved_bytes_per_sec=share(rate(s["mbu"], bandwidth)),
+            tokens_per_sec=share(tokens),
+            peak_flops_per_sec=share(peak),
+            peak_bytes_per_sec=share(bandwidth),
+            num_devices=self._num_gpus,
+            model_parallel=mp,
+            interval_s=interval_s,
+            interval_steps=interval_steps,
+            mfu=mfu,
+        )
+
+    def distributed_counters(self) -> Dict[str, int]:
+        """Aggregation counters: ``aggregations`` (collective metrics() /
+        aggregate() calls), ``collectives`` (all-gathers started; 0 at world
+        size 1), ``failures``, ``world_size``, ``active``. All zero when the
+        tracker is not distributed."""
+        agg = self._dist
+        if agg is None:
+            return {"aggregations": 0, "collectives": 0, "failures": 0, "world_size": 1,
+                    "active": 0}
+        return agg.counters()
+
+    def close(self) -> None:
+        """Resolve every step taken (one wait), stop timing, drop the side group.
+
+        The figures stay readable; ``metrics()`` after ``close()`` is local.
+        """
+        super().close()
+        agg = self._dist
+        if agg is not None and agg.failed is None:
+            agg.close()
+            agg.failed = "closed"
 
     def summary(self) -> Dict[str, Union[float, int, str, None]]:
         """Every windowed figure, None where unavailable.

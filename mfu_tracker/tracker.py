@@ -73,7 +73,14 @@ def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tfl
     name = normalize_dtype(dtype)
     if peak_tflops is not None:
         tflops = _check_peak_tflops(peak_tflops)
-        base = spec if spec is not None else get_gpu_spec(device)
+        if spec is not None:
+            base = spec
+        else:
+            # The device is looked up only for its bandwidth (MBU); its "no
+            # datasheet peak" warning does not apply when the user gave one.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                base = get_gpu_spec(device)
         bandwidth = base.memory_bandwidth_bytes_per_sec or None
         user = user_gpu_spec(tflops, name=base.name, memory_bandwidth_tbs=bandwidth * 1e-12 if bandwidth else None)
         return Peak(name, tflops * 1e12, bandwidth, user)

@@ -263,3 +263,16 @@ def test_cpu_block_takes_no_driver_call():
     with track(1e9, peak_tflops=1.0, device="cpu", clock="cpu"):
         pass
     assert tracker_module._MARK_TIMERS == {}  # no GPU timer was created
+
+
+def test_user_peak_on_cpu_gives_no_unavailable_warning():
+    import mfu_tracker.gpu
+
+    mfu_tracker.tracker._reset_clocks()
+    mfu_tracker.gpu._warned.clear()  # so a warning would show even if given before
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with track(1e9, 1e6, dtype="fp32", device="cpu", peak_tflops=0.5) as r:
+            pass
+    assert r.mfu is not None
+    assert not [w for w in caught if "unavailable" in str(w.message)]

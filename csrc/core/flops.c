@@ -28,11 +28,23 @@ static mfu_status add_i64(int64_t a, int64_t b, int64_t *out)
     return MFU_OK;
 }
 
-/* The product of `count` factors (1 for count == 0). */
+/* The product of `count` factors (1 for count == 0). A zero factor makes
+ * it 0 however large the others: overflow is judged on the exact result,
+ * never on a partial product. */
 static mfu_status product_i64(const int64_t *factors, size_t count,
                               int64_t *out)
 {
     int64_t acc = 1;
+    int zero = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (factors[i] < 0)
+            return MFU_ERR_INVALID_ARGUMENT;
+        zero |= factors[i] == 0;
+    }
+    if (zero) {
+        *out = 0;
+        return MFU_OK;
+    }
     for (size_t i = 0; i < count; i++) {
         mfu_status st = mul_i64(acc, factors[i], &acc);
         if (st != MFU_OK)
@@ -77,6 +89,46 @@ mfu_status mfu_baddbmm_flop(int64_t batch, int64_t m, int64_t k, int64_t n,
     return mfu_bmm_flop(batch, m, k, n, flops);
 }
 
+mfu_status mfu_grouped_mm_flop(const int64_t *a_shape, size_t a_ndim,
+                               const int64_t *b_shape, size_t b_ndim,
+                               int64_t *flops)
+{
+    int64_t m, k, n, groups = 1;
+    if (a_shape == NULL || b_shape == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (a_ndim == 2 && b_ndim == 3) {
+        /* a: [M, K] rows split by offs, b: [G, K, N] */
+        m = a_shape[0], k = a_shape[1], n = b_shape[2];
+        if (b_shape[1] != k)
+            return MFU_ERR_INVALID_ARGUMENT;
+    } else if (a_ndim == 3 && b_ndim == 3) {
+        /* a: [G, M, K], b: [G, K, N]: a batched matmul */
+        groups = a_shape[0], m = a_shape[1], k = a_shape[2], n = b_shape[2];
+        if (b_shape[0] != groups || b_shape[1] != k)
+            return MFU_ERR_INVALID_ARGUMENT;
+    } else if (a_ndim == 3 && b_ndim == 2) {
+        /* a: [G, M, K], b: [K, N] columns split by offs */
+        m = a_shape[1], k = a_shape[2], n = b_shape[1];
+        if (b_shape[0] != k)
+            return MFU_ERR_INVALID_ARGUMENT;
+    } else if (a_ndim == 2 && b_ndim == 2) {
+        /* a: [M, K], b: [K, N], the contraction K split by offs */
+        m = a_shape[0], k = a_shape[1], n = b_shape[1];
+        if (b_shape[0] != k)
+            return MFU_ERR_INVALID_ARGUMENT;
+    } else {
+        return MFU_ERR_INVALID_ARGUMENT;
+    }
+    /* every dimension, including a G the count does not use */
+    for (size_t i = 0; i < a_ndim; i++)
+        if (a_shape[i] < 0)
+            return MFU_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < b_ndim; i++)
+        if (b_shape[i] < 0)
+            return MFU_ERR_INVALID_ARGUMENT;
+    return mfu_bmm_flop(groups, m, k, n, flops);
+}
+
 /* ------------------------------------------------------------------------
  * Convolution
  * ------------------------------------------------------------------------ */
@@ -103,27 +155,28 @@ static mfu_status conv_shapes_ok(const int64_t *const *shapes, size_t nshapes,
  *   2 * n * prod(points) * w[0] * w[1] * prod(kernel)
  * with points = out_spatial (regular) or x_spatial (transposed).
  */
+/* 2 * a * b * c * prod(points[2..ndim)) * prod(kernel[2..ndim)) as one
+ * product (so a zero anywhere gives 0, see product_i64). */
+static mfu_status conv_product(int64_t a, int64_t b, int64_t c,
+                               const int64_t *points, const int64_t *kernel,
+                               size_t ndim, int64_t *flops)
+{
+    int64_t factors[4 + 2 * (MFU_CONV_MAX_NDIM - 2)] = {2, a, b, c};
+    size_t n = 4;
+    for (size_t i = 2; i < ndim; i++) {
+        factors[n++] = points[i];
+        factors[n++] = kernel[i];
+    }
+    return product_i64(factors, n, flops);
+}
+
 static mfu_status conv_count(const int64_t *x_shape, const int64_t *w_shape,
                              const int64_t *out_shape, size_t ndim,
                              int transposed, int64_t *flops)
 {
     const int64_t *points = transposed ? x_shape : out_shape;
-    const int64_t head[4] = {2, x_shape[0], w_shape[0], w_shape[1]};
-    int64_t acc, spatial, kernel;
-    mfu_status st;
-
-    if ((st = product_i64(head, 4, &acc)) != MFU_OK)
-        return st;
-    if ((st = product_i64(points + 2, ndim - 2, &spatial)) != MFU_OK)
-        return st;
-    if ((st = product_i64(w_shape + 2, ndim - 2, &kernel)) != MFU_OK)
-        return st;
-    if ((st = mul_i64(acc, spatial, &acc)) != MFU_OK)
-        return st;
-    if ((st = mul_i64(acc, kernel, &acc)) != MFU_OK)
-        return st;
-    *flops = acc;
-    return MFU_OK;
+    return conv_product(x_shape[0], w_shape[0], w_shape[1], points, w_shape,
+                        ndim, flops);
 }
 
 mfu_status mfu_convolution_flop(const int64_t *x_shape, const int64_t *w_shape,
@@ -148,7 +201,7 @@ mfu_status mfu_convolution_backward_flop(const int64_t *grad_out_shape,
     /* The points the filter visits: output points for a regular conv,
      * input points for a transposed one. */
     const int64_t *points = transposed ? x_shape : grad_out_shape;
-    int64_t total = 0, part, spatial, kernel;
+    int64_t total = 0, part;
     mfu_status st = conv_shapes_ok(shapes, 3, ndim);
 
     if (st != MFU_OK)
@@ -170,17 +223,9 @@ mfu_status mfu_convolution_backward_flop(const int64_t *grad_out_shape,
         /* grad_w = conv(x^T, grad_out^T): 2 * n * c_in * c_out * prod(points)
          * * prod(kernel) / groups, points = out_spatial (regular) or
          * in_spatial (transposed). NB: FlopCounterMode omits the / groups. */
-        const int64_t head[4] = {2, x_shape[0], x_shape[1] / groups,
-                                 grad_out_shape[1]};
-        if ((st = product_i64(head, 4, &part)) != MFU_OK)
-            return st;
-        if ((st = product_i64(points + 2, ndim - 2, &spatial)) != MFU_OK)
-            return st;
-        if ((st = product_i64(w_shape + 2, ndim - 2, &kernel)) != MFU_OK)
-            return st;
-        if ((st = mul_i64(part, spatial, &part)) != MFU_OK)
-            return st;
-        if ((st = mul_i64(part, kernel, &part)) != MFU_OK)
+        st = conv_product(x_shape[0], x_shape[1] / groups, grad_out_shape[1],
+                          points, w_shape, ndim, &part);
+        if (st != MFU_OK)
             return st;
         if ((st = add_i64(total, part, &total)) != MFU_OK)
             return st;
@@ -210,27 +255,27 @@ static mfu_status attention_shape_ok(const mfu_attention_shape *s,
 }
 
 /* 2 * b * h * s_q * s_kv * (qk_weight * d_qk + v_weight * d_v), halved for
- * HALF. Every term carries the factor 2, so halving is exact. */
+ * HALF. Every term carries the factor 2, so HALF drops it: exact, and a
+ * HALF count that fits is never refused because FULL would not. Each of
+ * the two terms is at most the total, so overflow of either is overflow of
+ * the count. */
 static mfu_status attention_count(const mfu_attention_shape *s,
                                   mfu_causal causal, int64_t qk_weight,
                                   int64_t v_weight, int64_t *flops)
 {
-    const int64_t factors[5] = {2, s->batch, s->heads_q, s->seq_q, s->seq_kv};
-    int64_t rect, qk, v, dims;
+    const int64_t two = causal == MFU_CAUSAL_HALF ? 1 : 2;
+    const int64_t qk_factors[7] = {two, s->batch, s->heads_q, s->seq_q,
+                                   s->seq_kv, qk_weight, s->head_dim_qk};
+    const int64_t v_factors[7] = {two, s->batch, s->heads_q, s->seq_q,
+                                  s->seq_kv, v_weight, s->head_dim_v};
+    int64_t qk, v;
     mfu_status st;
 
-    if ((st = product_i64(factors, 5, &rect)) != MFU_OK)
+    if ((st = product_i64(qk_factors, 7, &qk)) != MFU_OK)
         return st;
-    if ((st = mul_i64(qk_weight, s->head_dim_qk, &qk)) != MFU_OK)
+    if ((st = product_i64(v_factors, 7, &v)) != MFU_OK)
         return st;
-    if ((st = mul_i64(v_weight, s->head_dim_v, &v)) != MFU_OK)
-        return st;
-    if ((st = add_i64(qk, v, &dims)) != MFU_OK)
-        return st;
-    if ((st = mul_i64(rect, dims, &rect)) != MFU_OK)
-        return st;
-    *flops = causal == MFU_CAUSAL_HALF ? rect / 2 : rect;
-    return MFU_OK;
+    return add_i64(qk, v, flops);
 }
 
 mfu_status mfu_sdpa_flop(const mfu_attention_shape *shape, mfu_causal causal,
@@ -315,6 +360,29 @@ mfu_status mfu_varlen_attention_backward_flop(
 {
     return varlen_count(cu_seqlens_q, cu_seqlens_k, num_offsets, heads_q,
                         heads_kv, head_dim_qk, head_dim_v, causal, 1, flops);
+}
+
+/* ------------------------------------------------------------------------
+ * The op formulas as a table (see flops.h)
+ * ------------------------------------------------------------------------ */
+
+static const mfu_flops_api flops_api = {
+    .abi_version = MFU_FLOPS_API_VERSION,
+    .status_str = mfu_status_str,
+    .mm_flop = mfu_mm_flop,
+    .bmm_flop = mfu_bmm_flop,
+    .grouped_mm_flop = mfu_grouped_mm_flop,
+    .convolution_flop = mfu_convolution_flop,
+    .convolution_backward_flop = mfu_convolution_backward_flop,
+    .sdpa_flop = mfu_sdpa_flop,
+    .sdpa_backward_flop = mfu_sdpa_backward_flop,
+    .varlen_attention_flop = mfu_varlen_attention_flop,
+    .varlen_attention_backward_flop = mfu_varlen_attention_backward_flop,
+};
+
+const mfu_flops_api *mfu_flops_api_table(void)
+{
+    return &flops_api;
 }
 
 /* ------------------------------------------------------------------------

@@ -39,6 +39,10 @@
 
 #include "mfu_status.h"
 
+#ifdef __cplusplus
+extern "C" { /* the C++ op observer (csrc/torch) links these */
+#endif
+
 /* ------------------------------------------------------------------------
  * Op formulas
  * ------------------------------------------------------------------------ */
@@ -63,6 +67,23 @@ mfu_status mfu_bmm_flop(int64_t batch, int64_t m, int64_t k, int64_t n,
 /* self: [b, m, n] + a: [b, m, k] @ b: [b, k, n]; = bmm. */
 mfu_status mfu_baddbmm_flop(int64_t batch, int64_t m, int64_t k, int64_t n,
                             int64_t *flops);
+
+/*
+ * Grouped matmul (aten._grouped_mm, _scaled_grouped_mm; MoE experts), by the
+ * ranks of a (`a_ndim`) and b (`b_ndim`); G groups, offs partitions one dim:
+ *   2D x 3D  a: [M, K],    b: [G, K, N]  offs splits M     -> 2*M*K*N
+ *   3D x 3D  a: [G, M, K], b: [G, K, N]  (no offs)         -> 2*G*M*K*N
+ *   3D x 2D  a: [G, M, K], b: [K, N]     offs splits N     -> 2*M*K*N
+ *   2D x 2D  a: [M, K],    b: [K, N]     offs splits K     -> 2*M*K*N
+ *                                        (out: [G, M, N])
+ * i.e. every row (column / contraction slice) meets exactly one group.
+ * NB: counted from the shapes, so rows past offs[-1] (which the kernel
+ * skips) are counted; in MoE dispatch offs[-1] equals M. FlopCounterMode
+ * has no formula for _grouped_mm (it counts 0).
+ */
+mfu_status mfu_grouped_mm_flop(const int64_t *a_shape, size_t a_ndim,
+                               const int64_t *b_shape, size_t b_ndim,
+                               int64_t *flops);
 
 /* The largest tensor rank a convolution formula accepts (N, C + 3 spatial
  * dims is 5; a little room above that). */
@@ -334,5 +355,56 @@ mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
                                          const mfu_sequences *seqs,
                                          mfu_transformer_flops *out,
                                          const char **bad_field);
+
+/* ------------------------------------------------------------------------
+ * The op formulas as a table of function pointers, for other extensions.
+ * mfu_tracker._C publishes it as the PyCapsule MFU_FLOPS_API_CAPSULE; the
+ * C++ op observer (mfu_tracker._torch) imports it, so both count with the
+ * same compiled formulas. Fields are only ever appended; a consumer checks
+ * abi_version >= the version it was built for.
+ * ------------------------------------------------------------------------ */
+
+#define MFU_FLOPS_API_VERSION 1u
+#define MFU_FLOPS_API_CAPSULE "mfu_tracker._C._flops_api"
+
+typedef struct mfu_flops_api {
+    unsigned abi_version; /* MFU_FLOPS_API_VERSION of the publisher */
+    const char *(*status_str)(mfu_status status);
+    mfu_status (*mm_flop)(int64_t m, int64_t k, int64_t n, int64_t *flops);
+    mfu_status (*bmm_flop)(int64_t batch, int64_t m, int64_t k, int64_t n,
+                           int64_t *flops);
+    mfu_status (*grouped_mm_flop)(const int64_t *a_shape, size_t a_ndim,
+                                  const int64_t *b_shape, size_t b_ndim,
+                                  int64_t *flops);
+    mfu_status (*convolution_flop)(const int64_t *x_shape,
+                                   const int64_t *w_shape,
+                                   const int64_t *out_shape, size_t ndim,
+                                   int transposed, int64_t *flops);
+    mfu_status (*convolution_backward_flop)(
+        const int64_t *grad_out_shape, const int64_t *x_shape,
+        const int64_t *w_shape, size_t ndim, int transposed, int64_t groups,
+        int want_input_grad, int want_weight_grad, int64_t *flops);
+    mfu_status (*sdpa_flop)(const mfu_attention_shape *shape,
+                            mfu_causal causal, int64_t *flops);
+    mfu_status (*sdpa_backward_flop)(const mfu_attention_shape *shape,
+                                     mfu_causal causal, int64_t *flops);
+    mfu_status (*varlen_attention_flop)(
+        const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+        size_t num_offsets, int64_t heads_q, int64_t heads_kv,
+        int64_t head_dim_qk, int64_t head_dim_v, mfu_causal causal,
+        int64_t *flops);
+    mfu_status (*varlen_attention_backward_flop)(
+        const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+        size_t num_offsets, int64_t heads_q, int64_t heads_kv,
+        int64_t head_dim_qk, int64_t head_dim_v, mfu_causal causal,
+        int64_t *flops);
+} mfu_flops_api;
+
+/* The table (static storage, never NULL). */
+const mfu_flops_api *mfu_flops_api_table(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
 
 #endif /* MFU_FLOPS_H */

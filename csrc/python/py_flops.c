@@ -239,6 +239,39 @@ static PyObject *py_baddbmm_flop(PyObject *module, PyObject *args,
     return call_mm4(args, kwargs, "baddbmm_flop", mfu_baddbmm_flop);
 }
 
+static PyObject *py_grouped_mm_flop(PyObject *module, PyObject *args,
+                                    PyObject *kwargs)
+{
+    static char *keywords[] = {"a_shape", "b_shape", NULL};
+    PyObject *a_obj, *b_obj;
+    int64_t *a = NULL, *b = NULL;
+    size_t a_ndim = 0, b_ndim = 0;
+    int64_t flops = 0;
+    PyObject *result = NULL;
+    mfu_status st;
+
+    (void)module;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:grouped_mm_flop",
+                                     keywords, &a_obj, &b_obj))
+        return NULL;
+    if (int64_array_arg(a_obj, "a_shape", &a, &a_ndim) < 0)
+        goto error;
+    if (int64_array_arg(b_obj, "b_shape", &b, &b_ndim) < 0)
+        goto error;
+    if (a_ndim < 2 || a_ndim > 3 || b_ndim < 2 || b_ndim > 3) {
+        PyErr_Format(PyExc_ValueError,
+                     "grouped_mm_flop: a_shape and b_shape have 2 or 3 dims, "
+                     "got %zu and %zu", a_ndim, b_ndim);
+        goto error;
+    }
+    st = mfu_grouped_mm_flop(a, a_ndim, b, b_ndim, &flops);
+    result = flops_result(st, "grouped_mm_flop", flops);
+error:
+    PyMem_Free(a);
+    PyMem_Free(b);
+    return result;
+}
+
 /* The rank of a shape argument (its length) for the convolution calls. */
 static int conv_rank(PyObject *obj, const char *argument, size_t *ndim)
 {
@@ -776,6 +809,11 @@ static PyMethodDef flops_methods[] = {
     {"baddbmm_flop", (PyCFunction)(void (*)(void))py_baddbmm_flop,
      METH_VARARGS | METH_KEYWORDS,
      "baddbmm_flop(b, m, k, n)\n--\n\n= bmm_flop."},
+    {"grouped_mm_flop", (PyCFunction)(void (*)(void))py_grouped_mm_flop,
+     METH_VARARGS | METH_KEYWORDS,
+     "grouped_mm_flop(a_shape, b_shape)\n--\n\n"
+     "aten._grouped_mm: every row of a meets one group's matrix, 2*M*K*N\n"
+     "FLOPs (3D x 3D: 2*G*M*K*N); counted from the shapes."},
     {"convolution_flop", (PyCFunction)(void (*)(void))py_convolution_flop,
      METH_VARARGS | METH_KEYWORDS,
      "convolution_flop(x_shape, w_shape, out_shape, transposed=False)\n--\n\n"
@@ -819,5 +857,18 @@ static PyMethodDef flops_methods[] = {
 
 int mfu_py_flops_exec(PyObject *module)
 {
-    return PyModule_AddFunctions(module, flops_methods);
+    /* The op formulas for mfu_tracker._torch (flops.h, mfu_flops_api). The
+     * table is static, so the capsule needs no destructor. */
+    PyObject *capsule;
+    int rc;
+    if (PyModule_AddFunctions(module, flops_methods) < 0)
+        return -1;
+    capsule = PyCapsule_New((void *)mfu_flops_api_table(),
+                            MFU_FLOPS_API_CAPSULE, NULL);
+    if (capsule == NULL)
+        return -1;
+    rc = PyModule_AddObject(module, "_flops_api", capsule);
+    if (rc < 0)
+        Py_DECREF(capsule);
+    return rc;
 }

@@ -23,6 +23,39 @@ static void test_matmul_family(void)
     CHECK(f == INT64_C(137438953472));
 }
 
+static void test_grouped_mm(void)
+{
+    int64_t f = -1;
+    /* 2D x 3D: a [6, 4] (offs split 6 rows over 3 experts), b [3, 4, 5]:
+     * every row meets one expert: 2 * 6 * 4 * 5 = 240 */
+    const int64_t a2[2] = {6, 4}, b3[3] = {3, 4, 5};
+    CHECK(mfu_grouped_mm_flop(a2, 2, b3, 3, &f) == MFU_OK);
+    CHECK(f == 240);
+    /* 3D x 3D: a [3, 2, 4], b [3, 4, 5]: 3 * 2 * 2 * 4 * 5 = 240 */
+    const int64_t a3[3] = {3, 2, 4};
+    CHECK(mfu_grouped_mm_flop(a3, 3, b3, 3, &f) == MFU_OK);
+    CHECK(f == 240);
+    /* 3D x 2D: a [3, 2, 4], b [4, 15] (offs split 15 columns):
+     * 2 * 2 * 4 * 15 = 240 */
+    const int64_t b2[2] = {4, 15};
+    CHECK(mfu_grouped_mm_flop(a3, 3, b2, 2, &f) == MFU_OK);
+    CHECK(f == 240);
+    /* 2D x 2D: a [6, 4], b [4, 5] (offs split the contraction):
+     * 2 * 6 * 4 * 5 = 240 */
+    const int64_t b22[2] = {4, 5};
+    CHECK(mfu_grouped_mm_flop(a2, 2, b22, 2, &f) == MFU_OK);
+    CHECK(f == 240);
+
+    f = 12345;
+    const int64_t bad_k[3] = {3, 7, 5};
+    CHECK(mfu_grouped_mm_flop(a2, 2, bad_k, 3, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_grouped_mm_flop(a2, 2, b3, 4, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_grouped_mm_flop(NULL, 2, b3, 3, &f) == MFU_ERR_INVALID_ARGUMENT);
+    const int64_t neg[2] = {-6, 4};
+    CHECK(mfu_grouped_mm_flop(neg, 2, b3, 3, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(f == 12345);
+}
+
 static void test_overflow_and_invalid(void)
 {
     int64_t f = 12345;
@@ -434,9 +467,62 @@ static void test_transformer_validation(void)
     CHECK(mfu_sequences_uniform(-1, 16, 0, &seqs) == MFU_ERR_INVALID_ARGUMENT);
 }
 
+/* Regressions found by tests/c/fuzz/fuzz_flops.c: overflow is judged on
+ * the exact count, never on a partial product, and every dimension is
+ * checked. Each case is a corpus entry of fuzz_flops too. */
+static void test_fuzz_regressions(void)
+{
+    const int64_t two62 = INT64_C(1) << 62;
+    int64_t f = -1;
+
+    /* A zero dimension makes the count 0 however large the others
+     * (2 * 2^62 alone would not fit). corpus: mm_zero_dim_huge_others */
+    CHECK(mfu_mm_flop(two62, 0, 4, &f) == MFU_OK && f == 0);
+    CHECK(mfu_bmm_flop(0, INT64_MAX, INT64_MAX, INT64_MAX, &f) == MFU_OK && f == 0);
+    {
+        /* zero kernel width, 2^40 x 2^40 output points:
+         * corpus conv_zero_kernel_huge_out */
+        const int64_t x[4] = {1, 3, 8, 8}, w[4] = {64, 3, 0, 7};
+        const int64_t out[4] = {1, 64, INT64_C(1) << 40, INT64_C(1) << 40};
+        f = -1;
+        CHECK(mfu_convolution_flop(x, w, out, 4, 0, &f) == MFU_OK && f == 0);
+        f = -1;
+        CHECK(mfu_convolution_backward_flop(out, x, w, 4, 0, 1, 1, 1, &f) ==
+                  MFU_OK && f == 0);
+    }
+    {
+        /* zero head dims under an overflowing rectangle:
+         * corpus sdpa_zero_dims_huge_rect */
+        const mfu_attention_shape s = {INT64_MAX, 1, 1, INT64_MAX, INT64_MAX, 0, 0};
+        f = -1;
+        CHECK(mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 0);
+    }
+    {
+        /* FULL = 2 * 2^31 * 2^30 * (1 + 1) = 2^63 does not fit, HALF = 2^62
+         * does: corpus sdpa_half_fits_full_not */
+        const mfu_attention_shape s = {1, 1, 1, INT64_C(1) << 31,
+                                       INT64_C(1) << 30, 1, 1};
+        CHECK(mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &f) == MFU_ERR_OVERFLOW);
+        f = -1;
+        CHECK(mfu_sdpa_flop(&s, MFU_CAUSAL_HALF, &f) == MFU_OK && f == two62);
+    }
+    {
+        /* grouped_mm: a negative G is invalid even where the count does not
+         * use it. corpus: grouped_negative_groups, grouped_negative_g_3x2 */
+        const int64_t a2[2] = {64, 32}, b3[3] = {-8, 32, 16};
+        const int64_t a3[3] = {-1, 64, 32}, b2[2] = {32, 16};
+        CHECK(mfu_grouped_mm_flop(a2, 2, b3, 3, &f) == MFU_ERR_INVALID_ARGUMENT);
+        CHECK(mfu_grouped_mm_flop(a3, 3, b2, 2, &f) == MFU_ERR_INVALID_ARGUMENT);
+    }
+    /* the exact edge still overflows: 2 * 1 * 1 * 2^62 = 2^63 */
+    CHECK(mfu_mm_flop(1, 1, two62, &f) == MFU_ERR_OVERFLOW);
+    CHECK(mfu_mm_flop(1, 1, two62 - 1, &f) == MFU_OK && f == INT64_MAX - 1);
+}
+
 int main(void)
 {
     test_matmul_family();
+    test_grouped_mm();
     test_overflow_and_invalid();
     test_convolution();
     test_attention();
@@ -446,5 +532,6 @@ int main(void)
     test_transformer_lora();
     test_transformer_sliding_window();
     test_transformer_validation();
+    test_fuzz_regressions();
     return check_summary("test_flops");
 }

@@ -1,0 +1,158 @@
+"""What exact FLOP counting costs, measured in one run.
+
+1. GPT-2 124M (the ``gpt2`` preset), forward + backward, batch 8 x 1024, on
+   the ``meta`` device (so the time is the framework's, not arithmetic):
+   uncounted vs ``FlopCounter`` (C++ observer, module table on) vs
+   ``FlopCounter(modules=False)`` vs ``torch.utils.flop_counter.FlopCounterMode``,
+   timed as this thread's CPU time with one torch thread (other processes'
+   load does not count).
+   Reports the time each adds over the uncounted run, the ratio of those
+   overheads (target: ours >= 10x smaller) and the total-time ratios, and
+   checks that the executed totals are identical.
+2. A real CPU training step (forward, backward, AdamW) of a small Llama,
+   counted every step vs not counted, interleaved (target: <= 2% slower),
+   without and with the per-module attribution hooks.
+
+    .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--threads 1]
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+
+from mfu_tracker.counter import FlopCounter, counter_backend
+from mfu_tracker.presets import load_preset
+
+
+def gpt2_meta():
+    config = dict(load_preset("gpt2"))
+    config.pop("model_type")
+    cfg = transformers.GPT2Config(**config)
+    with torch.device("meta"):
+        model = transformers.GPT2LMHeadModel(cfg)
+    ids = torch.zeros(8, 1024, dtype=torch.long, device="meta")
+
+    def step():
+        model(input_ids=ids).logits.sum().backward()
+        model.zero_grad(set_to_none=True)
+
+    return step
+
+
+def timed(step, make_ctx) -> tuple[float, object]:
+    gc.collect()
+    gc.disable()
+    try:
+        ctx = make_ctx()
+        t0 = time.thread_time()  # this thread's CPU time: robust to other load
+        with ctx:
+            step()
+        return time.thread_time() - t0, ctx
+    finally:
+        gc.enable()
+
+
+def bench_meta(reps: int) -> None:
+    import contextlib
+
+    step = gpt2_meta()
+    step()  # warm up
+    variants = {
+        "uncounted": contextlib.nullcontext,
+        "FlopCounter": FlopCounter,
+        "FlopCounter(modules=False)": lambda: FlopCounter(modules=False),
+        "FlopCounterMode": lambda: FlopCounterMode(display=False),
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    last: dict[str, object] = {}
+    for _ in range(reps):  # round-robin, so load changes hit every variant
+        for name, make in variants.items():
+            t, last[name] = timed(step, make)
+            times[name].append(t)
+    best = {name: min(ts) for name, ts in times.items()}
+    base = best["uncounted"]
+    ours_total = last["FlopCounter"].executed_flops
+    fcm_total = last["FlopCounterMode"].get_total_flops()
+    print(f"GPT-2 124M fwd+bwd, batch 8 x seq 1024, meta, backend {counter_backend()}, "
+          f"thread CPU time, best of {reps} round-robin reps ({torch.get_num_threads()} thread)")
+    print(f"  executed FLOPs: FlopCounter {ours_total:,}  FlopCounterMode {fcm_total:,}  "
+          f"identical: {ours_total == fcm_total}")
+    print(f"  {'variant':<28}{'best ms':>10}{'median ms':>11}{'added ms':>10}{'x uncounted':>13}")
+    for name, ts in times.items():
+        print(f"  {name:<28}{best[name] * 1e3:>10.2f}{statistics.median(ts) * 1e3:>11.2f}"
+              f"{(best[name] - base) * 1e3:>10.2f}{best[name] / base:>13.3f}")
+    fcm_added = best["FlopCounterMode"] - base
+    for name in ("FlopCounter", "FlopCounter(modules=False)"):
+        added = best[name] - base
+        ratio = f"{fcm_added / added:.1f}x" if added > 0 else "inf (no measurable overhead)"
+        print(f"  overhead ratio FlopCounterMode / {name}: {ratio}")
+    print(f"  total-time ratio FlopCounterMode / FlopCounter: "
+          f"{best['FlopCounterMode'] / best['FlopCounter']:.2f}x")
+
+
+def bench_training(steps: int, modules: bool) -> None:
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=344, vocab_size=2048)
+    model = transformers.LlamaForCausalLM._from_config(cfg, attn_implementation="sdpa")
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 2048, (2, 128))
+
+    def train_step():
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    counter = FlopCounter(modules=modules)
+
+    def counted_step():
+        with counter:
+            train_step()
+        flops = counter.model_flops
+        counter.reset()
+        return flops
+
+    for _ in range(3):
+        train_step()
+        counted_step()
+    plain, counted = [], []
+    flops = 0
+    for i in range(steps):  # interleaved, alternating which goes first
+        order = (train_step, counted_step) if i % 2 == 0 else (counted_step, train_step)
+        for fn in order:
+            t0 = time.thread_time()
+            out = fn()
+            dt = time.thread_time() - t0
+            (counted if fn is counted_step else plain).append(dt)
+            if fn is counted_step:
+                flops = out
+    print(f"Small Llama CPU training step (d=128, L=4, batch 2 x 128, AdamW), {steps} steps each, "
+          f"interleaved, thread CPU time, {torch.get_num_threads()} thread; "
+          f"FlopCounter(modules={modules}); model FLOPs/step {flops:,}")
+    for label, agg in (("best", min), ("median", statistics.median)):
+        p, c = agg(plain), agg(counted)
+        print(f"  {label:<6} step: uncounted {p * 1e3:.2f} ms, counted every step {c * 1e3:.2f} ms "
+              f"-> {100 * (c / p - 1):+.2f}%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    bench_meta(args.reps)
+    bench_training(args.steps, modules=False)  # per-step counting (what a tracker uses)
+    bench_training(args.steps, modules=True)   # with the per-module table
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""Cost of one cross-rank aggregation (Tracker.metrics() under torch.distributed),
+and a count of the collectives a training loop runs.
+
+    .venv/bin/python benchmarks/dist_aggregation.py [--calls 2000] [--rounds 5]
+
+re-launches itself under ``torchrun --nproc_per_node=2`` (gloo, CPU) and
+measures, in one run on every rank:
+
+* a local ``metrics()`` (``Tracker(distributed=False)``) and the C method it
+  wraps (``_C.StepTracker.metrics``), the same window of 100 steps;
+* one aggregation: ``metrics()`` of a distributed tracker (summary, row, one
+  gloo all-gather on the tracker's side group, combine, dict), the ranks
+  calling it in lockstep (each call waits for the other rank, so this is the
+  latency of a round, not CPU time);
+* the Python around the collective alone (this rank's row, parsing two rows,
+  combine, the dict) and the bare all-gather of the same 19-float64 row on
+  the same kind of group, to separate the collective from our code;
+* ``step()`` of the distributed tracker vs a local one (the same C method);
+* the all-gathers started (counted by wrapping torch.distributed's
+  all-gather functions) over 10,000 steps: with no metrics() call, and with
+  metrics() every 100 steps.
+
+Rank 0 prints the table; figures are the best round's mean per call.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _relaunch(argv: list[str]) -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    cmd = [str(torchrun), "--nproc_per_node=2", f"--master_port={port}", __file__, *argv]
+    return subprocess.run(cmd, env=env, timeout=1800).returncode
+
+
+def _best(fn, calls: int, rounds: int, barrier=None) -> float:
+    """Best round's mean seconds per call."""
+    best = float("inf")
+    for _ in range(rounds):
+        if barrier is not None:
+            barrier()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=2000, help="aggregations per round")
+    parser.add_argument("--local-calls", type=int, default=100_000, help="local calls per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if "LOCAL_RANK" not in os.environ:
+        sys.exit(_relaunch(sys.argv[1:]))
+
+    import warnings
+
+    import torch
+    import torch.distributed as dist
+
+    from mfu_tracker import _C, user_gpu_spec
+    from mfu_tracker.distributed import ROW_FIELDS, RankFigures, combine
+    from mfu_tracker.step import Tracker
+
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    spec = user_gpu_spec(1000.0, name="bench", memory_bandwidth_tbs=1.0)
+
+    gathers = [0]
+    for name in ("all_gather_single", "all_gather_into_tensor", "all_gather"):
+        original = getattr(dist, name, None)
+        if original is None:
+            continue
+
+        def counted(*a, __original=original, **k):
+            gathers[0] += 1
+            return __original(*a, **k)
+
+        setattr(dist, name, counted)
+
+    def filled(tracker: Tracker) -> Tracker:
+        tracker.step()
+        for _ in range(100):
+            tracker.step(4096)
+        return tracker
+
+    common = dict(spec=spec, dtype="bf16", window=100, warmup=0, param_bytes=1e9,
+                  executed_flops_per_step=1.2e9)
+    local = filled(Tracker(1e9, distributed=False, **common))
+    shared = filled(Tracker(1e9, **common))
+    assert shared.distributed and not local.distributed
+
+    barrier = dist.barrier
+    t_c = _best(lambda: _C.StepTracker.metrics(local), args.local_calls, args.rounds)
+    t_local = _best(local.metrics, args.local_calls, args.rounds)
+    t_agg = _best(shared.metrics, args.calls, args.rounds, barrier)
+    n = len(ROW_FIELDS)
+    group = dist.new_group(backend="gloo")
+    send = torch.zeros(n, dtype=torch.float64)
+    recv = torch.empty(2 * n, dtype=torch.float64)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    t_raw = _best(lambda: gather(recv, send, group=group), args.calls, args.rounds, barrier)
+
+    def python_only() -> None:  # what an aggregation does around the collective
+        row = shared.rank_figures().to_row()
+        rows = [RankFigures.from_row(row), RankFigures.from_row(row)]
+        combine(rows).metrics()
+
+    t_py = _best(python_only, args.calls * 10, args.rounds)
+    t_step_local = _best(lambda: local.step(4096), args.local_calls, args.rounds)
+    t_step_shared = _best(lambda: shared.step(4096), args.local_calls, args.rounds)
+
+    # Collectives over a loop: none without metrics(), one per metrics() call.
+    barrier()
+    counting = Tracker(1e9, **common)
+    before = gathers[0]
+    for _ in range(10_000):
+        counting.step(4096)
+    no_logging = gathers[0] - before
+    before = gathers[0]
+    for i in range(1, 10_001):
+        counting.step(4096)
+        if i % 100 == 0:
+            metrics = counting.metrics()
+    every_100 = gathers[0] - before
+    counters = counting.distributed_counters()
+    dist.barrier()
+
+    if rank == 0:
+        us = lambda s: f"{s * 1e6:9.2f}"  # noqa: E731
+        print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, world size "
+              f"{dist.get_world_size()}, gloo, CPU; best of {args.rounds} rounds")
+        print(f"| call                                              |   us/call | vs local metrics() |")
+        print(f"|---------------------------------------------------|----------:|-------------------:|")
+        print(f"| `_C.StepTracker.metrics()` (the C method)         | {us(t_c)} | {t_c / t_local:17.2f}x |")
+        print(f"| `Tracker.metrics()`, local (`distributed=False`)  | {us(t_local)} | {1.0:17.2f}x |")
+        print(f"| `Tracker.metrics()`, aggregation over 2 ranks     | {us(t_agg)} | {t_agg / t_local:17.1f}x |")
+        print(f"| its Python: row, 2 rows parsed, combine, dict     | {us(t_py)} | {t_py / t_local:17.1f}x |")
+        print(f"| bare gloo all-gather of the {n}-float64 row       | {us(t_raw)} | {t_raw / t_local:17.1f}x |")
+        print(f"| `Tracker.step()`, local                           | {us(t_step_local)} |                    |")
+        print(f"| `Tracker.step()`, distributed tracker             | {us(t_step_shared)} |                    |")
+        print()
+        print(f"all-gathers over 10,000 steps without metrics(): {no_logging}")
+        print(f"all-gathers over 10,000 steps with metrics() every 100 steps: {every_100} "
+              f"(tracker counters: {counters})")
+        print(f"keys of an aggregation: {len(metrics)} ({', '.join(sorted(k.split('/')[1] for k in metrics))})")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

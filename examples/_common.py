@@ -1,0 +1,51 @@
+"""Shared bits of the examples: a tiny model from a config, synthetic batches,
+and the peak on a machine without a datasheet row (a measured one, labelled)."""
+from __future__ import annotations
+
+import os
+
+import torch
+
+MODELS = ("gpt2-tiny", "llama-tiny", "gpt2")
+
+
+def build_model(name: str, *, attn: str = "sdpa") -> torch.nn.Module:
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    if name == "gpt2-tiny":
+        config = GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=1024, n_positions=1024)
+        return GPT2LMHeadModel._from_config(config, attn_implementation=attn)
+    if name == "llama-tiny":
+        config = LlamaConfig(hidden_size=128, intermediate_size=344, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, vocab_size=1024,
+                             max_position_embeddings=1024)
+        return LlamaForCausalLM._from_config(config, attn_implementation=attn)
+    if name == "gpt2":  # GPT-2 124M, from its config (random weights; nothing downloaded)
+        return GPT2LMHeadModel._from_config(GPT2Config(), attn_implementation=attn)
+    raise SystemExit(f"unknown --model {name!r}; choose from {', '.join(MODELS)}")
+
+
+def batch(model: torch.nn.Module, batch_size: int, seq_len: int, device: torch.device) -> dict:
+    ids = torch.randint(0, model.config.vocab_size, (batch_size, seq_len), device=device)
+    return {"input_ids": ids, "labels": ids}
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def ensure_peak(device: torch.device, dtype: str = "fp32") -> str:
+    """The peak's label; on a device without a datasheet row (a CPU), measure a
+    GEMM peak once and hand it to the library through MFU_TRACKER_PEAK_TFLOPS."""
+    from mfu_tracker import get_gpu_spec, measure_peak_flops
+
+    if os.environ.get("MFU_TRACKER_PEAK_TFLOPS"):
+        return f"user peak {os.environ['MFU_TRACKER_PEAK_TFLOPS']} TFLOP/s"
+    if device.type == "cuda":
+        spec = get_gpu_spec(device)
+        if spec.has_peak(dtype):
+            return f"datasheet peak {spec.peak_tflops(dtype):.1f} TFLOP/s ({spec.name}, {dtype})"
+    measured = measure_peak_flops("fp32", device=str(device), duration_s=0.2) / 1e12
+    os.environ["MFU_TRACKER_PEAK_TFLOPS"] = f"{measured:.6g}"
+    return f"MEASURED {device.type} fp32 GEMM peak {measured:.4g} TFLOP/s (not a datasheet figure)"

@@ -1,0 +1,74 @@
+"""`mfu-tracker profile`: counts a model built on meta next to the analytic formula."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.flops import transformer_flops  # noqa: E402
+from mfu_tracker.presets import load_preset  # noqa: E402
+
+TINY_LLAMA = {
+    "model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 128,
+    "tie_word_embeddings": False,
+}
+
+
+def _field(text: str, label: str) -> int:
+    match = re.search(rf"^{re.escape(label)}\s+([\d,]+)", text, re.M)
+    assert match, (label, text)
+    return int(match.group(1).replace(",", ""))
+
+
+def _run(capsys, *argv: str) -> str:
+    assert main(["profile", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_profile_config_json_matches_the_matmul_formula(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY_LLAMA))
+    out = _run(capsys, "--model", str(path), "--batch-size", "2", "--seq-len", "16")
+    analytic = transformer_flops(TINY_LLAMA, seq_len=16, batch_size=2, formula="matmul")
+    # = 3 x forward; forward = 5,505,024 (tests/test_counter_zoo.py, hand arithmetic)
+    assert _field(out, "model FLOPs (MFU):") == int(analytic.model_flops) == 16_515_072
+    assert _field(out, "forward FLOPs:") == 5_505_024
+    assert "counted / analytic = 1.000000" in out
+    assert "analytic (palm):" in out
+    assert "layers.*" in out and "lm_head" in out  # the per-module table
+    assert "FLOP/token (model):" in out
+
+
+def test_profile_forward_only_and_half(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TINY_LLAMA))
+    full = _run(capsys, "--model", str(path), "--batch-size", "2", "--seq-len", "16",
+                "--forward-only")
+    half = _run(capsys, "--model", str(path), "--batch-size", "2", "--seq-len", "16",
+                "--forward-only", "--causal-attention", "half")
+    # attention forward 2 layers x 2*b*h*s*s*(d_qk + d_v) = 262,144; half of it goes
+    assert _field(full, "model FLOPs (MFU):") == 5_505_024
+    assert _field(full, "model FLOPs (MFU):") - _field(half, "model FLOPs (MFU):") == 131_072
+    assert "counted / analytic = 1.000000" in half
+
+
+def test_profile_gpt2_preset(capsys):
+    out = _run(capsys, "--model", "gpt2", "--batch-size", "1", "--seq-len", "128")
+    analytic = transformer_flops(load_preset("gpt2"), seq_len=128, batch_size=1, formula="matmul")
+    assert _field(out, "model FLOPs (MFU):") == int(analytic.model_flops)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "no-such-model", "--seq-len", "8"], "neither a preset"),
+    (["--model", "gpt2", "--seq-len", "0"], "must be >= 1"),
+    (["--model", "gpt2", "--seq-len", "8", "--depth", "0"], "--depth"),
+])
+def test_profile_errors(capsys, argv, message):
+    assert main(["profile", *argv]) == 2
+    assert message in capsys.readouterr().err
