@@ -16,11 +16,13 @@ CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 
 .PHONY: run test build ctest pytest clean
+.PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 run: build
 	$(PY) examples/train_gpt2.py
 
-test: build ctest pytest
+# The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke.
+test: build ctest ctest-asan ctest-valgrind fuzz-smoke pytest
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +53,112 @@ $(FAKE_DRIVER): tests/c/fake_driver/fake_cuda.c
 ctest: $(FAKE_DRIVER)
 ctest: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
 ctest: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
+
+# ---- hardening (tests/README.md) -------------------------------------------
+# The C tests under AddressSanitizer + UBSan, under valgrind, and every fuzz
+# target (tests/c/fuzz) in a short fixed-seed run over its committed corpus.
+
+ctest-all: ctest ctest-asan ctest-valgrind fuzz-smoke
+
+FUZZ_SRC := $(wildcard tests/c/fuzz/fuzz_*.c)
+FUZZ_NAMES := $(patsubst tests/c/fuzz/%.c,%,$(FUZZ_SRC))
+FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
+FUZZ_HDR := tests/c/fuzz/fuzz_input.h
+
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
+CFLAGS_ASAN := $(CFLAGS_CORE) $(SANITIZE)
+# Sanitizer reports are failures; leaks are checked (LeakSanitizer).
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:abort_on_error=1
+
+# The core compiled once per flavour, linked into every test / target.
+ASAN_CORE_OBJ := $(patsubst csrc/core/%.c,build/asan/core/%.o,$(CORE_SRC))
+ASAN_CTESTS := $(patsubst tests/c/%.c,build/asan/%,$(wildcard tests/c/test_*.c))
+
+build/asan/core/%.o: csrc/core/%.c $(CORE_HDR)
+	@mkdir -p build/asan/core
+	$(CC) $(CFLAGS_ASAN) -c -o $@ $<
+
+build/asan/%: tests/c/%.c tests/c/check.h $(ASAN_CORE_OBJ)
+	$(CC) $(CFLAGS_ASAN) -Icsrc/core -Itests/c -o $@ $< $(ASAN_CORE_OBJ) -lm -ldl
+
+.SECONDARY: $(ASAN_CORE_OBJ) build/fuzz/standalone.o
+
+ctest-asan: $(ASAN_CTESTS) $(FAKE_DRIVER)
+	@set -e; for t in $(ASAN_CTESTS); do echo "== asan $$t"; $(ASAN_ENV) $$t; done
+
+# dlopen'd driver handles (the process-wide ones are never closed, by
+# design) are "still reachable": not failures. Definite and indirect leaks
+# and every memory error are.
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full \
+            --errors-for-leak-kinds=definite,indirect \
+            --show-leak-kinds=definite,indirect
+
+# The fuzz targets too, built without sanitizers, over their corpus plus
+# a few mutated inputs: valgrind sees uses of uninitialised memory, which
+# ASan does not.
+PLAIN_FUZZ_BINS := $(addprefix build/fuzz-plain/,$(FUZZ_NAMES))
+FUZZ_VALGRIND_RUNS ?= 300
+
+build/fuzz-plain/fuzz_%: tests/c/fuzz/fuzz_%.c tests/c/fuzz/standalone.c $(FUZZ_HDR) $(CORE_SRC) $(CORE_HDR)
+	@mkdir -p build/fuzz-plain
+	$(CC) $(CFLAGS_CORE) -Icsrc/core -Itests/c/fuzz -o $@ $< tests/c/fuzz/standalone.c $(CORE_SRC) -lm -ldl
+
+ctest-valgrind: $(CTESTS) $(FAKE_DRIVER) $(PLAIN_FUZZ_BINS)
+	@set -e; for t in $(CTESTS); do echo "== valgrind $$t"; $(VALGRIND) $$t; done
+	@set -e; for f in $(FUZZ_NAMES); do echo "== valgrind build/fuzz-plain/$$f"; \
+	  $(VALGRIND) build/fuzz-plain/$$f -runs $(FUZZ_VALGRIND_RUNS) tests/c/fuzz/corpus/$$f; done
+
+# Fuzz targets: tests/c/fuzz/fuzz_*.c, each LLVMFuzzerTestOneInput(); built
+# here with gcc + ASan/UBSan and the standalone driver. FUZZ_RUNS mutated
+# inputs per target after the corpus, from seed FUZZ_SEED (fuzz_driver, a
+# dlopen per input, gets FUZZ_DRIVER_RUNS). About 5 s in all.
+FUZZ_RUNS ?= 200000
+FUZZ_DRIVER_RUNS ?= 30000
+FUZZ_SEED ?= 1
+
+build/fuzz/standalone.o: tests/c/fuzz/standalone.c $(FUZZ_HDR)
+	@mkdir -p build/fuzz
+	$(CC) $(CFLAGS_ASAN) -Itests/c/fuzz -c -o $@ $<
+
+build/fuzz/fuzz_%: tests/c/fuzz/fuzz_%.c $(FUZZ_HDR) build/fuzz/standalone.o $(ASAN_CORE_OBJ)
+	$(CC) $(CFLAGS_ASAN) -Icsrc/core -Itests/c/fuzz -o $@ $< build/fuzz/standalone.o $(ASAN_CORE_OBJ) -lm -ldl
+
+fuzz-smoke: $(FUZZ_BINS) $(FAKE_DRIVER)
+	@set -e; for f in $(FUZZ_NAMES); do \
+	  runs=$(FUZZ_RUNS); [ $$f != fuzz_driver ] || runs=$(FUZZ_DRIVER_RUNS); \
+	  $(ASAN_ENV) build/fuzz/$$f -runs $$runs -seed $(FUZZ_SEED) tests/c/fuzz/corpus/$$f; \
+	done
+
+# Regenerate the committed seed corpus from tests/c/fuzz/make_corpus.py.
+fuzz-corpus:
+	$(PYTHON) tests/c/fuzz/make_corpus.py
+
+# Longer runs with libFuzzer (needs clang: apt-get install -y clang).
+# Each target mutates a scratch copy of its corpus in build/fuzz-lf for
+# FUZZ_TIME seconds; findings land in build/fuzz-lf/<target>.d/artifacts/.
+FUZZ_TIME ?= 120
+CLANG ?= clang
+FUZZ_LF_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined \
+                 -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+fuzz-libfuzzer: $(FAKE_DRIVER)
+	@set -e; mkdir -p build/fuzz-lf; for f in $(FUZZ_NAMES); do \
+	  $(CLANG) $(FUZZ_LF_FLAGS) -Icsrc/core -Itests/c/fuzz -o build/fuzz-lf/$$f \
+	    tests/c/fuzz/$$f.c $(CORE_SRC) -lm -ldl; \
+	  rm -rf build/fuzz-lf/$$f.d; mkdir -p build/fuzz-lf/$$f.d/corpus build/fuzz-lf/$$f.d/artifacts; \
+	  cp tests/c/fuzz/corpus/$$f/* build/fuzz-lf/$$f.d/corpus/; \
+	  $(ASAN_ENV) build/fuzz-lf/$$f -max_total_time=$(FUZZ_TIME) -seed=$(FUZZ_SEED) \
+	    -artifact_prefix=build/fuzz-lf/$$f.d/artifacts/ -print_final_stats=1 \
+	    build/fuzz-lf/$$f.d/corpus > build/fuzz-lf/$$f.log 2>&1 \
+	    || { tail -40 build/fuzz-lf/$$f.log; exit 1; }; \
+	  echo "$$f: $$(grep -E '^stat::number_of_executed_units' build/fuzz-lf/$$f.log | tr -dc 0-9) execs," \
+	    "$$(ls build/fuzz-lf/$$f.d/corpus | wc -l) corpus files, 0 crashes"; \
+	done
+
+ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
+ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
 
 pytest: build
 	$(PY) -m pytest tests

@@ -177,7 +177,14 @@ mfu_status mfu_gpu_driver_open(mfu_gpu_api api, const char *path,
 
 error:
     dlclose(driver->library);
-    driver->library = NULL;
+    {
+        /* No pointer into the unloaded library may survive: a failed
+         * driver is a zeroed one plus its api and error. */
+        mfu_gpu_error saved = driver->error;
+        memset(driver, 0, sizeof *driver);
+        driver->api = api;
+        driver->error = saved;
+    }
     return status;
 }
 

@@ -271,6 +271,15 @@ static void test_driver_init_failure(void)
     CHECK(mfu_gpu_driver_open(MFU_GPU_CUDA, fake_path, &driver) == MFU_ERR_DRIVER);
     CHECK(strcmp(driver.error.call, "cuInit") == 0 && driver.error.code == 100);
     CHECK(driver.library == NULL);
+    /* Regression (fuzz_driver): the calls resolved before cuInit failed
+     * pointed into the dlclose'd library, and check_context called one. */
+    CHECK(driver.ctx_get_current == NULL && driver.event_create == NULL &&
+          driver.event_destroy == NULL && driver.cu_error_name == NULL);
+    {
+        mfu_gpu_error error = {0};
+        CHECK(mfu_gpu_driver_check_context(&driver, &error) == MFU_ERR_UNAVAILABLE);
+        CHECK(mfu_gpu_driver_code_name(&driver, 100) == NULL);
+    }
     CHECK(fake.fail_next("noSuchCall", 1) == -1);
 }
 

@@ -1,0 +1,352 @@
+/*
+ * fuzz_flops.c -- the op FLOP formulas (mm, addmm, bmm, baddbmm,
+ * grouped_mm, convolution forward / backward, SDPA forward / backward,
+ * varlen attention forward / backward) on extreme and negative shapes.
+ *
+ * Input: op u8, flags u8, then the op's values (fuzz_input.h's fi_i64, so
+ * mutations reach 0, -1, INT64_MAX, 2^62 and the like). Shape arrays are
+ * heap blocks of exactly their length: reading past a shape is an ASan
+ * report. Flag bit 0 makes shapes consistent (equal K, a dividing group
+ * count, non-decreasing offsets) so the counting path is reached often;
+ * bit 1 calls through mfu_flops_api_table() instead of the symbols.
+ *
+ * The oracle recomputes every count from flops.h's formulas in __int128,
+ * saturating at 2^100 (a product with a zero factor is 0 however large
+ * the others). Properties:
+ *  - INVALID_ARGUMENT exactly for the documented invalid inputs (negative
+ *    dimension, bad ndim / causal / groups / GQA heads, decreasing or
+ *    negative offsets);
+ *  - otherwise OVERFLOW exactly when the exact count exceeds INT64_MAX,
+ *    and OK with the exact count when it does not: nothing wraps, and a
+ *    count that fits is never refused;
+ *  - the output is written only on OK.
+ * NB: varlen checks monotonicity while it sums, so offsets that both
+ * decrease and overflow before the decrease may report OVERFLOW; the
+ * oracle accepts either status there.
+ */
+#include "flops.h"
+#include "fuzz_input.h"
+
+typedef __int128 big;
+#define SAT ((big)1 << 100)
+#define SENTINEL ((int64_t)0x5a5a5a5a5a5a5a5aLL)
+
+static big rmul(big a, big b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    if (a >= SAT || b >= SAT || a > SAT / b)
+        return SAT;
+    return a * b;
+}
+
+static big radd(big a, big b)
+{
+    big s = a + b;
+    return s > SAT ? SAT : s;
+}
+
+static big rprod(const int64_t *v, size_t n)
+{
+    big acc = 1;
+    for (size_t i = 0; i < n; i++)
+        acc = rmul(acc, v[i]);
+    return acc;
+}
+
+enum { EXPECT_INVALID = -1 };
+
+/* Check status / output against the oracle: `ref` is the exact count, or
+ * EXPECT_INVALID; `maybe_invalid` also accepts INVALID_ARGUMENT. */
+static void expect(mfu_status st, int64_t got, big ref, int maybe_invalid)
+{
+    if (ref == EXPECT_INVALID) {
+        FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT ||
+                   (maybe_invalid && st == MFU_ERR_OVERFLOW));
+    } else if (ref > INT64_MAX) {
+        FUZZ_CHECK(st == MFU_ERR_OVERFLOW);
+    } else {
+        FUZZ_CHECK(st == MFU_OK);
+        FUZZ_CHECK((big)got == ref);
+    }
+    if (st != MFU_OK)
+        FUZZ_CHECK(got == SENTINEL);
+}
+
+static int64_t *shape_alloc(size_t n)
+{
+    int64_t *s = malloc((n > 0 ? n : 1) * sizeof *s);
+    if (s == NULL)
+        abort();
+    return s;
+}
+
+static int any_negative(const int64_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] < 0)
+            return 1;
+    return 0;
+}
+
+static mfu_causal pick_causal(fuzz_input *in)
+{
+    uint8_t c = fi_u8(in);
+    if (c < 120)
+        return MFU_CAUSAL_FULL;
+    if (c < 240)
+        return MFU_CAUSAL_HALF;
+    return (mfu_causal)(c - 240 + 2); /* out of range: 2..17 */
+}
+
+static void fuzz_matmul(fuzz_input *in, int op, int via_api)
+{
+    const mfu_flops_api *api = mfu_flops_api_table();
+    int64_t b = fi_i64(in), m = fi_i64(in), k = fi_i64(in), n = fi_i64(in);
+    int64_t got = SENTINEL;
+    mfu_status st;
+    big ref;
+    if (op <= 1) {
+        ref = (m < 0 || k < 0 || n < 0)
+                  ? EXPECT_INVALID
+                  : rmul(rmul(rmul(2, m), n), k);
+        st = op == 0 ? (via_api ? api->mm_flop(m, k, n, &got)
+                                : mfu_mm_flop(m, k, n, &got))
+                     : mfu_addmm_flop(m, k, n, &got);
+    } else {
+        ref = (b < 0 || m < 0 || k < 0 || n < 0)
+                  ? EXPECT_INVALID
+                  : rmul(rmul(rmul(rmul(2, b), m), n), k);
+        st = op == 2 ? (via_api ? api->bmm_flop(b, m, k, n, &got)
+                                : mfu_bmm_flop(b, m, k, n, &got))
+                     : mfu_baddbmm_flop(b, m, k, n, &got);
+    }
+    expect(st, got, ref, 0);
+}
+
+static void fuzz_grouped(fuzz_input *in, int consistent, int via_api)
+{
+    size_t an = fi_u8(in) % 5, bn = fi_u8(in) % 5;
+    int64_t *a = shape_alloc(an), *b = shape_alloc(bn);
+    int64_t got = SENTINEL;
+    big ref = EXPECT_INVALID;
+    mfu_status st;
+    for (size_t i = 0; i < an; i++)
+        a[i] = fi_i64(in);
+    for (size_t i = 0; i < bn; i++)
+        b[i] = fi_i64(in);
+    if (consistent) {
+        if (an == 2 && bn == 3) b[1] = a[1];
+        if (an == 3 && bn == 3) b[0] = a[0], b[1] = a[2];
+        if (an == 3 && bn == 2) b[0] = a[2];
+        if (an == 2 && bn == 2) b[0] = a[1];
+    }
+    if (!any_negative(a, an) && !any_negative(b, bn)) {
+        if (an == 2 && bn == 3 && b[1] == a[1])
+            ref = rmul(rmul(rmul(2, a[0]), a[1]), b[2]);
+        else if (an == 3 && bn == 3 && b[0] == a[0] && b[1] == a[2])
+            ref = rmul(rmul(rmul(rmul(2, a[0]), a[1]), a[2]), b[2]);
+        else if (an == 3 && bn == 2 && b[0] == a[2])
+            ref = rmul(rmul(rmul(2, a[1]), a[2]), b[1]);
+        else if (an == 2 && bn == 2 && b[0] == a[1])
+            ref = rmul(rmul(rmul(2, a[0]), a[1]), b[1]);
+    }
+    st = via_api ? mfu_flops_api_table()->grouped_mm_flop(a, an, b, bn, &got)
+                 : mfu_grouped_mm_flop(a, an, b, bn, &got);
+    expect(st, got, ref, 0);
+    FUZZ_CHECK(mfu_grouped_mm_flop(NULL, an, b, bn, &got) ==
+               MFU_ERR_INVALID_ARGUMENT);
+    free(a);
+    free(b);
+}
+
+static void fuzz_conv(fuzz_input *in, int backward, int consistent, int via_api)
+{
+    const mfu_flops_api *api = mfu_flops_api_table();
+    size_t ndim = fi_u8(in) % 11; /* 0..10: valid is 3..MFU_CONV_MAX_NDIM */
+    uint8_t bits = fi_u8(in);
+    int transposed = bits & 1;
+    int want_in = (bits >> 1) & 1, want_w = (bits >> 2) & 1;
+    int64_t groups = fi_i64(in);
+    int64_t *x = shape_alloc(ndim), *w = shape_alloc(ndim), *o = shape_alloc(ndim);
+    int64_t got = SENTINEL;
+    big ref = EXPECT_INVALID;
+    mfu_status st;
+    for (size_t i = 0; i < ndim; i++) {
+        x[i] = fi_i64(in);
+        w[i] = fi_i64(in);
+        o[i] = fi_i64(in);
+    }
+    if (consistent && ndim >= 2 && groups >= 1) {
+        /* channels that `groups` divides */
+        x[1] = rmul(groups, x[1] & 0xff) > INT64_MAX ? x[1] : groups * (x[1] & 0xff);
+        o[1] = rmul(groups, o[1] & 0xff) > INT64_MAX ? o[1] : groups * (o[1] & 0xff);
+    }
+    if (ndim >= 3 && ndim <= MFU_CONV_MAX_NDIM && !any_negative(x, ndim) &&
+        !any_negative(w, ndim) && !any_negative(o, ndim)) {
+        if (!backward) {
+            const int64_t *points = transposed ? x : o;
+            ref = rmul(rmul(rmul(rmul(2, x[0]), w[0]), w[1]),
+                       rmul(rprod(points + 2, ndim - 2), rprod(w + 2, ndim - 2)));
+        } else if (groups >= 1 && x[1] % groups == 0 && o[1] % groups == 0) {
+            /* o is grad_out; points the filter visits */
+            const int64_t *points = transposed ? x : o;
+            big spatial = rmul(rprod(points + 2, ndim - 2), rprod(w + 2, ndim - 2));
+            ref = 0;
+            if (want_in)
+                ref = radd(ref, rmul(rmul(rmul(rmul(2, o[0]), w[0]), w[1]), spatial));
+            if (want_w)
+                ref = radd(ref, rmul(rmul(rmul(rmul(2, x[0]), x[1] / groups), o[1]),
+                                     spatial));
+        }
+    }
+    if (!backward)
+        st = via_api ? api->convolution_flop(x, w, o, ndim, transposed, &got)
+                     : mfu_convolution_flop(x, w, o, ndim, transposed, &got);
+    else
+        st = via_api ? api->convolution_backward_flop(o, x, w, ndim, transposed,
+                                                      groups, want_in, want_w, &got)
+                     : mfu_convolution_backward_flop(o, x, w, ndim, transposed,
+                                                     groups, want_in, want_w, &got);
+    expect(st, got, ref, 0);
+    free(x);
+    free(w);
+    free(o);
+}
+
+/* Exact attention count: 2*b*h*s_q*s_kv*(qk_w*d_qk + v_w*d_v), halved. */
+static big attention_ref(const mfu_attention_shape *s, mfu_causal causal,
+                         int backward)
+{
+    big dims, full;
+    if (causal != MFU_CAUSAL_FULL && causal != MFU_CAUSAL_HALF)
+        return EXPECT_INVALID;
+    if (s->batch < 0 || s->seq_q < 0 || s->seq_kv < 0 || s->head_dim_qk < 0 ||
+        s->head_dim_v < 0 || s->heads_q < 1 || s->heads_kv < 1 ||
+        s->heads_q % s->heads_kv != 0)
+        return EXPECT_INVALID;
+    dims = radd(rmul(backward ? 3 : 1, s->head_dim_qk),
+                rmul(backward ? 2 : 1, s->head_dim_v));
+    full = rmul(rmul(rmul(rmul(rmul(2, s->batch), s->heads_q), s->seq_q),
+                     s->seq_kv), dims);
+    if (full >= SAT)
+        return SAT;
+    return causal == MFU_CAUSAL_HALF ? full / 2 : full;
+}
+
+static void fuzz_sdpa(fuzz_input *in, int backward, int consistent, int via_api)
+{
+    const mfu_flops_api *api = mfu_flops_api_table();
+    mfu_attention_shape s;
+    mfu_causal causal = pick_causal(in);
+    int64_t got = SENTINEL;
+    mfu_status st;
+    s.batch = fi_i64(in);
+    s.heads_q = fi_i64(in);
+    s.heads_kv = fi_i64(in);
+    s.seq_q = fi_i64(in);
+    s.seq_kv = fi_i64(in);
+    s.head_dim_qk = fi_i64(in);
+    s.head_dim_v = fi_i64(in);
+    if (consistent && s.heads_kv >= 1 && s.heads_q >= 1)
+        s.heads_q = rmul(s.heads_kv, s.heads_q & 0xf) > INT64_MAX || (s.heads_q & 0xf) == 0
+                        ? s.heads_kv
+                        : s.heads_kv * (s.heads_q & 0xf);
+    if (!backward)
+        st = via_api ? api->sdpa_flop(&s, causal, &got)
+                     : mfu_sdpa_flop(&s, causal, &got);
+    else
+        st = via_api ? api->sdpa_backward_flop(&s, causal, &got)
+                     : mfu_sdpa_backward_flop(&s, causal, &got);
+    expect(st, got, attention_ref(&s, causal, backward), 0);
+    got = SENTINEL;
+    FUZZ_CHECK(mfu_sdpa_flop(NULL, causal, &got) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+static void fuzz_varlen(fuzz_input *in, int backward, int consistent, int via_api)
+{
+    const mfu_flops_api *api = mfu_flops_api_table();
+    size_t n = fi_u8(in) % 17;
+    uint8_t which = fi_u8(in);
+    int separate_k = which & 1, null_q = (which & 6) == 6;
+    mfu_causal causal = pick_causal(in);
+    int64_t hq = fi_i64(in), hkv = fi_i64(in), dqk = fi_i64(in), dv = fi_i64(in);
+    int64_t *q = shape_alloc(n), *k = shape_alloc(n);
+    int64_t got = SENTINEL;
+    big ref = 0;
+    int invalid = 0, decreasing = 0;
+    mfu_status st;
+
+    for (size_t i = 0; i < n; i++) {
+        q[i] = fi_i64(in);
+        k[i] = separate_k ? fi_i64(in) : q[i];
+        if (consistent) {
+            /* cumulative: 0 or the previous offset + a non-negative step */
+            q[i] = (q[i] < 0 ? -(q[i] + 1) : q[i]) / (i & 1 ? 1 : 4096);
+            k[i] = (k[i] < 0 ? -(k[i] + 1) : k[i]) / (i & 1 ? 1 : 4096);
+            if (i == 0) {
+                q[0] = k[0] = 0;
+            } else {
+                q[i] = q[i] > INT64_MAX - q[i - 1] ? q[i - 1] : q[i - 1] + q[i];
+                k[i] = k[i] > INT64_MAX - k[i - 1] ? k[i - 1] : k[i - 1] + k[i];
+            }
+        }
+    }
+    {
+        mfu_attention_shape s = {1, hq, hkv, 0, 0, dqk, dv};
+        if (attention_ref(&s, causal, backward) == EXPECT_INVALID)
+            invalid = 1;
+        if (n > 0 && null_q)
+            invalid = 1;
+        if (!null_q) {
+            for (size_t i = 0; i < n; i++)
+                if (q[i] < 0 || k[i] < 0)
+                    invalid = 1;
+            for (size_t i = 0; !invalid && i + 1 < n; i++) {
+                if (q[i + 1] < q[i] || k[i + 1] < k[i]) {
+                    invalid = decreasing = 1;
+                    break;
+                }
+                s.seq_q = q[i + 1] - q[i];
+                s.seq_kv = k[i + 1] - k[i];
+                ref = radd(ref, attention_ref(&s, causal, backward));
+            }
+        }
+    }
+    {
+        const int64_t *qa = null_q ? NULL : q;
+        const int64_t *ka = separate_k ? k : NULL;
+        if (!backward)
+            st = via_api ? api->varlen_attention_flop(qa, ka, n, hq, hkv, dqk, dv,
+                                                      causal, &got)
+                         : mfu_varlen_attention_flop(qa, ka, n, hq, hkv, dqk, dv,
+                                                     causal, &got);
+        else
+            st = via_api ? api->varlen_attention_backward_flop(qa, ka, n, hq, hkv,
+                                                               dqk, dv, causal, &got)
+                         : mfu_varlen_attention_backward_flop(qa, ka, n, hq, hkv,
+                                                              dqk, dv, causal, &got);
+    }
+    expect(st, got, invalid ? EXPECT_INVALID : ref, decreasing);
+    free(q);
+    free(k);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_input in = fi_make(data, size);
+    int op = fi_u8(&in) % 11;
+    uint8_t flags = fi_u8(&in);
+    int consistent = flags & 1, via_api = (flags >> 1) & 1;
+    switch (op) {
+    case 0: case 1: case 2: case 3: fuzz_matmul(&in, op, via_api); break;
+    case 4: fuzz_grouped(&in, consistent, via_api); break;
+    case 5: fuzz_conv(&in, 0, consistent, via_api); break;
+    case 6: fuzz_conv(&in, 1, consistent, via_api); break;
+    case 7: fuzz_sdpa(&in, 0, consistent, via_api); break;
+    case 8: fuzz_sdpa(&in, 1, consistent, via_api); break;
+    case 9: fuzz_varlen(&in, 0, consistent, via_api); break;
+    default: fuzz_varlen(&in, 1, consistent, via_api); break;
+    }
+    return 0;
+}

@@ -1,0 +1,115 @@
+/*
+ * fuzz_lookup.c -- mfu_gpu_lookup() on whatever a driver (or a user's
+ * override) might report: arbitrary bytes as the device name, any SM
+ * count, compute capability and memory size.
+ *
+ * Input: flags u8, cc_major i32, cc_minor i32, num_sms i32, memory u64,
+ * then the name (the rest). Flag bit 0 passes the name unterminated when
+ * it is longer than MFU_GPU_NAME_MAX + 1 bytes (gpu_specs.h promises never
+ * to read past that many bytes); bit 1 scales memory to GB.
+ *
+ * Properties:
+ *  - status is OK, NOT_FOUND or INVALID_ARGUMENT, and INVALID exactly when
+ *    a hint is out of its documented range or the name is empty,
+ *    over-long or has no token left after normalisation;
+ *  - OK: a row of the table, num_candidates 1, mig_fraction in (0, 1],
+ *    1 unless a partition, every peak of the row finite and positive or
+ *    absent; the row's model token is a token of the normalized name;
+ *  - NOT_FOUND: spec NULL; >= 2 candidates means ambiguous;
+ *  - the same query twice gives the same answer (no hidden state).
+ */
+#include <math.h>
+
+#include "fuzz_input.h"
+#include "gpu_specs.h"
+
+static int has_token(const char *normalized, const char *token)
+{
+    size_t n = strlen(token);
+    const char *p = normalized;
+    while (*p != '\0') {
+        const char *end = strchr(p, ' ');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, token, n) == 0)
+            return 1;
+        if (end == NULL)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fuzz_input in = fi_make(data, size);
+    uint8_t flags = fi_u8(&in);
+    mfu_device_query q;
+    mfu_gpu_match m, again;
+    mfu_status st, st2, norm_st;
+    char normalized[MFU_GPU_NAME_MAX + 1];
+    size_t len;
+    char *name;
+    int hints_ok;
+
+    q.cc_major = fi_i32(&in);
+    q.cc_minor = fi_i32(&in);
+    q.num_sms = fi_i32(&in);
+    q.total_memory_bytes = fi_u64(&in);
+    if (flags & 2)
+        q.total_memory_bytes = (q.total_memory_bytes % 2048) * 1000000000ULL;
+    name = fi_rest_cstr(&in, &len);
+    if ((flags & 1) && len > MFU_GPU_NAME_MAX + 1) {
+        /* Unterminated: exactly MFU_GPU_NAME_MAX + 1 readable bytes. */
+        char *raw = malloc(MFU_GPU_NAME_MAX + 1);
+        memcpy(raw, name, MFU_GPU_NAME_MAX + 1);
+        free(name);
+        name = raw;
+    }
+    q.name = name;
+
+    st = mfu_gpu_lookup(&q, &m);
+    FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_NOT_FOUND ||
+               st == MFU_ERR_INVALID_ARGUMENT);
+
+    hints_ok = q.cc_major >= -1 && q.cc_major <= 99 && q.cc_minor >= -1 &&
+               q.cc_minor <= 99 && (q.num_sms == -1 || q.num_sms >= 1);
+    norm_st = mfu_gpu_normalize_name(q.name, normalized, sizeof normalized);
+    FUZZ_CHECK(norm_st == MFU_OK || norm_st == MFU_ERR_INVALID_ARGUMENT);
+    FUZZ_CHECK((st == MFU_ERR_INVALID_ARGUMENT) ==
+               (!hints_ok || norm_st != MFU_OK));
+
+    if (st == MFU_OK) {
+        const mfu_gpu_spec *row;
+        int in_table = 0;
+        for (size_t i = 0; i < mfu_gpu_spec_count(); i++) {
+            FUZZ_CHECK(mfu_gpu_spec_get(i, &row) == MFU_OK);
+            if (row == m.spec)
+                in_table = 1;
+        }
+        FUZZ_CHECK(in_table);
+        FUZZ_CHECK(m.num_candidates == 1);
+        FUZZ_CHECK(m.mig_fraction > 0.0 && m.mig_fraction <= 1.0);
+        FUZZ_CHECK(m.is_partition || m.mig_fraction == 1.0);
+        FUZZ_CHECK(has_token(normalized, m.spec->model_token));
+        for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+            double tflops = -1.0;
+            mfu_status ps = mfu_gpu_spec_peak_tflops(m.spec, (mfu_dtype)d, &tflops);
+            FUZZ_CHECK(ps == MFU_OK || ps == MFU_ERR_NOT_FOUND);
+            if (ps == MFU_OK)
+                FUZZ_CHECK(isfinite(tflops * m.mig_fraction) && tflops > 0.0);
+        }
+    } else {
+        FUZZ_CHECK(m.spec == NULL);
+        FUZZ_CHECK(m.num_candidates >= 0);
+        if (st == MFU_ERR_INVALID_ARGUMENT)
+            FUZZ_CHECK(m.num_candidates == 0);
+    }
+
+    st2 = mfu_gpu_lookup(&q, &again);
+    FUZZ_CHECK(st2 == st && again.spec == m.spec &&
+               again.num_candidates == m.num_candidates &&
+               again.is_partition == m.is_partition);
+
+    free(name);
+    return 0;
+}

@@ -1,0 +1,188 @@
+/*
+ * fuzz_stats.c -- the numbers users hand the tracker (FLOPs, bytes, tokens,
+ * peaks, device counts) and the step periods the clocks produce, through
+ * mfu_work_validate / mfu_peak_validate / mfu_metrics_compute and a window
+ * (create, push, summarize, clear) driven by a fuzzed op sequence.
+ *
+ * Input: capacity selector u8, warm-up u8, then ops until the input ends:
+ * op u8 % 4: 0, 1 push (step_s, work), 2 summarize (peak), 3 clear.
+ * Doubles come from fd_double: tag % 8 picks raw bits (NaN payloads,
+ * infinities, denormals, -0.0 included), a small integer, NaN, +-inf, a
+ * negative, DBL_MAX, the smallest denormal or a u16 / 1000.
+ *
+ * Properties:
+ *  - validation accepts exactly the documented domains and names the
+ *    field it refuses; a refused push records nothing;
+ *  - the window's counts follow a model (seen, skipped = min(seen, warm-up),
+ *    steps = min(seen - warm-up, capacity)) and clear resets them;
+ *  - on a summary: min <= max, window_s >= 0 (or NaN when empty), and every
+ *    figure is NaN or >= 0 (never negative); metrics from valid inputs are
+ *    NaN or >= 0 too.
+ */
+#include <float.h>
+#include <math.h>
+
+#include "fuzz_input.h"
+#include "stats.h"
+
+static double fd_double(fuzz_input *in)
+{
+    uint8_t tag = fi_u8(in);
+    switch (tag % 8) {
+    case 1: return (double)fi_u8(in);
+    case 2: return NAN;
+    case 3: return (tag & 8) ? -INFINITY : INFINITY;
+    case 4: return -(double)fi_u8(in) - 0.5;
+    case 5: return DBL_MAX;
+    case 6: return 4.9406564584124654e-324;
+    case 7: return (double)fi_bytes_le(in, 2) / 1000.0;
+    default: {
+        uint64_t bits = fi_u64(in);
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        return v;
+    }
+    }
+}
+
+static int nonneg_or_nan(double v)
+{
+    return isnan(v) || v >= 0.0;
+}
+
+static void check_metrics(const mfu_metrics *m)
+{
+    FUZZ_CHECK(nonneg_or_nan(m->achieved_flops_per_sec));
+    FUZZ_CHECK(nonneg_or_nan(m->achieved_bytes_per_sec));
+    FUZZ_CHECK(nonneg_or_nan(m->mfu));
+    FUZZ_CHECK(nonneg_or_nan(m->hfu));
+    FUZZ_CHECK(nonneg_or_nan(m->mbu));
+    FUZZ_CHECK(nonneg_or_nan(m->tokens_per_sec));
+}
+
+/* One field per statement: initializer lists evaluate in no fixed order. */
+static mfu_peak read_peak(fuzz_input *in)
+{
+    mfu_peak p;
+    p.flops_per_sec = fd_double(in);
+    p.bytes_per_sec = fd_double(in);
+    p.num_devices = fi_i32(in);
+    return p;
+}
+
+static mfu_work read_work(fuzz_input *in)
+{
+    mfu_work w;
+    w.model_flops = fd_double(in);
+    w.executed_flops = fd_double(in);
+    w.param_bytes = fd_double(in);
+    w.num_tokens = fd_double(in);
+    return w;
+}
+
+static int work_ok(const mfu_work *w)
+{
+    return isfinite(w->model_flops) && w->model_flops >= 0.0 &&
+           (isnan(w->executed_flops) ||
+            (isfinite(w->executed_flops) && w->executed_flops >= 0.0)) &&
+           (isnan(w->param_bytes) ||
+            (isfinite(w->param_bytes) && w->param_bytes >= 0.0)) &&
+           (isnan(w->num_tokens) ||
+            (isfinite(w->num_tokens) && w->num_tokens >= 0.0));
+}
+
+static int peak_ok(const mfu_peak *p)
+{
+    return (isnan(p->flops_per_sec) ||
+            (isfinite(p->flops_per_sec) && p->flops_per_sec > 0.0)) &&
+           (isnan(p->bytes_per_sec) ||
+            (isfinite(p->bytes_per_sec) && p->bytes_per_sec > 0.0)) &&
+           p->num_devices >= 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const uint32_t capacities[] = {0, 1, 2, 3, 8, 100, 1u << 24,
+                                          (1u << 24) + 1, UINT32_MAX};
+    fuzz_input in = fi_make(data, size);
+    uint8_t csel = fi_u8(&in);
+    uint32_t capacity = csel < 200 ? (uint32_t)csel % 17
+                                   : capacities[csel % FI_COUNT(capacities)];
+    uint64_t warmup = fi_u8(&in) % 8;
+    uint64_t seen = 0, steps;
+    mfu_window *window = NULL;
+    mfu_status st;
+    int ops = 0;
+
+    /* Large capacities only through create's range check (no 2^24 ring
+     * per input): the allocation itself is not what is fuzzed. */
+    if (capacity > 4096) {
+        if (capacity > (1u << 24)) {
+            st = mfu_window_create(capacity, warmup, &window);
+            FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT && window == NULL);
+        }
+        return 0;
+    }
+    st = mfu_window_create(capacity, warmup, &window);
+    if (capacity == 0) {
+        FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT && window == NULL);
+        return 0;
+    }
+    FUZZ_CHECK(st == MFU_OK && window != NULL);
+
+    while (fi_left(&in) > 0 && ops++ < 256) {
+        uint8_t op = fi_u8(&in) % 4;
+        if (op <= 1) {
+            double step_s = fd_double(&in);
+            mfu_work w = read_work(&in);
+            const char *bad = NULL;
+            int ok = isfinite(step_s) && step_s >= 0.0 && work_ok(&w);
+            st = mfu_window_push(window, step_s, &w, &bad);
+            FUZZ_CHECK(st == (ok ? MFU_OK : MFU_ERR_INVALID_ARGUMENT));
+            if (ok)
+                seen++;
+            else
+                FUZZ_CHECK(bad != NULL && bad[0] != '\0');
+            if (ok) {
+                /* one block's metrics from the same numbers */
+                mfu_peak p = read_peak(&in);
+                mfu_metrics m;
+                if (peak_ok(&p)) {
+                    mfu_metrics_compute(&w, &p, step_s, &m);
+                    check_metrics(&m);
+                    FUZZ_CHECK(m.elapsed_s == step_s);
+                }
+            }
+        } else if (op == 2) {
+            mfu_peak p = read_peak(&in);
+            mfu_window_summary s;
+            const char *bad = NULL;
+            st = mfu_window_summarize(window, &p, &s, &bad);
+            FUZZ_CHECK(st == (peak_ok(&p) ? MFU_OK : MFU_ERR_INVALID_ARGUMENT));
+            if (st != MFU_OK) {
+                FUZZ_CHECK(bad != NULL && bad[0] != '\0');
+                continue;
+            }
+            steps = seen > warmup ? seen - warmup : 0;
+            if (steps > capacity)
+                steps = capacity;
+            FUZZ_CHECK(s.steps_seen == seen);
+            FUZZ_CHECK(s.steps_skipped == (seen < warmup ? seen : warmup));
+            FUZZ_CHECK(s.steps == steps);
+            if (steps == 0) {
+                FUZZ_CHECK(isnan(s.window_s) && isnan(s.metrics.mfu));
+            } else {
+                FUZZ_CHECK(s.window_s >= 0.0);
+                FUZZ_CHECK(s.step_s_min <= s.step_s_max);
+                FUZZ_CHECK(s.step_s_min >= 0.0 && nonneg_or_nan(s.step_s_mean));
+                FUZZ_CHECK(s.totals.model_flops >= 0.0);
+            }
+            check_metrics(&s.metrics);
+        } else {
+            mfu_window_clear(window);
+            seen = 0;
+        }
+    }
+    mfu_window_destroy(window);
+    return 0;
+}

@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Write the fuzz targets' seed corpus (tests/c/fuzz/corpus/<target>/).
+
+Each entry is spelled here in readable form and encoded in the input layout
+its target documents (tests/c/fuzz/fuzz_*.c). Integers use the exact
+encoding of fuzz_input.h: a tag byte 0, then the little-endian bytes.
+Regenerate with `make fuzz-corpus`; add an entry here (not a loose file)
+for every input a fuzzer finds, so the corpus stays reproducible.
+"""
+import os
+import shutil
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+I64_MAX = 2**63 - 1
+I64_MIN = -(2**63)
+I32_MAX = 2**31 - 1
+I32_MIN = -(2**31)
+U64_MAX = 2**64 - 1
+GIB = 2**30
+
+
+def u8(v):
+    return bytes([v & 0xFF])
+
+
+def i64(v):
+    return b"\x00" + struct.pack("<q", v)
+
+
+def i32(v):
+    return b"\x00" + struct.pack("<i", v)
+
+
+def u64(v):
+    return struct.pack("<Q", v)
+
+
+def write(target, entries):
+    d = os.path.join(CORPUS, target)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    names = set()
+    for name, data in entries:
+        assert name not in names, name
+        names.add(name)
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+
+
+# ---- fuzz_lookup: flags, cc_major, cc_minor, num_sms, memory, name --------
+
+def lookup(name, cc=(-1, -1), sms=-1, mem=0, flags=0):
+    if isinstance(name, str):
+        name = name.encode()
+    return u8(flags) + i32(cc[0]) + i32(cc[1]) + i32(sms) + u64(mem) + name
+
+
+LOOKUP = [
+    # real devices as torch.cuda.get_device_name / properties report them
+    ("h100_sxm", lookup("NVIDIA H100 80GB HBM3", (9, 0), 132, 79 * GIB)),
+    ("h100_pcie", lookup("NVIDIA H100 PCIe", (9, 0), 114, 80 * GIB)),
+    ("h100_nvl", lookup("NVIDIA H100 NVL", (9, 0), 132, 94 * GIB)),
+    ("h100_bare_ambiguous", lookup("NVIDIA H100")),
+    ("h200", lookup("NVIDIA H200", (9, 0), 132, 140 * GIB)),
+    ("gh200", lookup("NVIDIA GH200 480GB", (9, 0), 132, 95 * GIB)),
+    ("h800", lookup("NVIDIA H800", (9, 0), 132, 80 * GIB)),
+    ("h20", lookup("NVIDIA H20", (9, 0), 78, 96 * GIB)),
+    ("a100_sxm40", lookup("NVIDIA A100-SXM4-40GB", (8, 0), 108, 40 * GIB)),
+    ("a100_sxm80", lookup("NVIDIA A100-SXM4-80GB", (8, 0), 108, 80 * GIB)),
+    ("a100_pcie80", lookup("NVIDIA A100 80GB PCIe", (8, 0), 108, 80 * GIB)),
+    ("a100_mig", lookup("NVIDIA A100-SXM4-40GB MIG 3g.20gb", (8, 0), 42, 20 * GIB)),
+    ("h100_mig", lookup("NVIDIA H100 80GB HBM3 MIG 1g.10gb", (9, 0), 16, 10 * GIB)),
+    ("mig_too_many_sms", lookup("NVIDIA A100-SXM4-40GB MIG 7g.40gb", (8, 0), 200)),
+    ("a800", lookup("NVIDIA A800-SXM4-80GB", (8, 0), 108, 80 * GIB)),
+    ("a10", lookup("NVIDIA A10", (8, 6), 72, 23 * GIB)),
+    ("a10g", lookup("NVIDIA A10G", (8, 6), 80, 23 * GIB)),
+    ("a40", lookup("NVIDIA A40", (8, 6), 84, 45 * GIB)),
+    ("a6000", lookup("NVIDIA RTX A6000", (8, 6), 84, 48 * GIB)),
+    ("l4", lookup("NVIDIA L4", (8, 9), 58, 22 * GIB)),
+    ("l40", lookup("NVIDIA L40", (8, 9), 142, 45 * GIB)),
+    ("l40s", lookup("NVIDIA L40S", (8, 9), 142, 45 * GIB)),
+    ("t4", lookup("Tesla T4", (7, 5), 40, 15 * GIB)),
+    ("v100_sxm2", lookup("Tesla V100-SXM2-16GB", (7, 0), 80, 16 * GIB)),
+    ("v100_pcie", lookup("Tesla V100-PCIE-32GB", (7, 0), 80, 32 * GIB)),
+    ("rtx3090", lookup("NVIDIA GeForce RTX 3090", (8, 6), 82, 24 * GIB)),
+    ("rtx4090", lookup("NVIDIA GeForce RTX 4090", (8, 9), 128, 24 * GIB)),
+    ("rtx4090d", lookup("NVIDIA GeForce RTX 4090 D", (8, 9), 114, 24 * GIB)),
+    ("rtx4080_super", lookup("NVIDIA GeForce RTX 4080 SUPER", (8, 9), 80, 16 * GIB)),
+    ("rtx4090_laptop", lookup("NVIDIA GeForce RTX 4090 Laptop GPU", (8, 9), 76)),
+    ("rtx5090", lookup("NVIDIA GeForce RTX 5090", (12, 0), 170, 32 * GIB)),
+    ("b200", lookup("NVIDIA B200", (10, 0), 148, 180 * GIB)),
+    ("gb200", lookup("NVIDIA GB200", (10, 0), 152, 186 * GIB)),
+    ("b300", lookup("NVIDIA B300", (10, 3), 148, 270 * GIB)),
+    ("mi300x", lookup("AMD Instinct MI300X", (-1, -1), 304, 192 * GIB)),
+    ("mi300x_cpx", lookup("AMD Instinct MI300X", (-1, -1), 38, 24 * GIB)),
+    ("mi300a", lookup("AMD Instinct MI300A", (-1, -1), 228, 128 * GIB)),
+    ("mi250x_gcd", lookup("AMD Instinct MI250X", (-1, -1), 110, 64 * GIB)),
+    ("mi325x", lookup("AMD Instinct MI325X", (-1, -1), 304, 256 * GIB)),
+    ("mi355x", lookup("AMD Instinct MI355X", (-1, -1), 256, 288 * GIB)),
+    ("rocm_gfx_name", lookup("AMD Radeon Graphics gfx942", (-1, -1), 304)),
+    # the rules' traps
+    ("a10_not_a100", lookup("A10", (8, 0), 108)),
+    ("b200_in_gb200", lookup("GB200")),
+    ("h100_in_gh200", lookup("GH200")),
+    ("cc_mismatch", lookup("NVIDIA H100 80GB HBM3", (8, 0), 132)),
+    ("memory_off", lookup("NVIDIA A100-SXM4-40GB", (8, 0), 108, 8 * GIB)),
+    ("unknown_device", lookup("NVIDIA Quadro P1000", (6, 1), 4, 4 * GIB)),
+    ("cpu_name", lookup("cpu")),
+    # bad names and hints
+    ("empty_name", lookup("")),
+    ("vendor_only", lookup("NVIDIA GeForce")),
+    ("separators_only", lookup(" -_/.:() ")),
+    ("utf8", lookup("NVIDIA H100 \u2122 80GB \u00e9")),
+    ("control_chars", lookup(b"NVIDIA\tH100\nSXM5\r\x01\x7f\xff")),
+    ("embedded_nul", lookup(b"NVIDIA A100\x00-SXM4-80GB")),
+    ("name_256", lookup("a" * 251 + " h100")),
+    ("name_257", lookup("a" * 252 + " h100")),
+    ("name_unterminated", lookup("h100 " * 80, flags=1)),
+    ("tokens_max", lookup("a " * 128)),
+    ("sms_int_max", lookup("NVIDIA H100 80GB HBM3", (9, 0), I32_MAX, 79 * GIB)),
+    ("sms_int_min", lookup("NVIDIA H100 80GB HBM3", (9, 0), I32_MIN)),
+    ("sms_zero", lookup("NVIDIA H100 80GB HBM3", (9, 0), 0)),
+    ("sms_negative", lookup("NVIDIA H100 80GB HBM3", (9, 0), -5)),
+    ("mig_sms_huge", lookup("NVIDIA H100 MIG 7g.80gb", (9, 0), I32_MAX)),
+    ("mig_no_sms", lookup("NVIDIA H100 MIG 7g.80gb", (9, 0), -1)),
+    ("memory_u64_max", lookup("NVIDIA H100 80GB HBM3", (9, 0), 132, U64_MAX)),
+    ("memory_one_byte", lookup("NVIDIA H100 80GB HBM3", (9, 0), 132, 1)),
+    ("cc_100", lookup("NVIDIA H100", (100, 0), 132)),
+    ("cc_minus2", lookup("NVIDIA H100", (-2, 0), 132)),
+    ("cc_int_min", lookup("NVIDIA H100", (I32_MIN, I32_MAX), 132)),
+    ("amd_partition_not_divisor", lookup("AMD Instinct MI300X", (-1, -1), 303)),
+]
+
+# ---- fuzz_normalize: size selector, flags, name ----------------------------
+
+def norm(name, out_size=253, flags=0):
+    if isinstance(name, str):
+        name = name.encode()
+    return u8(out_size) + u8(flags) + name
+
+
+NORMALIZE = [
+    ("a100_mig_full", norm("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 252)),
+    ("a100_mig_exact", norm("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 27)),   # 26 chars + NUL
+    ("a100_mig_short", norm("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 26)),
+    ("h100_size0", norm("NVIDIA H100", 0)),
+    ("h100_size1", norm("NVIDIA H100", 1)),
+    ("h100_size4", norm("NVIDIA H100", 4)),
+    ("h100_size5", norm("NVIDIA H100", 5)),
+    ("huge_buffer", norm("AMD Instinct MI300X", 255)),
+    ("vendor_words", norm("NVIDIA Tesla GeForce AMD Instinct Radeon")),
+    ("vendor_case", norm("nViDiA gEfOrCe RTX 4090")),
+    ("dtype_bf16", norm("bf16")),
+    ("dtype_upper", norm("BF16")),
+    ("dtype_fp8", norm("Fp8")),
+    ("dtype_prefix", norm("bf1")),
+    ("dtype_long", norm("bf16" * 9)),
+    ("max_len", norm("x" * 256, 252)),
+    ("over_max", norm("x" * 257, 252)),
+    ("unterminated", norm("x" * 400, 252, flags=1)),
+    ("many_tokens", norm("a-" * 128, 252)),
+    ("high_bytes", norm(bytes(range(128, 256)))),
+    ("all_bytes", norm(bytes(range(1, 256)))),
+    ("empty", norm("")),
+]
+
+# ---- fuzz_override: flags, text --------------------------------------------
+
+def ovr(text, flags=0):
+    if isinstance(text, str):
+        text = text.encode()
+    return u8(flags) + text
+
+
+OVERRIDE = [
+    ("single", ovr("989.4")),
+    ("single_blanks", ovr(" \t312 \t")),
+    ("list", ovr("bf16=989.4, fp8=1978.9")),
+    ("list_all", ovr("fp64=1,fp32=2,tf32=3,fp16=4,bf16=5,fp8=6,int8=7,int4=8,fp4=9")),
+    ("list_case", ovr("BF16=989.4,Fp8=1978.9")),
+    ("thousands_sep", ovr("bf16=1,300")),
+    ("duplicate", ovr("bf16=1,bf16=2")),
+    ("trailing_comma", ovr("bf16=1,")),
+    ("empty_item", ovr("bf16=1,,fp8=2")),
+    ("empty_value", ovr("bf16=")),
+    ("empty_key", ovr("=5")),
+    ("double_eq", ovr("bf16==5")),
+    ("unknown_dtype", ovr("bfloat16=5")),
+    ("inf", ovr("inf")),
+    ("nan", ovr("nan")),
+    ("hex", ovr("0x10")),
+    ("exp", ovr("1e3")),
+    ("exp_overflow", ovr("1e309")),
+    ("exp_underflow", ovr("1e-400")),
+    ("denormal", ovr("4e-320")),
+    ("max_double", ovr("1.7976931348623157e308")),
+    ("zero", ovr("0")),
+    ("negative", ovr("-5")),
+    ("plus", ovr("+5")),
+    ("dot", ovr(".")),
+    ("signs", ovr("+-1")),
+    ("long_number", ovr("1" * 63)),
+    ("longer_number", ovr("1" * 64)),
+    ("text_1024", ovr("bf16=1," + " " * 1016 + "x")),
+    ("text_1025", ovr("9" * 1025)),
+    ("unterminated", ovr("5" * 1100, flags=1)),
+    ("embedded_nul", ovr(b"bf16=5\x00,fp8=6")),
+    ("empty", ovr("")),
+]
+
+# ---- fuzz_flops: op, flags, values ------------------------------------------
+
+def flop(op, flags, *vals):
+    return u8(op) + u8(flags) + b"".join(vals)
+
+
+def shape(*dims):
+    return b"".join(i64(d) for d in dims)
+
+
+def conv(op, ndim, bits, groups, x, w, o, flags=0):
+    body = b"".join(i64(x[i]) + i64(w[i]) + i64(o[i]) for i in range(ndim))
+    return u8(op) + u8(flags) + u8(ndim) + u8(bits) + i64(groups) + body
+
+
+def sdpa(op, causal, b, hq, hkv, sq, skv, dqk, dv, flags=0):
+    c = {0: 0, 1: 120, "bad": 241}[causal]
+    return u8(op) + u8(flags) + u8(c) + shape(b, hq, hkv, sq, skv, dqk, dv)
+
+
+def varlen(op, causal, hq, hkv, dqk, dv, cu_q, cu_k=None, null_q=False, flags=0):
+    which = (1 if cu_k is not None else 0) | (6 if null_q else 0)
+    c = {0: 0, 1: 120, "bad": 241}[causal]
+    body = b""
+    for i, q in enumerate(cu_q):
+        body += i64(q) + (i64(cu_k[i]) if cu_k is not None else b"")
+    return (u8(op) + u8(flags) + u8(len(cu_q)) + u8(which) + u8(c)
+            + shape(hq, hkv, dqk, dv) + body)
+
+
+FLOPS = [
+    # mm / addmm (b unused) / bmm / baddbmm: b, m, k, n
+    ("mm_llama_mlp", flop(0, 0, shape(0, 4096, 4096, 11008))),
+    ("addmm_gpt2", flop(1, 0, shape(0, 8192, 768, 3072))),
+    ("bmm_attention", flop(2, 0, shape(32, 2048, 128, 2048))),
+    ("baddbmm", flop(3, 2, shape(16, 1024, 64, 1024))),
+    ("mm_negative", flop(0, 0, shape(0, -1, 4096, 4096))),
+    ("mm_int64_max", flop(0, 0, shape(0, I64_MAX, 1, 1))),
+    ("mm_exact_max", flop(0, 0, shape(0, 1, 1, 2**62 - 1))),        # 2^63 - 2
+    ("mm_just_over", flop(0, 0, shape(0, 1, 1, 2**62))),            # 2^63
+    ("mm_zero_dim_huge_others", flop(0, 0, shape(0, 2**62, 0, 4))),  # 0 FLOPs
+    ("bmm_zero_batch", flop(2, 0, shape(0, I64_MAX, I64_MAX, I64_MAX))),
+    ("bmm_int64_min", flop(2, 2, shape(I64_MIN, 1, 1, 1))),
+    # grouped_mm: a_ndim, b_ndim, a, b
+    ("grouped_2x3_moe", flop(4, 0, u8(2) + u8(3) + shape(8192, 4096, 8, 4096, 14336))),
+    ("grouped_3x3", flop(4, 0, u8(3) + u8(3) + shape(8, 1024, 4096, 8, 4096, 14336))),
+    ("grouped_3x2", flop(4, 0, u8(3) + u8(2) + shape(8, 1024, 4096, 4096, 14336))),
+    ("grouped_2x2", flop(4, 0, u8(2) + u8(2) + shape(1024, 4096, 4096, 14336))),
+    ("grouped_k_mismatch", flop(4, 0, u8(2) + u8(3) + shape(64, 32, 8, 31, 16))),
+    ("grouped_negative_groups", flop(4, 0, u8(2) + u8(3) + shape(64, 32, -8, 32, 16))),
+    ("grouped_negative_g_3x2", flop(4, 0, u8(3) + u8(2) + shape(-1, 64, 32, 32, 16))),
+    ("grouped_bad_ndim", flop(4, 0, u8(4) + u8(1) + shape(1, 2, 3, 4, 5))),
+    # convolution: ndim, bits (transposed | want_in<<1 | want_w<<2), groups, x/w/out
+    ("conv2d_resnet_stem", conv(5, 4, 0, 1, (32, 3, 224, 224), (64, 3, 7, 7), (32, 64, 112, 112))),
+    ("conv1d", conv(5, 3, 0, 1, (8, 16, 1000), (32, 16, 3), (8, 32, 998))),
+    ("conv3d", conv(5, 5, 0, 1, (2, 4, 16, 64, 64), (8, 4, 3, 3, 3), (2, 8, 14, 62, 62))),
+    ("conv_transposed", conv(5, 4, 1, 1, (4, 64, 32, 32), (64, 32, 4, 4), (4, 32, 64, 64))),
+    ("conv_ndim2", conv(5, 2, 0, 1, (1, 1), (1, 1), (1, 1))),
+    ("conv_ndim9", conv(5, 9, 0, 1, (1,) * 9, (1,) * 9, (1,) * 9)),
+    ("conv_overflow", conv(5, 4, 0, 1, (I64_MAX, 3, 224, 224), (64, 3, 7, 7), (I64_MAX, 64, 112, 112))),
+    ("conv_zero_kernel_huge_out", conv(5, 4, 0, 1, (1, 3, 8, 8), (64, 3, 0, 7), (1, 64, 2**40, 2**40))),
+    ("conv_bwd_both", conv(6, 4, 6, 1, (32, 3, 224, 224), (64, 3, 7, 7), (32, 64, 112, 112))),
+    ("conv_bwd_depthwise", conv(6, 4, 6, 32, (8, 32, 56, 56), (32, 1, 3, 3), (8, 32, 54, 54))),
+    ("conv_bwd_transposed", conv(6, 4, 7, 2, (4, 64, 32, 32), (64, 16, 4, 4), (4, 32, 64, 64))),
+    ("conv_bwd_groups0", conv(6, 4, 6, 0, (8, 32, 56, 56), (32, 1, 3, 3), (8, 32, 54, 54))),
+    ("conv_bwd_groups_nodiv", conv(6, 4, 6, 3, (8, 32, 56, 56), (32, 1, 3, 3), (8, 32, 54, 54))),
+    ("conv_bwd_groups_min", conv(6, 4, 6, I64_MIN, (8, 32, 56, 56), (32, 1, 3, 3), (8, 32, 54, 54))),
+    ("conv_bwd_neither", conv(6, 4, 0, 1, (8, 32, 56, 56), (32, 32, 3, 3), (8, 32, 54, 54))),
+    # sdpa: causal, b, h, h_kv, s_q, s_kv, d_qk, d_v
+    ("sdpa_llama_gqa", sdpa(7, 0, 8, 32, 8, 4096, 4096, 128, 128)),
+    ("sdpa_half", sdpa(7, 1, 8, 32, 8, 4096, 4096, 128, 128)),
+    ("sdpa_decode", sdpa(7, 1, 64, 32, 32, 1, 8191, 128, 128)),
+    ("sdpa_mla_dims", sdpa(7, 0, 4, 128, 128, 2048, 2048, 192, 128)),
+    ("sdpa_bad_causal", sdpa(7, "bad", 1, 1, 1, 1, 1, 1, 1)),
+    ("sdpa_gqa_nodiv", sdpa(7, 0, 1, 32, 5, 128, 128, 64, 64)),
+    ("sdpa_kv_zero", sdpa(7, 0, 1, 32, 0, 128, 128, 64, 64)),
+    ("sdpa_half_fits_full_not", sdpa(7, 1, 1, 1, 1, 2**31, 2**30, 1, 1)),  # full 2^63
+    ("sdpa_zero_dims_huge_rect", sdpa(7, 0, I64_MAX, 1, 1, I64_MAX, I64_MAX, 0, 0)),
+    ("sdpa_bwd", sdpa(8, 0, 8, 32, 8, 4096, 4096, 128, 128)),
+    ("sdpa_bwd_overflow", sdpa(8, 0, 2**20, 2**10, 1, 2**20, 2**20, 128, 128)),
+    # varlen: causal, h, h_kv, d_qk, d_v, cu_seqlens
+    ("varlen_packed", varlen(9, 0, 32, 8, 128, 128, [0, 100, 612, 1024])),
+    ("varlen_half", varlen(9, 1, 32, 8, 128, 128, [0, 100, 612, 1024])),
+    ("varlen_separate_k", varlen(9, 0, 16, 16, 64, 64, [0, 5, 10], [0, 50, 100])),
+    ("varlen_empty_seqs", varlen(9, 0, 16, 16, 64, 64, [0, 0, 0, 7, 7])),
+    ("varlen_decreasing", varlen(9, 0, 16, 16, 64, 64, [0, 10, 5])),
+    ("varlen_negative", varlen(9, 0, 16, 16, 64, 64, [-1, 10])),
+    ("varlen_null", varlen(9, 0, 16, 16, 64, 64, [0, 10], null_q=True)),
+    ("varlen_none", varlen(9, 0, 16, 16, 64, 64, [])),
+    ("varlen_one_offset", varlen(9, 0, 16, 16, 64, 64, [5])),
+    ("varlen_overflow_sum", varlen(9, 0, 1, 1, 1, 1, [0, 2**30, 2**31, 2**31 + 2**30])),
+    ("varlen_overflow_then_decrease", varlen(9, 0, 1, 1, 1, 1, [0, 2**62, 0])),
+    ("varlen_bwd", varlen(10, 0, 32, 8, 128, 128, [0, 100, 612, 1024])),
+    ("varlen_bwd_half_mono", varlen(10, 1, 4, 2, 64, 64, [0, 3, 4, 9, 9, 16], flags=1)),
+]
+
+# ---- fuzz_transformer: mode, dims, options, window, sequences ----------------
+
+def tfm(hidden, layers, heads, kv=0, head_dim=0, inter=0, vocab=32000, mlp=1,
+        norm=0, experts=0, k=0, moe_inter=0, shared=0, shared_gate=0,
+        dense_layers=0, tie=0, qkv_bias=0, out_bias=0, mlp_bias=0, qk_norm=0,
+        positions=0, window=0, sliding_layers=0, formula=1, causal=0,
+        lm_head=1, embedding=0, recompute=0, lora_rank=0, lora_targets=0,
+        seq_window=None, lengths=(), uniform=None):
+    def flag(v):  # fuzz_transformer.c's raw flag: (byte % 4) - 1
+        return u8(v + 1)
+
+    mode = 2 if uniform else 0
+    out = u8(mode)
+    out += i64(hidden) + i64(layers) + i64(heads) + i64(kv) + i64(head_dim)
+    out += i64(inter) + i64(vocab) + i32(mlp) + i32(norm)
+    out += i64(experts) + i64(k) + i64(moe_inter) + i64(shared)
+    out += flag(shared_gate) + i64(dense_layers)
+    out += flag(tie) + flag(qkv_bias) + flag(out_bias) + flag(mlp_bias) + flag(qk_norm)
+    out += i64(positions) + i64(window) + i64(sliding_layers)
+    out += i32(formula) + i32(causal) + flag(lm_head) + flag(embedding)
+    out += i32(recompute) + i64(lora_rank) + i32(lora_targets)
+    if uniform:
+        lengths = uniform  # (batch, seq_len)
+    if seq_window is None:
+        out += u8(1)  # the model's window
+    else:
+        out += u8(0) + i64(seq_window)
+    out += u8(len(lengths)) + b"".join(i64(n) for n in lengths)
+    return out
+
+
+LLAMA2_7B = dict(hidden=4096, layers=32, heads=32, inter=11008, vocab=32000)
+LLAMA3_8B = dict(hidden=4096, layers=32, heads=32, kv=8, inter=14336, vocab=128256)
+MIXTRAL = dict(hidden=4096, layers=32, heads=32, kv=8, inter=0, vocab=32000,
+               experts=8, k=2, moe_inter=14336)
+QWEN2_MOE = dict(hidden=2048, layers=24, heads=16, inter=0, vocab=151936,
+                 experts=60, k=4, moe_inter=1408, shared=5632, shared_gate=1,
+                 qkv_bias=1)
+DEEPSEEK_LIKE = dict(hidden=2048, layers=27, heads=16, inter=10944, vocab=102400,
+                     experts=64, k=6, moe_inter=1408, shared=2816, dense_layers=1)
+GPT2 = dict(hidden=768, layers=12, heads=12, inter=3072, vocab=50257, mlp=0,
+            norm=1, tie=1, qkv_bias=1, out_bias=1, mlp_bias=1, positions=1024)
+MISTRAL = dict(hidden=4096, layers=32, heads=32, kv=8, inter=14336, vocab=32000,
+               window=4096, sliding_layers=32)
+GEMMA2 = dict(hidden=2304, layers=26, heads=8, kv=4, head_dim=256, inter=9216,
+              vocab=256000, tie=1, window=4096, sliding_layers=13)
+QWEN3 = dict(hidden=1024, layers=28, heads=16, kv=8, head_dim=128, inter=3072,
+             vocab=151936, tie=1, qk_norm=1)
+
+TRANSFORMER = [
+    ("llama2_7b_palm", tfm(**LLAMA2_7B, uniform=(8, 4096))),
+    ("llama2_7b_6n", tfm(**LLAMA2_7B, formula=0, uniform=(8, 4096))),
+    ("llama2_7b_matmul_half", tfm(**LLAMA2_7B, formula=2, causal=1, uniform=(8, 4096))),
+    ("llama3_8b_packed", tfm(**LLAMA3_8B, lengths=(100, 512, 412, 0, 3000))),
+    ("llama3_8b_full_recompute", tfm(**LLAMA3_8B, recompute=1, uniform=(4, 8192))),
+    ("llama3_8b_selective", tfm(**LLAMA3_8B, recompute=2, uniform=(4, 8192))),
+    ("llama3_8b_lora", tfm(**LLAMA3_8B, lora_rank=16, lora_targets=0x7F, uniform=(4, 2048))),
+    ("mixtral", tfm(**MIXTRAL, uniform=(2, 4096))),
+    ("qwen2_moe", tfm(**QWEN2_MOE, lora_rank=8, lora_targets=0x70, lengths=(2048, 1024))),
+    ("deepseek_like", tfm(**DEEPSEEK_LIKE, formula=2, uniform=(1, 4096))),
+    ("gpt2", tfm(**GPT2, embedding=1, uniform=(8, 1024))),
+    ("gpt2_lora_gate_invalid", tfm(**GPT2, lora_rank=4, lora_targets=0x10, uniform=(8, 1024))),
+    ("mistral_sliding", tfm(**MISTRAL, lengths=(32768, 100, 4097))),
+    ("gemma2_half_sliding", tfm(**GEMMA2, lengths=(8192, 8192))),
+    ("qwen3_qknorm", tfm(**QWEN3, uniform=(16, 4096))),
+    ("window_mismatch", tfm(**MISTRAL, seq_window=2048, lengths=(4096,))),
+    ("no_tokens", tfm(**LLAMA2_7B, lengths=(0, 0))),
+    ("negative_length", tfm(**LLAMA2_7B, lengths=(10, -1))),
+    ("length_int64_max", tfm(**LLAMA2_7B, lengths=(I64_MAX, I64_MAX))),
+    ("uniform_huge", tfm(**LLAMA2_7B, uniform=(I64_MAX, I64_MAX))),
+    ("dims_int64_max", tfm(hidden=I64_MAX, layers=I64_MAX, heads=I64_MAX, head_dim=I64_MAX,
+                           inter=I64_MAX, vocab=I64_MAX, positions=I64_MAX,
+                           lengths=(I64_MAX,) * 64)),
+    ("moe_int64_max", tfm(hidden=I64_MAX, layers=I64_MAX, heads=1, head_dim=I64_MAX,
+                          inter=I64_MAX, vocab=I64_MAX, experts=I64_MAX, k=I64_MAX,
+                          moe_inter=I64_MAX, shared=I64_MAX, shared_gate=1,
+                          dense_layers=1, lora_rank=I64_MAX, lora_targets=0x7F,
+                          recompute=1, embedding=1, uniform=(I64_MAX, I64_MAX))),
+    ("heads_nodiv", tfm(hidden=100, layers=2, heads=3, inter=10, lengths=(5,))),
+    ("kv_gt_heads", tfm(hidden=64, layers=2, heads=4, kv=8, inter=10, lengths=(5,))),
+    ("kv_int64_min", tfm(hidden=64, layers=2, heads=4, kv=I64_MIN, inter=10, lengths=(5,))),
+    ("bad_enums", tfm(**LLAMA2_7B, mlp=7, norm=-1, formula=9, causal=-3, recompute=I32_MAX,
+                      lengths=(5,))),
+    ("bad_flags", tfm(**LLAMA2_7B, tie=2, qkv_bias=-1, lengths=(5,))),
+    ("lora_targets_no_rank", tfm(**LLAMA2_7B, lora_targets=1, lengths=(5,))),
+    ("lora_targets_high_bits", tfm(**LLAMA2_7B, lora_rank=8, lora_targets=-1, lengths=(5,))),
+    ("sliding_without_window", tfm(**LLAMA2_7B, sliding_layers=3, lengths=(5,))),
+    ("experts_without_k", tfm(**{**MIXTRAL, "k": 0}, uniform=(1, 128))),
+    ("dense_fields_with_no_experts", tfm(**LLAMA2_7B, moe_inter=5, lengths=(5,))),
+    ("all_zero", tfm(hidden=0, layers=0, heads=0, vocab=0, lengths=())),
+]
+
+# ---- fuzz_driver: mode, api, code, path ---------------------------------------
+
+def drv(mode, path, api=0, code=0):
+    if isinstance(path, str):
+        path = path.encode()
+    return u8(mode) + u8(api) + i32(code) + path
+
+
+DRIVER = [
+    ("env_missing_abs", drv(0, "/nonexistent/libcuda.so.1")),
+    ("env_missing_hip", drv(0, "/nonexistent/libamdhip64.so", api=200)),
+    ("env_bare_name", drv(0, "libcuda_does_not_exist.so.1")),
+    ("env_empty_default", drv(0, "")),
+    ("env_directory", drv(0, "/tmp")),
+    ("env_text_file", drv(0, "/etc/hostname")),
+    ("env_relative", drv(0, "./no/such/lib.so")),
+    ("env_dollar_origin", drv(0, "$ORIGIN/../lib/libcuda.so")),
+    ("env_newline", drv(0, "/opt/cuda\n/lib64/libcuda.so")),
+    ("env_long_path", drv(0, "/" + "x" * 300 + "/libcuda.so")),
+    ("env_very_long", drv(0, "/" + "y/" * 2100)),
+    ("env_high_bytes", drv(0, bytes(range(128, 256)))),
+    ("env_embedded_nul", drv(0, b"/nonexistent\x00/lib")),
+    ("path_missing", drv(1, "/nonexistent/libcuda.so.1")),
+    ("path_directory", drv(1, "/")),
+    ("path_invalid_api", drv(1, "/nonexistent/x.so", api=252)),
+    ("path_api_minus2", drv(1, "/nonexistent/x.so", api=250)),
+    ("fake_suffix", drv(2, ".bak")),
+    ("fake_as_dir", drv(2, "/libcuda.so")),
+    ("fake_cuda", drv(3, "", api=0, code=999)),
+    ("fake_hip", drv(3, "", api=200, code=600)),
+    ("fake_cuinit_fails", drv(7, "", api=0, code=100)),
+    ("fake_cuinit_fails_neg", drv(7, "", api=0, code=I32_MIN)),
+    ("fake_invalid_api", drv(3, "", api=255)),
+]
+
+
+# ---- fuzz_stats: capacity, warm-up, ops ---------------------------------------
+
+def dbl(v):
+    return u8(0) + struct.pack("<d", v)
+
+
+NAN = float("nan")
+INF = float("inf")
+
+
+def push(step_s, model, executed=NAN, pbytes=NAN, tokens=NAN, peak=None):
+    out = u8(0) + dbl(step_s) + dbl(model) + dbl(executed) + dbl(pbytes) + dbl(tokens)
+    if peak is not None:  # the per-block metrics' peak (read after a valid push)
+        out += dbl(peak[0]) + dbl(peak[1]) + i32(peak[2])
+    return out
+
+
+def summarize(flops, bw, devices):
+    return u8(2) + dbl(flops) + dbl(bw) + i32(devices)
+
+
+H100 = (989.4e12, 3.35e12, 8)
+STATS = [
+    ("steady", u8(4) + u8(1) + b"".join(
+        push(0.5, 6e15, 8e15, 14e9, 32768, H100) for _ in range(6)) + summarize(*H100)),
+    ("warmup_only", u8(8) + u8(5) + push(1.0, 1e12, peak=H100) + summarize(*H100)),
+    ("unknown_optionals", u8(3) + u8(0) + push(0.2, 1e12, peak=(NAN, NAN, 1))
+     + summarize(NAN, NAN, 1)),
+    ("zero_step", u8(2) + u8(0) + push(0.0, 1e12, peak=H100) + summarize(*H100)),
+    ("bad_step", u8(2) + u8(0) + push(-1.0, 1e12) + push(NAN, 1e12) + push(INF, 1e12)
+     + summarize(*H100)),
+    ("bad_work", u8(2) + u8(0) + push(1.0, -1.0) + push(1.0, INF) + push(1.0, 1.0, -5.0)
+     + push(1.0, 1.0, NAN, -0.5) + push(1.0, 1.0, NAN, NAN, INF) + summarize(*H100)),
+    ("bad_peak", u8(2) + u8(0) + push(1.0, 1.0, peak=H100) + summarize(0.0, 1.0, 1)
+     + summarize(-1.0, 1.0, 1) + summarize(INF, 1.0, 1) + summarize(1.0, 1.0, 0)
+     + summarize(1.0, 1.0, I32_MIN)),
+    ("huge_values", u8(3) + u8(0) + push(1e-300, 1.7e308, 1.7e308, 1.7e308, 1.7e308,
+                                        (4.9e-324, 4.9e-324, I32_MAX))
+     + push(1e-300, 1.7e308) + summarize(4.9e-324, 4.9e-324, I32_MAX)),
+    ("wraparound_clear", u8(2) + u8(0) + b"".join(push(float(i), 1.0) for i in range(5))
+     + summarize(*H100) + u8(3) + summarize(*H100) + push(1.0, 2.0) + summarize(*H100)),
+    ("capacity_zero", u8(0) + u8(0)),
+    ("capacity_2_24", u8(204) + u8(0)),
+    ("capacity_over", u8(205) + u8(0)),
+    ("capacity_u32_max", u8(206) + u8(0)),
+]
+
+
+def main():
+    write("fuzz_lookup", LOOKUP)
+    write("fuzz_normalize", NORMALIZE)
+    write("fuzz_override", OVERRIDE)
+    write("fuzz_flops", FLOPS)
+    write("fuzz_transformer", TRANSFORMER)
+    write("fuzz_driver", DRIVER)
+    write("fuzz_stats", STATS)
+    total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, TRANSFORMER, DRIVER,
+                                 STATS))
+    print(f"wrote {total} corpus files under {os.path.relpath(CORPUS)}")
+
+
+if __name__ == "__main__":
+    main()
