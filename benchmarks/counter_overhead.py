@@ -96,13 +96,14 @@ def bench_meta(reps: int) -> None:
           f"{best['FlopCounterMode'] / best['FlopCounter']:.2f}x")
 
 
-def bench_training(steps: int, modules: bool) -> None:
+def bench_training(steps: int, modules: bool, hidden: int, seq: int) -> None:
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
-                                   num_key_value_heads=2, intermediate_size=344, vocab_size=2048)
+    cfg = transformers.LlamaConfig(hidden_size=hidden, num_hidden_layers=4, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=hidden * 8 // 3,
+                                   vocab_size=2048)
     model = transformers.LlamaForCausalLM._from_config(cfg, attn_implementation="sdpa")
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(0, 2048, (2, 128))
+    ids = torch.randint(0, 2048, (2, seq))
 
     def train_step():
         loss = model(input_ids=ids, labels=ids).loss
@@ -133,7 +134,7 @@ def bench_training(steps: int, modules: bool) -> None:
             (counted if fn is counted_step else plain).append(dt)
             if fn is counted_step:
                 flops = out
-    print(f"Small Llama CPU training step (d=128, L=4, batch 2 x 128, AdamW), {steps} steps each, "
+    print(f"Small Llama CPU training step (d={hidden}, L=4, batch 2 x {seq}, AdamW), {steps} steps each, "
           f"interleaved, thread CPU time, {torch.get_num_threads()} thread; "
           f"FlopCounter(modules={modules}); model FLOPs/step {flops:,}")
     for label, agg in (("best", min), ("median", statistics.median)):
@@ -150,8 +151,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     bench_meta(args.reps)
-    bench_training(args.steps, modules=False)  # per-step counting (what a tracker uses)
-    bench_training(args.steps, modules=True)   # with the per-module table
+    for hidden, seq in ((128, 128), (512, 512)):
+        bench_training(args.steps, modules=False, hidden=hidden, seq=seq)  # per-step counting
+        bench_training(args.steps, modules=True, hidden=hidden, seq=seq)   # + module table
 
 
 if __name__ == "__main__":
