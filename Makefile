@@ -24,11 +24,11 @@ run: build
 # The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke.
 test: build ctest ctest-asan ctest-valgrind fuzz-smoke pytest
 
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 	$(PIP) install torch==2.13.0
-	MFU_TRACKER_WERROR=1 $(PIP) install --no-build-isolation -e '.[test]'
+	MFU_TRACKER_WERROR=1 $(PIP) install --no-build-isolation -c constraints-test.txt -e '.[test]'
 	touch $@
 
 # Rebuild the extensions in place whenever a source changed (cheap when none did).

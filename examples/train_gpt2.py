@@ -1,20 +1,33 @@
 """The main job: a short real training loop of a small GPT-2 on CPU, printing MFU per step.
 
 The model is built from a ``transformers.GPT2Config`` (no download). FLOPs per
-step come from the analytic per-matmul count (``transformer_flops``); on a CPU
-no datasheet gives a peak, so the peak is measured with a GEMM micro-benchmark
+step come from the analytic per-matmul count (``transformer_flops``), checked
+against the op-level ``FlopCounter`` on the first step; on a CPU no datasheet
+gives a peak, so the peak is measured with a GEMM micro-benchmark
 (``measured_gpu_spec``) and every MFU is labelled "vs measured peak".
+
+Each row is one ``track()`` block (forward, backward, optimizer: the compute
+window); a ``Tracker`` marks step boundaries and gives the end-to-end figures
+over the last steps at the end.
 
     python examples/train_gpt2.py [--steps 12] [--batch-size 8] [--seq-len 128]
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 
 import torch
 
-from mfu_tracker import measured_gpu_spec, param_bytes, track, transformer_flops
+from mfu_tracker import (
+    FlopCounter,
+    Tracker,
+    measured_gpu_spec,
+    param_bytes,
+    track,
+    transformer_flops,
+)
 
 
 def build_model(args: argparse.Namespace) -> torch.nn.Module:
@@ -70,10 +83,14 @@ def main() -> None:
 
     # A fixed random corpus: the loss falls as the model memorises it.
     corpus = torch.randint(0, args.vocab_size, (4, args.batch_size, args.seq_len))
+    tracker = Tracker(counted.model_flops, dtype="fp32", spec=spec, window=args.steps, warmup=2,
+                      param_bytes=weights_bytes)
+    counter = FlopCounter(modules=False)
     started = time.perf_counter()
     for step in range(args.steps):
+        tracker.step(tokens_per_step if step else None)  # a step boundary: end-to-end period
         input_ids = corpus[step % corpus.shape[0]]
-        with track(
+        with counter if step == 0 else contextlib.nullcontext(), track(
             counted.model_flops,
             weights_bytes,
             num_tokens=tokens_per_step,
@@ -89,7 +106,17 @@ def main() -> None:
             f"{result.tokens_per_sec:>9.0f} {result.achieved_tflops * 1e3:>8.2f}  {result.mfu:.3f}",
             flush=True,
         )
-    print(f"\n{args.steps} steps in {time.perf_counter() - started:.1f} s")
+        if step == 0:
+            print(f"     step 0 counted by FlopCounter: {counter.model_flops / 1e9:.2f} GFLOP model, "
+                  f"{counter.executed_flops / 1e9:.2f} GFLOP executed "
+                  f"(formula above: {counted.model_flops / 1e9:.2f})", flush=True)
+    tracker.step(tokens_per_step)
+    summary = tracker.metrics("throughput")
+    print(f"\n{args.steps} steps in {time.perf_counter() - started:.1f} s; end to end over steps "
+          f"2..{args.steps - 1} (step boundaries, everything included): "
+          f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
+          f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
+          f"MFU {summary['throughput/mfu']:.3f} vs measured peak")
 
 
 if __name__ == "__main__":
