@@ -113,6 +113,21 @@ def new_track(
     stream: int = 0,
     /,
 ) -> UtilizationResult: ...
+def track(
+    flop_count: float,
+    param_bytes: Optional[float] = None,
+    *,
+    hfu_flop_count: Optional[float] = None,
+    num_tokens: Optional[float] = None,
+    dtype: Any = "fp16",
+    num_gpus: int = 1,
+    device: Any = None,
+    spec: Any = None,
+    peak_tflops: Optional[float] = None,
+    clock: str = "auto",
+    stream: Any = None,
+) -> UtilizationResult: ...
+def _set_track_resolver(resolver: Any, /) -> None: ...
 def compute_metrics(
     model_flops: float,
     elapsed_s: float,

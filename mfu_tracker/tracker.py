@@ -3,10 +3,11 @@
 Units: FLOP counts are FLOPs, rates are FLOP/s (or TFLOP/s where the name
 says so), times are seconds, bandwidths bytes/s (TB/s where the name says so).
 
-The timed block and the arithmetic live in the C core (``_C.new_track``,
-``_C.compute_metrics``); this module only resolves the peak the result is
-measured against and the clock that times the block, and caches both, so a
-``track()`` per step costs about a microsecond on the CPU.
+``track()`` is implemented in C (``_C.track``: argument parsing, the timed
+block, the arithmetic); this module resolves the peak the result is measured
+against and the clock that times the block, which ``track()`` asks for only
+when its arguments change, so a ``track()`` per step costs about as much as
+``contextlib.nullcontext()`` (benchmarks/track_overhead.py).
 
 Clocks: a block on a CUDA / ROCm device is timed with GPU events (driver API,
 loaded at run time) recorded on the block's stream -- the time the GPU spent
@@ -271,109 +272,35 @@ def _block_clock(clock: Any, device: Any) -> _ClockEntry:
 def _reset_clocks() -> None:
     """Forget the cached clocks, shared timers and resolved peaks (tests, or
     after changing ``MFU_TRACKER_PEAK_TFLOPS`` mid-run)."""
-    global _last_block
     _BLOCK_CLOCKS.clear()
     _MARK_TIMERS.clear()
     _BLOCK_CACHE.clear()
     _PEAK_CACHE.clear()
-    _last_block = (None, None)
+    _C._set_track_resolver(_resolve_block)  # also empties track()'s own cache
 
-
-
-def track(
-    flop_count: float,
-    param_bytes: Optional[float] = None,
-    *,
-    hfu_flop_count: Optional[float] = None,
-    num_tokens: Optional[float] = None,
-    dtype: Any = "fp16",
-    num_gpus: int = 1,
-    device: Any = None,
-    spec: Optional[GPUSpec] = None,
-    peak_tflops: Optional[float] = None,
-    clock: str = "auto",
-    stream: Any = None,
-) -> UtilizationResult:
-    """Time a block of work and report its utilization::
-
-        with track(flops, param_bytes(model), dtype="bf16", num_tokens=b * s) as r:
-            loss = model(**batch).loss
-            loss.backward()
-        print(r.mfu, r.elapsed_sec, r.achieved_tflops)
-
-    Args:
-        flop_count: model FLOPs of the block (the MFU numerator, FLOPs).
-        param_bytes: bytes of weights read once per block (the MBU numerator).
-        hfu_flop_count: executed FLOPs (recompute included) for HFU, or None.
-        num_tokens: tokens processed in the block, for ``tokens_per_sec``.
-        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...).
-        num_gpus: devices the FLOPs ran on; the peak is multiplied by it. Keep
-            1 for a per-device FLOP count.
-        device: device whose peak to use (default: current CUDA device, else CPU).
-        spec: a :class:`GPUSpec` to use instead of looking the device up.
-        peak_tflops: per-device peak in TFLOP/s, overriding the table.
-        clock: "auto" (GPU events when the block runs on a CUDA / ROCm device,
-            else the CPU clock), "cuda", "hip" (pin the GPU clock) or "cpu".
-        stream: the stream the GPU events go on: a ``torch.cuda.Stream``, a raw
-            handle (int) or None (torch's current stream of the device; the
-            null stream when torch has no GPU).
-
-    The figures are ``None`` until the block exits, and ``mfu`` stays ``None``
-    when no peak is known for the device (CPU without ``peak_tflops``). An
-    exception raised in the block propagates unchanged.
-
-    ``elapsed_sec`` is the block's own time -- its compute window -- not a
-    step period (for that, see :class:`~mfu_tracker.step.Tracker`). On the GPU
-    clock it is the GPU time between the block's two events, and it resolves
-    lazily: ``r.ready`` asks the GPU without blocking, and reading a figure
-    before the GPU has finished the block waits for it once. Nothing ever
-    synchronizes otherwise. If the GPU driver is missing or fails, one warning
-    is given and blocks are timed by the monotonic CPU clock.
-    """
-    global _last_block
-    key = (dtype, device, spec, peak_tflops, clock)
-    last_key, resolved = _last_block
-    # Steady state: a loop passes the same objects every step, so the tuple
-    # comparison is a few identity checks and the resolution is reused.
-    if key != last_key:
-        resolved = _resolve_block(key)
-        _last_block = (key, resolved)  # one assignment: safe across threads
-    flops_per_sec, bytes_per_sec, dtype_name, gpu_spec, timer, index, current = resolved
-    if timer is None:
-        if stream is not None:
-            _stream_handle(stream)  # a bad stream is an error on every clock
-        return _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, flops_per_sec,
-                            bytes_per_sec, num_gpus, dtype_name, gpu_spec)
-    if stream is None:
-        handle = current(index) if current is not None else 0
-    else:
-        handle = _stream_handle(stream)
-    return _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, flops_per_sec,
-                        bytes_per_sec, num_gpus, dtype_name, gpu_spec, timer, handle)
 
 
 # What track() needs besides its per-block arguments, resolved from
 # (dtype, device, spec, peak_tflops, clock): (peak FLOP/s, peak bytes/s,
 # dtype name, GPUSpec, MarkTimer or None, device index, current-stream getter).
-_BlockKey = Tuple[Any, Any, Any, Any, Any]
 _CacheKey = Tuple[Any, Any, Any, Any, Any, Optional[str]]
 _Resolved = Tuple[Optional[float], Optional[float], str, Optional[GPUSpec],
                   Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
 _BLOCK_CACHE: Dict[_CacheKey, _Resolved] = {}
-_last_block: Tuple[Optional[_BlockKey], Optional[_Resolved]] = (None, None)
 
 
-def _resolve_block(key: _BlockKey) -> _Resolved:
+def _resolve_block(dtype: Any, device: Any, spec: Any, peak_tflops: Any, clock: Any) -> _Resolved:
     """Resolve (dtype, device, spec, peak_tflops, clock) for track(): the
-    peak (with ``MFU_TRACKER_PEAK_TFLOPS`` read now) and the clock. Cached
-    per hashable key; a key holding a GPUSpec (unhashable) is resolved anew,
-    which the single-entry cache in track() makes rare."""
+    peak (with ``MFU_TRACKER_PEAK_TFLOPS`` read now) and the clock. track()
+    (in C) calls this only when its arguments are not the objects of its
+    previous call; here results are cached per hashable key (a key holding a
+    GPUSpec, which is unhashable, is resolved anew)."""
+    key = (dtype, device, spec, peak_tflops, clock)
     cache_key = (*key, os.environ.get(PEAK_ENV_VAR))
     try:
         return _BLOCK_CACHE[cache_key]
     except (KeyError, TypeError):
         pass
-    dtype, device, spec, peak_tflops, clock = key
     peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
     try:
         timer, index, current = _BLOCK_CLOCKS[(clock, device)]
@@ -430,3 +357,9 @@ def compute_mbu(
     return _C.compute_metrics(
         0, elapsed_sec, param_bytes=param_bytes, peak_bytes_per_sec=bandwidth, num_gpus=num_gpus
     )["mbu"]
+
+
+# track() is implemented in C (csrc/python/py_track.c): argument parsing, a
+# one-entry cache of the resolution above, the block. See its docstring.
+_C._set_track_resolver(_resolve_block)
+track = _C.track

@@ -25,6 +25,15 @@ typedef struct mfu_module_state {
     PyObject *kw_num_tokens;     /* interned keyword names of StepTracker.step */
     PyObject *kw_model_flops;
     PyObject *kw_executed_flops;
+    /* track() (py_track.c): the resolver that turns (dtype, device, spec,
+     * peak_tflops, clock) into a peak and a clock, the last key it resolved
+     * and its result, the interned keyword names and the defaults. */
+    PyObject *track_resolver;
+    PyObject *track_last_key[5];
+    PyObject *track_last_resolved;
+    PyObject *track_kwnames[11];
+    PyObject *str_fp16;
+    PyObject *str_auto;
 } mfu_module_state;
 
 /* The state of `module` (never NULL for a module created by our init). */

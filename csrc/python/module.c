@@ -110,6 +110,14 @@ static int mfu_module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(state->kw_num_tokens);
     Py_VISIT(state->kw_model_flops);
     Py_VISIT(state->kw_executed_flops);
+    Py_VISIT(state->track_resolver);
+    for (int i = 0; i < 5; i++)
+        Py_VISIT(state->track_last_key[i]);
+    Py_VISIT(state->track_last_resolved);
+    for (int i = 0; i < 11; i++)
+        Py_VISIT(state->track_kwnames[i]);
+    Py_VISIT(state->str_fp16);
+    Py_VISIT(state->str_auto);
     return 0;
 }
 
@@ -122,6 +130,14 @@ static int mfu_module_clear(PyObject *module)
     Py_CLEAR(state->kw_num_tokens);
     Py_CLEAR(state->kw_model_flops);
     Py_CLEAR(state->kw_executed_flops);
+    Py_CLEAR(state->track_resolver);
+    for (int i = 0; i < 5; i++)
+        Py_CLEAR(state->track_last_key[i]);
+    Py_CLEAR(state->track_last_resolved);
+    for (int i = 0; i < 11; i++)
+        Py_CLEAR(state->track_kwnames[i]);
+    Py_CLEAR(state->str_fp16);
+    Py_CLEAR(state->str_auto);
     return 0;
 }
 

@@ -437,13 +437,13 @@ static int int_arg(PyObject *obj, const char *argument, int *out)
  * Positional only (the Python wrapper has resolved dtype and peak): this is
  * the per-step hot path.
  */
+static PyObject *make_track(mfu_module_state *state, PyObject *const *values,
+                            PyObject *timer, uintptr_t stream);
+
 static PyObject *py_new_track(PyObject *module, PyObject *const *args,
                               Py_ssize_t nargs)
 {
     mfu_module_state *state = mfu_module_get_state(module);
-    mfu_work work;
-    mfu_peak peak;
-
     PyObject *timer = NULL;
     uintptr_t stream = 0;
 
@@ -466,18 +466,30 @@ static PyObject *py_new_track(PyObject *module, PyObject *const *args,
         if (mfu_py_stream_arg(args[10], "stream", &stream) < 0)
             return NULL;
     }
-    if (mfu_py_number_arg(args[0], "flop_count", 0, &work.model_flops) < 0
-        || mfu_py_number_arg(args[1], "param_bytes", 1, &work.param_bytes) < 0
-        || mfu_py_number_arg(args[2], "hfu_flop_count", 1,
+    return make_track(state, args, timer, stream);
+}
+
+/* A new block from its nine values (flop_count, param_bytes, hfu_flop_count,
+ * num_tokens, peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype name,
+ * gpu_spec), timed on `timer` (NULL: the CPU clock) on `stream`. */
+static PyObject *make_track(mfu_module_state *state, PyObject *const *values,
+                            PyObject *timer, uintptr_t stream)
+{
+    mfu_work work;
+    mfu_peak peak;
+
+    if (mfu_py_number_arg(values[0], "flop_count", 0, &work.model_flops) < 0
+        || mfu_py_number_arg(values[1], "param_bytes", 1, &work.param_bytes) < 0
+        || mfu_py_number_arg(values[2], "hfu_flop_count", 1,
                              &work.executed_flops) < 0
-        || mfu_py_number_arg(args[3], "num_tokens", 1, &work.num_tokens) < 0
-        || mfu_py_number_arg(args[4], "peak_flops_per_sec", 1,
+        || mfu_py_number_arg(values[3], "num_tokens", 1, &work.num_tokens) < 0
+        || mfu_py_number_arg(values[4], "peak_flops_per_sec", 1,
                              &peak.flops_per_sec) < 0
-        || mfu_py_number_arg(args[5], "peak_bytes_per_sec", 1,
+        || mfu_py_number_arg(values[5], "peak_bytes_per_sec", 1,
                              &peak.bytes_per_sec) < 0
-        || int_arg(args[6], "num_gpus", &peak.num_devices) < 0)
+        || int_arg(values[6], "num_gpus", &peak.num_devices) < 0)
         return NULL;
-    if (!PyUnicode_Check(args[7])) {
+    if (!PyUnicode_Check(values[7])) {
         PyErr_SetString(PyExc_TypeError, "dtype must be a str");
         return NULL;
     }
@@ -494,14 +506,211 @@ static PyObject *py_new_track(PyObject *module, PyObject *const *args,
     t->end_ns = 0;
     t->phase = TRACK_CREATED;
     t->resolved = 0;
-    t->dtype = Py_NewRef(args[7]);
-    t->gpu_spec = Py_NewRef(args[8]);
+    t->dtype = Py_NewRef(values[7]);
+    t->gpu_spec = Py_NewRef(values[8]);
     t->timer = Py_XNewRef(timer);
     t->stream = stream;
     memset(&t->block, 0, sizeof t->block);
     t->block.state = MFU_BLOCK_CPU;
     PyObject_GC_Track((PyObject *)t);
     return (PyObject *)t;
+}
+
+/* ---- track(): the public entry point ------------------------------------ */
+
+/* Keyword names of track(), in parameter order. */
+static const char *const track_parameter_names[11] = {
+    "flop_count", "param_bytes", "hfu_flop_count", "num_tokens", "dtype",
+    "num_gpus", "device", "spec", "peak_tflops", "clock", "stream",
+};
+
+enum {
+    ARG_FLOP_COUNT, ARG_PARAM_BYTES, ARG_HFU_FLOP_COUNT, ARG_NUM_TOKENS,
+    ARG_DTYPE, ARG_NUM_GPUS, ARG_DEVICE, ARG_SPEC, ARG_PEAK_TFLOPS, ARG_CLOCK,
+    ARG_STREAM, ARG_COUNT
+};
+
+/* Index of keyword `name` among track()'s parameters, or -1. Interned
+ * names (what the compiler emits for f(dtype=...)) match by identity. */
+static int track_keyword_index(mfu_module_state *state, PyObject *name)
+{
+    for (int i = 0; i < ARG_COUNT; i++) {
+        if (state->track_kwnames[i] == name)
+            return i;
+    }
+    for (int i = 0; i < ARG_COUNT; i++) {
+        if (PyUnicode_Compare(state->track_kwnames[i], name) == 0)
+            return i;
+    }
+    if (PyErr_Occurred())
+        PyErr_Clear();
+    return -1;
+}
+
+/* A raw stream handle from a torch stream (its cuda_stream) or an int. */
+static int stream_handle(PyObject *obj, uintptr_t *out)
+{
+    if (PyLong_Check(obj) && !PyBool_Check(obj))
+        return mfu_py_stream_arg(obj, "stream", out);
+    PyObject *raw = PyObject_GetAttrString(obj, "cuda_stream");
+    if (raw == NULL || !PyLong_Check(raw) || PyBool_Check(raw)) {
+        Py_XDECREF(raw);
+        PyErr_Format(PyExc_TypeError,
+                     "stream must be a torch.cuda.Stream, a raw stream handle "
+                     "(int) or None, not %.80s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    int rc = mfu_py_stream_arg(raw, "stream", out);
+    Py_DECREF(raw);
+    return rc;
+}
+
+/* (peak FLOP/s, peak bytes/s, dtype name, GPUSpec, MarkTimer or None,
+ * device index, current-stream getter) for track()'s resolution key, from
+ * the one-entry cache when the caller passes the same objects as last time
+ * (a training loop does), else from the Python resolver. New reference. */
+static PyObject *track_resolution(mfu_module_state *state, PyObject *const *key)
+{
+    int hit = state->track_last_resolved != NULL;
+    for (int i = 0; hit && i < 5; i++)
+        hit = state->track_last_key[i] == key[i];
+    if (hit)
+        return Py_NewRef(state->track_last_resolved);
+    if (state->track_resolver == NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "track(): no resolver registered (import mfu_tracker)");
+        return NULL;
+    }
+    PyObject *resolved = PyObject_Vectorcall(state->track_resolver, key, 5, NULL);
+    if (resolved == NULL)
+        return NULL;
+    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 7) {
+        Py_DECREF(resolved);
+        PyErr_SetString(PyExc_TypeError, "track(): the resolver must return a 7-tuple");
+        return NULL;
+    }
+    /* The resolver may have run other Python code: update the cache only
+     * now, key and value together. */
+    for (int i = 0; i < 5; i++)
+        Py_XSETREF(state->track_last_key[i], Py_NewRef(key[i]));
+    Py_XSETREF(state->track_last_resolved, Py_NewRef(resolved));
+    return resolved;
+}
+
+static PyObject *py_track(PyObject *module, PyObject *const *args,
+                          size_t nargsf, PyObject *kwnames)
+{
+    mfu_module_state *state = mfu_module_get_state(module);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *values[ARG_COUNT] = {
+        NULL, Py_None, Py_None, Py_None, state->str_fp16, NULL, Py_None,
+        Py_None, Py_None, state->str_auto, Py_None,
+    };
+    int given[ARG_COUNT] = {0};
+
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "track() takes 1 or 2 positional arguments (flop_count, "
+                     "param_bytes) but %zd were given", nargs);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        values[i] = args[i];
+        given[i] = 1;
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int index = track_keyword_index(state, name);
+        if (index < 0) {
+            PyErr_Format(PyExc_TypeError,
+                         "track() got an unexpected keyword argument '%U'", name);
+            return NULL;
+        }
+        if (given[index]) {
+            PyErr_Format(PyExc_TypeError,
+                         "track() got multiple values for argument '%s'",
+                         track_parameter_names[index]);
+            return NULL;
+        }
+        given[index] = 1;
+        values[index] = args[nargs + k];
+    }
+    if (values[ARG_FLOP_COUNT] == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "track() missing required argument 'flop_count'");
+        return NULL;
+    }
+
+    PyObject *key[5] = {values[ARG_DTYPE], values[ARG_DEVICE], values[ARG_SPEC],
+                        values[ARG_PEAK_TFLOPS], values[ARG_CLOCK]};
+    PyObject *resolved = track_resolution(state, key);
+    if (resolved == NULL)
+        return NULL;
+
+    PyObject *timer = PyTuple_GET_ITEM(resolved, 4);
+    PyObject *stream_obj = values[ARG_STREAM];
+    uintptr_t stream = 0;
+    PyObject *result = NULL;
+    if (timer == Py_None) {
+        timer = NULL;
+        /* A bad stream is an error on every clock. */
+        if (stream_obj != Py_None && stream_handle(stream_obj, &stream) < 0)
+            goto done;
+        stream = 0;
+    } else if (!mfu_py_timer_check(state, timer)) {
+        PyErr_SetString(PyExc_TypeError, "track(): the resolver gave no MarkTimer");
+        goto done;
+    } else if (stream_obj != Py_None) {
+        if (stream_handle(stream_obj, &stream) < 0)
+            goto done;
+    } else if (PyTuple_GET_ITEM(resolved, 6) != Py_None) {
+        /* torch's current stream of the device */
+        PyObject *current = PyObject_CallOneArg(PyTuple_GET_ITEM(resolved, 6),
+                                                PyTuple_GET_ITEM(resolved, 5));
+        if (current == NULL)
+            goto done;
+        int rc = stream_handle(current, &stream);
+        Py_DECREF(current);
+        if (rc < 0)
+            goto done;
+    }
+
+    PyObject *num_gpus = values[ARG_NUM_GPUS];
+    PyObject *one = NULL;
+    if (num_gpus == NULL) {
+        one = PyLong_FromLong(1);
+        if (one == NULL)
+            goto done;
+        num_gpus = one;
+    }
+    PyObject *block_values[9] = {
+        values[ARG_FLOP_COUNT], values[ARG_PARAM_BYTES],
+        values[ARG_HFU_FLOP_COUNT], values[ARG_NUM_TOKENS],
+        PyTuple_GET_ITEM(resolved, 0), PyTuple_GET_ITEM(resolved, 1), num_gpus,
+        PyTuple_GET_ITEM(resolved, 2), PyTuple_GET_ITEM(resolved, 3),
+    };
+    result = make_track(state, block_values, timer, stream);
+    Py_XDECREF(one);
+done:
+    Py_DECREF(resolved);
+    return result;
+}
+
+/* _C._set_track_resolver(resolver): the Python function track() asks when
+ * its arguments differ from the previous call's; forgets the cache. */
+static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
+{
+    mfu_module_state *state = mfu_module_get_state(module);
+    if (resolver != Py_None && !PyCallable_Check(resolver)) {
+        PyErr_SetString(PyExc_TypeError, "resolver must be callable or None");
+        return NULL;
+    }
+    Py_XSETREF(state->track_resolver, resolver == Py_None ? NULL : Py_NewRef(resolver));
+    for (int i = 0; i < 5; i++)
+        Py_CLEAR(state->track_last_key[i]);
+    Py_CLEAR(state->track_last_resolved);
+    Py_RETURN_NONE;
 }
 
 /*
@@ -582,6 +791,41 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
     return result;
 }
 
+#define TRACK_DOC \
+    "track(flop_count, param_bytes=None, *, hfu_flop_count=None, " \
+    "num_tokens=None, dtype='fp16', num_gpus=1, device=None, spec=None, " \
+    "peak_tflops=None, clock='auto', stream=None)\n--\n\n" \
+    "Time a block of work and report its utilization::\n\n" \
+    "    with track(flops, param_bytes(model), dtype='bf16', num_tokens=b * s) as r:\n" \
+    "        loss = model(**batch).loss\n" \
+    "        loss.backward()\n" \
+    "    print(r.mfu, r.elapsed_sec, r.achieved_tflops)\n\n" \
+    "Args:\n" \
+    "    flop_count: model FLOPs of the block (the MFU numerator, FLOPs).\n" \
+    "    param_bytes: bytes of weights read once per block (the MBU numerator).\n" \
+    "    hfu_flop_count: executed FLOPs (recompute included) for HFU, or None.\n" \
+    "    num_tokens: tokens processed in the block, for tokens_per_sec.\n" \
+    "    dtype: compute dtype selecting the peak ('bf16', torch.bfloat16, ...).\n" \
+    "    num_gpus: devices the FLOPs ran on; the peak is multiplied by it.\n" \
+    "    device: device whose peak to use (default: current CUDA device, else CPU).\n" \
+    "    spec: a GPUSpec to use instead of looking the device up.\n" \
+    "    peak_tflops: per-device peak in TFLOP/s, overriding the table.\n" \
+    "    clock: 'auto' (GPU events when the block runs on a CUDA / ROCm device,\n" \
+    "        else the CPU clock), 'cuda', 'hip' (pin the GPU clock) or 'cpu'.\n" \
+    "    stream: the stream the GPU events go on: a torch.cuda.Stream, a raw\n" \
+    "        handle (int) or None (torch's current stream of the device).\n\n" \
+    "Returns a UtilizationResult (a context manager). Its figures are None\n" \
+    "until the block exits; mfu stays None when no peak is known for the\n" \
+    "device. An exception raised in the block propagates unchanged.\n\n" \
+    "elapsed_sec is the block's own time (its compute window), not a step\n" \
+    "period (see Tracker). On the GPU clock it is the GPU time between the\n" \
+    "block's two events and resolves lazily: r.ready asks without blocking;\n" \
+    "reading a figure before the GPU finished the block waits for it once.\n" \
+    "If the GPU driver is missing or fails: one warning, then the CPU clock.\n\n" \
+    "The peak and clock are resolved from (dtype, device, spec, peak_tflops,\n" \
+    "clock) on first use and reused while a loop passes the same objects;\n" \
+    "MFU_TRACKER_PEAK_TFLOPS is read when they are resolved."
+
 static PyMethodDef track_module_methods[] = {
     {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
      "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
@@ -589,6 +833,12 @@ static PyMethodDef track_module_methods[] = {
      "timer=None, stream=0, /)\n"
      "--\n\nA timed block; used by mfu_tracker.track(). With a MarkTimer "
      "the block is timed on its GPU clock on `stream` (raw handle)."},
+    {"track", (PyCFunction)(void (*)(void))py_track, METH_FASTCALL | METH_KEYWORDS,
+     TRACK_DOC},
+    {"_set_track_resolver", py_set_track_resolver, METH_O,
+     "_set_track_resolver(resolver, /)\n--\n\n"
+     "Register the function resolving track()'s peak and clock; clears the "
+     "cache."},
     {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,
      METH_VARARGS | METH_KEYWORDS,
      "compute_metrics(model_flops, elapsed_s, *, executed_flops=None, "
@@ -602,6 +852,15 @@ static PyMethodDef track_module_methods[] = {
 int mfu_py_track_exec(PyObject *module)
 {
     mfu_module_state *state = mfu_module_get_state(module);
+    for (int i = 0; i < ARG_COUNT; i++) {
+        state->track_kwnames[i] = PyUnicode_InternFromString(track_parameter_names[i]);
+        if (state->track_kwnames[i] == NULL)
+            return -1;
+    }
+    state->str_fp16 = PyUnicode_InternFromString("fp16");
+    state->str_auto = PyUnicode_InternFromString("auto");
+    if (state->str_fp16 == NULL || state->str_auto == NULL)
+        return -1;
     state->track_type =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &track_spec, NULL);
     if (state->track_type == NULL)
