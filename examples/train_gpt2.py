@@ -31,7 +31,10 @@ from mfu_tracker import (
 
 
 def build_model(args: argparse.Namespace) -> torch.nn.Module:
+    import transformers
     from transformers import GPT2Config, GPT2LMHeadModel
+
+    transformers.logging.set_verbosity_error()  # config notices are not this job's output
 
     config = GPT2Config(
         vocab_size=args.vocab_size,
@@ -41,7 +44,6 @@ def build_model(args: argparse.Namespace) -> torch.nn.Module:
         n_head=args.heads,
         bos_token_id=0,
         eos_token_id=0,
-        loss_type="ForCausalLM",
         attn_implementation="sdpa",
     )
     return GPT2LMHeadModel(config)
@@ -117,6 +119,17 @@ def main() -> None:
           f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
           f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
           f"MFU {summary['throughput/mfu']:.3f} vs measured peak")
+
+    # A GEMM benchmark run while other work competes for the cores reads low.
+    # Measure again and say so when the two disagree, rather than trust one.
+    again = measured_gpu_spec("fp32", "cpu").peak_flops_per_sec("fp32") / 1e9
+    if max(again, peak_gflops) > 1.25 * min(again, peak_gflops):
+        best = max(again, peak_gflops)
+        mfu_best = summary["throughput/achieved_tflops"] * 1e3 / best
+        print(f"note: the peak measured {peak_gflops:.1f} GFLOP/s before training and {again:.1f} after: "
+              f"the machine was busy. Against {best:.1f} GFLOP/s the end-to-end MFU is {mfu_best:.3f}.")
+    else:
+        print(f"peak re-measured after training: {again:.1f} GFLOP/s (within 25% of the first)")
 
 
 if __name__ == "__main__":
