@@ -93,6 +93,8 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
 
     causal = args.causal_attention
     if args.params is not None:
+        if not (math.isfinite(args.params) and args.params > 0):
+            raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
         if args.formula not in (None, "6n"):
             raise CliError("--params gives a bare parameter count: only --formula 6n applies")
         counted = params_flops(args.params, lora=args.lora)

@@ -116,6 +116,7 @@ class _ExtBackend:
 
 _backend: Any = None
 _backend_lock = threading.Lock()
+_enter_lock = threading.Lock()
 
 
 def _load_backend() -> Any:
@@ -329,12 +330,13 @@ class FlopCounter:
     # -- context manager -----------------------------------------------------
 
     def __enter__(self) -> FlopCounter:
-        if self._handle is not None:
-            raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
         backend = _get_backend()
-        self._handle = backend.start(self.causal_attention)
-        self._backend = backend
-        self._thread = threading.get_ident()
+        with _enter_lock:  # two threads entering one counter: one wins, no observer slot lost
+            if self._handle is not None:
+                raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
+            self._backend = backend
+            self._handle = backend.start(self.causal_attention)
+            self._thread = threading.get_ident()
         if self._want_modules:
             self._install_hooks()
         return self
@@ -577,6 +579,22 @@ class FlopCounter:
                 f"executed_flops={self.executed_flops:,}, causal_attention={self.causal_attention!r})")
 
 
+def _exit_for_integration(counter: FlopCounter) -> str | None:
+    """Exit ``counter`` (on its thread) and return its "could not be counted"
+    warning instead of emitting it, so an integration that opens a counter
+    every step can warn once per run rather than once per step."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        counter.__exit__(None, None, None)
+    message = None
+    for w in caught:
+        if message is None and issubclass(w.category, RuntimeWarning) and "could not be counted" in str(w.message):
+            message = str(w.message).replace("mfu_tracker.FlopCounter: ", "FlopCounter: ", 1)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return message
+
+
 def _module_path(name: str) -> list[str]:
     """``"Root.layers.3.mlp"`` -> ``["Root", "layers.3", "mlp"]`` (an index
     belongs to the container name before it)."""
@@ -695,7 +713,12 @@ def _run_profile(model: Any, args: Any, kwargs: Any, with_backward: bool,
     if not isinstance(with_backward, bool):
         raise TypeError(f"with_backward must be a bool, not {type(with_backward).__name__}")
     call_args, call_kwargs = _normalize_batch(args, kwargs)
-    target = torch.device(device) if device is not None else _model_device(model)
+    if device is not None:
+        from .gpu import _torch_device
+
+        target = _torch_device(device)
+    else:
+        target = _model_device(model)
     run: Callable[[], Any]
     if target.type == "meta":
         call_args = _to_device(call_args, target)

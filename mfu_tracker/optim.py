@@ -470,7 +470,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             try:
                 return closure()
             finally:
-                counter.__exit__(None, None, None)
+                self._exit_counter(counter)
                 self.__dict__["_step_blocks"] += 1
                 self.__dict__["_step_counted"] = True
 
@@ -504,16 +504,16 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             except Exception as error:  # noqa: BLE001
                 self._warn_once("counter", f"FLOP counting failed ({error!r}); steps are estimated")
                 counter = None
-        result = StepResult(self._timer, self._timer.mark(self._stream()), self._tracker.peak,
-                            self._num_gpus, self._param_bytes)
+        start = self._mark()
+        result = StepResult(self._timer, start, self._tracker.peak, self._num_gpus, self._param_bytes)
         try:
             yield result
         finally:
-            end = self._timer.mark(self._stream())
+            end = self._mark()
             flops: Optional[_Flops] = None
             if counter is not None:
                 try:
-                    counter.__exit__(None, None, None)
+                    self._exit_counter(counter)
                     flops = (counter.model_flops - before[0], counter.executed_flops - before[1],
                              counter.forward_flops - before[2])
                     self.__dict__["_step_counted"] = True
@@ -528,6 +528,26 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             if flops is None:
                 flops = self._estimate(num_tokens, 1)
             result._close(end, self._adjust(flops) if flops else None, num_tokens)
+
+    def _mark(self) -> int:
+        """A mark on the block clock. A GPU driver failure gives one warning and
+        the CPU clock from then on (a block it cut through has no elapsed time)."""
+        try:
+            return self._timer.mark(self._stream())
+        except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            if not getattr(self._timer, "failed", False):  # a failed MarkTimer warned already
+                self._warn_once("clock", f"track_step(): {error}; timing falls back to the CPU clock")
+            self.__dict__["_timer"] = _C.MarkTimer("cpu")
+            self.__dict__["_stream"] = lambda: 0
+            return self._timer.mark()
+
+    def _exit_counter(self, counter: Any) -> None:
+        """Exit the step's counter; ops it could not count warn once per run."""
+        from .counter import _exit_for_integration
+
+        problem = _exit_for_integration(counter)
+        if problem is not None:
+            self._warn_once("uncounted", f"{problem}; the MFU of such steps is low (not warned again)")
 
     def _adjust(self, flops: _Flops) -> _Flops:
         """Compiled models and the peer's HFU factors."""

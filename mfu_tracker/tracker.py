@@ -353,6 +353,8 @@ def compute_mbu(
     """
     if spec is None:
         spec = get_gpu_spec(device)
+    elif not isinstance(spec, GPUSpec):
+        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
     bandwidth = spec.memory_bandwidth_bytes_per_sec or None
     return _C.compute_metrics(
         0, elapsed_sec, param_bytes=param_bytes, peak_bytes_per_sec=bandwidth, num_gpus=num_gpus

@@ -223,8 +223,16 @@ static mfu_status make_room(mfu_timer *timer)
         if (status != MFU_ERR_NO_MEMORY)
             return status; /* grown, or a driver failure */
     }
-    timer->pool_full_waits++;
-    return wait_for(timer, timer->first_pending);
+    status = MFU_OK; /* at events_max (or out of memory): wait instead */
+    /* Resolving the oldest pending mark frees the anchor's event -- except
+     * when there is no anchor yet (mark 0 still pending): then it only
+     * becomes the anchor, and a second wait is needed. Loop until an event is
+     * free; each pass resolves one more mark, so it ends. */
+    while (status == MFU_OK && events_in_use(timer) >= timer->capacity) {
+        timer->pool_full_waits++;
+        status = wait_for(timer, timer->first_pending);
+    }
+    return status;
 }
 
 static mfu_status mark_cpu(mfu_timer *timer, uint64_t *id)
@@ -248,7 +256,7 @@ mfu_status mfu_timer_mark(mfu_timer *timer, uintptr_t stream, uint64_t *id)
         return timer->failed;
     if (timer->clock == MFU_CLOCK_CPU)
         return mark_cpu(timer, id);
-    if (events_in_use(timer) == timer->capacity) {
+    if (events_in_use(timer) >= timer->capacity) {
         status = make_room(timer);
         if (status != MFU_OK)
             return status;

@@ -319,18 +319,18 @@ static PyObject *py_parse_peak_override(PyObject *module, PyObject *const *args,
         return NULL;
     if (mfu_dtype_from_name(dtype_name, &dtype) != MFU_OK)
         return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "dtype",
-                            "unknown dtype %.40R; valid: fp64, fp32, tf32, "
+                            "unknown dtype '%.40s'; valid: fp64, fp32, tf32, "
                             "fp16, bf16, fp8, int8, int4, fp4",
-                            slots[1]);
+                            dtype_name);
     st = mfu_peak_override_parse(text, dtype, &tflops);
     if (st == MFU_ERR_NOT_FOUND)
         Py_RETURN_NONE;
     if (st != MFU_OK)
         return mfu_py_raise(st, "MFU_TRACKER_PEAK_TFLOPS",
-                            "malformed value %.100R: expected one number of "
+                            "malformed value '%.100s': expected one number of "
                             "TFLOP/s (e.g. \"989.4\") or dtype=number pairs "
                             "(e.g. \"bf16=989.4,fp8=1978.9\"), finite and > 0",
-                            slots[0]);
+                            text);
     return PyFloat_FromDouble(tflops);
 }
 

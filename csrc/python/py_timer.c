@@ -1182,7 +1182,7 @@ static int nonneg_arg(PyObject *obj, const char *argument, double *out)
         return -1;
     if (obj != Py_None && !(isfinite(*out) && *out >= 0.0)) {
         mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be a finite number >= 0 or None, got %R", obj);
+                     "must be a finite number >= 0 or None, got %g", *out);
         return -1;
     }
     return 0;
@@ -1194,7 +1194,7 @@ static int positive_or_none_arg(PyObject *obj, const char *argument, double *out
         return -1;
     if (obj != Py_None && !(isfinite(*out) && *out > 0.0)) {
         mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be a finite number > 0 or None, got %R", obj);
+                     "must be a finite number > 0 or None, got %g", *out);
         return -1;
     }
     return 0;
@@ -1213,8 +1213,9 @@ static int long_arg(PyObject *obj, const char *argument, long long low,
     if (value == -1 && PyErr_Occurred())
         return -1;
     if (overflow || value < low || value > high) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be between %lld and %lld, got %R", low, high, obj);
+        /* PyErr_Format, not mfu_py_raise: only it knows %R (a huge int) */
+        PyErr_Format(PyExc_ValueError, "%s: must be between %lld and %lld, got %R",
+                     argument, low, high, obj);
         return -1;
     }
     *out = value;

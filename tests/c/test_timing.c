@@ -544,6 +544,43 @@ static void test_gpu_pool_wraparound(void)
     mfu_timer_destroy(timer);
 }
 
+/* Regression (found by tests/test_soak.py): the pool filling while mark 0 is
+ * still pending. Resolving mark 0 then only makes it the anchor and frees no
+ * event; the timer must wait once more instead of recording over an event
+ * in use (which gave negative intervals and lost steps). */
+static void test_gpu_pool_full_before_first_resolution(void)
+{
+    mfu_timer *timer;
+    mfu_timer_counters counters;
+    uint64_t id = 0;
+    double seconds = -1.0;
+
+    /* No GPU work, a 10 ms launch lag: an event completes 10 ms after the
+     * host records it. Pool of 2 that cannot grow. */
+    fake.reset();
+    fake.set_gpu_lag_ns(10 * MS);
+    timer = gpu_timer(MFU_CLOCK_CUDA, 2, 2, 8);
+    if (timer == NULL)
+        return;
+    fake.advance(1 * MS); /* t = 1 ms: mark 0 completes at 11 ms */
+    CHECK(mfu_timer_mark(timer, 0, &id) == MFU_OK && id == 0);
+    fake.advance(1 * MS); /* t = 2 ms: mark 1 completes at 12 ms */
+    CHECK(mfu_timer_mark(timer, 0, &id) == MFU_OK && id == 1);
+    fake.advance(1 * MS); /* t = 3 ms: both events in use, mark 0 pending */
+    CHECK(mfu_timer_mark(timer, 0, &id) == MFU_OK && id == 2);
+    mfu_timer_get_counters(timer, &counters);
+    /* Two waits (mark 0, then mark 1) before mark 2 could be recorded at
+     * t = 12 ms; it completes at 22 ms. */
+    CHECK(counters.pool_full_waits == 2 && counters.events == 2);
+    CHECK(counters.resolved == 2);
+    CHECK(mfu_timer_flush(timer) == MFU_OK);
+    CHECK(mfu_timer_elapsed_s(timer, 0, 1, MFU_WAIT_NEVER, &seconds) == MFU_OK);
+    CHECK_NEAR(seconds, 1e-3, 1e-6);  /* 12 ms - 11 ms */
+    CHECK(mfu_timer_elapsed_s(timer, 1, 2, MFU_WAIT_NEVER, &seconds) == MFU_OK);
+    CHECK_NEAR(seconds, 10e-3, 1e-6); /* 22 ms - 12 ms: the host waited */
+    mfu_timer_destroy(timer);
+}
+
 static void test_gpu_driver_failures(void)
 {
     mfu_timer *timer;
@@ -741,6 +778,7 @@ int main(void)
     test_gpu_one_wait_when_read_early();
     test_gpu_wait_across_streams();
     test_gpu_pool_wraparound();
+    test_gpu_pool_full_before_first_resolution();
     test_gpu_driver_failures();
     test_fallback_to_cpu_clock();
     test_hip();
