@@ -146,8 +146,8 @@ def main() -> None:
         us = lambda s: f"{s * 1e6:9.2f}"  # noqa: E731
         print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, world size "
               f"{dist.get_world_size()}, gloo, CPU; best of {args.rounds} rounds")
-        print(f"| call                                              |   us/call | vs local metrics() |")
-        print(f"|---------------------------------------------------|----------:|-------------------:|")
+        print("| call                                              |   us/call | vs local metrics() |")
+        print("|---------------------------------------------------|----------:|-------------------:|")
         print(f"| `_C.StepTracker.metrics()` (the C method)         | {us(t_c)} | {t_c / t_local:17.2f}x |")
         print(f"| `Tracker.metrics()`, local (`distributed=False`)  | {us(t_local)} | {1.0:17.2f}x |")
         print(f"| `Tracker.metrics()`, aggregation over 2 ranks     | {us(t_agg)} | {t_agg / t_local:17.1f}x |")

@@ -23,7 +23,6 @@ syncs the GPU to read it, this wrapper
 """
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -32,6 +31,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 import torch
 
 from . import _C
+from ._checks import check_int, check_optional_number
 from ._dtypes import normalize_dtype
 from .flops import param_bytes as _param_bytes
 from .gpu import GPUSpec
@@ -55,22 +55,6 @@ def _check_batch(batch: Any, argument: str) -> Any:
                     f"inputs or None, not {type(batch).__name__}")
 
 
-def _check_factor(value: Any, argument: str, low: float) -> Optional[float]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{argument} must be a number or None, not {type(value).__name__}")
-    if not (math.isfinite(value) and value >= low):
-        raise ValueError(f"{argument} must be a finite number >= {low:g}, got {value!r}")
-    return float(value)
-
-
-def _check_int(value: Any, argument: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{argument} must be >= {low}, got {value!r}")
-    return value
 
 
 def _batch_tokens(batch: Any) -> Optional[int]:
@@ -318,8 +302,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")
-        hfu_backward_factor = _check_factor(hfu_backward_factor, "hfu_backward_factor", 0.0)
-        backward_factor = _check_factor(backward_factor, "backward_factor", 1.0)
+        hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
+        backward_factor = check_optional_number(backward_factor, "backward_factor", 1.0)
         if hfu_backward_factor is not None and backward_factor is not None:
             raise ValueError("give hfu_backward_factor or backward_factor, not both")
         if causal_attention not in ("full", "half"):
@@ -332,8 +316,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_num_gpus"] = num_gpus
         d["_hfu_factor"] = (1.0 + hfu_backward_factor if hfu_backward_factor is not None
                             else backward_factor)
-        d["_count_every"] = _check_int(count_every, "count_every", 0)
-        d["_accumulation"] = _check_int(gradient_accumulation_steps, "gradient_accumulation_steps", 1)
+        d["_count_every"] = check_int(count_every, "count_every", 0)
+        d["_accumulation"] = check_int(gradient_accumulation_steps, "gradient_accumulation_steps", 1)
         d["_causal"] = causal_attention
         d["_param_bytes"] = float(_param_bytes(model))
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
@@ -488,7 +472,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         block propagates unchanged.
         """
         if num_tokens is not None:
-            num_tokens = _check_factor(num_tokens, "num_tokens", 0.0)
+            num_tokens = check_optional_number(num_tokens, "num_tokens", 0.0)
         if self._count_every == 0:
             self.profile()
         if zero_grad:

@@ -3,7 +3,6 @@ nesting, threads, bad input, failures, profile_flops, torch.compile."""
 from __future__ import annotations
 
 import threading
-import warnings
 
 import pytest
 

@@ -28,7 +28,6 @@ the GPU.
 """
 from __future__ import annotations
 
-import math
 import sys
 import threading
 import time

@@ -47,7 +47,13 @@ mfu_module_state *mfu_module_get_state(PyObject *module);
  *   MFU_ERR_NO_MEMORY        -> MemoryError
  *   anything else            -> RuntimeError */
 PyObject *mfu_py_raise(mfu_status status, const char *argument,
-                       const char *detail_format, ...);
+                       const char *detail_format, ...)
+#if defined(__GNUC__)
+    /* The detail is formatted by PyOS_vsnprintf (C printf): let the compiler
+     * reject Python-only conversions such as %R or %U. */
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
 
 /* A Python float, or None for NaN ("unavailable" in the core). */
 PyObject *mfu_py_float_or_none(double value);

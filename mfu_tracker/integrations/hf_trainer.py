@@ -50,7 +50,6 @@ construction, naming the argument.
 from __future__ import annotations
 
 import functools
-import math
 import sys
 import warnings
 from collections import deque
@@ -59,6 +58,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, TypeVar
 
 from transformers import TrainerCallback
 
+from .._checks import check_int, check_optional_number
 from .._dtypes import normalize_dtype
 from ..gpu import GPUSpec
 from ..tracker import _check_clock, _check_peak_tflops
@@ -83,22 +83,6 @@ def _guarded(hook: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _check_number(value: Any, argument: str, low: float) -> Optional[float]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{argument} must be a number or None, not {type(value).__name__}")
-    if not (math.isfinite(value) and value >= low):
-        raise ValueError(f"{argument} must be a finite number >= {low:g}, got {value!r}")
-    return float(value)
-
-
-def _check_int(value: Any, argument: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{argument} must be >= {low}, got {value!r}")
-    return value
 
 
 class _Step:
@@ -172,9 +156,9 @@ class MFUCallback(TrainerCallback):
                                 f"not {type(sample_batch).__name__}")
         self.sample_batch = sample_batch
         self.dtype = None if dtype is None else normalize_dtype(dtype)
-        self.num_gpus = _check_int(num_gpus, "num_gpus", 1)
-        factor = _check_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
-        total = _check_number(backward_factor, "backward_factor", 1.0)
+        self.num_gpus = check_int(num_gpus, "num_gpus", 1)
+        factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
+        total = check_optional_number(backward_factor, "backward_factor", 1.0)
         if factor is not None and total is not None:
             raise ValueError("give hfu_backward_factor or backward_factor, not both")
         self.hfu_backward_factor = factor
@@ -191,9 +175,9 @@ class MFUCallback(TrainerCallback):
         if spec is not None and not isinstance(spec, GPUSpec):
             raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
         self.spec = spec
-        self.count_every = _check_int(count_every, "count_every", 0)
-        self.window = None if window is None else _check_int(window, "window", 1)
-        self.warmup = _check_int(warmup, "warmup", 0)
+        self.count_every = check_int(count_every, "count_every", 0)
+        self.window = None if window is None else check_int(window, "window", 1)
+        self.warmup = check_int(warmup, "warmup", 0)
         if causal_attention not in ("full", "half"):
             raise ValueError(f"causal_attention must be 'full' or 'half', not {causal_attention!r}")
         self.causal_attention = causal_attention

@@ -10,7 +10,6 @@ Only bounds that a hang would violate are timed (the subprocess timeout).
 from __future__ import annotations
 
 import json
-import math
 import os
 import socket
 import subprocess
