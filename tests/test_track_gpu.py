@@ -321,3 +321,15 @@ def test_gpu_blocks_do_not_grow_memory(fake):
     assert after - before < 64 * 1024
     assert fake.live_events() == live  # events reused, none created
     assert fake.sync_calls() == 0
+
+
+@pytest.mark.parametrize("argument", ["events_initial", "events_max", "history"])
+@pytest.mark.parametrize("value", [-1, 2**32 + 16, 2**24 + 1])
+def test_mark_timer_sizes_out_of_range_are_refused_naming_the_value(argument, value):
+    # Regression: the sizes were parsed with "I", which wraps silently:
+    # 2**32 + 16 became 16 (accepted) and -1 was reported as 4294967295.
+    with pytest.raises(ValueError, match=rf"{argument}: .*got {value}$"):
+        _C.MarkTimer("cpu", **{argument: value})
+    # a value too large for any C integer is refused too (not truncated)
+    with pytest.raises(OverflowError):
+        _C.MarkTimer("cpu", **{argument: 2**64 + 16})

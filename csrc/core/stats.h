@@ -45,13 +45,13 @@ typedef struct mfu_metrics {
 } mfu_metrics;
 
 /* Check `work` and `peak`. On MFU_ERR_INVALID_ARGUMENT, *bad_field names the
- * offending field ("model_flops", "num_devices", ...). */
+ * offending field by its Python argument name ("model_flops", "num_gpus", ...). */
 mfu_status mfu_work_validate(const mfu_work *work, const char **bad_field);
 mfu_status mfu_peak_validate(const mfu_peak *peak, const char **bad_field);
 
-/* Fill *out from already-validated inputs. elapsed_s <= 0 or NaN leaves every
- * rate NaN (a block that took no measurable time has no rate) and returns
- * MFU_OK: the caller decides whether that is an error. */
+/* Fill *out from already-validated inputs (cannot fail). elapsed_s <= 0 or
+ * NaN leaves every rate NaN (a block that took no measurable time has no
+ * rate): the caller decides whether that is an error. */
 void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
                          double elapsed_s, mfu_metrics *out);
 

@@ -400,13 +400,24 @@ static PyObject *timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     static char *keywords[] = {"clock", "events_initial", "events_max", "history",
                                NULL};
     PyObject *clock_obj;
-    unsigned int initial = 0, maximum = 0, history = 0;
+    /* "n", not "I": "I" wraps silently (2**32 + 16 -> 16, -1 -> 4294967295). */
+    Py_ssize_t sizes[3] = {0, 0, 0};
     mfu_clock_kind clock;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$III:MarkTimer", keywords,
-                                     &clock_obj, &initial, &maximum, &history)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$nnn:MarkTimer", keywords,
+                                     &clock_obj, &sizes[0], &sizes[1], &sizes[2])
         || clock_arg(clock_obj, &clock) < 0)
         return NULL;
+    for (int i = 0; i < 3; i++) {
+        if (sizes[i] < 0 || sizes[i] > (1 << 24)) {
+            mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, keywords[i + 1],
+                         "must be between 0 (default) and 2**24, got %zd",
+                         sizes[i]);
+            return NULL;
+        }
+    }
+    uint32_t initial = (uint32_t)sizes[0], maximum = (uint32_t)sizes[1],
+             history = (uint32_t)sizes[2];
     timer_object *t = (timer_object *)type->tp_alloc(type, 0);
     if (t == NULL)
         return NULL;
@@ -1066,16 +1077,22 @@ static PyObject *step_metrics(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
         return NULL;
     }
-    if (step_metric_keys(s, prefix != NULL ? prefix : s->default_prefix) < 0)
-        return NULL;
-
     lock_acquire(s->lock);
     step_summarize(s, &sum);
     step_unlock(s);
 
+    /* Keys after the lock (taking it may release the GIL, and another
+     * thread's metrics() may change the cached keys meanwhile), held by
+     * local references while the dict is built. */
+    if (step_metric_keys(s, prefix != NULL ? prefix : s->default_prefix) < 0)
+        return NULL;
+    PyObject *keys[METRIC_KEYS];
+    for (int i = 0; i < METRIC_KEYS; i++)
+        keys[i] = Py_NewRef(s->keys[i]);
+
     PyObject *result = PyDict_New();
     if (result == NULL || sum.steps == 0)
-        return result;
+        goto done;
     double peak = s->peak.flops_per_sec * s->peak.num_devices;
     const double values[METRIC_KEYS] = {
         sum.metrics.mfu, sum.metrics.hfu, sum.metrics.mbu,
@@ -1085,13 +1102,16 @@ static PyObject *step_metrics(PyObject *self, PyObject *const *args, Py_ssize_t 
         if (isnan(values[i]))
             continue;
         PyObject *v = PyFloat_FromDouble(values[i]);
-        if (v == NULL || PyDict_SetItem(result, s->keys[i], v) < 0) {
+        if (v == NULL || PyDict_SetItem(result, keys[i], v) < 0) {
             Py_XDECREF(v);
-            Py_DECREF(result);
-            return NULL;
+            Py_CLEAR(result);
+            goto done;
         }
         Py_DECREF(v);
     }
+done:
+    for (int i = 0; i < METRIC_KEYS; i++)
+        Py_DECREF(keys[i]);
     return result;
 }
 

@@ -403,7 +403,7 @@ bool int_from_python(PyObject *obj, int64_t *out) {
 }
 
 void count_custom(const OpSpec &spec, Inputs in, bool grad, OpCount *out) {
-  // Shapes are read before taking the GIL (no Python needed for that).
+  // The formula is Python: shapes are handed over as tuples under the GIL.
   PyGILState_STATE gil = PyGILState_Ensure();
   std::string error;
   PyObject *args = PyTuple_New(static_cast<Py_ssize_t>(in.size()));

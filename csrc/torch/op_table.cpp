@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 namespace mfu_torch {
 namespace {
@@ -24,6 +25,9 @@ const Table &builtins() { return g_builtins; }
 // observer under g_custom_mutex. The generation invalidates thread caches.
 std::mutex g_custom_mutex;
 Table g_custom;
+// Unregistered entries, kept alive: an observer on another thread may still
+// use the spec it looked up before the erase (extract keeps its address).
+std::vector<Table::node_type> g_retired;
 std::atomic<uint64_t> g_generation{1};
 
 const OpSpec kNone{};
@@ -112,7 +116,6 @@ int register_custom(const std::string &name, PyObject *fn) {
 }
 
 int unregister_custom(const std::string &name) {
-  PyObject *fn = nullptr;
   {
     std::lock_guard<std::mutex> lock(g_custom_mutex);
     auto found = g_custom.find(name);
@@ -121,13 +124,11 @@ int unregister_custom(const std::string &name) {
                    name.c_str());
       return -1;
     }
-    fn = found->second.custom;
-    g_custom.erase(found);
+    g_retired.push_back(g_custom.extract(found));
     g_generation.fetch_add(1, std::memory_order_acq_rel);
   }
-  // NB: an observer on another thread may still hold the spec it looked up
-  // before the erase; the callable is kept alive (leaked) for that case.
-  (void)fn;
+  // NB: the spec and its callable stay alive in g_retired (a bounded cost:
+  // one entry per unregistration) for observers still holding them.
   return 0;
 }
 
