@@ -9,6 +9,8 @@ FLOPs and a measured peak for devices no datasheet covers.
 Importing the package loads only torch-free modules; torch is imported when a
 function needs it.
 """
+from typing import Any
+
 from ._version import __version__
 from . import _C
 
@@ -67,7 +69,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     # MFUOptimizerWrapper subclasses torch.optim.Optimizer: importing it
     # imports torch, which `import mfu_tracker` must not do.
     if name == "MFUOptimizerWrapper":

@@ -92,17 +92,25 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
     from .flops import params_flops, transformer_flops
 
     causal = args.causal_attention
+    if args.lora_rank is not None and not args.lora:
+        raise CliError("--lora-rank needs --lora")
     if args.params is not None:
         if not (math.isfinite(args.params) and args.params > 0):
             raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
         if args.formula not in (None, "6n"):
             raise CliError("--params gives a bare parameter count: only --formula 6n applies")
+        if args.lora_rank is not None:
+            raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
+                           "not the adapters)")
         counted = params_flops(args.params, lora=args.lora)
         return counted.flops_per_token, counted.conventions_str
     from .presets import resolve_model_config
 
     if seq_len is None:
         raise CliError("--seq-len is needed to count attention FLOPs for --model")
+    if args.lora and args.lora_rank is None:
+        # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
+        raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
     config = resolve_model_config(args.model)
     counted = transformer_flops(
         config,

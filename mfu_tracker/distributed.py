@@ -107,7 +107,6 @@ ROW_FIELDS: Tuple[str, ...] = (
     "interval_steps",          # step() calls in that interval
     "mfu",                     # this rank's MFU (achieved / peak)
 )
-_INDEX = {name: i for i, name in enumerate(ROW_FIELDS)}
 _NAN = float("nan")
 
 

@@ -154,9 +154,6 @@ class _Config:
             self._obj = config
         self.sources: dict[str, str] = {}  # dims field -> config key
 
-    def has(self, key: str) -> bool:
-        return self.get(key) is not None
-
     def get(self, key: str, default: Any = None) -> Any:
         if self._data is not None:
             value = self._data.get(key, None)

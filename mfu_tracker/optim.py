@@ -55,8 +55,6 @@ def _check_batch(batch: Any, argument: str) -> Any:
                     f"inputs or None, not {type(batch).__name__}")
 
 
-
-
 def _batch_tokens(batch: Any) -> Optional[int]:
     """Tokens of a sample batch: ``attention_mask`` ones, else ``input_ids`` elements."""
     if isinstance(batch, Mapping):
@@ -330,6 +328,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_started"] = False
         d["_steps"] = 0            # optimizer steps closed
         d["_profile"] = None       # (model, executed, forward) FLOPs of sample_batch
+        d["_profile_failed"] = False
         d["_sample_tokens"] = None
         d["_reference"] = None     # (flops, tokens or None) of the last counted step
         d["_warned"] = set()
@@ -412,7 +411,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         steps are not counted (``count_every=0``, or ``step()`` without
         ``track_step()``); idempotent. A failure gives one warning.
         """
-        if self._profile is not None or self._sample_batch is None:
+        if self._profile is not None or self._sample_batch is None or self._profile_failed:
             return
         from .counter import profile_flops_with_hfu  # lazy: the counter loads its extension
 
@@ -425,6 +424,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             forward = profile_flops_with_hfu(self._model, args, kwargs, with_backward=False,
                                              causal_attention=self._causal).flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            self.__dict__["_profile_failed"] = True  # not retried at every step
             self._warn_once("profile", f"profiling sample_batch failed ({error!r}); MFU needs "
                             "counted steps (track_step()) instead")
             return

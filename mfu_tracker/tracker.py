@@ -72,6 +72,8 @@ def _check_peak_tflops(peak_tflops: Any) -> float:
 
 def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tflops: Any) -> Peak:
     name = normalize_dtype(dtype)
+    if spec is not None and not isinstance(spec, GPUSpec):
+        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
     if peak_tflops is not None:
         tflops = _check_peak_tflops(peak_tflops)
         if spec is not None:
@@ -87,8 +89,6 @@ def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tfl
         return Peak(name, tflops * 1e12, bandwidth, user)
     if spec is None:
         spec = get_gpu_spec(device)
-    if not isinstance(spec, GPUSpec):
-        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
     bandwidth = spec.memory_bandwidth_bytes_per_sec or None
     if spec.has_peak(name):
         return Peak(name, spec.peak_flops_per_sec(name), bandwidth, spec)
@@ -277,7 +277,6 @@ def _reset_clocks() -> None:
     _BLOCK_CACHE.clear()
     _PEAK_CACHE.clear()
     _C._set_track_resolver(_resolve_block)  # also empties track()'s own cache
-
 
 
 # What track() needs besides its per-block arguments, resolved from

@@ -108,3 +108,19 @@ def fake():
     yield driver
     tracker._reset_clocks()
     driver.reset()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process_state(monkeypatch):
+    """Every test starts from the process state of a fresh import: an empty
+    warn-once registry (gpu._warned: a test counting a "warned once" warning
+    must not find it used up by an earlier test) and no cached peak / clock
+    resolution (tracker._reset_clocks: the track() and resolve_peak caches,
+    the shared MarkTimers). Not resettable from Python: _C's "MFU > 1"
+    warned-once flag (tests of that warning run in a subprocess)."""
+    from mfu_tracker import gpu, tracker
+
+    monkeypatch.setattr(gpu, "_warned", set())
+    tracker._reset_clocks()
+    yield
+    tracker._reset_clocks()

@@ -72,6 +72,20 @@ def test_mi300x_405b_full_and_lora(capsys, lora, expected):
     assert "given by --peak-tflops" in field(out, "peak used (per GPU)")
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--model", "llama-3.1-8b", "--lora"], "--lora-rank"),
+    (["--model", "llama-3.1-8b", "--lora-rank", "16"], "needs --lora"),
+    (["--params", "7e9", "--lora", "--lora-rank", "16"], "--model only"),
+])
+def test_lora_flags_are_never_silently_ignored(capsys, extra, message):
+    # `--model X --lora` without --lora-rank once printed the full-training
+    # count (57.91 GFLOP/token for llama-3.1-8b) as if LoRA applied.
+    status, out, err = run_cli(capsys, "estimate", *extra, "--gpu", "B200", "--seq-len", "8192",
+                               "--tokens-per-sec", "21111")
+    assert status == 2 and out == ""
+    assert message in err
+
+
 def test_mi300x_datasheet_peak_by_default(capsys):
     # Without --peak-tflops the table's dense bf16 1,307.4 TFLOP/s is used:
     # 6 * 405e9 * 16 * 64 / 30 / (8 * 1307.4e12) = 7.93e-3 -> 0.79%

@@ -290,7 +290,12 @@ def test_moe_counts_active_experts_only():
     # -> 394,297,344 * 32 layers = 12,617,515,008 weights, 2 FLOPs each
     per_layer = 41_943_040 + 32_768 + 352_321_536
     assert r.forward_flops - r.attention_flops == 2 * 32 * per_layer
-    assert r.num_params == 46_702_792_704
+    # total: per layer attention 41,943,040 + router 32,768 + 8 experts
+    # 8*3*4096*14336 = 1,409,286,144 + 2 norms 8,192 = 1,451,270,144; x32 =
+    # 46,440,644,608; + untied embeddings 2*32,000*4,096 = 262,144,000 + final
+    # norm 4,096 = 46,702,792,704 (Mixtral's "46.7B")
+    assert r.num_params == 32 * (41_943_040 + 32_768 + 8 * 3 * 4096 * 14336 + 2 * 4096) \
+        + 2 * 32_000 * 4096 + 4096 == 46_702_792_704
     # active: the 6 idle experts of 32 layers (6*3*4096*14336 each) are out
     assert r.num_active_params == 46_702_792_704 - 32 * 6 * 3 * 4096 * 14336
     assert round(r.num_active_params / 1e9, 1) == 12.9  # Mixtral's "12.9B active"
@@ -491,7 +496,12 @@ def test_qwen2_sliding_layers_from_max_window_layers():
 def test_explicit_dims_override_config():
     cfg = load_preset("llama-3.1-8b")
     r = transformer_flops(cfg, seq_len=16, num_layers=1)
-    assert r.num_params < LLAMA8B_N
+    # one Llama-3.1-8B layer: q 4096^2 + k, v 2*4096*1024 + o 4096^2 = 41,943,040;
+    # MLP 3*4096*14336 = 176,160,768; 2 norms 8,192 -> 218,112,000; + untied
+    # embeddings 2 * 525,336,576 + final norm 4,096 = 1,268,789,248
+    assert r.num_params == 218_112_000 + 2 * LLAMA8B_NEMB + 4096 == 1_268_789_248
+    # consistent with the 32-layer total
+    assert LLAMA8B_N == 32 * 218_112_000 + 2 * LLAMA8B_NEMB + 4096
 
 
 @pytest.mark.parametrize("cfg,exc,match", [

@@ -404,8 +404,11 @@ def _naive_python_matmul_flops_per_sec(n=48):
 def test_measure_peak_flops_is_plausible(dtype):
     rate = measure_peak_flops(dtype, "cpu", duration_s=0.2)
     assert math.isfinite(rate)
-    # a real GEMM beats a pure-Python triple loop by orders of magnitude...
-    assert rate > 20 * _naive_python_matmul_flops_per_sec()
+    # a real GEMM beats a pure-Python triple loop by orders of magnitude (~100x
+    # here even with both pytest runs on 2 loaded cores); the bound is loose so
+    # that load during one of the two measurements only cannot fail it, while a
+    # rate in the wrong unit (x1e-3, x1e-12) or per-element count (/ n^3) still does
+    assert rate > 4 * _naive_python_matmul_flops_per_sec()
     # ...and a 2-core CPU is nowhere near a PFLOP/s
     assert rate < 1e15
 

@@ -191,6 +191,24 @@ def test_profile_fallback_without_counting():
         assert opt.last_step_flops == (2 * LINEAR_FLOPS, 2 * LINEAR_FLOPS)
 
 
+def test_failed_profile_is_not_retried_every_step():
+    # A sample_batch the model cannot run once made profile() -- two runs of
+    # the model, forward + backward -- start again at every step of the loop.
+    model = linear()
+    calls = []
+    model.register_forward_pre_hook(lambda module, args: calls.append(args[0].shape[-1]))
+    opt = wrap(model, sample_batch=torch.ones(BATCH, IN + 1), count_every=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            with opt.track_step():
+                loss_of(model).backward()
+            opt.step()
+    assert calls.count(IN + 1) == 1     # tried once (it fails in the first forward)
+    assert calls.count(IN) == 3         # the training steps themselves
+    assert len([w for w in caught if "profiling sample_batch failed" in str(w.message)]) == 1
+
+
 def test_hfu_backward_factor_overrides_executed_flops():
     model = linear()
     opt = wrap(model, hfu_backward_factor=3.0)

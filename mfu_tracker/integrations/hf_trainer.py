@@ -83,8 +83,6 @@ def _guarded(hook: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-
-
 class _Step:
     """What one optimizer step did: counted FLOPs and its micro-batches' inputs."""
 

@@ -113,10 +113,12 @@ static void test_cpu_timer(void)
     CHECK(t == 0.0);
     CHECK(mfu_timer_elapsed_s(timer, m0, m1, MFU_WAIT_NEVER, &short_s) == MFU_OK);
     CHECK(mfu_timer_elapsed_s(timer, m1, m2, MFU_WAIT_NEVER, &long_s) == MFU_OK);
+    /* The lower bounds are what the sleeps guarantee: a stopped or slow
+     * clock, or the two intervals swapped, fails them. No bound between the
+     * two measured intervals: a loaded machine may stretch the 20 ms sleep
+     * past the 60 ms one. The upper bounds: a clock in the wrong unit. */
     CHECK(short_s >= 0.019 && short_s <= 2.0);
     CHECK(long_s >= 0.059 && long_s <= 2.0);
-    /* A clock that does not advance with real time cannot order these. */
-    CHECK(long_s > short_s + 0.030);
     CHECK(mfu_timer_elapsed_s(timer, m2, m0, MFU_WAIT_NEVER, &t) == MFU_OK);
     CHECK(t < 0.0);
     CHECK(mfu_timer_flush(timer) == MFU_OK);
