@@ -17,10 +17,12 @@ def check_optional_number(value: Any, argument: str, low: float) -> Optional[flo
     return float(value)
 
 
-def check_int(value: Any, argument: str, low: int) -> int:
-    """``value``: an int (not a bool) >= ``low``."""
+def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
+    """``value``: an int (not a bool) >= ``low`` (and <= ``high`` if given)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
+    if high is not None and not low <= value <= high:
+        raise ValueError(f"{argument} must be between {low} and {high}, got {value!r}")
     if value < low:
         raise ValueError(f"{argument} must be >= {low}, got {value!r}")
     return value

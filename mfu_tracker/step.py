@@ -20,6 +20,7 @@ import warnings
 from typing import Any, Dict, Optional, Union
 
 from . import _C
+from ._checks import check_int, check_optional_number
 from . import distributed as _distributed
 from .distributed import DistributedFigures, RankFigures
 from .gpu import GPUSpec
@@ -36,36 +37,17 @@ from .tracker import (
 __all__ = ["Tracker"]
 
 
-def _count(value: Any, argument: str) -> Optional[float]:
-    """A FLOP / byte count per step: None, or a finite number >= 0."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{argument} must be a number or None, not {type(value).__name__}")
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{argument} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
 def _override(value: Any, argument: str) -> Optional[float]:
     """A window total given at logging time: None, a finite number >= 0, or
     NaN (unknown) after one warning for anything else."""
     if value is None:
         return None
     try:
-        return _count(value, argument)
+        return check_optional_number(value, argument, 0)
     except (TypeError, ValueError) as exc:
         warnings.warn(f"mfu_tracker: Tracker.aggregate(): {exc}; the figures using it are "
                       f"left out", RuntimeWarning, stacklevel=4)
         return math.nan
-
-
-def _int(value: Any, argument: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int, not {type(value).__name__}")
-    if not low <= value <= high:
-        raise ValueError(f"{argument} must be between {low} and {high}, got {value!r}")
-    return value
 
 
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
@@ -264,18 +246,18 @@ class Tracker(_C.StepTracker):
         context_parallel: int = 1,
         pipeline_parallel: int = 1,
     ) -> None:
-        model_flops = _count(flops_per_step, "flops_per_step")
-        executed_flops = _count(executed_flops_per_step, "executed_flops_per_step")
-        bytes_per_step = _count(param_bytes, "param_bytes")
-        window = _int(window, "window", 1, 1 << 24)
-        warmup = _int(warmup, "warmup", 0, 10**12)
-        num_gpus = _int(num_gpus, "num_gpus", 1, 10**9)
+        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
+        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
+        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        window = check_int(window, "window", 1, 1 << 24)
+        warmup = check_int(warmup, "warmup", 0, 10**12)
+        num_gpus = check_int(num_gpus, "num_gpus", 1, 10**9)
         model_parallel = 1
         for value, argument in ((tensor_parallel, "tensor_parallel"),
                                 (sequence_parallel, "sequence_parallel"),
                                 (context_parallel, "context_parallel"),
                                 (pipeline_parallel, "pipeline_parallel")):
-            model_parallel *= _int(value, argument, 1, 10**6)
+            model_parallel *= check_int(value, argument, 1, 10**6)
         if num_gpus * model_parallel > 10**9:
             raise ValueError(f"num_gpus x the parallel degrees must be at most 10**9, "
                              f"got {num_gpus * model_parallel}")
