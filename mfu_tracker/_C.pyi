@@ -4,6 +4,18 @@ from typing import Any, Literal, Optional, Sequence
 
 __version__: str
 
+# ---- module.c: the bounds of csrc/core/mfu_limits.h --------------------------
+
+LIMIT_WINDOW_MAX: int
+LIMIT_WARMUP_MAX: int
+LIMIT_NUM_GPUS_MAX: int
+LIMIT_PARALLEL_DEGREE_MAX: int
+LIMIT_TIMER_SIZE_MAX: int
+LIMIT_TIMER_EVENTS_INITIAL_DEFAULT: int
+LIMIT_TIMER_EVENTS_MAX_DEFAULT: int
+LIMIT_TIMER_HISTORY_DEFAULT: int
+LIMIT_COUNTERS_MAX: int
+
 # ---- py_gpu_specs.c ----------------------------------------------------------
 
 def lookup_gpu_spec(

@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 import torch
 
 from . import _C
-from ._checks import check_int, check_optional_number
+from ._validate import check_int, check_optional_number
 from ._dtypes import normalize_dtype
 from .flops import param_bytes as _param_bytes
 from .gpu import GPUSpec

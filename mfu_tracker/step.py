@@ -20,7 +20,14 @@ import warnings
 from typing import Any, Dict, Optional, Union
 
 from . import _C
-from ._checks import check_int, check_optional_number
+from ._validate import (
+    NUM_GPUS_MAX,
+    PARALLEL_DEGREE_MAX,
+    WARMUP_MAX,
+    WINDOW_MAX,
+    check_int,
+    check_optional_number,
+)
 from . import distributed as _distributed
 from .distributed import DistributedFigures, RankFigures
 from .gpu import GPUSpec
@@ -249,16 +256,16 @@ class Tracker(_C.StepTracker):
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
         executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
-        window = check_int(window, "window", 1, 1 << 24)
-        warmup = check_int(warmup, "warmup", 0, 10**12)
-        num_gpus = check_int(num_gpus, "num_gpus", 1, 10**9)
+        window = check_int(window, "window", 1, WINDOW_MAX)
+        warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
+        num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
         model_parallel = 1
         for value, argument in ((tensor_parallel, "tensor_parallel"),
                                 (sequence_parallel, "sequence_parallel"),
                                 (context_parallel, "context_parallel"),
                                 (pipeline_parallel, "pipeline_parallel")):
-            model_parallel *= check_int(value, argument, 1, 10**6)
-        if num_gpus * model_parallel > 10**9:
+            model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
+        if num_gpus * model_parallel > NUM_GPUS_MAX:
             raise ValueError(f"num_gpus x the parallel degrees must be at most 10**9, "
                              f"got {num_gpus * model_parallel}")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)

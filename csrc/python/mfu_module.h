@@ -15,6 +15,8 @@
 #include <Python.h>
 
 #include "../core/mfu_core.h"
+#include "../core/mfu_limits.h"
+#include "py_args.h"
 
 /* Per-module state (multi-phase init: no C globals hold Python objects). */
 typedef struct mfu_module_state {
@@ -93,10 +95,6 @@ typedef struct mfu_py_block {
     double start_s;     /* time of the start mark once seen; NaN before */
     double elapsed_s;   /* GPU seconds once resolved */
 } mfu_py_block;
-
-/* A raw stream handle: an int in [0, 2**64). -1 with TypeError/ValueError
- * naming `argument` otherwise. */
-int mfu_py_stream_arg(PyObject *obj, const char *argument, uintptr_t *out);
 
 /* The clock's name: "cpu", "cuda" or "hip". */
 const char *mfu_py_clock_name(mfu_clock_kind clock);

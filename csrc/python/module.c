@@ -59,29 +59,32 @@ PyObject *mfu_py_float_or_none(double value)
     return PyFloat_FromDouble(value);
 }
 
-int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,
-                      double *out)
+/* The bounds of core/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
+ * layer validates with these, never with a literal of its own. */
+static int add_limits(PyObject *module)
 {
-    if (obj == Py_None && allow_none) {
-        *out = NAN;
-        return 0;
-    }
-    /* bool is an int subclass; True as a FLOP count is a bug, not a 1. */
-    if (PyBool_Check(obj) || !(PyLong_Check(obj) || PyFloat_Check(obj))) {
-        PyErr_Format(PyExc_TypeError, "%s must be a number%s, not %.80s",
-                     argument, allow_none ? " or None" : "",
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    *out = PyFloat_AsDouble(obj);
-    if (*out == -1.0 && PyErr_Occurred())
-        return -1; /* an int too large for a double */
-    /* NaN is the core's "unknown"; from a caller it is a bad value (None
-     * says unknown), so it must not slip through as "not given". */
-    if (isnan(*out)) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be a finite number, got nan");
-        return -1;
+    static const struct {
+        const char *name;
+        unsigned long long value;
+    } limits[] = {
+        {"LIMIT_WINDOW_MAX", MFU_WINDOW_MAX},
+        {"LIMIT_WARMUP_MAX", MFU_WARMUP_MAX},
+        {"LIMIT_NUM_GPUS_MAX", MFU_NUM_GPUS_MAX},
+        {"LIMIT_PARALLEL_DEGREE_MAX", MFU_PARALLEL_DEGREE_MAX},
+        {"LIMIT_TIMER_SIZE_MAX", MFU_TIMER_SIZE_MAX},
+        {"LIMIT_TIMER_EVENTS_INITIAL_DEFAULT", MFU_TIMER_EVENTS_INITIAL_DEFAULT},
+        {"LIMIT_TIMER_EVENTS_MAX_DEFAULT", MFU_TIMER_EVENTS_MAX_DEFAULT},
+        {"LIMIT_TIMER_HISTORY_DEFAULT", MFU_TIMER_HISTORY_DEFAULT},
+        {"LIMIT_COUNTERS_MAX", MFU_COUNTERS_MAX},
+    };
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);
+        if (value == NULL)
+            return -1;
+        int rc = PyModule_AddObjectRef(module, limits[i].name, value);
+        Py_DECREF(value);
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
@@ -89,6 +92,8 @@ int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,
 static int mfu_module_exec(PyObject *module)
 {
     if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0)
+        return -1;
+    if (add_limits(module) < 0)
         return -1;
     if (mfu_py_track_exec(module) < 0)
         return -1;

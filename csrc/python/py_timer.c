@@ -61,31 +61,6 @@ static int clock_arg(PyObject *obj, mfu_clock_kind *out)
     return 0;
 }
 
-int mfu_py_stream_arg(PyObject *obj, const char *argument, uintptr_t *out)
-{
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError,
-                     "%s must be a raw stream handle (int), not %.80s",
-                     argument, Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    unsigned long long value = PyLong_AsUnsignedLongLong(obj);
-    if (value == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError,
-                     "%s must be a stream handle in [0, 2**64), got %R",
-                     argument, obj);
-        return -1;
-    }
-    if (value > (unsigned long long)UINTPTR_MAX) {
-        PyErr_Format(PyExc_ValueError, "%s does not fit a pointer: %R",
-                     argument, obj);
-        return -1;
-    }
-    *out = (uintptr_t)value;
-    return 0;
-}
-
 /* Take `lock`; if another thread holds it (waiting on the GPU with the GIL
  * released), wait for it without holding the GIL. */
 static void lock_acquire(PyThread_type_lock lock)

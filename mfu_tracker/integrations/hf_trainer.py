@@ -58,7 +58,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, TypeVar
 
 from transformers import TrainerCallback
 
-from .._checks import check_int, check_optional_number
+from .._validate import check_int, check_optional_number
 from .._dtypes import normalize_dtype
 from ..gpu import GPUSpec
 from ..tracker import _check_clock, _check_peak_tflops

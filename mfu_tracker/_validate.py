@@ -1,9 +1,24 @@
-"""Argument checks shared by the integrations: each names the argument in
-its error (TypeError for a wrong type, ValueError for a value out of range)."""
+"""The one validation vocabulary of the Python layer.
+
+Every public function and constructor checks its arguments with these
+helpers, so a bad value gets the same kind of error everywhere, naming the
+argument: ``TypeError`` for a wrong type, ``ValueError`` for a value out of
+range. Bounds are the C core's (``csrc/core/mfu_limits.h``, exported as
+``_C.LIMIT_*``); none is written here.
+"""
 from __future__ import annotations
 
 import math
 from typing import Any, Optional
+
+from . import _C
+
+#: Bounds shared with the C core (csrc/core/mfu_limits.h).
+WINDOW_MAX: int = _C.LIMIT_WINDOW_MAX
+WARMUP_MAX: int = _C.LIMIT_WARMUP_MAX
+NUM_GPUS_MAX: int = _C.LIMIT_NUM_GPUS_MAX
+PARALLEL_DEGREE_MAX: int = _C.LIMIT_PARALLEL_DEGREE_MAX
+COUNTERS_MAX: int = _C.LIMIT_COUNTERS_MAX
 
 
 def check_optional_number(value: Any, argument: str, low: float) -> Optional[float]:

@@ -1,0 +1,40 @@
+/*
+ * mfu_limits.h -- every bound the library puts on a size or a count, in one
+ * place. The core checks against these, the CPython bindings export them as
+ * _C constants (LIMIT_<NAME>), and the Python layer validates with those
+ * constants: a bound is never written twice.
+ *
+ * Why each bound exists:
+ *   MFU_WINDOW_MAX        a window's ring is allocated up front; 2^24 steps
+ *                         (16.8 M) keeps it below 1 GiB and every index
+ *                         product in 32 bits.
+ *   MFU_WARMUP_MAX        warm-up steps; 10^12 is far past any run and keeps
+ *                         counts exact in a double.
+ *   MFU_NUM_GPUS_MAX      devices behind one figure (num_gpus, and num_gpus
+ *                         x the model-parallel degrees); 10^9 keeps the
+ *                         product exact in an int.
+ *   MFU_PARALLEL_DEGREE_MAX  one model-parallel degree (tensor, sequence,
+ *                         context, pipeline).
+ *   MFU_TIMER_SIZE_MAX    a mark timer's pool and history (events_*,
+ *                         history); same reason as the window.
+ *   MFU_TIMER_EVENTS_INITIAL_DEFAULT / _MAX_DEFAULT / MFU_TIMER_HISTORY_DEFAULT
+ *                         a timer's default pool start, pool cap and history.
+ *   MFU_COUNTERS_MAX      FLOP counters active at once in a process (each
+ *                         takes one observer slot; nested counters count).
+ */
+#ifndef MFU_LIMITS_H
+#define MFU_LIMITS_H
+
+#define MFU_WINDOW_MAX (1u << 24)
+#define MFU_WARMUP_MAX 1000000000000ULL
+#define MFU_NUM_GPUS_MAX 1000000000
+#define MFU_PARALLEL_DEGREE_MAX 1000000
+
+#define MFU_TIMER_SIZE_MAX (1u << 24)
+#define MFU_TIMER_EVENTS_INITIAL_DEFAULT 16u
+#define MFU_TIMER_EVENTS_MAX_DEFAULT 1024u
+#define MFU_TIMER_HISTORY_DEFAULT 1024u
+
+#define MFU_COUNTERS_MAX 8
+
+#endif /* MFU_LIMITS_H */
