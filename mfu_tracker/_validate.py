@@ -41,3 +41,18 @@ def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -
     if value < low:
         raise ValueError(f"{argument} must be >= {low}, got {value!r}")
     return value
+
+
+def check_device(device: Any, argument: str = "device") -> Any:
+    """``device`` (a torch.device, "cuda:1"-style str or CUDA index) as a
+    torch.device; TypeError / ValueError naming ``argument`` otherwise."""
+    import torch
+
+    if isinstance(device, torch.device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        raise TypeError(f"{argument} must be a torch.device, str, int or None, not {type(device).__name__}")
+    try:
+        return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+    except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
+        raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None

@@ -342,6 +342,21 @@ class FlopCounter:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        self.stop()
+        return False
+
+    def stop(self, *, warn: bool = True) -> str | None:
+        """End the active block (what leaving the ``with`` block does).
+
+        Returns the message about the op calls of this block that could not
+        be counted (None when every call was counted), and warns with it
+        (``RuntimeWarning``) only when ``warn`` is true: an integration that
+        opens a counter every step passes ``warn=False`` and warns once per
+        run instead.
+
+        Raises ``RuntimeError`` when the counter is not active or the calling
+        thread did not enter it.
+        """
         if self._handle is None:
             raise RuntimeError("this FlopCounter is not active")
         if threading.get_ident() != self._thread:
@@ -358,12 +373,13 @@ class FlopCounter:
                 self._totals["first_error"] = self._hook_error
             self._hook_error = None
         new_errors = self._totals["errors"] - errors_before
-        if new_errors:
-            warnings.warn(
-                f"mfu_tracker.FlopCounter: {new_errors} op call(s) could not be counted and are "
-                f"missing from the totals (first: {self._totals['first_error']})",
-                RuntimeWarning, stacklevel=2)
-        return False
+        if not new_errors:
+            return None
+        message = (f"{new_errors} op call(s) could not be counted and are missing from the "
+                   f"totals (first: {self._totals['first_error']})")
+        if warn:
+            warnings.warn(f"mfu_tracker.FlopCounter: {message}", RuntimeWarning, stacklevel=3)
+        return message
 
     def reset(self) -> None:
         """Zero every count (also while active)."""
@@ -579,22 +595,6 @@ class FlopCounter:
                 f"executed_flops={self.executed_flops:,}, causal_attention={self.causal_attention!r})")
 
 
-def _exit_for_integration(counter: FlopCounter) -> str | None:
-    """Exit ``counter`` (on its thread) and return its "could not be counted"
-    warning instead of emitting it, so an integration that opens a counter
-    every step can warn once per run rather than once per step."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        counter.__exit__(None, None, None)
-    message = None
-    for w in caught:
-        if message is None and issubclass(w.category, RuntimeWarning) and "could not be counted" in str(w.message):
-            message = str(w.message).replace("mfu_tracker.FlopCounter: ", "FlopCounter: ", 1)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return message
-
-
 def _module_path(name: str) -> list[str]:
     """``"Root.layers.3.mlp"`` -> ``["Root", "layers.3", "mlp"]`` (an index
     belongs to the container name before it)."""
@@ -714,9 +714,9 @@ def _run_profile(model: Any, args: Any, kwargs: Any, with_backward: bool,
         raise TypeError(f"with_backward must be a bool, not {type(with_backward).__name__}")
     call_args, call_kwargs = _normalize_batch(args, kwargs)
     if device is not None:
-        from .gpu import _torch_device
+        from ._validate import check_device
 
-        target = _torch_device(device)
+        target = check_device(device)
     else:
         target = _model_device(model)
     run: Callable[[], Any]

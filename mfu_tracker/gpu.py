@@ -26,6 +26,7 @@ from typing import Any, Optional, Union
 
 from . import _C
 from ._dtypes import DTYPE_NAMES, normalize_dtype
+from ._validate import check_device
 
 __all__ = [
     "GPUSpec",
@@ -256,21 +257,6 @@ def _unknown_spec(name: str, **kwargs: Any) -> GPUSpec:
     return GPUSpec(name=name, source="unknown", peak_flops_by_dtype={}, **kwargs)
 
 
-def _torch_device(device: Any, argument: str = "device") -> Any:
-    """``device`` (a torch.device, "cuda:1"-style str or CUDA index) as a
-    torch.device; TypeError / ValueError naming ``argument`` otherwise."""
-    import torch
-
-    if isinstance(device, torch.device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, (str, int)):
-        raise TypeError(f"{argument} must be a torch.device, str, int or None, not {type(device).__name__}")
-    try:
-        return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
-        raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
-
-
 def get_gpu_spec(device: Any = None) -> GPUSpec:
     """The spec of ``device`` (default: the current CUDA/ROCm device, else the CPU).
 
@@ -286,7 +272,7 @@ def get_gpu_spec(device: Any = None) -> GPUSpec:
     if device is None:
         device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     else:
-        device = _torch_device(device)
+        device = check_device(device)
 
     if device.type != "cuda":
         spec = _unknown_spec(f"{device.type} device", citation="no datasheet peak for this device type")
@@ -385,7 +371,7 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
     duration = _check_positive(duration_s, "duration_s")
     if duration > 60:
         raise ValueError(f"duration_s must be <= 60 seconds, got {duration_s!r}")
-    dev = _torch_device(device)
+    dev = check_device(device)
     if name == "tf32" and dev.type != "cuda":
         raise ValueError("dtype: tf32 is measured on CUDA devices only")
     torch_dtype = getattr(torch, _TORCH_DTYPES[name])
@@ -438,7 +424,7 @@ def measured_gpu_spec(dtype: Any = "fp32", device: Any = "cpu") -> GPUSpec:
     import torch
 
     name = normalize_dtype(dtype)
-    dev = _torch_device(device)
+    dev = check_device(device)
     rate = measure_peak_flops(name, dev)
     if dev.type == "cuda":
         label = torch.cuda.get_device_name(dev)

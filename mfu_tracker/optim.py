@@ -527,11 +527,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
     def _exit_counter(self, counter: Any) -> None:
         """Exit the step's counter; ops it could not count warn once per run."""
-        from .counter import _exit_for_integration
-
-        problem = _exit_for_integration(counter)
+        problem = counter.stop(warn=False)
         if problem is not None:
-            self._warn_once("uncounted", f"{problem}; the MFU of such steps is low (not warned again)")
+            self._warn_once("uncounted", f"FlopCounter: {problem}; the MFU of such steps is low (not warned again)")
 
     def _adjust(self, flops: _Flops) -> _Flops:
         """Compiled models and the peer's HFU factors."""

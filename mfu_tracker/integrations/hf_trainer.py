@@ -165,9 +165,9 @@ class MFUCallback(TrainerCallback):
             raise TypeError(f"metric_prefix must be a str, not {type(metric_prefix).__name__}")
         self.metric_prefix = metric_prefix
         if device is not None:
-            from ..gpu import _torch_device
+            from .._validate import check_device
 
-            _torch_device(device)  # a bad device is a configuration error, raised now
+            check_device(device)  # a bad device is a configuration error, raised now
         self.device = device
         self.peak_tflops = None if peak_tflops is None else _check_peak_tflops(peak_tflops)
         if spec is not None and not isinstance(spec, GPUSpec):
@@ -389,11 +389,9 @@ class MFUCallback(TrainerCallback):
         counter, self._counter = self._counter, None
         if counter is None or self._step is None:
             return
-        from ..counter import _exit_for_integration
-
-        problem = _exit_for_integration(counter)
+        problem = counter.stop(warn=False)
         if problem is not None:  # every counted step would repeat it: once per run
-            self._warn_once("uncounted", f"{problem}; the MFU of such steps is low (not warned again)")
+            self._warn_once("uncounted", f"FlopCounter: {problem}; the MFU of such steps is low (not warned again)")
         model, executed, forward = (float(counter.model_flops), float(counter.executed_flops),
                                     float(counter.forward_flops))
         if executed > forward and model <= forward:
