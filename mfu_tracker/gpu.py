@@ -207,7 +207,7 @@ def lookup_gpu_spec(
     HBM3", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "AMD Instinct MI300X") or a
     table name ("H100 SXM"). The hints (``compute_capability``, ``num_sms`` --
     a MIG slice's own SM count --, ``total_memory_bytes``) disambiguate
-    variants; see csrc/core/gpu_specs.h for the rules.
+    variants; see csrc/core/gpu_lookup.h for the rules.
 
     Returns ``None`` (and warns once per distinct name) for an unknown or
     ambiguous device; a known row without sourced peaks (A10G) also warns

@@ -3,8 +3,12 @@
  *
  * Topics, one file pair each:
  *   mfu_status.h  status codes returned by every fallible function
- *   gpu_specs.h   the dense peak table (one row per device, datasheet cited)
- *                 and device lookup by name + compute capability + SMs + memory
+ *   dtypes.h      the compute dtypes a peak is given for, and their names
+ *   gpu_table.h   the dense peak table (one row per device, datasheet cited)
+ *   gpu_name.h    device-name normalisation (the token form lookups read)
+ *   gpu_lookup.h  device lookup by name + compute capability + SMs + memory,
+ *                 MIG slices and AMD partitions
+ *   peak_override.h  the MFU_TRACKER_PEAK_TFLOPS text (the user's own peak)
  *   flops.h       FLOP formulas: per-op (matmul, conv, attention) and analytic
  *                 transformer counts (6N, PaLM, per-matmul)
  *   timing.h      clocks (monotonic CPU clock; GPU events come with the driver)
@@ -17,7 +21,11 @@
 #define MFU_CORE_H
 
 #include "mfu_status.h"
-#include "gpu_specs.h"
+#include "dtypes.h"
+#include "gpu_table.h"
+#include "gpu_name.h"
+#include "gpu_lookup.h"
+#include "peak_override.h"
 #include "flops.h"
 #include "timing.h"
 #include "stats.h"

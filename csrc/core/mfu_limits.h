@@ -21,6 +21,15 @@
  *                         a timer's default pool start, pool cap and history.
  *   MFU_COUNTERS_MAX      FLOP counters active at once in a process (each
  *                         takes one observer slot; nested counters count).
+ *   MFU_GPU_NAME_MAX      bytes of a device name (without the NUL); the
+ *                         lookup never reads past MAX + 1 bytes of a name.
+ *                         Driver names are < 100 bytes; 256 leaves room.
+ *   MFU_GPU_CC_MAX        a CUDA compute capability's major or minor number
+ *                         (0..99): two digits, as the driver reports them.
+ *   MFU_DTYPE_NAME_MAX    bytes of a dtype name ("bf16"): any longer text
+ *                         is not a dtype and is not scanned further.
+ *   MFU_PEAK_OVERRIDE_MAX bytes of MFU_TRACKER_PEAK_TFLOPS: one number per
+ *                         dtype fits many times over.
  */
 #ifndef MFU_LIMITS_H
 #define MFU_LIMITS_H
@@ -36,5 +45,10 @@
 #define MFU_TIMER_HISTORY_DEFAULT 1024u
 
 #define MFU_COUNTERS_MAX 8
+
+#define MFU_GPU_NAME_MAX 256
+#define MFU_GPU_CC_MAX 99
+#define MFU_DTYPE_NAME_MAX 32
+#define MFU_PEAK_OVERRIDE_MAX 1024
 
 #endif /* MFU_LIMITS_H */

@@ -1,5 +1,6 @@
 /*
- * py_gpu_specs.c -- Python bindings for core/gpu_specs.h:
+ * py_gpu_specs.c -- Python bindings for the peak table and its lookup
+ * (core/gpu_table.h, gpu_lookup.h, gpu_name.h, peak_override.h, dtypes.h):
  *
  *   lookup_gpu_spec(name, cc_major=None, cc_minor=None, num_sms=None,
  *                   total_memory_bytes=None) -> dict | None

@@ -4,7 +4,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "gpu_specs.h"
+#include "dtypes.h"
+#include "gpu_lookup.h"
+#include "gpu_name.h"
+#include "gpu_table.h"
+#include "peak_override.h"
 
 #define GIB 1073741824ULL
 

@@ -5,7 +5,7 @@
  *
  * Input: flags u8, cc_major i32, cc_minor i32, num_sms i32, memory u64,
  * then the name (the rest). Flag bit 0 passes the name unterminated when
- * it is longer than MFU_GPU_NAME_MAX + 1 bytes (gpu_specs.h promises never
+ * it is longer than MFU_GPU_NAME_MAX + 1 bytes (gpu_name.h promises never
  * to read past that many bytes); bit 1 scales memory to GB.
  *
  * Properties:
@@ -21,7 +21,8 @@
 #include <math.h>
 
 #include "fuzz_input.h"
-#include "gpu_specs.h"
+#include "gpu_lookup.h"
+#include "gpu_name.h"
 
 static int has_token(const char *normalized, const char *token)
 {

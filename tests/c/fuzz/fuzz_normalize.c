@@ -19,7 +19,8 @@
  *    and then mfu_dtype_name() of the result equals it case-insensitively.
  */
 #include "fuzz_input.h"
-#include "gpu_specs.h"
+#include "dtypes.h"
+#include "gpu_name.h"
 
 static char lower(char c)
 {

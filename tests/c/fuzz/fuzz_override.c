@@ -18,7 +18,7 @@
 #include <math.h>
 
 #include "fuzz_input.h"
-#include "gpu_specs.h"
+#include "peak_override.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
