@@ -163,6 +163,7 @@ def _check_optional_int(value: Any, argument: str) -> Optional[int]:
 
 def _lookup(name: str, compute_capability: Any, num_sms: Any,
             total_memory_bytes: Any) -> Optional[GPUSpec]:
+    """The C lookup: every rule, display names included, lives there."""
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, not {type(name).__name__}")
     cc_major = cc_minor = None
@@ -174,12 +175,6 @@ def _lookup(name: str, compute_capability: Any, num_sms: Any,
         cc_major, cc_minor = compute_capability
     num_sms = _check_optional_int(num_sms, "num_sms")
     total_memory_bytes = _check_optional_int(total_memory_bytes, "total_memory_bytes")
-    if compute_capability is None and num_sms is None and total_memory_bytes is None:
-        # A table display name ("H100 SXM", "A100 PCIe 80GB") names its row.
-        wanted = name.strip().lower()
-        for row in _C.gpu_spec_table():
-            if row["name"].lower() == wanted:
-                return _spec_from_row(row)
     row = _C.lookup_gpu_spec(name, cc_major, cc_minor, num_sms, total_memory_bytes)
     return None if row is None else _spec_from_row(row)
 

@@ -130,6 +130,15 @@ def test_reference_values_from_table_names():
     assert lookup_gpu_spec("MI300X").peak_tflops("bf16") == pytest.approx(1307.4)
 
 
+def test_display_names_are_the_c_lookups_rule():
+    # rule 0 of csrc/core/gpu_lookup.h: the C lookup itself knows display names
+    for row in _C.gpu_spec_table():
+        assert _C.lookup_gpu_spec(row["name"])["name"] == row["name"]
+    assert _C.lookup_gpu_spec("  a100 PCIE 80gb\t")["name"] == "A100 PCIe 80GB"
+    # with a hint the token rules decide: 114 SMs is not the SXM part
+    assert _C.lookup_gpu_spec("H100 SXM", num_sms=114) is None
+
+
 def test_bandwidth_and_fields():
     # A100 datasheet: 80GB SXM 2,039 GB/s vs 80GB PCIe 1,935 GB/s
     sxm = lookup_gpu_spec("NVIDIA A100-SXM4-80GB")

@@ -178,6 +178,34 @@ static int row_fits(const mfu_gpu_spec *spec, const name_tokens *t,
     return 1;
 }
 
+/* ---- rule 0: a row's display name, given with no hint ----------------------- */
+
+static int no_hints(const mfu_device_query *q)
+{
+    return q->cc_major < 0 && q->cc_minor < 0 && q->num_sms < 0 &&
+           q->total_memory_bytes == 0;
+}
+
+/* The row whose display name `name` is (blanks around it ignored), or NULL. */
+static const mfu_gpu_spec *display_name_row(const char *name)
+{
+    size_t len = mfu_text_bounded_len(name, MFU_GPU_NAME_MAX + 1);
+    size_t i, n = mfu_gpu_spec_count();
+    const mfu_gpu_spec *spec;
+    while (len > 0 && mfu_text_is_space(*name)) {
+        name++;
+        len--;
+    }
+    while (len > 0 && mfu_text_is_space(name[len - 1]))
+        len--;
+    for (i = 0; i < n; i++) {
+        if (mfu_gpu_spec_get(i, &spec) == MFU_OK &&
+            mfu_text_span_equals(name, len, spec->name))
+            return spec;
+    }
+    return NULL;
+}
+
 /* ---- the lookup ------------------------------------------------------------- */
 
 static mfu_status check_query(const mfu_device_query *q)
@@ -223,6 +251,16 @@ mfu_status mfu_gpu_lookup(const mfu_device_query *query, mfu_gpu_match *out)
     if (st != MFU_OK)
         return st;
 
+    if (no_hints(query)) {
+        spec = display_name_row(query->name);
+        if (spec != NULL) {
+            c.spec = spec;
+            c.fraction = 1.0;
+            c.is_partition = 0;
+            found(out, &c);
+            return MFU_OK;
+        }
+    }
     split_tokens(&tokens);
 
     /* Three passes over the rows that fit, instead of a candidate list:

@@ -4,6 +4,9 @@
  * capability, SM/CU count and memory size.
  *
  * The rules, in order:
+ *   0. Display names. With no hint given, a name equal to a row's display
+ *      name ("H100 SXM", "a100 pcie 80gb"; ASCII case and surrounding
+ *      blanks ignored) is that row. This is how a user names a row by hand.
  *   1. Tokens, never substrings. The name is normalized (gpu_name.h). A row
  *      is a candidate when its model token is one of the name's tokens,
  *      none of its reject tokens is ("4080 super", "4090 d", "laptop" are

@@ -220,6 +220,50 @@ static void test_tricky_pairs(void)
     CHECK_FIND("NOT_FOUND", "H100100", -1, -1, -1, 0, NULL);
 }
 
+static int normalized_has_token(const char *name, const char *token)
+{
+    char out[MFU_GPU_NAME_MAX + 1];
+    const char *p = out;
+    size_t n = strlen(token);
+    if (mfu_gpu_normalize_name(name, out, sizeof out) != MFU_OK)
+        return 0;
+    for (;;) {
+        const char *end = strchr(p, ' ');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, token, n) == 0)
+            return 1;
+        if (end == NULL)
+            return 0;
+        p = end + 1;
+    }
+}
+
+static void test_display_names(void)
+{
+    size_t i;
+    const mfu_gpu_spec *s;
+    /* rule 0: with no hint, every row's display name is that row, and it
+     * carries the row's model token (what fuzz_lookup checks of a match) */
+    for (i = 0; i < mfu_gpu_spec_count(); i++) {
+        CHECK(mfu_gpu_spec_get(i, &s) == MFU_OK);
+        CHECK_FIND(s->name, s->name, -1, -1, -1, 0, NULL);
+        CHECK(normalized_has_token(s->name, s->model_token));
+    }
+    /* ASCII case and surrounding blanks do not matter */
+    CHECK_FIND("H100 PCIe", "  h100 PCIE\t", -1, -1, -1, 0, NULL);
+    CHECK_FIND("A100 PCIe 80GB", "a100 pcie 80gb", -1, -1, -1, 0, NULL);
+    CHECK_FIND("MI250X (per GCD)", "mi250x (PER gcd)", -1, -1, -1, 0, NULL);
+    /* with a hint the token rules decide: a display name never overrides
+     * what the driver reports */
+    CHECK_FIND("NOT_FOUND", "H100 SXM", 9, 0, 114, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "A100 SXM4 80GB", -1, -1, -1, 42505273344ULL, NULL);
+    CHECK_FIND("H100 PCIe", "H100 PCIe", 9, 0, 114, 0, NULL);
+    /* rows of one chip share one peaks constant */
+    CHECK(row("A100 SXM4 40GB")->dense_tflops == row("A800 PCIe 40GB")->dense_tflops);
+    CHECK(row("H100 SXM")->dense_tflops == row("GH200 144GB")->dense_tflops);
+    CHECK(row("A10G")->dense_tflops == NULL);
+}
+
 static void test_mig_and_partitions(void)
 {
     double f = 0.0;
@@ -333,6 +377,7 @@ int main(void)
     test_normalize();
     test_real_names();
     test_tricky_pairs();
+    test_display_names();
     test_mig_and_partitions();
     test_bad_queries();
     test_dtypes();

@@ -16,6 +16,8 @@
  *    1 unless a partition, every peak of the row finite and positive or
  *    absent; the row's model token is a token of the normalized name;
  *  - NOT_FOUND: spec NULL; >= 2 candidates means ambiguous;
+ *  - with no hint, a name equal to a row's display name (ASCII case and
+ *    blanks around it ignored) is OK with that row;
  *  - the same query twice gives the same answer (no hidden state).
  */
 #include <math.h>
@@ -38,6 +40,39 @@ static int has_token(const char *normalized, const char *token)
         p = end + 1;
     }
     return 0;
+}
+
+static char lower(char c)
+{
+    return (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
+}
+
+static int is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+           c == '\f';
+}
+
+/* The row whose display name `name` (len bytes) is, blanks and case aside. */
+static const mfu_gpu_spec *display_row(const char *name, size_t len)
+{
+    const mfu_gpu_spec *row;
+    while (len > 0 && is_space(*name)) {
+        name++;
+        len--;
+    }
+    while (len > 0 && is_space(name[len - 1]))
+        len--;
+    for (size_t i = 0; i < mfu_gpu_spec_count(); i++) {
+        size_t k = 0;
+        FUZZ_CHECK(mfu_gpu_spec_get(i, &row) == MFU_OK);
+        while (k < len && row->name[k] != '\0' &&
+               lower(name[k]) == lower(row->name[k]))
+            k++;
+        if (k == len && row->name[k] == '\0')
+            return row;
+    }
+    return NULL;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -104,6 +139,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(m.num_candidates >= 0);
         if (st == MFU_ERR_INVALID_ARGUMENT)
             FUZZ_CHECK(m.num_candidates == 0);
+    }
+
+    if (norm_st == MFU_OK && hints_ok && q.cc_major == -1 && q.cc_minor == -1 &&
+        q.num_sms == -1 && q.total_memory_bytes == 0) {
+        size_t name_len = 0;
+        while (name_len <= MFU_GPU_NAME_MAX && q.name[name_len] != '\0')
+            name_len++;
+        const mfu_gpu_spec *row = display_row(q.name, name_len);
+        if (row != NULL)
+            FUZZ_CHECK(st == MFU_OK && m.spec == row);
     }
 
     st2 = mfu_gpu_lookup(&q, &again);

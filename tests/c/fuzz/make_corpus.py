@@ -101,6 +101,11 @@ LOOKUP = [
     ("mi325x", lookup("AMD Instinct MI325X", (-1, -1), 304, 256 * GIB)),
     ("mi355x", lookup("AMD Instinct MI355X", (-1, -1), 256, 288 * GIB)),
     ("rocm_gfx_name", lookup("AMD Radeon Graphics gfx942", (-1, -1), 304)),
+    # display names (rule 0: no hint, case and blanks around ignored)
+    ("display_h100_sxm", lookup("H100 SXM")),
+    ("display_blanks_case", lookup(" \ta100 PCIE 80gb \r\n")),
+    ("display_mi250x_gcd", lookup("MI250X (per GCD)")),
+    ("display_with_hint", lookup("H100 SXM", (9, 0), 114)),
     # the rules' traps
     ("a10_not_a100", lookup("A10", (8, 0), 108)),
     ("b200_in_gb200", lookup("GB200")),
