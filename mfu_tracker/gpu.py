@@ -153,19 +153,10 @@ def gpu_spec_table() -> list[GPUSpec]:
     return [_spec_from_row(row) for row in _C.gpu_spec_table()]
 
 
-def _check_optional_int(value: Any, argument: str) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{argument} must be an int or None, not {type(value).__name__}")
-    return value
-
-
 def _lookup(name: str, compute_capability: Any, num_sms: Any,
             total_memory_bytes: Any) -> Optional[GPUSpec]:
-    """The C lookup: every rule, display names included, lives there."""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    """The C lookup (every rule, display names included, lives there); the C
+    binding checks ``name``, ``num_sms`` and ``total_memory_bytes``."""
     cc_major = cc_minor = None
     if compute_capability is not None:
         if (not isinstance(compute_capability, (tuple, list)) or len(compute_capability) != 2
@@ -173,8 +164,6 @@ def _lookup(name: str, compute_capability: Any, num_sms: Any,
                            for v in compute_capability)):
             raise TypeError("compute_capability must be a (major, minor) pair of ints or None")
         cc_major, cc_minor = compute_capability
-    num_sms = _check_optional_int(num_sms, "num_sms")
-    total_memory_bytes = _check_optional_int(total_memory_bytes, "total_memory_bytes")
     row = _C.lookup_gpu_spec(name, cc_major, cc_minor, num_sms, total_memory_bytes)
     return None if row is None else _spec_from_row(row)
 

@@ -126,6 +126,22 @@ int mfu_py_flag_arg(PyObject *obj, const char *argument, int *out)
     return -1;
 }
 
+int mfu_py_str_arg(PyObject *obj, const char *argument, const char **out)
+{
+    if (!PyUnicode_Check(obj))
+        return type_error(obj, argument, "a str");
+    Py_ssize_t size;
+    const char *text = PyUnicode_AsUTF8AndSize(obj, &size);
+    if (text == NULL)
+        return -1; /* lone surrogates: UnicodeEncodeError */
+    if ((Py_ssize_t)strlen(text) != size) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument, "contains a NUL character");
+        return -1;
+    }
+    *out = text;
+    return 0;
+}
+
 int mfu_py_choice_arg(PyObject *obj, const char *argument,
                       const mfu_py_choice *choices, int *out)
 {

@@ -43,6 +43,11 @@ int mfu_py_real_arg(PyObject *obj, const char *argument, unsigned flags,
 /* A bool (or the ints 0 / 1) into *out (0 or 1). */
 int mfu_py_flag_arg(PyObject *obj, const char *argument, int *out);
 
+/* A str with no NUL character into *out: its UTF-8, borrowed from `obj`
+ * (valid while `obj` lives). An embedded NUL is a ValueError: C would
+ * silently cut the text there. */
+int mfu_py_str_arg(PyObject *obj, const char *argument, const char **out);
+
 /* A named choice: a table of {name, value} ended by a NULL name. */
 typedef struct mfu_py_choice {
     const char *name;
