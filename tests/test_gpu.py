@@ -161,7 +161,6 @@ def test_bandwidth_and_fields():
     [
         ("NVIDIA H100", dict(num_sms=132, total_memory_bytes=int(79.6 * GIB)), "H100 SXM"),
         ("NVIDIA H100", dict(num_sms=114), "H100 PCIe"),
-        ("NVIDIA H100", dict(num_sms=132, total_memory_bytes=int(93.6 * GIB)), "H100 NVL"),
         ("NVIDIA H100", dict(num_sms=132), "H100 SXM"),  # documented default
         ("NVIDIA A10", {}, "A10"),
         ("NVIDIA L40", {}, "L40"),
@@ -171,6 +170,35 @@ def test_bandwidth_and_fields():
 )
 def test_disambiguation(name, hints, expected):
     assert lookup_gpu_spec(name, **hints).name == expected
+
+
+@pytest.mark.parametrize("hints", [{}, dict(num_sms=132), dict(total_memory_bytes=int(93.6 * GIB)),
+                                   dict(num_sms=132, total_memory_bytes=int(93.6 * GIB))])
+def test_bare_h100_never_matches_an_nvl_row(hints):
+    # issue 12: the NVL rows require "NVL" in the name; with the NVL's 94 GB the
+    # SXM part is out too (93.6 GiB / 80 GB = 1.256 > 1.25), so nothing matches
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in ("NVIDIA H100", "NVIDIA H100 80GB HBM3", "NVIDIA H100 94GB HBM3"):
+            spec = lookup_gpu_spec(name, compute_capability=(9, 0), **hints)
+            assert spec is None or "NVL" not in spec.name
+    assert lookup_gpu_spec("NVIDIA H100 NVL").name == "H100 NVL"
+
+
+def test_issue12_value_fixes():
+    # Blackwell datasheet per-GPU table: GB200 FP32 80, FP64 40 (NVL72 5,760 / 72, 2,880 / 72)
+    gb200 = lookup_gpu_spec("GB200")
+    assert gb200.peak_tflops("fp32") == pytest.approx(80.0)
+    assert gb200.peak_tflops("fp64") == pytest.approx(40.0)
+    # HGX B200 per GPU: 7.7 TB/s
+    assert lookup_gpu_spec("B200").peak_memory_bandwidth_tbs == pytest.approx(7.7)
+    # B300: no dense int8 figure published
+    assert not lookup_gpu_spec("B300").has_peak("int8")
+    # MI355X (AMD spec): 256 CUs x 128 x 2.4 GHz = 78.6 fp64, x 256 = 157.3 fp32, int8 = fp8 5033.2
+    mi355x = lookup_gpu_spec("MI355X")
+    assert mi355x.peak_tflops("fp64") == pytest.approx(78.6)
+    assert mi355x.peak_tflops("fp32") == pytest.approx(157.3)
+    assert mi355x.peak_tflops("int8") == pytest.approx(5033.2)
 
 
 def test_a10_is_not_a100_and_a10g_has_no_borrowed_numbers():

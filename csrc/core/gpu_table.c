@@ -185,33 +185,42 @@ static const char src_gh200[] =
 
 /* ---- NVIDIA Blackwell ---- */
 /* HGX B200 (8 GPUs): FP4 144 PF*, FP8/FP6 72 PF*, INT8 72 POPS*, FP16/BF16
- * 36 PF*, TF32 18 PF* (* sparse), FP32 600 TF, FP64 296 TF, 1.44 TB HBM3e,
- * 64 TB/s. Per GPU dense = total / 8 / 2: FP4 9000, FP8 4500, INT8 4500,
- * BF16 2250, TF32 1125; FP32 75, FP64 37; 180 GB, 8 TB/s. 148 SMs. */
+ * 36 PF*, TF32 18 PF* (* sparse), FP32 600 TF, FP64 296 TF, 1.44 TB HBM3e.
+ * Per GPU dense = total / 8 / 2: FP4 144000 / 8 / 2 = 9000, FP8 4500,
+ * INT8 4500, BF16 2250, TF32 1125; FP32 600 / 8 = 75, FP64 296 / 8 = 37;
+ * 180 GB. 148 SMs. Bandwidth: the Blackwell datasheet's per-GPU figure for
+ * HGX B200, 7.7 TB/s (the HGX page's 64 TB/s per board is 8 TB/s per GPU;
+ * the driver reports a 7680-bit bus: 7680 / 8 x 3996 MHz x 2 = 7.67 TB/s).
+ * The datasheet rounds TF32 to 2.2 PF sparse per GPU; 18 PF / 8 / 2 = 1125
+ * is kept. */
 static const char src_b200[] =
-    "NVIDIA HGX B200 specifications, https://www.nvidia.com/en-us/data-center/hgx/";
+    "NVIDIA HGX B200 specifications, https://www.nvidia.com/en-us/data-center/hgx/, and NVIDIA Blackwell datasheet (per-GPU table), https://nvdam.widen.net/s/wwnsxrhm2w/blackwell-datasheet-3384703";
 static const mfu_dense_tflops peaks_b200 = {
     .fp64 = 37.0, .fp32 = 75.0, .tf32 = 1125.0, .fp16 = 2250.0, .bf16 = 2250.0,
     .fp8 = 4500.0, .int8 = 4500.0, .fp4 = 9000.0};
-/* HGX B300 (8 GPUs): FP8 72 PF*, FP16/BF16 36 PF*, TF32 18 PF*, INT8 2
- * POPS* (* sparse), FP32 600 TF, FP64 10 TF, 2.3 TB HBM3e. Per GPU dense:
- * FP8 4500, BF16 2250, TF32 1125, INT8 2/8/2 = 0.125 POPS; FP32 75,
- * FP64 1.25; 288 GB. Dense FP4 (105, 108 or 112 PF per board in different
- * sources), bandwidth and SM count not verified: absent. */
+/* HGX B300 (8 GPUs): FP8 72 PF*, FP16/BF16 36 PF*, TF32 18 PF* (* sparse),
+ * FP32 600 TF, FP64 10 TF, 2.3 TB HBM3e. Per GPU dense: FP8 72000 / 8 / 2 =
+ * 4500, BF16 2250, TF32 1125; FP32 75, FP64 1.25; 288 GB. INT8: NVIDIA
+ * publishes only a sparse board figure (2 POPS*) and no dense one: absent.
+ * Dense FP4 (105, 108 or 112 PF per board in different sources), bandwidth
+ * and SM count not verified: absent. */
 static const char src_b300[] =
     "NVIDIA HGX B300 specifications, https://www.nvidia.com/en-us/data-center/hgx/";
 static const mfu_dense_tflops peaks_b300 = {
     .fp64 = 1.25, .fp32 = 75.0, .tf32 = 1125.0, .fp16 = 2250.0, .bf16 = 2250.0,
-    .fp8 = 4500.0, .int8 = 125.0};
+    .fp8 = 4500.0};
 /* GB200 NVL72 (72 GPUs): FP4 1,440 PF*, FP8/FP6 720 PF*, INT8 720 POPS*,
- * FP16/BF16 360 PF*, TF32 180 PF* (* sparse), FP32 6,480 TF, FP64 3,240 TF,
- * 13.4 TB HBM3e, 576 TB/s. Per GPU = total / 72 (/ 2 for sparse):
- * FP4 10000, FP8 5000, INT8 5000, BF16 2500, TF32 1250, FP32 90, FP64 45;
- * 186 GB, 8 TB/s. SM count not verified. */
+ * FP16/BF16 360 PF*, TF32 180 PF* (* sparse), 13.4 TB HBM3e, 576 TB/s.
+ * Per GPU = total / 72 (/ 2 for sparse): FP4 1440000 / 72 / 2 = 10000,
+ * FP8 5000, INT8 5000, BF16 2500, TF32 1250; 186 GB, 8 TB/s. FP32 and FP64
+ * are the Blackwell datasheet's per-GPU figures for GB200 NVL72: FP32 80,
+ * FP64 / FP64 tensor 40 (the NVL72 page's 5,760 and 2,880 TF per rack / 72;
+ * launch-era pages gave 6,480 and 3,240 per rack, i.e. 90 and 45).
+ * SM count not verified. */
 static const char src_gb200[] =
-    "NVIDIA GB200 NVL72 specifications (per GPU = rack / 72), https://www.nvidia.com/en-us/data-center/gb200-nvl72/";
+    "NVIDIA GB200 NVL72 specifications (per GPU = rack / 72), https://www.nvidia.com/en-us/data-center/gb200-nvl72/, and NVIDIA Blackwell datasheet (per-GPU table), https://nvdam.widen.net/s/wwnsxrhm2w/blackwell-datasheet-3384703";
 static const mfu_dense_tflops peaks_gb200 = {
-    .fp64 = 45.0, .fp32 = 90.0, .tf32 = 1250.0, .fp16 = 2500.0, .bf16 = 2500.0,
+    .fp64 = 40.0, .fp32 = 80.0, .tf32 = 1250.0, .fp16 = 2500.0, .bf16 = 2500.0,
     .fp8 = 5000.0, .int8 = 5000.0, .fp4 = 10000.0};
 /* GB300 NVL72 (72 GPUs): FP4 1,440 PF* | 1,080 PF dense, FP8 720 PF*,
  * FP16/BF16 360 PF*, TF32 180 PF*, 20 TB HBM3e (288 GB per GPU), 576 TB/s.
@@ -277,12 +286,14 @@ static const mfu_dense_tflops peaks_mi300a = {
 /* MI355X: 256 CUs (ROCm GPU specifications), FP8 8192 FLOP/clock/CU (AMD,
  * ISSCC 2026) at 2400 MHz: 256 x 8192 x 2.4e9 = 5033.2 TFLOP/s ("5 PF");
  * FP16/BF16 half of that, 2516.6 ("2.5 PF"); MXFP4 twice, 10066.3
- * ("10 PF"). 288 GB HBM3E, 8 TB/s. FP64, FP32, INT8 not verified: absent.
- * CDNA 4 drops TF32. */
+ * ("10 PF"). AMD's spec: FP64 vector/matrix 78.6 (256 x 128 x 2.4e9 =
+ * 78.64), FP32 157.3 (256 x 256 x 2.4e9 = 157.29), INT8 5033.2 (the FP8
+ * rate). 288 GB HBM3E, 8 TB/s. CDNA 4 drops TF32. */
 static const char src_mi355x[] =
     "AMD Instinct MI355X accelerator datasheet and CDNA 4 whitepaper, https://www.amd.com/en/products/accelerators/instinct/mi350/mi355x.html";
 static const mfu_dense_tflops peaks_mi355x = {
-    .fp16 = 2516.6, .bf16 = 2516.6, .fp8 = 5033.2, .fp4 = 10066.3};
+    .fp64 = 78.6, .fp32 = 157.3, .fp16 = 2516.6, .bf16 = 2516.6, .fp8 = 5033.2,
+    .int8 = 5033.2, .fp4 = 10066.3};
 
 /* ================================ the rows ================================ */
 
@@ -424,6 +435,7 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .dense_tflops = &peaks_gh100_pcie, .source = src_h100_pcie},
     {.name = "H100 NVL", .vendor = "NVIDIA", .architecture = "Hopper",
      .model_token = "h100", .variant_tokens = "nvl 94gb hbm3", .reject_tokens = "",
+     .required_token = "nvl", /* a bare "NVIDIA H100" is never an NVL */
      .cc_major = 9, .cc_minor = 0, .num_sms = 132,
      .memory_bytes = 94 * GB, .memory_bandwidth_bytes_per_sec = 3.9e12,
      .dense_tflops = &peaks_gh100_nvl, .source = src_h100_nvl},
@@ -466,7 +478,7 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
     {.name = "B200", .vendor = "NVIDIA", .architecture = "Blackwell",
      .model_token = "b200", .variant_tokens = "sxm6 180gb hbm3e", .reject_tokens = "",
      .cc_major = 10, .cc_minor = 0, .num_sms = 148,
-     .memory_bytes = 180 * GB, .memory_bandwidth_bytes_per_sec = 8.0e12,
+     .memory_bytes = 180 * GB, .memory_bandwidth_bytes_per_sec = 7.7e12,
      .dense_tflops = &peaks_b200, .source = src_b200},
     {.name = "B300", .vendor = "NVIDIA", .architecture = "Blackwell Ultra",
      .model_token = "b300", .variant_tokens = "sxm6 288gb hbm3e", .reject_tokens = "",

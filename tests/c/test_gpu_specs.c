@@ -120,6 +120,26 @@ static void test_reference_values(void)
     CHECK(mfu_gpu_spec_peak_tflops(NULL, MFU_DTYPE_FP16, NULL) == MFU_ERR_INVALID_ARGUMENT);
 }
 
+static void test_issue12_values(void)
+{
+    /* Blackwell datasheet, GB200 NVL72 per GPU: FP32 80, FP64 40
+     * (NVL72 page: 5,760 / 72 = 80 and 2,880 / 72 = 40) */
+    CHECK_NEAR(peak("GB200", MFU_DTYPE_FP32), 80.0, 1e-9);
+    CHECK_NEAR(peak("GB200", MFU_DTYPE_FP64), 40.0, 1e-9);
+    CHECK_NEAR(peak("GB200", MFU_DTYPE_BF16), 2500.0, 1e-9); /* 360 PF* / 72 / 2 */
+    /* Blackwell datasheet, HGX B200 per GPU: 7.7 TB/s */
+    CHECK_NEAR(row("B200")->memory_bandwidth_bytes_per_sec, 7.7e12, 1.0);
+    /* HGX B300: no dense INT8 figure is published */
+    CHECK(peak("B300", MFU_DTYPE_INT8) < 0.0);
+    CHECK_NEAR(peak("B300", MFU_DTYPE_FP8), 4500.0, 1e-9); /* 72 PF* / 8 / 2 */
+    /* MI355X: 256 CUs at 2.4 GHz; FP64 256 x 128 x 2.4e9 = 78.64e12,
+     * FP32 256 x 256 x 2.4e9 = 157.29e12, INT8 = FP8 = 256 x 8192 x 2.4e9 */
+    CHECK_NEAR(peak("MI355X", MFU_DTYPE_FP64), 78.6, 1e-9);
+    CHECK_NEAR(peak("MI355X", MFU_DTYPE_FP32), 157.3, 1e-9);
+    CHECK_NEAR(peak("MI355X", MFU_DTYPE_INT8), 5033.2, 1e-9);
+    CHECK_NEAR(256.0 * 8192.0 * 2.4e9 / 1e12, 5033.2, 0.05);
+}
+
 static void test_normalize(void)
 {
     char out[MFU_GPU_NAME_MAX + 1];
@@ -206,7 +226,12 @@ static void test_tricky_pairs(void)
     /* bare names: SMs and memory decide */
     CHECK_FIND("H100 SXM", "NVIDIA H100", 9, 0, 132, 85520809984ULL, NULL);
     CHECK_FIND("H100 PCIe", "NVIDIA H100", 9, 0, 114, 0, NULL);
-    CHECK_FIND("H100 NVL", "NVIDIA H100", 9, 0, 132, 100485038080ULL, NULL);
+    /* issue 12: a bare "NVIDIA H100" (no "NVL") is never the NVL row, even
+     * with the NVL's memory: 100485038080 / 80e9 = 1.256 > 1.25 rules the
+     * SXM out, so nothing fits */
+    CHECK_FIND("NOT_FOUND", "NVIDIA H100", 9, 0, 132, 100485038080ULL, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA H100 94GB HBM3", 9, 0, 132, 100485038080ULL, NULL);
+    CHECK_FIND("H100 NVL", "NVIDIA H100 NVL", -1, -1, -1, 0, NULL);
     CHECK_FIND("H100 SXM", "NVIDIA H100", 9, 0, 132, 0, NULL); /* default rule */
     CHECK_FIND("AMBIGUOUS", "NVIDIA H100", -1, -1, -1, 0, NULL);
     CHECK_FIND("AMBIGUOUS", "NVIDIA A100", -1, -1, -1, 0, NULL);
@@ -374,6 +399,7 @@ int main(void)
 {
     test_table_integrity();
     test_reference_values();
+    test_issue12_values();
     test_normalize();
     test_real_names();
     test_tricky_pairs();
