@@ -107,6 +107,41 @@ REAL_DEVICES = [
     # MI250X datasheet: 383 bf16 per OAM / 2 GCDs = 191.5
     ("AMD Instinct MI250X/MI250", None, 110, 64.0 * GIB, "MI250X (per GCD)", "bf16", 191.5),
     ("AMD Instinct MI250X", None, 110, 64.0 * GIB, "MI250X (per GCD)", "fp64", 47.85),
+    # ---- rows added by issue 12 ----
+    # A30 datasheet: 165 bf16 dense (330 sparse); 56 SMs x 2048 FLOP/clk x 1.44 GHz = 165.2e12
+    ("NVIDIA A30", (8, 0), 56, 23.5 * GIB, "A30", "bf16", 165.0),
+    # A30 datasheet: 82 tf32 dense (165 sparse), 10.3 fp64 tensor
+    ("NVIDIA A30", (8, 0), 56, 23.5 * GIB, "A30", "tf32", 82.0),
+    # L20 partner sheets: 59.8 fp32 : 119.5 bf16 : 239 fp8, the L40's dense 1 : 2 : 4
+    ("NVIDIA L20", (8, 9), 92, 44.5 * GIB, "L20", "bf16", 119.5),
+    ("NVIDIA L20", (8, 9), 92, 44.5 * GIB, "L20", "fp8", 239.0),
+    # RTX 6000 Ada datasheet: 1457.0 fp8 sparse / 2 = 728.5; bf16 half of fp8 = 364.2
+    ("NVIDIA RTX 6000 Ada Generation", (8, 9), 142, 48.0 * GIB, "RTX 6000 Ada Generation",
+     "bf16", 364.2),
+    ("NVIDIA RTX 6000 Ada Generation", (8, 9), 142, 48.0 * GIB, "RTX 6000 Ada Generation",
+     "fp8", 728.5),
+    # RTX PRO 6000 Blackwell datasheet: 4000 AI TOPS (fp4 sparse) / 2 = 2000; bf16 2000 / 4 = 500
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", (12, 0), 188, 97886 * 2**20,
+     "RTX PRO 6000 Blackwell", "fp4", 2000.0),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", (12, 0), 188, 97886 * 2**20,
+     "RTX PRO 6000 Blackwell", "bf16", 500.0),
+    # V100 datasheet, V100S PCIe: 130 tensor; 16.4 fp32 = 80 SMs x 64 x 2 x 1.601 GHz
+    ("Tesla V100S-PCIE-32GB", (7, 0), 80, 31.7 * GIB, "V100S PCIe 32GB", "fp16", 130.0),
+    ("Tesla V100S-PCIE-32GB", (7, 0), 80, 31.7 * GIB, "V100S PCIe 32GB", "fp32", 16.4),
+    # P100 datasheets: SXM2 10.6 fp32 = 56 SMs x 64 x 2 x 1.48 GHz, 21.2 fp16; PCIe 9.3 / 18.7
+    ("Tesla P100-SXM2-16GB", (6, 0), 56, 15.9 * GIB, "P100 SXM2 16GB", "fp32", 10.6),
+    ("Tesla P100-SXM2-16GB", (6, 0), 56, 15.9 * GIB, "P100 SXM2 16GB", "fp16", 21.2),
+    ("Tesla P100-PCIE-16GB", (6, 0), 56, 15.9 * GIB, "P100 PCIe 16GB", "fp16", 18.7),
+    ("Tesla P100-PCIE-12GB", (6, 0), 56, 11.9 * GIB, "P100 PCIe 12GB", "fp64", 4.7),
+    # H800 PCIe: 1,513 bf16 sparse / 2 = 756.5 (the H100 PCIe's); fp64 cut to 0.8
+    ("NVIDIA H800 PCIe", (9, 0), 114, 79.6 * GIB, "H800 PCIe", "bf16", 756.5),
+    ("NVIDIA H800 PCIe", (9, 0), 114, 79.6 * GIB, "H800 PCIe", "fp64", 0.8),
+    # MI210: 104 CUs x 1024 FLOP/clk x 1.7 GHz = 181.0e12 bf16; fp64 matrix 45.3
+    ("AMD Instinct MI210", None, 104, 64.0 * GIB, "MI210", "bf16", 181.0),
+    ("AMD Instinct MI210", None, 104, 64.0 * GIB, "MI210", "fp64", 45.3),
+    # MI350X: 256 CUs x 8192 x 2.2 GHz = 4613.7e12 fp8; bf16 half = 2306.9
+    ("AMD Instinct MI350X", None, 256, 288.0 * GIB, "MI350X", "fp8", 4613.7),
+    ("AMD Instinct MI350X", None, 256, 288.0 * GIB, "MI350X", "bf16", 2306.9),
 ]
 
 
@@ -236,6 +271,10 @@ def test_mig_slices_scale_by_sm_share():
         ("NVIDIA H100", {}),  # ambiguous: SXM / PCIe / NVL
         ("NVIDIA H100 PCIe", dict(num_sms=132)),  # contradicting hint
         ("NVIDIA H100 80GB HBM3 MIG 1g.10gb", {}),  # slice without its SMs
+        ("Quadro RTX 6000", dict(num_sms=72)),  # Turing: neither "Ada" nor "Blackwell"
+        ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", dict(num_sms=188)),
+        ("NVIDIA RTX PRO 6000 Blackwell Server Edition", dict(num_sms=188)),
+        ("NVIDIA H800", {}),  # ambiguous: SXM / PCIe
     ],
 )
 def test_unknown_or_ambiguous_is_none_with_exactly_one_warning(name, hints):
@@ -301,6 +340,10 @@ def test_table():
                 "H800 SXM", "H20", "H200 SXM", "H200 NVL", "GH200 96GB", "B200", "B300",
                 "GB200", "GB300", "MI250X (per GCD)", "MI300X", "MI300A", "MI325X", "MI355X"}
     assert required <= set(names)
+    # issue 12's new rows
+    assert {"A30", "L20", "RTX 6000 Ada Generation", "RTX PRO 6000 Blackwell", "V100S PCIe 32GB",
+            "P100 PCIe 16GB", "P100 PCIe 12GB", "P100 SXM2 16GB", "H800 PCIe", "MI210",
+            "MI350X"} <= set(names)
 
 
 def test_normalize_gpu_name():

@@ -14,6 +14,23 @@
 
 /* ======================= datasheets and their peaks ======================= */
 
+/* ---- NVIDIA Pascal: GP100 ---- */
+/* Tesla P100 datasheets: SXM2 (NVLink) 5.3 FP64, 10.6 FP32, 21.2 FP16;
+ * PCIe 4.7 FP64, 9.3 FP32, 18.7 FP16. 56 SMs of 64 FP32 cores (Pascal
+ * whitepaper): 56 x 64 x 2 x 1480 MHz = 10.6 TFLOP/s (SXM2), at 1303 MHz
+ * = 9.3 (PCIe). HBM2: 16 GB at 732 GB/s, or (PCIe) 12 GB at 549 GB/s.
+ * Pascal has no tensor cores: fp16 is the datasheet's half-precision
+ * (FP16x2) peak; a GEMM with FP32 accumulate (PyTorch's default) runs at
+ * the FP32 rate. No BF16, TF32 or INT8 figure. */
+static const char src_p100_sxm2[] =
+    "NVIDIA Tesla P100 datasheet (SXM2), https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf";
+static const char src_p100_pcie[] =
+    "NVIDIA Tesla P100 PCIe datasheet, https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-PCIe-datasheet.pdf";
+static const mfu_dense_tflops peaks_p100_sxm2 = {
+    .fp64 = 5.3, .fp32 = 10.6, .fp16 = 21.2};
+static const mfu_dense_tflops peaks_p100_pcie = {
+    .fp64 = 4.7, .fp32 = 9.3, .fp16 = 18.7};
+
 /* ---- NVIDIA Volta: GV100 ---- */
 /* V100 datasheet: SXM2 7.8 FP64 (vector; Volta has no FP64 tensor),
  * 15.7 FP32, 125 tensor (FP16 in, FP32 accumulate), boost 1530 MHz; PCIe
@@ -25,6 +42,10 @@ static const mfu_dense_tflops peaks_v100_sxm2 = {
     .fp64 = 7.8, .fp32 = 15.7, .fp16 = 125.0};
 static const mfu_dense_tflops peaks_v100_pcie = {
     .fp64 = 7.0, .fp32 = 14.0, .fp16 = 112.0};
+/* Same datasheet, V100S PCIe: 8.2 FP64, 16.4 FP32, 130 tensor, 32 GB HBM2,
+ * 1,134 GB/s. 80 SMs at 1601 MHz: 80 x 64 x 2 x 1.601e9 = 16.4 TFLOP/s. */
+static const mfu_dense_tflops peaks_v100s_pcie = {
+    .fp64 = 8.2, .fp32 = 16.4, .fp16 = 130.0};
 
 /* ---- NVIDIA Turing: TU104 ---- */
 /* T4 datasheet: 8.1 FP32, 65 mixed FP16/FP32, 130 INT8, 260 INT4 TOPS,
@@ -47,6 +68,16 @@ static const char src_a800[] =
 static const mfu_dense_tflops peaks_ga100 = {
     .fp64 = 19.5, .fp32 = 19.5, .tf32 = 156.0, .fp16 = 312.0, .bf16 = 312.0,
     .int8 = 624.0, .int4 = 1248.0};
+/* A30 datasheet: FP64 5.2 (tensor 10.3), FP32 10.3, TF32 82 | 165*,
+ * BF16/FP16 165 | 330*, INT8 330 | 661*, INT4 661 | 1321* (* sparse),
+ * 24 GB HBM2, 933 GB/s. 56 SMs (a GA100 with 56 of its SMs): 56 x 2048
+ * FLOP/clock x 1440 MHz = 165.2 TFLOP/s FP16, the A100's 108 x 2048 x
+ * 1410 MHz = 311.9 at its own size and clock. */
+static const char src_a30[] =
+    "NVIDIA A30 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/data-center/products/a30-gpu/pdf/a30-datasheet.pdf";
+static const mfu_dense_tflops peaks_a30 = {
+    .fp64 = 10.3, .fp32 = 10.3, .tf32 = 82.0, .fp16 = 165.0, .bf16 = 165.0,
+    .int8 = 330.0, .int4 = 661.0};
 
 /* ---- NVIDIA Ampere: GA102 ---- */
 /* A10 datasheet: 31.2 FP32, TF32 62.5, BF16/FP16 125, INT8 250, INT4 500
@@ -109,6 +140,17 @@ static const char src_l40s[] =
 static const mfu_dense_tflops peaks_l40s = {
     .fp32 = 91.6, .tf32 = 183.0, .fp16 = 362.05, .bf16 = 362.05, .fp8 = 733.0,
     .int8 = 733.0, .int4 = 733.0};
+/* L20 (China-market AD102, 92 SMs): NVIDIA publishes no datasheet. Partner
+ * figures: FP32 59.8, TF32 59.8, BF16/FP16 119.5, FP8/INT8 239 (reseller
+ * sheets of NVIDIA's figures; Alibaba Cloud's instance docs round them to
+ * 59.3 / 119 / 237), 48 GB GDDR6, 864 GB/s. Dense: they follow the L40's
+ * dense 1 : 2 : 4 chain (FP32 90.5 : FP16 181 : FP8 362); 92 x 128 x 2 x
+ * 2520 MHz = 59.35 TFLOP/s FP32 checks the scale. */
+static const char src_l20[] =
+    "NVIDIA L20 partner specifications (no public NVIDIA datasheet): Alibaba Cloud GPU instance families, https://www.alibabacloud.com/help/zh/egs/gpu-accelerated-compute-optimized-instance-families, and https://www.hypertek.nl/product/nvidia-l20-48gb-gpu/";
+static const mfu_dense_tflops peaks_l20 = {
+    .fp32 = 59.8, .tf32 = 59.8, .fp16 = 119.5, .bf16 = 119.5, .fp8 = 239.0,
+    .int8 = 239.0};
 /* Ada whitepaper, GeForce RTX 4090: 82.6 FP32 and TF32, FP16/BF16 with FP32
  * accumulate 165.2 (330.4 sparse), FP8 with FP32 accumulate 330.3,
  * INT8 660.6, INT4 1321.2, 128 SMs, boost 2520 MHz, 24 GB, 1008 GB/s.
@@ -123,6 +165,16 @@ static const mfu_dense_tflops peaks_4090 = {
 static const mfu_dense_tflops peaks_4080 = {
     .fp32 = 48.7, .tf32 = 48.7, .fp16 = 97.5, .bf16 = 97.5, .fp8 = 194.9,
     .int8 = 389.9, .int4 = 779.8};
+/* RTX 6000 Ada Generation datasheet: 91.1 FP32, tensor 1,457.0 ("effective
+ * FP8 TFLOPS using the sparsity feature"), 142 SMs, 48 GB GDDR6, 960 GB/s,
+ * boost 2505 MHz. Dense FP8 = 1457.0 / 2 = 728.5 = 142 x 2048 FLOP/clock x
+ * 2.505e9; the professional AD102 (like the L40S) runs FP16/BF16 with FP32
+ * accumulate at half the FP8 rate, 728.5 / 2 = 364.2, and TF32 at half
+ * that, 182.1. INT8/INT4 not in the datasheet: absent. */
+static const char src_rtx6000_ada[] =
+    "NVIDIA RTX 6000 Ada Generation datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/design-visualization/rtx-6000/proviz-rtx-6000-ada-datasheet-2616456-r5.pdf";
+static const mfu_dense_tflops peaks_rtx6000_ada = {
+    .fp32 = 91.1, .tf32 = 182.1, .fp16 = 364.2, .bf16 = 364.2, .fp8 = 728.5};
 
 /* ---- NVIDIA Hopper: GH100 ---- */
 /* H100 whitepaper (H100 SXM5, 132 SMs, 1830 MHz tensor boost): FP64 tensor
@@ -162,6 +214,15 @@ static const char src_h800[] =
 static const mfu_dense_tflops peaks_h800_sxm = {
     .fp64 = 1.0, .fp32 = 66.9, .tf32 = 494.7, .fp16 = 989.4, .bf16 = 989.4,
     .fp8 = 1978.9, .int8 = 1978.9};
+/* H800 datasheet, PCIe: the H100 PCIe's GH100 (114 SMs) with FP64 (vector
+ * and tensor) cut to 0.8 TFLOPS; FP32 51, TF32 756*, BF16/FP16 1,513*,
+ * FP8/INT8 3,026* (* sparse) -> dense 378 / 756.5 / 1513, the H100 PCIe's;
+ * 80 GB HBM2e, 2 TB/s. */
+static const char src_h800_pcie[] =
+    "NVIDIA H800 Tensor Core GPU datasheet (H800 PCIe), https://www.nvidia.cn/data-center/h800/, and Lenovo ThinkSystem NVIDIA H800 PCIe Gen5 GPU product guide, https://lenovopress.lenovo.com/lp1814-thinksystem-nvidia-h800-pcie-gen5-gpu";
+static const mfu_dense_tflops peaks_h800_pcie = {
+    .fp64 = 0.8, .fp32 = 51.0, .tf32 = 378.0, .fp16 = 756.5, .bf16 = 756.5,
+    .fp8 = 1513.0, .int8 = 1513.0};
 /* H20 (China-market Hopper, 78 SMs): FP64 1, FP32 44, TF32 74, BF16/FP16
  * 148, FP8 296, INT8 296 (dense), 96 GB HBM3, 4.0 TB/s. NVIDIA publishes no
  * public datasheet; figures as NVIDIA gave them to partners and the press
@@ -240,6 +301,18 @@ static const char src_5090[] =
 static const mfu_dense_tflops peaks_5090 = {
     .fp32 = 104.8, .tf32 = 104.8, .fp16 = 209.5, .bf16 = 209.5, .fp8 = 419.0,
     .int8 = 838.0, .fp4 = 1676.0};
+/* RTX PRO 6000 Blackwell Workstation Edition datasheet: 125 FP32, 4000 AI
+ * TOPS ("effective FP4 TOPS with sparsity"), 188 SMs, 96 GB GDDR7, 1792
+ * GB/s, 600 W. Dense FP4 = 4000 / 2 = 2000 (188 x 4096 FLOP/clock x ~2.6
+ * GHz); GB202 runs FP8 at half the FP4 rate, 1000, and (unlike the GeForce
+ * RTX 5090) FP16/BF16 with FP32 accumulate at half the FP8 rate, 500; TF32
+ * at half that, 250. INT8 not in the datasheet: absent. The Max-Q and
+ * Server Editions have other clocks and power: other products. */
+static const char src_rtx_pro_6000[] =
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/data-center/rtx-pro-6000-blackwell-workstation-edition/workstation-blackwell-rtx-pro-6000-workstation-edition-nvidia-us-3519208-web.pdf";
+static const mfu_dense_tflops peaks_rtx_pro_6000 = {
+    .fp32 = 125.0, .tf32 = 250.0, .fp16 = 500.0, .bf16 = 500.0, .fp8 = 1000.0,
+    .fp4 = 2000.0};
 
 /* ---- AMD CDNA 2 (the OS shows each GCD of an OAM as a device) ---- */
 /* MI250X (OAM = 2 GCDs): FP64/FP32 matrix 95.7, FP16/BF16 383, INT8/INT4
@@ -258,6 +331,14 @@ static const char src_mi250[] =
 static const mfu_dense_tflops peaks_mi250_gcd = {
     .fp64 = 45.25, .fp32 = 45.25, .fp16 = 181.05, .bf16 = 181.05,
     .int8 = 181.05, .int4 = 181.05};
+/* MI210 (PCIe, one GCD): FP64/FP32 matrix 45.3 (vector 22.6), FP16/BF16
+ * 181.0, INT8/INT4 181.0, 104 CUs, 1700 MHz, 64 GB HBM2e, 1.6 TB/s:
+ * 104 x 1024 FLOP/clock x 1.7e9 = 181.0 TFLOP/s FP16. */
+static const char src_mi210[] =
+    "AMD Instinct MI210 accelerator specifications, https://www.amd.com/en/products/accelerators/instinct/mi200/mi210.html";
+static const mfu_dense_tflops peaks_mi210 = {
+    .fp64 = 45.3, .fp32 = 45.3, .fp16 = 181.0, .bf16 = 181.0, .int8 = 181.0,
+    .int4 = 181.0};
 
 /* ---- AMD CDNA 3 ---- */
 /* MI300X datasheet: FP64 matrix 163.4 (vector 81.7), FP32 matrix 163.4,
@@ -283,6 +364,15 @@ static const mfu_dense_tflops peaks_mi300a = {
     .fp8 = 1961.2, .int8 = 1961.2};
 
 /* ---- AMD CDNA 4 ---- */
+/* MI350X: the MI355X's 256 CUs at 2200 MHz (air-cooled, 1000 W): FP8
+ * 256 x 8192 x 2.2e9 = 4613.7 TFLOP/s, INT8 the same, FP16/BF16 half of
+ * that 2306.9, MXFP4 twice 9227.5; FP64 256 x 128 x 2.2e9 = 72.1, FP32
+ * 256 x 256 x 2.2e9 = 144.2. 288 GB HBM3E, 8 TB/s. No TF32. */
+static const char src_mi350x[] =
+    "AMD Instinct MI350X accelerator specifications, https://www.amd.com/en/products/accelerators/instinct/mi350/mi350x.html";
+static const mfu_dense_tflops peaks_mi350x = {
+    .fp64 = 72.1, .fp32 = 144.2, .fp16 = 2306.9, .bf16 = 2306.9, .fp8 = 4613.7,
+    .int8 = 4613.7, .fp4 = 9227.5};
 /* MI355X: 256 CUs (ROCm GPU specifications), FP8 8192 FLOP/clock/CU (AMD,
  * ISSCC 2026) at 2400 MHz: 256 x 8192 x 2.4e9 = 5033.2 TFLOP/s ("5 PF");
  * FP16/BF16 half of that, 2516.6 ("2.5 PF"); MXFP4 twice, 10066.3
@@ -298,6 +388,23 @@ static const mfu_dense_tflops peaks_mi355x = {
 /* ================================ the rows ================================ */
 
 static const mfu_gpu_spec mfu_gpu_table[] = {
+    /* ---------------- NVIDIA Pascal ---------------- */
+    {.name = "P100 SXM2 16GB", .vendor = "NVIDIA", .architecture = "Pascal",
+     .model_token = "p100", .variant_tokens = "sxm2 16gb hbm2", .reject_tokens = "",
+     .cc_major = 6, .cc_minor = 0, .num_sms = 56, .boost_clock_hz = 1480e6,
+     .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 732e9,
+     .dense_tflops = &peaks_p100_sxm2, .source = src_p100_sxm2},
+    {.name = "P100 PCIe 16GB", .vendor = "NVIDIA", .architecture = "Pascal",
+     .model_token = "p100", .variant_tokens = "pcie 16gb hbm2", .reject_tokens = "",
+     .cc_major = 6, .cc_minor = 0, .num_sms = 56, .boost_clock_hz = 1303e6,
+     .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 732e9,
+     .dense_tflops = &peaks_p100_pcie, .source = src_p100_pcie},
+    {.name = "P100 PCIe 12GB", .vendor = "NVIDIA", .architecture = "Pascal",
+     .model_token = "p100", .variant_tokens = "pcie 12gb hbm2", .reject_tokens = "",
+     .cc_major = 6, .cc_minor = 0, .num_sms = 56, .boost_clock_hz = 1303e6,
+     .memory_bytes = 12 * GB, .memory_bandwidth_bytes_per_sec = 549e9,
+     .dense_tflops = &peaks_p100_pcie, .source = src_p100_pcie},
+
     /* ---------------- NVIDIA Volta ---------------- */
     {.name = "V100 SXM2 16GB", .vendor = "NVIDIA", .architecture = "Volta",
      .model_token = "v100", .variant_tokens = "sxm2 16gb hbm2", .reject_tokens = "",
@@ -320,6 +427,11 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1380e6,
      .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 900e9,
      .dense_tflops = &peaks_v100_pcie, .source = src_v100},
+    {.name = "V100S PCIe 32GB", .vendor = "NVIDIA", .architecture = "Volta",
+     .model_token = "v100s", .variant_tokens = "pcie 32gb hbm2", .reject_tokens = "",
+     .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1601e6,
+     .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 1134e9,
+     .dense_tflops = &peaks_v100s_pcie, .source = src_v100},
 
     /* ---------------- NVIDIA Turing ---------------- */
     {.name = "T4", .vendor = "NVIDIA", .architecture = "Turing",
@@ -366,6 +478,11 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 8, .cc_minor = 0, .num_sms = 108, .boost_clock_hz = 1410e6,
      .memory_bytes = 40 * GB, .memory_bandwidth_bytes_per_sec = 1555e9,
      .dense_tflops = &peaks_ga100, .source = src_a800},
+    {.name = "A30", .vendor = "NVIDIA", .architecture = "Ampere",
+     .model_token = "a30", .variant_tokens = "24gb hbm2", .reject_tokens = "",
+     .cc_major = 8, .cc_minor = 0, .num_sms = 56, .boost_clock_hz = 1440e6,
+     .memory_bytes = 24 * GB, .memory_bandwidth_bytes_per_sec = 933e9,
+     .dense_tflops = &peaks_a30, .source = src_a30},
     {.name = "A10", .vendor = "NVIDIA", .architecture = "Ampere",
      .model_token = "a10", .variant_tokens = "24gb", .reject_tokens = "",
      .cc_major = 8, .cc_minor = 6, .num_sms = 72,
@@ -407,6 +524,11 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 8, .cc_minor = 9, .num_sms = 142,
      .memory_bytes = 48 * GB, .memory_bandwidth_bytes_per_sec = 864e9,
      .dense_tflops = &peaks_l40s, .source = src_l40s},
+    {.name = "L20", .vendor = "NVIDIA", .architecture = "Ada Lovelace",
+     .model_token = "l20", .variant_tokens = "48gb", .reject_tokens = "",
+     .cc_major = 8, .cc_minor = 9, .num_sms = 92,
+     .memory_bytes = 48 * GB, .memory_bandwidth_bytes_per_sec = 864e9,
+     .dense_tflops = &peaks_l20, .source = src_l20},
     {.name = "GeForce RTX 4090", .vendor = "NVIDIA", .architecture = "Ada Lovelace",
      .model_token = "4090", .variant_tokens = "24gb",
      .reject_tokens = "d ti super laptop mobile",
@@ -420,6 +542,14 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 8, .cc_minor = 9, .num_sms = 76, .boost_clock_hz = 2505e6,
      .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 716.8e9,
      .dense_tflops = &peaks_4080, .source = src_ada},
+    /* The driver prints "NVIDIA RTX 6000 Ada Generation"; "Quadro RTX 6000"
+     * (Turing) has neither "ada" nor "blackwell": unknown. */
+    {.name = "RTX 6000 Ada Generation", .vendor = "NVIDIA",
+     .architecture = "Ada Lovelace", .model_token = "6000", .variant_tokens = "48gb",
+     .reject_tokens = "", .required_token = "ada",
+     .cc_major = 8, .cc_minor = 9, .num_sms = 142, .boost_clock_hz = 2505e6,
+     .memory_bytes = 48 * GB, .memory_bandwidth_bytes_per_sec = 960e9,
+     .dense_tflops = &peaks_rtx6000_ada, .source = src_rtx6000_ada},
 
     /* ---------------- NVIDIA Hopper ---------------- */
     {.name = "H100 SXM", .vendor = "NVIDIA", .architecture = "Hopper",
@@ -445,6 +575,11 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 9, .cc_minor = 0, .num_sms = 132,
      .memory_bytes = 80 * GB, .memory_bandwidth_bytes_per_sec = 3.35e12,
      .dense_tflops = &peaks_h800_sxm, .source = src_h800},
+    {.name = "H800 PCIe", .vendor = "NVIDIA", .architecture = "Hopper",
+     .model_token = "h800", .variant_tokens = "pcie 80gb hbm2e", .reject_tokens = "",
+     .cc_major = 9, .cc_minor = 0, .num_sms = 114,
+     .memory_bytes = 80 * GB, .memory_bandwidth_bytes_per_sec = 2.0e12,
+     .dense_tflops = &peaks_h800_pcie, .source = src_h800_pcie},
     {.name = "H20", .vendor = "NVIDIA", .architecture = "Hopper",
      .model_token = "h20", .variant_tokens = "96gb hbm3", .reject_tokens = "",
      .cc_major = 9, .cc_minor = 0, .num_sms = 78,
@@ -499,6 +634,13 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .cc_major = 12, .cc_minor = 0, .num_sms = 170, .boost_clock_hz = 2407e6,
      .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 1792e9,
      .dense_tflops = &peaks_5090, .source = src_5090},
+    /* The driver prints "NVIDIA RTX PRO 6000 Blackwell Workstation Edition". */
+    {.name = "RTX PRO 6000 Blackwell", .vendor = "NVIDIA", .architecture = "Blackwell",
+     .model_token = "6000", .variant_tokens = "96gb", .reject_tokens = "max server",
+     .required_token = "blackwell",
+     .cc_major = 12, .cc_minor = 0, .num_sms = 188,
+     .memory_bytes = 96 * GB, .memory_bandwidth_bytes_per_sec = 1792e9,
+     .dense_tflops = &peaks_rtx_pro_6000, .source = src_rtx_pro_6000},
 
     /* ---------------- AMD CDNA 2 (per GCD) ---------------- */
     {.name = "MI250X (per GCD)", .vendor = "AMD", .architecture = "CDNA 2",
@@ -513,6 +655,12 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .boost_clock_hz = 1700e6,
      .memory_bytes = 64 * GB, .memory_bandwidth_bytes_per_sec = 1.6e12,
      .dense_tflops = &peaks_mi250_gcd, .source = src_mi250},
+    {.name = "MI210", .vendor = "AMD", .architecture = "CDNA 2",
+     .model_token = "mi210", .variant_tokens = "64gb hbm2e", .reject_tokens = "",
+     .cc_major = -1, .cc_minor = -1, .gfx_arch = "gfx90a", .num_sms = 104,
+     .boost_clock_hz = 1700e6,
+     .memory_bytes = 64 * GB, .memory_bandwidth_bytes_per_sec = 1.6e12,
+     .dense_tflops = &peaks_mi210, .source = src_mi210},
 
     /* ---------------- AMD CDNA 3 ---------------- */
     {.name = "MI300X", .vendor = "AMD", .architecture = "CDNA 3",
@@ -535,6 +683,12 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .dense_tflops = &peaks_mi300x, .source = src_mi325x},
 
     /* ---------------- AMD CDNA 4 ---------------- */
+    {.name = "MI350X", .vendor = "AMD", .architecture = "CDNA 4",
+     .model_token = "mi350x", .variant_tokens = "288gb hbm3e", .reject_tokens = "",
+     .cc_major = -1, .cc_minor = -1, .gfx_arch = "gfx950", .num_sms = 256,
+     .boost_clock_hz = 2200e6,
+     .memory_bytes = 288 * GB, .memory_bandwidth_bytes_per_sec = 8.0e12,
+     .dense_tflops = &peaks_mi350x, .source = src_mi350x},
     {.name = "MI355X", .vendor = "AMD", .architecture = "CDNA 4",
      .model_token = "mi355x", .variant_tokens = "288gb hbm3e", .reject_tokens = "",
      .cc_major = -1, .cc_minor = -1, .gfx_arch = "gfx950", .num_sms = 256,

@@ -68,7 +68,7 @@ static void test_table_integrity(void)
         CHECK(strcmp(a->vendor, "NVIDIA") == 0 || strcmp(a->vendor, "AMD") == 0);
         /* NVIDIA rows carry a compute capability, AMD rows a gfx target */
         if (strcmp(a->vendor, "NVIDIA") == 0)
-            CHECK(a->cc_major >= 7 && a->gfx_arch == NULL);
+            CHECK(a->cc_major >= 6 && a->gfx_arch == NULL); /* Pascal (P100) is 6.0 */
         else
             CHECK(a->cc_major == -1 && a->gfx_arch != NULL);
         CHECK(a->memory_bytes > 0);
@@ -118,6 +118,48 @@ static void test_reference_values(void)
     /* RTX 4090: fp16 with FP32 accumulate 165.2 (the 330.3 FP16-acc is not used) */
     CHECK_NEAR(peak("GeForce RTX 4090", MFU_DTYPE_FP16), 165.2, 1e-9);
     CHECK(mfu_gpu_spec_peak_tflops(NULL, MFU_DTYPE_FP16, NULL) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+static void test_new_rows(void)
+{
+    /* A30 datasheet: 165 bf16 dense (330 sparse); 56 SMs x 2048 FLOP/clk x
+     * 1.44 GHz = 165.2e12 */
+    CHECK_NEAR(peak("A30", MFU_DTYPE_BF16), 165.0, 1e-9);
+    CHECK_NEAR(56.0 * 2048.0 * 1.44e9 / 1e12, 165.0, 0.5);
+    CHECK_NEAR(peak("A30", MFU_DTYPE_FP64), 10.3, 1e-9); /* FP64 tensor */
+    /* L20 partner figures: 59.8 fp32 : 119.5 bf16 : 239 fp8 (1 : 2 : 4);
+     * 92 SMs x 128 x 2 x 2.52 GHz = 59.35e12 */
+    CHECK_NEAR(peak("L20", MFU_DTYPE_BF16), 119.5, 1e-9);
+    CHECK_NEAR(peak("L20", MFU_DTYPE_FP8), 239.0, 1e-9);
+    CHECK_NEAR(92.0 * 128.0 * 2.0 * 2.52e9 / 1e12, 59.35, 0.01);
+    /* RTX 6000 Ada: 1457.0 fp8 sparse / 2 = 728.5; / 2 = 364.25 bf16 */
+    CHECK_NEAR(peak("RTX 6000 Ada Generation", MFU_DTYPE_FP8), 1457.0 / 2, 1e-9);
+    CHECK_NEAR(peak("RTX 6000 Ada Generation", MFU_DTYPE_BF16), 364.2, 1e-9);
+    CHECK_NEAR(142.0 * 2048.0 * 2.505e9 / 1e12, 728.5, 0.05);
+    /* RTX PRO 6000 Blackwell: 4000 fp4 sparse / 2 = 2000; fp8 1000, bf16 500 */
+    CHECK_NEAR(peak("RTX PRO 6000 Blackwell", MFU_DTYPE_FP4), 4000.0 / 2, 1e-9);
+    CHECK_NEAR(peak("RTX PRO 6000 Blackwell", MFU_DTYPE_BF16), 500.0, 1e-9);
+    CHECK_NEAR(peak("RTX PRO 6000 Blackwell", MFU_DTYPE_FP32), 125.0, 1e-9);
+    /* V100S datasheet: 130 tensor, 16.4 fp32 = 80 x 64 x 2 x 1.601 GHz */
+    CHECK_NEAR(peak("V100S PCIe 32GB", MFU_DTYPE_FP16), 130.0, 1e-9);
+    CHECK_NEAR(80.0 * 64.0 * 2.0 * 1.601e9 / 1e12, 16.4, 0.01);
+    /* P100: SXM2 10.6 fp32 = 56 x 64 x 2 x 1.48 GHz; PCIe 9.3 at 1.303 GHz */
+    CHECK_NEAR(peak("P100 SXM2 16GB", MFU_DTYPE_FP32), 10.6, 1e-9);
+    CHECK_NEAR(56.0 * 64.0 * 2.0 * 1.48e9 / 1e12, 10.6, 0.01);
+    CHECK_NEAR(peak("P100 PCIe 16GB", MFU_DTYPE_FP16), 18.7, 1e-9);
+    CHECK(peak("P100 PCIe 12GB", MFU_DTYPE_BF16) < 0.0); /* Pascal: no BF16 */
+    CHECK_NEAR(row("P100 PCIe 12GB")->memory_bandwidth_bytes_per_sec, 549e9, 1.0);
+    /* H800 PCIe: 1,513 bf16 sparse / 2 = 756.5; FP64 cut to 0.8 */
+    CHECK_NEAR(peak("H800 PCIe", MFU_DTYPE_BF16), 756.5, 1e-9);
+    CHECK_NEAR(peak("H800 PCIe", MFU_DTYPE_FP64), 0.8, 1e-9);
+    /* MI210: 104 CUs x 1024 FLOP/clk x 1.7 GHz = 181.0e12 bf16 */
+    CHECK_NEAR(peak("MI210", MFU_DTYPE_BF16), 181.0, 1e-9);
+    CHECK_NEAR(104.0 * 1024.0 * 1.7e9 / 1e12, 181.0, 0.05);
+    /* MI350X: 256 CUs x 8192 x 2.2 GHz = 4613.7e12 fp8; bf16 half */
+    CHECK_NEAR(peak("MI350X", MFU_DTYPE_FP8), 4613.7, 1e-9);
+    CHECK_NEAR(256.0 * 8192.0 * 2.2e9 / 1e12, 4613.7, 0.05);
+    CHECK_NEAR(peak("MI350X", MFU_DTYPE_BF16), 2306.9, 1e-9);
+    CHECK(peak("MI350X", MFU_DTYPE_TF32) < 0.0); /* CDNA 4: no TF32 */
 }
 
 static void test_issue12_values(void)
@@ -201,6 +243,20 @@ static void test_real_names(void)
     CHECK_FIND("MI250X (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 110, 68702699520ULL, NULL);
     CHECK_FIND("MI250 (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 104, 68702699520ULL, NULL);
     CHECK_FIND("MI300A", "AMD Instinct MI300A", 9, 4, 228, 4 * GIB, NULL);
+    /* rows added by issue 12: names, SMs, CC and memory as drivers report them */
+    CHECK_FIND("A30", "NVIDIA A30", 8, 0, 56, 25232932864ULL, NULL);
+    CHECK_FIND("L20", "NVIDIA L20", 8, 9, 92, 47781511168ULL, NULL);
+    CHECK_FIND("RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation", 8, 9, 142,
+               51527024640ULL, NULL);
+    CHECK_FIND("RTX PRO 6000 Blackwell", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+               12, 0, 188, 102641958912ULL, NULL); /* 97886 MiB */
+    CHECK_FIND("V100S PCIe 32GB", "Tesla V100S-PCIE-32GB", 7, 0, 80, 34089730048ULL, NULL);
+    CHECK_FIND("P100 PCIe 16GB", "Tesla P100-PCIE-16GB", 6, 0, 56, 17071734784ULL, NULL);
+    CHECK_FIND("P100 PCIe 12GB", "Tesla P100-PCIE-12GB", 6, 0, 56, 12788498432ULL, NULL);
+    CHECK_FIND("P100 SXM2 16GB", "Tesla P100-SXM2-16GB", 6, 0, 56, 17071734784ULL, NULL);
+    CHECK_FIND("H800 PCIe", "NVIDIA H800 PCIe", 9, 0, 114, 85520809984ULL, NULL);
+    CHECK_FIND("MI210", "AMD Instinct MI210", 9, 0, 104, 68702699520ULL, NULL);
+    CHECK_FIND("MI350X", "AMD Instinct MI350X", 9, 5, 256, 309237645312ULL, NULL);
 }
 
 static void test_tricky_pairs(void)
@@ -243,6 +299,20 @@ static void test_tricky_pairs(void)
     CHECK_FIND("NOT_FOUND", "NVIDIA GeForce RTX 2080 Ti", 7, 5, 68, 0, NULL);
     CHECK_FIND("NOT_FOUND", "Intel(R) Data Center GPU Max 1550", -1, -1, -1, 0, NULL);
     CHECK_FIND("NOT_FOUND", "H100100", -1, -1, -1, 0, NULL);
+    /* the "6000" rows: each needs its generation's word, and the Max-Q and
+     * Server Editions (other clocks and power) are other products */
+    CHECK_FIND("NOT_FOUND", "Quadro RTX 6000", 7, 5, 72, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
+               12, 0, 188, 0, NULL);
+    CHECK_FIND("NOT_FOUND", "NVIDIA RTX PRO 6000 Blackwell Server Edition", 12, 0, 188, 0, NULL);
+    CHECK_FIND("RTX A6000", "NVIDIA RTX A6000", -1, -1, -1, 0, NULL);
+    /* "v100s" is not "v100"; a P100 without its form factor is ambiguous */
+    CHECK_FIND("V100S PCIe 32GB", "Tesla V100S-PCIE-32GB", -1, -1, -1, 0, NULL);
+    CHECK_FIND("AMBIGUOUS", "Tesla P100", 6, 0, 56, 17071734784ULL, NULL);
+    /* H800: 132 SMs is the SXM part, 114 the PCIe one; no hint: ambiguous */
+    CHECK_FIND("H800 SXM", "NVIDIA H800", 9, 0, 132, 85520809984ULL, NULL);
+    CHECK_FIND("H800 PCIe", "NVIDIA H800", 9, 0, 114, 0, NULL);
+    CHECK_FIND("AMBIGUOUS", "NVIDIA H800", -1, -1, -1, 0, NULL);
 }
 
 static int normalized_has_token(const char *name, const char *token)
@@ -400,6 +470,7 @@ int main(void)
     test_table_integrity();
     test_reference_values();
     test_issue12_values();
+    test_new_rows();
     test_normalize();
     test_real_names();
     test_tricky_pairs();
