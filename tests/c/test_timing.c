@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "mfu_limits.h"
 #include "stats.h"
 #include "timing.h"
 
@@ -157,6 +158,8 @@ static void test_timer_config_errors(void)
     mfu_timer_config short_history = {.clock = MFU_CLOCK_CPU, .events_max = 64,
                                       .history = 32};
     mfu_timer_config big_initial = {.clock = MFU_CLOCK_CPU, .events_initial = 4096};
+    mfu_timer_config max_below_ok = {.clock = MFU_CLOCK_CPU, .events_initial = 4,
+                                     .events_max = 8};
     CHECK(mfu_timer_create(&bad_clock, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(timer == NULL);
     CHECK(mfu_timer_create(&one_event, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
@@ -164,6 +167,16 @@ static void test_timer_config_errors(void)
     CHECK(mfu_timer_create(&short_history, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
     /* Defaults stretch to fit an explicit initial size. */
     CHECK(mfu_timer_create(&big_initial, &timer, NULL) == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == 4096);
+    mfu_timer_destroy(timer);
+    /* All defaults: the cap of mfu_limits.h; an explicit cap is kept. */
+    CHECK(mfu_timer_create(&(mfu_timer_config){.clock = MFU_CLOCK_CPU}, &timer, NULL)
+          == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == MFU_TIMER_EVENTS_MAX_DEFAULT);
+    CHECK(MFU_TIMER_EVENTS_MAX_DEFAULT == 1024);
+    mfu_timer_destroy(timer);
+    CHECK(mfu_timer_create(&max_below_ok, &timer, NULL) == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == 8);
     mfu_timer_destroy(timer);
 }
 
