@@ -258,6 +258,8 @@ static void test_masking_rules(void)
     mfu_steps_destroy(s);
 }
 
+enum { ALL_FIELDS = MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS };
+
 static void test_bad_values_are_unknown(void)
 {
     const double bad_values[] = {-1.0, NAN, INFINITY, -INFINITY, -1e-300};
@@ -270,9 +272,7 @@ static void test_bad_values_are_unknown(void)
         step_with(s, 0, 0, 0, 0);
         CHECK(step_with(s, MFU_STEP_NUM_TOKENS, v, 0, 0) == MFU_STEP_NUM_TOKENS);
         CHECK(step_with(s, MFU_STEP_EXECUTED_FLOPS, 0, 0, v) == MFU_STEP_EXECUTED_FLOPS);
-        CHECK(step_with(s, MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS,
-                        v, v, v)
-              == (MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS));
+        CHECK(step_with(s, ALL_FIELDS, v, v, v) == ALL_FIELDS);
         summarize_flushed(s, &sum);
         /* Every step still counts and is timed; the unknowns are NaN. */
         CHECK(sum.window.steps == 3 && accounted(s));
@@ -577,7 +577,8 @@ static void test_config_domains(void)
 
 static void test_hip(void)
 {
-    test_gpu_steady_state_zero_syncs(MFU_CLOCK_HIP, "hipEventRecord", "hipEventSynchronize");
+    test_gpu_steady_state_zero_syncs(MFU_CLOCK_HIP, "hipEventRecord",
+                                     "hipEventSynchronize");
     CHECK(fake.call_count("cuEventRecord") == 0);
 }
 
