@@ -81,16 +81,15 @@ static void lose(mfu_steps *s, const struct record *r)
     s->open_known = 0;
 }
 
-static void ring_push(mfu_steps *s, const struct record *r)
+/* The slot for a new record at the ring's end; the caller fills it in. */
+static struct record *ring_append(mfu_steps *s)
 {
     if (s->ring_count == s->ring_capacity) { /* cannot happen: see steps.h */
         lose(s, &s->ring[s->ring_head]);
         ring_pop(s);
     }
-    s->ring[(s->ring_head + s->ring_count) % s->ring_capacity] = *r;
     s->ring_count++;
-    if (r->closes)
-        s->pending++;
+    return &s->ring[(s->ring_head + s->ring_count - 1) % s->ring_capacity];
 }
 
 /* ---- the drain ------------------------------------------------------- */
@@ -198,65 +197,75 @@ static mfu_status take_mark(mfu_steps *s, uint64_t *id)
 /* ---- boundaries ------------------------------------------------------ */
 
 /* The closed step's work from the defaults and `report` (steps.h, "The work
- * of a step"); returns the bad bits. */
+ * of a step"); *model_known says whether its model FLOPs are known. Returns
+ * the bad bits. */
 static unsigned step_work(const mfu_steps *s, const mfu_step_report *report,
-                          struct record *r)
+                          mfu_work *work, int *model_known)
 {
     unsigned bad = 0;
-    r->work = s->config.per_step;
-    r->work.num_tokens = NAN;
+    *work = s->config.per_step; /* num_tokens: NaN, set at create */
     if (report->given & MFU_STEP_NUM_TOKENS) {
         if (usable(report->num_tokens))
-            r->work.num_tokens = report->num_tokens;
+            work->num_tokens = report->num_tokens;
         else
             bad |= MFU_STEP_NUM_TOKENS;
     }
     if (report->given & MFU_STEP_MODEL_FLOPS) {
-        r->work.executed_flops = NAN; /* no longer pairs with the default */
+        work->executed_flops = NAN; /* no longer pairs with the default */
         if (usable(report->model_flops)) {
-            r->work.model_flops = report->model_flops;
+            work->model_flops = report->model_flops;
         } else {
-            r->work.model_flops = NAN;
+            work->model_flops = NAN;
             bad |= MFU_STEP_MODEL_FLOPS;
         }
     }
     if (report->given & MFU_STEP_EXECUTED_FLOPS) {
         if (usable(report->executed_flops)) {
-            r->work.executed_flops = report->executed_flops;
+            work->executed_flops = report->executed_flops;
         } else {
-            r->work.executed_flops = NAN;
+            work->executed_flops = NAN;
             bad |= MFU_STEP_EXECUTED_FLOPS;
         }
     }
-    r->model_known = !isnan(r->work.model_flops);
-    if (!r->model_known)
-        r->work.model_flops = 0.0; /* the window needs a number; masked */
+    *model_known = !isnan(work->model_flops);
+    if (!*model_known)
+        work->model_flops = 0.0; /* the window needs a number; masked */
     return bad;
 }
 
 mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
-                          unsigned *bad)
+                          mfu_step_outcome *outcome)
 {
-    struct record r;
-    mfu_status status;
-    memset(&r, 0, sizeof r);
-    *bad = step_work(s, report, &r);
+    struct record *r;
+    mfu_work work;
+    int model_known;
+    uint64_t id;
+    mfu_status status = MFU_OK;
+
+    outcome->bad = step_work(s, report, &work, &model_known);
     if (s->closed)
-        return MFU_ERR_UNAVAILABLE;
-    if (s->timer == NULL)
-        return MFU_ERR_NO_MEMORY;
-    status = take_mark(s, &r.id);
-    if (status != MFU_OK)
-        return status;
-    r.kind = MARK_BOUNDARY;
-    r.closes = (uint8_t)s->step_open;
-    if (!s->step_open && s->boundaries > 0)
-        s->dropped++; /* the clock restarted: the step this call closes is lost */
-    s->step_open = 1;
-    ring_push(s, &r);
-    s->boundaries++;
-    catch_up(s);
-    return MFU_OK;
+        status = MFU_ERR_UNAVAILABLE;
+    else if (s->timer == NULL)
+        status = MFU_ERR_NO_MEMORY;
+    else
+        status = take_mark(s, &id);
+    if (status == MFU_OK) {
+        if (!s->step_open && s->boundaries > 0)
+            s->dropped++; /* the clock restarted: the step this call closes is lost */
+        r = ring_append(s);
+        r->id = id;
+        r->kind = MARK_BOUNDARY;
+        r->closes = (uint8_t)s->step_open;
+        r->model_known = (uint8_t)model_known;
+        r->work = work;
+        if (r->closes)
+            s->pending++;
+        s->step_open = 1;
+        s->boundaries++;
+        catch_up(s);
+    }
+    outcome->fallbacks = s->fallbacks;
+    return status;
 }
 
 void mfu_steps_poll(mfu_steps *s)

@@ -33,8 +33,8 @@
  *
  * Each field of mfu_step_report is either absent (its MFU_STEP_* bit not in
  * `given`) or given. A given value must be finite and >= 0; one that is not
- * is *bad*: it is recorded as unknown, its bit is set in the `bad` mask the
- * call returns (the caller warns), and nothing fails.
+ * is *bad*: it is recorded as unknown, its bit is set in the outcome's `bad`
+ * mask (the caller warns), and nothing fails.
  *
  *   num_tokens      absent or bad: unknown.
  *   model_flops     absent: the tracker's per-step default. Given (even
@@ -178,16 +178,21 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **steps,
 /* Free the tracker and its timer's events, without waiting. NULL: no-op. */
 void mfu_steps_destroy(mfu_steps *steps);
 
+/* What a boundary call reports back, for the caller's warnings. */
+typedef struct mfu_step_outcome {
+    unsigned bad;       /* MFU_STEP_* bits of the given fields that were bad */
+    uint32_t fallbacks; /* mfu_steps_fallback()'s count after the call */
+} mfu_step_outcome;
+
 /* Mark a step boundary and record `report` for the step it closes, then
- * account, without blocking, for every step the GPU has finished. *bad
- * (never NULL) receives the MFU_STEP_* bits of the given fields that were
- * bad, also when the boundary is not taken. Status:
+ * account, without blocking, for every step the GPU has finished. *outcome
+ * (never NULL) is filled also when the boundary is not taken. Status:
  *   MFU_OK                boundary taken (possibly after a fallback)
  *   MFU_ERR_UNAVAILABLE   the tracker is closed: nothing recorded
  *   MFU_ERR_NO_MEMORY     no timer could be created after a fallback
  *   anything else         the CPU clock itself failed: nothing recorded */
 mfu_status mfu_steps_step(mfu_steps *steps, const mfu_step_report *report,
-                          unsigned *bad);
+                          mfu_step_outcome *outcome);
 
 /* Account, without blocking, for every step the GPU has finished. */
 void mfu_steps_poll(mfu_steps *steps);

@@ -98,16 +98,17 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     step_object *s = (step_object *)self;
     PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None};
     mfu_step_report report = {0, NAN, NAN, NAN};
-    unsigned bad = 0;
+    mfu_step_outcome outcome;
 
     /* A positional num_tokens takes its name out of the keywords: then
      * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
     const Py_ssize_t skip = nargs == 1 ? 1 : 0;
     if (skip)
         values[KW_NUM_TOKENS] = args[0];
-    if (mfu_py_bind("step", s->state->step_kwnames + skip, STEP_PARAMETERS - skip,
-                    1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip)
-        < 0)
+    if ((nargs > 1 || kwnames != NULL) /* else nothing to bind */
+        && mfu_py_bind("step", s->state->step_kwnames + skip, STEP_PARAMETERS - skip,
+                       1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip)
+               < 0)
         return NULL;
     report_value(values[KW_NUM_TOKENS], "num_tokens", MFU_STEP_NUM_TOKENS, &report,
                  &report.num_tokens);
@@ -121,9 +122,10 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
         step_unlock(s);
         Py_RETURN_NONE;
     }
-    mfu_status status = mfu_steps_step(s->steps, &report, &bad);
-    if (bad != 0) {
+    mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
+    if (outcome.bad != 0) {
         /* Named in parameter order, the last bad one. */
+        const unsigned bad = outcome.bad;
         const char *name = (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
                            : (bad & MFU_STEP_MODEL_FLOPS)  ? "model_flops"
                                                            : "num_tokens";
@@ -138,7 +140,8 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (status != MFU_OK && mfu_steps_closed(s->steps))
         queue_warning(s, &s->warned_closed,
                       "mfu_tracker: Tracker.step() after close() is ignored");
-    check_fallback(s);
+    if (outcome.fallbacks > 0)
+        check_fallback(s);
     step_unlock(s);
     Py_RETURN_NONE;
 }

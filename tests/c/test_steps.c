@@ -55,9 +55,10 @@ static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double mo
                           double executed)
 {
     mfu_step_report r = {given, tokens, model, executed};
-    unsigned bad = 99;
-    CHECK(mfu_steps_step(s, &r, &bad) == MFU_OK);
-    return bad;
+    mfu_step_outcome outcome = {99, 99};
+    CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
+    CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
+    return outcome.bad;
 }
 
 static void step_tokens(mfu_steps *s, double tokens)
@@ -478,7 +479,7 @@ static void test_close(void)
     mfu_steps_summary sum;
     mfu_steps_counters counters;
     mfu_steps *s;
-    unsigned bad = 0;
+    mfu_step_outcome outcome = {0, 0};
     long events_before;
     mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0};
 
@@ -497,9 +498,10 @@ static void test_close(void)
     mfu_steps_summarize(s, &sum);                      /* still readable */
     CHECK(sum.window.steps == 2 && sum.pending == 0);
     CHECK_NEAR(sum.window.step_s_mean, 2e-3, 1e-9);
-    CHECK(mfu_steps_step(s, &NO_REPORT, &bad) == MFU_ERR_UNAVAILABLE);
-    CHECK(mfu_steps_step(s, &bad_tokens, &bad) == MFU_ERR_UNAVAILABLE);
-    CHECK(bad == MFU_STEP_NUM_TOKENS); /* still told, for the one warning */
+    CHECK(mfu_steps_step(s, &NO_REPORT, &outcome) == MFU_ERR_UNAVAILABLE);
+    CHECK(outcome.bad == 0 && outcome.fallbacks == 0);
+    CHECK(mfu_steps_step(s, &bad_tokens, &outcome) == MFU_ERR_UNAVAILABLE);
+    CHECK(outcome.bad == MFU_STEP_NUM_TOKENS); /* still told, for the one warning */
     mfu_steps_get_counters(s, &counters);
     CHECK(counters.boundaries == 3 && counters.timer.marks == 0);
     mfu_steps_poll(s);
