@@ -65,7 +65,7 @@ ctest-all: ctest ctest-asan ctest-valgrind fuzz-smoke
 FUZZ_SRC := $(wildcard tests/c/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(patsubst tests/c/fuzz/%.c,%,$(FUZZ_SRC))
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
-FUZZ_HDR := tests/c/fuzz/fuzz_input.h
+FUZZ_HDR := tests/c/fuzz/fuzz_input.h $(wildcard tests/c/fake_driver/*.h)
 
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all \
             -fno-omit-frame-pointer

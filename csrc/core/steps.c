@@ -250,6 +250,11 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
     else
         status = take_mark(s, &id);
     if (status == MFU_OK) {
+        /* A pool-full wait inside the mark resolves older marks: account
+         * for them before a poll resolves more and the timer's history
+         * forgets their times (steps.h, "The ring's size"). */
+        if (s->ring_count > 0)
+            drain(s);
         if (!s->step_open && s->boundaries > 0)
             s->dropped++; /* the clock restarted: the step this call closes is lost */
         r = ring_append(s);

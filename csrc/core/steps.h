@@ -83,6 +83,11 @@
  * timer's actual cap (a fallback timer gets the same sizes). A full ring
  * (which the bound says cannot happen) drops its oldest record, counted.
  *
+ * The same bound keeps every record's time readable: the timer keeps the
+ * newest `history` >= events_max times, and a boundary drains what its own
+ * mark resolved (a pool-full wait resolves older marks) before it appends,
+ * so the marks resolved between two drains never outnumber the history.
+ *
  * ## Extending it: marks inside a step (issue 11, not built yet)
  *
  * Records are keyed by mark id and carry a kind; the drain is a small state

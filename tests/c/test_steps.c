@@ -193,6 +193,44 @@ static void test_ring_sized_from_events_max(void)
     mfu_steps_destroy(s);
 }
 
+/* Regression (found by fuzz_steps): the smallest pool and history (2, 2, 2),
+ * both events pending when the third boundary comes. Its mark waits for the
+ * first two and completes at once; the poll after it resolves it, and with a
+ * history of 2 its time overwrote boundary 0's before the drain read it: the
+ * first step was dropped. A boundary now drains what its mark resolved
+ * before the poll. */
+static void test_pool_full_wait_keeps_every_time(void)
+{
+    mfu_steps_config c = config_on(MFU_CLOCK_CUDA);
+    mfu_steps_counters counters;
+    mfu_steps_summary sum;
+    mfu_steps *s;
+
+    fake.reset();
+    c.timer.events_initial = 2;
+    c.timer.events_max = 2;
+    c.timer.history = 2;
+    c.warmup = 0;
+    s = create(&c);
+    if (s == NULL)
+        return;
+    fake.set_work_ns(2 * MS);
+    fake.set_gpu_lag_ns(1 * MS);
+    step_tokens(s, 1); /* host 0: GPU done at max(0 + 2, 0 + 1) = 2 ms */
+    step_tokens(s, 1); /* host 0: GPU done at max(2 + 2, 0 + 1) = 4 ms */
+    fake.set_work_ns(0);
+    fake.set_gpu_lag_ns(0);
+    step_tokens(s, 1); /* waits for 2 ms, then 4 ms; done at once, at 4 ms */
+    mfu_steps_get_counters(s, &counters);
+    CHECK(counters.timer.pool_full_waits == 2);
+    CHECK(counters.pushed == 2 && counters.dropped == 0 && counters.pending == 0);
+    mfu_steps_summarize(s, &sum);
+    CHECK(sum.window.steps == 2);
+    CHECK_NEAR(sum.window.step_s_max, 2e-3, 1e-6); /* 4 - 2 ms: the GPU's time */
+    CHECK(sum.window.step_s_min == 0.0);           /* 4 - 4 ms: done together */
+    mfu_steps_destroy(s);
+}
+
 /* ---- what a step's work is --------------------------------------------- */
 
 /* Steps of exactly 2 ms on the fake, flushed: each check reads the window. */
@@ -592,6 +630,7 @@ int main(void)
     }
     test_gpu_steady_state_zero_syncs(MFU_CLOCK_CUDA, "cuEventRecord", "cuEventSynchronize");
     test_ring_sized_from_events_max();
+    test_pool_full_wait_keeps_every_time();
     test_masking_rules();
     test_bad_values_are_unknown();
     test_unknown_model_flops_leave_the_window();

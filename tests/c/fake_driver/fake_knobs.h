@@ -39,7 +39,7 @@ static struct {
 
 /* 1 when the fake is loaded with every knob; 0 (and a line on stderr
  * naming `suite`) otherwise. */
-static int fake_load(const char *suite)
+static inline int fake_load(const char *suite)
 {
     fake.path = getenv(MFU_CUDA_LIBRARY_ENV);
     if (fake.path == NULL || fake.path[0] == '\0') {
@@ -62,7 +62,7 @@ static int fake_load(const char *suite)
            && FAKE_KNOB(live_events, "fake_live_events");
 }
 
-static void fake_unload(void)
+static inline void fake_unload(void)
 {
     if (fake.library != NULL)
         dlclose(fake.library);
