@@ -387,11 +387,36 @@ static const char *config_error(const mfu_steps_config *c)
     return NULL;
 }
 
+void mfu_steps_destroy(mfu_steps *s)
+{
+    if (s == NULL)
+        return;
+    mfu_timer_destroy(s->timer);
+    mfu_window_destroy(s->window);
+    free(s->ring);
+    free(s);
+}
+
+/* The timer on the configured clock, else (steps.h, "Failures") on the CPU
+ * clock. MFU_ERR_INVALID_ARGUMENT: the sizes are out of order. */
+static mfu_status start_clock(mfu_steps *s)
+{
+    mfu_gpu_error error;
+    mfu_status status;
+    s->clock = s->config.timer.clock;
+    status = make_timer(s, s->clock, &s->timer, &error);
+    if (status == MFU_OK || status == MFU_ERR_NO_MEMORY
+        || (status == MFU_ERR_INVALID_ARGUMENT && error.call == NULL))
+        return status;
+    note_failure(s, s->clock, &error);
+    s->clock = MFU_CLOCK_CPU;
+    return make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL);
+}
+
 mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
                             const char **bad_field)
 {
     const char *bad = config_error(config);
-    mfu_gpu_error error;
     mfu_steps *s;
     mfu_status status;
 
@@ -407,46 +432,22 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
     s->config = *config;
     s->config.per_step.num_tokens = NAN;
     status = mfu_window_create(config->window, config->warmup, &s->window);
-    if (status != MFU_OK)
-        goto error;
-
-    s->clock = config->timer.clock;
-    status = make_timer(s, s->clock, &s->timer, &error);
-    if (status == MFU_ERR_INVALID_ARGUMENT && error.call == NULL) {
-        if (bad_field != NULL)
+    if (status == MFU_OK) {
+        status = start_clock(s);
+        if (status == MFU_ERR_INVALID_ARGUMENT && bad_field != NULL)
             *bad_field = "timer";
-        goto error;
     }
-    if (status != MFU_OK && status != MFU_ERR_NO_MEMORY) {
-        /* The GPU clock is unavailable: time on the CPU clock instead. */
-        note_failure(s, s->clock, &error);
-        s->clock = MFU_CLOCK_CPU;
-        status = make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL);
+    if (status == MFU_OK) {
+        /* Derived, not assumed: see "The ring's size" in steps.h. */
+        s->ring_capacity = mfu_timer_events_max(s->timer) + 1;
+        s->ring = calloc(s->ring_capacity, sizeof *s->ring);
+        if (s->ring == NULL)
+            status = MFU_ERR_NO_MEMORY;
     }
-    if (status != MFU_OK)
-        goto error;
-
-    /* Derived, not assumed: see "The ring's size" in steps.h. */
-    s->ring_capacity = mfu_timer_events_max(s->timer) + 1;
-    s->ring = calloc(s->ring_capacity, sizeof *s->ring);
-    if (s->ring == NULL) {
-        status = MFU_ERR_NO_MEMORY;
-        goto error;
+    if (status != MFU_OK) {
+        mfu_steps_destroy(s);
+        return status;
     }
     *out = s;
     return MFU_OK;
-
-error:
-    mfu_steps_destroy(s);
-    return status;
-}
-
-void mfu_steps_destroy(mfu_steps *s)
-{
-    if (s == NULL)
-        return;
-    mfu_timer_destroy(s->timer);
-    mfu_window_destroy(s->window);
-    free(s->ring);
-    free(s);
 }

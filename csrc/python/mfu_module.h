@@ -53,6 +53,14 @@ typedef struct mfu_module_state {
     X(str_fp16)                              \
     X(str_auto)
 
+/* The spec of a heap type of this module: mfu_tracker._C.<name> (a string
+ * literal), whose instances are `object` structs. */
+#define MFU_PY_TYPE_SPEC(type_name, object, type_flags, type_slots)              \
+    {                                                                           \
+        .name = "mfu_tracker._C." type_name, .basicsize = sizeof(object),       \
+        .flags = (type_flags), .slots = (type_slots)                            \
+    }
+
 /* The state of `module` (never NULL for a module created by our init). */
 mfu_module_state *mfu_module_get_state(PyObject *module);
 
@@ -135,6 +143,11 @@ extern const mfu_py_choice mfu_py_clock_choices[];
 const char *mfu_py_clock_name(mfu_clock_kind clock);
 /* The `clock` argument (mfu_py_choice_arg over mfu_py_clock_choices). */
 int mfu_py_clock_arg(PyObject *obj, mfu_clock_kind *out);
+
+/* A new instance of `type` (tp_alloc) with a new lock stored at
+ * `lock_offset` (offsetof the object's PyThread_type_lock); NULL with the
+ * exception set. The type's dealloc frees the lock. */
+PyObject *mfu_py_alloc_locked(PyTypeObject *type, size_t lock_offset);
 
 /* Take a per-object lock; if another thread holds it (waiting on the GPU
  * with the GIL released), wait for it without holding the GIL. */

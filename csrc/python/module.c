@@ -89,22 +89,20 @@ static int add_limits(PyObject *module)
     return 0;
 }
 
+/* What each topic adds to the module, in order. */
+static int (*const topic_execs[])(PyObject *module) = {
+    add_limits,           mfu_py_track_exec,      mfu_py_gpu_specs_exec,
+    mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
+};
+
 static int mfu_module_exec(PyObject *module)
 {
     if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0)
         return -1;
-    if (add_limits(module) < 0)
-        return -1;
-    if (mfu_py_track_exec(module) < 0)
-        return -1;
-    if (mfu_py_gpu_specs_exec(module) < 0)
-        return -1;
-    if (mfu_py_flops_exec(module) < 0)
-        return -1;
-    if (mfu_py_mark_timer_exec(module) < 0)
-        return -1;
-    if (mfu_py_step_tracker_exec(module) < 0)
-        return -1;
+    for (size_t i = 0; i < sizeof topic_execs / sizeof topic_execs[0]; i++) {
+        if (topic_execs[i](module) < 0)
+            return -1;
+    }
     return 0;
 }
 

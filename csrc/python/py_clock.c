@@ -4,6 +4,8 @@
  * holding the GIL, the one warning a failed GPU clock gives, and the timer
  * counters as a dict.
  */
+#include <string.h>
+
 #include "mfu_module.h"
 
 const mfu_py_choice mfu_py_clock_choices[] = {
@@ -25,6 +27,21 @@ int mfu_py_clock_arg(PyObject *obj, mfu_clock_kind *out)
         return -1;
     *out = (mfu_clock_kind)value;
     return 0;
+}
+
+PyObject *mfu_py_alloc_locked(PyTypeObject *type, size_t lock_offset)
+{
+    PyObject *self = type->tp_alloc(type, 0);
+    PyThread_type_lock lock;
+    if (self == NULL)
+        return NULL;
+    lock = PyThread_allocate_lock();
+    if (lock == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    memcpy((char *)self + lock_offset, &lock, sizeof lock);
+    return self;
 }
 
 void mfu_py_lock_acquire(PyThread_type_lock lock)

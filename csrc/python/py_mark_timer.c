@@ -17,6 +17,7 @@
  * naming the cause.
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "mfu_module.h"
 
@@ -296,15 +297,11 @@ static PyObject *timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         if (size_arg(size_obj[i], keywords[i + 1], &sizes[i]) < 0)
             return NULL;
     }
-    timer_object *t = (timer_object *)type->tp_alloc(type, 0);
+    timer_object *t =
+        (timer_object *)mfu_py_alloc_locked(type, offsetof(timer_object, lock));
     if (t == NULL)
         return NULL;
     t->clock = clock;
-    t->lock = PyThread_allocate_lock();
-    if (t->lock == NULL) {
-        Py_DECREF(t);
-        return PyErr_NoMemory();
-    }
     t->timer = create_core_timer(clock, sizes[0], sizes[1], sizes[2]);
     if (t->timer == NULL) {
         Py_DECREF(t);
@@ -548,14 +545,17 @@ static PyGetSetDef timer_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+PyDoc_STRVAR(timer_doc,
+             "MarkTimer(clock, *, events_initial=0, events_max=0, history=0)\n"
+             "--\n\n"
+             "A mark timer on the 'cpu', 'cuda' or 'hip' clock (core/timing.h): "
+             "marks recorded without blocking, resolved by non-blocking "
+             "queries. track() shares one per (clock, device). Creating a GPU "
+             "timer raises RuntimeError naming the cause when the driver or a "
+             "CUDA context is missing.");
+
 static PyType_Slot timer_slots[] = {
-    {Py_tp_doc, "MarkTimer(clock, *, events_initial=0, events_max=0, history=0)\n"
-                "--\n\n"
-                "A mark timer on the 'cpu', 'cuda' or 'hip' clock (core/timing.h): "
-                "marks recorded without blocking, resolved by non-blocking "
-                "queries. track() shares one per (clock, device). Creating a GPU "
-                "timer raises RuntimeError naming the cause when the driver or a "
-                "CUDA context is missing."},
+    {Py_tp_doc, (void *)timer_doc},
     {Py_tp_new, timer_new},
     {Py_tp_dealloc, timer_dealloc},
     {Py_tp_traverse, timer_traverse},
@@ -564,12 +564,9 @@ static PyType_Slot timer_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec timer_spec = {
-    .name = "mfu_tracker._C.MarkTimer",
-    .basicsize = sizeof(timer_object),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
-    .slots = timer_slots,
-};
+static PyType_Spec timer_spec = MFU_PY_TYPE_SPEC(
+    "MarkTimer", timer_object,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE, timer_slots);
 
 int mfu_py_mark_timer_exec(PyObject *module)
 {

@@ -12,6 +12,7 @@
  * raises into the training loop once the tracker is configured.
  */
 #include <math.h>
+#include <stddef.h>
 
 #include "mfu_module.h"
 
@@ -350,15 +351,10 @@ static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args),
     mfu_module_state *state = mfu_module_state_from_type(type);
     if (state == NULL)
         return NULL;
-    step_object *s = (step_object *)type->tp_alloc(type, 0);
-    if (s == NULL)
-        return NULL;
-    s->state = state;
-    s->lock = PyThread_allocate_lock();
-    if (s->lock == NULL) {
-        Py_DECREF(s);
-        return PyErr_NoMemory();
-    }
+    step_object *s =
+        (step_object *)mfu_py_alloc_locked(type, offsetof(step_object, lock));
+    if (s != NULL)
+        s->state = state;
     return (PyObject *)s;
 }
 
@@ -553,12 +549,15 @@ static PyGetSetDef step_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+PyDoc_STRVAR(step_doc,
+             "StepTracker(*, clock='cpu', stream=0, model_flops=None, "
+             "executed_flops=None, param_bytes=None, peak_flops_per_sec=None, "
+             "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1)\n--\n\n"
+             "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
+             "windowed statistics in C (core/steps.h).");
+
 static PyType_Slot step_slots[] = {
-    {Py_tp_doc, "StepTracker(*, clock='cpu', stream=0, model_flops=None, "
-                "executed_flops=None, param_bytes=None, peak_flops_per_sec=None, "
-                "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1)\n--\n\n"
-                "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
-                "windowed statistics in C (core/steps.h)."},
+    {Py_tp_doc, (void *)step_doc},
     {Py_tp_new, step_new},
     {Py_tp_init, step_init},
     {Py_tp_dealloc, step_dealloc},
@@ -569,13 +568,11 @@ static PyType_Slot step_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec step_spec = {
-    .name = "mfu_tracker._C.StepTracker",
-    .basicsize = sizeof(step_object),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE
-             | Py_TPFLAGS_IMMUTABLETYPE,
-    .slots = step_slots,
-};
+/* BASETYPE: mfu_tracker.Tracker subclasses it. */
+static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
+    "StepTracker", step_object,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
+    step_slots);
 
 int mfu_py_step_tracker_exec(PyObject *module)
 {
