@@ -14,6 +14,8 @@ CFLAGS_CORE := -std=c11 -Wall -Wextra -Werror -O1 -g
 CORE_SRC := $(wildcard csrc/core/*.c)
 CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
+# What the C tests include besides the core: the harness and the fake driver's knobs.
+CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h)
 
 .PHONY: run test build ctest pytest clean
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
@@ -35,7 +37,7 @@ $(STAMP): pyproject.toml setup.py constraints-test.txt
 build: $(STAMP)
 	MFU_TRACKER_WERROR=1 $(PY) setup.py -q build_ext --inplace
 
-build/ctest/%: tests/c/%.c tests/c/check.h $(CORE_SRC) $(CORE_HDR)
+build/ctest/%: tests/c/%.c $(CTEST_HDR) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p build/ctest
 	$(CC) $(CFLAGS_CORE) -Icsrc/core -Itests/c -o $@ $< $(CORE_SRC) -lm -ldl
 
@@ -63,7 +65,7 @@ ctest-all: ctest ctest-asan ctest-valgrind fuzz-smoke
 FUZZ_SRC := $(wildcard tests/c/fuzz/fuzz_*.c)
 FUZZ_NAMES := $(patsubst tests/c/fuzz/%.c,%,$(FUZZ_SRC))
 FUZZ_BINS := $(addprefix build/fuzz/,$(FUZZ_NAMES))
-FUZZ_HDR := tests/c/fuzz/fuzz_input.h
+FUZZ_HDR := tests/c/fuzz/fuzz_input.h $(wildcard tests/c/fake_driver/*.h)
 
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all \
             -fno-omit-frame-pointer
@@ -80,7 +82,7 @@ build/asan/core/%.o: csrc/core/%.c $(CORE_HDR)
 	@mkdir -p build/asan/core
 	$(CC) $(CFLAGS_ASAN) -c -o $@ $<
 
-build/asan/%: tests/c/%.c tests/c/check.h $(ASAN_CORE_OBJ)
+build/asan/%: tests/c/%.c $(CTEST_HDR) $(ASAN_CORE_OBJ)
 	$(CC) $(CFLAGS_ASAN) -Icsrc/core -Itests/c -o $@ $< $(ASAN_CORE_OBJ) -lm -ldl
 
 .SECONDARY: $(ASAN_CORE_OBJ) build/fuzz/standalone.o

@@ -15,17 +15,29 @@ against Python equivalents of the same shape and ``nullcontext()``, in one run.
   measured here; on a GPU it adds two event records and a query per step in
   Python on top of this shape -- and ``elapsed_time`` needs a synchronize.
 
-"ns per call" is wall time of a tight loop (single thread: CPU time), best of
-``--rounds``; "net" subtracts the same loop calling the builtin ``id(4096)``,
-i.e. it is the cost of the call itself beyond calling any C function.
+"ns per call" is the thread CPU time (``time.thread_time_ns``) of a tight loop,
+best of ``--rounds``; "net" subtracts the same loop calling the builtin
+``id(4096)``, i.e. it is the cost of the call itself beyond calling any C
+function.
 
     .venv/bin/python benchmarks/step_overhead.py [--calls 1000000] [--rounds 5]
+
+Before / after a change, on a noisy machine: ``--compare OTHER_CHECKOUT`` runs
+this script in child processes, alternating between OTHER_CHECKOUT's build and
+this checkout's (``PYTHONPATH`` first on the path, so each imports its own
+``mfu_tracker``), ``--pairs`` times, with the order flipped every pair, and
+prints each row's median over the pairs for both and their ratio:
+
+    .venv/bin/python benchmarks/step_overhead.py --compare /path/to/old/checkout \
+        --pairs 7 --calls 300000 --rounds 3
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -81,40 +93,78 @@ class PyBlock:
         return False
 
 
+# Thread CPU time: what the loop cost this thread, not what other processes
+# on a shared machine took from it.
+clock_ns = time.thread_time_ns
+
+
 def per_call_ns(fn, calls: int, rounds: int) -> float:
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter_ns()
+        start = clock_ns()
         for _ in range(calls):
             fn(4096)
-        best = min(best, (time.perf_counter_ns() - start) / calls)
+        best = min(best, (clock_ns() - start) / calls)
     return best
 
 
 def per_block_ns(make_block, calls: int, rounds: int, read: bool) -> float:
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter_ns()
+        start = clock_ns()
         for _ in range(calls):
             with make_block() as r:
                 pass
             if read:
                 r.elapsed_sec
-        best = min(best, (time.perf_counter_ns() - start) / calls)
+        best = min(best, (clock_ns() - start) / calls)
     return best
+
+
+def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
+    """Interleaved child runs of this script on `other`'s build and on ours."""
+    trees = {"before": str(Path(other).resolve()), "after": str(ROOT)}
+    runs: dict = {"before": [], "after": []}
+    for i in range(pairs):
+        order = ["before", "after"] if i % 2 == 0 else ["after", "before"]
+        for name in order:
+            env = dict(os.environ, PYTHONPATH=trees[name])
+            out = subprocess.run([sys.executable, __file__, "--json", "--calls", str(calls),
+                                  "--rounds", str(rounds)],
+                                 env=env, check=True, capture_output=True, text=True).stdout
+            runs[name].append(json.loads(out.strip().splitlines()[-1]))
+    print(f"{pairs} interleaved pairs of child runs ({calls} calls, best of {rounds} "
+          f"rounds each); median thread CPU ns per call")
+    print(f"  before: {trees['before']}\n  after:  {trees['after']}")
+    print(f"{'row':45s} {'before':>9s} {'after':>9s} {'after/before':>13s}")
+    for row in runs["after"][0]:
+        if row.startswith("_"):
+            continue
+        before = statistics.median(r[row] for r in runs["before"])
+        after = statistics.median(r[row] for r in runs["after"])
+        print(f"{row:45s} {before:9.1f} {after:9.1f} {after / before:12.3f}x")
+    syncs = [r["_cuda_syncs"] for r in runs["before"] + runs["after"]]
+    print(f"synchronizing driver calls during the cuda-clock steps, every run: {sorted(set(syncs))}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as one JSON line (for --compare)")
+    parser.add_argument("--compare", metavar="OTHER_CHECKOUT",
+                        help="interleave child runs against another checkout's build")
+    parser.add_argument("--pairs", type=int, default=7)
     args = parser.parse_args()
     n, rounds = args.calls, args.rounds
+    if args.compare:
+        compare(args.compare, args.pairs, n, rounds)
+        return
 
     import ctypes
 
-    from mfu_tracker import track, user_gpu_spec
-    from mfu_tracker.step import Tracker
+    from mfu_tracker import Tracker, track, user_gpu_spec
 
     fake = ctypes.CDLL(os.environ["MFU_TRACKER_CUDA_LIBRARY"])
     fake.fake_reset()  # no lag, no work: every event is done when recorded
@@ -148,6 +198,11 @@ def main() -> None:
             n, rounds, read=True),
     }
 
+    if args.json:
+        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks,
+                   "_cuda_syncs": syncs, "_baseline": baseline}
+        print(json.dumps(figures))
+        return
     print(f"{n} calls per round, best of {rounds} rounds; Python {sys.version.split()[0]}")
     print(f"loop + call of builtin id(): {baseline:6.1f} ns (subtracted as 'net')")
     py_step = steps["Python perf_counter + deque step()"]

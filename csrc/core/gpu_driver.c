@@ -40,44 +40,72 @@ static void *resolve_first(void *library, const char *const *names,
     return NULL;
 }
 
-static const char *const cu_create_names[] = {"cuEventCreate", NULL};
-static const char *const cu_record_names[] = {"cuEventRecord", NULL};
-static const char *const cu_query_names[] = {"cuEventQuery", NULL};
-static const char *const cu_elapsed_names[] = {"cuEventElapsedTime_v2",
-                                               "cuEventElapsedTime", NULL};
-static const char *const cu_sync_names[] = {"cuEventSynchronize", NULL};
-static const char *const cu_destroy_names[] = {"cuEventDestroy_v2",
-                                               "cuEventDestroy", NULL};
-static const char *const hip_create_names[] = {"hipEventCreateWithFlags", NULL};
-static const char *const hip_record_names[] = {"hipEventRecord", NULL};
-static const char *const hip_query_names[] = {"hipEventQuery", NULL};
-static const char *const hip_elapsed_names[] = {"hipEventElapsedTime", NULL};
-static const char *const hip_sync_names[] = {"hipEventSynchronize", NULL};
-static const char *const hip_destroy_names[] = {"hipEventDestroy", NULL};
-
-/* The six event calls, resolved from one table of names per vendor. */
-struct event_names {
-    const char *const *create, *const *record, *const *query, *const *elapsed,
-        *const *synchronize, *const *destroy;
+/* The calls the loader resolves, in the order it looks for them (the first
+ * missing required one is the one the error names). */
+enum call {
+    CALL_INIT,       /* CUDA only */
+    CALL_CTX,        /* CUDA only */
+    CALL_CREATE,
+    CALL_RECORD,
+    CALL_QUERY,
+    CALL_ELAPSED,
+    CALL_SYNCHRONIZE,
+    CALL_DESTROY,
+    CALL_ERROR_NAME, /* optional */
+    CALL_COUNT
 };
 
-static const struct event_names cuda_names = {
-    .create = cu_create_names,
-    .record = cu_record_names,
-    .query = cu_query_names,
-    .elapsed = cu_elapsed_names,
-    .synchronize = cu_sync_names,
-    .destroy = cu_destroy_names,
+/* One call's names, tried in order (the _v2 name first; see gpu_driver.h),
+ * NULL-terminated; no names: the vendor has no such call. */
+struct call_names {
+    const char *names[3];
+    int required;
 };
 
-static const struct event_names hip_names = {
-    .create = hip_create_names,
-    .record = hip_record_names,
-    .query = hip_query_names,
-    .elapsed = hip_elapsed_names,
-    .synchronize = hip_sync_names,
-    .destroy = hip_destroy_names,
+/* Per vendor: [0] CUDA, [1] HIP. */
+static const struct call_names vendor_calls[2][CALL_COUNT] = {
+    {
+        [CALL_INIT] = {{"cuInit"}, 1},
+        [CALL_CTX] = {{"cuCtxGetCurrent"}, 1},
+        [CALL_CREATE] = {{"cuEventCreate"}, 1},
+        [CALL_RECORD] = {{"cuEventRecord"}, 1},
+        [CALL_QUERY] = {{"cuEventQuery"}, 1},
+        [CALL_ELAPSED] = {{"cuEventElapsedTime_v2", "cuEventElapsedTime"}, 1},
+        [CALL_SYNCHRONIZE] = {{"cuEventSynchronize"}, 1},
+        [CALL_DESTROY] = {{"cuEventDestroy_v2", "cuEventDestroy"}, 1},
+        [CALL_ERROR_NAME] = {{"cuGetErrorName"}, 0},
+    },
+    {
+        [CALL_CREATE] = {{"hipEventCreateWithFlags"}, 1},
+        [CALL_RECORD] = {{"hipEventRecord"}, 1},
+        [CALL_QUERY] = {{"hipEventQuery"}, 1},
+        [CALL_ELAPSED] = {{"hipEventElapsedTime"}, 1},
+        [CALL_SYNCHRONIZE] = {{"hipEventSynchronize"}, 1},
+        [CALL_DESTROY] = {{"hipEventDestroy"}, 1},
+        [CALL_ERROR_NAME] = {{"hipGetErrorName"}, 0},
+    },
 };
+
+/* Resolve every call of the driver's vendor into symbols[] / found[]; 0
+ * with driver->error naming the first required call that is missing. */
+static int resolve_calls(mfu_gpu_driver *driver, void *symbols[CALL_COUNT],
+                         const char *found[CALL_COUNT])
+{
+    const struct call_names *calls = vendor_calls[driver->api == MFU_GPU_HIP ? 1 : 0];
+    for (int call = 0; call < CALL_COUNT; call++) {
+        symbols[call] = NULL;
+        found[call] = NULL;
+        if (calls[call].names[0] == NULL)
+            continue;
+        symbols[call] = resolve_first(driver->library, calls[call].names, &found[call]);
+        if (symbols[call] == NULL && calls[call].required) {
+            set_error(&driver->error, calls[call].names[0], 0,
+                      "symbol not found in the driver library");
+            return 0;
+        }
+    }
+    return 1;
+}
 
 const char *mfu_gpu_driver_library(mfu_gpu_api api)
 {
@@ -88,43 +116,12 @@ const char *mfu_gpu_driver_library(mfu_gpu_api api)
     return api == MFU_GPU_HIP ? MFU_HIP_LIBRARY_DEFAULT : MFU_CUDA_LIBRARY_DEFAULT;
 }
 
-/* Resolve one required call; on a miss record the first name tried. */
-static void *require(mfu_gpu_driver *driver, const char *const *names,
-                     const char **found, int *missing)
-{
-    void *symbol;
-    if (*missing)
-        return NULL;
-    symbol = resolve_first(driver->library, names, found);
-    if (symbol == NULL) {
-        *missing = 1;
-        set_error(&driver->error, names[0], 0, "symbol not found in the driver library");
-    }
-    return symbol;
-}
-
-static int resolve_events(mfu_gpu_driver *driver, const struct event_names *names)
-{
-    int missing = 0;
-    driver->event_create = (mfu_gpu_event_create_fn)require(
-        driver, names->create, &driver->name_create, &missing);
-    driver->event_record = (mfu_gpu_event_record_fn)require(
-        driver, names->record, &driver->name_record, &missing);
-    driver->event_query = (mfu_gpu_event_query_fn)require(
-        driver, names->query, &driver->name_query, &missing);
-    driver->event_elapsed = (mfu_gpu_event_elapsed_fn)require(
-        driver, names->elapsed, &driver->name_elapsed, &missing);
-    driver->event_synchronize = (mfu_gpu_event_synchronize_fn)require(
-        driver, names->synchronize, &driver->name_synchronize, &missing);
-    driver->event_destroy = (mfu_gpu_event_destroy_fn)require(
-        driver, names->destroy, &driver->name_destroy, &missing);
-    return !missing;
-}
-
 mfu_status mfu_gpu_driver_open(mfu_gpu_api api, const char *path,
                                mfu_gpu_driver *driver)
 {
     mfu_status status = MFU_ERR_UNAVAILABLE;
+    void *symbols[CALL_COUNT];
+    const char *found[CALL_COUNT];
     memset(driver, 0, sizeof *driver);
     driver->api = api;
     if (api != MFU_GPU_CUDA && api != MFU_GPU_HIP) {
@@ -142,35 +139,32 @@ mfu_status mfu_gpu_driver_open(mfu_gpu_api api, const char *path,
         return MFU_ERR_UNAVAILABLE;
     }
 
+    if (!resolve_calls(driver, symbols, found))
+        goto error;
+    driver->event_create = (mfu_gpu_event_create_fn)symbols[CALL_CREATE];
+    driver->event_record = (mfu_gpu_event_record_fn)symbols[CALL_RECORD];
+    driver->event_query = (mfu_gpu_event_query_fn)symbols[CALL_QUERY];
+    driver->event_elapsed = (mfu_gpu_event_elapsed_fn)symbols[CALL_ELAPSED];
+    driver->event_synchronize = (mfu_gpu_event_synchronize_fn)symbols[CALL_SYNCHRONIZE];
+    driver->event_destroy = (mfu_gpu_event_destroy_fn)symbols[CALL_DESTROY];
+    driver->name_create = found[CALL_CREATE];
+    driver->name_record = found[CALL_RECORD];
+    driver->name_query = found[CALL_QUERY];
+    driver->name_elapsed = found[CALL_ELAPSED];
+    driver->name_synchronize = found[CALL_SYNCHRONIZE];
+    driver->name_destroy = found[CALL_DESTROY];
     if (api == MFU_GPU_CUDA) {
-        const char *found = NULL;
-        static const char *const init_names[] = {"cuInit", NULL};
-        static const char *const ctx_names[] = {"cuCtxGetCurrent", NULL};
-        static const char *const err_names[] = {"cuGetErrorName", NULL};
-        int missing = 0;
-        mfu_cu_init_fn cu_init;
         int code;
-
-        cu_init = (mfu_cu_init_fn)require(driver, init_names, &found, &missing);
-        driver->ctx_get_current =
-            (mfu_cu_ctx_get_current_fn)require(driver, ctx_names, &found, &missing);
-        if (missing || !resolve_events(driver, &cuda_names))
-            goto error;
-        driver->cu_error_name =
-            (mfu_cu_get_error_name_fn)resolve_first(driver->library, err_names, &found);
-        code = cu_init(0);
+        driver->ctx_get_current = (mfu_cu_ctx_get_current_fn)symbols[CALL_CTX];
+        driver->cu_error_name = (mfu_cu_get_error_name_fn)symbols[CALL_ERROR_NAME];
+        code = ((mfu_cu_init_fn)symbols[CALL_INIT])(0);
         if (code != MFU_GPU_SUCCESS) {
             set_error(&driver->error, "cuInit", code, path);
             status = MFU_ERR_DRIVER;
             goto error;
         }
     } else {
-        const char *found = NULL;
-        static const char *const err_names[] = {"hipGetErrorName", NULL};
-        if (!resolve_events(driver, &hip_names))
-            goto error;
-        driver->hip_error_name =
-            (mfu_hip_get_error_name_fn)resolve_first(driver->library, err_names, &found);
+        driver->hip_error_name = (mfu_hip_get_error_name_fn)symbols[CALL_ERROR_NAME];
     }
     driver->error.call = NULL;
     return MFU_OK;

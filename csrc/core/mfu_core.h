@@ -11,8 +11,13 @@
  *   peak_override.h  the MFU_TRACKER_PEAK_TFLOPS text (the user's own peak)
  *   flops.h       FLOP formulas: per-op (matmul, conv, attention) and analytic
  *                 transformer counts (6N, PaLM, per-matmul)
- *   timing.h      clocks (monotonic CPU clock; GPU events come with the driver)
- *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s
+ *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
+ *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
+ *                 events resolved without blocking, or the CPU clock)
+ *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; the window
+ *   steps.h       step accounting: boundaries on a mark timer, the pending
+ *                 ring, fallback to the CPU clock, windowed figures
+ *   mfu_limits.h  every bound on a size or a count
  *
  * Conventions: symbols are prefixed mfu_; nothing prints or exits; results go
  * through out-parameters and the return value is an mfu_status.
@@ -29,5 +34,7 @@
 #include "flops.h"
 #include "timing.h"
 #include "stats.h"
+#include "steps.h"
+#include "mfu_limits.h"
 
 #endif /* MFU_CORE_H */

@@ -90,7 +90,7 @@ void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
 
 #include <stdlib.h>
 
-enum { WINDOW_CAPACITY_LIMIT = 1 << 24 };
+#include "mfu_limits.h"
 
 /* One resolved step. */
 struct window_record {
@@ -112,7 +112,7 @@ mfu_status mfu_window_create(uint32_t capacity, uint64_t warmup_steps,
 {
     mfu_window *w;
     *window = NULL;
-    if (capacity < 1 || capacity > WINDOW_CAPACITY_LIMIT)
+    if (capacity < 1 || capacity > MFU_WINDOW_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
     w = calloc(1, sizeof *w);
     if (w == NULL)

@@ -91,9 +91,9 @@ typedef struct mfu_window_summary {
     mfu_metrics metrics;    /* mfu_metrics_compute(&totals, peak, window_s) */
 } mfu_window_summary;
 
-/* A window over the last `capacity` steps (1 .. 2^24) after skipping the
- * first `warmup_steps`. MFU_ERR_INVALID_ARGUMENT for a capacity out of
- * range, MFU_ERR_NO_MEMORY. */
+/* A window over the last `capacity` steps (1 .. MFU_WINDOW_MAX, see
+ * mfu_limits.h) after skipping the first `warmup_steps`.
+ * MFU_ERR_INVALID_ARGUMENT for a capacity out of range, MFU_ERR_NO_MEMORY. */
 mfu_status mfu_window_create(uint32_t capacity, uint64_t warmup_steps,
                              mfu_window **window);
 

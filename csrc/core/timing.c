@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "mfu_limits.h"
 #include "timing.h"
 
 mfu_status mfu_clock_monotonic_ns(uint64_t *now_ns)
@@ -23,13 +24,6 @@ double mfu_clock_elapsed_s(uint64_t start_ns, uint64_t end_ns)
         return (double)(end_ns - start_ns) * 1e-9;
     return -(double)(start_ns - end_ns) * 1e-9;
 }
-
-enum {
-    TIMER_EVENTS_INITIAL_DEFAULT = 16,
-    TIMER_EVENTS_MAX_DEFAULT = 1024,
-    TIMER_HISTORY_DEFAULT = 1024,
-    TIMER_SIZE_LIMIT = 1 << 24 /* keeps every index product in range */
-};
 
 /*
  * The event ring: events[head] is the oldest event in use -- the anchor
@@ -375,20 +369,25 @@ mfu_clock_kind mfu_timer_clock(const mfu_timer *timer)
     return timer->clock;
 }
 
+uint32_t mfu_timer_events_max(const mfu_timer *timer)
+{
+    return timer->events_max;
+}
+
 /* Fill in defaults and check the sizes are in order. */
 static mfu_status timer_sizes(const mfu_timer_config *config, uint32_t *initial,
                               uint32_t *maximum, uint32_t *history)
 {
     *initial = config->events_initial ? config->events_initial
-                                      : TIMER_EVENTS_INITIAL_DEFAULT;
-    *maximum = config->events_max ? config->events_max : TIMER_EVENTS_MAX_DEFAULT;
+                                      : MFU_TIMER_EVENTS_INITIAL_DEFAULT;
+    *maximum = config->events_max ? config->events_max : MFU_TIMER_EVENTS_MAX_DEFAULT;
     if (config->events_max == 0 && *maximum < *initial)
         *maximum = *initial;
-    *history = config->history ? config->history : TIMER_HISTORY_DEFAULT;
+    *history = config->history ? config->history : MFU_TIMER_HISTORY_DEFAULT;
     if (config->history == 0 && *history < *maximum)
         *history = *maximum;
     if (*initial < 2 || *maximum < *initial || *history < *maximum
-        || *history > TIMER_SIZE_LIMIT)
+        || *history > MFU_TIMER_SIZE_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
     return MFU_OK;
 }

@@ -87,15 +87,18 @@ typedef enum mfu_wait {
     MFU_WAIT_IF_NEEDED = 1 /* block until the GPU reaches the mark */
 } mfu_wait;
 
-/* Zero in a size field means its default. */
+/* Zero in a size field means its default (mfu_limits.h: MFU_TIMER_*_DEFAULT;
+ * a defaulted events_max / history stretches to the size below it). Sizes
+ * must satisfy 2 <= events_initial <= events_max <= history <=
+ * MFU_TIMER_SIZE_MAX. */
 typedef struct mfu_timer_config {
     mfu_clock_kind clock;
     const mfu_gpu_driver *driver; /* GPU clocks: NULL = the process-wide
                                      mfu_gpu_driver_get(clock); else a driver
                                      that outlives the timer */
-    uint32_t events_initial; /* events created up front; default 16, >= 2 */
-    uint32_t events_max;     /* pool growth cap; default 1024, >= events_initial */
-    uint32_t history;        /* resolved times kept; default 1024, >= events_max */
+    uint32_t events_initial; /* events created up front; default 16 */
+    uint32_t events_max;     /* pool growth cap; default 1024 */
+    uint32_t history;        /* resolved times kept; default 1024 */
 } mfu_timer_config;
 
 /* Counters for tests and benchmarks. */
@@ -127,6 +130,12 @@ mfu_status mfu_timer_create(const mfu_timer_config *config, mfu_timer **timer,
 void mfu_timer_destroy(mfu_timer *timer);
 
 mfu_clock_kind mfu_timer_clock(const mfu_timer *timer);
+
+/* The pool's cap, defaults applied: the timer never has more than this many
+ * marks pending (unresolved), so a caller keeping one record per pending
+ * mark sizes its buffer from it (see steps.h). The CPU clock resolves every
+ * mark at once but reports its configured cap all the same. */
+uint32_t mfu_timer_events_max(const mfu_timer *timer);
 
 /* Take a mark on `stream` (a raw stream handle, 0 = null stream; ignored
  * by the CPU clock) and return its id. Non-blocking, except when the pool

@@ -22,11 +22,11 @@
 typedef struct mfu_module_state {
     PyTypeObject *track_type; /* mfu_tracker._C.UtilizationResult */
     int warned_mfu_above_one; /* the "MFU > 1" warning is given once */
-    PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_timer.c) */
-    PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_timer.c) */
-    PyObject *kw_num_tokens;     /* interned keyword names of StepTracker.step */
-    PyObject *kw_model_flops;
-    PyObject *kw_executed_flops;
+    PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
+    PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
+    /* StepTracker's parameter names, interned for mfu_py_bind: num_tokens,
+     * model_flops, executed_flops (step), prefix (metrics). */
+    PyObject *step_kwnames[4];
     /* track() (py_track.c): the resolver that turns (dtype, device, spec,
      * peak_tflops, clock) into a peak and a clock, the last key it resolved
      * and its result, the interned keyword names and the defaults. */
@@ -37,6 +37,29 @@ typedef struct mfu_module_state {
     PyObject *str_fp16;
     PyObject *str_auto;
 } mfu_module_state;
+
+/* Every Python object the state holds, for module.c's traverse and clear:
+ * X(field) for a single object, X_ARRAY(field) for an array of them. A new
+ * field is added here once. */
+#define MFU_MODULE_STATE_OBJECTS(X, X_ARRAY) \
+    X(track_type)                            \
+    X(timer_type)                            \
+    X(step_type)                             \
+    X_ARRAY(step_kwnames)                    \
+    X(track_resolver)                        \
+    X_ARRAY(track_last_key)                  \
+    X(track_last_resolved)                   \
+    X_ARRAY(track_kwnames)                   \
+    X(str_fp16)                              \
+    X(str_auto)
+
+/* The spec of a heap type of this module: mfu_tracker._C.<name> (a string
+ * literal), whose instances are `object` structs. */
+#define MFU_PY_TYPE_SPEC(type_name, object, type_flags, type_slots)              \
+    {                                                                           \
+        .name = "mfu_tracker._C." type_name, .basicsize = sizeof(object),       \
+        .flags = (type_flags), .slots = (type_slots)                            \
+    }
 
 /* The state of `module` (never NULL for a module created by our init). */
 mfu_module_state *mfu_module_get_state(PyObject *module);
@@ -69,7 +92,7 @@ int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,
  * Python subclass of one (PyType_GetModuleByDef walks the MRO). */
 mfu_module_state *mfu_module_state_from_type(PyTypeObject *type);
 
-/* ---- GPU-timed blocks (py_timer.c, used by py_track.c) --------------------
+/* ---- GPU-timed blocks (py_mark_timer.c, used by py_track.c) ---------------
  *
  * A track() block on a GPU clock takes two marks on a shared MarkTimer.
  * While its result is alive and unresolved, its mfu_py_block is linked into
@@ -96,8 +119,6 @@ typedef struct mfu_py_block {
     double elapsed_s;   /* GPU seconds once resolved */
 } mfu_py_block;
 
-/* The clock's name: "cpu", "cuda" or "hip". */
-const char *mfu_py_clock_name(mfu_clock_kind clock);
 /* The clock a MarkTimer reads. */
 mfu_clock_kind mfu_py_timer_clock(PyObject *timer);
 
@@ -114,10 +135,48 @@ void mfu_py_block_resolve(PyObject *timer, mfu_py_block *block, int wait);
 /* Unlink a block that is going away. */
 void mfu_py_block_forget(PyObject *timer, mfu_py_block *block);
 
+/* ---- what the clock types share (py_clock.c) ------------------------------ */
+
+/* "cpu", "cuda", "hip" -> mfu_clock_kind, for mfu_py_choice_arg. */
+extern const mfu_py_choice mfu_py_clock_choices[];
+/* The clock's name: "cpu", "cuda" or "hip". */
+const char *mfu_py_clock_name(mfu_clock_kind clock);
+/* The `clock` argument (mfu_py_choice_arg over mfu_py_clock_choices). */
+int mfu_py_clock_arg(PyObject *obj, mfu_clock_kind *out);
+
+/* A new instance of `type` (tp_alloc) with a new lock stored at
+ * `lock_offset` (offsetof the object's PyThread_type_lock); NULL with the
+ * exception set. The type's dealloc frees the lock. */
+PyObject *mfu_py_alloc_locked(PyTypeObject *type, size_t lock_offset);
+
+/* Take a per-object lock; if another thread holds it (waiting on the GPU
+ * with the GIL released), wait for it without holding the GIL. */
+void mfu_py_lock_acquire(PyThread_type_lock lock);
+
+/* Emit a RuntimeWarning without disturbing a pending exception (an
+ * __exit__ runs with the block's exception set). A warning turned into an
+ * error is swallowed: it must not end a training run. */
+void mfu_py_warn_keep_exception(const char *message);
+
+/* "cuEventRecord failed with 1 (CUDA_ERROR_INVALID_VALUE)" or
+ * "dlopen: <detail>": a driver failure of `clock`, for a message. */
+void mfu_py_describe_gpu_error(mfu_clock_kind clock, const mfu_gpu_error *error,
+                               char *buffer, size_t size);
+
+/* The one warning a failed GPU clock gives: "mfu_tracker: <what>: the cuda
+ * clock failed (<cause>); timing falls back to the CPU clock". */
+void mfu_py_fallback_message(mfu_clock_kind clock, const char *what,
+                             const mfu_gpu_error *error, char *buffer, size_t size);
+
+/* A timer's counters as a dict: marks, resolved, waits, pool_full_waits,
+ * events, pool_grows. */
+PyObject *mfu_py_timer_counters_dict(const mfu_timer_counters *counters);
+
 /* Topic exec functions: add functions and types to the module; 0 / -1. */
 int mfu_py_track_exec(PyObject *module);
 int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
-int mfu_py_timer_exec(PyObject *module);
+int mfu_py_mark_timer_exec(PyObject *module);
+int mfu_py_step_tracker_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */

@@ -89,60 +89,44 @@ static int add_limits(PyObject *module)
     return 0;
 }
 
+/* What each topic adds to the module, in order. */
+static int (*const topic_execs[])(PyObject *module) = {
+    add_limits,           mfu_py_track_exec,      mfu_py_gpu_specs_exec,
+    mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
+};
+
 static int mfu_module_exec(PyObject *module)
 {
     if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0)
         return -1;
-    if (add_limits(module) < 0)
-        return -1;
-    if (mfu_py_track_exec(module) < 0)
-        return -1;
-    if (mfu_py_gpu_specs_exec(module) < 0)
-        return -1;
-    if (mfu_py_flops_exec(module) < 0)
-        return -1;
-    if (mfu_py_timer_exec(module) < 0)
-        return -1;
+    for (size_t i = 0; i < sizeof topic_execs / sizeof topic_execs[0]; i++) {
+        if (topic_execs[i](module) < 0)
+            return -1;
+    }
     return 0;
 }
+
+/* Each object of the state (MFU_MODULE_STATE_OBJECTS), visited or cleared. */
+#define VISIT_ONE(field) Py_VISIT(state->field);
+#define VISIT_ARRAY(field)                                                    \
+    for (size_t i = 0; i < sizeof state->field / sizeof state->field[0]; i++) \
+        Py_VISIT(state->field[i]);
+#define CLEAR_ONE(field) Py_CLEAR(state->field);
+#define CLEAR_ARRAY(field)                                                    \
+    for (size_t i = 0; i < sizeof state->field / sizeof state->field[0]; i++) \
+        Py_CLEAR(state->field[i]);
 
 static int mfu_module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     mfu_module_state *state = mfu_module_get_state(module);
-    Py_VISIT(state->track_type);
-    Py_VISIT(state->timer_type);
-    Py_VISIT(state->step_type);
-    Py_VISIT(state->kw_num_tokens);
-    Py_VISIT(state->kw_model_flops);
-    Py_VISIT(state->kw_executed_flops);
-    Py_VISIT(state->track_resolver);
-    for (int i = 0; i < 5; i++)
-        Py_VISIT(state->track_last_key[i]);
-    Py_VISIT(state->track_last_resolved);
-    for (int i = 0; i < 11; i++)
-        Py_VISIT(state->track_kwnames[i]);
-    Py_VISIT(state->str_fp16);
-    Py_VISIT(state->str_auto);
+    MFU_MODULE_STATE_OBJECTS(VISIT_ONE, VISIT_ARRAY)
     return 0;
 }
 
 static int mfu_module_clear(PyObject *module)
 {
     mfu_module_state *state = mfu_module_get_state(module);
-    Py_CLEAR(state->track_type);
-    Py_CLEAR(state->timer_type);
-    Py_CLEAR(state->step_type);
-    Py_CLEAR(state->kw_num_tokens);
-    Py_CLEAR(state->kw_model_flops);
-    Py_CLEAR(state->kw_executed_flops);
-    Py_CLEAR(state->track_resolver);
-    for (int i = 0; i < 5; i++)
-        Py_CLEAR(state->track_last_key[i]);
-    Py_CLEAR(state->track_last_resolved);
-    for (int i = 0; i < 11; i++)
-        Py_CLEAR(state->track_kwnames[i]);
-    Py_CLEAR(state->str_fp16);
-    Py_CLEAR(state->str_auto);
+    MFU_MODULE_STATE_OBJECTS(CLEAR_ONE, CLEAR_ARRAY)
     return 0;
 }
 

@@ -50,15 +50,25 @@ int mfu_py_real_arg(PyObject *obj, const char *argument, unsigned flags,
                     double low, double *out)
 {
     const int none_ok = (flags & MFU_ARG_NONE_OK) != 0;
-    if (obj == Py_None && none_ok) {
+    if (obj == Py_None) {
+        if (!none_ok)
+            return type_error(obj, argument, "a number");
         *out = NAN;
         return 0;
     }
-    if (PyBool_Check(obj) || !(PyLong_Check(obj) || PyFloat_Check(obj)))
+    double value;
+    /* Exact floats and ints first, without a call that allocates (an int
+     * through PyFloat_AsDouble becomes a float object first): hot paths
+     * such as Tracker.step(num_tokens) convert a number per call. */
+    if (PyFloat_CheckExact(obj)) {
+        value = PyFloat_AS_DOUBLE(obj);
+    } else if (PyBool_Check(obj) || !(PyLong_Check(obj) || PyFloat_Check(obj))) {
         return type_error(obj, argument, none_ok ? "a number or None" : "a number");
-    double value = PyFloat_AsDouble(obj);
-    if (value == -1.0 && PyErr_Occurred())
-        return -1; /* an int too large for a double */
+    } else {
+        value = PyLong_Check(obj) ? PyLong_AsDouble(obj) : PyFloat_AsDouble(obj);
+        if (value == -1.0 && PyErr_Occurred())
+            return -1; /* an int too large for a double */
+    }
     const char *tail = none_ok ? " or None" : "";
     if (flags & MFU_ARG_ANY_FINITE) {
         if (!isfinite(value)) {

@@ -16,53 +16,10 @@
 #include <time.h>
 
 #include "check.h"
+#include "fake_driver/fake_knobs.h"
+#include "mfu_limits.h"
 #include "stats.h"
 #include "timing.h"
-
-/* The fake driver's knobs, resolved from the library. */
-static struct {
-    void *library;
-    void (*reset)(void);
-    long (*call_count)(const char *name);
-    long (*sync_calls)(void);
-    int (*fail_next)(const char *name, int code);
-    void (*advance)(uint64_t ns);
-    uint64_t (*now_ns)(void);
-    void (*set_gpu_lag_ns)(uint64_t ns);
-    void (*set_work_ns)(uint64_t ns);
-    void (*set_no_context)(int no_context);
-    long (*live_events)(void);
-} fake;
-
-static const char *fake_path;
-
-static int load_fake(void)
-{
-    fake_path = getenv(MFU_CUDA_LIBRARY_ENV);
-    if (fake_path == NULL || fake_path[0] == '\0') {
-        fprintf(stderr, "test_timing: set %s to the fake driver (make ctest does)\n",
-                MFU_CUDA_LIBRARY_ENV);
-        return 0;
-    }
-    fake.library = dlopen(fake_path, RTLD_NOW | RTLD_LOCAL);
-    if (fake.library == NULL) {
-        fprintf(stderr, "test_timing: %s\n", dlerror());
-        return 0;
-    }
-    fake.reset = (void (*)(void))dlsym(fake.library, "fake_reset");
-    fake.call_count = (long (*)(const char *))dlsym(fake.library, "fake_call_count");
-    fake.sync_calls = (long (*)(void))dlsym(fake.library, "fake_sync_calls");
-    fake.fail_next = (int (*)(const char *, int))dlsym(fake.library, "fake_fail_next");
-    fake.advance = (void (*)(uint64_t))dlsym(fake.library, "fake_advance");
-    fake.now_ns = (uint64_t (*)(void))dlsym(fake.library, "fake_now_ns");
-    fake.set_gpu_lag_ns = (void (*)(uint64_t))dlsym(fake.library, "fake_set_gpu_lag_ns");
-    fake.set_work_ns = (void (*)(uint64_t))dlsym(fake.library, "fake_set_work_ns");
-    fake.set_no_context = (void (*)(int))dlsym(fake.library, "fake_set_no_context");
-    fake.live_events = (long (*)(void))dlsym(fake.library, "fake_live_events");
-    return fake.reset && fake.call_count && fake.sync_calls && fake.fail_next
-           && fake.advance && fake.now_ns && fake.set_gpu_lag_ns && fake.set_work_ns
-           && fake.set_no_context && fake.live_events;
-}
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
@@ -157,6 +114,8 @@ static void test_timer_config_errors(void)
     mfu_timer_config short_history = {.clock = MFU_CLOCK_CPU, .events_max = 64,
                                       .history = 32};
     mfu_timer_config big_initial = {.clock = MFU_CLOCK_CPU, .events_initial = 4096};
+    mfu_timer_config max_below_ok = {.clock = MFU_CLOCK_CPU, .events_initial = 4,
+                                     .events_max = 8};
     CHECK(mfu_timer_create(&bad_clock, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(timer == NULL);
     CHECK(mfu_timer_create(&one_event, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
@@ -164,6 +123,16 @@ static void test_timer_config_errors(void)
     CHECK(mfu_timer_create(&short_history, &timer, NULL) == MFU_ERR_INVALID_ARGUMENT);
     /* Defaults stretch to fit an explicit initial size. */
     CHECK(mfu_timer_create(&big_initial, &timer, NULL) == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == 4096);
+    mfu_timer_destroy(timer);
+    /* All defaults: the cap of mfu_limits.h; an explicit cap is kept. */
+    CHECK(mfu_timer_create(&(mfu_timer_config){.clock = MFU_CLOCK_CPU}, &timer, NULL)
+          == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == MFU_TIMER_EVENTS_MAX_DEFAULT);
+    CHECK(MFU_TIMER_EVENTS_MAX_DEFAULT == 1024);
+    mfu_timer_destroy(timer);
+    CHECK(mfu_timer_create(&max_below_ok, &timer, NULL) == MFU_OK);
+    CHECK(mfu_timer_events_max(timer) == 8);
     mfu_timer_destroy(timer);
 }
 
@@ -210,7 +179,7 @@ static void test_driver_open_resolves_names(void)
 {
     mfu_gpu_driver driver;
     fake.reset();
-    CHECK(strcmp(mfu_gpu_driver_library(MFU_GPU_CUDA), fake_path) == 0);
+    CHECK(strcmp(mfu_gpu_driver_library(MFU_GPU_CUDA), fake.path) == 0);
     CHECK(mfu_gpu_driver_open(MFU_GPU_CUDA, NULL, &driver) == MFU_OK);
     CHECK(fake.call_count("cuInit") == 1);
     /* The fake exports only the old elapsed-time name and only the _v2
@@ -226,7 +195,7 @@ static void test_driver_open_resolves_names(void)
     CHECK(mfu_gpu_driver_code_name(&driver, 600) == NULL);
     mfu_gpu_driver_close(&driver); /* twice is harmless */
 
-    CHECK(mfu_gpu_driver_open(MFU_GPU_HIP, fake_path, &driver) == MFU_OK);
+    CHECK(mfu_gpu_driver_open(MFU_GPU_HIP, fake.path, &driver) == MFU_OK);
     CHECK(strcmp(driver.name_create, "hipEventCreateWithFlags") == 0);
     CHECK(strcmp(driver.name_elapsed, "hipEventElapsedTime") == 0);
     CHECK(driver.ctx_get_current == NULL);
@@ -234,7 +203,7 @@ static void test_driver_open_resolves_names(void)
     mfu_gpu_driver_close(&driver);
     CHECK(fake.call_count("cuInit") == 1); /* HIP does not cuInit */
 
-    CHECK(mfu_gpu_driver_open((mfu_gpu_api)0, fake_path, &driver)
+    CHECK(mfu_gpu_driver_open((mfu_gpu_api)0, fake.path, &driver)
           == MFU_ERR_INVALID_ARGUMENT);
 }
 
@@ -270,7 +239,7 @@ static void test_driver_init_failure(void)
     mfu_gpu_driver driver;
     fake.reset();
     CHECK(fake.fail_next("cuInit", 100) == 0); /* CUDA_ERROR_NO_DEVICE */
-    CHECK(mfu_gpu_driver_open(MFU_GPU_CUDA, fake_path, &driver) == MFU_ERR_DRIVER);
+    CHECK(mfu_gpu_driver_open(MFU_GPU_CUDA, fake.path, &driver) == MFU_ERR_DRIVER);
     CHECK(strcmp(driver.error.call, "cuInit") == 0 && driver.error.code == 100);
     CHECK(driver.library == NULL);
     /* Regression (fuzz_driver): the calls resolved before cuInit failed
@@ -764,7 +733,7 @@ static void test_hip(void)
 
 int main(void)
 {
-    if (!load_fake()) {
+    if (!fake_load("test_timing")) {
         CHECK(!"fake driver loaded");
         return check_summary("test_timing");
     }
@@ -784,6 +753,6 @@ int main(void)
     test_gpu_driver_failures();
     test_fallback_to_cpu_clock();
     test_hip();
-    dlclose(fake.library);
+    fake_unload();
     return check_summary("test_timing");
 }

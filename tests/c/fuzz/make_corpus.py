@@ -503,6 +503,119 @@ STATS = [
 ]
 
 
+# ---- fuzz_steps: config, then ops ----------------------------------------------
+
+CUDA, HIP, CPU = 1, 2, 0
+NO_CONTEXT = 4
+TOKENS, MODEL, EXECUTED = 1, 2, 4
+# size selectors (fuzz_steps.c pick_size): index % 13 into
+# [0, 0, 0, 0, 1, 2, 3, 4, 5, 8, 16, 64, 2^24 + 1]
+SIZE = {0: 0, 1: 4, 2: 5, 3: 6, 4: 7, 5: 8, 8: 9, 16: 10, 64: 11, "over": 12}
+# window selectors: < 200 -> sel % 12; 200.. -> [0, 2^24 + 1, 2^32 - 1, 4096, 100]
+WINDOW = {"over": 201, "u32_max": 202, 4096: 203, 100: 204}
+# warm-up selectors: < 240 -> sel % 6; 240.. -> [10^12, 10^12 + 1, 2^64 - 1]
+WARMUP_MAX, WARMUP_OVER = 240, 241
+
+
+def steps_config(mode=CUDA, window=4, warmup=1, sizes=(0, 0, 0), model=5e11,
+                 executed=6e11, pbytes=1e9, tokens=NAN, peak=(1e15, 2e12, 8), stream=0):
+    w = WINDOW.get(window, window)
+    out = u8(mode) + u8(w) + u8(warmup) + b"".join(u8(SIZE[z]) for z in sizes)
+    out += dbl(model) + dbl(executed) + dbl(pbytes) + dbl(tokens)
+    out += dbl(peak[0]) + dbl(peak[1]) + i32(peak[2]) + u8(stream)
+    return out
+
+
+def step(tokens=None, model=None, executed=None):
+    given = ((TOKENS if tokens is not None else 0) | (MODEL if model is not None else 0)
+             | (EXECUTED if executed is not None else 0))
+    return (u8(0) + u8(given) + dbl(0.0 if tokens is None else tokens)
+            + dbl(0.0 if model is None else model) + dbl(0.0 if executed is None else executed))
+
+
+def advance_ms(ms):  # units of 10 us
+    return u8(3) + struct.pack("<H", int(ms * 100))
+
+
+def gpu(work_ms, lag_ms):
+    return u8(4) + u8(work_ms) + u8(lag_ms)
+
+
+SUMMARY, FLUSH = u8(5), u8(6)
+CLOSE = u8(7) + u8(0x80)
+
+
+def fail(index):  # 0 record, 1 query, 2 elapsed, 3 synchronize, 4 create
+    return u8(7) + u8(index)
+
+
+def loop(n, tokens=4096, ms=1):
+    return b"".join(step(tokens) + advance_ms(ms) for _ in range(n))
+
+
+STEPS = [
+    ("cuda_steady", steps_config() + gpu(1, 0) + loop(20) + SUMMARY + FLUSH + SUMMARY),
+    ("hip_steady", steps_config(mode=HIP) + gpu(1, 0) + loop(20) + SUMMARY + FLUSH),
+    ("cpu_steady", steps_config(mode=CPU) + loop(12) + SUMMARY + FLUSH + SUMMARY),
+    ("cuda_gpu_behind_lag", steps_config(window=100, warmup=0) + gpu(2, 5) + loop(30)
+     + SUMMARY + FLUSH + SUMMARY),
+    ("cuda_pool_full", steps_config(sizes=(2, 4, 4), window=8) + gpu(3, 0) + loop(40)
+     + SUMMARY + FLUSH + SUMMARY),
+    ("cuda_smallest_pool", steps_config(sizes=(2, 2, 2)) + gpu(2, 1) + loop(30) + SUMMARY),
+    # a pool-full wait whose mark completes at once (test_steps.c regression)
+    ("cuda_pool_full_wait_resolves_at_once", steps_config(sizes=(2, 2, 2), warmup=0)
+     + gpu(2, 1) + step(1) + step(1) + gpu(0, 0) + step(1) + SUMMARY),
+    ("cuda_read_early", steps_config(warmup=0) + gpu(0, 5) + step(1) + step(1) + step(1)
+     + SUMMARY + FLUSH + SUMMARY),
+    ("cuda_zero_periods", steps_config(warmup=0) + gpu(0, 0) + step(1) * 6 + SUMMARY),
+    ("cuda_fail_record", steps_config() + gpu(1, 0) + loop(6) + fail(0) + loop(6) + SUMMARY),
+    ("cuda_fail_query", steps_config() + gpu(1, 0) + loop(6) + fail(1) + loop(6) + SUMMARY),
+    ("cuda_fail_elapsed", steps_config() + gpu(1, 0) + loop(6) + fail(2) + loop(6) + SUMMARY),
+    ("cuda_fail_flush", steps_config() + gpu(1, 9) + loop(6) + fail(3) + FLUSH + loop(4)
+     + SUMMARY),
+    ("cuda_fail_grow", steps_config(sizes=(2, 16, 16)) + gpu(5, 0) + fail(4) + loop(10)
+     + SUMMARY),
+    ("hip_fail_record", steps_config(mode=HIP) + gpu(1, 0) + loop(4) + fail(0) + loop(4)
+     + SUMMARY),
+    ("cuda_no_context", steps_config(mode=CUDA | NO_CONTEXT) + loop(5) + SUMMARY),
+    ("hip_no_context_needs_none", steps_config(mode=HIP | NO_CONTEXT) + gpu(1, 0) + loop(5)
+     + SUMMARY),
+    ("close_then_step", steps_config() + gpu(1, 0) + loop(4) + CLOSE + loop(2) + SUMMARY
+     + FLUSH + CLOSE),
+    ("bad_values", steps_config(warmup=0) + gpu(1, 0) + step(1)
+     + step(tokens=-1.0) + advance_ms(1) + step(model=NAN) + advance_ms(1)
+     + step(executed=INF) + advance_ms(1) + step(-INF, -0.5, NAN) + advance_ms(1)
+     + step(0.0, 0.0, 0.0) + advance_ms(1) + SUMMARY + FLUSH + SUMMARY),
+    ("per_step_override", steps_config(window=2, warmup=0) + gpu(2, 0) + step()
+     + step(10, 1e12) + advance_ms(2) + step(10, 1e12, 3e12) + advance_ms(2) + step(10)
+     + advance_ms(2) + SUMMARY + FLUSH + SUMMARY),
+    ("unknown_default_model", steps_config(model=NAN, executed=NAN, pbytes=NAN) + loop(5)
+     + SUMMARY),
+    ("peaks_unknown", steps_config(peak=(NAN, NAN, 1)) + loop(4) + SUMMARY),
+    ("window_4096_warmup_max", steps_config(window=4096, warmup=WARMUP_MAX) + loop(3)
+     + SUMMARY),
+    ("devices_max", steps_config(peak=(1e15, 2e12, 10**9)) + loop(3) + SUMMARY),
+    # refused configurations, one field each
+    ("bad_clock", steps_config(mode=3 | 0x50)),
+    ("bad_window_zero", steps_config(window=0)),
+    ("bad_window_over", steps_config(window="over")),
+    ("bad_window_u32_max", steps_config(window="u32_max")),
+    ("bad_warmup_over", steps_config(warmup=WARMUP_OVER)),
+    ("bad_model", steps_config(model=-1.0)),
+    ("bad_executed", steps_config(executed=INF)),
+    ("bad_bytes", steps_config(pbytes=-0.5)),
+    ("bad_peak_zero", steps_config(peak=(0.0, 2e12, 1))),
+    ("bad_peak_bytes_inf", steps_config(peak=(1e15, INF, 1))),
+    ("bad_devices_zero", steps_config(peak=(1e15, 2e12, 0))),
+    ("bad_devices_over", steps_config(peak=(1e15, 2e12, 10**9 + 1))),
+    ("bad_devices_min", steps_config(peak=(1e15, 2e12, I32_MIN))),
+    ("bad_sizes_initial_one", steps_config(sizes=(1, 0, 0))),
+    ("bad_sizes_order", steps_config(sizes=(8, 4, 0))),
+    ("bad_sizes_history_short", steps_config(sizes=(2, 64, 16))),
+    ("bad_sizes_history_over", steps_config(sizes=(0, 0, "over"))),
+]
+
+
 def main():
     write("fuzz_lookup", LOOKUP)
     write("fuzz_normalize", NORMALIZE)
@@ -511,8 +624,9 @@ def main():
     write("fuzz_transformer", TRANSFORMER)
     write("fuzz_driver", DRIVER)
     write("fuzz_stats", STATS)
+    write("fuzz_steps", STEPS)
     total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, TRANSFORMER, DRIVER,
-                                 STATS))
+                                 STATS, STEPS))
     print(f"wrote {total} corpus files under {os.path.relpath(CORPUS)}")
 
 

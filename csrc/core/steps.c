@@ -1,0 +1,453 @@
+/* steps.c -- step accounting over a mark timer and a window (see steps.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mfu_limits.h"
+#include "steps.h"
+
+/* The kind of mark a record is for. Issue 11 adds phase and excluded-
+ * interval kinds here (steps.h, "Extending it"). */
+enum mark_kind { MARK_BOUNDARY = 0 };
+
+/* One mark waiting to be accounted for. */
+struct record {
+    uint64_t id;        /* the mark */
+    uint8_t kind;       /* enum mark_kind */
+    uint8_t closes;     /* a boundary that closes a step (else it opens the
+                           first step of its clock) */
+    uint8_t model_known; /* the closed step's model FLOPs are known */
+    mfu_work work;      /* the closed step's work (model_flops 0 if unknown) */
+};
+
+struct mfu_steps {
+    mfu_steps_config config;
+    mfu_timer *timer;     /* NULL after close, or when no fallback timer
+                             could be made */
+    mfu_clock_kind clock; /* the timer's clock */
+    int closed;
+
+    mfu_window *window;
+
+    struct record *ring; /* the pending ring */
+    uint32_t ring_capacity, ring_head, ring_count;
+    uint32_t pending;    /* records in the ring that close a step */
+
+    /* The marking side: a boundary on the current timer opened a step. */
+    int step_open;
+    /* The draining side: the time of the last boundary accounted for, when
+     * known (unknown at a clock's start and after a lost record). */
+    int open_known;
+    double open_s;
+
+    uint64_t boundaries;
+    uint64_t pushed;             /* == the window's steps_seen */
+    uint64_t last_unknown_model; /* push number of the newest step without
+                                    model FLOPs; 0 = none */
+    uint64_t dropped;
+
+    uint32_t fallbacks;
+    mfu_clock_kind failed_clock;
+    mfu_gpu_error failure;
+};
+
+static int usable(double value)
+{
+    return isfinite(value) && value >= 0.0;
+}
+
+/* NaN (unknown) or usable. */
+static int usable_or_unknown(double value)
+{
+    return isnan(value) || usable(value);
+}
+
+/* ---- the ring -------------------------------------------------------- */
+
+static void ring_pop(mfu_steps *s)
+{
+    s->ring_head = (s->ring_head + 1) % s->ring_capacity;
+    s->ring_count--;
+}
+
+/* A record that will never be accounted for: a closed step is dropped; an
+ * opening boundary leaves the next step without a start. */
+static void lose(mfu_steps *s, const struct record *r)
+{
+    if (r->closes) {
+        s->pending--;
+        s->dropped++;
+    }
+    s->open_known = 0;
+}
+
+/* The slot for a new record at the ring's end; the caller fills it in. */
+static struct record *ring_append(mfu_steps *s)
+{
+    if (s->ring_count == s->ring_capacity) { /* cannot happen: see steps.h */
+        lose(s, &s->ring[s->ring_head]);
+        ring_pop(s);
+    }
+    s->ring_count++;
+    return &s->ring[(s->ring_head + s->ring_count - 1) % s->ring_capacity];
+}
+
+/* ---- the drain ------------------------------------------------------- */
+
+/* A boundary whose mark is at `t` seconds (`known` = 0: its time is lost). */
+static void account_boundary(mfu_steps *s, const struct record *r, int known,
+                             double t)
+{
+    if (r->closes) {
+        s->pending--;
+        if (known && s->open_known
+            && mfu_window_push(s->window, t - s->open_s, &r->work, NULL) == MFU_OK) {
+            s->pushed++;
+            if (!r->model_known)
+                s->last_unknown_model = s->pushed;
+        } else {
+            s->dropped++;
+        }
+    }
+    s->open_known = known;
+    s->open_s = t;
+}
+
+/* Account for every record whose mark is resolved, in id order. */
+static void drain(mfu_steps *s)
+{
+    uint64_t resolved = mfu_timer_resolved(s->timer);
+    while (s->ring_count > 0) {
+        const struct record *r = &s->ring[s->ring_head];
+        double t = NAN;
+        int known;
+        if (r->id >= resolved)
+            break;
+        known = mfu_timer_time_s(s->timer, r->id, MFU_WAIT_NEVER, &t) == MFU_OK;
+        switch ((enum mark_kind)r->kind) {
+        case MARK_BOUNDARY:
+            account_boundary(s, r, known, t);
+            break;
+        }
+        ring_pop(s);
+    }
+}
+
+/* ---- the clock ------------------------------------------------------- */
+
+/* A timer on `clock` with the configured sizes. */
+static mfu_status make_timer(const mfu_steps *s, mfu_clock_kind clock,
+                             mfu_timer **timer, mfu_gpu_error *error)
+{
+    mfu_timer_config config = s->config.timer;
+    config.clock = clock;
+    if (clock == MFU_CLOCK_CPU)
+        config.driver = NULL;
+    return mfu_timer_create(&config, timer, error);
+}
+
+/* Note a failure of the `clock` clock (steps.h, "Failures"). */
+static void note_failure(mfu_steps *s, mfu_clock_kind clock, const mfu_gpu_error *error)
+{
+    s->fallbacks++;
+    s->failed_clock = clock;
+    s->failure = *error;
+}
+
+/* The timer failed: drop what is in flight and continue on a CPU timer
+ * (the next boundary restarts the clock). */
+static void fall_back(mfu_steps *s)
+{
+    mfu_gpu_error error;
+    mfu_timer_error(s->timer, &error);
+    note_failure(s, s->clock, &error);
+    s->dropped += s->pending;
+    s->pending = 0;
+    s->ring_count = 0;
+    s->step_open = 0;
+    s->open_known = 0;
+    mfu_timer_destroy(s->timer);
+    s->clock = MFU_CLOCK_CPU;
+    if (make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL) != MFU_OK)
+        s->timer = NULL; /* out of memory: boundaries are refused */
+}
+
+/* Poll (GPU clocks) and drain; a failing poll hands over to the CPU. */
+static void catch_up(mfu_steps *s)
+{
+    if (s->timer == NULL)
+        return;
+    if (s->clock != MFU_CLOCK_CPU && mfu_timer_poll(s->timer) != MFU_OK)
+        fall_back(s);
+    else
+        drain(s);
+}
+
+/* Take a mark on the current timer, falling back once if it fails. */
+static mfu_status take_mark(mfu_steps *s, uint64_t *id)
+{
+    if (mfu_timer_mark(s->timer, s->config.stream, id) == MFU_OK)
+        return MFU_OK;
+    fall_back(s);
+    if (s->timer == NULL)
+        return MFU_ERR_NO_MEMORY;
+    return mfu_timer_mark(s->timer, s->config.stream, id);
+}
+
+/* ---- boundaries ------------------------------------------------------ */
+
+/* The closed step's work from the defaults and `report` (steps.h, "The work
+ * of a step"); *model_known says whether its model FLOPs are known. Returns
+ * the bad bits. */
+static unsigned step_work(const mfu_steps *s, const mfu_step_report *report,
+                          mfu_work *work, int *model_known)
+{
+    unsigned bad = 0;
+    *work = s->config.per_step; /* num_tokens: NaN, set at create */
+    if (report->given & MFU_STEP_NUM_TOKENS) {
+        if (usable(report->num_tokens))
+            work->num_tokens = report->num_tokens;
+        else
+            bad |= MFU_STEP_NUM_TOKENS;
+    }
+    if (report->given & MFU_STEP_MODEL_FLOPS) {
+        work->executed_flops = NAN; /* no longer pairs with the default */
+        if (usable(report->model_flops)) {
+            work->model_flops = report->model_flops;
+        } else {
+            work->model_flops = NAN;
+            bad |= MFU_STEP_MODEL_FLOPS;
+        }
+    }
+    if (report->given & MFU_STEP_EXECUTED_FLOPS) {
+        if (usable(report->executed_flops)) {
+            work->executed_flops = report->executed_flops;
+        } else {
+            work->executed_flops = NAN;
+            bad |= MFU_STEP_EXECUTED_FLOPS;
+        }
+    }
+    *model_known = !isnan(work->model_flops);
+    if (!*model_known)
+        work->model_flops = 0.0; /* the window needs a number; masked */
+    return bad;
+}
+
+mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
+                          mfu_step_outcome *outcome)
+{
+    struct record *r;
+    mfu_work work;
+    int model_known;
+    uint64_t id;
+    mfu_status status = MFU_OK;
+
+    outcome->bad = step_work(s, report, &work, &model_known);
+    if (s->closed)
+        status = MFU_ERR_UNAVAILABLE;
+    else if (s->timer == NULL)
+        status = MFU_ERR_NO_MEMORY;
+    else
+        status = take_mark(s, &id);
+    if (status == MFU_OK) {
+        /* A pool-full wait inside the mark resolves older marks: account
+         * for them before a poll resolves more and the timer's history
+         * forgets their times (steps.h, "The ring's size"). */
+        if (s->ring_count > 0)
+            drain(s);
+        if (!s->step_open && s->boundaries > 0)
+            s->dropped++; /* the clock restarted: the step this call closes is lost */
+        r = ring_append(s);
+        r->id = id;
+        r->kind = MARK_BOUNDARY;
+        r->closes = (uint8_t)s->step_open;
+        r->model_known = (uint8_t)model_known;
+        r->work = work;
+        if (r->closes)
+            s->pending++;
+        s->step_open = 1;
+        s->boundaries++;
+        catch_up(s);
+    }
+    outcome->fallbacks = s->fallbacks;
+    return status;
+}
+
+void mfu_steps_poll(mfu_steps *s)
+{
+    catch_up(s);
+}
+
+void mfu_steps_flush(mfu_steps *s)
+{
+    if (s->timer == NULL)
+        return;
+    if (s->clock != MFU_CLOCK_CPU && mfu_timer_flush(s->timer) != MFU_OK) {
+        fall_back(s);
+        return;
+    }
+    drain(s);
+}
+
+void mfu_steps_close(mfu_steps *s)
+{
+    mfu_steps_flush(s);
+    mfu_timer_destroy(s->timer);
+    s->timer = NULL;
+    s->closed = 1;
+}
+
+/* ---- figures --------------------------------------------------------- */
+
+void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
+{
+    uint64_t floor;
+    catch_up(s);
+    /* The peak was validated at create: this cannot fail. */
+    (void)mfu_window_summarize(s->window, &s->config.peak, &out->window, NULL);
+    /* The pushes in the window are numbers (floor, pushed]. */
+    floor = s->pushed > s->config.window ? s->pushed - s->config.window : 0;
+    if (floor < s->config.warmup)
+        floor = s->config.warmup;
+    if (s->last_unknown_model > floor) {
+        out->window.metrics.mfu = NAN;
+        out->window.metrics.achieved_flops_per_sec = NAN;
+        out->window.totals.model_flops = NAN;
+    }
+    out->peak_flops_per_sec =
+        s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
+    out->clock = s->clock;
+    out->boundaries = s->boundaries;
+    out->dropped = s->dropped;
+    out->pending = s->pending;
+}
+
+void mfu_steps_get_counters(const mfu_steps *s, mfu_steps_counters *out)
+{
+    memset(out, 0, sizeof *out);
+    if (s->timer != NULL)
+        mfu_timer_get_counters(s->timer, &out->timer);
+    out->boundaries = s->boundaries;
+    out->pushed = s->pushed;
+    out->dropped = s->dropped;
+    out->pending = s->pending;
+    out->fallbacks = s->fallbacks;
+}
+
+mfu_clock_kind mfu_steps_clock(const mfu_steps *s)
+{
+    return s->clock;
+}
+
+uint32_t mfu_steps_fallback(const mfu_steps *s, mfu_clock_kind *clock,
+                            mfu_gpu_error *error)
+{
+    if (s->fallbacks > 0) {
+        if (clock != NULL)
+            *clock = s->failed_clock;
+        if (error != NULL)
+            *error = s->failure;
+    }
+    return s->fallbacks;
+}
+
+int mfu_steps_closed(const mfu_steps *s)
+{
+    return s->closed;
+}
+
+const mfu_steps_config *mfu_steps_get_config(const mfu_steps *s)
+{
+    return &s->config;
+}
+
+/* ---- lifetime -------------------------------------------------------- */
+
+/* The config's domains (steps.h); the field name, or NULL when valid. */
+static const char *config_error(const mfu_steps_config *c)
+{
+    const char *bad = NULL;
+    mfu_clock_kind clock = c->timer.clock;
+    if (clock != MFU_CLOCK_CPU && clock != MFU_CLOCK_CUDA && clock != MFU_CLOCK_HIP)
+        return "clock";
+    if (c->window < 1 || c->window > MFU_WINDOW_MAX)
+        return "window";
+    if (c->warmup > MFU_WARMUP_MAX)
+        return "warmup";
+    if (!usable_or_unknown(c->per_step.model_flops))
+        return "model_flops";
+    if (!usable_or_unknown(c->per_step.executed_flops))
+        return "executed_flops";
+    if (!usable_or_unknown(c->per_step.param_bytes))
+        return "param_bytes";
+    if (mfu_peak_validate(&c->peak, &bad) != MFU_OK)
+        return bad;
+    if (c->peak.num_devices > MFU_NUM_GPUS_MAX)
+        return "num_gpus";
+    return NULL;
+}
+
+void mfu_steps_destroy(mfu_steps *s)
+{
+    if (s == NULL)
+        return;
+    mfu_timer_destroy(s->timer);
+    mfu_window_destroy(s->window);
+    free(s->ring);
+    free(s);
+}
+
+/* The timer on the configured clock, else (steps.h, "Failures") on the CPU
+ * clock. MFU_ERR_INVALID_ARGUMENT: the sizes are out of order. */
+static mfu_status start_clock(mfu_steps *s)
+{
+    mfu_gpu_error error;
+    mfu_status status;
+    s->clock = s->config.timer.clock;
+    status = make_timer(s, s->clock, &s->timer, &error);
+    if (status == MFU_OK || status == MFU_ERR_NO_MEMORY
+        || (status == MFU_ERR_INVALID_ARGUMENT && error.call == NULL))
+        return status;
+    note_failure(s, s->clock, &error);
+    s->clock = MFU_CLOCK_CPU;
+    return make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL);
+}
+
+mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
+                            const char **bad_field)
+{
+    const char *bad = config_error(config);
+    mfu_steps *s;
+    mfu_status status;
+
+    *out = NULL;
+    if (bad != NULL) {
+        if (bad_field != NULL)
+            *bad_field = bad;
+        return MFU_ERR_INVALID_ARGUMENT;
+    }
+    s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return MFU_ERR_NO_MEMORY;
+    s->config = *config;
+    s->config.per_step.num_tokens = NAN;
+    status = mfu_window_create(config->window, config->warmup, &s->window);
+    if (status == MFU_OK) {
+        status = start_clock(s);
+        if (status == MFU_ERR_INVALID_ARGUMENT && bad_field != NULL)
+            *bad_field = "timer";
+    }
+    if (status == MFU_OK) {
+        /* Derived, not assumed: see "The ring's size" in steps.h. */
+        s->ring_capacity = mfu_timer_events_max(s->timer) + 1;
+        s->ring = calloc(s->ring_capacity, sizeof *s->ring);
+        if (s->ring == NULL)
+            status = MFU_ERR_NO_MEMORY;
+    }
+    if (status != MFU_OK) {
+        mfu_steps_destroy(s);
+        return status;
+    }
+    *out = s;
+    return MFU_OK;
+}

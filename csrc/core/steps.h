@@ -1,0 +1,234 @@
+/*
+ * steps.h -- step accounting: a training loop's step boundaries, timed on one
+ * clock without ever stalling the GPU, turned into windowed figures (MFU,
+ * HFU, MBU, tokens/s, step time).
+ *
+ * A step tracker (mfu_steps) owns three things:
+ *   - a mark timer (timing.h) on the CUDA, HIP or CPU clock;
+ *   - a window (stats.h) over the last `window` steps after `warmup`;
+ *   - the *pending ring*: one record per mark taken but not yet accounted
+ *     for, keyed by the mark's id and carrying its kind.
+ *
+ * ## Boundaries and periods
+ *
+ * mfu_steps_step() takes one mark, a *step boundary*, and appends its record.
+ * The first boundary opens the first step; every later one closes the open
+ * step and opens the next. A step's period is
+ *
+ *     time(closing boundary) - time(opening boundary)
+ *
+ * on the tracker's clock: everything the loop did between the two calls
+ * (data loading, forward, backward, optimizer, logging), i.e. the
+ * end-to-end utilization the run gets. On a GPU clock the boundary is an
+ * event recorded on `stream`, so the period is GPU time between two points
+ * of the stream.
+ *
+ * The call describes the step it *closes* (mfu_step_report). Its record
+ * waits in the ring until the timer has resolved the mark (the GPU got
+ * there); the *drain* then accounts for records in id order and pushes each
+ * closed step's (period, work) into the window. Read every step on a GPU
+ * clock, the figures therefore lag by about one step.
+ *
+ * ## The work of a step (the masking rules)
+ *
+ * Each field of mfu_step_report is either absent (its MFU_STEP_* bit not in
+ * `given`) or given. A given value must be finite and >= 0; one that is not
+ * is *bad*: it is recorded as unknown, its bit is set in the outcome's `bad`
+ * mask (the caller warns), and nothing fails.
+ *
+ *   num_tokens      absent or bad: unknown.
+ *   model_flops     absent: the tracker's per-step default. Given (even
+ *                   bad): replaces it.
+ *   executed_flops  absent: the per-step default -- unless model_flops was
+ *                   given (or bad): a per-step model count no longer pairs
+ *                   with the fixed executed count, so it is unknown.
+ *   param_bytes     always the per-step default.
+ *
+ * Unknown optional fields (executed FLOPs, bytes, tokens) enter the window as
+ * NaN and make their totals and rates unavailable while the step is in the
+ * window (stats.h). A step whose model FLOPs are unknown enters with 0 and
+ * makes mfu, achieved FLOP/s and the model-FLOPs total unavailable (NaN) in
+ * the summary for as long as it is among the window's steps.
+ *
+ * ## Never stalls
+ *
+ * mfu_steps_step, mfu_steps_poll and mfu_steps_summarize never wait for the
+ * GPU: a mark is an event record, resolution uses non-blocking queries. The
+ * one exception is the timer's own pool-full wait (timing.h), when the host
+ * runs events_max marks ahead of the GPU. Only mfu_steps_flush and
+ * mfu_steps_close wait (once, for the newest mark): release any lock a
+ * caller's other threads need around them.
+ *
+ * ## Failures: the CPU clock takes over
+ *
+ * When the GPU clock cannot be used -- at create (no driver library, no
+ * CUDA context, a failing cuEventCreate) or later (any driver call fails;
+ * the timer's failure is sticky) -- the tracker continues on the CPU clock:
+ *   - at create: the figures are simply timed on the CPU clock;
+ *   - later: the GPU timer is destroyed, the records in the ring are
+ *     dropped (each closed step among them counts in `dropped`), a CPU timer
+ *     takes over, and the next boundary restarts the clock: it opens a step,
+ *     and the step it would have closed is dropped too.
+ * Every call still returns MFU_OK. mfu_steps_fallback() says whether it
+ * happened, which clock failed and why (mfu_gpu_error): the caller warns
+ * once. Accounting stays exact: once a boundary was taken, boundaries - 1
+ * = pushed (warm-up included) + dropped + pending (mfu_steps_counters).
+ *
+ * ## The ring's size, derived
+ *
+ * After every drain each record in the ring is for an unresolved mark, and
+ * the timer never has more than mfu_timer_events_max() unresolved marks; a
+ * call appends one record before draining again. So events_max + 1 records
+ * always suffice, and the ring is allocated once with that size from the
+ * timer's actual cap (a fallback timer gets the same sizes). A full ring
+ * (which the bound says cannot happen) drops its oldest record, counted.
+ *
+ * The same bound keeps every record's time readable: the timer keeps the
+ * newest `history` >= events_max times, and a boundary drains what its own
+ * mark resolved (a pool-full wait resolves older marks) before it appends,
+ * so the marks resolved between two drains never outnumber the history.
+ *
+ * ## Extending it: marks inside a step (issue 11, not built yet)
+ *
+ * Records are keyed by mark id and carry a kind; the drain is a small state
+ * machine over them in id order, holding the open step's start time. New
+ * kinds plug in there, on the same event engine, never synchronizing:
+ *   - phases: a PHASE_BEGIN / PHASE_END record (with the phase: data,
+ *     forward, backward, optimizer) adds time(end) - time(begin) to the open
+ *     step's per-phase seconds; the window record gains those seconds and
+ *     the summary gives seconds per step per phase. On a GPU clock this is
+ *     GPU-timeline time: a data stall counts only as long as the GPU sat
+ *     idle waiting for the mark that ends it. A boundary closing a phase left
+ *     open carries two records on one mark (the ring then holds
+ *     (events_max + 1) x records-per-mark).
+ *   - excluded intervals: an EXCLUDE_BEGIN / EXCLUDE_END record pair around
+ *     the tracker's own collective subtracts time(end) - time(begin) from the
+ *     period of the step it falls in, on either clock.
+ *
+ * A tracker is used by one thread at a time (the bindings hold a lock).
+ */
+#ifndef MFU_STEPS_H
+#define MFU_STEPS_H
+
+#include <stdint.h>
+
+#include "mfu_status.h"
+#include "stats.h"
+#include "timing.h"
+
+typedef struct mfu_steps_config {
+    mfu_timer_config timer; /* clock, driver, pool sizes (0 = defaults) */
+    uintptr_t stream;       /* raw stream handle GPU marks go to; 0 = null */
+    uint32_t window;        /* steps the figures cover: 1 .. MFU_WINDOW_MAX */
+    uint64_t warmup;        /* closed steps ignored first: 0 .. MFU_WARMUP_MAX */
+    mfu_work per_step;      /* defaults for every step: model_flops (NaN =
+                               unknown), executed_flops, param_bytes (NaN =
+                               unknown); num_tokens is ignored */
+    mfu_peak peak;          /* the MFU / MBU denominator (mfu_peak_validate) */
+} mfu_steps_config;
+
+/* Bits of mfu_step_report.given and of the `bad` mask. */
+enum {
+    MFU_STEP_NUM_TOKENS = 1u << 0,
+    MFU_STEP_MODEL_FLOPS = 1u << 1,
+    MFU_STEP_EXECUTED_FLOPS = 1u << 2
+};
+
+/* What a boundary says about the step it closes (see "The work of a
+ * step"). Fields whose bit is not in `given` are not read. */
+typedef struct mfu_step_report {
+    unsigned given;
+    double num_tokens;     /* tokens processed in the step */
+    double model_flops;    /* replaces the per-step default */
+    double executed_flops; /* replaces the per-step default */
+} mfu_step_report;
+
+typedef struct mfu_steps_counters {
+    mfu_timer_counters timer; /* the current timer's; zeros after close */
+    uint64_t boundaries;      /* boundaries marked (mfu_steps_step calls that
+                                 took a mark) */
+    uint64_t pushed;          /* closed steps that reached the window,
+                                 warm-up included */
+    uint64_t dropped;         /* closed steps lost to a clock failure */
+    uint32_t pending;         /* closed steps waiting for their mark */
+    uint32_t fallbacks;       /* times the clock failed and the CPU clock
+                                 took over */
+} mfu_steps_counters;
+
+typedef struct mfu_steps_summary {
+    mfu_window_summary window; /* the window's figures, MFU masked (above) */
+    double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
+                                  NaN = unknown */
+    mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */
+    uint64_t boundaries;
+    uint64_t dropped;
+    uint32_t pending;
+} mfu_steps_summary;
+
+typedef struct mfu_steps mfu_steps;
+
+/* Create a tracker: its window and ring, and a timer on config->timer.clock
+ * -- or, when that GPU clock is unavailable, on the CPU clock (see
+ * "Failures"; mfu_steps_fallback tells). Status:
+ *   MFU_ERR_INVALID_ARGUMENT  a config field out of its domain; *bad_field
+ *                             (when bad_field is not NULL) names it: "clock",
+ *                             "timer" (sizes), "window", "warmup",
+ *                             "model_flops", "executed_flops", "param_bytes",
+ *                             "peak_flops_per_sec", "peak_bytes_per_sec",
+ *                             "num_gpus"
+ *   MFU_ERR_NO_MEMORY */
+mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **steps,
+                            const char **bad_field);
+
+/* Free the tracker and its timer's events, without waiting. NULL: no-op. */
+void mfu_steps_destroy(mfu_steps *steps);
+
+/* What a boundary call reports back, for the caller's warnings. */
+typedef struct mfu_step_outcome {
+    unsigned bad;       /* MFU_STEP_* bits of the given fields that were bad */
+    uint32_t fallbacks; /* mfu_steps_fallback()'s count after the call */
+} mfu_step_outcome;
+
+/* Mark a step boundary and record `report` for the step it closes, then
+ * account, without blocking, for every step the GPU has finished. *outcome
+ * (never NULL) is filled also when the boundary is not taken. Status:
+ *   MFU_OK                boundary taken (possibly after a fallback)
+ *   MFU_ERR_UNAVAILABLE   the tracker is closed: nothing recorded
+ *   MFU_ERR_NO_MEMORY     no timer could be created after a fallback
+ *   anything else         the CPU clock itself failed: nothing recorded */
+mfu_status mfu_steps_step(mfu_steps *steps, const mfu_step_report *report,
+                          mfu_step_outcome *outcome);
+
+/* Account, without blocking, for every step the GPU has finished. */
+void mfu_steps_poll(mfu_steps *steps);
+
+/* Wait for every boundary taken so far (one wait on a GPU clock) and
+ * account for all of them: afterwards nothing is pending. */
+void mfu_steps_flush(mfu_steps *steps);
+
+/* Flush, then release the timer (its GPU events). The figures stay
+ * readable; later boundaries are refused (MFU_ERR_UNAVAILABLE). Twice: a
+ * no-op. */
+void mfu_steps_close(mfu_steps *steps);
+
+/* Poll, then the windowed figures (see "The work of a step" for MFU). */
+void mfu_steps_summarize(mfu_steps *steps, mfu_steps_summary *out);
+
+void mfu_steps_get_counters(const mfu_steps *steps, mfu_steps_counters *out);
+
+/* The clock timing the steps now (the CPU clock after a fallback). */
+mfu_clock_kind mfu_steps_clock(const mfu_steps *steps);
+
+/* The number of fallbacks so far (0: none); when there was one, *clock and
+ * *error (each may be NULL) say which clock failed, in which call, with
+ * which code -- the most recent failure. */
+uint32_t mfu_steps_fallback(const mfu_steps *steps, mfu_clock_kind *clock,
+                            mfu_gpu_error *error);
+
+/* 1 after mfu_steps_close. */
+int mfu_steps_closed(const mfu_steps *steps);
+
+/* The configuration in force (sizes as given, defaults not applied). */
+const mfu_steps_config *mfu_steps_get_config(const mfu_steps *steps);
+
+#endif /* MFU_STEPS_H */

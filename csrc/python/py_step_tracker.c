@@ -1,0 +1,593 @@
+/*
+ * py_step_tracker.c -- _C.StepTracker, the hot path of mfu_tracker.Tracker:
+ * the core's step accounting (core/steps.h) for Python.
+ *
+ * Everything that is not Python lives in the core: the boundaries, the
+ * pending ring, the masking rules, the drain, the fallback to the CPU clock.
+ * This file converts arguments (py_args.h), holds the per-object lock (the
+ * core tracker is single-threaded; the GIL is released around the waits of
+ * flush() and close()), and turns what the core reports into at most one
+ * RuntimeWarning per kind -- bad per-step values, a clock failure, a step
+ * after close(), MFU above 1 -- emitted after the lock is released. Nothing
+ * raises into the training loop once the tracker is configured.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "mfu_module.h"
+
+/* The parameter names interned in module state (step_kwnames): step()'s
+ * three, then metrics()'s one. */
+enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_PREFIX, KW_COUNT };
+enum { STEP_PARAMETERS = KW_PREFIX };
+
+enum { METRIC_KEYS = 9 };
+
+typedef struct {
+    PyObject_HEAD
+    mfu_module_state *state;
+    PyThread_type_lock lock;
+    mfu_steps *steps; /* NULL until __init__ succeeds */
+
+    int warn_pending; /* message holds a warning to emit after the lock */
+    int warned_failure, warned_args, warned_closed, warned_mfu;
+    char message[400];
+
+    PyObject *default_prefix; /* "throughput" */
+    PyObject *prefix;         /* metrics() key cache */
+    PyObject *keys[METRIC_KEYS];
+} step_object;
+
+static const char *const metric_names[METRIC_KEYS] = {
+    "mfu", "hfu", "mbu", "tokens_per_sec", "achieved_tflops", "step_time_s",
+    "step_time_min_s", "step_time_max_s", "peak_tflops"};
+
+/* ---- warnings --------------------------------------------------------------- */
+
+/* Queue `message` unless its kind warned already or another waits (that
+ * kind then warns on a later call). Lock held. */
+static void queue_warning(step_object *s, int *flag, const char *message)
+{
+    if (*flag || s->warn_pending)
+        return;
+    *flag = 1;
+    s->warn_pending = 1;
+    PyOS_snprintf(s->message, sizeof s->message, "%s", message);
+}
+
+/* The clock failed since the last look: one warning, ever. Lock held. */
+static void check_fallback(step_object *s)
+{
+    mfu_clock_kind clock;
+    mfu_gpu_error error;
+    char message[400];
+    if (s->warned_failure || mfu_steps_fallback(s->steps, &clock, &error) == 0)
+        return;
+    mfu_py_fallback_message(clock, "Tracker", &error, message, sizeof message);
+    queue_warning(s, &s->warned_failure, message);
+}
+
+static void step_unlock(step_object *s)
+{
+    int warn = s->warn_pending;
+    s->warn_pending = 0;
+    PyThread_release_lock(s->lock);
+    if (warn)
+        mfu_py_warn_keep_exception(s->message);
+}
+
+/* ---- step() ----------------------------------------------------------------- */
+
+/* A per-step value: None is absent; a number is given; anything else is
+ * given and bad (NaN), which the core records as unknown. Never raises. */
+static void report_value(PyObject *obj, const char *argument, unsigned bit,
+                         mfu_step_report *report, double *out)
+{
+    if (obj == Py_None)
+        return;
+    report->given |= bit;
+    if (mfu_py_real_arg(obj, argument, MFU_ARG_ANY_FINITE, 0.0, out) < 0) {
+        PyErr_Clear();
+        *out = NAN;
+    }
+}
+
+/* step(num_tokens=None, *, model_flops=None, executed_flops=None) */
+static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                           PyObject *kwnames)
+{
+    step_object *s = (step_object *)self;
+    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None};
+    mfu_step_report report = {0, NAN, NAN, NAN};
+    mfu_step_outcome outcome;
+
+    /* A positional num_tokens takes its name out of the keywords: then
+     * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
+    const Py_ssize_t skip = nargs == 1 ? 1 : 0;
+    if (skip)
+        values[KW_NUM_TOKENS] = args[0];
+    if ((nargs > 1 || kwnames != NULL) /* else nothing to bind */
+        && mfu_py_bind("step", s->state->step_kwnames + skip, STEP_PARAMETERS - skip,
+                       1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip)
+               < 0)
+        return NULL;
+    report_value(values[KW_NUM_TOKENS], "num_tokens", MFU_STEP_NUM_TOKENS, &report,
+                 &report.num_tokens);
+    report_value(values[KW_MODEL_FLOPS], "model_flops", MFU_STEP_MODEL_FLOPS, &report,
+                 &report.model_flops);
+    report_value(values[KW_EXECUTED_FLOPS], "executed_flops", MFU_STEP_EXECUTED_FLOPS,
+                 &report, &report.executed_flops);
+
+    mfu_py_lock_acquire(s->lock);
+    if (s->steps == NULL) { /* __init__ never ran: nothing to time */
+        step_unlock(s);
+        Py_RETURN_NONE;
+    }
+    mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
+    if (outcome.bad != 0) {
+        /* Named in parameter order, the last bad one. */
+        const unsigned bad = outcome.bad;
+        const char *name = (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
+                           : (bad & MFU_STEP_MODEL_FLOPS)  ? "model_flops"
+                                                           : "num_tokens";
+        char message[300];
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker.step(): %s must be a finite int or "
+                      "float >= 0 (a Python number, not a tensor); that step's "
+                      "%s is recorded as unknown and the figures using it are "
+                      "left out", name, name);
+        queue_warning(s, &s->warned_args, message);
+    }
+    if (status != MFU_OK && mfu_steps_closed(s->steps))
+        queue_warning(s, &s->warned_closed,
+                      "mfu_tracker: Tracker.step() after close() is ignored");
+    if (outcome.fallbacks > 0)
+        check_fallback(s);
+    step_unlock(s);
+    Py_RETURN_NONE;
+}
+
+/* ---- the figures ------------------------------------------------------------ */
+
+static int require_init(const step_object *s)
+{
+    if (s->steps != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
+    return -1;
+}
+
+/* Summarize under the lock, queueing the MFU > 1 and clock warnings. */
+static void summarize(step_object *s, mfu_steps_summary *sum)
+{
+    mfu_py_lock_acquire(s->lock);
+    mfu_steps_summarize(s->steps, sum);
+    if (sum->window.metrics.mfu > 1.0 && !s->warned_mfu) {
+        char message[300];
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker MFU %.3f > 1 against a peak of %.4g "
+                      "FLOP/s: the peak or the FLOP count is wrong; the value is "
+                      "reported unclamped",
+                      sum->window.metrics.mfu, sum->peak_flops_per_sec);
+        queue_warning(s, &s->warned_mfu, message);
+    }
+    check_fallback(s);
+    step_unlock(s);
+}
+
+static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    mfu_steps_summary sum;
+    if (require_init(s) < 0)
+        return NULL;
+    summarize(s, &sum);
+
+    const mfu_window_summary *w = &sum.window;
+    const mfu_metrics *m = &w->metrics;
+    const double peak = sum.peak_flops_per_sec;
+    PyObject *values[] = {
+        mfu_py_float_or_none(w->window_s),
+        mfu_py_float_or_none(w->step_s_mean),
+        mfu_py_float_or_none(w->step_s_min),
+        mfu_py_float_or_none(w->step_s_max),
+        mfu_py_float_or_none(m->tokens_per_sec),
+        mfu_py_float_or_none(m->achieved_flops_per_sec),
+        mfu_py_float_or_none(m->achieved_flops_per_sec * 1e-12),
+        mfu_py_float_or_none(m->mfu),
+        mfu_py_float_or_none(m->hfu),
+        mfu_py_float_or_none(m->mbu),
+        mfu_py_float_or_none(peak),
+        mfu_py_float_or_none(peak * 1e-12),
+    };
+    enum { NVALUES = sizeof values / sizeof values[0] };
+    static const char *const names[NVALUES] = {
+        "window_s", "step_time_s", "step_time_min_s", "step_time_max_s",
+        "tokens_per_sec", "achieved_flops_per_sec", "achieved_tflops", "mfu",
+        "hfu", "mbu", "peak_flops_per_sec", "peak_tflops"};
+    PyObject *result = Py_BuildValue(
+        "{sIsKsKsIsKsKss}", "steps", (unsigned int)w->steps, "steps_seen",
+        (unsigned long long)w->steps_seen, "steps_skipped",
+        (unsigned long long)w->steps_skipped, "steps_pending", (unsigned int)sum.pending,
+        "steps_dropped", (unsigned long long)sum.dropped, "boundaries",
+        (unsigned long long)sum.boundaries, "clock", mfu_py_clock_name(sum.clock));
+    for (int i = 0; i < NVALUES; i++) {
+        if (values[i] == NULL
+            || (result != NULL && PyDict_SetItemString(result, names[i], values[i]) < 0))
+            Py_CLEAR(result);
+    }
+    for (int i = 0; i < NVALUES; i++)
+        Py_XDECREF(values[i]);
+    return result;
+}
+
+/* The "{prefix}/name" keys, rebuilt only when the prefix changes. */
+static int step_metric_keys(step_object *s, PyObject *prefix)
+{
+    if (s->prefix != NULL
+        && (s->prefix == prefix || PyUnicode_Compare(s->prefix, prefix) == 0))
+        return 0;
+    PyObject *keys[METRIC_KEYS];
+    for (int i = 0; i < METRIC_KEYS; i++) {
+        keys[i] = PyUnicode_FromFormat("%U/%s", prefix, metric_names[i]);
+        if (keys[i] == NULL) {
+            while (i-- > 0)
+                Py_DECREF(keys[i]);
+            return -1;
+        }
+    }
+    Py_XSETREF(s->prefix, Py_NewRef(prefix));
+    for (int i = 0; i < METRIC_KEYS; i++)
+        Py_XSETREF(s->keys[i], keys[i]);
+    return 0;
+}
+
+/* metrics(prefix="throughput"): the DESIGN §3 keys, unavailable ones left
+ * out. (Moving to the one Python metric formatter; see issue 10.) */
+static PyObject *step_metrics(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
+{
+    step_object *s = (step_object *)self;
+    PyObject *prefix = NULL;
+    mfu_steps_summary sum;
+
+    if (mfu_py_bind("metrics", &s->state->step_kwnames[KW_PREFIX], 1, 1, 0, args,
+                    nargs, kwnames, &prefix)
+        < 0)
+        return NULL;
+    if (prefix != NULL && !PyUnicode_Check(prefix)) {
+        PyErr_Format(PyExc_TypeError, "prefix must be a str, not %.80s",
+                     Py_TYPE(prefix)->tp_name);
+        return NULL;
+    }
+    if (require_init(s) < 0)
+        return NULL;
+    summarize(s, &sum);
+
+    /* Keys after the lock (taking it may release the GIL, and another
+     * thread's metrics() may change the cached keys meanwhile), held by
+     * local references while the dict is built. */
+    if (step_metric_keys(s, prefix != NULL ? prefix : s->default_prefix) < 0)
+        return NULL;
+    PyObject *keys[METRIC_KEYS];
+    for (int i = 0; i < METRIC_KEYS; i++)
+        keys[i] = Py_NewRef(s->keys[i]);
+
+    PyObject *result = PyDict_New();
+    if (result == NULL || sum.window.steps == 0)
+        goto done;
+    const mfu_window_summary *w = &sum.window;
+    const double values[METRIC_KEYS] = {
+        w->metrics.mfu, w->metrics.hfu, w->metrics.mbu, w->metrics.tokens_per_sec,
+        w->metrics.achieved_flops_per_sec * 1e-12, w->step_s_mean, w->step_s_min,
+        w->step_s_max, sum.peak_flops_per_sec * 1e-12};
+    for (int i = 0; i < METRIC_KEYS; i++) {
+        if (isnan(values[i]))
+            continue;
+        PyObject *v = PyFloat_FromDouble(values[i]);
+        if (v == NULL || PyDict_SetItem(result, keys[i], v) < 0) {
+            Py_XDECREF(v);
+            Py_CLEAR(result);
+            goto done;
+        }
+        Py_DECREF(v);
+    }
+done:
+    for (int i = 0; i < METRIC_KEYS; i++)
+        Py_DECREF(keys[i]);
+    return result;
+}
+
+/* ---- flush, close, counters ------------------------------------------------- */
+
+/* Run a waiting core call (flush or close) with the GIL released. */
+static PyObject *step_wait(step_object *s, void (*call)(mfu_steps *))
+{
+    mfu_py_lock_acquire(s->lock);
+    if (s->steps != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        call(s->steps);
+        Py_END_ALLOW_THREADS
+        check_fallback(s);
+    }
+    step_unlock(s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *step_flush(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return step_wait((step_object *)self, mfu_steps_flush);
+}
+
+static PyObject *step_close(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return step_wait((step_object *)self, mfu_steps_close);
+}
+
+static PyObject *step_counters(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    mfu_steps_counters c = {0};
+    mfu_py_lock_acquire(s->lock);
+    if (s->steps != NULL)
+        mfu_steps_get_counters(s->steps, &c);
+    PyThread_release_lock(s->lock);
+    PyObject *d = mfu_py_timer_counters_dict(&c.timer);
+    PyObject *extra = Py_BuildValue("{sKsIsK}", "boundaries",
+                                    (unsigned long long)c.boundaries, "pending",
+                                    (unsigned int)c.pending, "dropped",
+                                    (unsigned long long)c.dropped);
+    if (d == NULL || extra == NULL || PyDict_Update(d, extra) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(extra);
+    return d;
+}
+
+/* ---- construction ----------------------------------------------------------- */
+
+static PyObject *step_new(PyTypeObject *type, PyObject *Py_UNUSED(args),
+                          PyObject *Py_UNUSED(kwargs))
+{
+    mfu_module_state *state = mfu_module_state_from_type(type);
+    if (state == NULL)
+        return NULL;
+    step_object *s =
+        (step_object *)mfu_py_alloc_locked(type, offsetof(step_object, lock));
+    if (s != NULL)
+        s->state = state;
+    return (PyObject *)s;
+}
+
+/* An optional int argument in [low, high], left as is when not given. */
+static int optional_int(PyObject *obj, const char *argument, long long low,
+                        long long high, long long *out)
+{
+    return obj == NULL ? 0 : mfu_py_int_arg(obj, argument, low, high, out);
+}
+
+/* StepTracker(*, clock="cpu", stream=0, model_flops=None, executed_flops=None,
+ *             param_bytes=None, peak_flops_per_sec=None,
+ *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1) */
+static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"clock", "stream", "model_flops", "executed_flops",
+                               "param_bytes", "peak_flops_per_sec",
+                               "peak_bytes_per_sec", "num_gpus", "window", "warmup",
+                               NULL};
+    const unsigned optional = MFU_ARG_NONE_OK;
+    const unsigned positive = MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW;
+    step_object *s = (step_object *)self;
+    PyObject *clock_obj = NULL, *stream_obj = NULL, *model_obj = Py_None;
+    PyObject *executed_obj = Py_None, *bytes_obj = Py_None;
+    PyObject *peak_flops_obj = Py_None, *peak_bytes_obj = Py_None;
+    PyObject *gpus_obj = NULL, *window_obj = NULL, *warmup_obj = NULL;
+    mfu_steps_config config = {.timer = {.clock = MFU_CLOCK_CPU}};
+    long long gpus = 1, window = 100, warmup = 1;
+    const char *bad = NULL;
+
+    if (s->steps != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "a StepTracker is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOO:StepTracker",
+                                     keywords, &clock_obj, &stream_obj, &model_obj,
+                                     &executed_obj, &bytes_obj, &peak_flops_obj,
+                                     &peak_bytes_obj, &gpus_obj, &window_obj,
+                                     &warmup_obj))
+        return -1;
+    if ((clock_obj != NULL && mfu_py_clock_arg(clock_obj, &config.timer.clock) < 0)
+        || (stream_obj != NULL
+            && mfu_py_stream_arg(stream_obj, "stream", &config.stream) < 0)
+        || mfu_py_real_arg(model_obj, "model_flops", optional, 0.0,
+                           &config.per_step.model_flops) < 0
+        || mfu_py_real_arg(executed_obj, "executed_flops", optional, 0.0,
+                           &config.per_step.executed_flops) < 0
+        || mfu_py_real_arg(bytes_obj, "param_bytes", optional, 0.0,
+                           &config.per_step.param_bytes) < 0
+        || mfu_py_real_arg(peak_flops_obj, "peak_flops_per_sec", positive, 0.0,
+                           &config.peak.flops_per_sec) < 0
+        || mfu_py_real_arg(peak_bytes_obj, "peak_bytes_per_sec", positive, 0.0,
+                           &config.peak.bytes_per_sec) < 0
+        || optional_int(gpus_obj, "num_gpus", 1, MFU_NUM_GPUS_MAX, &gpus) < 0
+        || optional_int(window_obj, "window", 1, MFU_WINDOW_MAX, &window) < 0
+        || optional_int(warmup_obj, "warmup", 0, (long long)MFU_WARMUP_MAX, &warmup) < 0)
+        return -1;
+    config.per_step.num_tokens = NAN;
+    config.peak.num_devices = (int)gpus;
+    config.window = (uint32_t)window;
+    config.warmup = (uint64_t)warmup;
+
+    s->default_prefix = PyUnicode_InternFromString("throughput");
+    if (s->default_prefix == NULL)
+        return -1;
+    mfu_status status = mfu_steps_create(&config, &s->steps, &bad);
+    if (status != MFU_OK) {
+        /* The arguments were checked above: only memory can run out. */
+        mfu_py_raise(status, bad != NULL ? bad : "StepTracker", NULL);
+        return -1;
+    }
+    /* A GPU clock that is unavailable: the CPU clock, with one warning. */
+    mfu_clock_kind failed;
+    mfu_gpu_error error;
+    if (mfu_steps_fallback(s->steps, &failed, &error) > 0) {
+        char message[400];
+        mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
+        s->warned_failure = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+    return 0;
+}
+
+static int step_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    step_object *s = (step_object *)self;
+    Py_VISIT(s->default_prefix);
+    Py_VISIT(s->prefix);
+    for (int i = 0; i < METRIC_KEYS; i++)
+        Py_VISIT(s->keys[i]);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int step_clear(PyObject *self)
+{
+    step_object *s = (step_object *)self;
+    Py_CLEAR(s->default_prefix);
+    Py_CLEAR(s->prefix);
+    for (int i = 0; i < METRIC_KEYS; i++)
+        Py_CLEAR(s->keys[i]);
+    return 0;
+}
+
+static void step_dealloc(PyObject *self)
+{
+    step_object *s = (step_object *)self;
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    (void)step_clear(self);
+    mfu_steps_destroy(s->steps);
+    if (s->lock != NULL)
+        PyThread_free_lock(s->lock);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* ---- properties and the type ------------------------------------------------ */
+
+/* The configuration, or NULL before __init__ (the properties then read as
+ * the defaults' zeros: clock 'cpu', stream 0, window 0, warmup 0). */
+static const mfu_steps_config *config_of(PyObject *self)
+{
+    const step_object *s = (const step_object *)self;
+    return s->steps != NULL ? mfu_steps_get_config(s->steps) : NULL;
+}
+
+static PyObject *step_get_clock(PyObject *self, void *Py_UNUSED(c))
+{
+    const step_object *s = (const step_object *)self;
+    return PyUnicode_FromString(
+        mfu_py_clock_name(s->steps != NULL ? mfu_steps_clock(s->steps) : MFU_CLOCK_CPU));
+}
+
+static PyObject *step_get_stream(PyObject *self, void *Py_UNUSED(c))
+{
+    const mfu_steps_config *c = config_of(self);
+    return PyLong_FromUnsignedLongLong(c != NULL ? c->stream : 0);
+}
+
+static PyObject *step_get_window(PyObject *self, void *Py_UNUSED(c))
+{
+    const mfu_steps_config *c = config_of(self);
+    return PyLong_FromUnsignedLong(c != NULL ? c->window : 0);
+}
+
+static PyObject *step_get_warmup(PyObject *self, void *Py_UNUSED(c))
+{
+    const mfu_steps_config *c = config_of(self);
+    return PyLong_FromUnsignedLongLong(c != NULL ? c->warmup : 0);
+}
+
+static PyObject *step_get_closed(PyObject *self, void *Py_UNUSED(c))
+{
+    const step_object *s = (const step_object *)self;
+    return PyBool_FromLong(s->steps != NULL && mfu_steps_closed(s->steps));
+}
+
+static PyMethodDef step_methods[] = {
+    {"step", (PyCFunction)(void (*)(void))step_step, METH_FASTCALL | METH_KEYWORDS,
+     "step($self, num_tokens=None, *, model_flops=None, executed_flops=None)\n--\n\n"
+     "Mark a step boundary (the first call starts the clock). The arguments "
+     "describe the step this call closes: tokens processed, and model / "
+     "executed FLOPs overriding the per-step defaults. Never blocks in steady "
+     "state, never raises on bad values (one warning; the value is unknown)."},
+    {"summary", step_summary, METH_NOARGS,
+     "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
+     "steps after warm-up (None = unavailable)."},
+    {"metrics", (PyCFunction)(void (*)(void))step_metrics,
+     METH_FASTCALL | METH_KEYWORDS,
+     "metrics($self, prefix='throughput')\n--\n\n{prefix}/mfu, hfu, mbu, "
+     "tokens_per_sec, achieved_tflops, step_time_s, step_time_min_s, "
+     "step_time_max_s, peak_tflops; unavailable figures are left out."},
+    {"flush", step_flush, METH_NOARGS,
+     "flush($self, /)\n--\n\nWait for every step taken so far (one wait)."},
+    {"close", step_close, METH_NOARGS,
+     "close($self, /)\n--\n\nFlush and release the GPU events; the figures "
+     "stay readable."},
+    {"counters", step_counters, METH_NOARGS,
+     "counters($self, /)\n--\n\nTimer counters plus boundaries, pending, dropped."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef step_getset[] = {
+    {"clock", step_get_clock, NULL,
+     "The clock timing the steps: 'cpu', 'cuda' or 'hip' ('cpu' after a "
+     "fallback).", NULL},
+    {"stream", step_get_stream, NULL, "The raw stream handle marks go to.", NULL},
+    {"window", step_get_window, NULL, "Steps the figures cover.", NULL},
+    {"warmup", step_get_warmup, NULL, "Timed steps ignored at the start.", NULL},
+    {"closed", step_get_closed, NULL, "True after close().", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyDoc_STRVAR(step_doc,
+             "StepTracker(*, clock='cpu', stream=0, model_flops=None, "
+             "executed_flops=None, param_bytes=None, peak_flops_per_sec=None, "
+             "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1)\n--\n\n"
+             "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
+             "windowed statistics in C (core/steps.h).");
+
+static PyType_Slot step_slots[] = {
+    {Py_tp_doc, (void *)step_doc},
+    {Py_tp_new, step_new},
+    {Py_tp_init, step_init},
+    {Py_tp_dealloc, step_dealloc},
+    {Py_tp_traverse, step_traverse},
+    {Py_tp_clear, step_clear},
+    {Py_tp_methods, step_methods},
+    {Py_tp_getset, step_getset},
+    {0, NULL},
+};
+
+/* BASETYPE: mfu_tracker.Tracker subclasses it. */
+static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
+    "StepTracker", step_object,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
+    step_slots);
+
+int mfu_py_step_tracker_exec(PyObject *module)
+{
+    static const char *const names[] = {"num_tokens", "model_flops",
+                                        "executed_flops", "prefix"};
+    mfu_module_state *state = mfu_module_get_state(module);
+    _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
+                   "one interned name per parameter");
+    state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
+    if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
+        return -1;
+    for (int i = 0; i < KW_COUNT; i++) {
+        state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);
+        if (state->step_kwnames[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
