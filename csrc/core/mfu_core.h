@@ -7,6 +7,8 @@
  *                 and device lookup by name + compute capability + SMs + memory
  *   flops.h       FLOP formulas: per-op (matmul, conv, attention) and analytic
  *                 transformer counts (6N, PaLM, per-matmul)
+ *   ops.h         the table of counted aten ops and mfu_op_count: one op
+ *                 call's arguments -> executed and model FLOPs
  *   timing.h      clocks (monotonic CPU clock; GPU events come with the driver)
  *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s
  *
@@ -19,6 +21,7 @@
 #include "mfu_status.h"
 #include "gpu_specs.h"
 #include "flops.h"
+#include "ops.h"
 #include "timing.h"
 #include "stats.h"
 
