@@ -109,6 +109,16 @@ static int counts_model_backward(const mfu_op_call *call)
     return !call->backward_phase && call->grad_enabled;
 }
 
+/* Matmul and convolution: one forward's worth of model backward per
+ * operand (a and b; input and weight) that needs a gradient. */
+static unsigned per_operand(const mfu_op_call *call, const mfu_op_arg *x,
+                            const mfu_op_arg *y)
+{
+    if (!counts_model_backward(call))
+        return 0;
+    return (unsigned)(x->requires_grad != 0) + (unsigned)(y->requires_grad != 0);
+}
+
 /* executed = flops; model_backward = `times` x flops (times <= 2: fits in
  * uint64 since flops <= INT64_MAX). */
 static void set_flops(mfu_op_flops *out, int64_t flops, unsigned times,
@@ -149,12 +159,7 @@ static mfu_status count_matmul(const mfu_op_spec *spec, const mfu_op_call *call,
     }
     if (st != MFU_OK)
         return formula_status(st, error);
-    /* model backward: one forward's worth per operand that needs a gradient */
-    set_flops(out, flops,
-              counts_model_backward(call)
-                  ? (unsigned)(a->requires_grad != 0) + (unsigned)(b->requires_grad != 0)
-                  : 0u,
-              0);
+    set_flops(out, flops, per_operand(call, a, b), 0);
     return MFU_OK;
 }
 
@@ -233,12 +238,8 @@ static mfu_status count_convolution(const mfu_op_spec *spec,
     st = mfu_convolution_flop(x->ints, w->ints, ys, ndim, transposed, &flops);
     if (st != MFU_OK)
         return formula_status(st, error);
-    /* input gradient and weight gradient each cost the forward */
-    set_flops(out, flops,
-              counts_model_backward(call)
-                  ? (unsigned)(x->requires_grad != 0) + (unsigned)(w->requires_grad != 0)
-                  : 0u,
-              0);
+    /* the input and the weight gradient each cost the forward */
+    set_flops(out, flops, per_operand(call, x, w), 0);
     return MFU_OK;
 }
 
