@@ -2,8 +2,9 @@
 
 :class:`FlopCounter` counts every matmul, convolution and attention kernel
 that runs in its block, at C speed: a libtorch op observer
-(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core's
-formulas. It is cheap enough to count every training step, so dynamic shapes
+(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core,
+whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call into
+FLOPs. It is cheap enough to count every training step, so dynamic shapes
 (packed sequences, variable length, changing batch) are exact::
 
     with FlopCounter() as fc:
@@ -60,7 +61,7 @@ count model FLOPs on the uncompiled model (or use :func:`profile_flops`).
 
 If ``mfu_tracker._torch`` cannot load (not built, built against another
 torch) counting falls back, with one warning, to a ``TorchDispatchMode``
-over the same C formulas: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
+over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
 (read when this module is imported) forces the fallback.
 
 Importing this module does not import torch.
