@@ -12,8 +12,15 @@
 2. A real CPU training step (forward, backward, AdamW) of a small Llama,
    counted every step vs not counted, interleaved (target: <= 2% slower),
    without and with the per-module attribution hooks.
+3. Per op call (``--only ops``): a loop of one counted op (``mm`` of meta
+   [64, 64] tensors, requiring grad, and a varlen
+   ``_flash_attention_forward`` with host cumulative lengths) and one
+   uncounted op (``add``), uncounted vs ``FlopCounter(modules=False)`` vs
+   ``FlopCounterMode``: the ns each adds per call. This is where the
+   counter's own per-call work shows (parts 1 and 2 drown it in the model).
 
     .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--threads 1]
+        [--only meta|training]
 """
 from __future__ import annotations
 
@@ -96,6 +103,52 @@ def bench_meta(reps: int) -> None:
           f"{best['FlopCounterMode'] / best['FlopCounter']:.2f}x")
 
 
+def bench_ops(reps: int, calls: int = 20_000) -> None:
+    import contextlib
+
+    a = torch.empty(64, 64, device="meta", requires_grad=True)
+    q = torch.empty(10, 4, 8, device="meta")
+    cu = torch.tensor([0, 3, 10], dtype=torch.int32)
+    flash = torch.ops.aten._flash_attention_forward
+
+    def mm_loop() -> None:
+        for _ in range(calls):
+            torch.mm(a, a)
+
+    def flash_loop() -> None:
+        for _ in range(calls):
+            flash(q, q, q, cu, cu, 7, 7, 0.0, True, False)
+
+    def add_loop() -> None:
+        for _ in range(calls):
+            torch.add(a, a)
+
+    loops = {"mm (counted)": mm_loop, "varlen flash (counted)": flash_loop,
+             "add (not counted)": add_loop}
+    variants = {
+        "uncounted": contextlib.nullcontext,
+        "FlopCounter(modules=False)": lambda: FlopCounter(modules=False),
+        "FlopCounterMode": lambda: FlopCounterMode(display=False),
+    }
+    print(f"Per op call: {calls:,} calls per loop, meta tensors, backend {counter_backend()}, "
+          f"thread CPU time, best of {reps} round-robin reps")
+    print(f"  {'op':<24}{'variant':<28}{'ns/call':>9}{'added ns':>10}")
+    for label, loop in loops.items():
+        loop()  # warm up
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(reps):
+            for name, make in variants.items():
+                times[name].append(timed(loop, make)[0])
+        base = min(times["uncounted"])
+        for name, ts in times.items():
+            print(f"  {label:<24}{name:<28}{min(ts) / calls * 1e9:>9.0f}"
+                  f"{(min(ts) - base) / calls * 1e9:>10.0f}")
+        ours = min(times["FlopCounter(modules=False)"]) - base
+        fcm = min(times["FlopCounterMode"]) - base
+        ratio = f"{fcm / ours:.1f}x" if ours > 0 else "inf (no measurable overhead)"
+        print(f"  {label:<24}overhead ratio FlopCounterMode / FlopCounter(modules=False): {ratio}")
+
+
 def bench_training(steps: int, modules: bool, hidden: int, seq: int) -> None:
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(hidden_size=hidden, num_hidden_layers=4, num_attention_heads=4,
@@ -148,9 +201,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--only", choices=("meta", "training", "ops"), default=None,
+                        help="run one part (meta: GPT-2 on meta; training: the CPU training "
+                             "step; ops: the per-call cost, not run by default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    bench_meta(args.reps)
+    if args.only == "ops":
+        bench_ops(args.reps)
+        return
+    if args.only != "training":
+        bench_meta(args.reps)
+    if args.only == "meta":
+        return
     for hidden, seq in ((128, 128), (512, 512)):
         bench_training(args.steps, modules=False, hidden=hidden, seq=seq)  # per-step counting
         bench_training(args.steps, modules=True, hidden=hidden, seq=seq)   # + module table

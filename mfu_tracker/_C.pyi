@@ -1,6 +1,6 @@
 """Type stubs for the compiled core ``mfu_tracker._C`` (see csrc/python/)."""
 from types import TracebackType
-from typing import Any, Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Optional, Sequence
 
 __version__: str
 
@@ -65,6 +65,20 @@ def transformer_flops(
     dims: dict[str, Any], options: dict[str, Any], *, seq_lens: Optional[Sequence[int]] = None,
     batch_size: Optional[int] = None, seq_len: Optional[int] = None,
 ) -> dict[str, float]: ...
+
+# ---- py_ops.c: the op table, mfu_op_count, the custom-formula registry ---------
+
+def op_table() -> tuple[dict[str, Any], ...]: ...
+def op_count(
+    name: str, args: Sequence[Any], *, causal_attention: str = "full", backward_phase: bool = False,
+    grad_enabled: bool = True,
+) -> tuple[int, int, bool]: ...
+def register_flop_formula(op_name: str, fn: Callable[..., Any], /) -> None: ...
+def unregister_flop_formula(op_name: str, /) -> None: ...
+def has_flop_formula(op_name: str, /) -> bool: ...
+def flop_formula_count(
+    name: str, args: tuple[Any, ...], any_requires_grad: bool, backward_phase: bool, grad_enabled: bool, /
+) -> tuple[int, int, bool]: ...
 
 # ---- py_track.c ---------------------------------------------------------------
 

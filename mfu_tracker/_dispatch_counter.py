@@ -1,122 +1,39 @@
-"""The op table, and the TorchDispatchMode fallback of the FLOP counter.
+"""The TorchDispatchMode fallback of the FLOP counter.
 
-``OP_TABLE`` is the one list of counted ops: the C++ observer
-(``mfu_tracker._torch``, csrc/torch) loads it at start-up, and
-:class:`DispatchBackend` (used when ``_torch`` cannot load) reads it directly.
-Both count with the same compiled formulas of the C core (``_C``), so on
-the same run they agree.
+Used when the C++ observer (``mfu_tracker._torch``, csrc/torch) cannot load.
+Like the observer, it only turns each dispatched op's torch arguments into
+plain data and adds up the answers: which ops count and what a call costs is
+the C core's (csrc/core/ops.h), reached through ``_C.op_count`` for the op
+table's rows (``_C.op_table()``) and ``_C.flop_formula_count`` for the custom
+formulas of ``_C``'s one registry. So on the same run both counters agree
+(tests/test_counter_fallback.py checks every row).
 
-Row format: ``(op name, kind, params)``.
-
-* matmul kinds (``MM``, ``ADDMM``, ``BMM``, ``BADDBMM``, ``GROUPED_MM``) and
-  ``CONV_BACKWARD``: no params (positions are fixed by the schema).
-* ``CONV``: ``(stride, padding, dilation, transposed, output_padding)``
-  argument positions, -1 = absent (stride / dilation 1, padding 0, not
-  transposed).
-* ``ATTENTION``: ``(backward, layout, grad_out, q, k, v, cu_q, cu_k, max_q,
-  max_k, causal, causal_is_mask_type)``; positions -1 = absent; layout
-  ``BHSD`` (q: [b, h, s, d], the SDPA family), ``BSHD`` (q: [b, s, h, d],
-  ``_flash_attention_*`` / ``_efficient_attention_*``; packed with
-  cumulative lengths: [total, h, d] / [1, total, h, d]), ``THD`` (varlen:
-  [total, h, d]).
-
-Argument positions are those of torch 2.13's schemas (tests check every row
-against ``torch.ops``). Kinds and layouts are the values of ``OpKind`` and
-``AttnLayout`` in csrc/torch/mfu_torch.h.
+NB: an op that is neither counted nor composite runs outside the mode, so the
+ops its own kernel calls are not seen: the counted matmul inside a custom op
+without a registered formula counts on the C++ observer, not here.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from . import _C
 
-__all__ = ["OP_TABLE", "DispatchBackend"]
+__all__ = ["DispatchBackend", "count_call"]
 
-# OpKind values (csrc/torch/mfu_torch.h)
-MM, ADDMM, BMM, BADDBMM, GROUPED_MM, CONV, CONV_BACKWARD, ATTENTION, CUSTOM = range(1, 10)
-# AttnLayout values
-BHSD, BSHD, THD = 0, 1, 2
-_F, _B = 0, 1
-
-OP_TABLE: tuple[tuple[str, int, tuple[int, ...]], ...] = (
-    # Matmul family: 2*m*n*k each, bias ignored.
-    ("aten::mm", MM, ()),
-    ("aten::_scaled_mm", MM, ()),
-    ("aten::addmm", ADDMM, ()),
-    ("aten::bmm", BMM, ()),
-    ("aten::baddbmm", BADDBMM, ()),
-    ("aten::_grouped_mm", GROUPED_MM, ()),
-    ("aten::_scaled_grouped_mm", GROUPED_MM, ()),
-    # Convolutions (input, weight, bias, stride, padding, dilation,
-    # transposed, output_padding, groups, ...)
-    ("aten::convolution", CONV, (3, 4, 5, 6, 7)),
-    ("aten::_convolution", CONV, (3, 4, 5, 6, 7)),
-    ("aten::convolution_overrideable", CONV, (3, 4, 5, 6, 7)),
-    # cudnn_convolution(self, weight, padding, stride, dilation, groups, ...)
-    ("aten::cudnn_convolution", CONV, (3, 2, 4, -1, -1)),
-    # _slow_conv2d_forward(self, weight, kernel_size, bias, stride, padding)
-    ("aten::_slow_conv2d_forward", CONV, (4, 5, -1, -1, -1)),
-    ("aten::convolution_backward", CONV_BACKWARD, ()),
-    # SDPA family, q: [b, h, s, d]     bwd lay  go q  k  v cuq cuk mq mk causal mask
-    ("aten::_scaled_dot_product_flash_attention", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 4, 0)),
-    ("aten::_scaled_dot_product_flash_attention_for_cpu", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 4, 0)),
-    ("aten::_scaled_dot_product_efficient_attention", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 6, 0)),
-    ("aten::_scaled_dot_product_cudnn_attention", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 6, 0)),
-    ("aten::_scaled_dot_product_fused_attention_overrideable", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 5, 0)),
-    # The math path (meta tensors, CPU fallbacks): composite, so its inner
-    # bmms are skipped and its backward is theirs. NB: the TorchDispatchMode
-    # fallback only sees it under inference_mode (otherwise it decomposes
-    # first, and its bmms count: the same FLOPs, but never halved).
-    ("aten::_scaled_dot_product_attention_math", ATTENTION, (_F, BHSD, -1, 0, 1, 2, -1, -1, -1, -1, 5, 0)),
-    ("aten::_scaled_dot_product_flash_attention_backward", ATTENTION, (_B, BHSD, 0, 1, 2, 3, -1, -1, -1, -1, 11, 0)),
-    ("aten::_scaled_dot_product_flash_attention_for_cpu_backward", ATTENTION, (_B, BHSD, 0, 1, 2, 3, -1, -1, -1, -1, 7, 0)),
-    ("aten::_scaled_dot_product_efficient_attention_backward", ATTENTION, (_B, BHSD, 0, 1, 2, 3, -1, -1, -1, -1, 11, 0)),
-    ("aten::_scaled_dot_product_cudnn_attention_backward", ATTENTION, (_B, BHSD, 0, 1, 2, 3, -1, -1, -1, -1, 14, 0)),
-    ("aten::_scaled_dot_product_fused_attention_overrideable_backward", ATTENTION, (_B, BHSD, 0, 1, 2, 3, -1, -1, -1, -1, 13, 0)),
-    # Kernel-level attention, q: [b, s, h, d], or packed with cu_seqlens.
-    ("aten::_flash_attention_forward", ATTENTION, (_F, BSHD, -1, 0, 1, 2, 3, 4, 5, 6, 8, 0)),
-    ("aten::_flash_attention_backward", ATTENTION, (_B, BSHD, 0, 1, 2, 3, 6, 7, 8, 9, 11, 0)),
-    ("aten::_efficient_attention_forward", ATTENTION, (_F, BSHD, -1, 0, 1, 2, 4, 5, 6, 7, 9, 1)),
-    ("aten::_efficient_attention_backward", ATTENTION, (_B, BSHD, 0, 1, 2, 3, 6, 7, 8, 9, 14, 1)),
-    # torch.nn.attention.varlen, q: [total, h, d].
-    ("torch_attn::_varlen_attn", ATTENTION, (_F, THD, -1, 0, 1, 2, 3, 4, 5, 6, 7, 0)),
-    ("torch_attn::_varlen_attn_backward", ATTENTION, (_B, THD, 0, 1, 2, 3, 6, 7, 8, 9, 10, 0)),
-)
-
-_ROWS = {name: (kind, params) for name, kind, params in OP_TABLE}
-
-# Custom formulas (register_flop_formula): op name -> callable. Shared with
-# the C++ observer, which keeps its own reference.
-CUSTOM_FORMULAS: dict[str, Callable[..., Any]] = {}
+# op name -> the arguments its count reads: ((position, role, need), ...)
+_INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
+    row["name"]: row["inputs"] for row in _C.op_table()
+}
 
 
 class _CountError(Exception):
-    """A formula could not count one call (recorded, never raised out)."""
+    """An argument could not be converted (recorded, never raised out)."""
 
 
 # ---------------------------------------------------------------------------
-# One call -> (executed, model backward, approximate)
+# Torch arguments -> plain data
 # ---------------------------------------------------------------------------
-
-def _shape(t: Any, ndim: int, what: str) -> tuple[int, ...]:
-    import torch
-
-    if not isinstance(t, torch.Tensor):
-        raise _CountError(f"{what} is not a tensor")
-    if t.is_nested:
-        raise _CountError(f"{what} is a nested tensor")
-    shape = tuple(t.shape)
-    if ndim and len(shape) != ndim:
-        raise _CountError(f"{what}: expected {ndim} dims, got {len(shape)}")
-    if not all(isinstance(d, int) for d in shape):
-        raise _CountError(f"{what} has symbolic sizes")
-    return shape
-
-
-def _grad(t: Any) -> bool:
-    return bool(getattr(t, "requires_grad", False))
-
 
 class _Args:
     """Positional access to a dispatched call, schema defaults filled in."""
@@ -125,8 +42,6 @@ class _Args:
         self.func, self.args, self.kwargs = func, args, kwargs
 
     def __getitem__(self, index: int) -> Any:
-        if index < 0:
-            return None
         if index < len(self.args):
             return self.args[index]
         schema_args = self.func._schema.arguments
@@ -138,125 +53,39 @@ class _Args:
         return arg.default_value if arg.has_default_value() else None
 
 
-def _int_list(value: Any, n: int, fallback: int) -> list[int]:
-    if value is None:
-        return [fallback] * n
-    values = [int(v) for v in value]
-    if len(values) == 1:
-        return values * n
-    if len(values) != n:
-        raise _CountError(f"a convolution parameter has {len(values)} values for {n} dims")
-    return values
+def _shape(t: Any, what: str) -> tuple[int, ...]:
+    if t.is_nested:
+        raise _CountError(f"{what} is a nested tensor")
+    shape = tuple(t.shape)
+    if not all(isinstance(d, int) for d in shape):
+        raise _CountError(f"{what} has symbolic sizes")
+    return shape
 
 
-def _matmul(kind: int, a: _Args, grad: bool) -> tuple[int, int, bool]:
-    first = 1 if kind in (ADDMM, BADDBMM) else 0
-    x, y = a[first], a[first + 1]
-    if kind in (MM, ADDMM):
-        (m, k), (k2, n) = _shape(x, 2, "a"), _shape(y, 2, "b")
-        if k != k2:
-            raise _CountError("matmul: inner dims differ")
-        flops = _C.mm_flop(m, k, n)
-    elif kind in (BMM, BADDBMM):
-        (b, m, k), (b2, k2, n) = _shape(x, 3, "a"), _shape(y, 3, "b")
-        if b != b2 or k != k2:
-            raise _CountError("bmm: batch or inner dims differ")
-        flops = _C.bmm_flop(b, m, k, n)
-    else:
-        flops = _C.grouped_mm_flop(_shape(x, 0, "a"), _shape(y, 0, "b"))
-    backward = flops * (_grad(x) + _grad(y)) if grad else 0
-    return flops, backward, False
+def _plain(value: Any, role: str, need: str) -> Any:
+    """One argument as ``_C.op_count`` takes it (None: absent)."""
+    import torch
+
+    if need in ("tensor", "offsets"):
+        if not isinstance(value, torch.Tensor):
+            return None
+        shape = _shape(value, role)
+        if need == "offsets" and value.dim() == 1 and value.device.type != "meta":
+            # NB: a device tensor is copied to the host (as the observer does)
+            return (shape, value.requires_grad, [int(v) for v in value.tolist()])
+        return (shape, value.requires_grad)
+    if need == "int":
+        return int(value) if isinstance(value, (bool, int, torch.SymInt)) else None
+    if isinstance(value, (bool, int, torch.SymInt)):  # an int list given as one int
+        return (int(value),)
+    if isinstance(value, (list, tuple)):
+        return tuple(int(v) for v in value)
+    return None
 
 
-def _conv(params: tuple[int, ...], a: _Args, grad: bool) -> tuple[int, int, bool]:
-    x, w = a[0], a[1]
-    xs = _shape(x, 0, "input")
-    ws = _shape(w, len(xs), "weight")
-    sp = len(xs) - 2
-    stride_i, padding_i, dilation_i, transposed_i, _ = params
-    transposed = bool(a[transposed_i]) if transposed_i >= 0 else False
-    ys = list(xs)
-    if not transposed:
-        # out spatial = (in + 2p - d(k - 1) - 1) / s + 1
-        stride = _int_list(a[stride_i] if stride_i >= 0 else None, sp, 1)
-        padding = _int_list(a[padding_i] if padding_i >= 0 else None, sp, 0)
-        dilation = _int_list(a[dilation_i] if dilation_i >= 0 else None, sp, 1)
-        ys[1] = ws[0]
-        for i in range(sp):
-            span = xs[i + 2] + 2 * padding[i] - dilation[i] * (ws[i + 2] - 1) - 1
-            ys[i + 2] = 0 if span < 0 else span // stride[i] + 1
-    flops = _C.convolution_flop(xs, ws, ys, transposed)
-    backward = flops * (_grad(x) + _grad(w)) if grad else 0
-    return flops, backward, False
-
-
-def _conv_backward(a: _Args) -> tuple[int, int, bool]:
-    gs = _shape(a[0], 0, "grad_output")
-    xs = _shape(a[1], len(gs), "input")
-    ws = _shape(a[2], len(gs), "weight")
-    mask = a[10] or (True, True, True)
-    flops = _C.convolution_backward_flop(
-        gs, xs, ws, bool(a[7]), int(a[9]), bool(mask[0]), bool(mask[1]))
-    return flops, 0, False
-
-
-def _offsets(t: Any) -> list[int] | None:
-    if t.dim() != 1:
-        raise _CountError("cumulative sequence lengths are not 1-D")
-    if t.device.type == "meta":
-        return None
-    return [int(v) for v in t.tolist()]
-
-
-def _attention(params: tuple[int, ...], a: _Args, convention: str,
-               grad: bool) -> tuple[int, int, bool]:
-    (backward, layout, _go, qi, ki, vi, cu_qi, cu_ki, max_qi, max_ki,
-     causal_i, mask_type) = params
-    q, k, v = a[qi], a[ki], a[vi]
-    causal_arg = a[causal_i]
-    causal_call = bool(int(causal_arg)) if mask_type else bool(causal_arg)
-    causal = "half" if causal_call and convention == "half" else "full"
-    cu_q = a[cu_qi] if cu_qi >= 0 else None
-    approximate = False
-    if cu_q is not None:
-        qs = _shape(q, 0, "query")
-        ks = _shape(k, len(qs), "key")
-        vs = _shape(v, len(qs), "value")
-        if len(qs) not in (3, 4):
-            raise _CountError(f"packed attention query has {len(qs)} dims")
-        hd = len(qs) - 2
-        cu_k = a[cu_ki] if cu_ki >= 0 else None
-        oq = _offsets(cu_q)
-        ok = _offsets(cu_k) if cu_k is not None else oq
-        if oq is None or ok is None:
-            # meta: lengths unknown; every sequence counts max_seqlen
-            n = cu_q.shape[0]
-            max_q = int(a[max_qi] or 0)
-            max_k = int(a[max_ki] or max_q)
-            oq = [i * max_q for i in range(n)]
-            ok = [i * max_k for i in range(n)]
-            approximate = True
-        flops = _C.varlen_attention_flop(
-            oq, ok, qs[hd], ks[hd], qs[hd + 1], vs[hd + 1],
-            causal_attention=causal, backward=bool(backward))
-    else:
-        if layout == THD:
-            raise _CountError("varlen attention without cumulative lengths")
-        qs, ks, vs = _shape(q, 4, "query"), _shape(k, 4, "key"), _shape(v, 4, "value")
-        if layout == BHSD:
-            dims = (qs[0], qs[1], ks[1], qs[2], ks[2], qs[3], vs[3])
-        else:
-            dims = (qs[0], qs[2], ks[2], qs[1], ks[1], qs[3], vs[3])
-        if ks[0] != qs[0] or vs[0] != qs[0] or ks[3] != qs[3]:
-            raise _CountError("attention: query / key / value shapes disagree")
-        fn = _C.sdpa_backward_flop if backward else _C.sdpa_flop
-        flops = fn(*dims, causal_attention=causal)
-    model_backward = 2 * flops if (not backward and grad and (_grad(q) or _grad(k) or _grad(v))) else 0
-    return flops, model_backward, approximate
-
-
-def _custom(fn: Callable[..., Any], func: Any, args: tuple, kwargs: dict,
-            grad: bool) -> tuple[int, int, bool]:
+def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool]:
+    """A custom formula's arguments (tensors as shapes, as the observer passes
+    them) and whether a tensor among them requires grad."""
     import torch
 
     a = _Args(func, args, kwargs)
@@ -266,44 +95,31 @@ def _custom(fn: Callable[..., Any], func: Any, args: tuple, kwargs: dict,
         item = a[i]
         if isinstance(item, torch.Tensor):
             any_grad = any_grad or item.requires_grad
-            item = tuple(item.shape)
+            item = _shape(item, "a tensor argument")
         elif isinstance(item, (list, tuple)) and all(isinstance(x, int) for x in item):
             item = tuple(item)
         elif not isinstance(item, (bool, int, float)) and item is not None:
             item = None
         values.append(item)
-    result = fn(*values)
-    backward = None
-    if isinstance(result, tuple) and len(result) == 2:
-        result, backward = result
-    for value in (result, backward):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise _CountError("custom formula must return an int >= 0 or a pair of them")
-    flops = result
-    model_backward = 0
-    if grad and any_grad:
-        model_backward = backward if backward is not None else 2 * flops
-    return flops, model_backward, False
+    return tuple(values), any_grad
 
 
-def count_call(name: str, func: Any, args: tuple, kwargs: dict, convention: str,
-               grad: bool) -> tuple[int, int, bool] | None:
-    """(executed, model backward, approximate) of one call; None: not counted."""
-    custom = CUSTOM_FORMULAS.get(name)
-    if custom is not None:
-        return _custom(custom, func, args, kwargs, grad)
-    row = _ROWS.get(name)
-    if row is None:
-        return None
-    kind, params = row
-    a = _Args(func, args, kwargs)
-    if kind in (MM, ADDMM, BMM, BADDBMM, GROUPED_MM):
-        return _matmul(kind, a, grad)
-    if kind == CONV:
-        return _conv(params, a, grad)
-    if kind == CONV_BACKWARD:
-        return _conv_backward(a)
-    return _attention(params, a, convention, grad)
+def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
+               backward_phase: bool, grad_enabled: bool) -> tuple[int, int, bool] | None:
+    """(executed, model backward, approximate) of one call; None: not counted.
+    Raises when the call cannot be counted (the caller records it)."""
+    inputs = _INPUTS.get(name)
+    if inputs is not None:
+        a = _Args(func, args, kwargs)
+        plain: list[Any] = [None] * (inputs[-1][0] + 1)
+        for position, role, need in inputs:
+            plain[position] = _plain(a[position], role, need)
+        return _C.op_count(name, plain, causal_attention=causal,
+                           backward_phase=backward_phase, grad_enabled=grad_enabled)
+    if _C.has_flop_formula(name):
+        values, any_grad = _formula_args(func, args, kwargs)
+        return _C.flop_formula_count(name, values, any_grad, backward_phase, grad_enabled)
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -324,12 +140,52 @@ class _Session:
         self.owner = threading.get_ident()
         self.lock = threading.Lock()
         self.totals = _new_totals()
-        self.mode: Any = None
+        self.modes: tuple[Any, ...] = ()
+        # per thread: (op name, grad mode) of the counted ops called from
+        # Python that are running (see _make_modes)
+        self.calls = threading.local()
 
 
-def _make_mode(session: _Session) -> Any:
+def _counted(name: str) -> bool:
+    return name in _INPUTS or _C.has_flop_formula(name)
+
+
+def _make_modes(session: _Session) -> tuple[Any, Any]:
+    """A TorchFunctionMode and the TorchDispatchMode that counts, to enter
+    in that order.
+
+    The dispatch mode sees ops below autograd. For an op whose autograd is a
+    Python ``autograd.Function`` (custom ops with ``register_autograd``, such
+    as ``torch.nn.attention.varlen``), grad mode is off down there even when
+    the caller had it on; the C++ observer sees the call above autograd. So
+    the function mode notes the grad mode at each call of a counted op from
+    Python, and the dispatch mode counts the call with it.
+    """
     import torch
+    from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    calls = session.calls
+
+    class _NoteGradMode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            schema = getattr(func, "_schema", None)
+            name = schema.name if schema is not None else getattr(func, "_qualified_op_name", None)
+            if name is None or not _counted(name):
+                return func(*args, **kwargs)
+            stack = calls.__dict__.setdefault("stack", [])
+            stack.append((name, torch.is_grad_enabled()))
+            try:
+                return func(*args, **kwargs)
+            finally:
+                stack.pop()
+
+    def grad_mode_of(name: str) -> bool:
+        stack = calls.__dict__.get("stack")
+        if stack and stack[-1][0] == name:
+            return stack[-1][1]
+        return torch.is_grad_enabled()
 
     plain = (torch.Tensor, torch.nn.Parameter)
     names: dict[Any, str] = {}
@@ -361,13 +217,13 @@ def _make_mode(session: _Session) -> Any:
             name = names.get(func)
             if name is None:
                 name = names.setdefault(func, func._schema.name)
-            if name in _ROWS or name in CUSTOM_FORMULAS:
+            if _counted(name):
                 if any(isinstance(x, torch.Tensor) and type(x) not in plain for x in args):
                     return func(*args, **kwargs)  # a subclass: the op it becomes counts
                 backward_phase = torch._C._current_graph_task_id() != -1
-                grad = not backward_phase and torch.is_grad_enabled()
                 try:
-                    result = count_call(name, func, args, kwargs, session.causal, grad)
+                    result = count_call(name, func, args, kwargs, session.causal,
+                                        backward_phase, grad_mode_of(name))
                 except Exception as exc:  # noqa: BLE001 - never raise into the op
                     result = exc
                 out = func(*args, **kwargs)
@@ -384,10 +240,7 @@ def _make_mode(session: _Session) -> Any:
                     return r
             return func(*args, **kwargs)
 
-    return _CountingMode()
-
-
-MAX_COUNTERS = 8  # as the C++ observer's slots (kMaxSlots)
+    return _NoteGradMode(), _CountingMode()
 
 
 class DispatchBackend:
@@ -405,14 +258,16 @@ class DispatchBackend:
     def start(self, causal: str) -> int:
         if causal not in ("full", "half"):
             raise ValueError(f"causal_attention must be 'full' or 'half', not {causal!r}")
+        limit = _C.LIMIT_COUNTERS_MAX
         with self._lock:
-            if len(self._sessions) >= MAX_COUNTERS:
+            if len(self._sessions) >= limit:
                 raise RuntimeError(
-                    f"too many FLOP counters active at once (at most {MAX_COUNTERS}, nested "
+                    f"too many FLOP counters active at once (at most {limit}, nested "
                     "or on other threads)")
         session = _Session(causal)
-        session.mode = _make_mode(session)
-        session.mode.__enter__()
+        session.modes = _make_modes(session)
+        for mode in session.modes:
+            mode.__enter__()
         with self._lock:
             handle = self._next
             self._next += 1
@@ -431,7 +286,8 @@ class DispatchBackend:
             raise RuntimeError(
                 "a FlopCounter must be exited on the thread that entered it "
                 "(its dispatch mode is thread-local)")
-        session.mode.__exit__(None, None, None)
+        for mode in reversed(session.modes):
+            mode.__exit__(None, None, None)
         with self._lock:
             del self._sessions[handle]
         return self._copy(session)

@@ -2,8 +2,9 @@
 
 :class:`FlopCounter` counts every matmul, convolution and attention kernel
 that runs in its block, at C speed: a libtorch op observer
-(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core's
-formulas. It is cheap enough to count every training step, so dynamic shapes
+(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core,
+whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call into
+FLOPs. It is cheap enough to count every training step, so dynamic shapes
 (packed sequences, variable length, changing batch) are exact::
 
     with FlopCounter() as fc:
@@ -60,7 +61,7 @@ count model FLOPs on the uncompiled model (or use :func:`profile_flops`).
 
 If ``mfu_tracker._torch`` cannot load (not built, built against another
 torch) counting falls back, with one warning, to a ``TorchDispatchMode``
-over the same C formulas: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
+over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
 (read when this module is imported) forces the fallback.
 
 Importing this module does not import torch.
@@ -75,6 +76,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
+from . import _C
 from ._version import __version__
 
 __all__ = [
@@ -106,7 +108,6 @@ class _ExtBackend:
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
-        self._m = module
         self.start = module.start
         self.stop = module.stop
         self.read = module.read
@@ -122,7 +123,7 @@ _enter_lock = threading.Lock()
 def _load_backend() -> Any:
     import torch
 
-    from ._dispatch_counter import CUSTOM_FORMULAS, OP_TABLE, DispatchBackend
+    from ._dispatch_counter import DispatchBackend
 
     problem = None
     module = None
@@ -141,9 +142,6 @@ def _load_backend() -> Any:
                 problem = (f"mfu_tracker._torch is a stale build ({module.__version__}, "
                            f"package {__version__})")
     if problem is None:
-        module.load_builtins(OP_TABLE)
-        for name, fn in CUSTOM_FORMULAS.items():
-            module.register_formula(name, fn)
         return _ExtBackend(module)
     warnings.warn(
         f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}. "
@@ -201,23 +199,14 @@ def register_flop_formula(op_name: Any, fn: Callable[..., Any]) -> None:
     whose tensor inputs require grad adds ``2 * flops`` of model backward.
     Ops called inside a counted op are not counted again.
 
+    Both counter backends read the one registry (in ``_C``); registering
+    and unregistering are safe from any thread, also while counters run.
+
     Raises:
         ValueError: ``op_name`` has a built-in formula or one is registered.
         TypeError: ``fn`` is not callable.
     """
-    from ._dispatch_counter import _ROWS, CUSTOM_FORMULAS
-
-    name = _op_name(op_name)
-    if not callable(fn):
-        raise TypeError(f"register_flop_formula: fn must be callable, not {type(fn).__name__}")
-    if name in _ROWS:
-        raise ValueError(f"register_flop_formula: {name} already has a built-in formula")
-    if name in CUSTOM_FORMULAS:
-        raise ValueError(f"register_flop_formula: {name} already has a registered formula "
-                         "(unregister_flop_formula it first)")
-    CUSTOM_FORMULAS[name] = fn
-    if _backend is not None and isinstance(_backend, _ExtBackend):
-        _backend._m.register_formula(name, fn)
+    _C.register_flop_formula(_op_name(op_name), fn)
 
 
 def unregister_flop_formula(op_name: Any) -> None:
@@ -226,14 +215,7 @@ def unregister_flop_formula(op_name: Any) -> None:
     Raises:
         KeyError: none is registered.
     """
-    from ._dispatch_counter import CUSTOM_FORMULAS
-
-    name = _op_name(op_name)
-    if name not in CUSTOM_FORMULAS:
-        raise KeyError(f"no registered flop formula for {name}")
-    del CUSTOM_FORMULAS[name]
-    if _backend is not None and isinstance(_backend, _ExtBackend):
-        _backend._m.unregister_formula(name)
+    _C.unregister_flop_formula(_op_name(op_name))
 
 
 # ---------------------------------------------------------------------------

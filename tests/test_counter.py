@@ -394,6 +394,52 @@ def test_custom_op_formula_and_a_failing_one_never_raise():
         unregister_flop_formula(f"{lib}::scaled_mm2")
 
 
+def test_registering_while_another_thread_counts():
+    """The one registry (in _C) is read by counters on other threads while
+    formulas come and go: every call of the op is counted once, by the
+    formula it found (240 or 480 FLOPs) or, while none is registered, as the
+    aten::mm inside it (240) -- never an error, never twice."""
+    @torch.library.custom_op("mfu_test::threaded_mm", mutates_args=())
+    def threaded_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return a @ b
+
+    a, b = torch.randn(4, 5), torch.randn(5, 6)
+    done = threading.Event()
+    result = {}
+
+    def count() -> None:
+        n = 0
+        with FlopCounter(modules=False) as fc:
+            while not done.is_set() or n < 100:
+                threaded_mm(a, b)
+                n += 1
+        result["fc"], result["n"] = fc, n
+
+    worker = threading.Thread(target=count)
+    worker.start()
+    try:
+        for i in range(200):
+            flops = 240 if i % 2 else 480  # 2 * 4 * 6 * 5 = 240, or twice that
+            register_flop_formula("mfu_test::threaded_mm", lambda a, b, f=flops: f)
+            unregister_flop_formula("mfu_test::threaded_mm")
+    finally:
+        done.set()
+        worker.join(timeout=60)
+    fc = result["fc"]
+    calls, executed = fc.by_op.get("mfu_test::threaded_mm", (0, 0))
+    inner_calls, inner = fc.by_op.get("aten::mm", (0, 0))
+    assert fc.errors == 0
+    if fc.backend == "torch-ext":
+        assert calls + inner_calls == result["n"]  # each call counted once
+    else:
+        # NB (_dispatch_counter): the fallback runs an op without a formula
+        # outside its mode, so it does not see the mm inside
+        assert inner_calls == 0 and calls <= result["n"]
+    assert inner == 240 * inner_calls  # 2 * 4 * 6 * 5
+    assert executed % 240 == 0 and 240 * calls <= executed <= 480 * calls
+    assert fc.executed_flops == executed + inner
+
+
 def test_profile_flops_peer_compatible():
     model = _mlp()
     flops = profile_flops(model, X, with_backward=True)

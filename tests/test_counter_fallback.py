@@ -1,7 +1,8 @@
 """The TorchDispatchMode fallback: forced with MFU_TRACKER_DISABLE_TORCH_EXT=1
 (read when mfu_tracker.counter is imported, so in a subprocess), one
-warning, the same numbers as the C++ observer, and the op table checked
-against torch's schemas."""
+warning, the same numbers as the C++ observer -- on zoo models and on every
+row of the op table, CUDA-only attention kernels included, called on meta
+(tests/_op_calls.py) -- and the op table checked against torch's schemas."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from mfu_tracker._dispatch_counter import ATTENTION, CONV, OP_TABLE  # noqa: E402
+from mfu_tracker import _C  # noqa: E402
 
 TESTS = Path(__file__).resolve().parent
 
@@ -74,6 +75,98 @@ def test_behaviour_suite_passes_on_the_fallback():
     assert " passed" in proc.stdout
 
 
+# ---------------------------------------------------------------------------
+# Every row of the op table, on both backends
+# ---------------------------------------------------------------------------
+
+OP_TABLE = _C.op_table()
+
+
+def _count_rows(env_value: str | None) -> dict:
+    env = dict(os.environ)
+    env.pop("MFU_TRACKER_DISABLE_TORCH_EXT", None)
+    if env_value is not None:
+        env["MFU_TRACKER_DISABLE_TORCH_EXT"] = env_value
+    code = f"import sys; sys.path.insert(0, {str(TESTS)!r}); import json, _op_calls; " \
+           "print(json.dumps(_op_calls.count_all()))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          check=True, timeout=600)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def rows_on_both_backends() -> tuple[dict, dict]:
+    return _count_rows(None), _count_rows("1")
+
+
+def test_every_row_has_a_meta_call():
+    from _op_calls import CALLS
+
+    assert set(CALLS) == {row["name"] for row in OP_TABLE}
+
+
+def test_every_row_counts_the_same_on_both_backends(rows_on_both_backends):
+    """Each row's op called through the dispatcher on meta tensors (see
+    tests/_op_calls.py), under grad mode (full and half causal convention)
+    and inference mode: executed and model FLOPs are identical on the C++
+    observer and the fallback, and every call was counted."""
+    ext, fallback = (dict(r) for r in rows_on_both_backends)
+    assert ext.pop("backend") == "torch-ext"
+    assert fallback.pop("backend") == "dispatch"
+    assert ext.keys() == fallback.keys()
+    # NB (csrc/core/op_table.c): the fallback sees the composite math SDPA
+    # only under inference mode; with grad on it counts the bmms it
+    # decomposes into: the same FLOPs, never halved.
+    skip = {"aten::_scaled_dot_product_attention_math grad/half"}
+    for key, (executed, model, forward, backward, approximate, errors, ops) in ext.items():
+        f_executed, f_model, f_forward, f_backward, f_approximate, f_errors, _ = fallback[key]
+        assert errors == f_errors == 0, key
+        assert executed > 0 or key.startswith("aten::_scaled_mm"), key
+        assert forward + backward == executed, key
+        if key in skip:
+            assert (f_executed, f_model) == (2 * executed, 2 * model), key  # half vs never halved
+            continue
+        assert (f_executed, f_model, f_forward, f_backward, f_approximate) == \
+            (executed, model, forward, backward, approximate), key
+        assert len(ops) == 1 and key.startswith(ops[0] + " "), key  # the row's op, once
+
+
+def test_rows_hand_arithmetic(rows_on_both_backends):
+    ext = rows_on_both_backends[0]
+
+    def row(key: str) -> tuple[int, int, bool]:
+        executed, model, _, _, approximate, _, _ = ext[key]
+        return executed, model, approximate
+
+    # mm [4, 5] @ [5, 6]: 2 * 4 * 6 * 5 = 240; both operands need a gradient: 3x
+    assert row("aten::mm grad/full") == (240, 720, False)
+    assert row("aten::mm inference/half") == (240, 240, False)
+    # conv x [2, 3, 8, 8], w [4, 3, 3, 3], stride 2, padding 1: out 4 x 4,
+    # 2 * 2 * 16 * 4 * 3 * 9 = 6,912
+    assert row("aten::convolution strided grad/full") == (6_912, 3 * 6_912, False)
+    # convolution_backward, input and weight grads: 2 x 15,552, backward work
+    assert row("aten::convolution_backward grad/full") == (31_104, 31_104, False)
+    # flash BSHD q [b 2, s 8, h 4, d 16]: 2 * 2 * 4 * 8 * 8 * (16 + 16) = 32,768;
+    # model 3x (PaLM); is_causal halves it under "half"
+    assert row("aten::_flash_attention_forward grad/full") == (32_768, 98_304, False)
+    assert row("aten::_flash_attention_forward grad/half") == (16_384, 49_152, False)
+    # packed, sequences 3 and 7, 4 heads of d 8: 2 * 4 * s * s * 16 = 128 s^2
+    # -> 128 * (9 + 49) = 7,424; on meta both count max 7: 128 * 98 = 12,544
+    assert row("aten::_flash_attention_forward packed grad/full") == (7_424, 22_272, False)
+    assert row("aten::_flash_attention_forward packed meta grad/full") == (12_544, 37_632, True)
+    assert row("torch_attn::_varlen_attn grad/half") == (3_712, 11_136, False)
+    # the efficient kernel packed as [1, total, h, d], no mask: never halved
+    assert row("aten::_efficient_attention_forward packed grad/half") == (7_424, 22_272, False)
+    # an attention backward kernel: 2 * 2 * 4 * 8 * 8 * (3 * 16 + 2 * 16) = 81,920
+    # (2.5x the forward), executed only
+    assert row("aten::_scaled_dot_product_efficient_attention_backward grad/full") == \
+        (81_920, 81_920, False)
+
+
+# ---------------------------------------------------------------------------
+# The table against torch's schemas
+# ---------------------------------------------------------------------------
+
 def _schema(name: str):
     namespace, op = name.split("::")
     packet = getattr(getattr(torch.ops, namespace), op)
@@ -81,25 +174,48 @@ def _schema(name: str):
         getattr(packet, packet.overloads()[0])._schema
 
 
-@pytest.mark.parametrize("name, kind, params", OP_TABLE, ids=[row[0] for row in OP_TABLE])
-def test_op_table_positions_match_torch_schemas(name, kind, params):
+# role -> the schema argument names it may have (None: any tensor)
+_ROLE_ARGUMENTS = {
+    "a": None, "b": None,
+    "input": ("input", "self"), "weight": ("weight",), "grad_output": ("grad_output",),
+    "stride": ("stride",), "padding": ("padding",), "dilation": ("dilation",),
+    "transposed": ("transposed",), "groups": ("groups",), "output_mask": ("output_mask",),
+    "query": ("query",), "key": ("key",), "value": ("value",),
+    "cu_seqlens_q": ("cum_seq_q", "cu_seqlens_q", "cu_seq_q"),
+    "cu_seqlens_k": ("cum_seq_k", "cu_seqlens_k", "cu_seq_k"),
+    "max_seqlen_q": ("max_q", "max_seqlen_q"), "max_seqlen_k": ("max_k", "max_seqlen_k"),
+    "is_causal": ("is_causal",), "custom_mask_type": ("custom_mask_type",),
+}
+# need -> the schema types it reads
+_NEED_TYPES = {
+    "tensor": ("Tensor", "Optional[Tensor]"),
+    "offsets": ("Tensor", "Optional[Tensor]"),
+    "int": ("int", "bool", "Optional[int]", "SymInt", "Optional[SymInt]"),
+    "int_list": ("List[int]", "List[bool]", "List[SymInt]"),
+}
+
+
+@pytest.mark.parametrize("row", OP_TABLE, ids=[row["name"] for row in OP_TABLE])
+def test_op_table_positions_match_torch_schemas(row):
+    name, kind = row["name"], row["kind"]
     if name.startswith("torch_attn::"):
         import torch.nn.attention.varlen  # noqa: F401 - registers the ops
-    args = [a.name for a in _schema(name).arguments]
-    if kind == CONV:
-        wanted = dict(zip(("stride", "padding", "dilation", "transposed", "output_padding"), params))
-        for what, index in wanted.items():
-            if index >= 0:
-                assert args[index] == what, (name, what, args)
-    elif kind == ATTENTION:
-        (backward, _layout, grad_out, q, k, v, cu_q, cu_k, max_q, max_k, causal, mask_type) = params
-        assert (args[q], args[k], args[v]) == ("query", "key", "value")
-        assert name.endswith("backward") == bool(backward)
-        if grad_out >= 0:
-            assert args[grad_out].startswith("grad_out")
-        if cu_q >= 0:
-            assert "cu" in args[cu_q] and "cu" in args[cu_k], args
-            assert "max" in args[max_q] and "max" in args[max_k], args
-        assert args[causal] == ("custom_mask_type" if mask_type else "is_causal"), args
+    arguments = _schema(name).arguments
+    roles = {role: position for position, role, _ in row["inputs"]}
+    for position, role, need in row["inputs"]:
+        argument = arguments[position]
+        assert str(argument.type) in _NEED_TYPES[need], (name, role, argument)
+        expected = _ROLE_ARGUMENTS[role]
+        if expected is not None:
+            assert argument.name in expected, (name, role, argument.name)
+    if kind in ("mm", "bmm", "grouped_mm"):
+        assert set(roles) == {"a", "b"} and roles["a"] < roles["b"]
+    elif kind.startswith("attention"):
+        assert {"query", "key", "value"} <= set(roles)
+        assert name.endswith("backward") == (kind == "attention_backward")
+        if kind == "attention_backward":  # grad_out first, then q, k, v
+            assert arguments[0].name.startswith("grad_out") and roles["query"] == 1
+        assert ("cu_seqlens_q" in roles) == ("cu_seqlens_k" in roles) == ("max_seqlen_q" in roles)
+        assert row["layout"] in ("bhsd", "bshd", "thd")
     else:
-        assert len(args) >= 2
+        assert {"input", "weight"} <= set(roles) and row["layout"] is None

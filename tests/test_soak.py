@@ -360,6 +360,40 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("transformer_flops", _C.transformer_flops, [I(1)], options, batch_size=I(300),
         seq_len=I(2048), exc=TypeError)
 
+    # -- py_ops.c: the op table, op_count, the custom-formula registry
+    add("op_table", _C.op_table)
+    mm_args = [(( I(400), I(300)), True), ((I(300), I(200)), False)]
+    add("op_count", _C.op_count, S("aten::mm"), mm_args, causal_attention=S("half"),
+        backward_phase=False, grad_enabled=True)
+    add("op_count", _C.op_count, S("aten::_flash_attention_forward"),
+        [((I(1000), I(4), I(8)), True), ((I(1000), I(4), I(8)), True), ((I(1000), I(4), I(8)), True),
+         ((I(3),), False, [I(0), I(300), I(1000)]), None, I(700), I(700), None, True])
+    add("op_count", _C.op_count, S("aten::mm"), [((I(400), I(300)), True), ((I(400), I(300)), True)],
+        exc=ValueError)  # inner dims differ
+    add("op_count", _C.op_count, S("aten::add"), mm_args, exc=ValueError)
+    add("op_count", _C.op_count, S("aten::mm"), [((I(400), S("x")), True)], exc=TypeError)
+    add("op_count", _C.op_count, S("aten::mm"), mm_args, causal_attention=S("third"), exc=ValueError)
+
+    def formula(*args: Any) -> int:
+        return 1000
+
+    def register_unregister(name: str, fn: Any) -> None:
+        _C.register_flop_formula(name, fn)
+        _C.unregister_flop_formula(name)
+
+    # registering again revives the name's entry: no growth per call
+    add("register_flop_formula", register_unregister, S("mfu_soak::cycle"), formula)
+    add("register_flop_formula", _C.register_flop_formula, S("aten::mm"), formula, exc=ValueError)
+    add("register_flop_formula", _C.register_flop_formula, S("mfu_soak::x"), I(3), exc=TypeError)
+    add("unregister_flop_formula", _C.unregister_flop_formula, S("mfu_soak::none"), exc=KeyError)
+    if not _C.has_flop_formula("mfu_soak::kept"):
+        _C.register_flop_formula("mfu_soak::kept", formula)
+    add("has_flop_formula", _C.has_flop_formula, S("mfu_soak::kept"))
+    add("flop_formula_count", _C.flop_formula_count, S("mfu_soak::kept"), ((I(300), I(400)), I(2)),
+        True, False, True)
+    add("flop_formula_count", _C.flop_formula_count, S("mfu_soak::none"), (), True, False, True,
+        exc=KeyError)
+
     # -- py_track.c: new_track / compute_metrics / UtilizationResult
     spec_obj = object()
     track_args = (F(1.5), F(1e6), F(2.5), F(4096.0), F(1e12), F(1e12), I(1), S("bf16"), spec_obj)

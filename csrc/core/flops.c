@@ -363,29 +363,6 @@ mfu_status mfu_varlen_attention_backward_flop(
 }
 
 /* ------------------------------------------------------------------------
- * The op formulas as a table (see flops.h)
- * ------------------------------------------------------------------------ */
-
-static const mfu_flops_api flops_api = {
-    .abi_version = MFU_FLOPS_API_VERSION,
-    .status_str = mfu_status_str,
-    .mm_flop = mfu_mm_flop,
-    .bmm_flop = mfu_bmm_flop,
-    .grouped_mm_flop = mfu_grouped_mm_flop,
-    .convolution_flop = mfu_convolution_flop,
-    .convolution_backward_flop = mfu_convolution_backward_flop,
-    .sdpa_flop = mfu_sdpa_flop,
-    .sdpa_backward_flop = mfu_sdpa_backward_flop,
-    .varlen_attention_flop = mfu_varlen_attention_flop,
-    .varlen_attention_backward_flop = mfu_varlen_attention_backward_flop,
-};
-
-const mfu_flops_api *mfu_flops_api_table(void)
-{
-    return &flops_api;
-}
-
-/* ------------------------------------------------------------------------
  * Analytic transformer FLOPs
  * ------------------------------------------------------------------------ */
 

@@ -10,7 +10,7 @@
  *    write an exact int64 count; a count that does not fit returns
  *    MFU_ERR_OVERFLOW (never wraps) and a negative dimension returns
  *    MFU_ERR_INVALID_ARGUMENT. The output is written only on MFU_OK. They are
- *    what the op counter (csrc/torch) calls for every aten op, and they match
+ *    what mfu_op_count (ops.h) counts every aten op with, and they match
  *    torch.utils.flop_counter.FlopCounterMode except where a NB says otherwise.
  *
  * 2. The analytic transformer count, mfu_transformer_flops(), in double (a
@@ -40,7 +40,7 @@
 #include "mfu_status.h"
 
 #ifdef __cplusplus
-extern "C" { /* the C++ op observer (csrc/torch) links these */
+extern "C" { /* ops.h, which the C++ op observer reads, includes this */
 #endif
 
 /* ------------------------------------------------------------------------
@@ -355,53 +355,6 @@ mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
                                          const mfu_sequences *seqs,
                                          mfu_transformer_flops *out,
                                          const char **bad_field);
-
-/* ------------------------------------------------------------------------
- * The op formulas as a table of function pointers, for other extensions.
- * mfu_tracker._C publishes it as the PyCapsule MFU_FLOPS_API_CAPSULE; the
- * C++ op observer (mfu_tracker._torch) imports it, so both count with the
- * same compiled formulas. Fields are only ever appended; a consumer checks
- * abi_version >= the version it was built for.
- * ------------------------------------------------------------------------ */
-
-#define MFU_FLOPS_API_VERSION 1u
-#define MFU_FLOPS_API_CAPSULE "mfu_tracker._C._flops_api"
-
-typedef struct mfu_flops_api {
-    unsigned abi_version; /* MFU_FLOPS_API_VERSION of the publisher */
-    const char *(*status_str)(mfu_status status);
-    mfu_status (*mm_flop)(int64_t m, int64_t k, int64_t n, int64_t *flops);
-    mfu_status (*bmm_flop)(int64_t batch, int64_t m, int64_t k, int64_t n,
-                           int64_t *flops);
-    mfu_status (*grouped_mm_flop)(const int64_t *a_shape, size_t a_ndim,
-                                  const int64_t *b_shape, size_t b_ndim,
-                                  int64_t *flops);
-    mfu_status (*convolution_flop)(const int64_t *x_shape,
-                                   const int64_t *w_shape,
-                                   const int64_t *out_shape, size_t ndim,
-                                   int transposed, int64_t *flops);
-    mfu_status (*convolution_backward_flop)(
-        const int64_t *grad_out_shape, const int64_t *x_shape,
-        const int64_t *w_shape, size_t ndim, int transposed, int64_t groups,
-        int want_input_grad, int want_weight_grad, int64_t *flops);
-    mfu_status (*sdpa_flop)(const mfu_attention_shape *shape,
-                            mfu_causal causal, int64_t *flops);
-    mfu_status (*sdpa_backward_flop)(const mfu_attention_shape *shape,
-                                     mfu_causal causal, int64_t *flops);
-    mfu_status (*varlen_attention_flop)(
-        const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
-        size_t num_offsets, int64_t heads_q, int64_t heads_kv,
-        int64_t head_dim_qk, int64_t head_dim_v, mfu_causal causal,
-        int64_t *flops);
-    mfu_status (*varlen_attention_backward_flop)(
-        const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
-        size_t num_offsets, int64_t heads_q, int64_t heads_kv,
-        int64_t head_dim_qk, int64_t head_dim_v, mfu_causal causal,
-        int64_t *flops);
-} mfu_flops_api;
-
-/* The table (static storage, never NULL). */
-const mfu_flops_api *mfu_flops_api_table(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

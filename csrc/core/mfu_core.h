@@ -11,6 +11,8 @@
  *   peak_override.h  the MFU_TRACKER_PEAK_TFLOPS text (the user's own peak)
  *   flops.h       FLOP formulas: per-op (matmul, conv, attention) and analytic
  *                 transformer counts (6N, PaLM, per-matmul)
+ *   ops.h         the table of counted aten ops and mfu_op_count: one op
+ *                 call's arguments -> executed and model FLOPs
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
@@ -32,6 +34,7 @@
 #include "gpu_lookup.h"
 #include "peak_override.h"
 #include "flops.h"
+#include "ops.h"
 #include "timing.h"
 #include "stats.h"
 #include "steps.h"

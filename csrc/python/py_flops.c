@@ -10,79 +10,13 @@
 #include <string.h>
 
 #include "mfu_module.h"
+#include "py_ops.h"
 
 /* ------------------------------------------------------------------------
- * Argument helpers
+ * Argument helpers (the conversions are py_args.h's)
  * ------------------------------------------------------------------------ */
 
-/* An int (not bool) that fits int64, into *out; -1 with TypeError /
- * OverflowError naming `argument`. */
-static int int64_arg(PyObject *obj, const char *argument, int64_t *out)
-{
-    long long value;
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.80s", argument,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    value = PyLong_AsLongLong(obj);
-    if (value == -1 && PyErr_Occurred()) {
-        PyErr_Format(PyExc_OverflowError, "%s: %R does not fit in int64",
-                     argument, obj);
-        return -1;
-    }
-    *out = (int64_t)value;
-    return 0;
-}
-
-/* A bool (or the ints 0 / 1) into *out. */
-static int flag_arg(PyObject *obj, const char *argument, int *out)
-{
-    if (PyBool_Check(obj)) {
-        *out = obj == Py_True;
-        return 0;
-    }
-    if (PyLong_Check(obj)) {
-        long value = PyLong_AsLong(obj);
-        if (value == 0 || value == 1) {
-            *out = (int)value;
-            return 0;
-        }
-        PyErr_Clear();
-    }
-    PyErr_Format(PyExc_TypeError, "%s must be a bool, not %R", argument, obj);
-    return -1;
-}
-
-typedef struct name_value {
-    const char *name;
-    int value;
-} name_value;
-
-/* A str among `choices` (terminated by a NULL name) into *out. */
-static int choice_arg(PyObject *obj, const char *argument,
-                      const name_value *choices, int *out)
-{
-    const char *text;
-    if (!PyUnicode_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.80s", argument,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    text = PyUnicode_AsUTF8(obj);
-    if (text == NULL)
-        return -1;
-    for (const name_value *c = choices; c->name != NULL; c++) {
-        if (strcmp(text, c->name) == 0) {
-            *out = c->value;
-            return 0;
-        }
-    }
-    PyErr_Format(PyExc_ValueError, "%s: unknown value %R", argument, obj);
-    return -1;
-}
-
-static const name_value causal_choices[] = {
+static const mfu_py_choice causal_choices[] = {
     {"full", MFU_CAUSAL_FULL},
     {"half", MFU_CAUSAL_HALF},
     {NULL, 0},
@@ -92,66 +26,10 @@ static const name_value causal_choices[] = {
 static int causal_arg(PyObject *obj, mfu_causal *out)
 {
     int value = MFU_CAUSAL_FULL;
-    if (obj != NULL && choice_arg(obj, "causal_attention", causal_choices,
-                                  &value) < 0)
+    if (obj != NULL && mfu_py_choice_arg(obj, "causal_attention", causal_choices,
+                                         &value) < 0)
         return -1;
     *out = (mfu_causal)value;
-    return 0;
-}
-
-/* A list/tuple of ints into a new int64 array (PyMem); -1 on error.
- * *count receives its length. */
-static int int64_array_arg(PyObject *obj, const char *argument,
-                           int64_t **out, size_t *count)
-{
-    PyObject *seq = PySequence_Fast(obj, "");
-    Py_ssize_t n;
-    int64_t *values;
-
-    if (seq == NULL) {
-        PyErr_Format(PyExc_TypeError, "%s must be a sequence of ints, not %.80s",
-                     argument, Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    n = PySequence_Fast_GET_SIZE(seq);
-    values = (size_t)n > SIZE_MAX / sizeof(int64_t)
-                 ? NULL
-                 : (int64_t *)PyMem_Malloc((n > 0 ? (size_t)n : 1) *
-                                           sizeof(int64_t));
-    if (values == NULL) {
-        Py_DECREF(seq);
-        PyErr_NoMemory();
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (int64_arg(PySequence_Fast_GET_ITEM(seq, i), argument, &values[i]) < 0) {
-            PyMem_Free(values);
-            Py_DECREF(seq);
-            return -1;
-        }
-    }
-    Py_DECREF(seq);
-    *out = values;
-    *count = (size_t)n;
-    return 0;
-}
-
-/* A shape of exactly `ndim` ints into `out`. */
-static int shape_arg(PyObject *obj, const char *argument, size_t ndim,
-                     int64_t *out)
-{
-    int64_t *values = NULL;
-    size_t count = 0;
-    if (int64_array_arg(obj, argument, &values, &count) < 0)
-        return -1;
-    if (count != ndim) {
-        PyMem_Free(values);
-        PyErr_Format(PyExc_ValueError, "%s: expected %zu dims, got %zu",
-                     argument, ndim, count);
-        return -1;
-    }
-    memcpy(out, values, ndim * sizeof *out);
-    PyMem_Free(values);
     return 0;
 }
 
@@ -254,9 +132,9 @@ static PyObject *py_grouped_mm_flop(PyObject *module, PyObject *args,
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:grouped_mm_flop",
                                      keywords, &a_obj, &b_obj))
         return NULL;
-    if (int64_array_arg(a_obj, "a_shape", &a, &a_ndim) < 0)
+    if (mfu_py_int64_array_arg(a_obj, "a_shape", &a, &a_ndim) < 0)
         goto error;
-    if (int64_array_arg(b_obj, "b_shape", &b, &b_ndim) < 0)
+    if (mfu_py_int64_array_arg(b_obj, "b_shape", &b, &b_ndim) < 0)
         goto error;
     if (a_ndim < 2 || a_ndim > 3 || b_ndim < 2 || b_ndim > 3) {
         PyErr_Format(PyExc_ValueError,
@@ -310,9 +188,9 @@ static PyObject *py_convolution_flop(PyObject *module, PyObject *args,
                                      &transposed))
         return NULL;
     if (conv_rank(x_obj, "x_shape", &ndim) < 0 ||
-        shape_arg(x_obj, "x_shape", ndim, x) < 0 ||
-        shape_arg(w_obj, "w_shape", ndim, w) < 0 ||
-        shape_arg(out_obj, "out_shape", ndim, y) < 0)
+        mfu_py_shape_arg(x_obj, "x_shape", ndim, x) < 0 ||
+        mfu_py_shape_arg(w_obj, "w_shape", ndim, w) < 0 ||
+        mfu_py_shape_arg(out_obj, "out_shape", ndim, y) < 0)
         return NULL;
     st = mfu_convolution_flop(x, w, y, ndim, transposed, &flops);
     return flops_result(st, "convolution_flop", flops);
@@ -340,9 +218,9 @@ static PyObject *py_convolution_backward_flop(PyObject *module, PyObject *args,
                                      &weight_grad))
         return NULL;
     if (conv_rank(x_obj, "x_shape", &ndim) < 0 ||
-        shape_arg(g_obj, "grad_out_shape", ndim, g) < 0 ||
-        shape_arg(x_obj, "x_shape", ndim, x) < 0 ||
-        shape_arg(w_obj, "w_shape", ndim, w) < 0)
+        mfu_py_shape_arg(g_obj, "grad_out_shape", ndim, g) < 0 ||
+        mfu_py_shape_arg(x_obj, "x_shape", ndim, x) < 0 ||
+        mfu_py_shape_arg(w_obj, "w_shape", ndim, w) < 0)
         return NULL;
     if (groups < 1 || x[1] % groups != 0 || g[1] % groups != 0)
         return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "groups",
@@ -422,10 +300,10 @@ static PyObject *py_varlen_attention_flop(PyObject *module, PyObject *args,
         return NULL;
     if (causal_arg(causal_obj, &causal) < 0)
         return NULL;
-    if (int64_array_arg(q_obj, "cu_seqlens_q", &cu_q, &nq) < 0)
+    if (mfu_py_int64_array_arg(q_obj, "cu_seqlens_q", &cu_q, &nq) < 0)
         goto error;
     if (k_obj != Py_None) {
-        if (int64_array_arg(k_obj, "cu_seqlens_k", &cu_k, &nk) < 0)
+        if (mfu_py_int64_array_arg(k_obj, "cu_seqlens_k", &cu_k, &nk) < 0)
             goto error;
         if (nk != nq) {
             mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_k",
@@ -468,71 +346,52 @@ typedef struct dim_field {
     const char *rule; /* the constraint, for error messages */
 } dim_field;
 
+/* A field of mfu_transformer_dims, named as in Python. */
+#define DIM(field, kind, rule) {#field, offsetof(mfu_transformer_dims, field), kind, rule}
+
 static const dim_field dim_fields[] = {
-    {"hidden_size", offsetof(mfu_transformer_dims, hidden_size), FIELD_INT64,
-     "must be >= 1"},
-    {"num_layers", offsetof(mfu_transformer_dims, num_layers), FIELD_INT64,
-     "must be >= 1"},
-    {"num_heads", offsetof(mfu_transformer_dims, num_heads), FIELD_INT64,
-     "must be >= 1 and, without head_dim, divide hidden_size"},
-    {"num_kv_heads", offsetof(mfu_transformer_dims, num_kv_heads), FIELD_INT64,
-     "must be between 1 and num_heads and divide num_heads (0 = num_heads)"},
-    {"head_dim", offsetof(mfu_transformer_dims, head_dim), FIELD_INT64,
-     "must be >= 1 (0 = hidden_size / num_heads)"},
-    {"intermediate_size", offsetof(mfu_transformer_dims, intermediate_size),
-     FIELD_INT64, "must be >= 1 when any layer has a dense MLP"},
-    {"vocab_size", offsetof(mfu_transformer_dims, vocab_size), FIELD_INT64,
-     "must be >= 1"},
-    {"mlp", offsetof(mfu_transformer_dims, mlp), FIELD_MLP,
-     "must be 'gelu' or 'swiglu'"},
-    {"norm", offsetof(mfu_transformer_dims, norm), FIELD_NORM,
-     "must be 'rmsnorm' or 'layernorm'"},
-    {"num_experts", offsetof(mfu_transformer_dims, num_experts), FIELD_INT64,
-     "must be >= 0"},
-    {"experts_per_token", offsetof(mfu_transformer_dims, experts_per_token),
-     FIELD_INT64, "must be between 1 and num_experts (0 without experts)"},
-    {"moe_intermediate_size",
-     offsetof(mfu_transformer_dims, moe_intermediate_size), FIELD_INT64,
-     "must be >= 1 with experts (0 without)"},
-    {"shared_expert_intermediate_size",
-     offsetof(mfu_transformer_dims, shared_expert_intermediate_size),
-     FIELD_INT64, "must be >= 0, and 0 without experts"},
-    {"shared_expert_gate", offsetof(mfu_transformer_dims, shared_expert_gate),
-     FIELD_FLAG, "needs a shared expert"},
-    {"num_dense_layers", offsetof(mfu_transformer_dims, num_dense_layers),
-     FIELD_INT64, "must be between 0 and num_layers"},
-    {"tie_word_embeddings",
-     offsetof(mfu_transformer_dims, tie_word_embeddings), FIELD_FLAG,
-     "must be a bool"},
-    {"qkv_bias", offsetof(mfu_transformer_dims, qkv_bias), FIELD_FLAG,
-     "must be a bool"},
-    {"attention_out_bias", offsetof(mfu_transformer_dims, attention_out_bias),
-     FIELD_FLAG, "must be a bool"},
-    {"mlp_bias", offsetof(mfu_transformer_dims, mlp_bias), FIELD_FLAG,
-     "must be a bool"},
-    {"qk_norm", offsetof(mfu_transformer_dims, qk_norm), FIELD_FLAG,
-     "must be a bool"},
-    {"num_positions", offsetof(mfu_transformer_dims, num_positions),
-     FIELD_INT64, "must be >= 0"},
-    {"sliding_window", offsetof(mfu_transformer_dims, sliding_window),
-     FIELD_INT64, "must be >= 0"},
-    {"num_sliding_layers", offsetof(mfu_transformer_dims, num_sliding_layers),
-     FIELD_INT64, "must be between 0 and num_layers, and 0 without "
-                  "sliding_window"},
+    DIM(hidden_size, FIELD_INT64, "must be >= 1"),
+    DIM(num_layers, FIELD_INT64, "must be >= 1"),
+    DIM(num_heads, FIELD_INT64, "must be >= 1 and, without head_dim, divide hidden_size"),
+    DIM(num_kv_heads, FIELD_INT64,
+        "must be between 1 and num_heads and divide num_heads (0 = num_heads)"),
+    DIM(head_dim, FIELD_INT64, "must be >= 1 (0 = hidden_size / num_heads)"),
+    DIM(intermediate_size, FIELD_INT64, "must be >= 1 when any layer has a dense MLP"),
+    DIM(vocab_size, FIELD_INT64, "must be >= 1"),
+    DIM(mlp, FIELD_MLP, "must be 'gelu' or 'swiglu'"),
+    DIM(norm, FIELD_NORM, "must be 'rmsnorm' or 'layernorm'"),
+    DIM(num_experts, FIELD_INT64, "must be >= 0"),
+    DIM(experts_per_token, FIELD_INT64,
+        "must be between 1 and num_experts (0 without experts)"),
+    DIM(moe_intermediate_size, FIELD_INT64, "must be >= 1 with experts (0 without)"),
+    DIM(shared_expert_intermediate_size, FIELD_INT64,
+        "must be >= 0, and 0 without experts"),
+    DIM(shared_expert_gate, FIELD_FLAG, "needs a shared expert"),
+    DIM(num_dense_layers, FIELD_INT64, "must be between 0 and num_layers"),
+    DIM(tie_word_embeddings, FIELD_FLAG, "must be a bool"),
+    DIM(qkv_bias, FIELD_FLAG, "must be a bool"),
+    DIM(attention_out_bias, FIELD_FLAG, "must be a bool"),
+    DIM(mlp_bias, FIELD_FLAG, "must be a bool"),
+    DIM(qk_norm, FIELD_FLAG, "must be a bool"),
+    DIM(num_positions, FIELD_INT64, "must be >= 0"),
+    DIM(sliding_window, FIELD_INT64, "must be >= 0"),
+    DIM(num_sliding_layers, FIELD_INT64,
+        "must be between 0 and num_layers, and 0 without sliding_window"),
     {NULL, 0, FIELD_INT64, NULL},
 };
+#undef DIM
 
-static const name_value mlp_choices[] = {
+static const mfu_py_choice mlp_choices[] = {
     {"gelu", MFU_MLP_GELU}, {"swiglu", MFU_MLP_SWIGLU}, {NULL, 0}};
-static const name_value norm_choices[] = {
+static const mfu_py_choice norm_choices[] = {
     {"rmsnorm", MFU_NORM_RMSNORM}, {"layernorm", MFU_NORM_LAYERNORM}, {NULL, 0}};
-static const name_value formula_choices[] = {
+static const mfu_py_choice formula_choices[] = {
     {"6n", MFU_FORMULA_6N}, {"palm", MFU_FORMULA_PALM},
     {"matmul", MFU_FORMULA_MATMUL}, {NULL, 0}};
-static const name_value recompute_choices[] = {
+static const mfu_py_choice recompute_choices[] = {
     {"none", MFU_RECOMPUTE_NONE}, {"full", MFU_RECOMPUTE_FULL},
     {"selective", MFU_RECOMPUTE_SELECTIVE}, {NULL, 0}};
-static const name_value lora_choices[] = {
+static const mfu_py_choice lora_choices[] = {
     {"q", MFU_LORA_Q}, {"k", MFU_LORA_K}, {"v", MFU_LORA_V},
     {"o", MFU_LORA_O}, {"gate", MFU_LORA_GATE}, {"up", MFU_LORA_UP},
     {"down", MFU_LORA_DOWN}, {NULL, 0}};
@@ -591,20 +450,20 @@ static int parse_dims(PyObject *dict, mfu_transformer_dims *dims)
         slot = (char *)dims + f->offset;
         switch (f->kind) {
         case FIELD_INT64:
-            if (int64_arg(value, f->name, (int64_t *)(void *)slot) < 0)
+            if (mfu_py_int64_arg(value, f->name, (int64_t *)(void *)slot) < 0)
                 return -1;
             break;
         case FIELD_FLAG:
-            if (flag_arg(value, f->name, (int *)(void *)slot) < 0)
+            if (mfu_py_flag_arg(value, f->name, (int *)(void *)slot) < 0)
                 return -1;
             break;
         case FIELD_MLP:
-            if (choice_arg(value, f->name, mlp_choices, &choice) < 0)
+            if (mfu_py_choice_arg(value, f->name, mlp_choices, &choice) < 0)
                 return -1;
             dims->mlp = (mfu_mlp_kind)choice;
             break;
         case FIELD_NORM:
-            if (choice_arg(value, f->name, norm_choices, &choice) < 0)
+            if (mfu_py_choice_arg(value, f->name, norm_choices, &choice) < 0)
                 return -1;
             dims->norm = (mfu_norm_kind)choice;
             break;
@@ -628,7 +487,7 @@ static int parse_lora_targets(PyObject *obj, unsigned *out)
         return -1;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         int bit;
-        if (choice_arg(PySequence_Fast_GET_ITEM(seq, i), "lora_targets",
+        if (mfu_py_choice_arg(PySequence_Fast_GET_ITEM(seq, i), "lora_targets",
                        lora_choices, &bit) < 0) {
             Py_DECREF(seq);
             return -1;
@@ -662,25 +521,25 @@ static int parse_options(PyObject *dict, mfu_transformer_options *options)
             return -1;
         }
         if (strcmp(name, "formula") == 0) {
-            if (choice_arg(value, name, formula_choices, &choice) < 0)
+            if (mfu_py_choice_arg(value, name, formula_choices, &choice) < 0)
                 return -1;
             options->formula = (mfu_flops_formula)choice;
         } else if (strcmp(name, "causal_attention") == 0) {
-            if (choice_arg(value, name, causal_choices, &choice) < 0)
+            if (mfu_py_choice_arg(value, name, causal_choices, &choice) < 0)
                 return -1;
             options->causal = (mfu_causal)choice;
         } else if (strcmp(name, "activation_recompute") == 0) {
-            if (choice_arg(value, name, recompute_choices, &choice) < 0)
+            if (mfu_py_choice_arg(value, name, recompute_choices, &choice) < 0)
                 return -1;
             options->recompute = (mfu_recompute)choice;
         } else if (strcmp(name, "include_lm_head") == 0) {
-            if (flag_arg(value, name, &options->include_lm_head) < 0)
+            if (mfu_py_flag_arg(value, name, &options->include_lm_head) < 0)
                 return -1;
         } else if (strcmp(name, "include_embedding") == 0) {
-            if (flag_arg(value, name, &options->include_embedding) < 0)
+            if (mfu_py_flag_arg(value, name, &options->include_embedding) < 0)
                 return -1;
         } else if (strcmp(name, "lora_rank") == 0) {
-            if (int64_arg(value, name, &options->lora_rank) < 0)
+            if (mfu_py_int64_arg(value, name, &options->lora_rank) < 0)
                 return -1;
         } else if (strcmp(name, "lora_targets") == 0) {
             if (parse_lora_targets(value, &options->lora_targets) < 0)
@@ -693,25 +552,13 @@ static int parse_options(PyObject *dict, mfu_transformer_options *options)
     return 0;
 }
 
-/* Add `name: value` (a float) to `dict`; -1 on error. */
-static int set_float(PyObject *dict, const char *name, double value)
-{
-    PyObject *obj = PyFloat_FromDouble(value);
-    int rc;
-    if (obj == NULL)
-        return -1;
-    rc = PyDict_SetItemString(dict, name, obj);
-    Py_DECREF(obj);
-    return rc;
-}
-
 static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
                                       PyObject *kwargs)
 {
     static char *keywords[] = {"dims", "options", "seq_lens", "batch_size",
                                "seq_len", NULL};
     PyObject *dims_obj, *options_obj, *lens_obj = Py_None;
-    PyObject *batch_obj = Py_None, *seq_len_obj = Py_None, *result;
+    PyObject *batch_obj = Py_None, *seq_len_obj = Py_None;
     mfu_transformer_dims dims;
     mfu_transformer_options options;
     mfu_sequences seqs;
@@ -741,7 +588,7 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
                                              "both");
             return NULL;
         }
-        if (int64_array_arg(lens_obj, "seq_lens", &lens, &count) < 0)
+        if (mfu_py_int64_array_arg(lens_obj, "seq_lens", &lens, &count) < 0)
             return NULL;
         st = mfu_sequences_from_lengths(lens, count, dims.sliding_window, &seqs);
         PyMem_Free(lens);
@@ -754,8 +601,8 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
                                              "or both batch_size and seq_len");
             return NULL;
         }
-        if (int64_arg(batch_obj, "batch_size", &batch) < 0 ||
-            int64_arg(seq_len_obj, "seq_len", &seq_len) < 0)
+        if (mfu_py_int64_arg(batch_obj, "batch_size", &batch) < 0 ||
+            mfu_py_int64_arg(seq_len_obj, "seq_len", &seq_len) < 0)
             return NULL;
         if (batch < 1)
             return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "batch_size",
@@ -774,22 +621,13 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
                             bad_field != NULL ? field_rule(bad_field)
                                               : "invalid");
 
-    result = PyDict_New();
-    if (result == NULL)
-        return NULL;
-    if (set_float(result, "model_flops", out.model_flops) < 0 ||
-        set_float(result, "hardware_flops", out.hardware_flops) < 0 ||
-        set_float(result, "forward_flops", out.forward_flops) < 0 ||
-        set_float(result, "attention_flops", out.attention_flops) < 0 ||
-        set_float(result, "num_params", out.num_params) < 0 ||
-        set_float(result, "num_embedding_params", out.num_embedding_params) < 0 ||
-        set_float(result, "num_active_params", out.num_active_params) < 0 ||
-        set_float(result, "num_adapter_params", out.num_adapter_params) < 0 ||
-        set_float(result, "num_tokens", out.num_tokens) < 0) {
-        Py_DECREF(result);
-        return NULL;
-    }
-    return result;
+    return Py_BuildValue(
+        "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "model_flops", out.model_flops,
+        "hardware_flops", out.hardware_flops, "forward_flops", out.forward_flops,
+        "attention_flops", out.attention_flops, "num_params", out.num_params,
+        "num_embedding_params", out.num_embedding_params, "num_active_params",
+        out.num_active_params, "num_adapter_params", out.num_adapter_params,
+        "num_tokens", out.num_tokens);
 }
 
 /* ------------------------------------------------------------------------
@@ -857,18 +695,8 @@ static PyMethodDef flops_methods[] = {
 
 int mfu_py_flops_exec(PyObject *module)
 {
-    /* The op formulas for mfu_tracker._torch (flops.h, mfu_flops_api). The
-     * table is static, so the capsule needs no destructor. */
-    PyObject *capsule;
-    int rc;
     if (PyModule_AddFunctions(module, flops_methods) < 0)
         return -1;
-    capsule = PyCapsule_New((void *)mfu_flops_api_table(),
-                            MFU_FLOPS_API_CAPSULE, NULL);
-    if (capsule == NULL)
-        return -1;
-    rc = PyModule_AddObject(module, "_flops_api", capsule);
-    if (rc < 0)
-        Py_DECREF(capsule);
-    return rc;
+    /* op counting (the op table, custom formulas, the capsule for _torch) */
+    return mfu_py_ops_exec(module);
 }

@@ -1,9 +1,7 @@
 // module.cpp -- the CPython module mfu_tracker._torch: method table and init
-// only; the work is in observer.cpp, op_table.cpp, op_flops.cpp. Import it
+// only; the work is in observer.cpp, classify.cpp, convert.cpp. Import it
 // after `import torch` (it links libtorch); mfu_tracker/counter.py does.
 #include "mfu_torch.h"
-
-#include <algorithm>
 
 #ifndef MFU_TRACKER_VERSION
 #define MFU_TRACKER_VERSION "unknown"
@@ -14,10 +12,10 @@
 
 namespace mfu_torch {
 namespace {
-const mfu_flops_api *g_core = nullptr;
+const mfu_ops_api *g_ops = nullptr;
 } // namespace
 
-const mfu_flops_api &core() { return *g_core; }
+const mfu_ops_api &ops() { return *g_ops; }
 } // namespace mfu_torch
 
 namespace {
@@ -151,136 +149,6 @@ PyObject *py_snapshot(PyObject *, PyObject *arg) {
   return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
 }
 
-PyObject *py_register_formula(PyObject *, PyObject *args) {
-  const char *name;
-  PyObject *fn;
-  if (!PyArg_ParseTuple(args, "sO:register_formula", &name, &fn))
-    return nullptr;
-  if (!PyCallable_Check(fn)) {
-    PyErr_Format(PyExc_TypeError, "register_flop_formula: fn must be callable, not %.80s",
-                 Py_TYPE(fn)->tp_name);
-    return nullptr;
-  }
-  if (register_custom(name, fn) < 0)
-    return nullptr;
-  Py_RETURN_NONE;
-}
-
-PyObject *py_unregister_formula(PyObject *, PyObject *arg) {
-  const char *name = PyUnicode_AsUTF8(arg);
-  if (name == nullptr || unregister_custom(name) < 0)
-    return nullptr;
-  Py_RETURN_NONE;
-}
-
-// One OP_TABLE row: (name, kind, params) with params as _dispatch_counter.py
-// documents them; false + exception on a malformed row.
-bool parse_row(PyObject *row, std::pair<std::string, OpSpec> *out) {
-  const char *name;
-  int kind;
-  PyObject *params;
-  if (!PyArg_ParseTuple(row, "siO!:load_builtins row", &name, &kind, &PyTuple_Type, &params))
-    return false;
-  std::vector<int> p;
-  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(params); i++) {
-    long v = PyLong_AsLong(PyTuple_GET_ITEM(params, i));
-    if (v == -1 && PyErr_Occurred())
-      return false;
-    if (v < -1 || v > 127) {
-      PyErr_Format(PyExc_ValueError, "load_builtins: %s: parameter %ld out of range", name, v);
-      return false;
-    }
-    p.push_back(static_cast<int>(v));
-  }
-  OpSpec spec;
-  auto bad = [&](const char *what) {
-    PyErr_Format(PyExc_ValueError, "load_builtins: %s: %s", name, what);
-    return false;
-  };
-  switch (static_cast<OpKind>(kind)) {
-  case OpKind::Mm:
-  case OpKind::Addmm:
-  case OpKind::Bmm:
-  case OpKind::Baddbmm:
-  case OpKind::GroupedMm:
-  case OpKind::ConvBackward:
-    if (!p.empty())
-      return bad("takes no parameters");
-    break;
-  case OpKind::Conv:
-    if (p.size() != 5)
-      return bad("a convolution row has 5 parameters");
-    spec.conv = ConvArgs{static_cast<int8_t>(p[0]), static_cast<int8_t>(p[1]),
-                         static_cast<int8_t>(p[2]), static_cast<int8_t>(p[3]),
-                         static_cast<int8_t>(p[4])};
-    break;
-  case OpKind::Attention:
-    if (p.size() != 12 || p[1] < 0 || p[1] > 2)
-      return bad("an attention row has 12 parameters, layout 0..2");
-    spec.attn = AttnArgs{p[0] != 0,
-                         static_cast<AttnLayout>(p[1]),
-                         static_cast<int8_t>(p[2]),
-                         static_cast<int8_t>(p[3]),
-                         static_cast<int8_t>(p[4]),
-                         static_cast<int8_t>(p[5]),
-                         static_cast<int8_t>(p[6]),
-                         static_cast<int8_t>(p[7]),
-                         static_cast<int8_t>(p[8]),
-                         static_cast<int8_t>(p[9]),
-                         static_cast<int8_t>(p[10]),
-                         p[11] != 0};
-    break;
-  default:
-    return bad("unknown kind");
-  }
-  spec.kind = static_cast<OpKind>(kind);
-  *out = {name, spec};
-  return true;
-}
-
-PyObject *py_load_builtins(PyObject *, PyObject *arg) {
-  PyObject *seq = PySequence_Fast(arg, "load_builtins: rows must be a sequence");
-  if (seq == nullptr)
-    return nullptr;
-  std::vector<std::pair<std::string, OpSpec>> rows;
-  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-    std::pair<std::string, OpSpec> row;
-    if (!parse_row(PySequence_Fast_GET_ITEM(seq, i), &row)) {
-      Py_DECREF(seq);
-      return nullptr;
-    }
-    rows.push_back(row);
-  }
-  Py_DECREF(seq);
-  for (int i = 0; i < kMaxSlots; i++) {
-    Totals unused;
-    if (read(i, false, &unused) == 0) {
-      PyErr_SetString(PyExc_RuntimeError, "load_builtins: a count is active");
-      return nullptr;
-    }
-    PyErr_Clear();
-  }
-  load_builtins(std::move(rows));
-  Py_RETURN_NONE;
-}
-
-PyObject *py_builtin_ops(PyObject *, PyObject *) {
-  std::vector<std::string> names = builtin_names();
-  std::sort(names.begin(), names.end());
-  PyObject *tuple = PyTuple_New(static_cast<Py_ssize_t>(names.size()));
-  if (tuple == nullptr)
-    return nullptr;
-  for (size_t i = 0; i < names.size(); i++) {
-    PyObject *s = PyUnicode_FromString(names[i].c_str());
-    if (s == nullptr) {
-      Py_DECREF(tuple);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(tuple, static_cast<Py_ssize_t>(i), s);
-  }
-  return tuple;
-}
-
 PyMethodDef methods[] = {
     {"start", py_start, METH_O,
      "start(causal_attention, /)\n--\n\nStart counting on this thread; returns a slot."},
@@ -290,32 +158,23 @@ PyMethodDef methods[] = {
     {"reset", py_reset, METH_O, "reset(slot, /)\n--\n\nZero the slot's totals."},
     {"snapshot", py_snapshot, METH_O,
      "snapshot(slot, /)\n--\n\n(forward_flops, model_flops) so far."},
-    {"register_formula", py_register_formula, METH_VARARGS,
-     "register_formula(name, fn, /)\n--\n\nCount op `name` with fn(*shapes)."},
-    {"unregister_formula", py_unregister_formula, METH_O,
-     "unregister_formula(name, /)\n--\n\nForget a registered formula."},
-    {"load_builtins", py_load_builtins, METH_O,
-     "load_builtins(rows, /)\n--\n\nSet the built-in op table (name, kind, params) rows."},
-    {"builtin_ops", py_builtin_ops, METH_NOARGS,
-     "builtin_ops()\n--\n\nThe op names with a built-in formula."},
     {nullptr, nullptr, 0, nullptr},
 };
 
 int exec_module(PyObject *module) {
-  auto *api = static_cast<const mfu_flops_api *>(PyCapsule_Import(MFU_FLOPS_API_CAPSULE, 0));
+  auto *api = static_cast<const mfu_ops_api *>(PyCapsule_Import(MFU_OPS_API_CAPSULE, 0));
   if (api == nullptr)
     return -1;
-  if (api->abi_version < MFU_FLOPS_API_VERSION) {
+  if (api->abi_version < MFU_OPS_API_VERSION) {
     PyErr_Format(PyExc_ImportError,
-                 "mfu_tracker._torch needs the formula table version %u, mfu_tracker._C "
+                 "mfu_tracker._torch needs the op table version %u, mfu_tracker._C "
                  "has %u; rebuild both (make build)",
-                 MFU_FLOPS_API_VERSION, api->abi_version);
+                 MFU_OPS_API_VERSION, api->abi_version);
     return -1;
   }
-  mfu_torch::g_core = api;
+  mfu_torch::g_ops = api;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
-      PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0 ||
-      PyModule_AddIntConstant(module, "max_counters", kMaxSlots) < 0)
+      PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0)
     return -1;
   return 0;
 }
@@ -328,7 +187,7 @@ PyModuleDef_Slot slots[] = {
 PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT,
     "mfu_tracker._torch",
-    "libtorch op observer counting FLOPs with the C core's formulas.",
+    "libtorch op observer counting FLOPs with the C core's op table.",
     0,
     methods,
     slots,

@@ -48,7 +48,7 @@ struct Counted final : at::ObserverContext {
   bool backward_phase = false;
   bool ok = false;
   int uncaught = 0;
-  OpCount count;
+  mfu_op_flops count{};
   std::string error;
 };
 
@@ -64,7 +64,7 @@ bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
 }
 
 void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
-                const OpCount &c, std::string &error) {
+                const mfu_op_flops &c, std::string &error) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   Totals &t = slot.totals;
   if (!ok) {
@@ -78,7 +78,7 @@ void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
     t.backward += c.executed;
   } else {
     t.forward += c.executed;
-    t.model += c.executed + c.model_backward;
+    t.model += static_cast<__int128>(c.executed) + c.model_backward;
   }
   if (c.approximate)
     t.approximate_calls++;
@@ -96,7 +96,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
     return nullptr;
   const char *name = fn.name();
   const OpSpec &spec = classify(name);
-  if (spec.kind == OpKind::None)
+  if (!spec.counted())
     return nullptr;
   auto inputs = fn.inputs();
   if (has_python_key(inputs))
@@ -106,8 +106,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
   ctx->name = name;
   ctx->uncaught = std::uncaught_exceptions();
   ctx->backward_phase = torch::autograd::get_current_graph_task_id() != -1;
-  const bool grad = !ctx->backward_phase && c10::GradMode::is_enabled();
-  ctx->ok = count_op(spec, inputs, slot.causal, grad, &ctx->count, &ctx->error);
+  ctx->ok = count_op(spec, inputs, slot.causal, ctx->backward_phase,
+                     c10::GradMode::is_enabled(), &ctx->count, &ctx->error);
   return ctx;
 }
 

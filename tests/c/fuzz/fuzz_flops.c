@@ -7,8 +7,8 @@
  * mutations reach 0, -1, INT64_MAX, 2^62 and the like). Shape arrays are
  * heap blocks of exactly their length: reading past a shape is an ASan
  * report. Flag bit 0 makes shapes consistent (equal K, a dividing group
- * count, non-decreasing offsets) so the counting path is reached often;
- * bit 1 calls through mfu_flops_api_table() instead of the symbols.
+ * count, non-decreasing offsets) so the counting path is reached often.
+ * Bit 1 is unused (it chose a function table the core no longer has).
  *
  * The oracle recomputes every count from flops.h's formulas in __int128,
  * saturating at 2^100 (a product with a zero factor is 0 however large
@@ -99,9 +99,8 @@ static mfu_causal pick_causal(fuzz_input *in)
     return (mfu_causal)(c - 240 + 2); /* out of range: 2..17 */
 }
 
-static void fuzz_matmul(fuzz_input *in, int op, int via_api)
+static void fuzz_matmul(fuzz_input *in, int op)
 {
-    const mfu_flops_api *api = mfu_flops_api_table();
     int64_t b = fi_i64(in), m = fi_i64(in), k = fi_i64(in), n = fi_i64(in);
     int64_t got = SENTINEL;
     mfu_status st;
@@ -110,21 +109,18 @@ static void fuzz_matmul(fuzz_input *in, int op, int via_api)
         ref = (m < 0 || k < 0 || n < 0)
                   ? EXPECT_INVALID
                   : rmul(rmul(rmul(2, m), n), k);
-        st = op == 0 ? (via_api ? api->mm_flop(m, k, n, &got)
-                                : mfu_mm_flop(m, k, n, &got))
-                     : mfu_addmm_flop(m, k, n, &got);
+        st = op == 0 ? mfu_mm_flop(m, k, n, &got) : mfu_addmm_flop(m, k, n, &got);
     } else {
         ref = (b < 0 || m < 0 || k < 0 || n < 0)
                   ? EXPECT_INVALID
                   : rmul(rmul(rmul(rmul(2, b), m), n), k);
-        st = op == 2 ? (via_api ? api->bmm_flop(b, m, k, n, &got)
-                                : mfu_bmm_flop(b, m, k, n, &got))
+        st = op == 2 ? mfu_bmm_flop(b, m, k, n, &got)
                      : mfu_baddbmm_flop(b, m, k, n, &got);
     }
     expect(st, got, ref, 0);
 }
 
-static void fuzz_grouped(fuzz_input *in, int consistent, int via_api)
+static void fuzz_grouped(fuzz_input *in, int consistent)
 {
     size_t an = fi_u8(in) % 5, bn = fi_u8(in) % 5;
     int64_t *a = shape_alloc(an), *b = shape_alloc(bn);
@@ -151,8 +147,7 @@ static void fuzz_grouped(fuzz_input *in, int consistent, int via_api)
         else if (an == 2 && bn == 2 && b[0] == a[1])
             ref = rmul(rmul(rmul(2, a[0]), a[1]), b[1]);
     }
-    st = via_api ? mfu_flops_api_table()->grouped_mm_flop(a, an, b, bn, &got)
-                 : mfu_grouped_mm_flop(a, an, b, bn, &got);
+    st = mfu_grouped_mm_flop(a, an, b, bn, &got);
     expect(st, got, ref, 0);
     FUZZ_CHECK(mfu_grouped_mm_flop(NULL, an, b, bn, &got) ==
                MFU_ERR_INVALID_ARGUMENT);
@@ -160,9 +155,8 @@ static void fuzz_grouped(fuzz_input *in, int consistent, int via_api)
     free(b);
 }
 
-static void fuzz_conv(fuzz_input *in, int backward, int consistent, int via_api)
+static void fuzz_conv(fuzz_input *in, int backward, int consistent)
 {
-    const mfu_flops_api *api = mfu_flops_api_table();
     size_t ndim = fi_u8(in) % 11; /* 0..10: valid is 3..MFU_CONV_MAX_NDIM */
     uint8_t bits = fi_u8(in);
     int transposed = bits & 1;
@@ -201,13 +195,10 @@ static void fuzz_conv(fuzz_input *in, int backward, int consistent, int via_api)
         }
     }
     if (!backward)
-        st = via_api ? api->convolution_flop(x, w, o, ndim, transposed, &got)
-                     : mfu_convolution_flop(x, w, o, ndim, transposed, &got);
+        st = mfu_convolution_flop(x, w, o, ndim, transposed, &got);
     else
-        st = via_api ? api->convolution_backward_flop(o, x, w, ndim, transposed,
-                                                      groups, want_in, want_w, &got)
-                     : mfu_convolution_backward_flop(o, x, w, ndim, transposed,
-                                                     groups, want_in, want_w, &got);
+        st = mfu_convolution_backward_flop(o, x, w, ndim, transposed, groups,
+                                           want_in, want_w, &got);
     expect(st, got, ref, 0);
     free(x);
     free(w);
@@ -234,9 +225,8 @@ static big attention_ref(const mfu_attention_shape *s, mfu_causal causal,
     return causal == MFU_CAUSAL_HALF ? full / 2 : full;
 }
 
-static void fuzz_sdpa(fuzz_input *in, int backward, int consistent, int via_api)
+static void fuzz_sdpa(fuzz_input *in, int backward, int consistent)
 {
-    const mfu_flops_api *api = mfu_flops_api_table();
     mfu_attention_shape s;
     mfu_causal causal = pick_causal(in);
     int64_t got = SENTINEL;
@@ -253,19 +243,16 @@ static void fuzz_sdpa(fuzz_input *in, int backward, int consistent, int via_api)
                         ? s.heads_kv
                         : s.heads_kv * (s.heads_q & 0xf);
     if (!backward)
-        st = via_api ? api->sdpa_flop(&s, causal, &got)
-                     : mfu_sdpa_flop(&s, causal, &got);
+        st = mfu_sdpa_flop(&s, causal, &got);
     else
-        st = via_api ? api->sdpa_backward_flop(&s, causal, &got)
-                     : mfu_sdpa_backward_flop(&s, causal, &got);
+        st = mfu_sdpa_backward_flop(&s, causal, &got);
     expect(st, got, attention_ref(&s, causal, backward), 0);
     got = SENTINEL;
     FUZZ_CHECK(mfu_sdpa_flop(NULL, causal, &got) == MFU_ERR_INVALID_ARGUMENT);
 }
 
-static void fuzz_varlen(fuzz_input *in, int backward, int consistent, int via_api)
+static void fuzz_varlen(fuzz_input *in, int backward, int consistent)
 {
-    const mfu_flops_api *api = mfu_flops_api_table();
     size_t n = fi_u8(in) % 17;
     uint8_t which = fi_u8(in);
     int separate_k = which & 1, null_q = (which & 6) == 6;
@@ -317,15 +304,11 @@ static void fuzz_varlen(fuzz_input *in, int backward, int consistent, int via_ap
         const int64_t *qa = null_q ? NULL : q;
         const int64_t *ka = separate_k ? k : NULL;
         if (!backward)
-            st = via_api ? api->varlen_attention_flop(qa, ka, n, hq, hkv, dqk, dv,
-                                                      causal, &got)
-                         : mfu_varlen_attention_flop(qa, ka, n, hq, hkv, dqk, dv,
-                                                     causal, &got);
+            st = mfu_varlen_attention_flop(qa, ka, n, hq, hkv, dqk, dv, causal,
+                                           &got);
         else
-            st = via_api ? api->varlen_attention_backward_flop(qa, ka, n, hq, hkv,
-                                                               dqk, dv, causal, &got)
-                         : mfu_varlen_attention_backward_flop(qa, ka, n, hq, hkv,
-                                                              dqk, dv, causal, &got);
+            st = mfu_varlen_attention_backward_flop(qa, ka, n, hq, hkv, dqk, dv,
+                                                    causal, &got);
     }
     expect(st, got, invalid ? EXPECT_INVALID : ref, decreasing);
     free(q);
@@ -337,16 +320,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_input in = fi_make(data, size);
     int op = fi_u8(&in) % 11;
     uint8_t flags = fi_u8(&in);
-    int consistent = flags & 1, via_api = (flags >> 1) & 1;
+    int consistent = flags & 1;
     switch (op) {
-    case 0: case 1: case 2: case 3: fuzz_matmul(&in, op, via_api); break;
-    case 4: fuzz_grouped(&in, consistent, via_api); break;
-    case 5: fuzz_conv(&in, 0, consistent, via_api); break;
-    case 6: fuzz_conv(&in, 1, consistent, via_api); break;
-    case 7: fuzz_sdpa(&in, 0, consistent, via_api); break;
-    case 8: fuzz_sdpa(&in, 1, consistent, via_api); break;
-    case 9: fuzz_varlen(&in, 0, consistent, via_api); break;
-    default: fuzz_varlen(&in, 1, consistent, via_api); break;
+    case 0: case 1: case 2: case 3: fuzz_matmul(&in, op); break;
+    case 4: fuzz_grouped(&in, consistent); break;
+    case 5: fuzz_conv(&in, 0, consistent); break;
+    case 6: fuzz_conv(&in, 1, consistent); break;
+    case 7: fuzz_sdpa(&in, 0, consistent); break;
+    case 8: fuzz_sdpa(&in, 1, consistent); break;
+    case 9: fuzz_varlen(&in, 0, consistent); break;
+    default: fuzz_varlen(&in, 1, consistent); break;
     }
     return 0;
 }

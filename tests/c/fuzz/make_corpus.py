@@ -327,6 +327,151 @@ FLOPS = [
     ("varlen_bwd_half_mono", varlen(10, 1, 4, 2, 64, 64, [0, 3, 4, 9, 9, 16], flags=1)),
 ]
 
+# ---- fuzz_ops: row, flags, nargs, then each argument ---------------------------
+
+def _op_rows():
+    """The table's op names in row order (csrc/core/op_table.c)."""
+    import re
+    with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "op_table.c")) as f:
+        return re.findall(r'"((?:aten|torch_attn)::\w+)"', f.read())
+
+
+OP_ROWS = _op_rows()
+NONE = u8(0)
+
+
+def t(*dims, grad=False, values=None):
+    bits = (1 if grad else 0) | (2 if values is not None else 0)
+    body = b"".join(i64(d) for d in dims) + b"".join(i64(v) for v in values or ())
+    return u8(1) + u8(len(dims)) + u8(bits) + body
+
+
+def n(v):
+    return u8(2) + i64(v)
+
+
+def ints(*vals):
+    return u8(3) + u8(len(vals)) + b"".join(i64(v) for v in vals)
+
+
+def call(op, *args, causal="full", backward=False, grad=True):
+    row = OP_ROWS.index(op) if op is not None else 255
+    flags = {"full": 0, "half": 1, "bad": 2}[causal] | (4 if backward else 0) | (0 if grad else 8)
+    return u8(row) + u8(flags) + u8(len(args)) + b"".join(args)
+
+
+def conv_args(x, w, stride, padding, dilation, transposed, grad=True):
+    return (t(*x, grad=grad), t(*w, grad=True), NONE, ints(*stride), ints(*padding),
+            ints(*dilation), n(int(transposed)), ints(0, 0), n(1))
+
+
+LLAMA_Q = (8, 32, 4096, 128)  # [b, h, s, d]
+LLAMA_KV = (8, 8, 4096, 128)
+OPS = [
+    # matmul family, real shapes
+    ("mm_llama_mlp", call("aten::mm", t(4096, 4096, grad=True), t(4096, 11008, grad=True))),
+    ("addmm_gpt2", call("aten::addmm", t(3072), t(8192, 768, grad=True), t(768, 3072, grad=True))),
+    ("addmm_frozen", call("aten::addmm", t(3072), t(8192, 768), t(768, 3072))),
+    ("bmm_attention_scores", call("aten::bmm", t(256, 2048, 128, grad=True), t(256, 128, 2048, grad=True))),
+    ("baddbmm", call("aten::baddbmm", t(16, 64, 64), t(16, 64, 32), t(16, 32, 64))),
+    ("grouped_mm_moe", call("aten::_grouped_mm", t(8192, 4096, grad=True), t(8, 4096, 14336, grad=True),
+                            t(8, values=[1024 * i for i in range(1, 9)]))),
+    ("scaled_mm_fp8", call("aten::_scaled_mm", t(8192, 4096), t(4096, 4096), t(), t())),
+    ("mm_overflow", call("aten::mm", t(2**31, 2**31), t(2**31, 2**31))),
+    ("mm_exact_max", call("aten::mm", t(1, 1, grad=True), t(1, 2**62 - 1, grad=True))),
+    ("mm_negative", call("aten::mm", t(-1, 4), t(4, 4))),
+    ("mm_inner_mismatch", call("aten::mm", t(4, 5), t(6, 7))),
+    ("mm_int_operand", call("aten::mm", n(3), t(4, 4))),
+    ("mm_no_args", call("aten::mm")),
+    ("mm_backward_phase", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True), backward=True)),
+    ("mm_no_grad", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True), grad=False)),
+    # convolutions
+    ("conv_resnet_stem", call("aten::convolution", *conv_args((32, 3, 224, 224), (64, 3, 7, 7),
+                                                              (2, 2), (3, 3), (1, 1), False, grad=False))),
+    ("conv1d_dilated", call("aten::convolution", *conv_args((2, 4, 256), (6, 4, 5), (1,), (0,), (2,), False))),
+    ("conv3d", call("aten::_convolution", *conv_args((2, 4, 16, 64, 64), (8, 4, 3, 3, 3),
+                                                     (1,), (1,), (1,), False))),
+    ("conv_transposed", call("aten::convolution", *conv_args((4, 64, 32, 32), (64, 32, 4, 4),
+                                                             (2, 2), (1, 1), (1, 1), True))),
+    ("conv_kernel_too_big", call("aten::convolution", *conv_args((1, 3, 4, 4), (8, 3, 9, 9),
+                                                                 (1,), (0,), (1,), False))),
+    ("conv_zero_kernel", call("aten::convolution", *conv_args((1, 3, 4, 4), (8, 3, 0, 0),
+                                                              (1,), (0,), (4,), False))),
+    ("conv_padding_overflow", call("aten::convolution", *conv_args((1, 3, 8, 8), (8, 3, 3, 3),
+                                                                   (1,), (I64_MAX // 2,), (1,), False))),
+    ("conv_dilation_overflow", call("aten::convolution", *conv_args((1, 3, 8, 8), (8, 3, 2**40, 3),
+                                                                    (1,), (0,), (2**40,), False))),
+    ("conv_stride_zero", call("aten::convolution", *conv_args((1, 3, 8, 8), (8, 3, 3, 3),
+                                                              (0,), (0,), (1,), False))),
+    ("conv_stride_three_values", call("aten::convolution", *conv_args((1, 3, 8, 8), (8, 3, 3, 3),
+                                                                      (1, 1, 1), (0,), (1,), False))),
+    ("conv_stride_int", call("aten::convolution", t(1, 3, 8, 8), t(8, 3, 3, 3), NONE, n(2))),
+    ("cudnn_convolution", call("aten::cudnn_convolution", t(8, 64, 56, 56), t(64, 64, 3, 3, grad=True),
+                               ints(1, 1), ints(1, 1), ints(1, 1), n(1))),
+    ("slow_conv2d", call("aten::_slow_conv2d_forward", t(2, 3, 8, 8), t(4, 3, 3, 3), ints(3, 3), NONE,
+                         ints(1, 1), ints(0, 0))),
+    ("conv_bwd_depthwise", call("aten::convolution_backward", t(8, 32, 54, 54), t(8, 32, 56, 56),
+                                t(32, 1, 3, 3), NONE, ints(1, 1), ints(0, 0), ints(1, 1), n(0),
+                                ints(0, 0), n(32), ints(1, 1, 0), backward=True)),
+    ("conv_bwd_weight_only", call("aten::convolution_backward", t(2, 4, 6, 6), t(2, 3, 8, 8),
+                                  t(4, 3, 3, 3), NONE, NONE, NONE, NONE, n(0), NONE, n(1),
+                                  ints(0, 1, 0))),
+    ("conv_bwd_groups_nodiv", call("aten::convolution_backward", t(2, 4, 6, 6), t(2, 3, 8, 8),
+                                   t(4, 3, 3, 3), NONE, NONE, NONE, NONE, n(0), NONE, n(2))),
+    # SDPA family, q: [b, h, s, d]
+    ("sdpa_llama_gqa_causal", call("aten::_scaled_dot_product_flash_attention_for_cpu",
+                                   t(*LLAMA_Q, grad=True), t(*LLAMA_KV, grad=True), t(*LLAMA_KV, grad=True),
+                                   NONE, n(1))),
+    ("sdpa_half", call("aten::_scaled_dot_product_flash_attention",
+                       t(*LLAMA_Q), t(*LLAMA_KV), t(*LLAMA_KV), NONE, n(1), causal="half")),
+    ("sdpa_bad_convention", call("aten::_scaled_dot_product_flash_attention",
+                                 t(1, 1, 1, 1), t(1, 1, 1, 1), t(1, 1, 1, 1), causal="bad")),
+    ("sdpa_efficient", call("aten::_scaled_dot_product_efficient_attention",
+                            t(2, 8, 512, 64), t(2, 8, 512, 64), t(2, 8, 512, 64), NONE, n(1), NONE, n(1))),
+    ("sdpa_gqa_nodiv", call("aten::_scaled_dot_product_cudnn_attention",
+                            t(1, 32, 128, 64), t(1, 5, 128, 64), t(1, 5, 128, 64))),
+    ("sdpa_math_3d", call("aten::_scaled_dot_product_attention_math", t(8, 128, 64), t(8, 128, 64),
+                          t(8, 128, 64))),
+    ("sdpa_bwd", call("aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+                      t(*LLAMA_Q), t(*LLAMA_Q), t(*LLAMA_KV), t(*LLAMA_KV), NONE, NONE, NONE, n(1),
+                      backward=True)),
+    ("sdpa_bwd_overflow", call("aten::_scaled_dot_product_efficient_attention_backward",
+                               t(1), t(2**20, 2**10, 2**20, 128), t(2**20, 1, 2**20, 128),
+                               t(2**20, 1, 2**20, 128))),
+    # kernel-level attention, q: [b, s, h, d] or packed
+    ("flash_bshd", call("aten::_flash_attention_forward", t(2, 8, 4, 16, grad=True), t(2, 8, 4, 16),
+                        t(2, 8, 4, 16), NONE, NONE, n(8), n(8), NONE, n(1))),
+    ("flash_packed", call("aten::_flash_attention_forward", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
+                          t(3, values=[0, 3, 10]), t(3, values=[0, 3, 10]), n(7), n(7), NONE, n(1))),
+    ("flash_packed_meta", call("aten::_flash_attention_forward", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
+                               t(3), t(3), n(7), n(7), NONE, n(1))),
+    ("flash_packed_meta_huge", call("aten::_flash_attention_forward", t(10, 4, 8), t(10, 2, 8),
+                                    t(10, 2, 8), t(2**40), t(2**40), n(2**40), n(2**40))),
+    ("flash_packed_lengths_differ", call("aten::_flash_attention_forward", t(10, 4, 8), t(10, 4, 8),
+                                         t(10, 4, 8), t(3, values=[0, 3, 10]), t(2, values=[0, 10]))),
+    ("flash_packed_decreasing", call("aten::_flash_attention_forward", t(10, 4, 8), t(10, 4, 8),
+                                     t(10, 4, 8), t(3, values=[0, 7, 3]), NONE)),
+    ("flash_packed_overflow", call("aten::_flash_attention_forward", t(1, 1, 1), t(1, 1, 1), t(1, 1, 1),
+                                   t(4, values=[0, 2**30, 2**31, 2**31 + 2**30]), NONE)),
+    ("flash_bwd_packed", call("aten::_flash_attention_backward", t(10, 4, 8), t(10, 4, 8), t(10, 4, 8),
+                              t(10, 4, 8), NONE, NONE, t(3, values=[0, 3, 10]), t(3, values=[0, 3, 10]),
+                              n(7), n(7), NONE, n(1), backward=True)),
+    ("efficient_mask_type", call("aten::_efficient_attention_forward", t(2, 8, 4, 16), t(2, 8, 4, 16),
+                                 t(2, 8, 4, 16), NONE, NONE, NONE, NONE, NONE, NONE, n(2), causal="half")),
+    ("efficient_packed_4d", call("aten::_efficient_attention_forward", t(1, 10, 4, 8), t(1, 10, 4, 8),
+                                 t(1, 10, 4, 8), NONE, t(3, values=[0, 4, 10]), t(3, values=[0, 4, 10]),
+                                 n(6), n(6), NONE, n(1))),
+    ("varlen_thd", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
+                        t(3, values=[0, 3, 10]), NONE, n(7), n(7), n(1), causal="half")),
+    ("varlen_no_lengths", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8))),
+    ("varlen_offsets_2d", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
+                               t(3, 1))),
+    ("varlen_bwd_meta", call("torch_attn::_varlen_attn_backward", t(10, 4, 8), t(10, 4, 8), t(10, 4, 8),
+                             t(10, 4, 8), NONE, NONE, t(5), t(5), n(3), n(3), n(0), backward=True)),
+    # no row at all
+    ("null_row", call(None, t(4, 4), t(4, 4))),
+]
+
 # ---- fuzz_transformer: mode, dims, options, window, sequences ----------------
 
 def tfm(hidden, layers, heads, kv=0, head_dim=0, inter=0, vocab=32000, mlp=1,
@@ -621,11 +766,12 @@ def main():
     write("fuzz_normalize", NORMALIZE)
     write("fuzz_override", OVERRIDE)
     write("fuzz_flops", FLOPS)
+    write("fuzz_ops", OPS)
     write("fuzz_transformer", TRANSFORMER)
     write("fuzz_driver", DRIVER)
     write("fuzz_stats", STATS)
     write("fuzz_steps", STEPS)
-    total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, TRANSFORMER, DRIVER,
+    total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, OPS, TRANSFORMER, DRIVER,
                                  STATS, STEPS))
     print(f"wrote {total} corpus files under {os.path.relpath(CORPUS)}")
 

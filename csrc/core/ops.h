@@ -1,0 +1,234 @@
+/*
+ * ops.h -- one op call -> FLOPs: the table of counted ops and mfu_op_count.
+ *
+ * This is the only place that knows how an op's arguments become FLOPs.
+ * Both FLOP counters (the libtorch observer in csrc/torch and the
+ * TorchDispatchMode fallback in mfu_tracker/_dispatch_counter.py) only turn
+ * torch arguments into an mfu_op_call -- shapes, requires-grad flags, ints,
+ * int lists, the values of cumulative-length tensors -- and add up what
+ * mfu_op_count returns. The arithmetic underneath is flops.h's.
+ *
+ * The table (op_table.c) has one row per aten op: its name as the
+ * dispatcher spells it ("aten::mm"), its kind, and where in the op's schema
+ * each argument the count reads is (its *role*). tests/test_counter_fallback.py
+ * checks every position against torch's schemas; mfu_tracker._C.op_table()
+ * shows the rows to Python.
+ *
+ * What one call counts (DESIGN.md §3):
+ *   executed        the FLOPs the call runs (flops.h's formula for its kind).
+ *   model_backward  for a call in the forward phase with grad mode on, the
+ *                   backward its inputs that require grad will need:
+ *                     matmul / convolution: +1x executed per such input
+ *                                           (a and b; input and weight);
+ *                     attention:            +2x executed if any of q, k, v
+ *                                           requires grad (PaLM), whatever
+ *                                           the kernel recomputes;
+ *                     backward kernels:     0 (they are backward work);
+ *                   0 in the backward phase (recompute, backward kernels)
+ *                   and with grad mode off (no_grad, inference_mode).
+ *   approximate     varlen attention whose cumulative lengths could not be
+ *                   read (meta tensors): every sequence counted as
+ *                   max_seqlen (FlopCounterMode does the same), an upper
+ *                   bound.
+ * A caller adds executed to its executed total and to its forward or
+ * backward total by phase, and executed + model_backward to its model total
+ * in the forward phase.
+ *
+ * Causal attention: a call made causal (is_causal, or custom_mask_type != 0
+ * for the efficient kernels) counts half with MFU_CAUSAL_HALF in the call;
+ * every other call, and every call with MFU_CAUSAL_FULL, the full rectangle.
+ */
+#ifndef MFU_OPS_H
+#define MFU_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "flops.h"
+#include "mfu_status.h"
+
+#ifdef __cplusplus
+extern "C" { /* the C++ observer (csrc/torch) reads these types */
+#endif
+
+/* ---- the table -------------------------------------------------------- */
+
+/* What an op computes, and so which formula and backward rule apply. */
+typedef enum mfu_op_kind {
+    MFU_OP_MM = 1,                   /* a: [m, k] @ b: [k, n] */
+    MFU_OP_BMM = 2,                  /* a: [b, m, k] @ b: [b, k, n] */
+    MFU_OP_GROUPED_MM = 3,           /* a, b of rank 2 or 3 (flops.h) */
+    MFU_OP_CONVOLUTION = 4,          /* a convolution forward */
+    MFU_OP_CONVOLUTION_BACKWARD = 5, /* aten::convolution_backward */
+    MFU_OP_ATTENTION = 6,            /* an attention kernel, forward */
+    MFU_OP_ATTENTION_BACKWARD = 7    /* an attention kernel, backward */
+} mfu_op_kind;
+
+/* Where the dims of an attention kernel's q, k, v are. */
+typedef enum mfu_attn_layout {
+    MFU_LAYOUT_NONE = 0, /* not an attention kernel */
+    MFU_LAYOUT_BHSD = 1, /* q: [b, h, s, d] (the SDPA family) */
+    MFU_LAYOUT_BSHD = 2, /* q: [b, s, h, d] (_flash / _efficient_attention_*);
+                          * with cumulative lengths: [total, h, d] (flash)
+                          * or [1, total, h, d] (efficient) */
+    MFU_LAYOUT_THD = 3   /* q: [total, h, d], always with cumulative lengths
+                          * (torch.nn.attention.varlen) */
+} mfu_attn_layout;
+
+/* The arguments a count reads, by what they mean. */
+typedef enum mfu_op_role {
+    MFU_ROLE_A = 0,             /* matmul: left operand (tensor) */
+    MFU_ROLE_B,                 /* matmul: right operand (tensor) */
+    MFU_ROLE_INPUT,             /* convolution: x [n, c_in, *spatial] */
+    MFU_ROLE_WEIGHT,            /* convolution: w (flops.h) */
+    MFU_ROLE_GRAD_OUTPUT,       /* convolution_backward: shaped like out */
+    MFU_ROLE_STRIDE,            /* int list (one value: every spatial dim) */
+    MFU_ROLE_PADDING,           /* int list */
+    MFU_ROLE_DILATION,          /* int list */
+    MFU_ROLE_TRANSPOSED,        /* bool */
+    MFU_ROLE_GROUPS,            /* int */
+    MFU_ROLE_OUTPUT_MASK,       /* bool list: (input, weight, bias) grads */
+    MFU_ROLE_QUERY,             /* attention: q, k, v (tensors) */
+    MFU_ROLE_KEY,
+    MFU_ROLE_VALUE,
+    MFU_ROLE_CU_SEQLENS_Q,      /* cumulative lengths (tensor + values) */
+    MFU_ROLE_CU_SEQLENS_K,
+    MFU_ROLE_MAX_SEQLEN_Q,      /* int: the longest sequence */
+    MFU_ROLE_MAX_SEQLEN_K,
+    MFU_ROLE_IS_CAUSAL,         /* bool */
+    MFU_ROLE_CUSTOM_MASK_TYPE,  /* int: 0 none, 1 / 2 causal (efficient) */
+    MFU_ROLE_COUNT
+} mfu_op_role;
+
+/* What a caller must hand over for a role. */
+typedef enum mfu_arg_need {
+    MFU_NEED_TENSOR = 1,  /* shape, requires_grad (dtype: reserved) */
+    MFU_NEED_OFFSETS = 2, /* a 1-D tensor: its shape and, where readable
+                           * (not meta), its values */
+    MFU_NEED_INT = 3,     /* an int or a bool (0 / 1) */
+    MFU_NEED_INT_LIST = 4 /* a list of ints or bools */
+} mfu_arg_need;
+
+/* Schema positions are below this (a call's args array never needs more). */
+#define MFU_OP_ARGS_MAX 32
+
+/*
+ * One row. `at[role]` is the role's position in the op's schema PLUS ONE,
+ * so that a role a row does not name is 0 ("not read") -- a missing
+ * designated initializer can never silently mean position 0. Read it with
+ * mfu_op_position().
+ */
+typedef struct mfu_op_spec {
+    const char *name;       /* "aten::mm", as the dispatcher names the op */
+    mfu_op_kind kind;
+    mfu_attn_layout layout; /* attention kinds; NONE otherwise */
+    uint8_t at[MFU_ROLE_COUNT];
+} mfu_op_spec;
+
+/* The row of `name`, or NULL when the op is not counted (NULL name too). */
+const mfu_op_spec *mfu_op_find(const char *name);
+
+/* Row i of the table (i < mfu_op_table_size()), or NULL. */
+size_t mfu_op_table_size(void);
+const mfu_op_spec *mfu_op_table_row(size_t i);
+
+/* The position of `role` in the row's schema, or -1 when it reads none. */
+int mfu_op_position(const mfu_op_spec *spec, mfu_op_role role);
+
+/* Names, as _C.op_table() shows them; NULL for a value out of range. */
+const char *mfu_op_kind_name(mfu_op_kind kind);     /* "mm", "attention", ... */
+const char *mfu_op_layout_name(mfu_attn_layout l);  /* "bhsd", ...; NONE: NULL */
+const char *mfu_op_role_name(mfu_op_role role);     /* "query", "stride", ... */
+mfu_arg_need mfu_op_role_need(mfu_op_role role);    /* 0 out of range */
+const char *mfu_op_need_name(mfu_arg_need need);    /* "tensor", ... */
+
+/* One argument the count of a row reads. */
+typedef struct mfu_op_input {
+    int position; /* in the schema */
+    mfu_op_role role;
+    mfu_arg_need need;
+} mfu_op_input;
+
+/* The arguments `spec` reads, by increasing position, into
+ * inputs[0 .. MFU_ROLE_COUNT-1]; returns how many (0 for NULL). A caller
+ * converts exactly these (and may cache the list per row). */
+size_t mfu_op_inputs(const mfu_op_spec *spec, mfu_op_input *inputs);
+
+/* ---- one call ---------------------------------------------------------- */
+
+typedef enum mfu_arg_type {
+    MFU_ARG_NONE = 0,   /* absent, None, or not a value the role reads */
+    MFU_ARG_TENSOR = 1,
+    MFU_ARG_INT = 2,    /* ints and bools (0 / 1) */
+    MFU_ARG_INT_LIST = 3
+} mfu_arg_type;
+
+/*
+ * One argument, as plain data (no torch). Pointers are borrowed for the
+ * duration of the mfu_op_count call: a caller may point into a tensor's
+ * own sizes.
+ */
+typedef struct mfu_op_arg {
+    mfu_arg_type type;
+    const int64_t *ints;   /* TENSOR: its sizes; INT_LIST: the values */
+    size_t count;          /* TENSOR: its rank; INT_LIST: its length */
+    int64_t value;         /* INT */
+    int requires_grad;     /* TENSOR */
+    int dtype;             /* TENSOR: reserved for FLOPs by dtype; 0 */
+    const int64_t *values; /* TENSOR in an OFFSETS role: its ints[0]
+                            * values, or NULL when they cannot be read */
+} mfu_op_arg;
+
+typedef struct mfu_op_call {
+    const mfu_op_arg *args; /* args[i] is schema argument i; only the
+                             * positions mfu_op_inputs lists are read */
+    size_t nargs;           /* positions >= nargs count as NONE */
+    mfu_causal causal;      /* the counter's convention (see above) */
+    int backward_phase;     /* the call runs inside a backward pass */
+    int grad_enabled;       /* grad mode was on */
+} mfu_op_call;
+
+typedef struct mfu_op_flops {
+    int64_t executed;        /* FLOPs the call runs */
+    uint64_t model_backward; /* see above (at most 2 x executed) */
+    int approximate;         /* 1: varlen lengths unknown, upper bound */
+} mfu_op_flops;
+
+/* Why a call could not be counted: the argument (a role name, or NULL for
+ * the call as a whole) and what is wrong with it. Static strings. */
+typedef struct mfu_op_error {
+    const char *argument;
+    const char *reason;
+} mfu_op_error;
+
+/*
+ * Count one call of `spec`. MFU_OK with *out set; otherwise *out untouched,
+ * *error (if not NULL) set, and:
+ *   MFU_ERR_INVALID_ARGUMENT  a missing or malformed argument (a tensor of
+ *                             the wrong rank, negative dims, shapes that
+ *                             disagree, offsets that decrease, ...)
+ *   MFU_ERR_OVERFLOW          the count does not fit in int64.
+ * Missing optional arguments take the schema's defaults: stride 1,
+ * padding 0, dilation 1, not transposed, groups 1, every gradient wanted,
+ * not causal, max_seqlen_k = max_seqlen_q.
+ */
+mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
+                        mfu_op_flops *out, mfu_op_error *error);
+
+/*
+ * A custom formula's answer (registered from Python for an op the table
+ * does not know) under the same phase rule: `flops` executed, and in the
+ * forward phase with grad mode on and a tensor input requiring grad, a
+ * model backward of `model_backward` (when >= 0) or 2 x flops (when -1,
+ * the attention convention: a formula that knows better returns it).
+ * MFU_ERR_INVALID_ARGUMENT for flops < 0 or model_backward < -1.
+ */
+mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,
+                               int any_input_requires_grad,
+                               const mfu_op_call *call, mfu_op_flops *out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MFU_OPS_H */
