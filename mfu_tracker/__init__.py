@@ -38,8 +38,8 @@ from .gpu import (
     measured_gpu_spec,
     user_gpu_spec,
 )
-from .step import Tracker
-from .tracker import UtilizationResult, compute_mbu, compute_mfu, track
+from .tracker import Tracker
+from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
 
 __all__ = [
     "__version__",

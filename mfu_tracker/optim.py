@@ -35,8 +35,9 @@ from ._validate import check_int, check_optional_number
 from ._dtypes import normalize_dtype
 from .flops import param_bytes as _param_bytes
 from .gpu import GPUSpec
-from .step import Tracker
-from .tracker import Peak, _block_clock
+from ._clock import block_clock
+from ._peak import Peak
+from .tracker import Tracker
 
 __all__ = ["MFUOptimizerWrapper", "StepResult"]
 
@@ -322,7 +323,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
                                 distributed=distributed)
-        timer, index, current = _block_clock(clock, device)
+        timer, index, current = block_clock(clock, device)
         d["_timer"] = timer if timer is not None else _C.MarkTimer("cpu")
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)
         d["_started"] = False

@@ -40,7 +40,7 @@ from mfu_tracker import (  # noqa: E402
     transformer_flops,
     user_gpu_spec,
 )
-from mfu_tracker import tracker as tracker_module  # noqa: E402
+from mfu_tracker import _clock  # noqa: E402
 from mfu_tracker.cli import main  # noqa: E402
 
 NAN, INF = math.nan, math.inf
@@ -342,7 +342,7 @@ ROWS: list = [
 
 @pytest.mark.parametrize("name, call, exc, pattern", ROWS, ids=[r[0] for r in ROWS])
 def test_bad_input_raises_a_specific_error_naming_the_argument(name, call, exc, pattern):
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "no datasheet peak for a cpu device"
         with pytest.raises(exc, match=pattern) as info:
@@ -438,7 +438,7 @@ DEFINED = [
 
 @pytest.mark.parametrize("name, check", DEFINED, ids=[d[0] for d in DEFINED])
 def test_defined_results(name, check):
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     check()
 
 
@@ -458,26 +458,26 @@ OVERRIDE_USERS = {
 @pytest.mark.parametrize("text", BAD_OVERRIDES)
 def test_malformed_peak_override_names_the_variable_and_its_value(text, user, monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", text)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with pytest.raises(ValueError, match="MFU_TRACKER_PEAK_TFLOPS") as info:
         OVERRIDE_USERS[user]()
     message = str(info.value)
     assert repr(text) in message, message  # the value as given
     assert "%" not in message, message
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
 
 
 @pytest.mark.parametrize("text, dtype, tflops", [("123.5", "bf16", 123.5), ("bf16=100,fp8=200", "fp8", 200.0),
                                                  ("  ", "bf16", None)])
 def test_wellformed_peak_override_is_used(text, dtype, tflops, monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", text)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         spec = get_gpu_spec("cpu")
     assert (spec.peak_tflops(dtype) if spec.has_peak(dtype) else None) == (
         pytest.approx(tflops) if tflops else None)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
 
 
 # ---- the CLI ---------------------------------------------------------------------------

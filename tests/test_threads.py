@@ -36,7 +36,7 @@ from typing import Any, Callable, List
 import pytest
 
 from mfu_tracker import _C, Tracker, track
-from mfu_tracker import tracker as tracker_module
+from mfu_tracker import _clock
 
 THREADS = 4
 
@@ -182,7 +182,7 @@ def test_track_blocks_on_several_threads_keep_their_own_peak(clock, fake):
 
     assert run_threads([worker(i) for i in range(THREADS)]) == [blocks] * THREADS
     if clock == "cuda":
-        timer = tracker_module._MARK_TIMERS[("cuda", None)]
+        timer = _clock.MARK_TIMERS[("cuda", None)]
         assert timer is not None and not timer.failed
         assert fake.calls("cuEventRecord") == 2 * THREADS * blocks
 

@@ -15,11 +15,29 @@
  * the block's GPU time as soon as any later operation sees it resolved, so
  * a result read late keeps its value. The CPU clock is read too (tens of
  * ns): a block whose GPU timing failed reports its CPU time instead.
+ *
+ * set_work(): a block whose work is known only when it ends (the
+ * integrations count its FLOPs while it runs) is created without it and
+ * given it at, or after, its exit; the figures follow the work given last.
+ *
+ * Free threading (module.c declares Py_MOD_GIL_NOT_USED): the one mutable
+ * state shared between threads here, track()'s one-entry resolution cache
+ * in the module state, is read and swapped only inside a critical section
+ * on the module; a result's own state is changed inside a critical section
+ * on the result. Critical sections cost nothing with the GIL (they compile
+ * to a plain block), and Python versions before 3.13, which have no
+ * free-threaded build, get the same plain block below.
  */
 #include <math.h>
 #include <string.h>
 
 #include "mfu_module.h"
+
+#ifndef Py_BEGIN_CRITICAL_SECTION
+/* Python < 3.13: no free-threaded build exists; the GIL serializes. */
+#define Py_BEGIN_CRITICAL_SECTION(op) { (void)(op);
+#define Py_END_CRITICAL_SECTION() }
+#endif
 
 typedef enum track_phase {
     TRACK_CREATED = 0,
@@ -77,28 +95,51 @@ static void track_dealloc(PyObject *self)
 static PyObject *track_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     track_object *t = (track_object *)self;
+    PyObject *result = NULL;
+    Py_BEGIN_CRITICAL_SECTION(self);
     if (t->phase != TRACK_CREATED) {
         PyErr_SetString(PyExc_RuntimeError,
                         "a track() block can be entered once; call track() "
                         "again for the next block");
-        return NULL;
+    } else {
+        t->phase = TRACK_RUNNING;
+        /* Read the clocks last, so setting up the block is not timed. */
+        if (mfu_clock_monotonic_ns(&t->start_ns) != MFU_OK) {
+            mfu_py_raise(MFU_ERR_UNAVAILABLE, "clock_gettime",
+                         "CLOCK_MONOTONIC cannot be read");
+        } else {
+            if (t->timer != NULL)
+                mfu_py_block_start(t->timer, t->stream, &t->block);
+            result = Py_NewRef(self);
+        }
     }
-    t->phase = TRACK_RUNNING;
-    /* Read the clocks last, so setting up the block is not timed. */
-    if (mfu_clock_monotonic_ns(&t->start_ns) != MFU_OK)
-        return mfu_py_raise(MFU_ERR_UNAVAILABLE, "clock_gettime",
-                            "CLOCK_MONOTONIC cannot be read");
-    if (t->timer != NULL)
-        mfu_py_block_start(t->timer, t->stream, &t->block);
-    return Py_NewRef(self);
+    Py_END_CRITICAL_SECTION();
+    return result;
 }
 
-/* MFU above 1 is reported as is, never clamped, and flagged once: it means
- * the peak is too low for this device or the FLOP count is too high. */
+/* MFU above 1 is reported as is, never clamped, and flagged once per
+ * module: 1 if this block is the one to flag it. */
+static int claim_mfu_warning(track_object *t)
+{
+    int first = 0;
+    PyObject *module = PyType_GetModule(Py_TYPE(t)); /* borrowed */
+    if (module == NULL) {
+        PyErr_Clear(); /* cannot happen for our heap type; never flag twice */
+        return 0;
+    }
+    Py_BEGIN_CRITICAL_SECTION(module);
+    if (!t->state->warned_mfu_above_one) {
+        t->state->warned_mfu_above_one = 1;
+        first = 1;
+    }
+    Py_END_CRITICAL_SECTION();
+    return first;
+}
+
+/* It means the peak is too low for this device or the FLOP count is too high. */
 static void warn_mfu_above_one(track_object *t)
 {
     PyObject *exc_type, *exc_value, *exc_tb;
-    t->state->warned_mfu_above_one = 1;
     /* __exit__ may run with the block's exception set: keep it intact. */
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
     char message[256];
@@ -114,7 +155,7 @@ static void warn_mfu_above_one(track_object *t)
 }
 
 /* Compute the figures from the block's GPU time, or its CPU time when it
- * has none (CPU clock, or a GPU failure). */
+ * has none (CPU clock, or a GPU failure). Again after set_work(). */
 static void track_finalize(track_object *t)
 {
     double elapsed_s = t->block.state == MFU_BLOCK_RESOLVED
@@ -123,24 +164,37 @@ static void track_finalize(track_object *t)
                                              : NAN);
     mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
     t->resolved = 1;
-    if (t->metrics.mfu > 1.0 && !t->state->warned_mfu_above_one)
+    if (t->metrics.mfu > 1.0 && claim_mfu_warning(t))
         warn_mfu_above_one(t);
 }
 
 /* Resolve a finished block: without blocking, or (wait) waiting once.
- * 1 if the figures are known. */
-static int track_resolve(track_object *t, int wait)
+ * 1 if the figures are known, then copied to *out (when not NULL). */
+static int track_resolve(track_object *t, int wait, mfu_metrics *out)
 {
-    if (t->phase != TRACK_DONE)
-        return 0;
-    if (t->resolved)
-        return 1;
-    if (t->timer != NULL)
-        mfu_py_block_resolve(t->timer, &t->block, wait);
-    if (t->block.state == MFU_BLOCK_PENDING)
-        return 0;
-    track_finalize(t);
-    return 1;
+    int known = 0;
+    Py_BEGIN_CRITICAL_SECTION((PyObject *)t);
+    if (t->phase == TRACK_DONE) {
+        if (!t->resolved && t->timer != NULL)
+            mfu_py_block_resolve(t->timer, &t->block, wait);
+        if (!t->resolved && t->block.state != MFU_BLOCK_PENDING)
+            track_finalize(t);
+        known = t->resolved;
+        if (known && out != NULL)
+            *out = t->metrics;
+    }
+    Py_END_CRITICAL_SECTION();
+    return known;
+}
+
+/* The block's work as last set (a copy taken in the critical section). */
+static mfu_work track_work(track_object *t)
+{
+    mfu_work work;
+    Py_BEGIN_CRITICAL_SECTION((PyObject *)t);
+    work = t->work;
+    Py_END_CRITICAL_SECTION();
+    return work;
 }
 
 static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
@@ -148,6 +202,7 @@ static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
 {
     track_object *t = (track_object *)self;
 
+    Py_BEGIN_CRITICAL_SECTION(self);
     if (t->phase == TRACK_RUNNING) {
         /* Mark the GPU first, so computing the figures is not timed. */
         if (t->timer != NULL)
@@ -158,66 +213,60 @@ static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
         if (t->block.state != MFU_BLOCK_PENDING)
             track_finalize(t); /* CPU clock: known now */
     }
+    Py_END_CRITICAL_SECTION();
     /* Never swallow the block's exception: returning False re-raises it. */
     Py_RETURN_FALSE;
 }
 
+/* set_work(flop_count=None, hfu_flop_count=None, num_tokens=None): the
+ * block's work, for a block whose work is known only when it ends. None =
+ * unknown (the figures that need it are None). Any time: figures already
+ * computed are computed again from the same elapsed time. */
+static PyObject *track_set_work(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"flop_count", "hfu_flop_count", "num_tokens", NULL};
+    track_object *t = (track_object *)self;
+    PyObject *objs[3] = {Py_None, Py_None, Py_None};
+    double values[3];
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OOO:set_work", keywords,
+                                     &objs[0], &objs[1], &objs[2]))
+        return NULL;
+    for (int i = 0; i < 3; i++) {
+        if (mfu_py_real_arg(objs[i], keywords[i], MFU_ARG_NONE_OK, 0.0, &values[i]) < 0)
+            return NULL;
+    }
+    Py_BEGIN_CRITICAL_SECTION(self);
+    t->work.model_flops = values[0];
+    t->work.executed_flops = values[1];
+    t->work.num_tokens = values[2];
+    if (t->resolved)
+        track_finalize(t);
+    Py_END_CRITICAL_SECTION();
+    Py_RETURN_NONE;
+}
+
 /* ---- read-only figures ------------------------------------------------ */
 
-/* A metric (`field` of the figures), or None before the block has
- * finished; waits once if the GPU has not reached the block's end. */
-#define track_metric(t, expr)                                                  \
-    ((t)->phase != TRACK_DONE || !track_resolve((t), 1)                        \
-         ? Py_NewRef(Py_None)                                                  \
-         : mfu_py_float_or_none(expr))
+/* Getters of the figures: None before the block has finished; reading one
+ * waits once if the GPU has not reached the block's end. */
+#define TRACK_FIGURE_GETTER(name, expr)                                        \
+    static PyObject *name(PyObject *self, void *Py_UNUSED(c))                  \
+    {                                                                          \
+        mfu_metrics m;                                                         \
+        if (!track_resolve((track_object *)self, 1, &m))                       \
+            Py_RETURN_NONE;                                                    \
+        return mfu_py_float_or_none(expr);                                     \
+    }
 
-static PyObject *get_mfu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.mfu);
-}
-
-static PyObject *get_hfu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.hfu);
-}
-
-static PyObject *get_mbu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.mbu);
-}
-
-static PyObject *get_elapsed_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.elapsed_s);
-}
-
-static PyObject *get_achieved_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_flops_per_sec);
-}
-
-static PyObject *get_achieved_tflops(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_flops_per_sec * 1e-12);
-}
-
-static PyObject *get_achieved_tbs(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_bytes_per_sec * 1e-12);
-}
-
-static PyObject *get_tokens_per_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.tokens_per_sec);
-}
+TRACK_FIGURE_GETTER(get_mfu, m.mfu)
+TRACK_FIGURE_GETTER(get_hfu, m.hfu)
+TRACK_FIGURE_GETTER(get_mbu, m.mbu)
+TRACK_FIGURE_GETTER(get_elapsed_sec, m.elapsed_s)
+TRACK_FIGURE_GETTER(get_achieved_flops_per_sec, m.achieved_flops_per_sec)
+TRACK_FIGURE_GETTER(get_achieved_tflops, m.achieved_flops_per_sec * 1e-12)
+TRACK_FIGURE_GETTER(get_achieved_tbs, m.achieved_bytes_per_sec * 1e-12)
+TRACK_FIGURE_GETTER(get_tokens_per_sec, m.tokens_per_sec)
 
 static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
 {
@@ -227,14 +276,17 @@ static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
 
 static PyObject *get_model_flops(PyObject *self, void *Py_UNUSED(c))
 {
-    track_object *t = (track_object *)self;
-    return PyFloat_FromDouble(t->work.model_flops);
+    return mfu_py_float_or_none(track_work((track_object *)self).model_flops);
 }
 
 static PyObject *get_executed_flops(PyObject *self, void *Py_UNUSED(c))
 {
-    track_object *t = (track_object *)self;
-    return mfu_py_float_or_none(t->work.executed_flops);
+    return mfu_py_float_or_none(track_work((track_object *)self).executed_flops);
+}
+
+static PyObject *get_num_tokens(PyObject *self, void *Py_UNUSED(c))
+{
+    return mfu_py_float_or_none(track_work((track_object *)self).num_tokens);
 }
 
 static PyObject *get_num_gpus(PyObject *self, void *Py_UNUSED(c))
@@ -245,15 +297,17 @@ static PyObject *get_num_gpus(PyObject *self, void *Py_UNUSED(c))
 
 static PyObject *get_ready(PyObject *self, void *Py_UNUSED(c))
 {
-    return PyBool_FromLong(track_resolve((track_object *)self, 0));
+    return PyBool_FromLong(track_resolve((track_object *)self, 0, NULL));
 }
 
 static PyObject *get_clock(PyObject *self, void *Py_UNUSED(c))
 {
     track_object *t = (track_object *)self;
     mfu_clock_kind clock = MFU_CLOCK_CPU;
+    Py_BEGIN_CRITICAL_SECTION(self);
     if (t->timer != NULL && t->block.state != MFU_BLOCK_CPU)
         clock = mfu_py_timer_clock(t->timer);
+    Py_END_CRITICAL_SECTION();
     return PyUnicode_FromString(mfu_py_clock_name(clock));
 }
 
@@ -290,9 +344,12 @@ static PyGetSetDef track_getset[] = {
     {"peak_flops_per_sec", get_peak_flops_per_sec, NULL,
      "The MFU denominator: peak FLOP/s of one device for dtype x num_gpus "
      "(None when unknown).", NULL},
-    {"model_flops", get_model_flops, NULL, "The MFU numerator (FLOPs).", NULL},
+    {"model_flops", get_model_flops, NULL,
+     "The MFU numerator (FLOPs); None while unknown (set_work()).", NULL},
     {"executed_flops", get_executed_flops, NULL,
      "The HFU numerator (FLOPs), or None.", NULL},
+    {"num_tokens", get_num_tokens, NULL,
+     "Tokens processed in the block, or None.", NULL},
     {"num_gpus", get_num_gpus, NULL, "Devices the peak is multiplied by.", NULL},
     {"ready", get_ready, NULL,
      "True once the figures can be read without waiting (asks the GPU "
@@ -308,13 +365,13 @@ static PyGetSetDef track_getset[] = {
 static PyObject *track_repr(PyObject *self)
 {
     track_object *t = (track_object *)self;
-    if (!track_resolve(t, 0))
+    mfu_metrics m;
+    if (!track_resolve(t, 0, &m))
         return PyUnicode_FromFormat("UtilizationResult(dtype=%R, pending)",
                                     t->dtype);
-    PyObject *mfu = mfu_py_float_or_none(t->metrics.mfu);
-    PyObject *elapsed = mfu_py_float_or_none(t->metrics.elapsed_s);
-    PyObject *tflops =
-        mfu_py_float_or_none(t->metrics.achieved_flops_per_sec * 1e-12);
+    PyObject *mfu = mfu_py_float_or_none(m.mfu);
+    PyObject *elapsed = mfu_py_float_or_none(m.elapsed_s);
+    PyObject *tflops = mfu_py_float_or_none(m.achieved_flops_per_sec * 1e-12);
     PyObject *repr = NULL;
     if (mfu != NULL && elapsed != NULL && tflops != NULL)
         repr = PyUnicode_FromFormat(
@@ -330,6 +387,13 @@ static PyMethodDef track_methods[] = {
     {"__enter__", track_enter, METH_NOARGS, "Start timing; returns self."},
     {"__exit__", (PyCFunction)(void (*)(void))track_exit, METH_FASTCALL,
      "Stop timing and compute the figures; never suppresses an exception."},
+    {"set_work", (PyCFunction)(void (*)(void))track_set_work,
+     METH_VARARGS | METH_KEYWORDS,
+     "set_work($self, /, flop_count=None, hfu_flop_count=None, num_tokens=None)\n"
+     "--\n\nSet the block's work (model FLOPs, executed FLOPs, tokens; None = "
+     "unknown) for a block whose work is known only when it ends "
+     "(MFUOptimizerWrapper.track_step() counts it while the block runs). "
+     "Figures already computed follow the new work."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -410,21 +474,12 @@ static int check_work_and_peak(const mfu_work *work, const mfu_peak *peak,
     return 0;
 }
 
-static int int_arg(PyObject *obj, const char *argument, int *out)
+/* num_gpus: devices behind one figure (core/mfu_limits.h). */
+static int num_gpus_arg(PyObject *obj, int *out)
 {
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.80s", argument,
-                     Py_TYPE(obj)->tp_name);
+    long long value;
+    if (mfu_py_int_arg(obj, "num_gpus", 1, MFU_NUM_GPUS_MAX, &value) < 0)
         return -1;
-    }
-    long value = PyLong_AsLong(obj);
-    if (value == -1 && PyErr_Occurred())
-        return -1;
-    if (value < 1 || value > 1000000000L) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be between 1 and 1e9, got %ld", value);
-        return -1;
-    }
     *out = (int)value;
     return 0;
 }
@@ -487,7 +542,7 @@ static PyObject *make_track(mfu_module_state *state, PyObject *const *values,
                              &peak.flops_per_sec) < 0
         || mfu_py_number_arg(values[5], "peak_bytes_per_sec", 1,
                              &peak.bytes_per_sec) < 0
-        || int_arg(values[6], "num_gpus", &peak.num_devices) < 0)
+        || num_gpus_arg(values[6], &peak.num_devices) < 0)
         return NULL;
     if (!PyUnicode_Check(values[7])) {
         PyErr_SetString(PyExc_TypeError, "dtype must be a str");
@@ -530,23 +585,6 @@ enum {
     ARG_STREAM, ARG_COUNT
 };
 
-/* Index of keyword `name` among track()'s parameters, or -1. Interned
- * names (what the compiler emits for f(dtype=...)) match by identity. */
-static int track_keyword_index(mfu_module_state *state, PyObject *name)
-{
-    for (int i = 0; i < ARG_COUNT; i++) {
-        if (state->track_kwnames[i] == name)
-            return i;
-    }
-    for (int i = 0; i < ARG_COUNT; i++) {
-        if (PyUnicode_Compare(state->track_kwnames[i], name) == 0)
-            return i;
-    }
-    if (PyErr_Occurred())
-        PyErr_Clear();
-    return -1;
-}
-
 /* A raw stream handle from a torch stream (its cuda_stream) or an int. */
 static int stream_handle(PyObject *obj, uintptr_t *out)
 {
@@ -568,20 +606,33 @@ static int stream_handle(PyObject *obj, uintptr_t *out)
 /* (peak FLOP/s, peak bytes/s, dtype name, GPUSpec, MarkTimer or None,
  * device index, current-stream getter) for track()'s resolution key, from
  * the one-entry cache when the caller passes the same objects as last time
- * (a training loop does), else from the Python resolver. New reference. */
-static PyObject *track_resolution(mfu_module_state *state, PyObject *const *key)
+ * (a training loop does), else from the Python resolver. New reference.
+ *
+ * The cache is read and swapped in a critical section on the module; the
+ * resolver runs outside it (it is Python code, and may itself call
+ * track()), and what the swap replaces is released after it. */
+static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
+                                  PyObject *const *key)
 {
+    PyObject *resolved = NULL, *resolver = NULL;
+    Py_BEGIN_CRITICAL_SECTION(module);
     int hit = state->track_last_resolved != NULL;
     for (int i = 0; hit && i < 5; i++)
         hit = state->track_last_key[i] == key[i];
     if (hit)
-        return Py_NewRef(state->track_last_resolved);
-    if (state->track_resolver == NULL) {
+        resolved = Py_NewRef(state->track_last_resolved);
+    else
+        resolver = Py_XNewRef(state->track_resolver);
+    Py_END_CRITICAL_SECTION();
+    if (resolved != NULL)
+        return resolved;
+    if (resolver == NULL) {
         PyErr_SetString(PyExc_RuntimeError,
                         "track(): no resolver registered (import mfu_tracker)");
         return NULL;
     }
-    PyObject *resolved = PyObject_Vectorcall(state->track_resolver, key, 5, NULL);
+    resolved = PyObject_Vectorcall(resolver, key, 5, NULL);
+    Py_DECREF(resolver);
     if (resolved == NULL)
         return NULL;
     if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 7) {
@@ -589,11 +640,18 @@ static PyObject *track_resolution(mfu_module_state *state, PyObject *const *key)
         PyErr_SetString(PyExc_TypeError, "track(): the resolver must return a 7-tuple");
         return NULL;
     }
-    /* The resolver may have run other Python code: update the cache only
-     * now, key and value together. */
-    for (int i = 0; i < 5; i++)
-        Py_XSETREF(state->track_last_key[i], Py_NewRef(key[i]));
-    Py_XSETREF(state->track_last_resolved, Py_NewRef(resolved));
+    /* Key and value together; the old ones are released outside. */
+    PyObject *old[6];
+    Py_BEGIN_CRITICAL_SECTION(module);
+    for (int i = 0; i < 5; i++) {
+        old[i] = state->track_last_key[i];
+        state->track_last_key[i] = Py_NewRef(key[i]);
+    }
+    old[5] = state->track_last_resolved;
+    state->track_last_resolved = Py_NewRef(resolved);
+    Py_END_CRITICAL_SECTION();
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(old[i]);
     return resolved;
 }
 
@@ -601,50 +659,18 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
                           size_t nargsf, PyObject *kwnames)
 {
     mfu_module_state *state = mfu_module_get_state(module);
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *values[ARG_COUNT] = {
         NULL, Py_None, Py_None, Py_None, state->str_fp16, NULL, Py_None,
         Py_None, Py_None, state->str_auto, Py_None,
     };
-    int given[ARG_COUNT] = {0};
 
-    if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "track() takes 1 or 2 positional arguments (flop_count, "
-                     "param_bytes) but %zd were given", nargs);
+    if (mfu_py_bind("track", state->track_kwnames, ARG_COUNT, 2, 1, args,
+                    PyVectorcall_NARGS(nargsf), kwnames, values) < 0)
         return NULL;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        values[i] = args[i];
-        given[i] = 1;
-    }
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
-        int index = track_keyword_index(state, name);
-        if (index < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "track() got an unexpected keyword argument '%U'", name);
-            return NULL;
-        }
-        if (given[index]) {
-            PyErr_Format(PyExc_TypeError,
-                         "track() got multiple values for argument '%s'",
-                         track_parameter_names[index]);
-            return NULL;
-        }
-        given[index] = 1;
-        values[index] = args[nargs + k];
-    }
-    if (values[ARG_FLOP_COUNT] == NULL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "track() missing required argument 'flop_count'");
-        return NULL;
-    }
 
     PyObject *key[5] = {values[ARG_DTYPE], values[ARG_DEVICE], values[ARG_SPEC],
                         values[ARG_PEAK_TFLOPS], values[ARG_CLOCK]};
-    PyObject *resolved = track_resolution(state, key);
+    PyObject *resolved = track_resolution(module, state, key);
     if (resolved == NULL)
         return NULL;
 
@@ -697,7 +723,7 @@ done:
     return result;
 }
 
-/* _C._set_track_resolver(resolver): the Python function track() asks when
+/* _C.set_track_resolver(resolver): the Python function track() asks when
  * its arguments differ from the previous call's; forgets the cache. */
 static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
 {
@@ -706,10 +732,19 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
         PyErr_SetString(PyExc_TypeError, "resolver must be callable or None");
         return NULL;
     }
-    Py_XSETREF(state->track_resolver, resolver == Py_None ? NULL : Py_NewRef(resolver));
-    for (int i = 0; i < 5; i++)
-        Py_CLEAR(state->track_last_key[i]);
-    Py_CLEAR(state->track_last_resolved);
+    PyObject *old[7];
+    Py_BEGIN_CRITICAL_SECTION(module);
+    old[0] = state->track_resolver;
+    state->track_resolver = resolver == Py_None ? NULL : Py_NewRef(resolver);
+    for (int i = 0; i < 5; i++) {
+        old[1 + i] = state->track_last_key[i];
+        state->track_last_key[i] = NULL;
+    }
+    old[6] = state->track_last_resolved;
+    state->track_last_resolved = NULL;
+    Py_END_CRITICAL_SECTION();
+    for (int i = 0; i < 7; i++)
+        Py_XDECREF(old[i]);
     Py_RETURN_NONE;
 }
 
@@ -754,8 +789,7 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
                              &peak.flops_per_sec) < 0
         || mfu_py_number_arg(peak_bytes_obj, "peak_bytes_per_sec", 1,
                              &peak.bytes_per_sec) < 0
-        || (gpus_obj != NULL && int_arg(gpus_obj, "num_gpus",
-                                        &peak.num_devices) < 0))
+        || (gpus_obj != NULL && num_gpus_arg(gpus_obj, &peak.num_devices) < 0))
         return NULL;
     if (!(isfinite(elapsed_s) && elapsed_s > 0.0))
         return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "elapsed_sec",
@@ -835,8 +869,8 @@ static PyMethodDef track_module_methods[] = {
      "the block is timed on its GPU clock on `stream` (raw handle)."},
     {"track", (PyCFunction)(void (*)(void))py_track, METH_FASTCALL | METH_KEYWORDS,
      TRACK_DOC},
-    {"_set_track_resolver", py_set_track_resolver, METH_O,
-     "_set_track_resolver(resolver, /)\n--\n\n"
+    {"set_track_resolver", py_set_track_resolver, METH_O,
+     "set_track_resolver(resolver, /)\n--\n\n"
      "Register the function resolving track()'s peak and clock; clears the "
      "cache."},
     {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,

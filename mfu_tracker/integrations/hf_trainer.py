@@ -58,10 +58,9 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Tuple, TypeVar
 
 from transformers import TrainerCallback
 
-from .._validate import check_int, check_optional_number
 from .._dtypes import normalize_dtype
+from .._validate import check_clock, check_int, check_optional_number, check_peak_tflops
 from ..gpu import GPUSpec
-from ..tracker import _check_clock, _check_peak_tflops
 
 __all__ = ["MFUCallback"]
 
@@ -169,7 +168,7 @@ class MFUCallback(TrainerCallback):
 
             check_device(device)  # a bad device is a configuration error, raised now
         self.device = device
-        self.peak_tflops = None if peak_tflops is None else _check_peak_tflops(peak_tflops)
+        self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
         if spec is not None and not isinstance(spec, GPUSpec):
             raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
         self.spec = spec
@@ -179,7 +178,7 @@ class MFUCallback(TrainerCallback):
         if causal_attention not in ("full", "half"):
             raise ValueError(f"causal_attention must be 'full' or 'half', not {causal_attention!r}")
         self.causal_attention = causal_attention
-        self.clock = _check_clock(clock)
+        self.clock = check_clock(clock)
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
         self._warned: set = set()
         self._reset()
@@ -258,7 +257,7 @@ class MFUCallback(TrainerCallback):
         import torch
 
         from ..flops import param_bytes, transformer_flops
-        from ..step import Tracker
+        from ..tracker import Tracker
 
         self._remove_hook()
         self._reset()
@@ -494,8 +493,7 @@ class MFUCallback(TrainerCallback):
             if figures is None or window is None:
                 return
             # Global figures (sum of work / sum of peaks) plus the per-rank spread.
-            out = {prefix + key.split("/", 1)[1]: value
-                   for key, value in figures.metrics("x").items()}
+            out = figures.metrics(self.metric_prefix)
         elif window is None:
             return
         else:

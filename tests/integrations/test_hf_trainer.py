@@ -353,8 +353,8 @@ def test_gradient_checkpointing_raises_hfu_not_mfu(tmp_path):
 
 def test_fp32_on_cpu_without_a_peak_omits_mfu_with_one_warning(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu, "_warned", set())  # the lookup warns once per process
-    from mfu_tracker import tracker
-    tracker._reset_clocks()
+    from mfu_tracker import _clock
+    _clock.reset_caches()
     cb = MFUCallback()  # no peak: CPU has no datasheet row
     args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=B,
                              logging_steps=2, report_to=[], use_cpu=True, save_strategy="no",
@@ -372,7 +372,7 @@ def test_fp32_on_cpu_without_a_peak_omits_mfu_with_one_warning(tmp_path, monkeyp
         assert "throughput/peak_tflops" not in entry["metrics"]
         assert entry["metrics"]["throughput/tokens_per_sec"] == pytest.approx(
             entry["steps"] * B * S / entry["window_s"])
-    tracker._reset_clocks()
+    _clock.reset_caches()
 
 
 def test_dtype_detection_from_args_and_model():
