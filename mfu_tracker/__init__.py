@@ -6,6 +6,10 @@ The public API is a superset of the pure-Python ``mfu-tracker`` package's:
 ``UtilizationResult`` -- plus the peak table lookup, analytic transformer
 FLOPs and a measured peak for devices no datasheet covers.
 
+Every name a public submodule lists in its ``__all__`` is exported here,
+except the optional integrations (``mfu_tracker.integrations``: importing
+them imports their framework).
+
 Importing the package loads only torch-free modules; torch is imported when a
 function needs it.
 """
@@ -24,20 +28,33 @@ if getattr(_C, "__version__", None) != __version__:
 from .counter import (
     FlopCounter,
     FlopProfile,
+    ModuleFlops,
+    counter_backend,
     profile_flops,
     profile_flops_with_hfu,
     register_flop_formula,
+    unregister_flop_formula,
 )
 from .distributed import DistributedFigures, RankFigures
-from .flops import TransformerFlops, flash_attn_flops, param_bytes, transformer_flops
+from .flops import (
+    TransformerFlops,
+    flash_attn_flops,
+    num_params,
+    param_bytes,
+    params_flops,
+    transformer_flops,
+)
 from .gpu import (
+    PEAK_ENV_VAR,
     GPUSpec,
     get_gpu_spec,
+    gpu_spec_table,
     lookup_gpu_spec,
     measure_peak_flops,
     measured_gpu_spec,
     user_gpu_spec,
 )
+from .presets import load_preset, preset_names
 from .tracker import Tracker
 from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
 
@@ -48,9 +65,12 @@ __all__ = [
     "MFUOptimizerWrapper",
     "FlopCounter",
     "FlopProfile",
+    "ModuleFlops",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",
+    "unregister_flop_formula",
+    "counter_backend",
     "DistributedFigures",
     "RankFigures",
     "compute_mfu",
@@ -58,14 +78,20 @@ __all__ = [
     "UtilizationResult",
     "transformer_flops",
     "TransformerFlops",
+    "params_flops",
     "flash_attn_flops",
     "param_bytes",
+    "num_params",
     "GPUSpec",
+    "PEAK_ENV_VAR",
     "get_gpu_spec",
+    "gpu_spec_table",
     "lookup_gpu_spec",
     "measure_peak_flops",
     "measured_gpu_spec",
     "user_gpu_spec",
+    "load_preset",
+    "preset_names",
 ]
 
 

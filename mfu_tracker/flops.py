@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import _C
+from ._validate import CAUSAL_ATTENTION, check_choice, check_flag, check_int, check_positive_number
 
 __all__ = [
     "TransformerFlops",
@@ -38,7 +39,6 @@ __all__ = [
 ]
 
 _FORMULAS = ("6n", "palm", "matmul")
-_CAUSAL = ("full", "half")
 _RECOMPUTE = ("none", "full", "selective")
 
 # Keyword dims accepted by transformer_flops(**dims), with their C meaning.
@@ -507,21 +507,6 @@ def _lora_targets(targets: Any, mlp: str, model_type: str | None) -> list[str]:
     return out
 
 
-def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    key = value.lower()
-    if key not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-    return key
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
-    return value
-
-
 def _conventions_str(conv: Mapping[str, Any]) -> str:
     formula = {
         "6n": "formula 6n (6·N·T, no attention term)",
@@ -660,15 +645,16 @@ def transformer_flops(
     if merged.get("head_dim") is None:
         merged.pop("head_dim", None)
     if tie_word_embeddings is not None:
-        tie = _flag(tie_word_embeddings, "tie_word_embeddings")
+        tie = check_flag(tie_word_embeddings, "tie_word_embeddings")
     merged["tie_word_embeddings"] = tie
 
-    formula = _choice(formula, "formula", _FORMULAS)
-    causal_attention = _choice(causal_attention, "causal_attention", _CAUSAL)
-    activation_recompute = _choice(activation_recompute, "activation_recompute",
-                                   _RECOMPUTE)
-    include_lm_head = _flag(include_lm_head, "include_lm_head")
-    include_embedding = _flag(include_embedding, "include_embedding")
+    formula = check_choice(formula, "formula", _FORMULAS, ignore_case=True)
+    causal_attention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
+                                    ignore_case=True)
+    activation_recompute = check_choice(activation_recompute, "activation_recompute",
+                                        _RECOMPUTE, ignore_case=True)
+    include_lm_head = check_flag(include_lm_head, "include_lm_head")
+    include_embedding = check_flag(include_embedding, "include_embedding")
 
     options: dict[str, Any] = {
         "formula": formula,
@@ -752,16 +738,9 @@ def params_flops(
         TypeError: ``num_params`` / ``num_tokens`` not numbers / ints.
         ValueError: ``num_params`` not finite and > 0, ``num_tokens`` < 1.
     """
-    if isinstance(num_params, bool) or not isinstance(num_params, (int, float)):
-        raise TypeError(f"num_params must be a number, not {type(num_params).__name__}")
-    if not (num_params > 0 and num_params != float("inf")):
-        raise ValueError(f"num_params must be finite and > 0, got {num_params}")
-    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int):
-        raise TypeError(f"num_tokens must be an int, not {type(num_tokens).__name__}")
-    if num_tokens < 1:
-        raise ValueError(f"num_tokens must be >= 1, got {num_tokens}")
-    lora = _flag(lora, "lora")
-    n = float(num_params)
+    n = check_positive_number(num_params, "num_params")
+    num_tokens = check_int(num_tokens, "num_tokens", 1)
+    lora = check_flag(lora, "lora")
     per_token = (4.0 if lora else 6.0) * n
     conventions = {
         "formula": "6n",
@@ -797,14 +776,10 @@ def params_flops(
 # Peer-compatible helpers
 # ---------------------------------------------------------------------------
 
-def _positive_int(value: Any, name: str, minimum: int) -> int:
+def _required_int(value: Any, name: str, minimum: int) -> int:
     if value is None:
         raise TypeError(f"flash_attn_flops() missing required argument {name!r}")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return check_int(value, name, minimum)
 
 
 def flash_attn_flops(
@@ -836,14 +811,15 @@ def flash_attn_flops(
     """
     if batch is not None and batch_size is not None:
         raise TypeError("flash_attn_flops() takes batch or batch_size, not both")
-    b = _positive_int(batch if batch is not None else batch_size, "batch_size"
+    b = _required_int(batch if batch is not None else batch_size, "batch_size"
                       if batch is None else "batch", 0)
-    s = _positive_int(seq_len, "seq_len", 0)
-    h = _positive_int(num_heads, "num_heads", 1)
-    d = _positive_int(head_dim, "head_dim", 1)
-    causal = _flag(causal, "causal")
-    with_backward = _flag(with_backward, "with_backward")
-    convention = _choice(causal_attention, "causal_attention", _CAUSAL)
+    s = _required_int(seq_len, "seq_len", 0)
+    h = _required_int(num_heads, "num_heads", 1)
+    d = _required_int(head_dim, "head_dim", 1)
+    causal = check_flag(causal, "causal")
+    with_backward = check_flag(with_backward, "with_backward")
+    convention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
+                              ignore_case=True)
     if not causal:
         convention = "full"
     forward = _C.sdpa_flop(b, h, h, s, s, d, d, causal_attention=convention)
@@ -867,7 +843,7 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
     parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
     Works for models on the ``meta`` device.
     """
-    trainable_only = _flag(trainable_only, "trainable_only")
+    trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(
         p.numel() * p.element_size()
         for p in _parameters(model)
@@ -877,7 +853,7 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
 
 def num_params(model: Any, trainable_only: bool = False) -> int:
     """Number of ``model``'s parameters (shared ones once); see param_bytes."""
-    trainable_only = _flag(trainable_only, "trainable_only")
+    trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(
         p.numel() for p in _parameters(model)
         if not trainable_only or p.requires_grad

@@ -191,7 +191,7 @@ class Tracker(_C.StepTracker):
         flops_per_step: model FLOPs of one step on this rank (the MFU
             numerator), or None to give them per step (``step(model_flops=)``).
         dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...).
-        window: steps the figures cover (1 .. 2**24).
+        window: steps the figures cover (1 .. ``_C.LIMIT_WINDOW_MAX``).
         warmup: timed steps ignored at the start (compilation, warm-up).
         param_bytes: bytes of weights read per step (the MBU numerator).
         executed_flops_per_step: executed FLOPs per step for HFU (recompute

@@ -30,14 +30,21 @@ from mfu_tracker import (  # noqa: E402
     flash_attn_flops,
     get_gpu_spec,
     lookup_gpu_spec,
+    counter_backend,
+    gpu_spec_table,
+    load_preset,
     measure_peak_flops,
     measured_gpu_spec,
+    num_params,
     param_bytes,
+    params_flops,
+    preset_names,
     profile_flops,
     profile_flops_with_hfu,
     register_flop_formula,
     track,
     transformer_flops,
+    unregister_flop_formula,
     user_gpu_spec,
 )
 from mfu_tracker import _clock  # noqa: E402
@@ -226,6 +233,16 @@ ROWS: list = [
     ("param_bytes/model=str", lambda: param_bytes("model"), TypeError, r"model.*str"),
     ("param_bytes/trainable_only=yes", lambda: param_bytes(_model(), trainable_only="yes"), TypeError,
      r"trainable_only.*str"),
+    ("num_params/model=str", lambda: num_params("model"), TypeError, r"model.*str"),
+    ("num_params/trainable_only=1", lambda: num_params(_model(), trainable_only=1), TypeError,
+     r"trainable_only.*int"),
+    ("params_flops/num_params=-1", lambda: params_flops(-1), ValueError, r"num_params.*-1"),
+    ("params_flops/num_params=nan", lambda: params_flops(NAN), ValueError, r"num_params.*nan"),
+    ("params_flops/num_params=str", lambda: params_flops("7e9"), TypeError, r"num_params.*str"),
+    ("params_flops/num_tokens=0", lambda: params_flops(1e9, num_tokens=0), ValueError, r"num_tokens.*0"),
+    ("params_flops/lora=1", lambda: params_flops(1e9, lora=1), TypeError, r"lora.*int"),
+    ("load_preset/name=3", lambda: load_preset(3), TypeError, r"name.*int"),
+    ("load_preset/unknown", lambda: load_preset("llama-9"), KeyError, r"'llama-9'.*available"),
     # ---- GPU specs -----------------------------------------------------------------
     ("lookup_gpu_spec/name=5", lambda: lookup_gpu_spec(5), TypeError, r"name.*int"),
     ("lookup_gpu_spec/name=''", lambda: lookup_gpu_spec(""), ValueError, r"name"),
@@ -287,6 +304,9 @@ ROWS: list = [
     ("register_flop_formula/fn=3", lambda: register_flop_formula("mylib::op_bad_fn", 3), TypeError, r"fn.*int"),
     ("register_flop_formula/built-in op", lambda: register_flop_formula("aten::mm", lambda *a: 1), ValueError,
      r"aten::mm.*built-in"),
+    ("unregister_flop_formula/op_name=3", lambda: unregister_flop_formula(3), TypeError, r"op_name.*3"),
+    ("unregister_flop_formula/not registered", lambda: unregister_flop_formula("mylib::never_registered"),
+     KeyError, r"mylib::never_registered"),
     # ---- MFUOptimizerWrapper ----------------------------------------------------------
     ("MFUOptimizerWrapper/optimizer=str", lambda: MFUOptimizerWrapper("opt", _model()), TypeError,
      r"optimizer.*str"),
@@ -357,7 +377,7 @@ def test_the_matrix_covers_every_public_callable():
     """Every public function / class exported (``__all__`` and the Trainer
     callback) has at least one row; data-only classes are listed here."""
     data_only = {"__version__", "FlopProfile", "DistributedFigures", "RankFigures", "UtilizationResult",
-                 "TransformerFlops", "GPUSpec"}
+                 "TransformerFlops", "GPUSpec", "ModuleFlops", "PEAK_ENV_VAR"}
     covered = {row[0].split("/")[0].split(".")[0] for row in ROWS}
     covered |= {d[0].split("/")[0].split(".")[0] for d in DEFINED}
     covered |= {"main"}  # the CLI rows below
@@ -411,6 +431,14 @@ def _defined_flash_zero() -> None:
     assert flash_attn_flops(batch_size=0, seq_len=0, num_heads=1, head_dim=1) == 0
 
 
+def _defined_no_arguments() -> None:
+    # Functions without arguments: nothing to get wrong but their results.
+    assert counter_backend() in ("torch-ext", "dispatch")
+    names = [spec.name for spec in gpu_spec_table()]
+    assert names and len(names) == len(set(names))
+    assert preset_names() == sorted(preset_names()) and "llama-3.1-8b" in preset_names()
+
+
 def _defined_transformer_huge() -> None:
     # The analytic path is double arithmetic (like the peaks): dimensions far
     # beyond any model give finite, ordered figures, not a wrapped integer.
@@ -433,6 +461,9 @@ DEFINED = [
     ("compute_mfu/MFU > 1", _defined_mfu_above_one),
     ("lookup_gpu_spec/unknown device", _defined_lookup_unknown),
     ("flash_attn_flops/empty batch", _defined_flash_zero),
+    ("counter_backend/no arguments", _defined_no_arguments),
+    ("gpu_spec_table/no arguments", _defined_no_arguments),
+    ("preset_names/no arguments", _defined_no_arguments),
 ]
 
 

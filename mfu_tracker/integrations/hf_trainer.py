@@ -63,6 +63,9 @@ from .._dtypes import normalize_dtype
 from .._metrics import format_metrics
 from .._step_flops import StepCounter, StepFlops, StepRecord, StepRecords, WindowWork
 from .._validate import (
+    NUM_GPUS_MAX,
+    WARMUP_MAX,
+    WINDOW_MAX,
     check_causal_attention,
     check_clock,
     check_device,
@@ -153,7 +156,7 @@ class MFUCallback(TrainerCallback):
     ) -> None:
         self.sample_batch = check_sample_batch(sample_batch)
         self.dtype = None if dtype is None else normalize_dtype(dtype)
-        self.num_gpus = check_int(num_gpus, "num_gpus", 1)
+        self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
         self._hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
         self.hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
         self.metric_prefix = check_prefix(metric_prefix, "metric_prefix")
@@ -163,8 +166,8 @@ class MFUCallback(TrainerCallback):
         self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
         self.spec = check_spec(spec)
         self.count_every = check_int(count_every, "count_every", 0)
-        self.window = None if window is None else check_int(window, "window", 1)
-        self.warmup = check_int(warmup, "warmup", 0)
+        self.window = None if window is None else check_int(window, "window", 1, WINDOW_MAX)
+        self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         self.causal_attention = check_causal_attention(causal_attention)
         self.clock = check_clock(clock)
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
