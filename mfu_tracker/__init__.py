@@ -58,40 +58,20 @@ from .presets import load_preset, preset_names
 from .tracker import Tracker
 from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
 
+from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
+
+#: Everything the public submodules list in their ``__all__`` (so the two can
+#: never disagree), and the lazily imported optimizer wrapper.
 __all__ = [
     "__version__",
-    "track",
-    "Tracker",
     "MFUOptimizerWrapper",
-    "FlopCounter",
-    "FlopProfile",
-    "ModuleFlops",
-    "profile_flops",
-    "profile_flops_with_hfu",
-    "register_flop_formula",
-    "unregister_flop_formula",
-    "counter_backend",
-    "DistributedFigures",
-    "RankFigures",
-    "compute_mfu",
-    "compute_mbu",
-    "UtilizationResult",
-    "transformer_flops",
-    "TransformerFlops",
-    "params_flops",
-    "flash_attn_flops",
-    "param_bytes",
-    "num_params",
-    "GPUSpec",
-    "PEAK_ENV_VAR",
-    "get_gpu_spec",
-    "gpu_spec_table",
-    "lookup_gpu_spec",
-    "measure_peak_flops",
-    "measured_gpu_spec",
-    "user_gpu_spec",
-    "load_preset",
-    "preset_names",
+    *utilization.__all__,
+    *tracker.__all__,
+    *counter.__all__,
+    *distributed.__all__,
+    *flops.__all__,
+    *gpu.__all__,
+    *presets.__all__,
 ]
 
 

@@ -149,15 +149,6 @@ def check_stream(stream: Any) -> int:
     return handle
 
 
-def check_timeout(timeout: Any, argument: str) -> float:
-    """A wait bound: a finite number of seconds > 0."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise TypeError(f"{argument} must be a number of seconds, not {type(timeout).__name__}")
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"{argument} must be a finite number of seconds > 0, got {timeout!r}")
-    return float(timeout)
-
-
 def check_optional_flag(value: Any, argument: str) -> Optional[bool]:
     """None, True or False."""
     if value is not None and not isinstance(value, bool):

@@ -33,9 +33,9 @@ from ._validate import (
     check_int,
     check_optional_flag,
     check_optional_number,
+    check_positive_number,
     check_prefix,
     check_stream,
-    check_timeout,
 )
 from .distributed import DistributedFigures, RankFigures, combine
 from .gpu import GPUSpec
@@ -59,7 +59,7 @@ def _override(value: Any, argument: str) -> Optional[float]:
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
     """Whether the tracker aggregates across ranks; configuration errors raise."""
     check_optional_flag(distributed, "distributed")
-    check_timeout(timeout, "distributed_timeout")
+    check_positive_number(timeout, "distributed_timeout", "seconds")
     if distributed is False:
         return False
     if distributed is True:
