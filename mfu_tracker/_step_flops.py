@@ -56,6 +56,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import _C
+from ._metrics import format_metrics
 
 #: (model, executed, forward) FLOPs of a step or a block.
 Flops = Tuple[float, float, float]
@@ -520,3 +521,29 @@ class WindowWork:
         figures["peak_flops_per_sec"] = (None if peak_flops_per_sec is None
                                          else peak_flops_per_sec * num_gpus)
         return figures
+
+
+def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
+                   param_bytes: Optional[float], num_gpus: int) -> Optional[Dict[str, float]]:
+    """The metric dict of a logging step: with a distributed ``tracker``, the
+    global figures of its collective (``Tracker.aggregate`` with the window's
+    work) -- every rank must call this at every logging step, with or without
+    a window, so no rank is left waiting at the gather; otherwise this
+    process's figures over ``window``. None when there is nothing to log."""
+    if tracker.distributed:
+        model_flops = executed_flops = tokens = None
+        if window is not None and window.known:
+            model_flops, executed_flops = window.model_flops, window.executed_flops
+        if window is not None:
+            tokens = window.tokens
+        figures = tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
+                                    num_tokens=tokens)
+        if figures is None or window is None:
+            return None
+        return figures.metrics(prefix)   # sum of work / sum of peaks, and the per-rank spread
+    if window is None:
+        return None
+    peak = tracker.peak
+    return format_metrics(window.figures(peak_flops_per_sec=peak.flops_per_sec,
+                                         peak_bytes_per_sec=peak.bytes_per_sec,
+                                         param_bytes=param_bytes, num_gpus=num_gpus), prefix)

@@ -60,8 +60,14 @@ from typing import Any, Callable, Deque, Dict, Optional, TypeVar
 from transformers import TrainerCallback
 
 from .._dtypes import normalize_dtype
-from .._metrics import format_metrics
-from .._step_flops import StepCounter, StepFlops, StepRecord, StepRecords, WindowWork
+from .._step_flops import (
+    StepCounter,
+    StepFlops,
+    StepRecord,
+    StepRecords,
+    WindowWork,
+    window_metrics,
+)
 from .._validate import (
     NUM_GPUS_MAX,
     WARMUP_MAX,
@@ -347,28 +353,10 @@ class MFUCallback(TrainerCallback):
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
         window = self._window_work() if new_steps else None
-        if self._tracker.distributed:
-            # A collective: every rank reaches it at every logging step, whatever
-            # its own window holds, so no rank is left waiting at the gather.
-            model_flops = executed_flops = tokens = None
-            if window is not None and window.known:
-                model_flops, executed_flops = window.model_flops, window.executed_flops
-            if window is not None:
-                tokens = window.tokens
-            figures = self._tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
-                                              num_tokens=tokens)
-            if figures is None or window is None:
-                return
-            # Global figures (sum of work / sum of peaks) plus the per-rank spread.
-            out = figures.metrics(self.metric_prefix)
-        elif window is None:
+        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
+                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
+        if out is None or window is None:
             return
-        else:
-            peak = self._tracker.peak
-            out = format_metrics(window.figures(peak_flops_per_sec=peak.flops_per_sec,
-                                                peak_bytes_per_sec=peak.bytes_per_sec,
-                                                param_bytes=self._param_bytes,
-                                                num_gpus=self.num_gpus), self.metric_prefix)
         logs.update(out)
         history = getattr(state, "log_history", None)
         if history and history[-1].get("step") == state.global_step:
