@@ -19,7 +19,6 @@ Rules:
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, Mapping, NamedTuple, Tuple
 
 
@@ -72,22 +71,34 @@ def metric_key(prefix: str, name: str) -> str:
     return f"{prefix}/{name}" if prefix else name
 
 
-def _available(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
+#: prefix -> ((figure, key, scale) for every KEYS entry): keys are built once
+#: per prefix, not per call (a loop may log every step).
+_PLANS: Dict[str, Tuple[Tuple[str, str, float], ...]] = {}
+_PLANS_MAX = 64
+
+
+def _plan(prefix: str) -> Tuple[Tuple[str, str, float], ...]:
+    plan = _PLANS.get(prefix)
+    if plan is None:
+        plan = tuple((key.field, metric_key(prefix, key.name), key.scale) for key in KEYS)
+        if len(_PLANS) < _PLANS_MAX:
+            _PLANS[prefix] = plan
+    return plan
 
 
 def format_metrics(figures: Mapping[str, Any], prefix: str) -> Dict[str, float]:
     """The logged dict of ``figures`` (None / NaN = unavailable: left out)."""
     out: Dict[str, float] = {}
-    for key in KEYS:
-        value = figures.get(key.field)
-        if _available(value):
-            out[metric_key(prefix, key.name)] = float(value) * key.scale
+    get = figures.get
+    for field, key, scale in _plan(prefix):
+        value = get(field)
+        if value is not None and value == value:  # NaN != NaN
+            out[key] = value * scale                # a float (the scales are floats)
     for family, _, _ in FAMILIES:
-        entries = figures.get(family)
+        entries = get(family)
         if entries:
             base = metric_key(prefix, family)
             for name, value in entries.items():
-                if _available(value):
+                if value is not None and value == value:
                     out[f"{base}/{name}"] = float(value)
     return out
