@@ -400,7 +400,7 @@ static PyType_Slot track_slots[] = {
     {0, NULL},
 };
 
-static PyType_Spec track_spec = {
+PyType_Spec mfu_py_result_spec = {
     .name = "mfu_tracker._C.UtilizationResult",
     .basicsize = sizeof(track_object),
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
@@ -635,7 +635,7 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
     return result;
 }
 
-static PyMethodDef result_module_methods[] = {
+PyMethodDef mfu_py_result_functions[] = {
     {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
      "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
      "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec, "
@@ -651,15 +651,3 @@ static PyMethodDef result_module_methods[] = {
      "unavailable)."},
     {NULL, NULL, 0, NULL},
 };
-
-int mfu_py_result_exec(PyObject *module)
-{
-    mfu_module_state *state = mfu_module_get_state(module);
-    state->track_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &track_spec, NULL);
-    if (state->track_type == NULL)
-        return -1;
-    if (PyModule_AddType(module, state->track_type) < 0)
-        return -1;
-    return PyModule_AddFunctions(module, result_module_methods);
-}

@@ -28,8 +28,9 @@
 PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
                             PyObject *timer, uintptr_t stream);
 
-/* Add UtilizationResult, new_track() and compute_metrics() to the module
- * (state->track_type is set); 0 / -1. */
-int mfu_py_result_exec(PyObject *module);
+/* The UtilizationResult type, and the module functions new_track() and
+ * compute_metrics(); py_track.c's exec adds them to the module. */
+extern PyType_Spec mfu_py_result_spec;
+extern PyMethodDef mfu_py_result_functions[];
 
 #endif /* MFU_PY_RESULT_H */
