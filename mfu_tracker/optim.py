@@ -14,7 +14,7 @@ syncs the GPU to read it, this wrapper
   ``count_every``-th optimizer step; steps in between are scaled from the last
   counted step by their tokens);
 * times optimizer steps end to end with the step tracker
-  (:class:`~mfu_tracker.step.Tracker`): one boundary per ``step()``, so the period
+  (:class:`~mfu_tracker.Tracker`): one boundary per ``step()``, so the period
   covers data loading, forward, backward *and* the optimizer, with GPU events that
   never synchronize;
 * sums FLOPs and tokens over every micro-batch of an optimizer step (gradient
