@@ -9,7 +9,6 @@ range. Bounds are the C core's (``csrc/core/mfu_limits.h``, exported as
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any, Optional, Sequence
 
 from . import _C
@@ -25,8 +24,6 @@ COUNTERS_MAX: int = _C.LIMIT_COUNTERS_MAX
 CLOCKS = ("auto", "cuda", "hip", "cpu")
 #: Values of every ``causal_attention`` argument.
 CAUSAL_ATTENTION = ("full", "half")
-#: A raw stream handle is a pointer: it fits this many bits.
-_POINTER_BITS = 8 * struct.calcsize("P")
 
 
 def check_optional_number(value: Any, argument: str, low: float) -> Optional[float]:
@@ -133,8 +130,8 @@ def check_prefix(prefix: Any, argument: str = "prefix") -> str:
 
 def check_stream(stream: Any) -> int:
     """The raw handle of ``stream``: a torch stream (its ``cuda_stream``, also
-    on ROCm) or an int handle that fits a pointer. ``None`` is resolved by the
-    caller."""
+    on ROCm) or an int handle. ``None`` is resolved by the caller; the range
+    (a pointer) is checked in C, where the handle is used."""
     if isinstance(stream, int) and not isinstance(stream, bool):
         handle = stream
     else:
@@ -144,8 +141,6 @@ def check_stream(stream: Any) -> int:
                 "stream must be a torch.cuda.Stream, a raw stream handle (int) or None, "
                 f"not {type(stream).__name__}"
             )
-    if not 0 <= handle < 1 << _POINTER_BITS:
-        raise ValueError(f"stream must be a handle in [0, 2**{_POINTER_BITS}), got {handle!r}")
     return handle
 
 
