@@ -83,7 +83,29 @@ def flop_formula_count(
 # ---- py_track.c ---------------------------------------------------------------
 
 class UtilizationResult:
-    """One track() block: a context manager whose figures fill in on exit."""
+    """One timed block: a context manager whose figures fill in on exit.
+
+    Every attribute is read-only (a getter in C); figures are None until the
+    block has exited and where unavailable.
+    """
+
+    mfu: Optional[float]
+    hfu: Optional[float]
+    mbu: Optional[float]
+    elapsed_sec: Optional[float]
+    achieved_tflops: Optional[float]
+    achieved_flops_per_sec: Optional[float]
+    achieved_tbs: Optional[float]
+    tokens_per_sec: Optional[float]
+    peak_flops_per_sec: Optional[float]
+    model_flops: Optional[float]
+    executed_flops: Optional[float]
+    num_tokens: Optional[float]
+    num_gpus: int
+    ready: bool
+    dtype: str
+    gpu_spec: Any
+    clock: Literal["cpu", "cuda", "hip"]
 
     def __enter__(self) -> UtilizationResult: ...
     def __exit__(
@@ -92,38 +114,12 @@ class UtilizationResult:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
-    @property
-    def mfu(self) -> Optional[float]: ...
-    @property
-    def hfu(self) -> Optional[float]: ...
-    @property
-    def mbu(self) -> Optional[float]: ...
-    @property
-    def elapsed_sec(self) -> Optional[float]: ...
-    @property
-    def achieved_tflops(self) -> Optional[float]: ...
-    @property
-    def achieved_flops_per_sec(self) -> Optional[float]: ...
-    @property
-    def achieved_tbs(self) -> Optional[float]: ...
-    @property
-    def tokens_per_sec(self) -> Optional[float]: ...
-    @property
-    def peak_flops_per_sec(self) -> Optional[float]: ...
-    @property
-    def model_flops(self) -> float: ...
-    @property
-    def executed_flops(self) -> Optional[float]: ...
-    @property
-    def num_gpus(self) -> int: ...
-    @property
-    def ready(self) -> bool: ...
-    @property
-    def dtype(self) -> str: ...
-    @property
-    def gpu_spec(self) -> Any: ...
-    @property
-    def clock(self) -> Literal["cpu", "cuda", "hip"]: ...
+    def set_work(
+        self,
+        flop_count: Optional[float] = None,
+        hfu_flop_count: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+    ) -> None: ...
 
 def new_track(
     flop_count: float,
@@ -153,7 +149,7 @@ def track(
     clock: str = "auto",
     stream: Any = None,
 ) -> UtilizationResult: ...
-def _set_track_resolver(resolver: Any, /) -> None: ...
+def set_track_resolver(resolver: Any, /) -> None: ...
 def compute_metrics(
     model_flops: float,
     elapsed_s: float,

@@ -6,6 +6,10 @@ The public API is a superset of the pure-Python ``mfu-tracker`` package's:
 ``UtilizationResult`` -- plus the peak table lookup, analytic transformer
 FLOPs and a measured peak for devices no datasheet covers.
 
+Every name a public submodule lists in its ``__all__`` is exported here,
+except the optional integrations (``mfu_tracker.integrations``: importing
+them imports their framework).
+
 Importing the package loads only torch-free modules; torch is imported when a
 function needs it.
 """
@@ -24,48 +28,50 @@ if getattr(_C, "__version__", None) != __version__:
 from .counter import (
     FlopCounter,
     FlopProfile,
+    ModuleFlops,
+    counter_backend,
     profile_flops,
     profile_flops_with_hfu,
     register_flop_formula,
+    unregister_flop_formula,
 )
 from .distributed import DistributedFigures, RankFigures
-from .flops import TransformerFlops, flash_attn_flops, param_bytes, transformer_flops
+from .flops import (
+    TransformerFlops,
+    flash_attn_flops,
+    num_params,
+    param_bytes,
+    params_flops,
+    transformer_flops,
+)
 from .gpu import (
+    PEAK_ENV_VAR,
     GPUSpec,
     get_gpu_spec,
+    gpu_spec_table,
     lookup_gpu_spec,
     measure_peak_flops,
     measured_gpu_spec,
     user_gpu_spec,
 )
-from .step import Tracker
-from .tracker import UtilizationResult, compute_mbu, compute_mfu, track
+from .presets import load_preset, preset_names
+from .tracker import Tracker
+from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
 
+from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
+
+#: Everything the public submodules list in their ``__all__`` (so the two can
+#: never disagree), and the lazily imported optimizer wrapper.
 __all__ = [
     "__version__",
-    "track",
-    "Tracker",
     "MFUOptimizerWrapper",
-    "FlopCounter",
-    "FlopProfile",
-    "profile_flops",
-    "profile_flops_with_hfu",
-    "register_flop_formula",
-    "DistributedFigures",
-    "RankFigures",
-    "compute_mfu",
-    "compute_mbu",
-    "UtilizationResult",
-    "transformer_flops",
-    "TransformerFlops",
-    "flash_attn_flops",
-    "param_bytes",
-    "GPUSpec",
-    "get_gpu_spec",
-    "lookup_gpu_spec",
-    "measure_peak_flops",
-    "measured_gpu_spec",
-    "user_gpu_spec",
+    *utilization.__all__,
+    *tracker.__all__,
+    *counter.__all__,
+    *distributed.__all__,
+    *flops.__all__,
+    *gpu.__all__,
+    *presets.__all__,
 ]
 
 

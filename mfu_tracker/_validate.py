@@ -9,7 +9,7 @@ range. Bounds are the C core's (``csrc/core/mfu_limits.h``, exported as
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from . import _C
 
@@ -19,6 +19,11 @@ WARMUP_MAX: int = _C.LIMIT_WARMUP_MAX
 NUM_GPUS_MAX: int = _C.LIMIT_NUM_GPUS_MAX
 PARALLEL_DEGREE_MAX: int = _C.LIMIT_PARALLEL_DEGREE_MAX
 COUNTERS_MAX: int = _C.LIMIT_COUNTERS_MAX
+
+#: Values of every ``clock`` argument (track(), Tracker, the integrations).
+CLOCKS = ("auto", "cuda", "hip", "cpu")
+#: Values of every ``causal_attention`` argument.
+CAUSAL_ATTENTION = ("full", "half")
 
 
 def check_optional_number(value: Any, argument: str, low: float) -> Optional[float]:
@@ -56,3 +61,128 @@ def check_device(device: Any, argument: str = "device") -> Any:
         return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
     except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
         raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
+
+
+def check_choice(value: Any, argument: str, choices: Sequence[str], *,
+                 ignore_case: bool = False, type_error: bool = True) -> str:
+    """``value``: one of ``choices`` (a str; with ``ignore_case`` compared, and
+    returned, lower-cased). ``TypeError`` for a non-str (``ValueError`` with
+    ``type_error=False``, where a caller's documented behaviour says so),
+    ``ValueError`` listing the choices for any other value."""
+    if not isinstance(value, str):
+        if type_error:
+            raise TypeError(f"{argument} must be a str ({', '.join(choices)}), "
+                            f"not {type(value).__name__}")
+        raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    key = value.lower() if ignore_case else value
+    if key not in choices:
+        raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return key
+
+
+def check_flag(value: Any, argument: str) -> bool:
+    """``value``: a bool (not an int standing for one)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{argument} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def check_positive_number(value: Any, argument: str, unit: str = "") -> float:
+    """``value`` as a float: a finite number > 0 (``unit`` names it in the error)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{argument} must be a number, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        unit_text = f" ({unit})" if unit else ""
+        raise ValueError(f"{argument} must be a finite number > 0{unit_text}, got {value!r}")
+    return float(value)
+
+
+def check_peak_tflops(peak_tflops: Any) -> float:
+    """A user's per-device peak: a finite number of TFLOP/s > 0."""
+    return check_positive_number(peak_tflops, "peak_tflops", "TFLOP/s")
+
+
+def check_clock(clock: Any) -> str:
+    """``clock``: one of :data:`CLOCKS`."""
+    return check_choice(clock, "clock", CLOCKS)
+
+
+def check_causal_attention(value: Any, *, type_error: bool = True) -> str:
+    """``causal_attention``: "full" (PaLM, the default) or "half" (Megatron)."""
+    return check_choice(value, "causal_attention", CAUSAL_ATTENTION, type_error=type_error)
+
+
+def check_spec(spec: Any) -> Any:
+    """``spec``: None or a :class:`~mfu_tracker.GPUSpec`."""
+    from .gpu import GPUSpec  # lazy: gpu imports this module
+
+    if spec is not None and not isinstance(spec, GPUSpec):
+        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
+    return spec
+
+
+def check_prefix(prefix: Any, argument: str = "prefix") -> str:
+    """A metric key prefix: a str ("" for bare keys)."""
+    if not isinstance(prefix, str):
+        raise TypeError(f"{argument} must be a str, not {type(prefix).__name__}")
+    return prefix
+
+
+def check_stream(stream: Any) -> int:
+    """The raw handle of ``stream``: a torch stream (its ``cuda_stream``, also
+    on ROCm) or an int handle. ``None`` is resolved by the caller; the range
+    (a pointer) is checked in C, where the handle is used."""
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        handle = stream
+    else:
+        handle = getattr(stream, "cuda_stream", None)
+        if not isinstance(handle, int) or isinstance(handle, bool):
+            raise TypeError(
+                "stream must be a torch.cuda.Stream, a raw stream handle (int) or None, "
+                f"not {type(stream).__name__}"
+            )
+    return handle
+
+
+def check_optional_flag(value: Any, argument: str) -> Optional[bool]:
+    """None, True or False."""
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{argument} must be None, True or False, not {type(value).__name__}")
+    return value
+
+
+def check_hfu_factor(hfu_backward_factor: Any, backward_factor: Any) -> Optional[float]:
+    """The peer's two spellings of the HFU knob as one factor: executed FLOPs
+    = forward FLOPs x factor. ``hfu_backward_factor`` f gives 1 + f (>= 0: the
+    backward costs f forwards), ``backward_factor`` F gives F (>= 1); not both.
+    None: executed FLOPs as counted."""
+    extra = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
+    total = check_optional_number(backward_factor, "backward_factor", 1.0)
+    if extra is not None and total is not None:
+        raise ValueError("give hfu_backward_factor or backward_factor, not both")
+    return 1.0 + extra if extra is not None else total
+
+
+def check_sample_batch(batch: Any, argument: str = "sample_batch") -> Any:
+    """A sample batch for a profile: None, a dict of model inputs, a tensor, or
+    a tuple / list of positional inputs holding at least one tensor."""
+    if batch is None:
+        return None
+    from collections.abc import Mapping
+
+    if isinstance(batch, Mapping):
+        return batch
+    torch = _torch_if_loaded()
+    if torch is not None:
+        if isinstance(batch, torch.Tensor):
+            return batch
+        if isinstance(batch, (tuple, list)) and any(isinstance(v, torch.Tensor) for v in batch):
+            return batch
+    raise TypeError(f"{argument} must be a dict of model inputs, a tensor, a tuple / list of "
+                    f"inputs (tensors) or None, not {type(batch).__name__}")
+
+
+def _torch_if_loaded() -> Any:
+    import sys
+
+    return sys.modules.get("torch")

@@ -19,7 +19,9 @@ from typing import List, Optional, Sequence
 from ._dtypes import normalize_dtype
 from .gpu import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
 
-__all__ = ["main"]
+# Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
+# point (pyproject.toml), run as a program, not a library function.
+__all__: List[str] = []
 
 _TABLE_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
 

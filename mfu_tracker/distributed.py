@@ -55,6 +55,9 @@ sync every step and the interval times are equal up to noise -- there uneven
 ``mfu_rank_max``), and a slow *device* with equal work is invisible to
 step-boundary timing on any rank.
 
+The collective itself (the side group, the gather, the bounded wait) is in
+:mod:`mfu_tracker._collective`.
+
 Faults. A gather that fails or times out (a rank that does not reach it, a
 peer that exited) gives one ``RuntimeWarning`` naming the cause, the local
 figures instead, and ends aggregation for that tracker: gloo cannot re-pair
@@ -62,32 +65,27 @@ ranks that fell out of step, so every later ``metrics()`` is local (no wait).
 Ranks that aggregate at different step counts (mismatched logging intervals)
 still get global figures, with one warning. Nothing raises into the loop.
 
-torch is imported only when a tracker is actually distributed.
 """
 from __future__ import annotations
 
 import math
-import sys
-import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["RankFigures", "DistributedFigures", "combine", "ROW_FIELDS", "DEFAULT_TIMEOUT_S"]
+from ._metrics import format_metrics
+from ._validate import check_prefix
 
-#: Seconds a rank waits in the aggregation for the others before it gives up
-#: (one warning, local figures from then on). Ranks reach a logging step
-#: within about one step of each other in synchronous training; this leaves
-#: room for a slow step plus a checkpoint write.
-DEFAULT_TIMEOUT_S = 120.0
+__all__ = ["RankFigures", "DistributedFigures"]
 
-_LAYOUT = 1.0  # bumped when ROW_FIELDS changes: rows of different layouts never combine
+#: The first value of every row: bumped when ROW_FIELDS changes, so rows of
+#: different layouts (ranks running different versions) never combine.
+ROW_LAYOUT = 1.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
 #: degree); NaN = unavailable.
 ROW_FIELDS: Tuple[str, ...] = (
-    "layout",                  # _LAYOUT
+    "layout",                  # ROW_LAYOUT
     "rank",                    # global rank
     "boundaries",              # step() calls so far
     "steps",                   # steps in the window
@@ -158,7 +156,7 @@ class RankFigures:
         return cls(**kwargs)
 
     def to_row(self) -> List[float]:
-        row = [_LAYOUT]
+        row = [ROW_LAYOUT]
         for name in ROW_FIELDS[1:]:
             value = getattr(self, name)
             row.append(_NAN if value is None else float(value))
@@ -210,27 +208,9 @@ class DistributedFigures:
         return len(self.ranks)
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
-        """The ``Tracker.metrics()`` keys of these figures; unavailable ones left out."""
-        tflops = lambda v: None if v is None else v * 1e-12  # noqa: E731
-        values = {
-            "mfu": self.mfu,
-            "hfu": self.hfu,
-            "mbu": self.mbu,
-            "tokens_per_sec": self.tokens_per_sec,
-            "achieved_tflops": tflops(self.achieved_flops_per_sec),
-            "step_time_s": self.step_time_s,
-            "step_time_min_s": self.step_time_min_s,
-            "step_time_max_s": self.step_time_max_s,
-            "peak_tflops": tflops(self.peak_flops_per_sec),
-            "tokens_per_sec_per_device": self.tokens_per_sec_per_device,
-            "mfu_rank_min": self.mfu_rank_min,
-            "mfu_rank_mean": self.mfu_rank_mean,
-            "mfu_rank_max": self.mfu_rank_max,
-            "step_time_rank_max": self.step_time_rank_max,
-            "step_time_rank_min": self.step_time_rank_min,
-            "slowest_rank": None if self.slowest_rank is None else float(self.slowest_rank),
-        }
-        return {f"{prefix}/{k}": float(v) for k, v in values.items() if v is not None}
+        """The ``Tracker.metrics()`` keys of these figures (the one formatter,
+        :mod:`mfu_tracker._metrics`); unavailable ones left out."""
+        return format_metrics(self.__dict__, check_prefix(prefix))
 
 
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
@@ -283,141 +263,3 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         step_time_rank_min=None if fastest is None else fastest[0],
         steps_match=len({r.boundaries for r in ranks}) == 1,
     )
-
-
-# ---------------------------------------------------------------------------
-# The collective
-# ---------------------------------------------------------------------------
-
-def _dist() -> Any:
-    """torch.distributed if torch is already imported and a process group is up."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    dist = getattr(torch, "distributed", None)
-    if dist is None or not dist.is_available() or not dist.is_initialized():
-        return None
-    return dist
-
-
-def _process_group_initialized() -> bool:
-    """Whether a default ``torch.distributed`` process group exists (torch not imported: False)."""
-    return _dist() is not None
-
-
-class _Aggregator:
-    """The per-tracker collective state: a dedicated gloo group, counters, warnings.
-
-    Created by ``Tracker`` on every rank (group creation is collective: all
-    ranks create their trackers in the same order). World size 1: no group,
-    no collective.
-    """
-
-    __slots__ = ("rank", "world_size", "timeout_s", "group", "failed", "aggregations",
-                 "collectives", "failures", "_last_end", "_last_boundaries",
-                 "_warned_mismatch")
-
-    def __init__(self, timeout_s: float) -> None:
-        import datetime
-
-        import torch.distributed as dist
-
-        self.rank = dist.get_rank()
-        self.world_size = dist.get_world_size()
-        self.timeout_s = timeout_s
-        self.group: Any = None
-        self.failed: Optional[str] = None
-        self.aggregations = 0  # aggregate() calls
-        self.collectives = 0   # all-gathers started
-        self.failures = 0
-        self._warned_mismatch = False
-        if self.world_size > 1:
-            if not dist.is_gloo_available():
-                self._fail("this torch build has no gloo backend for the side group", 4)
-            else:
-                try:
-                    self.group = dist.new_group(
-                        backend="gloo", timeout=datetime.timedelta(seconds=timeout_s))
-                except Exception as exc:  # a fault, not a configuration error
-                    self._fail(f"creating its gloo process group failed "
-                               f"({type(exc).__name__}: {exc})", 4)
-        self._last_end = time.perf_counter()
-        self._last_boundaries = 0
-
-    def _fail(self, reason: str, stacklevel: int = 6) -> None:
-        self.failed = reason
-        self.failures += 1
-        self.group = None
-        warnings.warn(
-            f"mfu_tracker: Tracker on rank {self.rank} of {self.world_size}: {reason}. "
-            f"This rank reports its local figures from now on (metrics() is no longer "
-            f"a collective); ranks must call metrics() at the same steps.",
-            RuntimeWarning, stacklevel=stacklevel)
-
-    def gather(self, row: List[float]) -> Optional[List[RankFigures]]:
-        """All ranks' rows, or None after one warning when the collective fails."""
-        import torch
-        import torch.distributed as dist
-
-        # Looked up per call (torch >= 2.13 names it all_gather_single; older
-        # ones all_gather_into_tensor), so a benchmark can count the calls.
-        all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-        self.collectives += 1
-        send = torch.tensor(row, dtype=torch.float64)
-        recv = torch.empty(self.world_size * len(row), dtype=torch.float64)
-        try:
-            # The group's timeout bounds the wait: a peer that never arrives
-            # makes gloo raise after timeout_s, one that exited right away.
-            all_gather(recv, send, group=self.group)
-        except Exception as exc:
-            self._fail(f"the cross-rank aggregation failed after waiting up to "
-                       f"{self.timeout_s:g} s for the other ranks "
-                       f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
-            return None
-        values = recv.tolist()
-        n = len(row)
-        rows = [values[i * n:(i + 1) * n] for i in range(self.world_size)]
-        if any(r[0] != _LAYOUT for r in rows):
-            self._fail("ranks run different mfu_tracker versions (row layouts differ)")
-            return None
-        return [RankFigures.from_row(r) for r in rows]
-
-    def aggregate(self, local: RankFigures) -> Optional[DistributedFigures]:
-        """One aggregation: the collective (world size > 1), then :func:`combine`."""
-        self.aggregations += 1
-        if self.world_size == 1:
-            figures: Optional[DistributedFigures] = combine([local])
-        else:
-            rows = self.gather(local.to_row())
-            figures = None if rows is None else combine(rows)
-        self._last_end = time.perf_counter()
-        self._last_boundaries = local.boundaries
-        if figures is not None and not figures.steps_match and not self._warned_mismatch:
-            self._warned_mismatch = True
-            counts = ", ".join(f"rank {r.rank}: {r.boundaries}" for r in figures.ranks[:8])
-            warnings.warn(
-                f"mfu_tracker: Tracker.metrics() ran on ranks at different step counts "
-                f"(step() calls: {counts}{', ...' if len(figures.ranks) > 8 else ''}); the "
-                f"global figures pair windows that end at different steps. Call metrics() "
-                f"at the same steps on every rank.",
-                RuntimeWarning, stacklevel=4)  # -> the caller of Tracker.metrics()
-        return figures
-
-    def interval(self, boundaries: int) -> Tuple[float, int]:
-        """Host seconds and step() calls since the end of the previous aggregation."""
-        return time.perf_counter() - self._last_end, boundaries - self._last_boundaries
-
-    def counters(self) -> Dict[str, int]:
-        return {"aggregations": self.aggregations, "collectives": self.collectives,
-                "failures": self.failures, "world_size": self.world_size,
-                "active": int(self.failed is None)}
-
-    def close(self) -> None:
-        """Drop the side group (local teardown; no communication)."""
-        group, self.group = self.group, None
-        dist = _dist()
-        if group is not None and dist is not None:
-            try:
-                dist.destroy_process_group(group)
-            except Exception:
-                pass

@@ -23,10 +23,19 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import _C
+from ._hf_config import dims_from_config, lora_target_names
+from ._sequences import sequence_lengths
+from ._validate import (
+    CAUSAL_ATTENTION,
+    check_choice,
+    check_flag,
+    check_int,
+    check_positive_number,
+)
 
 __all__ = [
     "TransformerFlops",
@@ -38,7 +47,6 @@ __all__ = [
 ]
 
 _FORMULAS = ("6n", "palm", "matmul")
-_CAUSAL = ("full", "half")
 _RECOMPUTE = ("none", "full", "selective")
 
 # Keyword dims accepted by transformer_flops(**dims), with their C meaning.
@@ -66,30 +74,6 @@ _DIM_FIELDS = (
     "sliding_window",
     "num_sliding_layers",
 )
-
-_SUPPORTED_TYPES = (
-    "gpt2",
-    "llama",
-    "mistral",
-    "qwen2",
-    "qwen3",
-    "mixtral",
-    "qwen2_moe",
-    "qwen3_moe",
-)
-
-# LoRA target names (peft module names and short forms) -> C target names.
-_LORA_ALIASES: dict[str, tuple[str, ...]] = {
-    "q": ("q",), "k": ("k",), "v": ("v",), "o": ("o",),
-    "gate": ("gate",), "up": ("up",), "down": ("down",),
-    "q_proj": ("q",), "k_proj": ("k",), "v_proj": ("v",), "o_proj": ("o",),
-    "gate_proj": ("gate",), "up_proj": ("up",), "down_proj": ("down",),
-    # Mixtral's original expert names
-    "w1": ("gate",), "w3": ("up",), "w2": ("down",),
-    # GPT-2: c_attn is the fused q/k/v; "c_proj" matches both attn.c_proj
-    # and mlp.c_proj in peft; c_fc is the MLP's first matrix.
-    "c_attn": ("q", "k", "v"), "c_proj": ("o", "down"), "c_fc": ("up",),
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,388 +123,8 @@ class TransformerFlops:
 
 
 # ---------------------------------------------------------------------------
-# Config reading
-# ---------------------------------------------------------------------------
-
-class _Config:
-    """Uniform read access to a dict or an attribute-style config."""
-
-    def __init__(self, config: Any) -> None:
-        if isinstance(config, Mapping):
-            self._data: Mapping[str, Any] | None = config
-            self._obj = None
-        else:
-            self._data = None
-            self._obj = config
-        self.sources: dict[str, str] = {}  # dims field -> config key
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if self._data is not None:
-            value = self._data.get(key, None)
-        else:
-            try:
-                value = getattr(self._obj, key, None)
-            except Exception:  # a property that raises: treat as absent
-                value = None
-        return default if value is None else value
-
-    def int(self, field: str, *keys: str, default: int | None = None,
-            minimum: int = 0) -> int | None:
-        """The first present key among ``keys`` as an int >= minimum."""
-        for key in keys:
-            value = self.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise TypeError(
-                        f"config.{key} must be an int, not {type(value).__name__} "
-                        f"({value!r})"
-                    )
-            if value < minimum:
-                raise ValueError(f"config.{key} must be >= {minimum}, got {value}")
-            self.sources[field] = key
-            return value
-        return default
-
-    def require(self, field: str, *keys: str, minimum: int = 1) -> int:
-        value = self.int(field, *keys, minimum=minimum)
-        if value is None:
-            raise ValueError(
-                f"config is missing {' / '.join(repr(k) for k in keys)} "
-                f"(needed for {field})"
-            )
-        return value
-
-    def flag(self, field: str, key: str, default: bool = False) -> bool:
-        value = self.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise TypeError(
-                f"config.{key} must be a bool, not {type(value).__name__} ({value!r})"
-            )
-        self.sources[field] = key
-        return value
-
-    def int_list(self, key: str) -> list[int]:
-        value = self.get(key)
-        if value is None:
-            return []
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-            raise TypeError(f"config.{key} must be a list of ints, not {value!r}")
-        out = []
-        for item in value:
-            if isinstance(item, bool) or not isinstance(item, int):
-                raise TypeError(f"config.{key} must be a list of ints, not {value!r}")
-            out.append(item)
-        return out
-
-
-def _dims_from_config(config: Any) -> tuple[dict[str, Any], dict[str, str], bool, str]:
-    """(dims, dims-field -> config-key, tie_word_embeddings, model_type)."""
-    cfg = _Config(config)
-    model_type = cfg.get("model_type")
-    if model_type is None:
-        raise ValueError(
-            "config.model_type is missing; supported: "
-            f"{', '.join(_SUPPORTED_TYPES)} (or pass explicit dims)"
-        )
-    if not isinstance(model_type, str):
-        raise TypeError(f"config.model_type must be a str, not {model_type!r}")
-    if model_type not in _SUPPORTED_TYPES:
-        raise ValueError(
-            f"config.model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(_SUPPORTED_TYPES)} (or pass explicit dims as keywords)"
-        )
-    dims: dict[str, Any] = {}
-
-    if model_type == "gpt2":
-        hidden = cfg.require("hidden_size", "n_embd", "hidden_size")
-        dims["hidden_size"] = hidden
-        dims["num_layers"] = cfg.require("num_layers", "n_layer", "num_hidden_layers")
-        heads = cfg.require("num_heads", "n_head", "num_attention_heads")
-        dims["num_heads"] = heads
-        dims["num_kv_heads"] = heads
-        dims["intermediate_size"] = cfg.int("intermediate_size", "n_inner",
-                                            default=4 * hidden, minimum=1)
-        dims["vocab_size"] = cfg.require("vocab_size", "vocab_size")
-        dims["num_positions"] = cfg.require("num_positions", "n_positions",
-                                            "max_position_embeddings")
-        dims.update(mlp="gelu", norm="layernorm", qkv_bias=True,
-                    attention_out_bias=True, mlp_bias=True)
-        # GPT2Config defaults tie_word_embeddings to True.
-        tie = cfg.flag("tie_word_embeddings", "tie_word_embeddings", True)
-        return dims, cfg.sources, tie, model_type
-
-    # Llama family: Llama, Mistral, Qwen2/3 and their MoE variants.
-    dims["hidden_size"] = cfg.require("hidden_size", "hidden_size")
-    layers = cfg.require("num_layers", "num_hidden_layers")
-    dims["num_layers"] = layers
-    heads = cfg.require("num_heads", "num_attention_heads")
-    dims["num_heads"] = heads
-    dims["num_kv_heads"] = cfg.int("num_kv_heads", "num_key_value_heads",
-                                   default=heads, minimum=1)
-    head_dim = cfg.int("head_dim", "head_dim", minimum=1)
-    if head_dim is not None:
-        dims["head_dim"] = head_dim
-    dims["vocab_size"] = cfg.require("vocab_size", "vocab_size")
-    dims["mlp"] = "swiglu"
-    dims["norm"] = "rmsnorm"
-    dims["mlp_bias"] = cfg.flag("mlp_bias", "mlp_bias")
-
-    if model_type in ("llama", "mistral", "mixtral", "qwen3", "qwen3_moe"):
-        bias = cfg.flag("qkv_bias", "attention_bias")
-        dims["qkv_bias"] = bias
-        dims["attention_out_bias"] = bias
-        if bias:
-            cfg.sources["attention_out_bias"] = "attention_bias"
-    else:  # qwen2, qwen2_moe: biases on q, k, v only
-        dims["qkv_bias"] = True
-        dims["attention_out_bias"] = False
-    dims["qk_norm"] = model_type in ("qwen3", "qwen3_moe")
-
-    # Mixture of experts.
-    if model_type == "mixtral":
-        dims["num_experts"] = cfg.require("num_experts", "num_local_experts")
-        dims["experts_per_token"] = cfg.require("experts_per_token",
-                                                "num_experts_per_tok")
-        # Mixtral's experts use intermediate_size; no dense layers.
-        dims["moe_intermediate_size"] = cfg.require("moe_intermediate_size",
-                                                    "intermediate_size")
-        dims["intermediate_size"] = 0
-    elif model_type in ("qwen2_moe", "qwen3_moe"):
-        experts = cfg.require("num_experts", "num_experts")
-        dims["num_experts"] = experts
-        dims["experts_per_token"] = cfg.require("experts_per_token",
-                                                "num_experts_per_tok")
-        dims["moe_intermediate_size"] = cfg.require("moe_intermediate_size",
-                                                    "moe_intermediate_size")
-        shared = cfg.int("shared_expert_intermediate_size",
-                         "shared_expert_intermediate_size", default=0)
-        if model_type == "qwen2_moe" and shared:
-            dims["shared_expert_intermediate_size"] = shared
-            dims["shared_expert_gate"] = True
-        step = cfg.int("num_dense_layers", "decoder_sparse_step", default=1,
-                       minimum=1)
-        only = set(cfg.int_list("mlp_only_layers"))
-        dense = sum(
-            1 for i in range(layers)
-            if i in only or not (experts > 0 and (i + 1) % step == 0)
-        )
-        dims["num_dense_layers"] = dense
-        if dense:
-            dims["intermediate_size"] = cfg.require("intermediate_size",
-                                                    "intermediate_size")
-        else:
-            dims["intermediate_size"] = cfg.int("intermediate_size",
-                                                "intermediate_size", default=0)
-    else:
-        dims["intermediate_size"] = cfg.require("intermediate_size",
-                                                "intermediate_size")
-
-    # Sliding-window layers.
-    window = cfg.int("sliding_window", "sliding_window", default=0)
-    sliding_layers = 0
-    if window:
-        layer_types = cfg.get("layer_types")
-        if layer_types is not None and not isinstance(layer_types, str):
-            sliding_layers = sum(1 for t in layer_types if t == "sliding_attention")
-        elif model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
-            if cfg.flag("num_sliding_layers", "use_sliding_window"):
-                first = cfg.int("num_sliding_layers", "max_window_layers",
-                                default=layers)
-                sliding_layers = max(0, layers - first)
-        else:  # mistral, mixtral, llama with a window: every layer
-            sliding_layers = layers
-    if sliding_layers:
-        dims["sliding_window"] = window
-        dims["num_sliding_layers"] = sliding_layers
-    # Llama-family configs default to untied embeddings.
-    tie = cfg.flag("tie_word_embeddings", "tie_word_embeddings", False)
-    return dims, cfg.sources, tie, model_type
-
-
-# ---------------------------------------------------------------------------
-# Sequences
-# ---------------------------------------------------------------------------
-
-def _to_list(value: Any, name: str) -> Any:
-    """A tensor / array / nested sequence as nested Python lists."""
-    if hasattr(value, "tolist") and callable(value.tolist):
-        device = getattr(value, "device", None)
-        if device is not None and getattr(device, "type", None) == "meta":
-            raise ValueError(f"{name} is on the meta device: its values are unknown")
-        return value.tolist()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a tensor or a sequence, not "
-                        f"{type(value).__name__}")
-    return [(_to_list(v, name) if not isinstance(v, (int, float, bool)) else v)
-            for v in value]
-
-
-def _int_items(row: Iterable[Any], name: str) -> list[int]:
-    out = []
-    for item in row:
-        if isinstance(item, bool):
-            item = int(item)
-        elif isinstance(item, float) and item.is_integer():
-            item = int(item)
-        if not isinstance(item, int):
-            raise TypeError(f"{name} must hold ints, got {item!r}")
-        out.append(item)
-    return out
-
-
-def _rows(value: Any, name: str) -> list[list[int]]:
-    """A 1-D or 2-D int sequence as a list of rows."""
-    data = _to_list(value, name)
-    if not isinstance(data, list):
-        raise TypeError(f"{name} must be 1-D or 2-D, got a scalar")
-    if data and isinstance(data[0], list):
-        if any(not isinstance(r, list) or (r and isinstance(r[0], list))
-               for r in data):
-            raise ValueError(f"{name} must be 1-D or 2-D")
-        return [_int_items(r, name) for r in data]
-    return [_int_items(data, name)]
-
-
-def _lengths_from_cu_seqlens(cu_seqlens: Any) -> list[int]:
-    (offsets,) = _rows(cu_seqlens, "cu_seqlens") if cu_seqlens is not None else ([],)
-    if len(offsets) < 2:
-        raise ValueError("cu_seqlens needs at least 2 offsets (one sequence)")
-    lengths = []
-    for a, b in zip(offsets, offsets[1:]):
-        if a < 0 or b < a:
-            raise ValueError(
-                f"cu_seqlens must be non-negative and non-decreasing, got {offsets}"
-            )
-        lengths.append(b - a)
-    return lengths
-
-
-def _lengths_from_position_ids(position_ids: Any) -> list[int]:
-    """Packed rows: a new sequence starts wherever the position is 0."""
-    lengths = []
-    for row in _rows(position_ids, "position_ids"):
-        start = 0
-        for i, pos in enumerate(row):
-            if pos < 0:
-                raise ValueError(f"position_ids must be >= 0, got {pos}")
-            if i > 0 and pos == 0:
-                lengths.append(i - start)
-                start = i
-        if row:
-            lengths.append(len(row) - start)
-    return lengths
-
-
-def _lengths_from_attention_mask(attention_mask: Any) -> list[int]:
-    """Padded rows: each row is one sequence of its real (mask 1) tokens."""
-    lengths = []
-    for row in _rows(attention_mask, "attention_mask"):
-        if any(v not in (0, 1) for v in row):
-            raise ValueError("attention_mask must hold only 0 and 1 (a 2-D padding "
-                             "mask; 4-D masks are not supported)")
-        lengths.append(sum(row))
-    return lengths
-
-
-def _sequence_lengths(
-    seq_len: int | None,
-    batch_size: int,
-    seq_lens: Any,
-    cu_seqlens: Any,
-    position_ids: Any,
-    attention_mask: Any,
-) -> tuple[list[int] | None, str]:
-    """(lengths or None for uniform, source name)."""
-    given = [name for name, value in (
-        ("seq_len", seq_len), ("seq_lens", seq_lens), ("cu_seqlens", cu_seqlens),
-        ("position_ids", position_ids), ("attention_mask", attention_mask),
-    ) if value is not None]
-    if len(given) != 1:
-        raise TypeError(
-            "give exactly one of seq_len (with batch_size), seq_lens, cu_seqlens, "
-            f"position_ids or attention_mask; got {given or 'none'}"
-        )
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
-        raise TypeError(f"batch_size must be an int, not {type(batch_size).__name__}")
-    if given[0] != "seq_len" and batch_size != 1:
-        raise TypeError(f"batch_size applies to seq_len only, not to {given[0]}")
-    source = given[0]
-    if source == "seq_len":
-        if isinstance(seq_len, bool) or not isinstance(seq_len, int):
-            raise TypeError(f"seq_len must be an int, not {type(seq_len).__name__}")
-        if seq_len < 1:
-            raise ValueError(f"seq_len must be >= 1, got {seq_len}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        return None, source
-    if source == "seq_lens":
-        lengths = [length for row in _rows(seq_lens, "seq_lens") for length in row]
-        if any(length < 0 for length in lengths):
-            raise ValueError(f"seq_lens must be >= 0, got {lengths}")
-    elif source == "cu_seqlens":
-        lengths = _lengths_from_cu_seqlens(cu_seqlens)
-    elif source == "position_ids":
-        lengths = _lengths_from_position_ids(position_ids)
-    else:
-        lengths = _lengths_from_attention_mask(attention_mask)
-    if sum(lengths) <= 0:
-        raise ValueError(f"{source}: the batch has no tokens")
-    return lengths, source
-
-
-# ---------------------------------------------------------------------------
 # transformer_flops
 # ---------------------------------------------------------------------------
-
-def _lora_targets(targets: Any, mlp: str, model_type: str | None) -> list[str]:
-    if targets is None:
-        # peft's defaults: q_proj + v_proj for Llama-style, c_attn for GPT-2.
-        return ["q", "k", "v"] if model_type == "gpt2" else ["q", "v"]
-    if isinstance(targets, str):
-        targets = [targets]
-    if isinstance(targets, (bytes, Mapping)) or not isinstance(targets, Iterable):
-        raise TypeError(f"lora_targets must be a list of module names, not {targets!r}")
-    out: list[str] = []
-    for name in targets:
-        if not isinstance(name, str):
-            raise TypeError(f"lora_targets must hold str, got {name!r}")
-        key = name.strip().lower()
-        if key in ("all-linear", "all_linear", "all"):
-            mapped: tuple[str, ...] = ("q", "k", "v", "o", "up", "down") + (
-                ("gate",) if mlp == "swiglu" else ())
-        elif key in _LORA_ALIASES:
-            mapped = _LORA_ALIASES[key]
-        else:
-            raise ValueError(
-                f"lora_targets: unknown module {name!r}; known: "
-                f"{', '.join(sorted(_LORA_ALIASES))}, all-linear"
-            )
-        for m in mapped:
-            if m not in out:
-                out.append(m)
-    return out
-
-
-def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-    key = value.lower()
-    if key not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
-    return key
-
-
-def _flag(value: Any, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
-    return value
-
 
 def _conventions_str(conv: Mapping[str, Any]) -> str:
     formula = {
@@ -638,7 +242,7 @@ def transformer_flops(
             f"dimensions are: {', '.join(_DIM_FIELDS)}"
         )
     if config is not None:
-        base, sources, tie, model_type = _dims_from_config(config)
+        base, sources, tie, model_type = dims_from_config(config)
     else:
         base, sources, tie, model_type = {}, {}, False, None
         missing = [f for f in ("hidden_size", "num_layers", "num_heads", "vocab_size")
@@ -660,15 +264,16 @@ def transformer_flops(
     if merged.get("head_dim") is None:
         merged.pop("head_dim", None)
     if tie_word_embeddings is not None:
-        tie = _flag(tie_word_embeddings, "tie_word_embeddings")
+        tie = check_flag(tie_word_embeddings, "tie_word_embeddings")
     merged["tie_word_embeddings"] = tie
 
-    formula = _choice(formula, "formula", _FORMULAS)
-    causal_attention = _choice(causal_attention, "causal_attention", _CAUSAL)
-    activation_recompute = _choice(activation_recompute, "activation_recompute",
-                                   _RECOMPUTE)
-    include_lm_head = _flag(include_lm_head, "include_lm_head")
-    include_embedding = _flag(include_embedding, "include_embedding")
+    formula = check_choice(formula, "formula", _FORMULAS, ignore_case=True)
+    causal_attention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
+                                    ignore_case=True)
+    activation_recompute = check_choice(activation_recompute, "activation_recompute",
+                                        _RECOMPUTE, ignore_case=True)
+    include_lm_head = check_flag(include_lm_head, "include_lm_head")
+    include_embedding = check_flag(include_embedding, "include_embedding")
 
     options: dict[str, Any] = {
         "formula": formula,
@@ -683,7 +288,7 @@ def transformer_flops(
             raise TypeError(f"lora_rank must be an int, not {type(lora_rank).__name__}")
         if lora_rank < 1:
             raise ValueError(f"lora_rank must be >= 1, got {lora_rank}")
-        targets = _lora_targets(lora_targets, merged.get("mlp", "swiglu"), model_type)
+        targets = lora_target_names(lora_targets, merged.get("mlp", "swiglu"), model_type)
         if not targets:
             raise ValueError("lora_targets must name at least one module")
         options["lora_rank"] = lora_rank
@@ -692,7 +297,7 @@ def transformer_flops(
     elif lora_targets is not None:
         raise TypeError("lora_targets needs lora_rank")
 
-    lengths, source = _sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
+    lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
                                         position_ids, attention_mask)
     try:
         if lengths is None:
@@ -752,16 +357,9 @@ def params_flops(
         TypeError: ``num_params`` / ``num_tokens`` not numbers / ints.
         ValueError: ``num_params`` not finite and > 0, ``num_tokens`` < 1.
     """
-    if isinstance(num_params, bool) or not isinstance(num_params, (int, float)):
-        raise TypeError(f"num_params must be a number, not {type(num_params).__name__}")
-    if not (num_params > 0 and num_params != float("inf")):
-        raise ValueError(f"num_params must be finite and > 0, got {num_params}")
-    if isinstance(num_tokens, bool) or not isinstance(num_tokens, int):
-        raise TypeError(f"num_tokens must be an int, not {type(num_tokens).__name__}")
-    if num_tokens < 1:
-        raise ValueError(f"num_tokens must be >= 1, got {num_tokens}")
-    lora = _flag(lora, "lora")
-    n = float(num_params)
+    n = check_positive_number(num_params, "num_params")
+    num_tokens = check_int(num_tokens, "num_tokens", 1)
+    lora = check_flag(lora, "lora")
     per_token = (4.0 if lora else 6.0) * n
     conventions = {
         "formula": "6n",
@@ -797,14 +395,10 @@ def params_flops(
 # Peer-compatible helpers
 # ---------------------------------------------------------------------------
 
-def _positive_int(value: Any, name: str, minimum: int) -> int:
+def _required_int(value: Any, name: str, minimum: int) -> int:
     if value is None:
         raise TypeError(f"flash_attn_flops() missing required argument {name!r}")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
+    return check_int(value, name, minimum)
 
 
 def flash_attn_flops(
@@ -836,14 +430,15 @@ def flash_attn_flops(
     """
     if batch is not None and batch_size is not None:
         raise TypeError("flash_attn_flops() takes batch or batch_size, not both")
-    b = _positive_int(batch if batch is not None else batch_size, "batch_size"
+    b = _required_int(batch if batch is not None else batch_size, "batch_size"
                       if batch is None else "batch", 0)
-    s = _positive_int(seq_len, "seq_len", 0)
-    h = _positive_int(num_heads, "num_heads", 1)
-    d = _positive_int(head_dim, "head_dim", 1)
-    causal = _flag(causal, "causal")
-    with_backward = _flag(with_backward, "with_backward")
-    convention = _choice(causal_attention, "causal_attention", _CAUSAL)
+    s = _required_int(seq_len, "seq_len", 0)
+    h = _required_int(num_heads, "num_heads", 1)
+    d = _required_int(head_dim, "head_dim", 1)
+    causal = check_flag(causal, "causal")
+    with_backward = check_flag(with_backward, "with_backward")
+    convention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
+                              ignore_case=True)
     if not causal:
         convention = "full"
     forward = _C.sdpa_flop(b, h, h, s, s, d, d, causal_attention=convention)
@@ -867,7 +462,7 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
     parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
     Works for models on the ``meta`` device.
     """
-    trainable_only = _flag(trainable_only, "trainable_only")
+    trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(
         p.numel() * p.element_size()
         for p in _parameters(model)
@@ -877,7 +472,7 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
 
 def num_params(model: Any, trainable_only: bool = False) -> int:
     """Number of ``model``'s parameters (shared ones once); see param_bytes."""
-    trainable_only = _flag(trainable_only, "trainable_only")
+    trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(
         p.numel() for p in _parameters(model)
         if not trainable_only or p.requires_grad

@@ -14,7 +14,7 @@ syncs the GPU to read it, this wrapper
   ``count_every``-th optimizer step; steps in between are scaled from the last
   counted step by their tokens);
 * times optimizer steps end to end with the step tracker
-  (:class:`~mfu_tracker.step.Tracker`): one boundary per ``step()``, so the period
+  (:class:`~mfu_tracker.Tracker`): one boundary per ``step()``, so the period
   covers data loading, forward, backward *and* the optimizer, with GPU events that
   never synchronize;
 * sums FLOPs and tokens over every micro-batch of an optimizer step (gradient
@@ -24,182 +24,38 @@ syncs the GPU to read it, this wrapper
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 
 from . import _C
-from ._validate import check_int, check_optional_number
+from ._clock import block_clock
 from ._dtypes import normalize_dtype
-from .flops import param_bytes as _param_bytes
+from ._step_flops import Flops, StepCounter, StepFlops, StepRecord
+from ._validate import (
+    check_causal_attention,
+    check_hfu_factor,
+    check_int,
+    check_optional_number,
+    check_sample_batch,
+)
+from .flops import param_bytes as count_param_bytes
 from .gpu import GPUSpec
-from .step import Tracker
-from .tracker import Peak, _block_clock
+from .tracker import Tracker
+from .utilization import UtilizationResult
 
-__all__ = ["MFUOptimizerWrapper", "StepResult"]
+__all__ = ["MFUOptimizerWrapper"]
 
-# (model FLOPs, executed FLOPs, forward FLOPs) of a step or a block
-_Flops = Tuple[float, float, float]
-
-
-def _warn(message: str) -> None:
-    warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
+#: What ``track_step()`` yields: the result type of every timed block
+#: (:class:`~mfu_tracker.UtilizationResult`). Kept under its earlier name.
+StepResult = UtilizationResult
 
 
-def _check_batch(batch: Any, argument: str) -> Any:
-    if batch is None or isinstance(batch, (Mapping, torch.Tensor, tuple, list)):
-        return batch
-    raise TypeError(f"{argument} must be a dict of model inputs, a tensor, a tuple / list of "
-                    f"inputs or None, not {type(batch).__name__}")
-
-
-def _batch_tokens(batch: Any) -> Optional[int]:
-    """Tokens of a sample batch: ``attention_mask`` ones, else ``input_ids`` elements."""
-    if isinstance(batch, Mapping):
-        mask = batch.get("attention_mask")
-        if isinstance(mask, torch.Tensor) and mask.dim() == 2:
-            return int(mask.sum())
-        ids = batch.get("input_ids")
-        if isinstance(ids, torch.Tensor):
-            return ids.numel()
-    if isinstance(batch, torch.Tensor) and not batch.is_floating_point():
-        return batch.numel()
-    return None
-
-
-class StepResult:
-    """What ``track_step()`` yields: the figures of the block, filled in when it exits.
-
-    The same fields as :class:`~mfu_tracker.UtilizationResult` (``mfu``, ``hfu``,
-    ``mbu``, ``elapsed_sec``, ``achieved_tflops``, ``achieved_tbs``,
-    ``tokens_per_sec``, ``peak_flops_per_sec``, ``model_flops``,
-    ``executed_flops``, ``ready``, ``dtype``, ``gpu_spec``, ``clock``), ``None``
-    until the block has exited (and ``mfu`` ``None`` without a peak). The time is
-    the block's own (its compute window), GPU time on a GPU: reading a figure before
-    the GPU got there waits for it once; ``ready`` asks without waiting. The
-    wrapper's end-to-end figures (optimizer included) are in
-    :meth:`MFUOptimizerWrapper.metrics`.
-    """
-
-    __slots__ = ("_timer", "_start", "_end", "_flops", "_tokens", "_param_bytes",
-                 "_peak", "_num_gpus", "_elapsed", "_figures")
-
-    def __init__(self, timer: "_C.MarkTimer", start: int, peak: Peak, num_gpus: int,
-                 param_bytes: Optional[float]) -> None:
-        self._timer = timer
-        self._start = start
-        self._end: Optional[int] = None
-        self._flops: Optional[_Flops] = None
-        self._tokens: Optional[float] = None
-        self._param_bytes = param_bytes
-        self._peak = peak
-        self._num_gpus = num_gpus
-        self._elapsed: Optional[float] = None
-        self._figures: Optional[Dict[str, Optional[float]]] = None
-
-    def _close(self, end: int, flops: Optional[_Flops], tokens: Optional[float]) -> None:
-        self._end = end
-        self._flops = flops
-        self._tokens = tokens
-
-    @property
-    def ready(self) -> bool:
-        if self._end is None:
-            return False
-        try:
-            return bool(self._timer.ready(self._end))
-        except Exception:
-            return True
-
-    @property
-    def elapsed_sec(self) -> Optional[float]:
-        if self._elapsed is None and self._end is not None:
-            try:
-                self._elapsed = self._timer.elapsed_s(self._start, self._end, wait=True)
-            except Exception:  # too old for the timer's history, or the driver failed
-                return None
-        return self._elapsed
-
-    def _get(self, key: str) -> Optional[float]:
-        if self._figures is None:
-            elapsed = self.elapsed_sec
-            if elapsed is None or elapsed <= 0:
-                return None
-            model, executed = (self._flops[0], self._flops[1]) if self._flops else (0.0, None)
-            self._figures = _C.compute_metrics(
-                model, elapsed, executed_flops=executed, param_bytes=self._param_bytes,
-                num_tokens=self._tokens, peak_flops_per_sec=self._peak.flops_per_sec,
-                peak_bytes_per_sec=self._peak.bytes_per_sec, num_gpus=self._num_gpus)
-            if self._flops is None:
-                self._figures.update(mfu=None, hfu=None, achieved_flops_per_sec=None)
-        return self._figures.get(key)
-
-    @property
-    def mfu(self) -> Optional[float]:
-        return self._get("mfu")
-
-    @property
-    def hfu(self) -> Optional[float]:
-        return self._get("hfu")
-
-    @property
-    def mbu(self) -> Optional[float]:
-        return self._get("mbu")
-
-    @property
-    def tokens_per_sec(self) -> Optional[float]:
-        return self._get("tokens_per_sec")
-
-    @property
-    def achieved_flops_per_sec(self) -> Optional[float]:
-        return self._get("achieved_flops_per_sec")
-
-    @property
-    def achieved_tflops(self) -> Optional[float]:
-        value = self._get("achieved_flops_per_sec")
-        return None if value is None else value * 1e-12
-
-    @property
-    def achieved_tbs(self) -> Optional[float]:
-        value = self._get("achieved_bytes_per_sec")
-        return None if value is None else value * 1e-12
-
-    @property
-    def peak_flops_per_sec(self) -> Optional[float]:
-        peak = self._peak.flops_per_sec
-        return None if peak is None else peak * self._num_gpus
-
-    @property
-    def model_flops(self) -> Optional[float]:
-        return None if self._flops is None else self._flops[0]
-
-    @property
-    def executed_flops(self) -> Optional[float]:
-        return None if self._flops is None else self._flops[1]
-
-    @property
-    def num_tokens(self) -> Optional[float]:
-        return self._tokens
-
-    @property
-    def dtype(self) -> str:
-        return self._peak.dtype
-
-    @property
-    def gpu_spec(self) -> Optional[GPUSpec]:
-        return self._peak.spec
-
-    @property
-    def clock(self) -> str:
-        return self._timer.clock
-
-    def __repr__(self) -> str:
-        if self._end is None:
-            return "StepResult(pending)"
-        return (f"StepResult(mfu={self.mfu!r}, elapsed_sec={self.elapsed_sec!r}, "
-                f"model_flops={self.model_flops!r}, dtype={self.dtype!r})")
+def _forwarded(name: str) -> Any:
+    """A property reading and writing attribute ``name`` of the wrapped optimizer."""
+    return property(lambda self: getattr(self.optimizer, name),
+                    lambda self, value: setattr(self.optimizer, name, value))
 
 
 class MFUOptimizerWrapper(torch.optim.Optimizer):
@@ -216,15 +72,19 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                 print(optimizer.metrics())      # end to end; never blocks
                 print(r.mfu)                    # this block only (may wait for the GPU)
 
-    FLOPs (DESIGN §3): the ops run inside ``track_step()`` blocks (and inside a
-    ``step(closure)`` closure) are counted exactly on every ``count_every``-th
-    optimizer step; other steps are scaled from the last counted one by their
-    tokens (or taken equal to it without ``num_tokens``). Without any counted
-    block, ``profile()`` counts ``sample_batch`` once (forward + backward) and
-    each step is that x ``gradient_accumulation_steps`` (or scaled by tokens).
-    Under ``torch.compile`` the counter cannot tell model FLOPs from recompute;
-    call ``profile()`` before compiling (as with the peer) and the wrapper takes
-    the model / executed split from the profile.
+    FLOPs (DESIGN §3), by the integrations' one step-FLOPs policy
+    (:mod:`mfu_tracker._step_flops`): the ops run inside ``track_step()``
+    blocks (and inside a ``step(closure)`` closure) are counted exactly on
+    every ``count_every``-th optimizer step; other steps are scaled from the
+    last counted one by their tokens (or taken equal to it without
+    ``num_tokens``). Without any counted block, ``profile()`` counts
+    ``sample_batch`` once (forward + backward) and each step is that scaled by
+    its tokens, or x its micro-batches (``track_step()`` blocks, else
+    ``gradient_accumulation_steps``). Under ``torch.compile`` the counter
+    cannot tell model FLOPs from recompute: the model / executed split is the
+    ``sample_batch`` profile's, counted on the eager model (call
+    ``profile()`` before compiling, as with the peer; it is taken when first
+    needed otherwise), or the executed FLOPs with one warning.
 
     Time: one step-tracker boundary per ``step()`` (after the wrapped optimizer
     ran), the first at the first ``track_step()`` / ``zero_grad()`` / ``step()``;
@@ -238,8 +98,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     Args:
         optimizer: the ``torch.optim.Optimizer`` to wrap.
         model: the model it trains (for ``profile()`` and ``param_bytes``).
-        sample_batch: a representative batch (dict of inputs, tensor or tuple) for
-            ``profile()``; optional when steps are counted.
+        sample_batch: a representative batch (dict of inputs, tensor or tuple /
+            list of inputs) for ``profile()``; optional when steps are counted.
         dtype: compute dtype selecting the peak ("bf16", "fp16", "tf32", "fp32"...).
         num_gpus: devices the FLOPs per step ran on (keep 1 for per-rank counts).
         hfu_backward_factor: override the executed (HFU) FLOPs as
@@ -256,11 +116,11 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         window, warmup: the step tracker's window and warm-up (steps).
         spec, peak_tflops: a :class:`GPUSpec` or a per-device peak (TFLOP/s)
             instead of the table (CPUs, unknown GPUs).
-        clock: "auto", "cuda", "hip" or "cpu" (see :class:`~mfu_tracker.step.Tracker`).
+        clock: "auto", "cuda", "hip" or "cpu" (see :class:`~mfu_tracker.Tracker`).
         causal_attention: "full" (default, PaLM) or "half" (Megatron).
         distributed: False (default): ``metrics()`` is this rank's own figures;
             True / None: global figures by a collective at each ``metrics()``
-            call (see :class:`~mfu_tracker.step.Tracker`).
+            call (see :class:`~mfu_tracker.Tracker`).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -300,67 +160,40 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")
-        hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
-        backward_factor = check_optional_number(backward_factor, "backward_factor", 1.0)
-        if hfu_backward_factor is not None and backward_factor is not None:
-            raise ValueError("give hfu_backward_factor or backward_factor, not both")
-        if causal_attention not in ("full", "half"):
-            raise ValueError(f"causal_attention must be 'full' or 'half', not {causal_attention!r}")
+        hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
+        # A non-str causal_attention is a ValueError here (as it always was).
+        causal = check_causal_attention(causal_attention, type_error=False)
         d = self.__dict__
         d["optimizer"] = optimizer
-        d["_model"] = model
-        d["_sample_batch"] = _check_batch(sample_batch, "sample_batch")
         d["_dtype"] = normalize_dtype(dtype)
         d["_num_gpus"] = num_gpus
-        d["_hfu_factor"] = (1.0 + hfu_backward_factor if hfu_backward_factor is not None
-                            else backward_factor)
-        d["_count_every"] = check_int(count_every, "count_every", 0)
         d["_accumulation"] = check_int(gradient_accumulation_steps, "gradient_accumulation_steps", 1)
-        d["_causal"] = causal_attention
-        d["_param_bytes"] = float(_param_bytes(model))
+        policy = StepFlops(count_every=check_int(count_every, "count_every", 0),
+                           causal_attention=causal, hfu_factor=hfu_factor,
+                           warn_once=self._warn_once,
+                           sample_batch=check_sample_batch(sample_batch))
+        policy.attach(model)
+        d["_policy"] = policy
+        d["_param_bytes"] = float(count_param_bytes(model))
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
                                 distributed=distributed)
-        timer, index, current = _block_clock(clock, device)
-        d["_timer"] = timer if timer is not None else _C.MarkTimer("cpu")
+        timer, index, current = block_clock(clock, device, "track_step()")
+        d["_timer"] = timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)
         d["_started"] = False
-        d["_steps"] = 0            # optimizer steps closed
-        d["_profile"] = None       # (model, executed, forward) FLOPs of sample_batch
-        d["_profile_failed"] = False
-        d["_sample_tokens"] = None
-        d["_reference"] = None     # (flops, tokens or None) of the last counted step
         d["_warned"] = set()
-        self._reset_step()
+        d["_last_step_flops"] = None
+        self._open_step()
 
     # ---- the wrapped optimizer -------------------------------------------------
 
     # param_groups / state / defaults are the wrapped optimizer's own objects
     # (load_state_dict replaces them there, so they are looked up every time).
-    @property
-    def param_groups(self) -> Any:  # type: ignore[override]
-        return self.optimizer.param_groups
-
-    @param_groups.setter
-    def param_groups(self, value: Any) -> None:
-        self.optimizer.param_groups = value
-
-    @property
-    def state(self) -> Any:  # type: ignore[override]
-        return self.optimizer.state
-
-    @state.setter
-    def state(self, value: Any) -> None:
-        self.optimizer.state = value
-
-    @property
-    def defaults(self) -> Any:  # type: ignore[override]
-        return self.optimizer.defaults
-
-    @defaults.setter
-    def defaults(self, value: Any) -> None:
-        self.optimizer.defaults = value
+    param_groups = _forwarded("param_groups")
+    state = _forwarded("state")
+    defaults = _forwarded("defaults")
 
     def __getattr__(self, name: str) -> Any:
         # Only reached for names the wrapper lacks: the wrapped optimizer's
@@ -393,184 +226,120 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         then close the optimizer step on the tracker."""
         first = not self._started
         self._start_clock()
-        if closure is not None and self._counting():
+        if closure is not None:
             closure = self._counted_closure(closure)
         loss = self.optimizer.step() if closure is None else self.optimizer.step(closure)
-        if not first or self._step_blocks:
+        if not first or self._record.micro_batches:
             self._close_step()
         else:
-            self._reset_step()  # this call only started the clock
+            self._open_step()  # this call only started the clock
         return loss
 
     # ---- FLOPs ------------------------------------------------------------------
 
     def profile(self) -> None:
-        """Count ``sample_batch`` once (forward + backward, on the current model).
+        """Count ``sample_batch`` once (forward + backward, on the eager model).
 
         Call it before ``torch.compile`` (the peer's pattern). Needed only when
         steps are not counted (``count_every=0``, or ``step()`` without
-        ``track_step()``); idempotent. A failure gives one warning.
+        ``track_step()``) or run compiled; idempotent. A failure gives one
+        warning.
         """
-        if self._profile is not None or self._sample_batch is None or self._profile_failed:
-            return
-        from .counter import profile_flops_with_hfu  # lazy: the counter loads its extension
+        self._policy.profile_sample()
 
-        batch = self._sample_batch
-        args, kwargs = (None, batch) if isinstance(batch, Mapping) else (batch, None)
-        was_training = self._model.training
-        try:
-            counted = profile_flops_with_hfu(self._model, args, kwargs, with_backward=True,
-                                             causal_attention=self._causal)
-            forward = profile_flops_with_hfu(self._model, args, kwargs, with_backward=False,
-                                             causal_attention=self._causal).flops
-        except Exception as error:  # noqa: BLE001 -- never raise into the loop
-            self.__dict__["_profile_failed"] = True  # not retried at every step
-            self._warn_once("profile", f"profiling sample_batch failed ({error!r}); MFU needs "
-                            "counted steps (track_step()) instead")
-            return
-        finally:
-            self._model.train(was_training)
-        self.__dict__["_profile"] = (float(counted.flops), float(counted.hfu_flops), float(forward))
-        self.__dict__["_sample_tokens"] = _batch_tokens(batch)
-
-    def _counting(self) -> bool:
-        return self._count_every > 0 and self._steps % self._count_every == 0
-
-    def _new_counter(self) -> Any:
-        if self._counter is None:
-            from .counter import FlopCounter  # lazy
-
-            self.__dict__["_counter"] = FlopCounter(causal_attention=self._causal, modules=False)
-        return self._counter
+    def _counter(self) -> Optional[StepCounter]:
+        """The open step's counter (created by its first counted region), or None."""
+        if self._step_counter is None and self._policy.counting():
+            self.__dict__["_step_counter"] = self._policy.step_counter()
+        return self._step_counter
 
     def _counted_closure(self, closure: Callable[[], Any]) -> Callable[[], Any]:
         def counted() -> Any:
-            try:
-                counter = self._new_counter()
-                counter.__enter__()
-            except Exception as error:  # noqa: BLE001
-                self._warn_once("counter", f"FLOP counting failed ({error!r})")
-                return closure()
+            counter = self._counter()
+            if counter is not None:
+                counter.start()
             try:
                 return closure()
             finally:
-                self._exit_counter(counter)
-                self.__dict__["_step_blocks"] += 1
-                self.__dict__["_step_counted"] = True
+                if counter is not None:
+                    counter.stop()
+                self._record.add_block(None)
 
         return counted
 
     @contextmanager
     def track_step(self, num_tokens: Optional[float] = None, *,
-                   zero_grad: bool = True) -> Iterator[StepResult]:
+                   zero_grad: bool = True) -> Iterator[UtilizationResult]:
         """Count and time one block of the step (forward + backward).
 
         ``zero_grad()`` runs at block entry (the peer's behaviour); pass
         ``zero_grad=False`` to wrap each micro-batch of a gradient-accumulation
         step. ``num_tokens`` (tokens in the block) gives tokens/s. Yields a
-        :class:`StepResult` filled in when the block exits. An exception in the
-        block propagates unchanged.
+        :class:`~mfu_tracker.UtilizationResult` (as ``track()`` does) whose
+        FLOPs and tokens are set when the block exits; its time is the block's
+        own (GPU time on a GPU, resolved without a sync), and it keeps its
+        value however late it is read. An exception in the block propagates
+        unchanged.
         """
         if num_tokens is not None:
             num_tokens = check_optional_number(num_tokens, "num_tokens", 0.0)
-        if self._count_every == 0:
-            self.profile()
+        if self._policy.count_every == 0:
+            self._policy.prepare()
         if zero_grad:
             self.optimizer.zero_grad()
         self._start_clock()
-        counter = None
-        before = (0.0, 0.0, 0.0)
-        if self._counting():
-            try:
-                counter = self._new_counter()
-                before = (counter.model_flops, counter.executed_flops, counter.forward_flops)
-                counter.__enter__()
-            except Exception as error:  # noqa: BLE001
-                self._warn_once("counter", f"FLOP counting failed ({error!r}); steps are estimated")
-                counter = None
-        start = self._mark()
-        result = StepResult(self._timer, start, self._tracker.peak, self._num_gpus, self._param_bytes)
+        counter = self._counter()
+        if counter is not None:
+            counter.start()
+        result = self._new_result()
+        result.__enter__()
         try:
             yield result
         finally:
-            end = self._mark()
-            flops: Optional[_Flops] = None
+            result.__exit__(None, None, None)
+            block = StepRecord()
+            block.add_block(num_tokens)
             if counter is not None:
-                try:
-                    self._exit_counter(counter)
-                    flops = (counter.model_flops - before[0], counter.executed_flops - before[1],
-                             counter.forward_flops - before[2])
-                    self.__dict__["_step_counted"] = True
-                except Exception as error:  # noqa: BLE001
-                    self._warn_once("counter", f"FLOP counting failed ({error!r})")
-            d = self.__dict__
-            d["_step_blocks"] += 1
-            if num_tokens is not None:
-                d["_step_tokens"] = (d["_step_tokens"] or 0.0) + num_tokens
-            else:
-                d["_step_tokens_missing"] = True
-            if flops is None:
-                flops = self._estimate(num_tokens, 1)
-            result._close(end, self._adjust(flops) if flops else None, num_tokens)
+                raw = counter.stop()
+                block.counted = None if raw is None else self._policy.counted(raw)
+            block.reference = self._policy.reference
+            self._record.add_block(num_tokens)
+            flops = self._flops_or_none(block, num_tokens)
+            try:
+                result.set_work(None if flops is None else flops[0],
+                                None if flops is None else flops[1], num_tokens)
+            except Exception as error:  # noqa: BLE001 -- never raise into the loop
+                self._warn_once("result", f"track_step(): the block's figures are left out ({error!r})")
 
-    def _mark(self) -> int:
-        """A mark on the block clock. A GPU driver failure gives one warning and
-        the CPU clock from then on (a block it cut through has no elapsed time)."""
+    def _new_result(self) -> UtilizationResult:
+        """A block result on the block clock, its work unknown until it exits."""
+        peak = self._tracker.peak
+        values = (0.0, self._param_bytes, None, None, peak.flops_per_sec, peak.bytes_per_sec,
+                  self._num_gpus, peak.dtype, peak.spec)
+        timer = self._timer
         try:
-            return self._timer.mark(self._stream())
+            stream = self._stream() if timer is not None else 0
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
-            if not getattr(self._timer, "failed", False):  # a failed MarkTimer warned already
-                self._warn_once("clock", f"track_step(): {error}; timing falls back to the CPU clock")
-            self.__dict__["_timer"] = _C.MarkTimer("cpu")
-            self.__dict__["_stream"] = lambda: 0
-            return self._timer.mark()
+            self._warn_once("stream", f"track_step(): the current stream is unknown ({error!r}); "
+                            "the block is timed on the CPU clock")
+            timer, stream = None, 0
+        result = _C.new_track(*values, timer, stream)
+        result.set_work(None)
+        return result
 
-    def _exit_counter(self, counter: Any) -> None:
-        """Exit the step's counter; ops it could not count warn once per run."""
-        problem = counter.stop(warn=False)
-        if problem is not None:
-            self._warn_once("uncounted", f"FlopCounter: {problem}; the MFU of such steps is low (not warned again)")
-
-    def _adjust(self, flops: _Flops) -> _Flops:
-        """Compiled models and the peer's HFU factors."""
-        model, executed, forward = flops
-        if executed > forward and model <= forward:
-            # A backward ran but the model FLOPs hold only the forward:
-            # AOTAutograd (torch.compile) runs the compiled forward without
-            # grad, so the split is the profile's (or the executed count).
-            ratio = self._profile[0] / self._profile[1] if self._profile and self._profile[1] else 1.0
-            if self._profile is None:
-                self._warn_once("compiled", "the counted steps ran a compiled forward, whose model "
-                                "FLOPs the counter cannot split from recompute: MFU uses the "
-                                "executed FLOPs; call profile() before torch.compile for the exact split")
-            model = executed * ratio
-        if self._hfu_factor is not None:
-            executed = forward * self._hfu_factor
-        return (model, executed, forward)
-
-    def _estimate(self, tokens: Optional[float], blocks: int) -> Optional[_Flops]:
-        """FLOPs of an uncounted step (or block) with ``tokens`` tokens."""
-        if self._reference is not None:
-            flops, ref_tokens = self._reference
-            if tokens is not None and ref_tokens:
-                return tuple(f * tokens / ref_tokens for f in flops)  # type: ignore[return-value]
-            return flops
-        if self._profile is not None:
-            if tokens is not None and self._sample_tokens:
-                return tuple(f * tokens / self._sample_tokens for f in self._profile)  # type: ignore[return-value]
-            scale = self._accumulation if blocks != 1 else 1
-            return tuple(f * scale for f in self._profile)  # type: ignore[return-value]
-        return None
+    def _flops_or_none(self, record: StepRecord, tokens: Optional[float]) -> Optional[Flops]:
+        try:
+            return self._policy.resolve(record, tokens)
+        except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            self._warn_once("flops", f"the step's FLOPs could not be had ({error!r}); MFU is left out")
+            return None
 
     # ---- steps ------------------------------------------------------------------
 
-    def _reset_step(self) -> None:
+    def _open_step(self) -> None:
         d = self.__dict__
-        d["_counter"] = None
-        d["_step_counted"] = False
-        d["_step_blocks"] = 0
-        d["_step_tokens"] = None
-        d["_step_tokens_missing"] = False
+        d["_record"] = StepRecord()
+        d["_step_counter"] = None
 
     def _start_clock(self) -> None:
         if not self._started:
@@ -581,20 +350,14 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                 self._warn_once("tracker", f"the step tracker failed ({error!r})")
 
     def _close_step(self) -> None:
+        record = self._record
         try:
-            tokens = None if self._step_tokens_missing else self._step_tokens
-            flops: Optional[_Flops] = None
-            if self._step_counted and self._counter is not None:
-                c = self._counter
-                flops = self._adjust((float(c.model_flops), float(c.executed_flops),
-                                      float(c.forward_flops)))
-                self.__dict__["_reference"] = (flops, tokens)
-            else:
-                if self._count_every == 0 or not self._step_blocks:
-                    self.profile()
-                flops = self._estimate(tokens, self._step_blocks or self._accumulation)
-                if flops is not None:
-                    flops = self._adjust(flops)  # idempotent on counted references
+            if not record.micro_batches:  # step() without blocks
+                record.micro_batches = self._accumulation
+                record.tokens_missing = True
+            self._policy.close(record, self._step_counter)
+            tokens = None if record.tokens_missing or not record.tokens else float(sum(record.tokens))
+            flops = self._flops_or_none(record, tokens)
             if flops is None:
                 self._warn_once("noflops", "no FLOPs for this step: run forward/backward inside "
                                 "track_step() (counted), or give sample_batch; MFU is left out")
@@ -605,13 +368,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
         finally:
-            self.__dict__["_steps"] += 1
-            self._reset_step()
+            self._open_step()
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)
-            _warn(message)
+            warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
 
     # ---- figures ----------------------------------------------------------------
 
@@ -623,12 +385,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     @property
     def last_step_flops(self) -> Optional[Tuple[float, float]]:
         """(model, executed) FLOPs of the last closed optimizer step, or None."""
-        flops = self.__dict__.get("_last_step_flops")
+        flops = self._last_step_flops
         return None if flops is None else (flops[0], flops[1])
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """End-to-end figures of the last ``window`` optimizer steps
-        (:meth:`mfu_tracker.step.Tracker.metrics`); never blocks.
+        (:meth:`mfu_tracker.Tracker.metrics`); never blocks.
 
         With ``distributed=True`` (or None under an initialized process group)
         it is a collective giving global figures: every rank must call it at
@@ -637,7 +399,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         return self._tracker.metrics(prefix)
 
     def summary(self) -> Dict[str, Any]:
-        """:meth:`mfu_tracker.step.Tracker.summary` of the optimizer steps."""
+        """:meth:`mfu_tracker.Tracker.summary` of the optimizer steps."""
         return self._tracker.summary()
 
     def close(self) -> None:

@@ -1,366 +1,493 @@
-"""MFU for a block of work: ``track()``, and one-shot ``compute_mfu()`` / ``compute_mbu()``.
+"""The step tracker: end-to-end MFU of a training run, one call per step.
 
-Units: FLOP counts are FLOPs, rates are FLOP/s (or TFLOP/s where the name
-says so), times are seconds, bandwidths bytes/s (TB/s where the name says so).
+``Tracker.step()`` marks a step boundary. A step's *period* is the time from
+one boundary to the next, so it covers everything the loop does -- data
+loading, forward, backward, optimizer, logging: the utilization the run
+actually gets. (``track()`` times a block instead: its ``elapsed_sec`` is that
+block's compute window.) On a CUDA / ROCm device the boundaries are GPU events
+on the device's stream, resolved without ever synchronizing; elsewhere the
+monotonic CPU clock. The hot path and the windowed statistics are in C
+(``_C.StepTracker``, ``csrc/core/stats.h``).
 
-``track()`` is implemented in C (``_C.track``: argument parsing, the timed
-block, the arithmetic); this module resolves the peak the result is measured
-against and the clock that times the block, which ``track()`` asks for only
-when its arguments change, so a ``track()`` per step costs about as much as
-``contextlib.nullcontext()`` (benchmarks/track_overhead.py).
-
-Clocks: a block on a CUDA / ROCm device is timed with GPU events (driver API,
-loaded at run time) recorded on the block's stream -- the time the GPU spent
-between entering and leaving the block, with no synchronization. One
-``_C.MarkTimer`` per (clock, device) serves every block. Elsewhere, or when
-the GPU driver fails (one warning), the monotonic CPU clock.
+Under ``torch.distributed`` each rank's tracker measures that rank, and
+``metrics()`` is a collective that returns global figures (see
+:mod:`mfu_tracker.distributed`).
 """
 from __future__ import annotations
 
 import math
-import os
-import sys
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Union
 
 from . import _C
-from ._dtypes import normalize_dtype
-from .gpu import PEAK_ENV_VAR, GPUSpec, get_gpu_spec, user_gpu_spec
+from ._clock import current_stream_getter, mark_timer, resolve_clock
+from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
+from ._metrics import format_metrics
+from ._peak import Peak, resolve_peak
+from ._validate import (
+    NUM_GPUS_MAX,
+    PARALLEL_DEGREE_MAX,
+    WARMUP_MAX,
+    WINDOW_MAX,
+    check_clock,
+    check_int,
+    check_optional_flag,
+    check_optional_number,
+    check_positive_number,
+    check_prefix,
+    check_stream,
+)
+from .distributed import DistributedFigures, RankFigures, combine
+from .gpu import GPUSpec
 
-__all__ = ["track", "compute_mfu", "compute_mbu", "UtilizationResult", "resolve_peak", "Peak"]
-
-#: The result type of :func:`track` (implemented in C). Fields: ``mfu``,
-#: ``hfu``, ``mbu``, ``elapsed_sec`` (s), ``achieved_tflops`` (TFLOP/s),
-#: ``achieved_tbs`` (TB/s), ``tokens_per_sec``, ``peak_flops_per_sec``
-#: (the MFU denominator, FLOP/s), ``ready``, ``dtype``, ``gpu_spec``.
-UtilizationResult = _C.UtilizationResult
+__all__ = ["Tracker"]
 
 
-@dataclass(frozen=True)
-class Peak:
-    """The ceiling a run is measured against, for one device and dtype.
+def _override(value: Any, argument: str) -> Optional[float]:
+    """A window total given at logging time: None, a finite number >= 0, or
+    NaN (unknown) after one warning for anything else."""
+    if value is None:
+        return None
+    try:
+        return check_optional_number(value, argument, 0)
+    except (TypeError, ValueError) as exc:
+        warnings.warn(f"mfu_tracker: Tracker.aggregate(): {exc}; the figures using it are "
+                      f"left out", RuntimeWarning, stacklevel=4)
+        return math.nan
 
-    ``flops_per_sec`` (FLOP/s) and ``bytes_per_sec`` (bytes/s) are per device
-    and ``None`` when unknown (then MFU / MBU are unavailable, never guessed).
+
+def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
+    """Whether the tracker aggregates across ranks; configuration errors raise."""
+    check_optional_flag(distributed, "distributed")
+    check_positive_number(timeout, "distributed_timeout", "seconds")
+    if distributed is False:
+        return False
+    if distributed is True:
+        import torch.distributed  # noqa: F401  (makes the check below see it)
+    if not process_group_initialized():
+        if distributed is True:
+            raise ValueError("distributed=True needs an initialized torch.distributed process "
+                             "group: call torch.distributed.init_process_group() first")
+        return False
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    if world % model_parallel:
+        raise ValueError(f"the parallel degrees multiply to {model_parallel}, which does not "
+                         f"divide the world size {world}")
+    return True
+
+
+class Tracker(_C.StepTracker):
+    """End-to-end MFU / HFU / MBU, tokens/s and step time of a training loop::
+
+        tracker = Tracker(flops_per_step, dtype="bf16", param_bytes=param_bytes(model))
+        for batch in loader:
+            loss = model(**batch).loss
+            loss.backward()
+            opt.step(); opt.zero_grad()
+            tracker.step(num_tokens=batch["input_ids"].numel())
+            log(tracker.metrics())          # e.g. every step: never blocks
+
+    Under ``torch.distributed`` (a process group initialized before the
+    tracker is created), on every rank::
+
+        tracker = Tracker(flops_per_step_of_this_rank, dtype="bf16")
+        for step, batch in enumerate(loader, 1):
+            ...
+            tracker.step(num_tokens=tokens_of_this_rank)
+            if step % log_every == 0:
+                m = tracker.metrics()       # a collective: every rank, same steps
+                if rank == 0:
+                    log(m)                  # global MFU, per-rank spread, straggler
+
+    The first ``step()`` starts the clock; each later call closes one step
+    (what the call's arguments describe) whose period runs from the previous
+    boundary. Figures cover the last ``window`` resolved steps after the first
+    ``warmup`` steps, as *sums over the window*: tokens/s = total tokens /
+    total time, MFU = total model FLOPs / total time / peak -- not a mean of
+    per-step ratios. With a GPU clock a step resolves once the GPU has passed
+    its closing boundary, so read every step the figures lag by about one step;
+    nothing ever waits except :meth:`flush` / :meth:`close` (and, when
+    distributed, the aggregation in ``metrics()`` for the other ranks).
+
+    ``metrics(prefix="throughput")`` returns (figures that are unavailable are
+    left out, never None or NaN; ``{}`` before the first resolved step):
+
+    ===============================  =====================================================
+    key                              meaning
+    ===============================  =====================================================
+    ``{prefix}/mfu``                 model FLOPs / window time / peak (unclamped)
+    ``{prefix}/hfu``                 executed FLOPs / window time / peak
+    ``{prefix}/mbu``                 param_bytes per step / step time / peak bandwidth
+    ``{prefix}/tokens_per_sec``      tokens / window time (needs ``num_tokens``)
+    ``{prefix}/achieved_tflops``     model TFLOP/s over all ``num_gpus`` devices
+    ``{prefix}/step_time_s``         mean step period, seconds (end to end)
+    ``{prefix}/step_time_min_s``     shortest step period in the window
+    ``{prefix}/step_time_max_s``     longest step period in the window
+    ``{prefix}/peak_tflops``         the MFU denominator: peak TFLOP/s x ``num_gpus``
+    ===============================  =====================================================
+
+    **Distributed.** When a ``torch.distributed`` process group is initialized
+    at construction (and ``distributed`` is not False), ``metrics()`` is a
+    *collective*: every rank must call it at the same steps -- at logging
+    intervals, not every step -- and one all-gather of a ~150-byte row per
+    rank on a dedicated gloo group (CPU tensors: no GPU synchronization)
+    gives every rank the same global figures: the keys above then cover the
+    whole job as below, and the per-rank keys are added (definitions and
+    their justification: :mod:`mfu_tracker.distributed`):
+
+    ==============================================  ==========================================================
+    key                                             meaning
+    ==============================================  ==========================================================
+    ``{prefix}/mfu``                                global: sum_r achieved_r / sum_r peak_r, the peak-weighted
+                                                    mean of per-rank MFU (``hfu``, ``mbu`` alike)
+    ``{prefix}/achieved_tflops``                    sum over ranks of model TFLOP/s
+    ``{prefix}/tokens_per_sec``                     sum over ranks of tokens/s
+    ``{prefix}/peak_tflops``                        sum over ranks of the peak (the denominator)
+    ``{prefix}/step_time_s``                        max over ranks of the mean step period (the job's pace)
+    ``{prefix}/step_time_min_s`` / ``max``          min / max over ranks of the window min / max
+    ``{prefix}/tokens_per_sec_per_device``          tokens/s over all devices (sum of ``num_gpus``)
+    ``{prefix}/mfu_rank_min`` / ``mean`` / ``max``  spread of the per-rank MFU (unweighted mean)
+    ``{prefix}/slowest_rank``                       the rank that took longest (host seconds per step) from
+                                                    the previous aggregation to this one
+    ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
+    ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
+    ==============================================  ==========================================================
+
+    A figure is global only when every rank has it (else left out). World
+    size 1 gives the same keys with no collective. A rank whose peers do not
+    reach the aggregation within ``distributed_timeout`` seconds warns once
+    and reports its local figures from then on (no more waits); ranks that
+    aggregate at different step counts get global figures and one warning.
+    Without a process group, or with ``distributed=False``, ``metrics()`` is
+    the local table above and never communicates.
+
+    **Parallel degrees.** ``num_gpus`` keeps the pure-Python package's
+    meaning: *this process* drives ``num_gpus`` devices and its figures cover
+    all of them. ``tensor_parallel``, ``sequence_parallel``,
+    ``context_parallel`` and ``pipeline_parallel`` count *ranks* (processes)
+    that together process one model replica's batch. Give every such rank the
+    replica's figures -- the full (unsharded) model's FLOPs on the replica's
+    batch, e.g. :func:`transformer_flops`, and that batch's tokens -- and the
+    tracker counts ``1 / (tp x sp x cp x pp)`` of them on this rank: its MFU
+    is per GPU, and summing over ranks counts each replica once. Locally
+    (without aggregation) the FLOP/s and tokens/s shown are the replica's and
+    the peak is multiplied by the degree. ``sequence_parallel`` means ranks
+    *beyond* the tensor-parallel group that split the sequence (DeepSpeed
+    Ulysses); Megatron-style sequence parallelism runs on the tensor-parallel
+    ranks themselves: declare it through ``tensor_parallel`` only. With
+    ``pipeline_parallel`` every stage reports the replica average; to see
+    stage imbalance give each stage its own FLOPs and leave the degree at 1.
+    Data parallelism (DDP, FSDP) needs no declaration: each rank gives its own
+    batch's FLOPs. An op-level counter on a tensor-parallel rank sees only
+    its shards (local FLOPs): then leave the degrees at 1 and give the local
+    share of the tokens. FSDP is not model parallelism here: its ranks each
+    run the full (all-gathered) weights on their own batch, which is what a
+    FLOP counter sees and what ``param_bytes()`` reports (DTensor parameters
+    have their full shape).
+
+    Args:
+        flops_per_step: model FLOPs of one step on this rank (the MFU
+            numerator), or None to give them per step (``step(model_flops=)``).
+        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...).
+        window: steps the figures cover (1 .. ``_C.LIMIT_WINDOW_MAX``).
+        warmup: timed steps ignored at the start (compilation, warm-up).
+        param_bytes: bytes of weights read per step (the MBU numerator).
+        executed_flops_per_step: executed FLOPs per step for HFU (recompute
+            included), or None.
+        num_gpus: devices the FLOPs per step ran on; the peak is multiplied by it.
+        device: the device whose peak and clock to use (default: torch's
+            current CUDA device, else the CPU).
+        spec: a :class:`GPUSpec` to use instead of looking the device up.
+        peak_tflops: per-device peak in TFLOP/s, overriding the table.
+        clock: "auto" (GPU events on a CUDA / ROCm device, else the CPU clock),
+            "cuda", "hip" (pin the GPU clock) or "cpu".
+        stream: the stream the boundary events go on: a ``torch.cuda.Stream``,
+            a raw handle (int) or None (torch's current stream of the device
+            when the tracker is created; the null stream without torch CUDA).
+        distributed: None (aggregate across ranks iff a ``torch.distributed``
+            process group is initialized when the tracker is created), True
+            (require one: ValueError without) or False (never communicate).
+            A distributed tracker's construction creates a gloo process group
+            -- a collective: construct it on every rank, in the same order
+            relative to your other ``new_group()`` calls.
+        distributed_timeout: seconds a rank waits in the aggregation for the
+            others before it gives up (one warning, local figures after).
+        tensor_parallel, sequence_parallel, context_parallel,
+        pipeline_parallel: model-parallel degrees (see above); their product
+            must divide the world size when aggregating.
+
+    Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
+    construction nothing raises into the loop: a GPU driver failure gives one
+    warning and the CPU clock (steps in flight are dropped); a bad per-step
+    value gives one warning and leaves the figures that need it out.
     """
 
-    dtype: str
-    flops_per_sec: Optional[float]
-    bytes_per_sec: Optional[float]
-    spec: Optional[GPUSpec]
+    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist")
+
+    def __init__(
+        self,
+        flops_per_step: Optional[float] = None,
+        *,
+        dtype: Any = "bf16",
+        window: int = 100,
+        warmup: int = 1,
+        param_bytes: Optional[float] = None,
+        executed_flops_per_step: Optional[float] = None,
+        num_gpus: int = 1,
+        device: Any = None,
+        spec: Optional[GPUSpec] = None,
+        peak_tflops: Optional[float] = None,
+        clock: str = "auto",
+        stream: Any = None,
+        distributed: Optional[bool] = None,
+        distributed_timeout: float = DEFAULT_TIMEOUT_S,
+        tensor_parallel: int = 1,
+        sequence_parallel: int = 1,
+        context_parallel: int = 1,
+        pipeline_parallel: int = 1,
+    ) -> None:
+        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
+        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
+        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        window = check_int(window, "window", 1, WINDOW_MAX)
+        warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
+        num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
+        model_parallel = 1
+        for value, argument in ((tensor_parallel, "tensor_parallel"),
+                                (sequence_parallel, "sequence_parallel"),
+                                (context_parallel, "context_parallel"),
+                                (pipeline_parallel, "pipeline_parallel")):
+            model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
+        if num_gpus * model_parallel > NUM_GPUS_MAX:
+            raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
+                             f"got {num_gpus * model_parallel}")
+        aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
+        check_clock(clock)
+        handle = None if stream is None else check_stream(stream)
+        peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
+
+        kind, index, torch = resolve_clock(clock, device)
+        if kind != "cpu":
+            # The shared timer's creation makes the device's context current
+            # and tells, once per process and device, whether the GPU clock works.
+            if mark_timer(kind, index, torch, "Tracker") is None:
+                kind = "cpu"  # warned already
+            elif handle is None:
+                getter = current_stream_getter(torch, index)
+                handle = getter(index) if getter is not None else 0
+        super().__init__(
+            clock=kind,
+            stream=handle or 0,
+            model_flops=model_flops,
+            executed_flops=executed_flops,
+            param_bytes=bytes_per_step,
+            peak_flops_per_sec=peak.flops_per_sec,
+            peak_bytes_per_sec=peak.bytes_per_sec,
+            # The figures given cover num_gpus devices of this process times
+            # the ranks of a model-parallel group: the denominator covers both.
+            num_gpus=num_gpus * model_parallel,
+            window=window,
+            warmup=warmup,
+        )
+        self._peak = peak
+        self._dtype = peak.dtype
+        self._num_gpus = num_gpus
+        self._model_parallel = model_parallel
+        # Last: the group creation is the only step that communicates.
+        self._dist = Aggregator(distributed_timeout) if aggregate else None
 
     @property
-    def source(self) -> str:
-        """Where the peak came from: "datasheet", "measured", "user" or "unknown"."""
-        if self.spec is None or self.flops_per_sec is None:
-            return "unknown"
-        return self.spec.source
+    def peak(self) -> Peak:
+        """The per-device peak the figures are measured against."""
+        return self._peak
 
+    @property
+    def distributed(self) -> bool:
+        """Whether ``metrics()`` is currently the cross-rank collective.
 
-_PeakKey = Tuple[Any, Any, Any, Optional[str]]
-_PEAK_CACHE: Dict[_PeakKey, Peak] = {}
+        False without a process group, with ``distributed=False``, after
+        ``close()`` and after a failed aggregation.
+        """
+        agg = self._dist
+        return agg is not None and agg.failed is None
 
+    @property
+    def model_parallel(self) -> int:
+        """tensor x sequence x context x pipeline parallel degree."""
+        return self._model_parallel
 
-def _check_peak_tflops(peak_tflops: Any) -> float:
-    if isinstance(peak_tflops, bool) or not isinstance(peak_tflops, (int, float)):
-        raise TypeError(f"peak_tflops must be a number, not {type(peak_tflops).__name__}")
-    if not (math.isfinite(peak_tflops) and peak_tflops > 0):
-        raise ValueError(f"peak_tflops must be a finite number > 0 (TFLOP/s), got {peak_tflops!r}")
-    return float(peak_tflops)
+    def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
+        """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
+        gives bare names), made by the one metric formatter
+        (:mod:`mfu_tracker._metrics`).
 
+        Local and never blocking without a process group; with one, a
+        collective returning the global figures on every rank.
+        """
+        check_prefix(prefix)  # before the collective: the same on every rank
+        agg = self._dist
+        if agg is not None and agg.failed is None:
+            figures = self._aggregate(agg)
+            if figures is not None:
+                return figures.metrics(prefix)
+        summary = _C.StepTracker.summary(self)
+        if not summary["steps"]:
+            return {}
+        return format_metrics(summary, prefix)
 
-def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tflops: Any) -> Peak:
-    name = normalize_dtype(dtype)
-    if spec is not None and not isinstance(spec, GPUSpec):
-        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
-    if peak_tflops is not None:
-        tflops = _check_peak_tflops(peak_tflops)
-        if spec is not None:
-            base = spec
+    def aggregate(
+        self,
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+    ) -> Optional[DistributedFigures]:
+        """Global figures with every rank's row (:class:`DistributedFigures`).
+
+        A collective like ``metrics()`` when distributed; otherwise this
+        process's figures as a one-rank aggregation (no communication).
+        None when the aggregation failed (warned once).
+
+        ``model_flops``, ``executed_flops``, ``num_tokens``: totals over the
+        steps now in the window, replacing the ones given to ``step()`` --
+        for integrations that know a window's work only at logging time
+        (see :meth:`rank_figures`).
+        """
+        overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
+                         num_tokens=num_tokens)
+        agg = self._dist
+        if agg is None or agg.failed is not None:
+            return combine([self.rank_figures(**overrides)])
+        return self._aggregate(agg, overrides)
+
+    def _aggregate(self, agg: Aggregator,
+                   overrides: Optional[Dict[str, Optional[float]]] = None
+                   ) -> Optional[DistributedFigures]:
+        if not process_group_initialized():
+            # destroy_process_group() ran: nothing to aggregate with.
+            agg.close()
+            agg.failed = "the process group was destroyed"
+            return None
+        local = self.rank_figures(**(overrides or {}))
+        return agg.aggregate(local)
+
+    def rank_figures(
+        self,
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+    ) -> RankFigures:
+        """This rank's row of an aggregation: its window's figures, as its share.
+
+        Rates and peaks are divided by the model-parallel degree. The interval
+        fields are the host time and step() calls since the previous
+        aggregation (or construction); None / 0 when not distributed.
+        ``model_flops`` / ``executed_flops`` / ``num_tokens`` (totals over
+        the window's steps, finite >= 0) replace the window's own totals; a
+        bad one (negative, NaN, not a number) gives one warning and leaves its
+        figures out -- never an exception, which on one rank would leave the
+        others waiting in the collective.
+        """
+        model_flops = _override(model_flops, "model_flops")
+        executed_flops = _override(executed_flops, "executed_flops")
+        num_tokens = _override(num_tokens, "num_tokens")
+        s = _C.StepTracker.summary(self)
+        mp = self._model_parallel
+        window_s = s["window_s"]
+
+        def share(value: Any) -> Optional[float]:
+            return None if value is None else float(value) / mp
+
+        def rate(ratio: Any, ceiling: Optional[float]) -> Optional[float]:
+            return None if ratio is None or ceiling is None else float(ratio) * ceiling
+
+        def per_sec(total: float) -> Optional[float]:
+            return total / window_s if window_s and not math.isnan(total) else None
+
+        peak = s["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
+        bandwidth = self._peak.bytes_per_sec
+        bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
+        achieved = s["achieved_flops_per_sec"] if model_flops is None else per_sec(model_flops)
+        executed = rate(s["hfu"], peak) if executed_flops is None else per_sec(executed_flops)
+        tokens = s["tokens_per_sec"] if num_tokens is None else per_sec(num_tokens)
+        mfu = s["mfu"] if model_flops is None else (
+            None if achieved is None or peak is None else achieved / peak)
+        boundaries = int(s["boundaries"])
+        agg = self._dist
+        if agg is not None and agg.failed is None:
+            interval_s, interval_steps = agg.interval(boundaries)
+            rank: int = agg.rank
         else:
-            # The device is looked up only for its bandwidth (MBU); its "no
-            # datasheet peak" warning does not apply when the user gave one.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", UserWarning)
-                base = get_gpu_spec(device)
-        bandwidth = base.memory_bandwidth_bytes_per_sec or None
-        user = user_gpu_spec(tflops, name=base.name, memory_bandwidth_tbs=bandwidth * 1e-12 if bandwidth else None)
-        return Peak(name, tflops * 1e12, bandwidth, user)
-    if spec is None:
-        spec = get_gpu_spec(device)
-    bandwidth = spec.memory_bandwidth_bytes_per_sec or None
-    if spec.has_peak(name):
-        return Peak(name, spec.peak_flops_per_sec(name), bandwidth, spec)
-    if spec.peak_flops_by_dtype:
-        # A known device that lacks this dtype: a configuration error (fp8 on
-        # an A100), raised with the dtypes it has.
-        spec.peak_tflops(name)
-    # No peak at all (CPU, unknown GPU): get_gpu_spec() warned once already.
-    return Peak(name, None, bandwidth, spec)
+            interval_s, interval_steps, rank = None, 0, 0
+        return RankFigures(
+            rank=rank,
+            boundaries=boundaries,
+            steps=int(s["steps"]),
+            window_s=window_s,
+            step_time_s=s["step_time_s"],
+            step_time_min_s=s["step_time_min_s"],
+            step_time_max_s=s["step_time_max_s"],
+            achieved_flops_per_sec=share(achieved),
+            executed_flops_per_sec=share(executed),
+            achieved_bytes_per_sec=share(rate(s["mbu"], bandwidth)),
+            tokens_per_sec=share(tokens),
+            peak_flops_per_sec=share(peak),
+            peak_bytes_per_sec=share(bandwidth),
+            num_devices=self._num_gpus,
+            model_parallel=mp,
+            interval_s=interval_s,
+            interval_steps=interval_steps,
+            mfu=mfu,
+        )
 
+    def distributed_counters(self) -> Dict[str, int]:
+        """Aggregation counters: ``aggregations`` (collective metrics() /
+        aggregate() calls), ``collectives`` (all-gathers started; 0 at world
+        size 1), ``failures``, ``world_size``, ``active``. All zero when the
+        tracker is not distributed."""
+        agg = self._dist
+        if agg is None:
+            return {"aggregations": 0, "collectives": 0, "failures": 0, "world_size": 1,
+                    "active": 0}
+        return agg.counters()
 
-def resolve_peak(
-    dtype: Any = "fp16",
-    *,
-    device: Any = None,
-    spec: Optional[GPUSpec] = None,
-    peak_tflops: Optional[float] = None,
-) -> Peak:
-    """Resolve the per-device peak for ``dtype``.
+    def close(self) -> None:
+        """Resolve every step taken (one wait), stop timing, drop the side group.
 
-    Precedence: ``peak_tflops`` (TFLOP/s, the user's figure) > ``spec`` >
-    the table entry for ``device`` (with ``MFU_TRACKER_PEAK_TFLOPS`` applied).
-    Results without an explicit ``spec`` are cached per (dtype, device,
-    peak_tflops, environment override).
-    """
-    if spec is not None:
-        return _resolve_uncached(dtype, device, spec, peak_tflops)
-    try:
-        key: _PeakKey = (dtype, device, peak_tflops, os.environ.get(PEAK_ENV_VAR))
-        cached = _PEAK_CACHE.get(key)
-    except TypeError:  # an unhashable device or dtype: resolve every time
-        return _resolve_uncached(dtype, device, spec, peak_tflops)
-    if cached is None:
-        cached = _resolve_uncached(dtype, device, spec, peak_tflops)
-        _PEAK_CACHE[key] = cached
-    return cached
+        The figures stay readable; ``metrics()`` after ``close()`` is local.
+        """
+        super().close()
+        agg = self._dist
+        if agg is not None and agg.failed is None:
+            agg.close()
+            agg.failed = "closed"
 
+    def summary(self) -> Dict[str, Union[float, int, str, None]]:
+        """Every windowed figure, None where unavailable.
 
-# ---- clocks ---------------------------------------------------------------------
+        Keys: ``steps`` (in the window), ``steps_seen`` (resolved, warm-up
+        included), ``steps_skipped`` (warm-up), ``steps_pending`` (not resolved
+        yet), ``steps_dropped`` (lost to a failure), ``boundaries`` (step()
+        calls), ``window_s``, ``step_time_s`` / ``_min_s`` / ``_max_s`` (step
+        periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
+        ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
+        and ``peak_tflops`` (the MFU denominator, x num_gpus), ``peak_source``
+        ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``.
+        """
+        out: Dict[str, Union[float, int, str, None]] = super().summary()
+        out["peak_source"] = self._peak.source
+        out["dtype"] = self._dtype
+        return out
 
-#: Values of the ``clock`` argument of :func:`track` and :class:`~mfu_tracker.step.Tracker`.
-_CLOCKS = ("auto", "cuda", "hip", "cpu")
+    def __enter__(self) -> "Tracker":
+        return self
 
-_STREAM_LIMIT = 1 << 64
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
-
-def _check_clock(clock: Any) -> str:
-    """``clock`` validated: one of :data:`_CLOCKS`."""
-    if not isinstance(clock, str):
-        raise TypeError(f"clock must be a str ({', '.join(_CLOCKS)}), not {type(clock).__name__}")
-    if clock not in _CLOCKS:
-        raise ValueError(f"clock must be one of {', '.join(map(repr, _CLOCKS))}, got {clock!r}")
-    return clock
-
-
-def _stream_handle(stream: Any) -> int:
-    """The raw stream handle of ``stream``: a torch stream (its ``cuda_stream``,
-    also on ROCm) or an int handle. ``None`` is resolved by the caller."""
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        handle = stream
-    else:
-        handle = getattr(stream, "cuda_stream", None)
-        if not isinstance(handle, int) or isinstance(handle, bool):
-            raise TypeError(
-                "stream must be a torch.cuda.Stream, a raw stream handle (int) or None, "
-                f"not {type(stream).__name__}"
-            )
-    if not 0 <= handle < _STREAM_LIMIT:
-        raise ValueError(f"stream must be a handle in [0, 2**64), got {handle!r}")
-    return handle
-
-
-def _torch_with_gpu() -> Any:
-    """torch if it is imported and has a CUDA/ROCm device, else None. Never
-    imports torch: a run that has not imported it computes on no GPU."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    try:
-        return torch if torch.cuda.is_available() else None
-    except Exception:  # a broken CUDA install: the CPU clock
-        return None
-
-
-def _device_index(device: Any, torch: Any) -> Tuple[bool, Optional[int]]:
-    """(is a CUDA/ROCm device, its index) for a ``device`` argument."""
-    if device is None:
-        return (True, torch.cuda.current_device()) if torch is not None else (False, None)
-    if torch is None:
-        if isinstance(device, str):
-            return device.startswith("cuda"), None
-        return isinstance(device, int) and not isinstance(device, bool), None
-    dev = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    if dev.type != "cuda":
-        return False, None
-    return True, dev.index if dev.index is not None else torch.cuda.current_device()
-
-
-# (clock, device) -> (MarkTimer or None, torch device index or None, current-stream getter)
-_ClockEntry = Tuple[Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
-_BLOCK_CLOCKS: Dict[Tuple[str, Any], _ClockEntry] = {}
-# (kind, device index) -> MarkTimer or None (unavailable: warned once)
-_MARK_TIMERS: Dict[Tuple[str, Optional[int]], Optional["_C.MarkTimer"]] = {}
-
-
-def _resolve_clock(clock: str, device: Any) -> Tuple[str, Optional[int], Any]:
-    """(clock kind "cpu"/"cuda"/"hip", torch device index, torch) for a block
-    or a tracker on ``device`` with ``clock`` (already checked).
-
-    "auto" is the GPU clock when ``device`` (default: torch's current device)
-    is a CUDA / ROCm device -- "hip" on a ROCm build of torch -- else "cpu".
-    "cuda" / "hip" pin the GPU clock even where torch has no GPU (then the
-    null stream is the default stream)."""
-    torch = _torch_with_gpu()
-    on_gpu, index = _device_index(device, torch)
-    if clock == "cpu" or (clock == "auto" and not (on_gpu and torch is not None)):
-        return "cpu", None, torch
-    if clock == "auto":
-        return ("hip" if getattr(torch.version, "hip", None) else "cuda"), index, torch
-    return clock, (index if torch is not None else None), torch
-
-
-def _ensure_context(torch: Any, index: Optional[int]) -> None:
-    """Make the device's primary CUDA context current on this thread (the
-    driver API needs one; torch creates it lazily)."""
-    if torch is None or index is None:
-        return
-    try:
-        with torch.cuda.device(index):
-            torch.zeros(1, device=torch.device("cuda", index))
-    except Exception:  # MarkTimer creation then says what is missing
-        pass
-
-
-def _mark_timer(kind: str, index: Optional[int], torch: Any, what: str) -> Optional["_C.MarkTimer"]:
-    """The shared MarkTimer of (kind, device index), created on first use;
-    None (after one warning naming the cause) when the GPU clock is unusable."""
-    key = (kind, index)
-    if key in _MARK_TIMERS:
-        return _MARK_TIMERS[key]
-    _ensure_context(torch, index)
-    try:
-        timer: Optional[_C.MarkTimer] = _C.MarkTimer(kind)
-    except RuntimeError as error:
-        warnings.warn(f"mfu_tracker: {what}: {error}; timing falls back to the CPU clock",
-                      RuntimeWarning, stacklevel=3)
-        timer = None
-    _MARK_TIMERS[key] = timer
-    return timer
-
-
-def _current_stream_getter(torch: Any, index: Optional[int]) -> Optional[Callable[[int], int]]:
-    """A function giving torch's current raw stream of a device index, or None
-    when torch has no GPU (the null stream, 0, is then the default)."""
-    if torch is None or index is None:
-        return None
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda i: torch.cuda.current_stream(i).cuda_stream
-
-
-def _block_clock(clock: Any, device: Any) -> _ClockEntry:
-    _check_clock(clock)
-    kind, index, torch = _resolve_clock(clock, device)
-    if kind == "cpu":
-        entry: _ClockEntry = (None, None, None)
-    else:
-        timer = _mark_timer(kind, index, torch, "track()")
-        entry = (timer, index, _current_stream_getter(torch, index) if timer is not None else None)
-    # Cache only what cannot change: before torch is imported, "auto" might
-    # find a GPU later.
-    if clock != "auto" or "torch" in sys.modules:
-        try:
-            _BLOCK_CLOCKS[(clock, device)] = entry
-        except TypeError:  # an unhashable device: resolved every time
-            pass
-    return entry
-
-
-def _reset_clocks() -> None:
-    """Forget the cached clocks, shared timers and resolved peaks (tests, or
-    after changing ``MFU_TRACKER_PEAK_TFLOPS`` mid-run)."""
-    _BLOCK_CLOCKS.clear()
-    _MARK_TIMERS.clear()
-    _BLOCK_CACHE.clear()
-    _PEAK_CACHE.clear()
-    _C._set_track_resolver(_resolve_block)  # also empties track()'s own cache
-
-
-# What track() needs besides its per-block arguments, resolved from
-# (dtype, device, spec, peak_tflops, clock): (peak FLOP/s, peak bytes/s,
-# dtype name, GPUSpec, MarkTimer or None, device index, current-stream getter).
-_CacheKey = Tuple[Any, Any, Any, Any, Any, Optional[str]]
-_Resolved = Tuple[Optional[float], Optional[float], str, Optional[GPUSpec],
-                  Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
-_BLOCK_CACHE: Dict[_CacheKey, _Resolved] = {}
-
-
-def _resolve_block(dtype: Any, device: Any, spec: Any, peak_tflops: Any, clock: Any) -> _Resolved:
-    """Resolve (dtype, device, spec, peak_tflops, clock) for track(): the
-    peak (with ``MFU_TRACKER_PEAK_TFLOPS`` read now) and the clock. track()
-    (in C) calls this only when its arguments are not the objects of its
-    previous call; here results are cached per hashable key (a key holding a
-    GPUSpec, which is unhashable, is resolved anew)."""
-    key = (dtype, device, spec, peak_tflops, clock)
-    cache_key = (*key, os.environ.get(PEAK_ENV_VAR))
-    try:
-        return _BLOCK_CACHE[cache_key]
-    except (KeyError, TypeError):
-        pass
-    peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
-    try:
-        timer, index, current = _BLOCK_CLOCKS[(clock, device)]
-    except (KeyError, TypeError):
-        timer, index, current = _block_clock(clock, device)
-    resolved: _Resolved = (peak.flops_per_sec, peak.bytes_per_sec, peak.dtype, peak.spec,
-                           timer, index, current)
-    # Cache only what cannot change: before torch is imported, "auto" might
-    # find a GPU later.
-    if clock != "auto" or "torch" in sys.modules:
-        try:
-            _BLOCK_CACHE[cache_key] = resolved
-        except TypeError:
-            pass
-    return resolved
-
-
-def compute_mfu(
-    flop_count: float,
-    elapsed_sec: float,
-    *,
-    dtype: Any = "fp16",
-    num_gpus: int = 1,
-    device: Any = None,
-    spec: Optional[GPUSpec] = None,
-    peak_tflops: Optional[float] = None,
-) -> Optional[float]:
-    """MFU of ``flop_count`` FLOPs done in ``elapsed_sec`` seconds on ``num_gpus``
-    devices: ``flop_count / elapsed_sec / (peak FLOP/s x num_gpus)``.
-
-    ``None`` when no peak is known for the device; never clamped to 1.
-    """
-    peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
-    return _C.compute_metrics(
-        flop_count, elapsed_sec, peak_flops_per_sec=peak.flops_per_sec, num_gpus=num_gpus
-    )["mfu"]
-
-
-def compute_mbu(
-    param_bytes: float,
-    elapsed_sec: float,
-    *,
-    num_gpus: int = 1,
-    device: Any = None,
-    spec: Optional[GPUSpec] = None,
-) -> Optional[float]:
-    """MBU proxy: ``param_bytes / elapsed_sec / (peak bytes/s x num_gpus)``.
-
-    ``None`` when the device's memory bandwidth is unknown.
-    """
-    if spec is None:
-        spec = get_gpu_spec(device)
-    elif not isinstance(spec, GPUSpec):
-        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
-    bandwidth = spec.memory_bandwidth_bytes_per_sec or None
-    return _C.compute_metrics(
-        0, elapsed_sec, param_bytes=param_bytes, peak_bytes_per_sec=bandwidth, num_gpus=num_gpus
-    )["mbu"]
-
-
-# track() is implemented in C (csrc/python/py_track.c): argument parsing, a
-# one-entry cache of the resolution above, the block. See its docstring.
-_C._set_track_resolver(_resolve_block)
-track = _C.track
+    def __repr__(self) -> str:
+        return (f"Tracker(dtype={self._dtype!r}, clock={self.clock!r}, window={self.window}, "
+                f"warmup={self.warmup}, peak_source={self._peak.source!r})")

@@ -100,13 +100,13 @@ class FakeDriver:
 def fake():
     """The fake driver, reset, with the shared track() timers forgotten (an
     old timer's events would not survive the reset of the fake's clock)."""
-    from mfu_tracker import tracker
+    from mfu_tracker import _clock
 
     driver = FakeDriver()
-    tracker._reset_clocks()
+    _clock.reset_caches()
     driver.reset()
     yield driver
-    tracker._reset_clocks()
+    _clock.reset_caches()
     driver.reset()
 
 
@@ -115,12 +115,12 @@ def _fresh_process_state(monkeypatch):
     """Every test starts from the process state of a fresh import: an empty
     warn-once registry (gpu._warned: a test counting a "warned once" warning
     must not find it used up by an earlier test) and no cached peak / clock
-    resolution (tracker._reset_clocks: the track() and resolve_peak caches,
+    resolution (_clock.reset_caches: the track() and resolve_peak caches,
     the shared MarkTimers). Not resettable from Python: _C's "MFU > 1"
     warned-once flag (tests of that warning run in a subprocess)."""
-    from mfu_tracker import gpu, tracker
+    from mfu_tracker import _clock, gpu
 
     monkeypatch.setattr(gpu, "_warned", set())
-    tracker._reset_clocks()
+    _clock.reset_caches()
     yield
-    tracker._reset_clocks()
+    _clock.reset_caches()

@@ -30,17 +30,24 @@ from mfu_tracker import (  # noqa: E402
     flash_attn_flops,
     get_gpu_spec,
     lookup_gpu_spec,
+    counter_backend,
+    gpu_spec_table,
+    load_preset,
     measure_peak_flops,
     measured_gpu_spec,
+    num_params,
     param_bytes,
+    params_flops,
+    preset_names,
     profile_flops,
     profile_flops_with_hfu,
     register_flop_formula,
     track,
     transformer_flops,
+    unregister_flop_formula,
     user_gpu_spec,
 )
-from mfu_tracker import tracker as tracker_module  # noqa: E402
+from mfu_tracker import _clock  # noqa: E402
 from mfu_tracker.cli import main  # noqa: E402
 
 NAN, INF = math.nan, math.inf
@@ -226,6 +233,16 @@ ROWS: list = [
     ("param_bytes/model=str", lambda: param_bytes("model"), TypeError, r"model.*str"),
     ("param_bytes/trainable_only=yes", lambda: param_bytes(_model(), trainable_only="yes"), TypeError,
      r"trainable_only.*str"),
+    ("num_params/model=str", lambda: num_params("model"), TypeError, r"model.*str"),
+    ("num_params/trainable_only=1", lambda: num_params(_model(), trainable_only=1), TypeError,
+     r"trainable_only.*int"),
+    ("params_flops/num_params=-1", lambda: params_flops(-1), ValueError, r"num_params.*-1"),
+    ("params_flops/num_params=nan", lambda: params_flops(NAN), ValueError, r"num_params.*nan"),
+    ("params_flops/num_params=str", lambda: params_flops("7e9"), TypeError, r"num_params.*str"),
+    ("params_flops/num_tokens=0", lambda: params_flops(1e9, num_tokens=0), ValueError, r"num_tokens.*0"),
+    ("params_flops/lora=1", lambda: params_flops(1e9, lora=1), TypeError, r"lora.*int"),
+    ("load_preset/name=3", lambda: load_preset(3), TypeError, r"name.*int"),
+    ("load_preset/unknown", lambda: load_preset("llama-9"), KeyError, r"'llama-9'.*available"),
     # ---- GPU specs -----------------------------------------------------------------
     ("lookup_gpu_spec/name=5", lambda: lookup_gpu_spec(5), TypeError, r"name.*int"),
     ("lookup_gpu_spec/name=''", lambda: lookup_gpu_spec(""), ValueError, r"name"),
@@ -287,6 +304,9 @@ ROWS: list = [
     ("register_flop_formula/fn=3", lambda: register_flop_formula("mylib::op_bad_fn", 3), TypeError, r"fn.*int"),
     ("register_flop_formula/built-in op", lambda: register_flop_formula("aten::mm", lambda *a: 1), ValueError,
      r"aten::mm.*built-in"),
+    ("unregister_flop_formula/op_name=3", lambda: unregister_flop_formula(3), TypeError, r"op_name.*3"),
+    ("unregister_flop_formula/not registered", lambda: unregister_flop_formula("mylib::never_registered"),
+     KeyError, r"mylib::never_registered"),
     # ---- MFUOptimizerWrapper ----------------------------------------------------------
     ("MFUOptimizerWrapper/optimizer=str", lambda: MFUOptimizerWrapper("opt", _model()), TypeError,
      r"optimizer.*str"),
@@ -342,7 +362,7 @@ ROWS: list = [
 
 @pytest.mark.parametrize("name, call, exc, pattern", ROWS, ids=[r[0] for r in ROWS])
 def test_bad_input_raises_a_specific_error_naming_the_argument(name, call, exc, pattern):
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "no datasheet peak for a cpu device"
         with pytest.raises(exc, match=pattern) as info:
@@ -357,7 +377,7 @@ def test_the_matrix_covers_every_public_callable():
     """Every public function / class exported (``__all__`` and the Trainer
     callback) has at least one row; data-only classes are listed here."""
     data_only = {"__version__", "FlopProfile", "DistributedFigures", "RankFigures", "UtilizationResult",
-                 "TransformerFlops", "GPUSpec"}
+                 "TransformerFlops", "GPUSpec", "ModuleFlops", "PEAK_ENV_VAR"}
     covered = {row[0].split("/")[0].split(".")[0] for row in ROWS}
     covered |= {d[0].split("/")[0].split(".")[0] for d in DEFINED}
     covered |= {"main"}  # the CLI rows below
@@ -411,6 +431,14 @@ def _defined_flash_zero() -> None:
     assert flash_attn_flops(batch_size=0, seq_len=0, num_heads=1, head_dim=1) == 0
 
 
+def _defined_no_arguments() -> None:
+    # Functions without arguments: nothing to get wrong but their results.
+    assert counter_backend() in ("torch-ext", "dispatch")
+    names = [spec.name for spec in gpu_spec_table()]
+    assert names and len(names) == len(set(names))
+    assert preset_names() == sorted(preset_names()) and "llama-3.1-8b" in preset_names()
+
+
 def _defined_transformer_huge() -> None:
     # The analytic path is double arithmetic (like the peaks): dimensions far
     # beyond any model give finite, ordered figures, not a wrapped integer.
@@ -433,12 +461,15 @@ DEFINED = [
     ("compute_mfu/MFU > 1", _defined_mfu_above_one),
     ("lookup_gpu_spec/unknown device", _defined_lookup_unknown),
     ("flash_attn_flops/empty batch", _defined_flash_zero),
+    ("counter_backend/no arguments", _defined_no_arguments),
+    ("gpu_spec_table/no arguments", _defined_no_arguments),
+    ("preset_names/no arguments", _defined_no_arguments),
 ]
 
 
 @pytest.mark.parametrize("name, check", DEFINED, ids=[d[0] for d in DEFINED])
 def test_defined_results(name, check):
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     check()
 
 
@@ -458,26 +489,26 @@ OVERRIDE_USERS = {
 @pytest.mark.parametrize("text", BAD_OVERRIDES)
 def test_malformed_peak_override_names_the_variable_and_its_value(text, user, monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", text)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with pytest.raises(ValueError, match="MFU_TRACKER_PEAK_TFLOPS") as info:
         OVERRIDE_USERS[user]()
     message = str(info.value)
     assert repr(text) in message, message  # the value as given
     assert "%" not in message, message
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
 
 
 @pytest.mark.parametrize("text, dtype, tflops", [("123.5", "bf16", 123.5), ("bf16=100,fp8=200", "fp8", 200.0),
                                                  ("  ", "bf16", None)])
 def test_wellformed_peak_override_is_used(text, dtype, tflops, monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", text)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         spec = get_gpu_spec("cpu")
     assert (spec.peak_tflops(dtype) if spec.has_peak(dtype) else None) == (
         pytest.approx(tflops) if tflops else None)
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
 
 
 # ---- the CLI ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ from mfu_tracker import (  # noqa: E402
     track,
 )
 from mfu_tracker.counter import unregister_flop_formula  # noqa: E402
-from mfu_tracker import tracker as tracker_module  # noqa: E402
+from mfu_tracker import _clock  # noqa: E402
 
 STEPS = 6
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,9 +172,9 @@ def reference():
 
 @pytest.fixture(autouse=True)
 def fresh_clocks():
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     yield
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
 
 
 # ---- no fault: the instruments themselves change nothing ----------------------------------

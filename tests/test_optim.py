@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mfu_tracker import user_gpu_spec  # noqa: E402
+from mfu_tracker import track, user_gpu_spec  # noqa: E402
 from mfu_tracker.optim import MFUOptimizerWrapper, StepResult  # noqa: E402
 
 IN, OUT, BATCH = 16, 8, 4
@@ -304,3 +304,47 @@ def test_bad_optimizer_and_model():
     opt = wrap(model)
     with pytest.raises(TypeError, match="already"):
         MFUOptimizerWrapper(opt, model)
+
+
+# ---- one result type: a late read keeps its value --------------------------------------------
+
+
+@pytest.mark.parametrize("clock", ["cpu", "cuda"])
+def test_track_step_result_read_late_keeps_its_value(clock, fake):
+    """Regression: track_step() yielded its own StepResult, which read its time
+    from the shared timer's history (1024 marks): after 3,000 blocks the 6th
+    result had elapsed_sec and mfu None. It now yields track()'s
+    UtilizationResult, whose time is its own. track() is read the same way."""
+    fake.set_work_ns(0)
+    fake.set_lag_ns(0)
+    model = linear()
+    opt = wrap(model, clock=clock)
+    blocks, references = [], []
+    for _ in range(3000):
+        with opt.track_step(num_tokens=BATCH) as result:
+            fake.advance(2 * MS)    # 2 ms of the fake GPU timeline inside the block
+            loss_of(model).backward()
+        opt.step()
+        blocks.append(result)
+        with track(LINEAR_FLOPS, spec=SPEC, dtype="bf16", clock=clock) as reference:
+            fake.advance(2 * MS)
+        references.append(reference)
+    for r in (blocks[5], references[5]):
+        assert isinstance(r, StepResult) and r.clock == clock
+        assert r.elapsed_sec is not None and r.elapsed_sec > 0
+        if clock == "cuda":
+            assert r.elapsed_sec == pytest.approx(0.002, rel=1e-9)  # the block's 2 ms of GPU time
+        # mfu = 2048 / elapsed / 1e15
+        assert r.mfu == pytest.approx(LINEAR_FLOPS / r.elapsed_sec / 1e15, rel=1e-9)
+    assert blocks[5].model_flops == LINEAR_FLOPS and blocks[5].num_tokens == BATCH
+    assert blocks[5].tokens_per_sec == pytest.approx(BATCH / blocks[5].elapsed_sec, rel=1e-9)
+    assert fake.sync_calls() == 0 or clock == "cpu"
+
+
+def test_track_step_result_is_pending_until_the_block_exits():
+    model = linear()
+    opt = wrap(model)
+    with opt.track_step(num_tokens=BATCH) as result:
+        assert result.model_flops is None and result.mfu is None and result.elapsed_sec is None
+        loss_of(model).backward()
+    assert result.model_flops == LINEAR_FLOPS and result.elapsed_sec > 0

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 from mfu_tracker import _C, Tracker, track
-from mfu_tracker import tracker as tracker_module
+from mfu_tracker import _clock
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RSS_SLACK = 4 << 20        # 4 MiB: allocator noise; a per-call leak is >= 32 MB
@@ -154,7 +154,7 @@ def _track_raising_body(clock: str) -> Callable[[int], None]:
 
 
 def test_track_blocks_cpu_clock_are_flat():
-    tracker_module._reset_clocks()
+    _clock.reset_caches()
     soak("track() cpu clock", _track_body("cpu"), N_BLOCKS, N_TRACED).check()
     soak("track() cpu clock, block raising", _track_raising_body("cpu"),
          N_BLOCKS // 10, N_TRACED // 10).check()
@@ -163,7 +163,7 @@ def test_track_blocks_cpu_clock_are_flat():
 def test_track_blocks_gpu_clock_are_flat(fake):
     body = _track_body("cuda")
     body(1)
-    timer = tracker_module._MARK_TIMERS[("cuda", None)]
+    timer = _clock.MARK_TIMERS[("cuda", None)]
     assert timer is not None and timer.clock == "cuda"
     soak("track() fake cuda clock", body, N_BLOCKS, N_TRACED).check()
     soak("track() fake cuda clock, block raising", _track_raising_body("cuda"),
@@ -202,7 +202,7 @@ def test_tracker_steps_gpu_clock_are_flat(fake):
     # Events complete 3 us after their record, the host moves 1 us per step:
     # steps resolve lazily (non-blocking queries), a few pending at any time.
     fake.set_lag_ns(3000)
-    tracker_module._mark_timer("cuda", None, None, "test")  # the shared timer Tracker() creates
+    _clock.mark_timer("cuda", None, None, "test")  # the shared timer Tracker() creates
     live_before = fake.live_events()
     tracker = Tracker(1.0, dtype="bf16", peak_tflops=1.0, clock="cuda", window=100)
     assert tracker.clock == "cuda"
@@ -428,6 +428,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), clock=S("gpu"), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), device=S("cpu"), stream=I(-1), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), nonsense=I(1), exc=TypeError)
+    add("set_track_resolver", _C.set_track_resolver, _clock.resolve_track)
+    add("set_track_resolver", _C.set_track_resolver, I(3), exc=TypeError)
 
     def block(timer: Any, stream: int, raise_in: Optional[BaseException]) -> Any:
         r = _C.new_track(*track_args, timer, stream)
@@ -444,10 +446,14 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     done = block(None, 0, None)
     add("UtilizationResult.__enter__", done.__enter__, exc=RuntimeError)
     add("UtilizationResult.__exit__", done.__exit__, None, None, None)
+    add("UtilizationResult.set_work", done.set_work, F(1.5), F(2.5), num_tokens=F(8.0))
+    add("UtilizationResult.set_work", done.set_work)
+    add("UtilizationResult.set_work", done.set_work, F(-1.0), exc=ValueError)
+    add("UtilizationResult.set_work", done.set_work, num_tokens=S("8"), exc=TypeError)
     fresh = _C.new_track(*track_args)  # never entered: figures are None
     for prop in ("mfu", "hfu", "mbu", "elapsed_sec", "achieved_tflops", "achieved_flops_per_sec",
                  "achieved_tbs", "tokens_per_sec", "peak_flops_per_sec", "model_flops",
-                 "executed_flops", "num_gpus", "ready", "clock", "dtype", "gpu_spec"):
+                 "executed_flops", "num_tokens", "num_gpus", "ready", "clock", "dtype", "gpu_spec"):
         add(f"UtilizationResult.{prop}", getattr, done, prop)
         add(f"UtilizationResult.{prop}", getattr, fresh, prop)
     add("UtilizationResult()", _C.UtilizationResult, exc=TypeError)

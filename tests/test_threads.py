@@ -36,7 +36,7 @@ from typing import Any, Callable, List
 import pytest
 
 from mfu_tracker import _C, Tracker, track
-from mfu_tracker import tracker as tracker_module
+from mfu_tracker import _clock
 
 THREADS = 4
 
@@ -182,9 +182,50 @@ def test_track_blocks_on_several_threads_keep_their_own_peak(clock, fake):
 
     assert run_threads([worker(i) for i in range(THREADS)]) == [blocks] * THREADS
     if clock == "cuda":
-        timer = tracker_module._MARK_TIMERS[("cuda", None)]
+        timer = _clock.MARK_TIMERS[("cuda", None)]
         assert timer is not None and not timer.failed
         assert fake.calls("cuEventRecord") == 2 * THREADS * blocks
+
+
+def test_track_cache_reset_while_other_threads_track():
+    """track()'s one-entry cache is swapped and cleared under a critical
+    section (csrc/python/py_track.c): a thread re-registering the resolver
+    (which empties the cache) while others alternate between two peaks never
+    gives a block another key's peak, and results read and re-set from other
+    threads stay consistent."""
+    done = threading.Event()
+    shared = track(1.0, peak_tflops=1.0, device="cpu", clock="cpu")
+    with shared:
+        pass
+
+    def tracker_thread(i: int) -> Callable[[], int]:
+        def run() -> int:
+            for n in range(10_000):
+                peak = 1.0 if (n + i) % 2 else 2.0
+                with track(peak, peak_tflops=peak, device="cpu", clock="cpu") as r:
+                    pass
+                assert r.peak_flops_per_sec == peak * 1e12 and r.model_flops == peak, (i, n)
+                mfu = shared.mfu
+                assert mfu is not None and shared.model_flops in (1.0, 3.0)
+            return n + 1
+        return run
+
+    def resetter() -> int:
+        resets = 0
+        while not done.is_set():
+            _C.set_track_resolver(_clock.resolve_track)
+            shared.set_work(3.0 if resets % 2 else 1.0, None, None)
+            resets += 1
+        return resets
+
+    def trackers_then_done() -> List[int]:
+        try:
+            return run_threads([tracker_thread(i) for i in range(THREADS - 1)])
+        finally:
+            done.set()
+
+    per_thread, resets = run_threads([trackers_then_done, resetter])
+    assert per_thread == [10_000] * (THREADS - 1) and resets > 0
 
 
 def test_track_block_exception_on_one_thread_does_not_disturb_another():

@@ -17,14 +17,14 @@ import warnings
 
 import pytest
 
-from mfu_tracker import _C, tracker, track, user_gpu_spec
+from mfu_tracker import _C, _clock, track, user_gpu_spec
 
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s, 2e12 B/s
 
 
 def _shared_timer(kind: str = "cuda") -> _C.MarkTimer:
-    timer = tracker._MARK_TIMERS[(kind, None)]
+    timer = _clock.MARK_TIMERS[(kind, None)]
     assert timer is not None
     return timer
 

@@ -1,520 +1,17 @@
 /*
- * py_track.c -- the timed block behind mfu_tracker.track() and the one-shot
- * utilization arithmetic behind compute_mfu() / compute_mbu().
+ * py_track.c -- mfu_tracker.track(): the fast-call entry point that turns
+ * its arguments into a timed block (py_result.c).
  *
- * _C.UtilizationResult is both the context manager and its result: entering
- * reads the clock, exiting reads it again and computes every figure in C
- * (core/stats.c). One object per block, no Python frames on the hot path.
- * Figures are None until the block has exited, and None when they cannot be
- * computed (no peak known for the device/dtype, no token count given).
+ * The peak and the clock of (dtype, device, spec, peak_tflops, clock) are
+ * resolved by a Python function (mfu_tracker._clock.resolve_track,
+ * registered with set_track_resolver()) and kept in a one-entry cache in
+ * the module state, hit when a loop passes the same objects again: a block
+ * then costs about as much as contextlib.nullcontext().
  *
- * GPU clock: given a MarkTimer (py_timer.c), entering and exiting each take
- * a mark on the block's stream, without waiting. The figures then resolve
- * lazily: `ready` asks the GPU without blocking; reading a figure before the
- * GPU reached the block's end waits once (GIL released). The timer caches
- * the block's GPU time as soon as any later operation sees it resolved, so
- * a result read late keeps its value. The CPU clock is read too (tens of
- * ns): a block whose GPU timing failed reports its CPU time instead.
+ * Free threading: the cache is read and swapped only inside a critical
+ * section on the module (py_result.h); the resolver runs outside it.
  */
-#include <math.h>
-#include <string.h>
-
-#include "mfu_module.h"
-
-typedef enum track_phase {
-    TRACK_CREATED = 0,
-    TRACK_RUNNING = 1,
-    TRACK_DONE = 2
-} track_phase;
-
-typedef struct {
-    PyObject_HEAD
-    mfu_module_state *state; /* the module this block belongs to */
-    mfu_work work;
-    mfu_peak peak;
-    mfu_metrics metrics;
-    uint64_t start_ns;
-    uint64_t end_ns;
-    track_phase phase;
-    int resolved;       /* metrics hold the figures (TRACK_DONE only) */
-    PyObject *dtype;    /* canonical dtype name (str) */
-    PyObject *gpu_spec; /* the GPUSpec the peak came from, or None */
-    PyObject *timer;    /* the MarkTimer of a GPU-timed block, or NULL */
-    uintptr_t stream;
-    mfu_py_block block;
-} track_object;
-
-static int track_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    track_object *t = (track_object *)self;
-    Py_VISIT(t->dtype);
-    Py_VISIT(t->gpu_spec);
-    Py_VISIT(t->timer);
-    Py_VISIT(Py_TYPE(self)); /* heap types own a reference from instances */
-    return 0;
-}
-
-static int track_clear(PyObject *self)
-{
-    track_object *t = (track_object *)self;
-    Py_CLEAR(t->dtype);
-    Py_CLEAR(t->gpu_spec);
-    if (t->timer != NULL)
-        mfu_py_block_forget(t->timer, &t->block);
-    Py_CLEAR(t->timer);
-    return 0;
-}
-
-static void track_dealloc(PyObject *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    (void)track_clear(self);
-    type->tp_free(self);
-    Py_DECREF(type);
-}
-
-static PyObject *track_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    track_object *t = (track_object *)self;
-    if (t->phase != TRACK_CREATED) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "a track() block can be entered once; call track() "
-                        "again for the next block");
-        return NULL;
-    }
-    t->phase = TRACK_RUNNING;
-    /* Read the clocks last, so setting up the block is not timed. */
-    if (mfu_clock_monotonic_ns(&t->start_ns) != MFU_OK)
-        return mfu_py_raise(MFU_ERR_UNAVAILABLE, "clock_gettime",
-                            "CLOCK_MONOTONIC cannot be read");
-    if (t->timer != NULL)
-        mfu_py_block_start(t->timer, t->stream, &t->block);
-    return Py_NewRef(self);
-}
-
-/* MFU above 1 is reported as is, never clamped, and flagged once: it means
- * the peak is too low for this device or the FLOP count is too high. */
-static void warn_mfu_above_one(track_object *t)
-{
-    PyObject *exc_type, *exc_value, *exc_tb;
-    t->state->warned_mfu_above_one = 1;
-    /* __exit__ may run with the block's exception set: keep it intact. */
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    char message[256];
-    PyOS_snprintf(message, sizeof message,
-                  "MFU %.3f > 1 (model FLOPs %.4g in %.4g s against a peak of "
-                  "%.4g FLOP/s): the peak or the FLOP count is wrong; the value "
-                  "is reported unclamped",
-                  t->metrics.mfu, t->work.model_flops, t->metrics.elapsed_s,
-                  t->peak.flops_per_sec * t->peak.num_devices);
-    if (PyErr_WarnEx(PyExc_RuntimeWarning, message, 1) < 0)
-        PyErr_Clear(); /* warnings-as-errors must not end a training run */
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-}
-
-/* Compute the figures from the block's GPU time, or its CPU time when it
- * has none (CPU clock, or a GPU failure). */
-static void track_finalize(track_object *t)
-{
-    double elapsed_s = t->block.state == MFU_BLOCK_RESOLVED
-                           ? t->block.elapsed_s
-                           : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
-                                             : NAN);
-    mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
-    t->resolved = 1;
-    if (t->metrics.mfu > 1.0 && !t->state->warned_mfu_above_one)
-        warn_mfu_above_one(t);
-}
-
-/* Resolve a finished block: without blocking, or (wait) waiting once.
- * 1 if the figures are known. */
-static int track_resolve(track_object *t, int wait)
-{
-    if (t->phase != TRACK_DONE)
-        return 0;
-    if (t->resolved)
-        return 1;
-    if (t->timer != NULL)
-        mfu_py_block_resolve(t->timer, &t->block, wait);
-    if (t->block.state == MFU_BLOCK_PENDING)
-        return 0;
-    track_finalize(t);
-    return 1;
-}
-
-static PyObject *track_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
-                            Py_ssize_t Py_UNUSED(nargs))
-{
-    track_object *t = (track_object *)self;
-
-    if (t->phase == TRACK_RUNNING) {
-        /* Mark the GPU first, so computing the figures is not timed. */
-        if (t->timer != NULL)
-            mfu_py_block_end(t->timer, t->stream, &t->block);
-        if (mfu_clock_monotonic_ns(&t->end_ns) != MFU_OK)
-            t->end_ns = 0;
-        t->phase = TRACK_DONE;
-        if (t->block.state != MFU_BLOCK_PENDING)
-            track_finalize(t); /* CPU clock: known now */
-    }
-    /* Never swallow the block's exception: returning False re-raises it. */
-    Py_RETURN_FALSE;
-}
-
-/* ---- read-only figures ------------------------------------------------ */
-
-/* A metric (`field` of the figures), or None before the block has
- * finished; waits once if the GPU has not reached the block's end. */
-#define track_metric(t, expr)                                                  \
-    ((t)->phase != TRACK_DONE || !track_resolve((t), 1)                        \
-         ? Py_NewRef(Py_None)                                                  \
-         : mfu_py_float_or_none(expr))
-
-static PyObject *get_mfu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.mfu);
-}
-
-static PyObject *get_hfu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.hfu);
-}
-
-static PyObject *get_mbu(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.mbu);
-}
-
-static PyObject *get_elapsed_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.elapsed_s);
-}
-
-static PyObject *get_achieved_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_flops_per_sec);
-}
-
-static PyObject *get_achieved_tflops(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_flops_per_sec * 1e-12);
-}
-
-static PyObject *get_achieved_tbs(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.achieved_bytes_per_sec * 1e-12);
-}
-
-static PyObject *get_tokens_per_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return track_metric(t, t->metrics.tokens_per_sec);
-}
-
-static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return mfu_py_float_or_none(t->peak.flops_per_sec * t->peak.num_devices);
-}
-
-static PyObject *get_model_flops(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return PyFloat_FromDouble(t->work.model_flops);
-}
-
-static PyObject *get_executed_flops(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return mfu_py_float_or_none(t->work.executed_flops);
-}
-
-static PyObject *get_num_gpus(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    return PyLong_FromLong(t->peak.num_devices);
-}
-
-static PyObject *get_ready(PyObject *self, void *Py_UNUSED(c))
-{
-    return PyBool_FromLong(track_resolve((track_object *)self, 0));
-}
-
-static PyObject *get_clock(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    mfu_clock_kind clock = MFU_CLOCK_CPU;
-    if (t->timer != NULL && t->block.state != MFU_BLOCK_CPU)
-        clock = mfu_py_timer_clock(t->timer);
-    return PyUnicode_FromString(mfu_py_clock_name(clock));
-}
-
-static PyObject *get_dtype(PyObject *self, void *Py_UNUSED(c))
-{
-    return Py_NewRef(((track_object *)self)->dtype);
-}
-
-static PyObject *get_gpu_spec(PyObject *self, void *Py_UNUSED(c))
-{
-    return Py_NewRef(((track_object *)self)->gpu_spec);
-}
-
-static PyGetSetDef track_getset[] = {
-    {"mfu", get_mfu, NULL,
-     "Model FLOPs Utilization: model FLOPs / elapsed_sec / peak FLOP/s "
-     "(None until exit, or when no peak is known).", NULL},
-    {"hfu", get_hfu, NULL,
-     "Hardware FLOPs Utilization from hfu_flop_count (None if not given).", NULL},
-    {"mbu", get_mbu, NULL,
-     "Model Bandwidth Utilization proxy: param_bytes / elapsed_sec / peak "
-     "bytes/s (None when no bandwidth is known).", NULL},
-    {"elapsed_sec", get_elapsed_sec, NULL,
-     "Seconds the block took (its compute window, on the GPU clock when it "
-     "has one; not a step period).", NULL},
-    {"achieved_tflops", get_achieved_tflops, NULL,
-     "Model TFLOP/s achieved over all num_gpus devices.", NULL},
-    {"achieved_flops_per_sec", get_achieved_flops_per_sec, NULL,
-     "Model FLOP/s achieved over all num_gpus devices.", NULL},
-    {"achieved_tbs", get_achieved_tbs, NULL,
-     "param_bytes / elapsed_sec in TB/s.", NULL},
-    {"tokens_per_sec", get_tokens_per_sec, NULL,
-     "num_tokens / elapsed_sec (None if num_tokens was not given).", NULL},
-    {"peak_flops_per_sec", get_peak_flops_per_sec, NULL,
-     "The MFU denominator: peak FLOP/s of one device for dtype x num_gpus "
-     "(None when unknown).", NULL},
-    {"model_flops", get_model_flops, NULL, "The MFU numerator (FLOPs).", NULL},
-    {"executed_flops", get_executed_flops, NULL,
-     "The HFU numerator (FLOPs), or None.", NULL},
-    {"num_gpus", get_num_gpus, NULL, "Devices the peak is multiplied by.", NULL},
-    {"ready", get_ready, NULL,
-     "True once the figures can be read without waiting (asks the GPU "
-     "without blocking).", NULL},
-    {"clock", get_clock, NULL,
-     "The clock timing the block: 'cuda' or 'hip' (GPU events on its "
-     "stream) or 'cpu'.", NULL},
-    {"dtype", get_dtype, NULL, "Canonical dtype name of the peak used.", NULL},
-    {"gpu_spec", get_gpu_spec, NULL, "The GPUSpec the peak came from.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyObject *track_repr(PyObject *self)
-{
-    track_object *t = (track_object *)self;
-    if (!track_resolve(t, 0))
-        return PyUnicode_FromFormat("UtilizationResult(dtype=%R, pending)",
-                                    t->dtype);
-    PyObject *mfu = mfu_py_float_or_none(t->metrics.mfu);
-    PyObject *elapsed = mfu_py_float_or_none(t->metrics.elapsed_s);
-    PyObject *tflops =
-        mfu_py_float_or_none(t->metrics.achieved_flops_per_sec * 1e-12);
-    PyObject *repr = NULL;
-    if (mfu != NULL && elapsed != NULL && tflops != NULL)
-        repr = PyUnicode_FromFormat(
-            "UtilizationResult(mfu=%R, elapsed_sec=%R, achieved_tflops=%R, "
-            "dtype=%R)", mfu, elapsed, tflops, t->dtype);
-    Py_XDECREF(mfu);
-    Py_XDECREF(elapsed);
-    Py_XDECREF(tflops);
-    return repr;
-}
-
-static PyMethodDef track_methods[] = {
-    {"__enter__", track_enter, METH_NOARGS, "Start timing; returns self."},
-    {"__exit__", (PyCFunction)(void (*)(void))track_exit, METH_FASTCALL,
-     "Stop timing and compute the figures; never suppresses an exception."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot track_slots[] = {
-    {Py_tp_doc, "Result of one track() block: a context manager whose "
-                "figures (mfu, hfu, mbu, elapsed_sec, achieved_tflops, "
-                "tokens_per_sec) are filled in when the block exits."},
-    {Py_tp_dealloc, track_dealloc},
-    {Py_tp_traverse, track_traverse},
-    {Py_tp_clear, track_clear},
-    {Py_tp_methods, track_methods},
-    {Py_tp_getset, track_getset},
-    {Py_tp_repr, track_repr},
-    {0, NULL},
-};
-
-static PyType_Spec track_spec = {
-    .name = "mfu_tracker._C.UtilizationResult",
-    .basicsize = sizeof(track_object),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE
-             | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = track_slots,
-};
-
-/* ---- argument helpers ------------------------------------------------- */
-
-/* Core field names -> the argument names a caller used for them. */
-typedef struct field_rename {
-    const char *core;
-    const char *python;
-} field_rename;
-
-static const field_rename track_renames[] = {
-    {"model_flops", "flop_count"},
-    {"executed_flops", "hfu_flop_count"},
-    {NULL, NULL},
-};
-
-static const char *python_name(const char *core, const field_rename *renames)
-{
-    for (; renames != NULL && renames->core != NULL; renames++) {
-        if (strcmp(core, renames->core) == 0)
-            return renames->python;
-    }
-    return core;
-}
-
-/* The value the core rejected, for the error message. */
-static double rejected_value(const mfu_work *work, const mfu_peak *peak,
-                             const char *core)
-{
-    if (strcmp(core, "model_flops") == 0) return work->model_flops;
-    if (strcmp(core, "executed_flops") == 0) return work->executed_flops;
-    if (strcmp(core, "param_bytes") == 0) return work->param_bytes;
-    if (strcmp(core, "num_tokens") == 0) return work->num_tokens;
-    if (strcmp(core, "peak_flops_per_sec") == 0) return peak->flops_per_sec;
-    if (strcmp(core, "peak_bytes_per_sec") == 0) return peak->bytes_per_sec;
-    return (double)peak->num_devices;
-}
-
-/* Validate the parsed work and peak; raise ValueError naming the argument. */
-static int check_work_and_peak(const mfu_work *work, const mfu_peak *peak,
-                               const field_rename *renames)
-{
-    const char *bad = NULL;
-    if (mfu_work_validate(work, &bad) != MFU_OK) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, python_name(bad, renames),
-                     "must be a finite number >= 0, got %g",
-                     rejected_value(work, peak, bad));
-        return -1;
-    }
-    if (mfu_peak_validate(peak, &bad) != MFU_OK) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, python_name(bad, renames),
-                     "must be a finite number > 0, got %g",
-                     rejected_value(work, peak, bad));
-        return -1;
-    }
-    return 0;
-}
-
-static int int_arg(PyObject *obj, const char *argument, int *out)
-{
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an int, not %.80s", argument,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    long value = PyLong_AsLong(obj);
-    if (value == -1 && PyErr_Occurred())
-        return -1;
-    if (value < 1 || value > 1000000000L) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, argument,
-                     "must be between 1 and 1e9, got %ld", value);
-        return -1;
-    }
-    *out = (int)value;
-    return 0;
-}
-
-/*
- * _C.new_track(flop_count, param_bytes, hfu_flop_count, num_tokens,
- *              peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype,
- *              gpu_spec) -> UtilizationResult
- *
- * Positional only (the Python wrapper has resolved dtype and peak): this is
- * the per-step hot path.
- */
-static PyObject *make_track(mfu_module_state *state, PyObject *const *values,
-                            PyObject *timer, uintptr_t stream);
-
-static PyObject *py_new_track(PyObject *module, PyObject *const *args,
-                              Py_ssize_t nargs)
-{
-    mfu_module_state *state = mfu_module_get_state(module);
-    PyObject *timer = NULL;
-    uintptr_t stream = 0;
-
-    if (nargs != 9 && nargs != 11) {
-        PyErr_Format(PyExc_TypeError,
-                     "new_track() takes 9 or 11 positional arguments (%zd given)",
-                     nargs);
-        return NULL;
-    }
-    if (nargs == 11) {
-        if (args[9] != Py_None) {
-            if (!mfu_py_timer_check(state, args[9])) {
-                PyErr_Format(PyExc_TypeError,
-                             "timer must be a MarkTimer or None, not %.80s",
-                             Py_TYPE(args[9])->tp_name);
-                return NULL;
-            }
-            timer = args[9];
-        }
-        if (mfu_py_stream_arg(args[10], "stream", &stream) < 0)
-            return NULL;
-    }
-    return make_track(state, args, timer, stream);
-}
-
-/* A new block from its nine values (flop_count, param_bytes, hfu_flop_count,
- * num_tokens, peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype name,
- * gpu_spec), timed on `timer` (NULL: the CPU clock) on `stream`. */
-static PyObject *make_track(mfu_module_state *state, PyObject *const *values,
-                            PyObject *timer, uintptr_t stream)
-{
-    mfu_work work;
-    mfu_peak peak;
-
-    if (mfu_py_number_arg(values[0], "flop_count", 0, &work.model_flops) < 0
-        || mfu_py_number_arg(values[1], "param_bytes", 1, &work.param_bytes) < 0
-        || mfu_py_number_arg(values[2], "hfu_flop_count", 1,
-                             &work.executed_flops) < 0
-        || mfu_py_number_arg(values[3], "num_tokens", 1, &work.num_tokens) < 0
-        || mfu_py_number_arg(values[4], "peak_flops_per_sec", 1,
-                             &peak.flops_per_sec) < 0
-        || mfu_py_number_arg(values[5], "peak_bytes_per_sec", 1,
-                             &peak.bytes_per_sec) < 0
-        || int_arg(values[6], "num_gpus", &peak.num_devices) < 0)
-        return NULL;
-    if (!PyUnicode_Check(values[7])) {
-        PyErr_SetString(PyExc_TypeError, "dtype must be a str");
-        return NULL;
-    }
-    if (check_work_and_peak(&work, &peak, track_renames) < 0)
-        return NULL;
-
-    track_object *t = PyObject_GC_New(track_object, state->track_type);
-    if (t == NULL)
-        return NULL;
-    t->state = state;
-    t->work = work;
-    t->peak = peak;
-    t->start_ns = 0;
-    t->end_ns = 0;
-    t->phase = TRACK_CREATED;
-    t->resolved = 0;
-    t->dtype = Py_NewRef(values[7]);
-    t->gpu_spec = Py_NewRef(values[8]);
-    t->timer = Py_XNewRef(timer);
-    t->stream = stream;
-    memset(&t->block, 0, sizeof t->block);
-    t->block.state = MFU_BLOCK_CPU;
-    PyObject_GC_Track((PyObject *)t);
-    return (PyObject *)t;
-}
+#include "py_result.h"
 
 /* ---- track(): the public entry point ------------------------------------ */
 
@@ -529,23 +26,6 @@ enum {
     ARG_DTYPE, ARG_NUM_GPUS, ARG_DEVICE, ARG_SPEC, ARG_PEAK_TFLOPS, ARG_CLOCK,
     ARG_STREAM, ARG_COUNT
 };
-
-/* Index of keyword `name` among track()'s parameters, or -1. Interned
- * names (what the compiler emits for f(dtype=...)) match by identity. */
-static int track_keyword_index(mfu_module_state *state, PyObject *name)
-{
-    for (int i = 0; i < ARG_COUNT; i++) {
-        if (state->track_kwnames[i] == name)
-            return i;
-    }
-    for (int i = 0; i < ARG_COUNT; i++) {
-        if (PyUnicode_Compare(state->track_kwnames[i], name) == 0)
-            return i;
-    }
-    if (PyErr_Occurred())
-        PyErr_Clear();
-    return -1;
-}
 
 /* A raw stream handle from a torch stream (its cuda_stream) or an int. */
 static int stream_handle(PyObject *obj, uintptr_t *out)
@@ -568,20 +48,33 @@ static int stream_handle(PyObject *obj, uintptr_t *out)
 /* (peak FLOP/s, peak bytes/s, dtype name, GPUSpec, MarkTimer or None,
  * device index, current-stream getter) for track()'s resolution key, from
  * the one-entry cache when the caller passes the same objects as last time
- * (a training loop does), else from the Python resolver. New reference. */
-static PyObject *track_resolution(mfu_module_state *state, PyObject *const *key)
+ * (a training loop does), else from the Python resolver. New reference.
+ *
+ * The cache is read and swapped in a critical section on the module; the
+ * resolver runs outside it (it is Python code, and may itself call
+ * track()), and what the swap replaces is released after it. */
+static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
+                                  PyObject *const *key)
 {
+    PyObject *resolved = NULL, *resolver = NULL;
+    Py_BEGIN_CRITICAL_SECTION(module);
     int hit = state->track_last_resolved != NULL;
     for (int i = 0; hit && i < 5; i++)
         hit = state->track_last_key[i] == key[i];
     if (hit)
-        return Py_NewRef(state->track_last_resolved);
-    if (state->track_resolver == NULL) {
+        resolved = Py_NewRef(state->track_last_resolved);
+    else
+        resolver = Py_XNewRef(state->track_resolver);
+    Py_END_CRITICAL_SECTION();
+    if (resolved != NULL)
+        return resolved;
+    if (resolver == NULL) {
         PyErr_SetString(PyExc_RuntimeError,
                         "track(): no resolver registered (import mfu_tracker)");
         return NULL;
     }
-    PyObject *resolved = PyObject_Vectorcall(state->track_resolver, key, 5, NULL);
+    resolved = PyObject_Vectorcall(resolver, key, 5, NULL);
+    Py_DECREF(resolver);
     if (resolved == NULL)
         return NULL;
     if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 7) {
@@ -589,11 +82,18 @@ static PyObject *track_resolution(mfu_module_state *state, PyObject *const *key)
         PyErr_SetString(PyExc_TypeError, "track(): the resolver must return a 7-tuple");
         return NULL;
     }
-    /* The resolver may have run other Python code: update the cache only
-     * now, key and value together. */
-    for (int i = 0; i < 5; i++)
-        Py_XSETREF(state->track_last_key[i], Py_NewRef(key[i]));
-    Py_XSETREF(state->track_last_resolved, Py_NewRef(resolved));
+    /* Key and value together; the old ones are released outside. */
+    PyObject *old[6];
+    Py_BEGIN_CRITICAL_SECTION(module);
+    for (int i = 0; i < 5; i++) {
+        old[i] = state->track_last_key[i];
+        state->track_last_key[i] = Py_NewRef(key[i]);
+    }
+    old[5] = state->track_last_resolved;
+    state->track_last_resolved = Py_NewRef(resolved);
+    Py_END_CRITICAL_SECTION();
+    for (int i = 0; i < 6; i++)
+        Py_XDECREF(old[i]);
     return resolved;
 }
 
@@ -601,50 +101,18 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
                           size_t nargsf, PyObject *kwnames)
 {
     mfu_module_state *state = mfu_module_get_state(module);
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *values[ARG_COUNT] = {
         NULL, Py_None, Py_None, Py_None, state->str_fp16, NULL, Py_None,
         Py_None, Py_None, state->str_auto, Py_None,
     };
-    int given[ARG_COUNT] = {0};
 
-    if (nargs < 1 || nargs > 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "track() takes 1 or 2 positional arguments (flop_count, "
-                     "param_bytes) but %zd were given", nargs);
+    if (mfu_py_bind("track", state->track_kwnames, ARG_COUNT, 2, 1, args,
+                    PyVectorcall_NARGS(nargsf), kwnames, values) < 0)
         return NULL;
-    }
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        values[i] = args[i];
-        given[i] = 1;
-    }
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nkw; k++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
-        int index = track_keyword_index(state, name);
-        if (index < 0) {
-            PyErr_Format(PyExc_TypeError,
-                         "track() got an unexpected keyword argument '%U'", name);
-            return NULL;
-        }
-        if (given[index]) {
-            PyErr_Format(PyExc_TypeError,
-                         "track() got multiple values for argument '%s'",
-                         track_parameter_names[index]);
-            return NULL;
-        }
-        given[index] = 1;
-        values[index] = args[nargs + k];
-    }
-    if (values[ARG_FLOP_COUNT] == NULL) {
-        PyErr_SetString(PyExc_TypeError,
-                        "track() missing required argument 'flop_count'");
-        return NULL;
-    }
 
     PyObject *key[5] = {values[ARG_DTYPE], values[ARG_DEVICE], values[ARG_SPEC],
                         values[ARG_PEAK_TFLOPS], values[ARG_CLOCK]};
-    PyObject *resolved = track_resolution(state, key);
+    PyObject *resolved = track_resolution(module, state, key);
     if (resolved == NULL)
         return NULL;
 
@@ -690,14 +158,14 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
         PyTuple_GET_ITEM(resolved, 0), PyTuple_GET_ITEM(resolved, 1), num_gpus,
         PyTuple_GET_ITEM(resolved, 2), PyTuple_GET_ITEM(resolved, 3),
     };
-    result = make_track(state, block_values, timer, stream);
+    result = mfu_py_result_new(state, block_values, timer, stream);
     Py_XDECREF(one);
 done:
     Py_DECREF(resolved);
     return result;
 }
 
-/* _C._set_track_resolver(resolver): the Python function track() asks when
+/* _C.set_track_resolver(resolver): the Python function track() asks when
  * its arguments differ from the previous call's; forgets the cache. */
 static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
 {
@@ -706,89 +174,20 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
         PyErr_SetString(PyExc_TypeError, "resolver must be callable or None");
         return NULL;
     }
-    Py_XSETREF(state->track_resolver, resolver == Py_None ? NULL : Py_NewRef(resolver));
-    for (int i = 0; i < 5; i++)
-        Py_CLEAR(state->track_last_key[i]);
-    Py_CLEAR(state->track_last_resolved);
+    PyObject *old[7];
+    Py_BEGIN_CRITICAL_SECTION(module);
+    old[0] = state->track_resolver;
+    state->track_resolver = resolver == Py_None ? NULL : Py_NewRef(resolver);
+    for (int i = 0; i < 5; i++) {
+        old[1 + i] = state->track_last_key[i];
+        state->track_last_key[i] = NULL;
+    }
+    old[6] = state->track_last_resolved;
+    state->track_last_resolved = NULL;
+    Py_END_CRITICAL_SECTION();
+    for (int i = 0; i < 7; i++)
+        Py_XDECREF(old[i]);
     Py_RETURN_NONE;
-}
-
-/*
- * _C.compute_metrics(model_flops, elapsed_s, *, executed_flops=None,
- *                    param_bytes=None, num_tokens=None,
- *                    peak_flops_per_sec=None, peak_bytes_per_sec=None,
- *                    num_gpus=1) -> dict
- *
- * One-shot arithmetic for compute_mfu(), compute_mbu() and the CLI.
- * elapsed_s must be > 0: a caller stating a duration of zero made an error.
- */
-static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
-                                    PyObject *kwargs)
-{
-    static char *keywords[] = {"model_flops", "elapsed_s", "executed_flops",
-                               "param_bytes", "num_tokens",
-                               "peak_flops_per_sec", "peak_bytes_per_sec",
-                               "num_gpus", NULL};
-    PyObject *model_obj, *elapsed_obj;
-    PyObject *executed_obj = Py_None, *bytes_obj = Py_None;
-    PyObject *tokens_obj = Py_None, *peak_flops_obj = Py_None;
-    PyObject *peak_bytes_obj = Py_None, *gpus_obj = NULL;
-    mfu_work work;
-    mfu_peak peak = {.num_devices = 1};
-    double elapsed_s;
-    mfu_metrics m;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOOO:compute_metrics",
-                                     keywords, &model_obj, &elapsed_obj,
-                                     &executed_obj, &bytes_obj, &tokens_obj,
-                                     &peak_flops_obj, &peak_bytes_obj,
-                                     &gpus_obj))
-        return NULL;
-    if (mfu_py_number_arg(model_obj, "model_flops", 0, &work.model_flops) < 0
-        || mfu_py_number_arg(elapsed_obj, "elapsed_sec", 0, &elapsed_s) < 0
-        || mfu_py_number_arg(executed_obj, "executed_flops", 1,
-                             &work.executed_flops) < 0
-        || mfu_py_number_arg(bytes_obj, "param_bytes", 1, &work.param_bytes) < 0
-        || mfu_py_number_arg(tokens_obj, "num_tokens", 1, &work.num_tokens) < 0
-        || mfu_py_number_arg(peak_flops_obj, "peak_flops_per_sec", 1,
-                             &peak.flops_per_sec) < 0
-        || mfu_py_number_arg(peak_bytes_obj, "peak_bytes_per_sec", 1,
-                             &peak.bytes_per_sec) < 0
-        || (gpus_obj != NULL && int_arg(gpus_obj, "num_gpus",
-                                        &peak.num_devices) < 0))
-        return NULL;
-    if (!(isfinite(elapsed_s) && elapsed_s > 0.0))
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "elapsed_sec",
-                            "must be a finite number of seconds > 0, got %g",
-                            elapsed_s);
-    if (check_work_and_peak(&work, &peak, NULL) < 0)
-        return NULL;
-    mfu_metrics_compute(&work, &peak, elapsed_s, &m);
-
-    PyObject *values[7] = {
-        mfu_py_float_or_none(m.mfu),
-        mfu_py_float_or_none(m.hfu),
-        mfu_py_float_or_none(m.mbu),
-        mfu_py_float_or_none(m.achieved_flops_per_sec),
-        mfu_py_float_or_none(m.achieved_bytes_per_sec),
-        mfu_py_float_or_none(m.tokens_per_sec),
-        mfu_py_float_or_none(m.elapsed_s),
-    };
-    static const char *const names[7] = {
-        "mfu", "hfu", "mbu", "achieved_flops_per_sec",
-        "achieved_bytes_per_sec", "tokens_per_sec", "elapsed_sec"};
-    PyObject *result = PyDict_New();
-    for (int i = 0; i < 7; i++) {
-        if (result != NULL && values[i] != NULL
-            && PyDict_SetItemString(result, names[i], values[i]) < 0)
-            Py_CLEAR(result);
-    }
-    for (int i = 0; i < 7; i++) {
-        if (values[i] == NULL)
-            Py_CLEAR(result);
-        Py_XDECREF(values[i]);
-    }
-    return result;
 }
 
 #define TRACK_DOC \
@@ -827,31 +226,23 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
     "MFU_TRACKER_PEAK_TFLOPS is read when they are resolved."
 
 static PyMethodDef track_module_methods[] = {
-    {"new_track", (PyCFunction)(void (*)(void))py_new_track, METH_FASTCALL,
-     "new_track(flop_count, param_bytes, hfu_flop_count, num_tokens, "
-     "peak_flops_per_sec, peak_bytes_per_sec, num_gpus, dtype, gpu_spec, "
-     "timer=None, stream=0, /)\n"
-     "--\n\nA timed block; used by mfu_tracker.track(). With a MarkTimer "
-     "the block is timed on its GPU clock on `stream` (raw handle)."},
     {"track", (PyCFunction)(void (*)(void))py_track, METH_FASTCALL | METH_KEYWORDS,
      TRACK_DOC},
-    {"_set_track_resolver", py_set_track_resolver, METH_O,
-     "_set_track_resolver(resolver, /)\n--\n\n"
+    {"set_track_resolver", py_set_track_resolver, METH_O,
+     "set_track_resolver(resolver, /)\n--\n\n"
      "Register the function resolving track()'s peak and clock; clears the "
      "cache."},
-    {"compute_metrics", (PyCFunction)(void (*)(void))py_compute_metrics,
-     METH_VARARGS | METH_KEYWORDS,
-     "compute_metrics(model_flops, elapsed_s, *, executed_flops=None, "
-     "param_bytes=None, num_tokens=None, peak_flops_per_sec=None, "
-     "peak_bytes_per_sec=None, num_gpus=1)\n--\n\n"
-     "MFU/HFU/MBU/rates for work done in elapsed_s seconds (dict; None = "
-     "unavailable)."},
     {NULL, NULL, 0, NULL},
 };
 
 int mfu_py_track_exec(PyObject *module)
 {
     mfu_module_state *state = mfu_module_get_state(module);
+    state->track_type = (PyTypeObject *)PyType_FromModuleAndSpec(
+        module, &mfu_py_result_spec, NULL);
+    if (state->track_type == NULL || PyModule_AddType(module, state->track_type) < 0
+        || PyModule_AddFunctions(module, mfu_py_result_functions) < 0)
+        return -1;
     for (int i = 0; i < ARG_COUNT; i++) {
         state->track_kwnames[i] = PyUnicode_InternFromString(track_parameter_names[i]);
         if (state->track_kwnames[i] == NULL)
@@ -860,12 +251,6 @@ int mfu_py_track_exec(PyObject *module)
     state->str_fp16 = PyUnicode_InternFromString("fp16");
     state->str_auto = PyUnicode_InternFromString("auto");
     if (state->str_fp16 == NULL || state->str_auto == NULL)
-        return -1;
-    state->track_type =
-        (PyTypeObject *)PyType_FromModuleAndSpec(module, &track_spec, NULL);
-    if (state->track_type == NULL)
-        return -1;
-    if (PyModule_AddType(module, state->track_type) < 0)
         return -1;
     return PyModule_AddFunctions(module, track_module_methods);
 }

@@ -29,7 +29,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_preset", "preset_names", "resolve_model_config"]
+__all__ = ["load_preset", "preset_names"]
 
 _DIR = Path(__file__).resolve().parent
 

@@ -353,8 +353,8 @@ def test_gradient_checkpointing_raises_hfu_not_mfu(tmp_path):
 
 def test_fp32_on_cpu_without_a_peak_omits_mfu_with_one_warning(tmp_path, monkeypatch):
     monkeypatch.setattr(gpu, "_warned", set())  # the lookup warns once per process
-    from mfu_tracker import tracker
-    tracker._reset_clocks()
+    from mfu_tracker import _clock
+    _clock.reset_caches()
     cb = MFUCallback()  # no peak: CPU has no datasheet row
     args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=B,
                              logging_steps=2, report_to=[], use_cpu=True, save_strategy="no",
@@ -372,7 +372,7 @@ def test_fp32_on_cpu_without_a_peak_omits_mfu_with_one_warning(tmp_path, monkeyp
         assert "throughput/peak_tflops" not in entry["metrics"]
         assert entry["metrics"]["throughput/tokens_per_sec"] == pytest.approx(
             entry["steps"] * B * S / entry["window_s"])
-    tracker._reset_clocks()
+    _clock.reset_caches()
 
 
 def test_dtype_detection_from_args_and_model():
@@ -544,3 +544,171 @@ def test_sample_batch_profile_is_used_when_nothing_else_is(tmp_path):
     assert [e["step"] for e in cb.history] == [2, 4]  # the loop below is not vacuous
     for entry in cb.history:
         assert entry["step_flops"] == [pytest.approx(98304.0)] * entry["steps"]
+
+
+# ---- one step-FLOPs policy: the optimizer wrapper and the callback agree ------------------
+#
+# Under torch.compile, AOTAutograd runs the compiled forward without grad: the
+# counter credits it no backward (model FLOPs = its forward) while the executed
+# FLOPs hold forward + recompute + backward. Both integrations apply one rule:
+# model FLOPs = executed x the model / executed ratio of the sample_batch
+# profile counted on the eager model, else the executed FLOPs (one warning).
+# They used to differ (the callback took the executed FLOPs, the wrapper the
+# profile's ratio).
+#
+# The model: x [4 x 16] -> Linear(16, 8) -> ReLU -> Linear(8, 8), x not requiring grad,
+# checkpointed: backward recomputes layer 1 (layer 2's output is not saved). Hand arithmetic:
+#   forward        2·4·16·8 + 2·4·8·8             = 1024 + 512 = 1536
+#   model FLOPs    forward + weight grads (1024 + 512) + the input grad of layer 2 (512)
+#                                                  = 3584
+#   executed       model + the recompute of layer 1 (1024) = 4608
+# so the profile's ratio is 3584 / 4608 and the compiled step's model FLOPs are
+# 4608 x 3584 / 4608 = 3584 with sample_batch, 4608 (the executed) without.
+
+IN_F, HID = 16, 8
+FORWARD, MODEL, EXECUTED = 1536, 3584, 4608
+
+
+class _CompiledRegion(torch.autograd.Function):
+    """What a compiled, checkpointed region looks like to an op counter: the
+    forward runs without grad, the backward recomputes layer 1 then runs the
+    gradient matmuls."""
+
+    @staticmethod
+    def forward(ctx, x, w1, w2):
+        ctx.save_for_backward(x, w1, w2)
+        return torch.relu(x @ w1.t()) @ w2.t()
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, w1, w2 = ctx.saved_tensors
+        h = x @ w1.t()                                  # recompute
+        r = torch.relu(h)
+        grad_w2 = grad.t() @ r
+        grad_r = grad @ w2
+        grad_h = grad_r * (h > 0)
+        grad_w1 = grad_h.t() @ x
+        return None, grad_w1, grad_w2
+
+
+class _Eager(torch.nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, x):
+        return torch.utils.checkpoint.checkpoint(self.layers, x, use_reentrant=False)
+
+
+class SimulatedCompiled(torch.nn.Module):
+    """Stands in for ``torch.compile(model)``: runs the region above and, like
+    torch's OptimizedModule, keeps the eager module as ``_orig_mod``."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layers = torch.nn.Sequential(torch.nn.Linear(IN_F, HID, bias=False), torch.nn.ReLU(),
+                                          torch.nn.Linear(HID, HID, bias=False))
+        self.__dict__["_orig_mod"] = _Eager(self.layers)  # not a submodule: parameters once
+
+    def forward(self, input_ids=None):
+        return _CompiledRegion.apply(input_ids, self.layers[0].weight, self.layers[2].weight)
+
+
+def _x():
+    return torch.ones(4, IN_F)
+
+
+def _wrapper_step_flops(model, sample_batch):
+    from mfu_tracker.optim import MFUOptimizerWrapper
+
+    opt = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.0), model,
+                              sample_batch=sample_batch, peak_tflops=PEAK_TFLOPS, clock="cpu",
+                              warmup=0)
+    with opt.track_step() as block:
+        model(input_ids=_x()).sum().backward()
+    opt.step()
+    return opt.last_step_flops, (block.model_flops, block.executed_flops)
+
+
+def _callback_step_flops(model, sample_batch):
+    class Args:
+        bf16 = fp16 = False
+        device = torch.device("cpu")
+        logging_strategy = "steps"
+        gradient_checkpointing = False
+
+    class State:
+        max_steps = 1
+        logging_steps = 1
+        global_step = 1
+        log_history = []
+
+    cb = MFUCallback(sample_batch=sample_batch, peak_tflops=PEAK_TFLOPS, warmup=0, window=1,
+                     clock="cpu")
+    handler = CallbackHandler([cb], model, None, None, None)
+    control = TrainerControl()
+    handler.on_train_begin(Args(), State(), control)
+    handler.on_step_begin(Args(), State(), control)
+    model(input_ids=_x()).sum().backward()
+    handler.on_pre_optimizer_step(Args(), State(), control)
+    handler.on_step_end(Args(), State(), control)
+    handler.on_log(Args(), State(), control, {})
+    handler.on_train_end(Args(), State(), control)
+    entry = cb.history[-1]
+    return entry["model_flops"], entry["executed_flops"]
+
+
+def test_the_simulated_compiled_region_counts_as_torch_compile_does():
+    from mfu_tracker import FlopCounter
+
+    model = SimulatedCompiled()
+    for module, expected in ((model, (FORWARD, EXECUTED)), (model._orig_mod, (MODEL, EXECUTED))):
+        with FlopCounter(modules=False) as fc:
+            module(_x()).sum().backward()
+        assert (fc.model_flops, fc.executed_flops, fc.forward_flops) == (*expected, FORWARD)
+
+
+@pytest.mark.parametrize("sample, model_flops", [(None, EXECUTED), (_x(), MODEL)],
+                         ids=["no sample_batch: executed", "sample_batch: the eager profile's split"])
+def test_compiled_model_flops_are_the_same_through_wrapper_and_callback(sample, model_flops):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (step_model, step_executed), block = _wrapper_step_flops(SimulatedCompiled(), sample)
+        cb_model, cb_executed = _callback_step_flops(SimulatedCompiled(), sample)
+    assert step_model == block[0] == cb_model == model_flops
+    assert step_executed == block[1] == cb_executed == EXECUTED
+    compiled = [w for w in caught if "compiled forward" in str(w.message)]
+    # one warning per integration without a profile, none with one
+    assert len(compiled) == (2 if sample is None else 0), [str(w.message) for w in caught]
+
+
+def test_torch_compile_gives_the_eager_model_flops_through_wrapper_and_callback():
+    """The same with a real torch.compile (backend "aot_eager", CPU): the
+    compiled forward is counted without its backward credit, and both
+    integrations recover the eager model FLOPs (no recompute: ratio 1)."""
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(torch.nn.Linear(IN_F, HID, bias=False), torch.nn.ReLU(),
+                                torch.nn.Linear(HID, HID, bias=False))
+
+    class Inputs(torch.nn.Module):   # takes input_ids= like a Trainer model
+        def __init__(self, body):
+            super().__init__()
+            self.body = body
+
+        def forward(self, input_ids=None):
+            return self.body(input_ids)
+
+    compiled = torch.compile(Inputs(eager), backend="aot_eager")
+    from mfu_tracker import FlopCounter
+
+    compiled(input_ids=_x()).sum().backward()   # compile once, outside the counter
+    with FlopCounter(modules=False) as fc:
+        compiled(input_ids=_x()).sum().backward()
+    assert fc.model_flops == FORWARD and fc.executed_flops == MODEL  # forward only; no recompute
+    for sample in (None, _x()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            (step_model, step_executed), _ = _wrapper_step_flops(compiled, sample)
+            cb_model, cb_executed = _callback_step_flops(compiled, sample)
+        assert step_model == cb_model == MODEL and step_executed == cb_executed == MODEL

@@ -1,0 +1,104 @@
+"""The one formatter of metric dicts: ``{prefix}/name`` keys and their units.
+
+Every dict of figures the package hands to a logger -- ``Tracker.metrics()``
+(local and distributed), ``MFUOptimizerWrapper.metrics()``, the Trainer
+callback's log entries -- is made here from a mapping of *figures* (the
+fields of a ``StepTracker.summary()``, of :class:`DistributedFigures`, of an
+integration's window), so a key's name, its unit and its conversion are
+written once, in :data:`KEYS`.
+
+Rules:
+
+* a figure that is unavailable (None or NaN) is left out, never logged as
+  None / NaN;
+* keys come in :data:`KEYS` order (the table of the ``Tracker`` docstring);
+* ``prefix=""`` gives bare names (``mfu``), anything else ``{prefix}/mfu``;
+* a *family* figure is a mapping ``{name: value}`` and gives one key per
+  entry, ``{prefix}/{family}/{name}`` (:data:`FAMILIES`: the waterfall's
+  per-phase keys use them).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, NamedTuple, Tuple
+
+
+class MetricKey(NamedTuple):
+    """One logged key: its name, the figure it is made from, the factor that
+    converts the figure into the key's unit, and that unit."""
+
+    name: str      # the key after "{prefix}/"
+    field: str     # the figure's name in the mapping given to format_metrics()
+    scale: float   # key value = figure x scale
+    unit: str
+    meaning: str
+
+
+#: Every scalar key the package logs, in order.
+KEYS: Tuple[MetricKey, ...] = (
+    MetricKey("mfu", "mfu", 1.0, "ratio", "model FLOPs / time / peak (unclamped)"),
+    MetricKey("hfu", "hfu", 1.0, "ratio", "executed FLOPs (recompute included) / time / peak"),
+    MetricKey("mbu", "mbu", 1.0, "ratio", "parameter bytes per step / step time / peak bandwidth"),
+    MetricKey("tokens_per_sec", "tokens_per_sec", 1.0, "tokens/s", "tokens / time"),
+    MetricKey("achieved_tflops", "achieved_flops_per_sec", 1e-12, "TFLOP/s",
+              "model FLOP/s over all num_gpus devices"),
+    MetricKey("step_time_s", "step_time_s", 1.0, "s", "mean step period, end to end"),
+    MetricKey("step_time_min_s", "step_time_min_s", 1.0, "s", "shortest step period"),
+    MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
+    MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
+              "the MFU denominator: peak x num_gpus"),
+    # distributed (mfu_tracker.distributed.DistributedFigures)
+    MetricKey("tokens_per_sec_per_device", "tokens_per_sec_per_device", 1.0, "tokens/s",
+              "tokens/s over all devices"),
+    MetricKey("mfu_rank_min", "mfu_rank_min", 1.0, "ratio", "lowest per-rank MFU"),
+    MetricKey("mfu_rank_mean", "mfu_rank_mean", 1.0, "ratio", "unweighted mean per-rank MFU"),
+    MetricKey("mfu_rank_max", "mfu_rank_max", 1.0, "ratio", "highest per-rank MFU"),
+    MetricKey("step_time_rank_max", "step_time_rank_max", 1.0, "s",
+              "the slowest rank's host seconds per step since the last aggregation"),
+    MetricKey("step_time_rank_min", "step_time_rank_min", 1.0, "s",
+              "the fastest rank's host seconds per step since the last aggregation"),
+    MetricKey("slowest_rank", "slowest_rank", 1.0, "rank", "the rank that took longest"),
+)
+
+#: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
+FAMILIES: Tuple[Tuple[str, str, str], ...] = (
+    ("mfu_lost", "fraction of step time", "the waterfall: step time lost to each cause"),
+    ("phase_s", "s", "seconds per step in each marked phase"),
+)
+
+
+def metric_key(prefix: str, name: str) -> str:
+    """``{prefix}/{name}``, or ``name`` for an empty prefix."""
+    return f"{prefix}/{name}" if prefix else name
+
+
+#: prefix -> ((figure, key, scale) for every KEYS entry): keys are built once
+#: per prefix, not per call (a loop may log every step).
+_PLANS: Dict[str, Tuple[Tuple[str, str, float], ...]] = {}
+_PLANS_MAX = 64
+
+
+def _plan(prefix: str) -> Tuple[Tuple[str, str, float], ...]:
+    plan = _PLANS.get(prefix)
+    if plan is None:
+        plan = tuple((key.field, metric_key(prefix, key.name), key.scale) for key in KEYS)
+        if len(_PLANS) < _PLANS_MAX:
+            _PLANS[prefix] = plan
+    return plan
+
+
+def format_metrics(figures: Mapping[str, Any], prefix: str) -> Dict[str, float]:
+    """The logged dict of ``figures`` (None / NaN = unavailable: left out)."""
+    out: Dict[str, float] = {}
+    get = figures.get
+    for field, key, scale in _plan(prefix):
+        value = get(field)
+        if value is not None and value == value:  # NaN != NaN
+            out[key] = value * scale                # a float (the scales are floats)
+    for family, _, _ in FAMILIES:
+        entries = get(family)
+        if entries:
+            base = metric_key(prefix, family)
+            for name, value in entries.items():
+                if value is not None and value == value:
+                    out[f"{base}/{name}"] = float(value)
+    return out

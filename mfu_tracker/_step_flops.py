@@ -1,0 +1,549 @@
+"""The one step-FLOPs policy of the training integrations.
+
+``MFUOptimizerWrapper`` (bare loops), ``MFUCallback`` (``transformers.Trainer``)
+and any later integration (Lightning) are adapters: they tell this module
+where an optimizer step begins and ends, what ran inside it and what went
+into the model; the rules below decide the step's FLOPs, the same way for all
+of them. Units: FLOPs (not FLOP/s), tokens.
+
+Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
+
+1. **Counted**: every ``count_every``-th optimizer step runs under a
+   :class:`~mfu_tracker.counter.FlopCounter` (:class:`StepCounter`) around
+   all its micro-batches, on their real shapes.
+2. **Scaled**: a step in between takes the last counted step's FLOPs scaled
+   by its work tokens (the tokens whose shapes ran: padded tokens where the
+   integration sees the inputs, the user's ``num_tokens`` otherwise); equal
+   to it when either has no token count.
+3. **Analytic**: ``transformer_flops(model.config, formula="matmul")`` per
+   micro-batch, each sequence at its real length (the attention mask's row
+   sums) -- where the integration sees the inputs and the config is a
+   supported transformer.
+4. **Profiled**: ``sample_batch`` counted once (forward + backward) and scaled
+   by the step's real tokens over the sample's, or x the step's micro-batches
+   without token counts. Profiled before the clock starts when it is the only
+   source (``count_every=0`` and no analytic config), else when first needed.
+
+**Compiled models** (one rule, :meth:`StepFlops.counted`): under
+``torch.compile`` AOTAutograd runs the compiled forward without grad, so a
+counted step's model FLOPs hold only its forward while its executed FLOPs
+hold forward + backward (model <= forward < executed). The counter cannot
+split such executed FLOPs into model FLOPs and recompute, so the step's model
+FLOPs are its executed FLOPs x the model / executed ratio of the
+``sample_batch`` profile, counted on the eager model (``_orig_mod`` of a
+``torch.compile`` wrapper): the ratio is the share of executed work that
+training needs -- below 1 only through recompute -- and it does not depend
+on the batch. Without a usable profile the ratio is 1 (executed FLOPs, an
+upper bound that is exact without recompute), with one warning.
+
+**HFU knobs** (the peer's): ``hfu_backward_factor`` f or ``backward_factor``
+F replace every step's executed FLOPs with forward x (1 + f) or forward x F;
+model FLOPs never change with them.
+
+**Tokens** (:meth:`StepRecord.record_inputs`, a forward pre-hook): the ones of
+``attention_mask``, else every position of ``input_ids`` (or of
+``inputs_embeds``); a mask's row sums stay on the device (no sync) and are
+read for a whole window in one transfer (:func:`read_tokens`) at a logging
+step, after the training loop's own loss read.
+
+Nothing here raises into a training loop: failures become one warning (the
+adapter's ``warn_once``) and a missing figure.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+
+from . import _C
+from ._metrics import format_metrics
+
+#: (model, executed, forward) FLOPs of a step or a block.
+Flops = Tuple[float, float, float]
+#: warn_once(key, message): one warning per key and run.
+WarnOnce = Callable[[str, str], None]
+
+
+def _scale(flops: Flops, factor: float) -> Flops:
+    return (flops[0] * factor, flops[1] * factor, flops[2] * factor)
+
+
+def _looks_compiled(flops: Flops) -> bool:
+    """A backward ran but the model FLOPs hold only the forward (AOTAutograd)."""
+    model, executed, forward = flops
+    return executed > forward and model <= forward
+
+
+def batch_tokens(batch: Any) -> Optional[int]:
+    """Tokens of a sample batch: the ``attention_mask`` ones, else the
+    ``input_ids`` elements, else the elements of an integer tensor (one sync:
+    for a profile, not for training steps)."""
+    import torch
+
+    if isinstance(batch, Mapping):
+        mask = batch.get("attention_mask")
+        if isinstance(mask, torch.Tensor):
+            return int(mask.sum())
+        ids = batch.get("input_ids")
+        if isinstance(ids, torch.Tensor):
+            return ids.numel()
+    if isinstance(batch, torch.Tensor) and not batch.is_floating_point():
+        return batch.numel()
+    return None
+
+
+class StepRecord:
+    """What one optimizer step (or one block of it) did, as an adapter saw it.
+
+    ``counted``: its counted FLOPs with the compiled rule applied (None: not
+    counted); ``reference``: the last counted step's (FLOPs, work tokens)
+    when it closed uncounted; ``work_tokens``: tokens whose shapes ran (None:
+    unknown); ``tokens``: real tokens per micro-batch (ints, floats or 0-d
+    tensors still on the device); ``tokens_missing``: a micro-batch without a
+    token count; ``batches``: (batch, seq_len, row lengths or None) per
+    micro-batch, for the analytic count; ``micro_batches``.
+    """
+
+    __slots__ = ("counted", "reference", "work_tokens", "tokens", "tokens_missing", "batches",
+                 "micro_batches")
+
+    def __init__(self) -> None:
+        self.counted: Optional[Flops] = None
+        self.reference: Optional[Tuple[Flops, Optional[float]]] = None
+        self.work_tokens: Optional[float] = None
+        self.tokens: List[Any] = []
+        self.tokens_missing = False
+        self.batches: List[Tuple[int, int, Any]] = []
+        self.micro_batches = 0
+
+    def add_block(self, num_tokens: Optional[float]) -> None:
+        """A micro-batch whose tokens the user gave (``None``: unknown)."""
+        self.micro_batches += 1
+        if num_tokens is None:
+            self.tokens_missing = True
+        else:
+            self.tokens.append(num_tokens)
+            self.work_tokens = (self.work_tokens or 0.0) + num_tokens
+
+    def record_inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> None:
+        """A micro-batch from the model's inputs (a forward pre-hook's
+        ``args`` / ``kwargs``): its shape, and its real tokens summed on the
+        inputs' device (no synchronization)."""
+        import torch
+
+        ids = kwargs.get("input_ids")
+        if ids is None and args and isinstance(args[0], torch.Tensor):
+            ids = args[0]
+        if not isinstance(ids, torch.Tensor):
+            embeds = kwargs.get("inputs_embeds")
+            if not isinstance(embeds, torch.Tensor) or embeds.dim() < 2:
+                return
+            shape = tuple(embeds.shape[:2])
+        else:
+            shape = tuple(ids.shape) if ids.dim() == 2 else (1, ids.numel())
+        batch, seq = shape
+        self.micro_batches += 1
+        self.work_tokens = (self.work_tokens or 0) + batch * seq
+        mask = kwargs.get("attention_mask")
+        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == shape:
+            lengths = mask.detach().sum(-1)      # on the mask's device: no sync
+            self.tokens.append(lengths.sum())
+            self.batches.append((batch, seq, lengths))
+        else:
+            self.tokens.append(batch * seq)
+            self.batches.append((batch, seq, None))
+
+
+def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], List[List[List[int]]]]:
+    """Real tokens of each record (None: unknown) and the per-sequence lengths
+    of each of its micro-batches (``[]`` without a mask), read from the device
+    in one transfer."""
+    import torch
+
+    tensors = []
+    for record in records:
+        tensors.extend(t for t in record.tokens if isinstance(t, torch.Tensor))
+        tensors.extend(rows for _, _, rows in record.batches if rows is not None)
+    values: List[Any] = []
+    if tensors:
+        device = tensors[0].device
+        values = torch.cat([t.reshape(-1).to(device=device, dtype=torch.long) for t in tensors]).tolist()
+    pos = 0
+
+    def take(n: int) -> List[int]:
+        nonlocal pos
+        out = values[pos:pos + n]
+        pos += n
+        return out
+
+    totals: List[Optional[float]] = []
+    lengths: List[List[List[int]]] = []
+    for record in records:
+        total = 0.0
+        for t in record.tokens:
+            total += take(1)[0] if isinstance(t, torch.Tensor) else t
+        totals.append(None if record.tokens_missing or not record.tokens else total)
+        lengths.append([take(rows.numel()) if rows is not None else [] for _, _, rows in record.batches])
+    return totals, lengths
+
+
+class StepCounter:
+    """The FLOP counter of one counted optimizer step: started and stopped
+    around each region of the step that runs the model (a block, a closure,
+    all its micro-batches); its totals cover them all."""
+
+    __slots__ = ("_policy", "_counter", "_active", "_before", "ran", "failed")
+
+    def __init__(self, policy: "StepFlops") -> None:
+        self._policy = policy
+        self._counter: Any = None
+        self._active = False
+        self._before: Flops = (0.0, 0.0, 0.0)
+        self.ran = False      # a region was counted to its end
+        self.failed = False   # a region could not be counted: the step is not counted
+
+    def start(self) -> None:
+        """Count from here (never raises: a failure warns once)."""
+        if self._active or self.failed:
+            return
+        try:
+            if self._counter is None:
+                from .counter import FlopCounter  # lazy: the counter loads its extension
+
+                self._counter = FlopCounter(causal_attention=self._policy.causal_attention,
+                                            modules=False)
+            self._before = self.totals()
+            self._counter.__enter__()
+        except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            self.failed = True
+            self._policy.warn_once("counter", f"the FLOP counter is unavailable ({error!r}); "
+                                   "FLOPs of such steps are estimated")
+            return
+        self._active = True
+
+    def stop(self) -> Optional[Flops]:
+        """Stop counting; the raw FLOPs of the region since :meth:`start`
+        (None when it was not counted). Ops that could not be counted warn
+        once per run."""
+        if not self._active:
+            return None
+        self._active = False
+        try:
+            problem = self._counter.stop(warn=False)
+            after = self.totals()
+        except Exception as error:  # noqa: BLE001
+            self.failed = True
+            self._policy.warn_once("counter", f"FLOP counting failed ({error!r}); FLOPs of such "
+                                   "steps are estimated")
+            return None
+        if problem is not None:  # every counted step would repeat it: once per run
+            self._policy.warn_once("uncounted", f"FlopCounter: {problem}; the MFU of such steps "
+                                   "is low (not warned again)")
+        self.ran = True
+        before = self._before
+        return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+
+    def totals(self) -> Flops:
+        """Raw (model, executed, forward) FLOPs counted so far."""
+        c = self._counter
+        if c is None:
+            return (0.0, 0.0, 0.0)
+        return (float(c.model_flops), float(c.executed_flops), float(c.forward_flops))
+
+
+class StepFlops:
+    """The step-FLOPs policy (module docstring), one per integration instance.
+
+    Args:
+        count_every: count every N-th optimizer step (0: never).
+        causal_attention: "full" or "half" (checked by the adapter).
+        hfu_factor: executed = forward x this (the peer's knobs), or None.
+        warn_once: the adapter's one-warning-per-key function.
+        sample_batch: the batch to profile, or None.
+    """
+
+    def __init__(self, *, count_every: int, causal_attention: str, hfu_factor: Optional[float],
+                 warn_once: WarnOnce, sample_batch: Any = None) -> None:
+        self.count_every = count_every
+        self.causal_attention = causal_attention
+        self.hfu_factor = hfu_factor
+        self.warn_once = warn_once
+        self.sample_batch = sample_batch
+        self.model: Any = None
+        self.config: Any = None            # a transformer_flops-capable config, or None
+        self.recompute = "none"            # activation recompute for the analytic count
+        self.steps = 0                     # optimizer steps closed
+        self.reference: Optional[Tuple[Flops, Optional[float]]] = None  # the last counted step's
+        self.profile: Optional[Flops] = None
+        self.profile_tokens: Optional[int] = None
+        self._profile_failed = False
+
+    # ---- set-up -------------------------------------------------------------------
+
+    def attach(self, model: Any, *, analytic: bool = False, recompute: str = "none") -> None:
+        """The model the steps train; with ``analytic``, its ``config`` is used
+        for the analytic count when it is a supported transformer."""
+        self.model = model
+        self.recompute = recompute
+        self.config = None
+        config = getattr(model, "config", None) if analytic else None
+        if config is not None:
+            from .flops import transformer_flops
+
+            try:
+                transformer_flops(config, seq_len=1, batch_size=1, formula="matmul")
+                self.config = config
+            except Exception:  # noqa: BLE001 -- not a supported transformer
+                self.config = None
+
+    def prepare(self) -> None:
+        """Before the clock starts: profile ``sample_batch`` when it is the only
+        source of FLOPs (nothing counted, no analytic config)."""
+        if self.count_every == 0 and self.config is None:
+            self.profile_sample()
+
+    def profile_sample(self) -> None:
+        """Count ``sample_batch`` once (forward + backward, no ``.grad`` left) on
+        the eager model; idempotent; a failure warns once and is not retried."""
+        if self.profile is not None or self.sample_batch is None or self._profile_failed \
+                or self.model is None:
+            return
+        from .counter import profile_flops_with_hfu  # lazy: the counter loads its extension
+
+        model = getattr(self.model, "_orig_mod", self.model)  # a torch.compile wrapper's eager module
+        batch = _on_device_of(self.sample_batch, model)
+        args, kwargs = (None, batch) if isinstance(batch, Mapping) else (batch, None)
+        was_training = model.training
+        try:
+            full = profile_flops_with_hfu(model, args, kwargs, with_backward=True,
+                                          causal_attention=self.causal_attention)
+            forward = profile_flops_with_hfu(model, args, kwargs, with_backward=False,
+                                             causal_attention=self.causal_attention).flops
+            tokens = batch_tokens(batch)
+        except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            self._profile_failed = True  # two model runs: not retried every step
+            self.warn_once("profile", f"profiling sample_batch failed ({error!r}); MFU needs "
+                           "counted steps instead")
+            return
+        finally:
+            model.train(was_training)
+        self.profile = (float(full.flops), float(full.hfu_flops), float(forward))
+        self.profile_tokens = tokens
+
+    # ---- counting -----------------------------------------------------------------
+
+    def counting(self) -> bool:
+        """Whether the step now open (the ``steps``-th) is counted."""
+        return self.count_every > 0 and self.steps % self.count_every == 0
+
+    def step_counter(self) -> Optional[StepCounter]:
+        """A counter for the step now open, or None when it is not counted."""
+        return StepCounter(self) if self.counting() else None
+
+    def counted(self, flops: Flops) -> Flops:
+        """Counted raw FLOPs with the compiled-model rule applied."""
+        if not _looks_compiled(flops):
+            return flops
+        model, executed, forward = flops
+        ratio = self._profile_ratio()
+        if ratio is None:
+            self.warn_once("compiled", "the counted steps ran a compiled forward (torch.compile), "
+                           "whose model FLOPs the counter cannot split from recompute: MFU uses "
+                           "the executed FLOPs; give sample_batch (profiled once on the eager "
+                           "model) for the exact split")
+            ratio = 1.0
+        return (executed * ratio, executed, forward)
+
+    def _profile_ratio(self) -> Optional[float]:
+        self.profile_sample()
+        p = self.profile
+        if p is None or not p[1] > 0 or _looks_compiled(p):
+            return None
+        return p[0] / p[1]
+
+    def close(self, record: StepRecord, counter: Optional[StepCounter]) -> None:
+        """Close the step ``record`` describes: counted (its counter ran to the
+        end of every region) or scaled from the last counted step."""
+        if counter is not None:
+            counter.stop()
+        if counter is not None and counter.ran and not counter.failed:
+            record.counted = self.counted(counter.totals())
+            self.reference = (record.counted, record.work_tokens)
+        else:
+            record.reference = self.reference
+        self.steps += 1
+
+    # ---- resolving ----------------------------------------------------------------
+
+    def resolve(self, record: StepRecord, tokens: Optional[float] = None,
+                lengths: Optional[List[List[int]]] = None) -> Optional[Flops]:
+        """(model, executed, forward) FLOPs of a closed step (or block), the HFU
+        knobs applied; None when no source has them. ``tokens``: its real
+        tokens; ``lengths``: its micro-batches' sequence lengths
+        (:func:`read_tokens`)."""
+        flops = record.counted
+        if flops is None and record.reference is not None:
+            ref, ref_tokens = record.reference
+            work = record.work_tokens
+            flops = _scale(ref, work / ref_tokens) if work is not None and ref_tokens else ref
+        if flops is None and self.config is not None and record.batches:
+            flops = self._analytic(record.batches, lengths)
+        if flops is None:
+            flops = self._profiled(tokens, record.micro_batches)
+        if flops is None:
+            return None
+        if self.hfu_factor is not None:
+            flops = (flops[0], flops[2] * self.hfu_factor, flops[2])
+        return flops
+
+    def _analytic(self, batches: List[Tuple[int, int, Any]],
+                  lengths: Optional[List[List[int]]]) -> Flops:
+        from .flops import transformer_flops
+
+        model = executed = forward = 0.0
+        for i, (batch, seq, rows) in enumerate(batches):
+            if rows is not None and lengths is not None:
+                f = transformer_flops(self.config, seq_lens=[n for n in lengths[i] if n > 0] or [0],
+                                      formula="matmul", causal_attention=self.causal_attention,
+                                      activation_recompute=self.recompute)
+            else:
+                f = transformer_flops(self.config, seq_len=seq, batch_size=batch, formula="matmul",
+                                      causal_attention=self.causal_attention,
+                                      activation_recompute=self.recompute)
+            model += f.model_flops
+            executed += f.hardware_flops
+            forward += f.forward_flops
+        return (model, executed, forward)
+
+    def _profiled(self, tokens: Optional[float], micro_batches: int) -> Optional[Flops]:
+        self.profile_sample()
+        if self.profile is None:
+            return None
+        if tokens is not None and self.profile_tokens:
+            return _scale(self.profile, tokens / self.profile_tokens)
+        return _scale(self.profile, float(max(1, micro_batches)))
+
+    def window_work(self, records: "StepRecords", summary: Mapping[str, Any]) -> Optional["WindowWork"]:
+        """The work of the steps now in a tracker's window (its ``summary()``);
+        None when the window is empty or reaches past the recorded steps."""
+        chosen = records.in_window(summary)
+        if chosen is None:
+            return None
+        tokens, lengths = read_tokens(chosen)
+        step_flops = [self.resolve(r, t, l) for r, t, l in zip(chosen, tokens, lengths)]
+        known = all(f is not None for f in step_flops)
+        if not known:
+            self.warn_once("noflops", "no FLOPs for some steps (nothing counted, no supported "
+                           "model.config, no sample_batch): MFU is left out")
+        total_tokens = None if any(t is None for t in tokens) else float(sum(tokens))  # type: ignore[arg-type]
+        return WindowWork(
+            steps=len(chosen), window_s=float(summary["window_s"]), known=known,
+            tokens=total_tokens,
+            model_flops=sum(f[0] for f in step_flops) if known else 0.0,  # type: ignore[index]
+            executed_flops=sum(f[1] for f in step_flops) if known else None,  # type: ignore[index]
+            step_flops=[f[0] if f else None for f in step_flops],
+        )
+
+
+def _on_device_of(batch: Any, model: Any) -> Any:
+    """``batch`` with its tensors on ``model``'s device."""
+    import torch
+
+    param = next(model.parameters(), None)
+    if param is None:
+        return batch
+    device = param.device
+
+    def move(value: Any) -> Any:
+        return value.to(device) if isinstance(value, torch.Tensor) else value
+
+    if isinstance(batch, Mapping):
+        return {k: move(v) for k, v in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(move(v) for v in batch)
+    return move(batch)
+
+
+class StepRecords:
+    """The last ``window`` closed steps, for integrations that resolve a
+    window's work at logging time (their tracker's window holds as many)."""
+
+    def __init__(self, window: int) -> None:
+        self._records: Deque[StepRecord] = deque(maxlen=window)
+
+    def append(self, record: StepRecord) -> None:
+        self._records.append(record)
+
+    def in_window(self, summary: Mapping[str, Any]) -> Optional[List[StepRecord]]:
+        """The records of the steps in the tracker's window (``summary()``:
+        ``steps`` resolved in the window, ``steps_pending`` not resolved yet);
+        None when it is empty or reaches past the records (dropped steps)."""
+        steps, pending = int(summary.get("steps") or 0), int(summary.get("steps_pending") or 0)
+        window_s = summary.get("window_s")
+        if steps == 0 or not window_s or window_s <= 0:
+            return None
+        records = list(self._records)
+        end = len(records) - pending
+        chosen = records[max(0, end - steps):end]
+        return chosen if len(chosen) == steps else None
+
+
+class WindowWork:
+    """The work of a tracker's window: ``steps``, ``window_s`` (s), ``known``
+    (every step has FLOPs), ``tokens`` (real tokens or None), ``model_flops``
+    / ``executed_flops`` (sums, FLOPs), ``step_flops`` (model FLOPs per step)."""
+
+    __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops", "step_flops")
+
+    def __init__(self, *, steps: int, window_s: float, known: bool, tokens: Optional[float],
+                 model_flops: float, executed_flops: Optional[float],
+                 step_flops: List[Optional[float]]) -> None:
+        self.steps = steps
+        self.window_s = window_s
+        self.known = known
+        self.tokens = tokens
+        self.model_flops = model_flops
+        self.executed_flops = executed_flops
+        self.step_flops = step_flops
+
+    def figures(self, *, peak_flops_per_sec: Optional[float], peak_bytes_per_sec: Optional[float],
+                param_bytes: Optional[float], num_gpus: int) -> Dict[str, Optional[float]]:
+        """This process's figures over the window (the fields the metric
+        formatter reads), None where unavailable."""
+        figures = _C.compute_metrics(
+            self.model_flops, self.window_s, executed_flops=self.executed_flops,
+            param_bytes=None if param_bytes is None else param_bytes * self.steps,
+            num_tokens=self.tokens, peak_flops_per_sec=peak_flops_per_sec,
+            peak_bytes_per_sec=peak_bytes_per_sec, num_gpus=num_gpus)
+        if not self.known:
+            figures.update(mfu=None, hfu=None, achieved_flops_per_sec=None)
+        figures["step_time_s"] = self.window_s / self.steps
+        figures["peak_flops_per_sec"] = (None if peak_flops_per_sec is None
+                                         else peak_flops_per_sec * num_gpus)
+        return figures
+
+
+def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
+                   param_bytes: Optional[float], num_gpus: int) -> Optional[Dict[str, float]]:
+    """The metric dict of a logging step: with a distributed ``tracker``, the
+    global figures of its collective (``Tracker.aggregate`` with the window's
+    work) -- every rank must call this at every logging step, with or without
+    a window, so no rank is left waiting at the gather; otherwise this
+    process's figures over ``window``. None when there is nothing to log."""
+    if tracker.distributed:
+        model_flops = executed_flops = tokens = None
+        if window is not None and window.known:
+            model_flops, executed_flops = window.model_flops, window.executed_flops
+        if window is not None:
+            tokens = window.tokens
+        figures = tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
+                                    num_tokens=tokens)
+        if figures is None or window is None:
+            return None
+        return figures.metrics(prefix)   # sum of work / sum of peaks, and the per-rank spread
+    if window is None:
+        return None
+    peak = tracker.peak
+    return format_metrics(window.figures(peak_flops_per_sec=peak.flops_per_sec,
+                                         peak_bytes_per_sec=peak.bytes_per_sec,
+                                         param_bytes=param_bytes, num_gpus=num_gpus), prefix)
