@@ -77,6 +77,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
 from . import _C
+from ._validate import check_causal_attention
 from ._version import __version__
 
 __all__ = [
@@ -93,7 +94,6 @@ __all__ = [
 _DISABLE_ENV = "MFU_TRACKER_DISABLE_TORCH_EXT"
 _EXT_DISABLED = os.environ.get(_DISABLE_ENV) == "1"
 
-_CAUSAL = ("full", "half")
 _COUNT_KEYS = ("executed_flops", "forward_flops", "model_flops", "backward_flops",
                "counted_calls", "errors", "approximate_calls")
 
@@ -290,10 +290,7 @@ class FlopCounter:
     """
 
     def __init__(self, *, causal_attention: str = "full", modules: bool = True) -> None:
-        if not isinstance(causal_attention, str):
-            raise TypeError(f"causal_attention must be a str, not {type(causal_attention).__name__}")
-        if causal_attention not in _CAUSAL:
-            raise ValueError(f"causal_attention must be 'full' or 'half', not {causal_attention!r}")
+        check_causal_attention(causal_attention)
         if not isinstance(modules, bool):
             raise TypeError(f"modules must be a bool, not {type(modules).__name__}")
         self.causal_attention = causal_attention

@@ -16,7 +16,6 @@ torch is imported only inside the functions that need it.
 """
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -26,7 +25,7 @@ from typing import Any, Optional, Union
 
 from . import _C
 from ._dtypes import DTYPE_NAMES, normalize_dtype
-from ._validate import check_device
+from ._validate import check_device, check_positive_number
 
 __all__ = [
     "GPUSpec",
@@ -291,14 +290,6 @@ def get_gpu_spec(device: Any = None) -> GPUSpec:
 # ---- user and measured peaks ---------------------------------------------------
 
 
-def _check_positive(value: Any, argument: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{argument} must be a number, not {type(value).__name__}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{argument} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def user_gpu_spec(
     peak_tflops: Union[float, dict[Any, float]],
     *,
@@ -319,13 +310,13 @@ def user_gpu_spec(
         peaks = {}
         for key, value in peak_tflops.items():
             dtype = normalize_dtype(key, "peak_tflops")
-            peaks[dtype] = _check_positive(value, f"peak_tflops[{key!r}]") * 1e12
+            peaks[dtype] = check_positive_number(value, f"peak_tflops[{key!r}]") * 1e12
     else:
-        value = _check_positive(peak_tflops, "peak_tflops") * 1e12
+        value = check_positive_number(peak_tflops, "peak_tflops") * 1e12
         peaks = {dtype: value for dtype in DTYPE_NAMES}
     bandwidth = 0.0
     if memory_bandwidth_tbs is not None:
-        bandwidth = _check_positive(memory_bandwidth_tbs, "memory_bandwidth_tbs") * 1e12
+        bandwidth = check_positive_number(memory_bandwidth_tbs, "memory_bandwidth_tbs") * 1e12
     return GPUSpec(name=name, memory_bandwidth_bytes_per_sec=bandwidth,
                    peak_flops_by_dtype=peaks, source="user",
                    citation="given by the user")
@@ -352,7 +343,7 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
     name = normalize_dtype(dtype)
     if name not in _TORCH_DTYPES:
         raise ValueError(f"dtype: measure_peak_flops supports {', '.join(_TORCH_DTYPES)}, not {name}")
-    duration = _check_positive(duration_s, "duration_s")
+    duration = check_positive_number(duration_s, "duration_s")
     if duration > 60:
         raise ValueError(f"duration_s must be <= 60 seconds, got {duration_s!r}")
     dev = check_device(device)

@@ -501,9 +501,6 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.step", st.step, F(1.0), F(2.0), exc=TypeError)
         add("StepTracker.step", st.step, nonsense=F(2.0), exc=TypeError)
         add("StepTracker.summary", st.summary)
-        add("StepTracker.metrics", st.metrics)
-        add("StepTracker.metrics", st.metrics, S("train"))
-        add("StepTracker.metrics", st.metrics, I(7), exc=TypeError)
         add("StepTracker.flush", st.flush)
         add("StepTracker.counters", st.counters)
         for prop in ("clock", "stream", "window", "warmup", "closed"):
@@ -520,7 +517,6 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("StepTracker()", _C.StepTracker, stream=F(0.0), exc=TypeError)
     unconfigured = _C.StepTracker.__new__(_C.StepTracker)
     add("StepTracker.summary", unconfigured.summary, exc=RuntimeError)
-    add("StepTracker.metrics", unconfigured.metrics, exc=RuntimeError)
     return calls
 
 
@@ -571,8 +567,8 @@ def _run(fn: Callable[..., Any], args: tuple, kwargs: Dict[str, Any], exc: Optio
 def check_refcounts(name: str, fn: Callable[..., Any], args: tuple, kwargs: Dict[str, Any],
                     exc: Optional[type], n: int) -> None:
     """``n`` calls leave every argument's refcount as one call left it (a
-    call may cache an argument once -- StepTracker.metrics keeps its last
-    prefix -- but never take a reference per call, nor drop one)."""
+    call may cache an argument once -- track() keeps its last resolved
+    key -- but never take a reference per call, nor drop one)."""
     # None / True / False are shared singletons: not ours to count.
     objects = [o for o in (fn, *args, *kwargs.keys(), *kwargs.values())
                if o is not None and o is not True and o is not False]

@@ -24,9 +24,9 @@ typedef struct mfu_module_state {
     int warned_mfu_above_one; /* the "MFU > 1" warning is given once */
     PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
     PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
-    /* StepTracker's parameter names, interned for mfu_py_bind: num_tokens,
-     * model_flops, executed_flops (step), prefix (metrics). */
-    PyObject *step_kwnames[4];
+    /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
+     * num_tokens, model_flops, executed_flops. */
+    PyObject *step_kwnames[3];
     /* track() (py_track.c): the resolver that turns (dtype, device, spec,
      * peak_tflops, clock) into a peak and a clock, the last key it resolved
      * and its result, the interned keyword names and the defaults. */

@@ -76,6 +76,10 @@ static int add_limits(PyObject *module)
         {"LIMIT_TIMER_EVENTS_MAX_DEFAULT", MFU_TIMER_EVENTS_MAX_DEFAULT},
         {"LIMIT_TIMER_HISTORY_DEFAULT", MFU_TIMER_HISTORY_DEFAULT},
         {"LIMIT_COUNTERS_MAX", MFU_COUNTERS_MAX},
+        {"LIMIT_GPU_NAME_MAX", MFU_GPU_NAME_MAX},
+        {"LIMIT_GPU_CC_MAX", MFU_GPU_CC_MAX},
+        {"LIMIT_DTYPE_NAME_MAX", MFU_DTYPE_NAME_MAX},
+        {"LIMIT_PEAK_OVERRIDE_MAX", MFU_PEAK_OVERRIDE_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);

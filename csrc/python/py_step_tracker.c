@@ -16,12 +16,11 @@
 
 #include "mfu_module.h"
 
-/* The parameter names interned in module state (step_kwnames): step()'s
- * three, then metrics()'s one. */
-enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_PREFIX, KW_COUNT };
-enum { STEP_PARAMETERS = KW_PREFIX };
-
-enum { METRIC_KEYS = 9 };
+/* step()'s parameter names, interned in module state (step_kwnames). No
+ * metric key is built here: Tracker.metrics() formats them in Python
+ * (mfu_tracker/_metrics.py), the one place a key is spelled. */
+enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_COUNT };
+enum { STEP_PARAMETERS = KW_COUNT };
 
 typedef struct {
     PyObject_HEAD
@@ -32,15 +31,7 @@ typedef struct {
     int warn_pending; /* message holds a warning to emit after the lock */
     int warned_failure, warned_args, warned_closed, warned_mfu;
     char message[400];
-
-    PyObject *default_prefix; /* "throughput" */
-    PyObject *prefix;         /* metrics() key cache */
-    PyObject *keys[METRIC_KEYS];
 } step_object;
-
-static const char *const metric_names[METRIC_KEYS] = {
-    "mfu", "hfu", "mbu", "tokens_per_sec", "achieved_tflops", "step_time_s",
-    "step_time_min_s", "step_time_max_s", "peak_tflops"};
 
 /* ---- warnings --------------------------------------------------------------- */
 
@@ -221,83 +212,6 @@ static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-/* The "{prefix}/name" keys, rebuilt only when the prefix changes. */
-static int step_metric_keys(step_object *s, PyObject *prefix)
-{
-    if (s->prefix != NULL
-        && (s->prefix == prefix || PyUnicode_Compare(s->prefix, prefix) == 0))
-        return 0;
-    PyObject *keys[METRIC_KEYS];
-    for (int i = 0; i < METRIC_KEYS; i++) {
-        keys[i] = PyUnicode_FromFormat("%U/%s", prefix, metric_names[i]);
-        if (keys[i] == NULL) {
-            while (i-- > 0)
-                Py_DECREF(keys[i]);
-            return -1;
-        }
-    }
-    Py_XSETREF(s->prefix, Py_NewRef(prefix));
-    for (int i = 0; i < METRIC_KEYS; i++)
-        Py_XSETREF(s->keys[i], keys[i]);
-    return 0;
-}
-
-/* metrics(prefix="throughput"): the DESIGN §3 keys, unavailable ones left
- * out. (Moving to the one Python metric formatter; see issue 10.) */
-static PyObject *step_metrics(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                              PyObject *kwnames)
-{
-    step_object *s = (step_object *)self;
-    PyObject *prefix = NULL;
-    mfu_steps_summary sum;
-
-    if (mfu_py_bind("metrics", &s->state->step_kwnames[KW_PREFIX], 1, 1, 0, args,
-                    nargs, kwnames, &prefix)
-        < 0)
-        return NULL;
-    if (prefix != NULL && !PyUnicode_Check(prefix)) {
-        PyErr_Format(PyExc_TypeError, "prefix must be a str, not %.80s",
-                     Py_TYPE(prefix)->tp_name);
-        return NULL;
-    }
-    if (require_init(s) < 0)
-        return NULL;
-    summarize(s, &sum);
-
-    /* Keys after the lock (taking it may release the GIL, and another
-     * thread's metrics() may change the cached keys meanwhile), held by
-     * local references while the dict is built. */
-    if (step_metric_keys(s, prefix != NULL ? prefix : s->default_prefix) < 0)
-        return NULL;
-    PyObject *keys[METRIC_KEYS];
-    for (int i = 0; i < METRIC_KEYS; i++)
-        keys[i] = Py_NewRef(s->keys[i]);
-
-    PyObject *result = PyDict_New();
-    if (result == NULL || sum.window.steps == 0)
-        goto done;
-    const mfu_window_summary *w = &sum.window;
-    const double values[METRIC_KEYS] = {
-        w->metrics.mfu, w->metrics.hfu, w->metrics.mbu, w->metrics.tokens_per_sec,
-        w->metrics.achieved_flops_per_sec * 1e-12, w->step_s_mean, w->step_s_min,
-        w->step_s_max, sum.peak_flops_per_sec * 1e-12};
-    for (int i = 0; i < METRIC_KEYS; i++) {
-        if (isnan(values[i]))
-            continue;
-        PyObject *v = PyFloat_FromDouble(values[i]);
-        if (v == NULL || PyDict_SetItem(result, keys[i], v) < 0) {
-            Py_XDECREF(v);
-            Py_CLEAR(result);
-            goto done;
-        }
-        Py_DECREF(v);
-    }
-done:
-    for (int i = 0; i < METRIC_KEYS; i++)
-        Py_DECREF(keys[i]);
-    return result;
-}
-
 /* ---- flush, close, counters ------------------------------------------------- */
 
 /* Run a waiting core call (flush or close) with the GIL released. */
@@ -417,9 +331,6 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
     config.window = (uint32_t)window;
     config.warmup = (uint64_t)warmup;
 
-    s->default_prefix = PyUnicode_InternFromString("throughput");
-    if (s->default_prefix == NULL)
-        return -1;
     mfu_status status = mfu_steps_create(&config, &s->steps, &bad);
     if (status != MFU_OK) {
         /* The arguments were checked above: only memory can run out. */
@@ -438,24 +349,10 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
+/* A heap type's instances hold a reference to it; nothing else is held. */
 static int step_traverse(PyObject *self, visitproc visit, void *arg)
 {
-    step_object *s = (step_object *)self;
-    Py_VISIT(s->default_prefix);
-    Py_VISIT(s->prefix);
-    for (int i = 0; i < METRIC_KEYS; i++)
-        Py_VISIT(s->keys[i]);
     Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
-static int step_clear(PyObject *self)
-{
-    step_object *s = (step_object *)self;
-    Py_CLEAR(s->default_prefix);
-    Py_CLEAR(s->prefix);
-    for (int i = 0; i < METRIC_KEYS; i++)
-        Py_CLEAR(s->keys[i]);
     return 0;
 }
 
@@ -464,7 +361,6 @@ static void step_dealloc(PyObject *self)
     step_object *s = (step_object *)self;
     PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    (void)step_clear(self);
     mfu_steps_destroy(s->steps);
     if (s->lock != NULL)
         PyThread_free_lock(s->lock);
@@ -523,11 +419,6 @@ static PyMethodDef step_methods[] = {
     {"summary", step_summary, METH_NOARGS,
      "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
      "steps after warm-up (None = unavailable)."},
-    {"metrics", (PyCFunction)(void (*)(void))step_metrics,
-     METH_FASTCALL | METH_KEYWORDS,
-     "metrics($self, prefix='throughput')\n--\n\n{prefix}/mfu, hfu, mbu, "
-     "tokens_per_sec, achieved_tflops, step_time_s, step_time_min_s, "
-     "step_time_max_s, peak_tflops; unavailable figures are left out."},
     {"flush", step_flush, METH_NOARGS,
      "flush($self, /)\n--\n\nWait for every step taken so far (one wait)."},
     {"close", step_close, METH_NOARGS,
@@ -562,7 +453,6 @@ static PyType_Slot step_slots[] = {
     {Py_tp_init, step_init},
     {Py_tp_dealloc, step_dealloc},
     {Py_tp_traverse, step_traverse},
-    {Py_tp_clear, step_clear},
     {Py_tp_methods, step_methods},
     {Py_tp_getset, step_getset},
     {0, NULL},
@@ -577,7 +467,7 @@ static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
 int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops",
-                                        "executed_flops", "prefix"};
+                                        "executed_flops"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
