@@ -52,6 +52,22 @@ int set_item(PyObject *dict, const char *key, PyObject *value) {
   return rc;
 }
 
+// FLOPs by dtype: a tuple indexed by mfu_dtype (_C.dtype_names() order).
+PyObject *by_dtype(const __int128 (&values)[MFU_DTYPE_COUNT]) {
+  PyObject *tuple = PyTuple_New(MFU_DTYPE_COUNT);
+  if (tuple == nullptr)
+    return nullptr;
+  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+    PyObject *item = int128_to_py(values[d]);
+    if (item == nullptr) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, d, item);
+  }
+  return tuple;
+}
+
 PyObject *totals_to_dict(const Totals &t) {
   PyObject *dict = PyDict_New();
   if (dict == nullptr)
@@ -60,6 +76,8 @@ PyObject *totals_to_dict(const Totals &t) {
       set_item(dict, "forward_flops", int128_to_py(t.forward)) < 0 ||
       set_item(dict, "model_flops", int128_to_py(t.model)) < 0 ||
       set_item(dict, "backward_flops", int128_to_py(t.backward)) < 0 ||
+      set_item(dict, "model_flops_by_dtype", by_dtype(t.model_by_dtype)) < 0 ||
+      set_item(dict, "executed_flops_by_dtype", by_dtype(t.executed_by_dtype)) < 0 ||
       set_item(dict, "counted_calls", PyLong_FromLongLong(t.counted_calls)) < 0 ||
       set_item(dict, "errors", PyLong_FromLongLong(t.errors)) < 0 ||
       set_item(dict, "approximate_calls", PyLong_FromLongLong(t.approximate_calls)) < 0 ||
@@ -173,6 +191,8 @@ int exec_module(PyObject *module) {
     return -1;
   }
   mfu_torch::g_ops = api;
+  if (listen_for_ops() < 0)
+    return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
       PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0)
     return -1;

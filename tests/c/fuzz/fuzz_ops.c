@@ -184,11 +184,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fc.args = malloc((fc.nargs > 0 ? fc.nargs : 1) * sizeof *fc.args);
     if (fc.args == NULL)
         abort();
-    for (size_t i = 0; i < fc.nargs; i++)
+    for (size_t i = 0; i < fc.nargs; i++) {
         read_arg(&in, &fc, &fc.args[i]);
+        fc.args[i].dtype = (flags >> 6) * 4; /* none, fp16, fp4, out of range */
+    }
 
     mfu_op_call call = {fc.args, fc.nargs, MFU_CAUSAL_FULL, (flags >> 2) & 1,
                         !((flags >> 3) & 1)};
+    call.tf32 = (flags >> 4) & 3;
     const unsigned conv = flags & 3;
     call.causal = conv == 0 ? MFU_CAUSAL_FULL
                             : conv == 1 ? MFU_CAUSAL_HALF : (mfu_causal)(conv + 5);
@@ -196,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = run(spec, &call, &out, &err);
     FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT ||
                st == MFU_ERR_OVERFLOW);
+    if (st == MFU_OK)
+        FUZZ_CHECK((unsigned)out.dtype < MFU_DTYPE_COUNT && out.dtype != MFU_DTYPE_INT8);
     if (spec == NULL || conv >= 2)
         FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
     if (st != MFU_OK) {
