@@ -1,17 +1,20 @@
 """Exact FLOP counting of real runs: model, executed (HFU) and forward FLOPs.
 
 :class:`FlopCounter` counts every matmul, convolution and attention kernel
-that runs in its block, at C speed: a libtorch op observer
-(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core,
-whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call into
-FLOPs. It is cheap enough to count every training step, so dynamic shapes
-(packed sequences, variable length, changing batch) are exact::
+that runs in its block, at C speed: kernels of ``mfu_tracker._torch``
+(csrc/torch) on a dispatch key of their own, registered for the counted ops
+only and active only inside a counter, hand each counted op's shapes to the C
+core, whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call
+into FLOPs; every other op costs nothing. It is cheap enough to count every
+training step, so dynamic shapes (packed sequences, variable length,
+changing batch) are exact::
 
     with FlopCounter() as fc:
         loss = model(**batch).loss
         loss.backward()
     fc.model_flops      # MFU numerator (DESIGN §3)
     fc.executed_flops   # HFU numerator (= fc.hfu_flops)
+    fc.flops_by_dtype   # {"bf16": ..., "fp8": ...}: model FLOPs by compute dtype
     print(fc.table())
 
 Numbers (FLOPs, one multiply-add = 2):
@@ -115,6 +118,7 @@ class _ExtBackend:
         self.read = module.read
         self.reset = module.reset
         self.snapshot = module.snapshot
+        self.sync = module.sync_kernels
 
 
 _backend: Any = None
@@ -209,6 +213,9 @@ def register_flop_formula(op_name: Any, fn: Callable[..., Any]) -> None:
         TypeError: ``fn`` is not callable.
     """
     _C.register_flop_formula(_op_name(op_name), fn)
+    sync = getattr(_backend, "sync", None)
+    if sync is not None:
+        sync()  # counters already running count the op from now on
 
 
 def unregister_flop_formula(op_name: Any) -> None:

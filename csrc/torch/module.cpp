@@ -167,6 +167,12 @@ PyObject *py_snapshot(PyObject *, PyObject *arg) {
   return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
 }
 
+PyObject *py_sync_kernels(PyObject *, PyObject *) {
+  if (sync_kernels() < 0)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"start", py_start, METH_O,
      "start(causal_attention, /)\n--\n\nStart counting on this thread; returns a slot."},
@@ -174,6 +180,9 @@ PyMethodDef methods[] = {
      "stop(slot, /)\n--\n\nStop the count (on its thread); returns its final totals."},
     {"read", py_read, METH_O, "read(slot, /)\n--\n\nThe slot's totals so far, as a dict."},
     {"reset", py_reset, METH_O, "reset(slot, /)\n--\n\nZero the slot's totals."},
+    {"sync_kernels", py_sync_kernels, METH_NOARGS,
+     "sync_kernels()\n--\n\nRegister the counting kernels of ops defined or given a "
+     "custom formula since the last count started (start() does it too)."},
     {"snapshot", py_snapshot, METH_O,
      "snapshot(slot, /)\n--\n\n(forward_flops, model_flops) so far."},
     {nullptr, nullptr, 0, nullptr},
