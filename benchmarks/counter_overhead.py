@@ -205,6 +205,13 @@ def bench_training(steps: int, hidden: int, seq: int, batch: int) -> None:
         print(f"  {label:<6} uncounted {base * 1e3:.2f} ms; modules=False {nomod * 1e3:.2f} ms "
               f"({100 * (nomod / base - 1):+.2f}%); default (module table) {mod * 1e3:.2f} ms "
               f"({100 * (mod / base - 1):+.2f}%; the table alone {100 * (mod - nomod) / base:+.2f}%)")
+    # per round: each variant against the uncounted step of the same round
+    # (robust to load that drifts over the run)
+    rel = {name: statistics.median(t / b for t, b in zip(times[name], times["uncounted"]))
+           for name in names[1:]}
+    nomod, mod = rel["FlopCounter(modules=False)"], rel["FlopCounter() (module table)"]
+    print(f"  median of per-round ratios: modules=False {100 * (nomod - 1):+.2f}%; default "
+          f"{100 * (mod - 1):+.2f}% (the table alone {100 * (mod - nomod):+.2f}%)")
 
 
 def main() -> None:

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 
+#include <utility>
 #include <vector>
 
 namespace mfu_torch {
@@ -34,28 +35,19 @@ struct Scratch {
 // A tensor's dtype as mfu_op_arg.dtype holds it (ops.h); the names are
 // mfu_tracker/_dtypes.py's for the same torch dtypes.
 int dtype_code(c10::ScalarType type) {
-  switch (type) {
-  case c10::ScalarType::Double:
-    return MFU_OP_DTYPE(MFU_DTYPE_FP64);
-  case c10::ScalarType::Float:
-    return MFU_OP_DTYPE(MFU_DTYPE_FP32);
-  case c10::ScalarType::Half:
-    return MFU_OP_DTYPE(MFU_DTYPE_FP16);
-  case c10::ScalarType::BFloat16:
-    return MFU_OP_DTYPE(MFU_DTYPE_BF16);
-  case c10::ScalarType::Float8_e4m3fn:
-  case c10::ScalarType::Float8_e5m2:
-  case c10::ScalarType::Float8_e4m3fnuz:
-  case c10::ScalarType::Float8_e5m2fnuz:
-  case c10::ScalarType::Float8_e8m0fnu:
-    return MFU_OP_DTYPE(MFU_DTYPE_FP8);
-  case c10::ScalarType::Float4_e2m1fn_x2:
-    return MFU_OP_DTYPE(MFU_DTYPE_FP4);
-  case c10::ScalarType::Char:
-    return MFU_OP_DTYPE(MFU_DTYPE_INT8);
-  default:
-    return 0;
-  }
+  using S = c10::ScalarType;
+  static const std::pair<S, mfu_dtype> kTypes[] = {
+      {S::Double, MFU_DTYPE_FP64},         {S::Float, MFU_DTYPE_FP32},
+      {S::Half, MFU_DTYPE_FP16},           {S::BFloat16, MFU_DTYPE_BF16},
+      {S::Float8_e4m3fn, MFU_DTYPE_FP8},   {S::Float8_e5m2, MFU_DTYPE_FP8},
+      {S::Float8_e4m3fnuz, MFU_DTYPE_FP8}, {S::Float8_e5m2fnuz, MFU_DTYPE_FP8},
+      {S::Float8_e8m0fnu, MFU_DTYPE_FP8},  {S::Float4_e2m1fn_x2, MFU_DTYPE_FP4},
+      {S::Char, MFU_DTYPE_INT8},
+  };
+  for (const auto &entry : kTypes)
+    if (entry.first == type)
+      return MFU_OP_DTYPE(entry.second);
+  return 0;
 }
 
 int64_t concrete(const c10::SymInt &value, const mfu_op_input &in) {
