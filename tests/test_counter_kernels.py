@@ -113,3 +113,12 @@ def test_a_formula_registered_while_counting_counts_from_then_on():
         assert fc.flops_by_dtype == {"fp32": 24}
     finally:
         unregister_flop_formula(f"{lib}::twice")
+
+
+def test_overloads_of_one_op_count_under_its_name():
+    a, b = torch.randn(4, 5), torch.randn(5, 6)
+    out = torch.empty(4, 6)
+    with FlopCounter(modules=False) as fc:
+        torch.mm(a, b)
+        torch.mm(a, b, out=out)  # aten::mm.out
+    assert fc.by_op == {"aten::mm": (2, 2 * (2 * 4 * 5 * 6))}

@@ -57,8 +57,9 @@
  *
  * Concurrency
  *   MFU_COUNTERS_MAX counters can be active at once in the process (nested
- *   counters each take one); each has its own callback (a template instance
- *   per slot), totals under a mutex, and a per-thread nesting depth.
+ *   counters each take one); each has its own marker callback (a template
+ *   instance per slot) and totals under a mutex; one kernel serves them all,
+ *   with a per-thread nesting depth and count of active counters.
  */
 #ifndef MFU_TORCH_H
 #define MFU_TORCH_H
@@ -128,7 +129,7 @@ void include_key(bool on);
 void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
                    c10::DispatchKeySet after, torch::jit::Stack *stack);
 
-/* ---- observer.cpp: slots, callbacks, totals ---- */
+/* ---- observer.cpp: slots, markers, totals ---- */
 
 struct Totals {
   __int128 executed = 0;
@@ -142,7 +143,8 @@ struct Totals {
   int64_t errors = 0;
   int64_t approximate_calls = 0;
   std::string first_error;
-  /* per op (RecordFunction names are stable pointers): calls, executed */
+  /* per op (dispatcher entries' names are stable pointers, one per
+   * overload; merged by name when read): calls, executed */
   std::unordered_map<const char *, std::pair<int64_t, __int128>> per_op;
 };
 

@@ -89,10 +89,18 @@ PyObject *totals_to_dict(const Totals &t) {
     PyObject *ops = PyDict_New();
     if (ops == nullptr)
       goto error;
+    // Overloads of one op (aten::mm, aten::mm.out) have their own name
+    // pointers: merged here by name.
+    std::unordered_map<std::string, std::pair<int64_t, __int128>> by_name;
     for (const auto &kv : t.per_op) {
+      auto &entry = by_name[kv.first];
+      entry.first += kv.second.first;
+      entry.second += kv.second.second;
+    }
+    for (const auto &kv : by_name) {
       PyObject *pair = Py_BuildValue("(LN)", static_cast<long long>(kv.second.first),
                                      int128_to_py(kv.second.second));
-      if (pair == nullptr || PyDict_SetItemString(ops, kv.first, pair) < 0) {
+      if (pair == nullptr || PyDict_SetItemString(ops, kv.first.c_str(), pair) < 0) {
         Py_XDECREF(pair);
         Py_DECREF(ops);
         goto error;

@@ -12,7 +12,8 @@
  *   int:      fi_i64
  *   int list: n u8 (% 10), n x fi_i64
  * flags: bits 0-1 the convention (0 full, 1 half, 2-3 out of range),
- * bit 2 backward phase, bit 3 grad mode off.
+ * bit 2 backward phase, bit 3 grad mode off, bits 4-5 the TF32 bits,
+ * bits 6-7 every argument's dtype code x 4 (none, fp16, fp4, out of range).
  * Every array (the args, each size and value list) is a heap block of
  * exactly its length: a read past any of them is an ASan report.
  *
@@ -190,8 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     mfu_op_call call = {fc.args, fc.nargs, MFU_CAUSAL_FULL, (flags >> 2) & 1,
-                        !((flags >> 3) & 1)};
-    call.tf32 = (flags >> 4) & 3;
+                        !((flags >> 3) & 1), (flags >> 4) & 3, 0};
     const unsigned conv = flags & 3;
     call.causal = conv == 0 ? MFU_CAUSAL_FULL
                             : conv == 1 ? MFU_CAUSAL_HALF : (mfu_causal)(conv + 5);
