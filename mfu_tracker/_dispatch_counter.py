@@ -18,8 +18,9 @@ import threading
 from typing import Any
 
 from . import _C
+from ._dtypes import DTYPE_NAMES, normalize_dtype
 
-__all__ = ["DispatchBackend", "count_call"]
+__all__ = ["DispatchBackend", "count_call", "tf32_bits"]
 
 # op name -> the arguments its count reads: ((position, role, need), ...)
 _INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
@@ -62,6 +63,38 @@ def _shape(t: Any, what: str) -> tuple[int, ...]:
     return shape
 
 
+_DTYPE_NAMES: dict[Any, str | None] = {}
+
+
+def _dtype_name(t: Any) -> str | None:
+    """A tensor's dtype as ``_C.op_count`` takes it: a name of
+    ``_C.dtype_names()``, None for one without (bool, complex, integers
+    other than int8)."""
+    name = _DTYPE_NAMES.get(t.dtype, "")
+    if name == "":
+        try:
+            name = normalize_dtype(t.dtype)
+        except ValueError:
+            name = None
+        _DTYPE_NAMES[t.dtype] = name
+    return name
+
+
+def tf32_bits(args: Any) -> int:
+    """Where fp32 may run as TF32 for a call (``_C.op_count``'s ``tf32``):
+    CUDA and meta (a meta run stands for a GPU run) follow torch's settings;
+    CPU has none (as csrc/torch/observer.cpp)."""
+    import torch
+
+    for value in args:
+        if isinstance(value, torch.Tensor):
+            if value.device.type not in ("cuda", "meta"):
+                return 0
+            return ((1 if torch.backends.cuda.matmul.allow_tf32 else 0)
+                    | (2 if torch.backends.cudnn.allow_tf32 else 0))
+    return 0
+
+
 def _plain(value: Any, role: str, need: str) -> Any:
     """One argument as ``_C.op_count`` takes it (None: absent)."""
     import torch
@@ -73,7 +106,7 @@ def _plain(value: Any, role: str, need: str) -> Any:
         if need == "offsets" and value.dim() == 1 and value.device.type != "meta":
             # NB: a device tensor is copied to the host (as the observer does)
             return (shape, value.requires_grad, [int(v) for v in value.tolist()])
-        return (shape, value.requires_grad)
+        return (shape, value.requires_grad, None, _dtype_name(value))
     if need == "int":
         return int(value) if isinstance(value, (bool, int, torch.SymInt)) else None
     if isinstance(value, (bool, int, torch.SymInt)):  # an int list given as one int
@@ -83,31 +116,35 @@ def _plain(value: Any, role: str, need: str) -> Any:
     return None
 
 
-def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool]:
+def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool, str | None]:
     """A custom formula's arguments (tensors as shapes, as the observer passes
-    them) and whether a tensor among them requires grad."""
+    them), whether a tensor among them requires grad, and the dtype of the
+    first tensor that has one."""
     import torch
 
     a = _Args(func, args, kwargs)
     values = []
     any_grad = False
+    dtype = None
     for i in range(len(func._schema.arguments)):
         item = a[i]
         if isinstance(item, torch.Tensor):
             any_grad = any_grad or item.requires_grad
+            dtype = dtype or _dtype_name(item)
             item = _shape(item, "a tensor argument")
         elif isinstance(item, (list, tuple)) and all(isinstance(x, int) for x in item):
             item = tuple(item)
         elif not isinstance(item, (bool, int, float)) and item is not None:
             item = None
         values.append(item)
-    return tuple(values), any_grad
+    return tuple(values), any_grad, dtype
 
 
 def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
-               backward_phase: bool, grad_enabled: bool) -> tuple[int, int, bool] | None:
-    """(executed, model backward, approximate) of one call; None: not counted.
-    Raises when the call cannot be counted (the caller records it)."""
+               backward_phase: bool, grad_enabled: bool) -> tuple[int, int, bool, str] | None:
+    """(executed, model backward, approximate, compute dtype name) of one
+    call; None: not counted. Raises when the call cannot be counted (the
+    caller records it)."""
     inputs = _INPUTS.get(name)
     if inputs is not None:
         a = _Args(func, args, kwargs)
@@ -115,10 +152,12 @@ def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
         for position, role, need in inputs:
             plain[position] = _plain(a[position], role, need)
         return _C.op_count(name, plain, causal_attention=causal,
-                           backward_phase=backward_phase, grad_enabled=grad_enabled)
+                           backward_phase=backward_phase, grad_enabled=grad_enabled,
+                           tf32=tf32_bits(args))
     if _C.has_flop_formula(name):
-        values, any_grad = _formula_args(func, args, kwargs)
-        return _C.flop_formula_count(name, values, any_grad, backward_phase, grad_enabled)
+        values, any_grad, dtype = _formula_args(func, args, kwargs)
+        return _C.flop_formula_count(name, values, any_grad, backward_phase, grad_enabled,
+                                     dtype, tf32_bits(args))
     return None
 
 
@@ -131,7 +170,12 @@ def _new_totals() -> dict[str, Any]:
         "executed_flops": 0, "forward_flops": 0, "model_flops": 0,
         "backward_flops": 0, "counted_calls": 0, "errors": 0,
         "approximate_calls": 0, "first_error": None, "ops": {},
+        "model_flops_by_dtype": [0] * len(DTYPE_NAMES),
+        "executed_flops_by_dtype": [0] * len(DTYPE_NAMES),
     }
+
+
+_DTYPE_INDEX = {name: i for i, name in enumerate(DTYPE_NAMES)}
 
 
 class _Session:
@@ -199,14 +243,17 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
                 if t["first_error"] is None:
                     t["first_error"] = f"{name}: {result}"
                 return
-            executed, model_backward, approximate = result
+            executed, model_backward, approximate, dtype = result
+            d = _DTYPE_INDEX[dtype]
             t["counted_calls"] += 1
             t["executed_flops"] += executed
+            t["executed_flops_by_dtype"][d] += executed
             if backward_phase:
                 t["backward_flops"] += executed
             else:
                 t["forward_flops"] += executed
                 t["model_flops"] += executed + model_backward
+                t["model_flops_by_dtype"][d] += executed + model_backward
             t["approximate_calls"] += int(approximate)
             calls, flops = t["ops"].get(name, (0, 0))
             t["ops"][name] = (calls + 1, flops + executed)
@@ -297,6 +344,8 @@ class DispatchBackend:
         with session.lock:
             out = dict(session.totals)
             out["ops"] = dict(session.totals["ops"])
+            for key in ("model_flops_by_dtype", "executed_flops_by_dtype"):
+                out[key] = tuple(session.totals[key])
         return out
 
     def read(self, handle: int) -> dict[str, Any]:

@@ -1,17 +1,20 @@
 """Exact FLOP counting of real runs: model, executed (HFU) and forward FLOPs.
 
 :class:`FlopCounter` counts every matmul, convolution and attention kernel
-that runs in its block, at C speed: a libtorch op observer
-(``mfu_tracker._torch``, csrc/torch) hands each op's shapes to the C core,
-whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call into
-FLOPs. It is cheap enough to count every training step, so dynamic shapes
-(packed sequences, variable length, changing batch) are exact::
+that runs in its block, at C speed: kernels of ``mfu_tracker._torch``
+(csrc/torch) on a dispatch key of their own, registered for the counted ops
+only and active only inside a counter, hand each counted op's shapes to the C
+core, whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call
+into FLOPs; every other op costs nothing. It is cheap enough to count every
+training step, so dynamic shapes (packed sequences, variable length,
+changing batch) are exact::
 
     with FlopCounter() as fc:
         loss = model(**batch).loss
         loss.backward()
     fc.model_flops      # MFU numerator (DESIGN §3)
     fc.executed_flops   # HFU numerator (= fc.hfu_flops)
+    fc.flops_by_dtype   # {"bf16": ..., "fp8": ...}: model FLOPs by compute dtype
     print(fc.table())
 
 Numbers (FLOPs, one multiply-add = 2):
@@ -70,13 +73,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import threading
 import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple
 
 from . import _C
+from ._module_table import ModuleTable
 from ._validate import check_causal_attention
 from ._version import __version__
 
@@ -96,6 +99,8 @@ _EXT_DISABLED = os.environ.get(_DISABLE_ENV) == "1"
 
 _COUNT_KEYS = ("executed_flops", "forward_flops", "model_flops", "backward_flops",
                "counted_calls", "errors", "approximate_calls")
+# FLOPs by compute dtype: a sequence indexed like _C.dtype_names()
+_BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
 
 
 # ---------------------------------------------------------------------------
@@ -113,6 +118,7 @@ class _ExtBackend:
         self.read = module.read
         self.reset = module.reset
         self.snapshot = module.snapshot
+        self.sync = module.sync_kernels
 
 
 _backend: Any = None
@@ -207,6 +213,9 @@ def register_flop_formula(op_name: Any, fn: Callable[..., Any]) -> None:
         TypeError: ``fn`` is not callable.
     """
     _C.register_flop_formula(_op_name(op_name), fn)
+    sync = getattr(_backend, "sync", None)
+    if sync is not None:
+        sync()  # counters already running count the op from now on
 
 
 def unregister_flop_formula(op_name: Any) -> None:
@@ -241,12 +250,16 @@ def _zero_totals() -> dict[str, Any]:
     totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
     totals["first_error"] = None
     totals["ops"] = {}
+    for key in _BY_DTYPE_KEYS:
+        totals[key] = [0] * len(_C.dtype_names())
     return totals
 
 
 def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for key in _COUNT_KEYS:
         into[key] += more[key]
+    for key in _BY_DTYPE_KEYS:
+        into[key] = [a + b for a, b in zip(into[key], more[key])]
     if into["first_error"] is None:
         into["first_error"] = more["first_error"]
     for name, (calls, flops) in more["ops"].items():
@@ -262,9 +275,6 @@ def _format_flops(value: float) -> str:
     return f"{value:,.0f} FLOP"
 
 
-_INDEX = re.compile(r"\.\d+(?=\.|$)")
-
-
 class FlopCounter:
     """Count the FLOPs of the ops run in a ``with`` block (see the module
     docstring for what each number means).
@@ -273,7 +283,8 @@ class FlopCounter:
         causal_attention: ``"full"`` (default: the whole s² of causal
             attention, PaLM / FlopCounterMode) or ``"half"`` (Megatron).
         modules: attribute FLOPs to the modules whose forward ran them
-            (forward hooks on every module, on this thread); ``table()`` and
+            (``nn.Module.__call__`` is wrapped while such a counter is
+            active; see mfu_tracker/_module_table.py); ``table()`` and
             ``by_module`` need it.
 
     A counter may be entered again: counts add up over its blocks (gradient
@@ -294,17 +305,11 @@ class FlopCounter:
         if not isinstance(modules, bool):
             raise TypeError(f"modules must be a bool, not {type(modules).__name__}")
         self.causal_attention = causal_attention
-        self._want_modules = modules
         self._totals = _zero_totals()
-        self._modules: dict[str, list[int]] = {}
-        self._order: list[str] = []
         self._handle: Any = None
         self._backend: Any = None
         self._thread: int | None = None
-        self._hooks: list[Any] = []
-        self._stack: list[tuple[Any, str, int, int]] = []
-        self._names: dict[tuple[int, int], str] = {}
-        self._hook_error: str | None = None
+        self._table = ModuleTable(self._snapshot) if modules else None
 
     # -- context manager -----------------------------------------------------
 
@@ -316,8 +321,8 @@ class FlopCounter:
             self._backend = backend
             self._handle = backend.start(self.causal_attention)
             self._thread = threading.get_ident()
-        if self._want_modules:
-            self._install_hooks()
+        if self._table is not None:
+            self._table.start()
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -341,16 +346,17 @@ class FlopCounter:
         if threading.get_ident() != self._thread:
             raise RuntimeError("a FlopCounter must be exited on the thread that entered it "
                                "(libtorch's op observer is thread-local)")
-        self._remove_hooks()
+        if self._table is not None:
+            self._table.stop()
         handle, self._handle = self._handle, None
         totals = self._backend.stop(handle)
         errors_before = self._totals["errors"]
         _merge(self._totals, totals)
-        if self._hook_error is not None:
+        if self._table is not None and self._table.error is not None:
             self._totals["errors"] += 1
             if self._totals["first_error"] is None:
-                self._totals["first_error"] = self._hook_error
-            self._hook_error = None
+                self._totals["first_error"] = self._table.error
+            self._table.error = None
         new_errors = self._totals["errors"] - errors_before
         if not new_errors:
             return None
@@ -363,78 +369,15 @@ class FlopCounter:
     def reset(self) -> None:
         """Zero every count (also while active)."""
         self._totals = _zero_totals()
-        self._modules.clear()
-        self._order.clear()
+        if self._table is not None:
+            self._table.reset()
         if self._handle is not None:
             self._backend.reset(self._handle)
-            # restart the open module frames from zero
-            self._stack = [(m, n, 0, 0) for (m, n, _f, _mo) in self._stack]
 
     # -- module attribution ---------------------------------------------------
 
-    def _install_hooks(self) -> None:
-        import torch
-        from torch.nn.modules import module as nn_module
-
-        graph_task_id = torch._C._current_graph_task_id
-        snapshot = self._backend.snapshot
-        owner = self._thread
-        stack = self._stack
-        stack.clear()
-
-        def pre_hook(module: Any, args: Any) -> None:
-            if threading.get_ident() != owner or graph_task_id() != -1:
-                return  # another thread, or a checkpoint recompute in backward
-            try:
-                parent = stack[-1] if stack else None
-                name = self._name_of(module, parent)
-                if name not in self._modules:
-                    self._modules[name] = [0, 0, 0]
-                    self._order.append(name)
-                forward, model = snapshot(self._handle)
-                stack.append((module, name, forward, model))
-            except Exception as exc:  # noqa: BLE001 - never raise into the model
-                self._hook_error = self._hook_error or f"module hook: {exc!r}"
-
-        def post_hook(module: Any, args: Any, output: Any) -> None:
-            if threading.get_ident() != owner or graph_task_id() != -1:
-                return
-            try:
-                if not stack or stack[-1][0] is not module:
-                    return
-                _, name, forward0, model0 = stack.pop()
-                forward, model = snapshot(self._handle)
-                entry = self._modules[name]
-                entry[0] += forward - forward0
-                entry[1] += model - model0
-                entry[2] += 1
-            except Exception as exc:  # noqa: BLE001
-                self._hook_error = self._hook_error or f"module hook: {exc!r}"
-
-        self._hooks = [
-            nn_module.register_module_forward_pre_hook(pre_hook),
-            nn_module.register_module_forward_hook(post_hook, always_call=True),
-        ]
-
-    def _remove_hooks(self) -> None:
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
-        self._stack.clear()
-
-    def _name_of(self, module: Any, parent: tuple[Any, str, int, int] | None) -> str:
-        key = (id(parent[0]) if parent else 0, id(module))
-        name = self._names.get(key)
-        if name is not None:
-            return name
-        name = type(module).__name__
-        if parent is not None:
-            for child_name, child in _named_children_deep(parent[0]):
-                if child is module:
-                    name = f"{parent[1]}.{child_name}"
-                    break
-        self._names[key] = name
-        return name
+    def _snapshot(self) -> tuple[int, int]:
+        return self._backend.snapshot(self._handle)
 
     # -- results ---------------------------------------------------------------
 
@@ -473,6 +416,37 @@ class FlopCounter:
         return int(self._current()["backward_flops"])
 
     @property
+    def flops_by_dtype(self) -> dict[str, int]:
+        """Model FLOPs by compute dtype: ``{"bf16": ..., "fp8": ...}``, only
+        the dtypes that have FLOPs; the values (ints, so exact at any size)
+        add up to :attr:`model_flops` exactly.
+
+        The dtype of a call is that of its first operand (matmul ``a``,
+        convolution input, attention query), as the kernel computes it
+        (under autocast: the cast dtype). Names: ``"fp64"``, ``"fp32"``,
+        ``"tf32"``, ``"fp16"``, ``"bf16"``, ``"fp8"`` (every float8 type,
+        ``torch._scaled_mm`` included), and the rare ``"int8"`` (int8
+        operands) and ``"fp4"`` (float4_e2m1fn_x2); an
+        operand of another type (complex, other integers) counts as fp32.
+        fp32 counts as ``"tf32"`` where torch lets it run as TF32 for that
+        op: on CUDA and on ``meta`` (a meta run stands for a GPU run) when
+        ``torch.backends.cuda.matmul.allow_tf32`` (i.e. float32 matmul
+        precision "high" / "medium") is on for matmuls and attention, or
+        ``torch.backends.cudnn.allow_tf32`` for convolutions; on CPU never.
+        """
+        return self._by_dtype("model_flops_by_dtype")
+
+    @property
+    def executed_flops_by_dtype(self) -> dict[str, int]:
+        """:attr:`executed_flops` split as :attr:`flops_by_dtype` splits
+        model FLOPs."""
+        return self._by_dtype("executed_flops_by_dtype")
+
+    def _by_dtype(self, key: str) -> dict[str, int]:
+        names = _C.dtype_names()
+        return {names[d]: int(v) for d, v in enumerate(self._current()[key]) if v}
+
+    @property
     def errors(self) -> int:
         """Op calls that could not be counted (missing from the totals)."""
         return int(self._current()["errors"])
@@ -492,7 +466,9 @@ class FlopCounter:
     def by_module(self) -> dict[str, ModuleFlops]:
         """Module name (``Root.child.grandchild``) -> its forward calls' FLOPs,
         submodules included, in first-call order."""
-        return {name: ModuleFlops(*self._modules[name]) for name in self._order}
+        if self._table is None:
+            return {}
+        return {name: ModuleFlops(*self._table.modules[name]) for name in self._table.order}
 
     @property
     def backend(self) -> str:
@@ -532,7 +508,7 @@ class FlopCounter:
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")
             for name, (calls, flops) in sorted(t["ops"].items(), key=lambda kv: -kv[1][1]):
                 lines.append(f"  {name:<56}{calls:>8}  {_format_flops(flops):>16}")
-        rows = self._module_rows(depth, collapse_repeats)
+        rows = self._table.rows(depth, collapse_repeats) if self._table is not None else []
         if rows:
             total_model = t["model_flops"] or 1
             lines.append("")
@@ -545,60 +521,10 @@ class FlopCounter:
                              f"{_format_flops(model):>16}  {100.0 * model / total_model:>7.2f}%")
         return "\n".join(lines)
 
-    def _module_rows(self, depth: int | None,
-                     collapse: bool) -> list[tuple[str, int, int, int, int]]:
-        """(label, level, calls, forward, model) per module (or per group of
-        numbered siblings), in first-call order."""
-        rows: dict[str, list[int]] = {}
-        order: list[str] = []
-        for name in self._order:
-            forward, model, calls = self._modules[name]
-            key = _INDEX.sub(".*", name) if collapse else name
-            if depth is not None and len(_module_path(key)) > depth:
-                continue
-            if key not in rows:
-                rows[key] = [0, 0, 0]
-                order.append(key)
-            rows[key][0] += calls
-            rows[key][1] += forward
-            rows[key][2] += model
-        out = []
-        for key in order:
-            path = _module_path(key)
-            out.append((path[-1], len(path) - 1, *rows[key]))
-        return out
-
     def __repr__(self) -> str:
         state = "active" if self._handle is not None else "idle"
         return (f"FlopCounter({state}, model_flops={self.model_flops:,}, "
                 f"executed_flops={self.executed_flops:,}, causal_attention={self.causal_attention!r})")
-
-
-def _module_path(name: str) -> list[str]:
-    """``"Root.layers.3.mlp"`` -> ``["Root", "layers.3", "mlp"]`` (an index
-    belongs to the container name before it)."""
-    path: list[str] = []
-    for part in name.split("."):
-        if path and (part.isdigit() or part == "*"):
-            path[-1] = f"{path[-1]}.{part}"
-        else:
-            path.append(part)
-    return path
-
-
-def _named_children_deep(module: Any) -> list[tuple[str, Any]]:
-    """Children, looking through containers that are never called
-    (ModuleList / ModuleDict: ``layers.0`` rather than ``0``)."""
-    import torch
-
-    out: list[tuple[str, Any]] = []
-    for name, child in module._modules.items():
-        if child is None:
-            continue
-        out.append((name, child))
-        if isinstance(child, (torch.nn.ModuleList, torch.nn.ModuleDict)):
-            out.extend((f"{name}.{sub_name}", sub) for sub_name, sub in _named_children_deep(child))
-    return out
 
 
 # ---------------------------------------------------------------------------

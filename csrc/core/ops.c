@@ -417,12 +417,40 @@ static mfu_status count_attention(const mfu_op_spec *spec,
     return MFU_OK;
 }
 
+/* ---- the compute dtype ---------------------------------------------------- */
+
+/* An argument's dtype (MFU_OP_DTYPE), fp32 when it has none, TF32 where
+ * the call allows it for `tf32_bit`. */
+static mfu_dtype compute_dtype(int code, int tf32, int tf32_bit)
+{
+    mfu_dtype d = code >= 1 && code <= MFU_DTYPE_COUNT ? (mfu_dtype)(code - 1)
+                                                        : MFU_DTYPE_FP32;
+    return d == MFU_DTYPE_FP32 && (tf32 & tf32_bit) ? MFU_DTYPE_TF32 : d;
+}
+
+static mfu_dtype op_dtype(const mfu_op_spec *spec, const mfu_op_call *call)
+{
+    static const mfu_op_role first[] = {MFU_ROLE_A, MFU_ROLE_GRAD_OUTPUT,
+                                        MFU_ROLE_INPUT, MFU_ROLE_QUERY};
+    const int conv = spec->kind == MFU_OP_CONVOLUTION ||
+                     spec->kind == MFU_OP_CONVOLUTION_BACKWARD;
+    int code = 0;
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++) {
+        const mfu_op_arg *arg = arg_of(spec, call, first[i]);
+        if (arg != NULL && arg->type == MFU_ARG_TENSOR) {
+            code = arg->dtype;
+            break;
+        }
+    }
+    return compute_dtype(code, call->tf32, conv ? MFU_TF32_CONV : MFU_TF32_MATMUL);
+}
+
 /* ---- entry points --------------------------------------------------------- */
 
 mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
                         mfu_op_flops *out, mfu_op_error *error)
 {
-    mfu_op_flops result = {0, 0, 0};
+    mfu_op_flops result = {0, 0, 0, MFU_DTYPE_FP32};
     mfu_status st;
 
     if (spec == NULL || call == NULL || out == NULL)
@@ -449,8 +477,10 @@ mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
     default:
         return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL, "unknown op kind");
     }
-    if (st == MFU_OK)
+    if (st == MFU_OK) {
+        result.dtype = op_dtype(spec, call);
         *out = result;
+    }
     return st;
 }
 
@@ -462,6 +492,7 @@ mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,
         return MFU_ERR_INVALID_ARGUMENT;
     out->executed = flops;
     out->approximate = 0;
+    out->dtype = compute_dtype(call->input_dtype, call->tf32, MFU_TF32_MATMUL);
     if (!counts_model_backward(call) || !any_input_requires_grad)
         out->model_backward = 0;
     else if (model_backward >= 0)

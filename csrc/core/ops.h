@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dtypes.h"
 #include "flops.h"
 #include "mfu_status.h"
 
@@ -102,7 +103,7 @@ typedef enum mfu_op_role {
 
 /* What a caller must hand over for a role. */
 typedef enum mfu_arg_need {
-    MFU_NEED_TENSOR = 1,  /* shape, requires_grad (dtype: reserved) */
+    MFU_NEED_TENSOR = 1,  /* shape, requires_grad, dtype */
     MFU_NEED_OFFSETS = 2, /* a 1-D tensor: its shape and, where readable
                            * (not meta), its values */
     MFU_NEED_INT = 3,     /* an int or a bool (0 / 1) */
@@ -174,10 +175,19 @@ typedef struct mfu_op_arg {
     size_t count;          /* TENSOR: its rank; INT_LIST: its length */
     int64_t value;         /* INT */
     int requires_grad;     /* TENSOR */
-    int dtype;             /* TENSOR: reserved for FLOPs by dtype; 0 */
+    int dtype;             /* TENSOR: its element type as 1 + an mfu_dtype
+                            * (MFU_OP_DTYPE), 0 when it has none of them
+                            * (integers other than int8, bool, complex) */
     const int64_t *values; /* TENSOR in an OFFSETS role: its ints[0]
                             * values, or NULL when they cannot be read */
 } mfu_op_arg;
+
+/* An argument's dtype as mfu_op_arg.dtype holds it. */
+#define MFU_OP_DTYPE(d) (1 + (int)(d))
+
+/* mfu_op_call.tf32: where the caller's framework lets fp32 run as TF32. */
+#define MFU_TF32_MATMUL 1 /* matmuls and attention (cuBLAS) */
+#define MFU_TF32_CONV 2   /* convolutions (cuDNN) */
 
 typedef struct mfu_op_call {
     const mfu_op_arg *args; /* args[i] is schema argument i; only the
@@ -186,12 +196,26 @@ typedef struct mfu_op_call {
     mfu_causal causal;      /* the counter's convention (see above) */
     int backward_phase;     /* the call runs inside a backward pass */
     int grad_enabled;       /* grad mode was on */
+    int tf32;               /* MFU_TF32_* bits allowed for this call's
+                             * device (0 on CPU: no TF32 there) */
+    int input_dtype;        /* custom formulas only: the op's first
+                             * floating tensor argument, as
+                             * mfu_op_arg.dtype */
 } mfu_op_call;
 
+/*
+ * The compute dtype of a call (FLOPs by dtype, DESIGN.md §3): the dtype of
+ * its first operand -- matmul a, convolution input (grad_output for
+ * convolution_backward), attention query; a custom formula's
+ * call->input_dtype -- with fp32 counted as TF32 where call->tf32 allows it
+ * for the op's kind (matmul and attention: MFU_TF32_MATMUL; convolutions:
+ * MFU_TF32_CONV). An operand without a dtype counts as fp32.
+ */
 typedef struct mfu_op_flops {
     int64_t executed;        /* FLOPs the call runs */
     uint64_t model_backward; /* see above (at most 2 x executed) */
     int approximate;         /* 1: varlen lengths unknown, upper bound */
+    mfu_dtype dtype;         /* the compute dtype (see above) */
 } mfu_op_flops;
 
 /* Why a call could not be counted: the argument (a role name, or NULL for

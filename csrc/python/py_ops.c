@@ -290,9 +290,40 @@ static int call_options(PyObject *causal_obj, PyObject *backward_obj,
 
 static PyObject *flops_tuple(const mfu_op_flops *f)
 {
-    return Py_BuildValue("(LKO)", (long long)f->executed,
+    return Py_BuildValue("(LKOs)", (long long)f->executed,
                          (unsigned long long)f->model_backward,
-                         f->approximate ? Py_True : Py_False);
+                         f->approximate ? Py_True : Py_False, mfu_dtype_name(f->dtype));
+}
+
+/* A dtype name of _C.dtype_names() (or None: no dtype) as mfu_op_arg.dtype
+ * holds it. */
+static int dtype_arg(PyObject *obj, const char *argument, int *code)
+{
+    const char *name;
+    mfu_dtype dtype;
+    *code = 0;
+    if (obj == NULL || obj == Py_None)
+        return 0;
+    if (mfu_py_str_arg(obj, argument, &name) < 0)
+        return -1;
+    if (mfu_dtype_from_name(name, &dtype) != MFU_OK) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown dtype %R", argument, obj);
+        return -1;
+    }
+    *code = MFU_OP_DTYPE(dtype);
+    return 0;
+}
+
+/* The tf32 keyword: MFU_TF32_* bits. */
+static int tf32_arg(PyObject *obj, int *out)
+{
+    long long bits = 0;
+    *out = 0;
+    if (obj != NULL &&
+        mfu_py_int_arg(obj, "tf32", 0, MFU_TF32_MATMUL | MFU_TF32_CONV, &bits) < 0)
+        return -1;
+    *out = (int)bits;
+    return 0;
 }
 
 /* PyMem blocks of one op_count call (at most a shape and values per role). */
@@ -324,21 +355,24 @@ static int op_arg(PyObject *obj, const mfu_op_input *input, blocks *b,
     switch (input->need) {
     case MFU_NEED_TENSOR:
     case MFU_NEED_OFFSETS: {
-        PyObject *shape, *grad, *values = Py_None;
+        PyObject *shape, *grad, *values = Py_None, *dtype = Py_None;
         size_t nvalues = 0;
-        if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) < 2 || PyTuple_GET_SIZE(obj) > 3) {
+        if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) < 2 || PyTuple_GET_SIZE(obj) > 4) {
             PyErr_Format(PyExc_TypeError,
-                         "%s must be None or a tuple (shape, requires_grad[, values]), "
-                         "not %.80s", role, Py_TYPE(obj)->tp_name);
+                         "%s must be None or a tuple (shape, requires_grad[, values"
+                         "[, dtype]]), not %.80s", role, Py_TYPE(obj)->tp_name);
             return -1;
         }
         shape = PyTuple_GET_ITEM(obj, 0);
         grad = PyTuple_GET_ITEM(obj, 1);
-        if (PyTuple_GET_SIZE(obj) == 3)
+        if (PyTuple_GET_SIZE(obj) >= 3)
             values = PyTuple_GET_ITEM(obj, 2);
+        if (PyTuple_GET_SIZE(obj) == 4)
+            dtype = PyTuple_GET_ITEM(obj, 3);
         arg->type = MFU_ARG_TENSOR;
         if (int64s_arg(shape, role, b, &arg->ints, &arg->count) < 0 ||
-            mfu_py_flag_arg(grad, role, &arg->requires_grad) < 0)
+            mfu_py_flag_arg(grad, role, &arg->requires_grad) < 0 ||
+            dtype_arg(dtype, role, &arg->dtype) < 0)
             return -1;
         if (values == Py_None || input->need != MFU_NEED_OFFSETS)
             return 0;
@@ -379,12 +413,12 @@ static PyObject *op_error(mfu_status st, const mfu_op_error *error)
 static PyObject *py_op_count(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"name", "args", "causal_attention", "backward_phase",
-                               "grad_enabled", NULL};
+                               "grad_enabled", "tf32", NULL};
     PyObject *name_obj, *seq_obj, *causal = NULL, *backward = NULL, *grad = NULL;
-    PyObject *seq = NULL, *result = NULL;
+    PyObject *tf32 = NULL, *seq = NULL, *result = NULL;
     mfu_op_input inputs[MFU_ROLE_COUNT];
     mfu_op_arg call_args[MFU_OP_ARGS_MAX];
-    mfu_op_call call = {call_args, 0, MFU_CAUSAL_FULL, 0, 1};
+    mfu_op_call call = {call_args, 0, MFU_CAUSAL_FULL, 0, 1, 0, 0};
     mfu_op_error error = {NULL, NULL};
     mfu_op_flops flops;
     blocks b = {{NULL}, 0};
@@ -394,10 +428,10 @@ static PyObject *py_op_count(PyObject *module, PyObject *args, PyObject *kwargs)
     mfu_status st;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOO:op_count", keywords,
-                                     &name_obj, &seq_obj, &causal, &backward, &grad) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOO:op_count", keywords,
+                                     &name_obj, &seq_obj, &causal, &backward, &grad, &tf32) ||
         (name = name_arg(name_obj, "name")) == NULL ||
-        call_options(causal, backward, grad, &call) < 0)
+        call_options(causal, backward, grad, &call) < 0 || tf32_arg(tf32, &call.tf32) < 0)
         return NULL;
     if ((spec = mfu_op_find(name)) == NULL)
         return PyErr_Format(PyExc_ValueError, "op_count: %s is not in the op table", name);
@@ -423,17 +457,19 @@ done:
 
 static PyObject *py_flop_formula_count(PyObject *module, PyObject *args)
 {
-    PyObject *name_obj, *values, *any_grad_obj, *backward, *grad;
-    if (!PyArg_ParseTuple(args, "OO!OOO:flop_formula_count", &name_obj, &PyTuple_Type,
-                          &values, &any_grad_obj, &backward, &grad))
+    PyObject *name_obj, *values, *any_grad_obj, *backward, *grad, *dtype = NULL, *tf32 = NULL;
+    if (!PyArg_ParseTuple(args, "OO!OOO|OO:flop_formula_count", &name_obj, &PyTuple_Type,
+                          &values, &any_grad_obj, &backward, &grad, &dtype, &tf32))
         return NULL;
 
-    mfu_op_call call = {NULL, 0, MFU_CAUSAL_FULL, 0, 1};
+    mfu_op_call call = {NULL, 0, MFU_CAUSAL_FULL, 0, 1, 0, 0};
     const char *name = name_arg(name_obj, "name");
     int any_grad;
     registry *reg;
     if (name == NULL || mfu_py_flag_arg(any_grad_obj, "any_requires_grad", &any_grad) < 0 ||
-        call_options(NULL, backward, grad, &call) < 0 || (reg = registry_of(module)) == NULL)
+        call_options(NULL, backward, grad, &call) < 0 ||
+        dtype_arg(dtype, "input_dtype", &call.input_dtype) < 0 || tf32_arg(tf32, &call.tf32) < 0 ||
+        (reg = registry_of(module)) == NULL)
         return NULL;
     const mfu_formula *formula = formula_find(reg, name);
     if (formula == NULL)
@@ -505,14 +541,16 @@ static PyMethodDef ops_methods[] = {
      "need one of 'tensor', 'offsets', 'int', 'int_list'."},
     {"op_count", (PyCFunction)(void (*)(void))py_op_count, METH_VARARGS | METH_KEYWORDS,
      "op_count(name, args, *, causal_attention='full', backward_phase=False, "
-     "grad_enabled=True)\n--\n\n"
+     "grad_enabled=True, tf32=0)\n--\n\n"
      "Count one call of the table's op `name` (mfu_op_count): returns\n"
-     "(executed, model_backward, approximate). args[i] is schema argument i,\n"
-     "as its role needs it (other positions are not read): a tensor is\n"
-     "(shape, requires_grad) or, for 'offsets', (shape, requires_grad,\n"
-     "values or None); an int an int (bools as 0 / 1); an int list a sequence\n"
+     "(executed, model_backward, approximate, dtype): dtype is the compute\n"
+     "dtype's name (core/ops.h). args[i] is schema argument i, as its role\n"
+     "needs it (other positions are not read): a tensor is (shape,\n"
+     "requires_grad[, values or None[, dtype name or None]]), values only\n"
+     "read for 'offsets'; an int an int (bools as 0 / 1); an int list a sequence\n"
      "of ints; None for an absent argument. ValueError / OverflowError name\n"
-     "the argument that could not be counted."},
+     "the argument that could not be counted. tf32: the MFU_TF32_* bits\n"
+     "(1 matmul and attention, 2 convolution) under which fp32 counts as tf32."},
     {"register_flop_formula", py_register_flop_formula, METH_VARARGS,
      "register_flop_formula(op_name, fn, /)\n--\n\n"
      "Count op `op_name` ('mylib::op') with fn(*args) (see\n"
@@ -524,10 +562,10 @@ static PyMethodDef ops_methods[] = {
     {"has_flop_formula", py_has_flop_formula, METH_O,
      "has_flop_formula(op_name, /)\n--\n\nWhether `op_name` has a registered formula."},
     {"flop_formula_count", py_flop_formula_count, METH_VARARGS,
-     "flop_formula_count(name, args, any_requires_grad, backward_phase, grad_enabled, /)"
-     "\n--\n\n"
+     "flop_formula_count(name, args, any_requires_grad, backward_phase, grad_enabled, "
+     "input_dtype=None, tf32=0, /)\n--\n\n"
      "Call the registered formula of `name` with *args and count its answer\n"
-     "as op_count does: (executed, model_backward, approximate). A formula\n"
+     "as op_count does: (executed, model_backward, approximate, dtype). A formula\n"
      "that raises gives RuntimeError('custom formula raised: ...')."},
     {NULL, NULL, 0, NULL},
 };

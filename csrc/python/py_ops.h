@@ -32,8 +32,9 @@
 extern "C" {
 #endif
 
-/* Version 1 was the per-formula table of flops.h (mfu_flops_api). */
-#define MFU_OPS_API_VERSION 2u
+/* Version 1 was the per-formula table of flops.h (mfu_flops_api); 2 had
+ * no dtype in mfu_op_call / mfu_op_flops. */
+#define MFU_OPS_API_VERSION 3u
 #define MFU_OPS_API_CAPSULE "mfu_tracker._C._ops_api"
 
 /* A registered custom formula (opaque). */

@@ -1,18 +1,20 @@
 // classify.cpp -- which ops count (see mfu_torch.h): a row of the core's op
-// table, or a custom formula of _C's registry, looked up once per name and
-// thread.
+// table, or a custom formula of _C's registry, looked up once per operator
+// and thread.
 #include "mfu_torch.h"
-
-#include <cstring>
 
 namespace mfu_torch {
 namespace {
 
-// Per thread: name pointer -> spec, valid for one registry generation.
+// Per thread: operator -> spec, valid for one registry generation. The key
+// is the address of the operator's name in its dispatcher entry (stable
+// while the operator is registered).
 struct Cache {
   uint64_t generation = 0;
-  std::unordered_map<const char *, OpSpec> by_ptr;
+  std::unordered_map<const void *, OpSpec> by_op;
 };
+
+} // namespace
 
 OpSpec lookup(const char *name) {
   const mfu_ops_api &api = ops();
@@ -29,27 +31,19 @@ OpSpec lookup(const char *name) {
   return spec;
 }
 
-} // namespace
-
-const OpSpec &classify(const char *name) {
-  static const OpSpec kNone{};
+const OpSpec &classify(const c10::OperatorHandle &op) {
   thread_local Cache cache;
   const mfu_ops_api &api = ops();
   const uint64_t generation = api.formulas.generation(api.formulas.registry);
   if (cache.generation != generation) {
-    cache.by_ptr.clear();
+    cache.by_op.clear();
     cache.generation = generation;
   }
-  auto hit = cache.by_ptr.find(name);
-  if (hit != cache.by_ptr.end())
+  const c10::OperatorName &name = op.operator_name();
+  auto hit = cache.by_op.find(&name);
+  if (hit != cache.by_op.end())
     return hit->second;
-  OpSpec spec = lookup(name);
-  // Only RecordFunction names of operators have stable pointers; names of
-  // user scopes may be temporaries, so cache only what counts or names that
-  // look like ops ("ns::op").
-  if (spec.counted() || std::strstr(name, "::") != nullptr)
-    return cache.by_ptr.emplace(name, spec).first->second;
-  return kNone;
+  return cache.by_op.emplace(&name, lookup(name.name.c_str())).first->second;
 }
 
 } // namespace mfu_torch

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 
+#include <utility>
 #include <vector>
 
 namespace mfu_torch {
@@ -30,6 +31,24 @@ struct Scratch {
   size_t nlists = 0;
   std::vector<at::Tensor> host; // cumulative lengths copied to the host
 };
+
+// A tensor's dtype as mfu_op_arg.dtype holds it (ops.h); the names are
+// mfu_tracker/_dtypes.py's for the same torch dtypes.
+int dtype_code(c10::ScalarType type) {
+  using S = c10::ScalarType;
+  static const std::pair<S, mfu_dtype> kTypes[] = {
+      {S::Double, MFU_DTYPE_FP64},         {S::Float, MFU_DTYPE_FP32},
+      {S::Half, MFU_DTYPE_FP16},           {S::BFloat16, MFU_DTYPE_BF16},
+      {S::Float8_e4m3fn, MFU_DTYPE_FP8},   {S::Float8_e5m2, MFU_DTYPE_FP8},
+      {S::Float8_e4m3fnuz, MFU_DTYPE_FP8}, {S::Float8_e5m2fnuz, MFU_DTYPE_FP8},
+      {S::Float8_e8m0fnu, MFU_DTYPE_FP8},  {S::Float4_e2m1fn_x2, MFU_DTYPE_FP4},
+      {S::Char, MFU_DTYPE_INT8},
+  };
+  for (const auto &entry : kTypes)
+    if (entry.first == type)
+      return MFU_OP_DTYPE(entry.second);
+  return 0;
+}
 
 int64_t concrete(const c10::SymInt &value, const mfu_op_input &in) {
   auto maybe = value.maybe_as_int();
@@ -65,6 +84,7 @@ void tensor_arg(const at::Tensor &t, const mfu_op_input &in, mfu_op_arg *a,
   a->ints = sizes.data(); // the tensor's own sizes: no copy
   a->count = sizes.size();
   a->requires_grad = t.requires_grad();
+  a->dtype = dtype_code(t.scalar_type());
   if (in.need == MFU_NEED_OFFSETS)
     a->values = offset_values(t, s);
 }
@@ -215,6 +235,7 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
   std::string error;
   PyObject *args = PyTuple_New(static_cast<Py_ssize_t>(in.size()));
   bool any_grad = false;
+  int dtype = 0;
   try {
     if (args == nullptr)
       throw CountError{python_error()};
@@ -223,10 +244,16 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
       if (item == nullptr)
         throw CountError{python_error()};
       PyTuple_SET_ITEM(args, static_cast<Py_ssize_t>(i), item);
-      any_grad = any_grad || (in[i].isTensor() && in[i].toTensor().defined() &&
-                              in[i].toTensor().requires_grad());
+      if (in[i].isTensor() && in[i].toTensor().defined()) {
+        const at::Tensor &t = in[i].toTensor();
+        any_grad = any_grad || t.requires_grad();
+        if (dtype == 0)
+          dtype = dtype_code(t.scalar_type());
+      }
     }
-    if (ops().formulas.count(spec.formula, args, any_grad ? 1 : 0, call, out) < 0)
+    mfu_op_call with_dtype = *call;
+    with_dtype.input_dtype = dtype;
+    if (ops().formulas.count(spec.formula, args, any_grad ? 1 : 0, &with_dtype, out) < 0)
       throw CountError{python_error()};
   } catch (const CountError &e) {
     error = e.message;
@@ -242,9 +269,9 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
 } // namespace
 
 bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal,
-              bool backward_phase, bool grad_mode, mfu_op_flops *out,
+              bool backward_phase, bool grad_mode, int tf32, mfu_op_flops *out,
               std::string *error) {
-  mfu_op_call call{nullptr, 0, causal, backward_phase ? 1 : 0, grad_mode ? 1 : 0};
+  mfu_op_call call{nullptr, 0, causal, backward_phase ? 1 : 0, grad_mode ? 1 : 0, tf32, 0};
   try {
     if (spec.row != nullptr)
       count_row(spec, inputs, &call, out);

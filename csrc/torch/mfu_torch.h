@@ -11,12 +11,22 @@
  * what a call costs is the core's (ops.h).
  *
  * How it sees ops
- *   A thread-local RecordFunction callback (at::addThreadLocalCallback, with
- *   inputs, FUNCTION scope) runs at every Dispatcher::call of an observed op
- *   on the thread that started the count. libtorch copies thread-local
- *   callbacks into the autograd engine's worker threads for the duration of
- *   a backward (at::ThreadLocalState), so backward ops on device threads are
- *   seen as well. Ops run by *other* user threads are not seen.
+ *   Boxed kernels on one dispatch key of its own (kCountKey, above autograd),
+ *   registered for the counted operators only -- every overload of every
+ *   row of the core's table, and every operator with a custom formula --
+ *   with a fallthrough for all others. The key is in the thread-local
+ *   "included" dispatch key set only while a count is active on the thread,
+ *   so uncounted ops (and every op outside a count) cost nothing: the
+ *   dispatcher skips fallthrough keys when it computes an op's kernel. The
+ *   thread-local dispatch key set and RecordFunction callbacks are copied
+ *   into the autograd engine's worker threads for the duration of a backward
+ *   (at::ThreadLocalState), so backward ops on device threads are seen as
+ *   well. Which counters an op counts for is marked by one inert
+ *   thread-local RecordFunction callback per counter (on a scope no op uses,
+ *   so no op pays for it), which travels the same way. Ops run by *other*
+ *   user threads are not seen.
+ *   - Autocast: a call that autocast will re-run with cast arguments is not
+ *     counted; its re-run is (so the dtype is the one the kernel computes in).
  *
  * What it counts (DESIGN.md §3, ops.h)
  *   The ops of the core's table and those with a custom formula registered
@@ -47,8 +57,9 @@
  *
  * Concurrency
  *   MFU_COUNTERS_MAX counters can be active at once in the process (nested
- *   counters each take one); each has its own callback (a template instance
- *   per slot), totals under a mutex, and a per-thread nesting depth.
+ *   counters each take one); each has its own marker callback (a template
+ *   instance per slot) and totals under a mutex; one kernel serves them all,
+ *   with a per-thread nesting depth and count of active counters.
  */
 #ifndef MFU_TORCH_H
 #define MFU_TORCH_H
@@ -60,6 +71,7 @@
 #include <string>
 #include <unordered_map>
 
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 
 #include "../python/py_ops.h"
@@ -87,30 +99,52 @@ struct OpSpec {
   bool counted() const { return row != nullptr || formula != nullptr; }
 };
 
-/* The spec of `name` (a RecordFunction name, "aten::mm"). Cached per thread
- * by name pointer; the cache is dropped when a custom formula is
- * (un)registered. */
-const OpSpec &classify(const char *name);
+/* The spec of the op named `name` ("aten::mm"), uncached. */
+OpSpec lookup(const char *name);
+
+/* The spec of `op`. Cached per thread by operator; the cache is dropped
+ * when a custom formula is (un)registered. */
+const OpSpec &classify(const c10::OperatorHandle &op);
 
 /* ---- convert.cpp: torch arguments -> mfu_op_count ---- */
 
 /* Count one call. Returns false and sets *error on a failure. */
 bool count_op(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs,
-              mfu_causal causal, bool backward_phase, bool grad_mode,
+              mfu_causal causal, bool backward_phase, bool grad_mode, int tf32,
               mfu_op_flops *out, std::string *error);
 
-/* ---- observer.cpp: slots, callbacks, totals ---- */
+/* ---- kernels.cpp: the counting dispatch key ---- */
+
+/* Register the kernels of ops defined since the last call, and of ops that
+ * gained a custom formula (start() calls it). 0 / -1 + exception. */
+int sync_kernels();
+/* Start watching operator definitions (module init). 0 / -1 + exception. */
+int listen_for_ops();
+/* Include the counting key in this thread's dispatch (a count starts) /
+ * leave it as it was (the last count of the thread stops). */
+void include_key(bool on);
+/* Called by the kernel for a counted op (observer.cpp): count it for the
+ * counters active on this thread, run it, and add the count when it
+ * completes. */
+void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
+                   c10::DispatchKeySet after, torch::jit::Stack *stack);
+
+/* ---- observer.cpp: slots, markers, totals ---- */
 
 struct Totals {
   __int128 executed = 0;
   __int128 forward = 0;
   __int128 model = 0;
   __int128 backward = 0; /* executed in the backward phase */
+  /* model / executed FLOPs by compute dtype (mfu_dtype index) */
+  __int128 model_by_dtype[MFU_DTYPE_COUNT] = {};
+  __int128 executed_by_dtype[MFU_DTYPE_COUNT] = {};
   int64_t counted_calls = 0;
   int64_t errors = 0;
   int64_t approximate_calls = 0;
   std::string first_error;
-  /* per op (RecordFunction names are stable pointers): calls, executed */
+  /* per op (dispatcher entries' names are stable pointers, one per
+   * overload; merged by name when read): calls, executed */
   std::unordered_map<const char *, std::pair<int64_t, __int128>> per_op;
 };
 

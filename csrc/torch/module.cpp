@@ -52,6 +52,22 @@ int set_item(PyObject *dict, const char *key, PyObject *value) {
   return rc;
 }
 
+// FLOPs by dtype: a tuple indexed by mfu_dtype (_C.dtype_names() order).
+PyObject *by_dtype(const __int128 (&values)[MFU_DTYPE_COUNT]) {
+  PyObject *tuple = PyTuple_New(MFU_DTYPE_COUNT);
+  if (tuple == nullptr)
+    return nullptr;
+  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+    PyObject *item = int128_to_py(values[d]);
+    if (item == nullptr) {
+      Py_DECREF(tuple);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(tuple, d, item);
+  }
+  return tuple;
+}
+
 PyObject *totals_to_dict(const Totals &t) {
   PyObject *dict = PyDict_New();
   if (dict == nullptr)
@@ -60,6 +76,8 @@ PyObject *totals_to_dict(const Totals &t) {
       set_item(dict, "forward_flops", int128_to_py(t.forward)) < 0 ||
       set_item(dict, "model_flops", int128_to_py(t.model)) < 0 ||
       set_item(dict, "backward_flops", int128_to_py(t.backward)) < 0 ||
+      set_item(dict, "model_flops_by_dtype", by_dtype(t.model_by_dtype)) < 0 ||
+      set_item(dict, "executed_flops_by_dtype", by_dtype(t.executed_by_dtype)) < 0 ||
       set_item(dict, "counted_calls", PyLong_FromLongLong(t.counted_calls)) < 0 ||
       set_item(dict, "errors", PyLong_FromLongLong(t.errors)) < 0 ||
       set_item(dict, "approximate_calls", PyLong_FromLongLong(t.approximate_calls)) < 0 ||
@@ -71,10 +89,18 @@ PyObject *totals_to_dict(const Totals &t) {
     PyObject *ops = PyDict_New();
     if (ops == nullptr)
       goto error;
+    // Overloads of one op (aten::mm, aten::mm.out) have their own name
+    // pointers: merged here by name.
+    std::unordered_map<std::string, std::pair<int64_t, __int128>> by_name;
     for (const auto &kv : t.per_op) {
+      auto &entry = by_name[kv.first];
+      entry.first += kv.second.first;
+      entry.second += kv.second.second;
+    }
+    for (const auto &kv : by_name) {
       PyObject *pair = Py_BuildValue("(LN)", static_cast<long long>(kv.second.first),
                                      int128_to_py(kv.second.second));
-      if (pair == nullptr || PyDict_SetItemString(ops, kv.first, pair) < 0) {
+      if (pair == nullptr || PyDict_SetItemString(ops, kv.first.c_str(), pair) < 0) {
         Py_XDECREF(pair);
         Py_DECREF(ops);
         goto error;
@@ -149,6 +175,12 @@ PyObject *py_snapshot(PyObject *, PyObject *arg) {
   return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
 }
 
+PyObject *py_sync_kernels(PyObject *, PyObject *) {
+  if (sync_kernels() < 0)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
 PyMethodDef methods[] = {
     {"start", py_start, METH_O,
      "start(causal_attention, /)\n--\n\nStart counting on this thread; returns a slot."},
@@ -156,6 +188,9 @@ PyMethodDef methods[] = {
      "stop(slot, /)\n--\n\nStop the count (on its thread); returns its final totals."},
     {"read", py_read, METH_O, "read(slot, /)\n--\n\nThe slot's totals so far, as a dict."},
     {"reset", py_reset, METH_O, "reset(slot, /)\n--\n\nZero the slot's totals."},
+    {"sync_kernels", py_sync_kernels, METH_NOARGS,
+     "sync_kernels()\n--\n\nRegister the counting kernels of ops defined or given a "
+     "custom formula since the last count started (start() does it too)."},
     {"snapshot", py_snapshot, METH_O,
      "snapshot(slot, /)\n--\n\n(forward_flops, model_flops) so far."},
     {nullptr, nullptr, 0, nullptr},
@@ -173,6 +208,8 @@ int exec_module(PyObject *module) {
     return -1;
   }
   mfu_torch::g_ops = api;
+  if (listen_for_ops() < 0)
+    return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
       PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0)
     return -1;

@@ -1,11 +1,18 @@
-// observer.cpp -- the RecordFunction callbacks, their slots and totals (see
-// mfu_torch.h for what is counted and how phases are told apart).
+// observer.cpp -- the counters: their slots, which of them an op counts for,
+// the count of one op and the totals (see mfu_torch.h for what is counted
+// and how phases are told apart).
 #include "mfu_torch.h"
 
+// ATen/Context.h (torch's TF32 settings) trips -Wunused-parameter.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#include <ATen/Context.h>
+#pragma GCC diagnostic pop
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <exception>
@@ -25,9 +32,9 @@ namespace {
 
 struct Slot {
   std::atomic<bool> taken{false};  // owned by a counter (start..stop)
-  std::atomic<bool> active{false}; // callbacks count
+  std::atomic<bool> active{false}; // counts
   mfu_causal causal = MFU_CAUSAL_FULL;
-  at::CallbackHandle handle = 0;
+  at::CallbackHandle marker = 0;
   std::thread::id owner;
   std::mutex mutex; // guards totals
   Totals totals;
@@ -35,22 +42,42 @@ struct Slot {
 
 Slot g_slots[kMaxSlots];
 
-// Per thread and slot: how many counted ops are running (0 or 1 in practice:
-// ops called by a counted op are not classified).
-thread_local int tl_depth[kMaxSlots];
+// Per thread: counts started and not stopped (the key is included while
+// > 0), and whether a counted op is running (ops it calls are not counted).
+thread_local int tl_counts = 0;
+thread_local int tl_depth = 0;
 
-// Returned by the start callback for a counted op, with its count; the end
-// callback leaves the op and commits the count, unless the op is ending by
-// an exception (it never ran: e.g. activation checkpointing's early stop
-// throws from a saved-tensor hook before the kernel).
-struct Counted final : at::ObserverContext {
-  const char *name = nullptr;
-  bool backward_phase = false;
-  bool ok = false;
-  int uncaught = 0;
-  mfu_op_flops count{};
-  std::string error;
-};
+// The marker of slot S: a thread-local RecordFunction callback on a scope
+// that no op uses (it never runs). at::ThreadLocalState copies it into the
+// autograd engine's threads with the dispatch key set, so "which counters
+// does this thread count for" is "which markers are in its callbacks".
+constexpr at::RecordScope kMarkerScope = at::RecordScope::BUILD_FEATURE;
+
+template <int S>
+std::unique_ptr<at::ObserverContext> marker(const at::RecordFunction &) {
+  return nullptr;
+}
+
+template <size_t... I>
+constexpr std::array<at::RecordFunctionCallback::StartCallback, kMaxSlots>
+make_markers(std::index_sequence<I...>) {
+  return {{&marker<static_cast<int>(I)>...}};
+}
+
+constexpr auto kMarkers = make_markers(std::make_index_sequence<kMaxSlots>{});
+
+// The slots this thread counts for, as a bit mask.
+unsigned active_slots() {
+  auto callbacks = at::getStepCallbacksUnlessEmpty(kMarkerScope);
+  if (!callbacks)
+    return 0;
+  unsigned mask = 0;
+  for (const auto &pair : callbacks->callbacks_)
+    for (int i = 0; i < kMaxSlots; i++)
+      if (pair.start_ == kMarkers[i] && g_slots[i].active.load(std::memory_order_relaxed))
+        mask |= 1u << i;
+  return mask;
+}
 
 bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
   for (const c10::IValue &v : inputs) {
@@ -63,8 +90,25 @@ bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
   return false;
 }
 
+// Where fp32 may run as TF32 for this call (mfu_op_call.tf32): CUDA and
+// meta (a meta run stands for a GPU run) follow torch's settings; CPU has
+// no TF32.
+int tf32_bits(c10::ArrayRef<const c10::IValue> inputs) {
+  for (const c10::IValue &v : inputs) {
+    if (!v.isTensor() || !v.toTensor().defined())
+      continue;
+    const auto type = v.toTensor().device().type();
+    if (type != c10::DeviceType::CUDA && type != c10::DeviceType::Meta)
+      return 0;
+    const auto &ctx = at::globalContext();
+    return (ctx.allowTF32CuBLAS() ? MFU_TF32_MATMUL : 0) |
+           (ctx.allowTF32CuDNN() ? MFU_TF32_CONV : 0);
+  }
+  return 0;
+}
+
 void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
-                const mfu_op_flops &c, std::string &error) {
+                const mfu_op_flops &c, const std::string &error) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   Totals &t = slot.totals;
   if (!ok) {
@@ -74,11 +118,14 @@ void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
   }
   t.counted_calls++;
   t.executed += c.executed;
+  t.executed_by_dtype[c.dtype] += c.executed;
   if (backward_phase) {
     t.backward += c.executed;
   } else {
+    const __int128 model = static_cast<__int128>(c.executed) + c.model_backward;
     t.forward += c.executed;
-    t.model += static_cast<__int128>(c.executed) + c.model_backward;
+    t.model += model;
+    t.model_by_dtype[c.dtype] += model;
   }
   if (c.approximate)
     t.approximate_calls++;
@@ -87,55 +134,10 @@ void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
   op.second += c.executed;
 }
 
-template <int S>
-std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction &fn) {
-  if (tl_depth[S] > 0)
-    return nullptr; // inside a counted op: counted by it
-  Slot &slot = g_slots[S];
-  if (!slot.active.load(std::memory_order_relaxed))
-    return nullptr;
-  const char *name = fn.name();
-  const OpSpec &spec = classify(name);
-  if (!spec.counted())
-    return nullptr;
-  auto inputs = fn.inputs();
-  if (has_python_key(inputs))
-    return nullptr; // a subclass / fake tensor: the op it becomes counts
-  tl_depth[S]++;
-  auto ctx = std::make_unique<Counted>();
-  ctx->name = name;
-  ctx->uncaught = std::uncaught_exceptions();
-  ctx->backward_phase = torch::autograd::get_current_graph_task_id() != -1;
-  ctx->ok = count_op(spec, inputs, slot.causal, ctx->backward_phase,
-                     c10::GradMode::is_enabled(), &ctx->count, &ctx->error);
-  return ctx;
-}
-
-template <int S>
-void on_end(const at::RecordFunction &, at::ObserverContext *ctx) {
-  if (ctx == nullptr)
-    return;
-  if (tl_depth[S] > 0)
-    tl_depth[S]--;
-  auto *counted = static_cast<Counted *>(ctx);
-  if (std::uncaught_exceptions() > counted->uncaught)
-    return; // the op is unwinding: it did not complete
-  Slot &slot = g_slots[S];
-  if (slot.active.load(std::memory_order_relaxed))
-    accumulate(slot, counted->name, counted->backward_phase, counted->ok, counted->count,
-               counted->error);
-}
-
-using StartFn = at::RecordFunctionCallback::StartCallback;
-using EndFn = at::RecordFunctionCallback::EndCallback;
-
-template <size_t... I>
-constexpr std::array<std::pair<StartFn, EndFn>, kMaxSlots>
-make_callbacks(std::index_sequence<I...>) {
-  return {{{&on_start<static_cast<int>(I)>, &on_end<static_cast<int>(I)>}...}};
-}
-
-constexpr auto kCallbacks = make_callbacks(std::make_index_sequence<kMaxSlots>{});
+struct DepthGuard {
+  DepthGuard() { tl_depth++; }
+  ~DepthGuard() { tl_depth--; }
+};
 
 Slot *slot_at(int index) {
   if (index < 0 || index >= kMaxSlots || !g_slots[index].taken.load()) {
@@ -152,6 +154,10 @@ void copy_totals(Slot &slot, bool with_ops, Totals *out) {
   out->forward = t.forward;
   out->model = t.model;
   out->backward = t.backward;
+  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+    out->model_by_dtype[d] = t.model_by_dtype[d];
+    out->executed_by_dtype[d] = t.executed_by_dtype[d];
+  }
   out->counted_calls = t.counted_calls;
   out->errors = t.errors;
   out->approximate_calls = t.approximate_calls;
@@ -162,7 +168,52 @@ void copy_totals(Slot &slot, bool with_ops, Totals *out) {
 
 } // namespace
 
+void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
+                   c10::DispatchKeySet after, torch::jit::Stack *stack) {
+  const size_t nargs = std::min(op.schema().arguments().size(), stack->size());
+  const c10::ArrayRef<const c10::IValue> inputs(stack->data() + stack->size() - nargs, nargs);
+  const unsigned mask = tl_depth == 0 ? active_slots() : 0;
+  if (mask == 0 || has_python_key(inputs)) {
+    // inside a counted op (counted by it), no counter on this thread, or a
+    // subclass / fake tensor (the op it becomes counts)
+    op.redispatchBoxed(after, stack);
+    return;
+  }
+  // The count, before the op consumes its arguments: once per causal
+  // convention in use.
+  const bool backward_phase = torch::autograd::get_current_graph_task_id() != -1;
+  const bool grad_mode = c10::GradMode::is_enabled();
+  const int tf32 = tf32_bits(inputs);
+  mfu_op_flops counts[2] = {};
+  bool ok[2] = {false, false}, done[2] = {false, false};
+  std::string errors[2];
+  for (int i = 0; i < kMaxSlots; i++) {
+    if (!(mask & (1u << i)))
+      continue;
+    const int c = g_slots[i].causal == MFU_CAUSAL_HALF ? 1 : 0;
+    if (!done[c]) {
+      ok[c] = count_op(spec, inputs, g_slots[i].causal, backward_phase, grad_mode, tf32,
+                       &counts[c], &errors[c]);
+      done[c] = true;
+    }
+  }
+  {
+    DepthGuard depth;
+    op.redispatchBoxed(after, stack); // an exception: the op did not complete
+  }
+  const char *name = op.operator_name().name.c_str();
+  for (int i = 0; i < kMaxSlots; i++) {
+    Slot &slot = g_slots[i];
+    if ((mask & (1u << i)) && slot.active.load(std::memory_order_relaxed)) {
+      const int c = slot.causal == MFU_CAUSAL_HALF ? 1 : 0;
+      accumulate(slot, name, backward_phase, ok[c], counts[c], errors[c]);
+    }
+  }
+}
+
 int start(mfu_causal causal) {
+  if (sync_kernels() < 0)
+    return -1;
   for (int i = 0; i < kMaxSlots; i++) {
     bool expected = false;
     if (!g_slots[i].taken.compare_exchange_strong(expected, true))
@@ -174,16 +225,17 @@ int start(mfu_causal causal) {
     }
     slot.causal = causal;
     slot.owner = std::this_thread::get_id();
-    tl_depth[i] = 0;
     try {
-      slot.handle = at::addThreadLocalCallback(
-          at::RecordFunctionCallback(kCallbacks[i].first, kCallbacks[i].second)
-              .needsInputs(true)
-              .scopes({at::RecordScope::FUNCTION}));
+      slot.marker = at::addThreadLocalCallback(
+          at::RecordFunctionCallback(kMarkers[i]).scopes({kMarkerScope}));
     } catch (const std::exception &e) {
       slot.taken.store(false);
       PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", e.what());
       return -1;
+    }
+    if (tl_counts++ == 0) {
+      tl_depth = 0;
+      include_key(true);
     }
     slot.active.store(true);
     return i;
@@ -206,9 +258,10 @@ int stop(int index, Totals *out) {
     return -1;
   }
   slot->active.store(false);
-  at::removeCallback(slot->handle);
+  at::removeCallback(slot->marker);
+  if (tl_counts > 0 && --tl_counts == 0)
+    include_key(false);
   copy_totals(*slot, true, out);
-  tl_depth[index] = 0;
   slot->taken.store(false);
   return 0;
 }

@@ -52,7 +52,7 @@ static mfu_op_arg int_list(const int64_t *v, size_t n)
 /* A forward-phase call with grad mode on, full causal convention. */
 static mfu_op_call call_of(const mfu_op_arg *args, size_t nargs)
 {
-    mfu_op_call c = {args, nargs, MFU_CAUSAL_FULL, 0, 1};
+    mfu_op_call c = {args, nargs, MFU_CAUSAL_FULL, 0, 1, 0, 0};
     return c;
 }
 
@@ -445,8 +445,53 @@ static void test_custom_and_bad_calls(void)
           MFU_ERR_INVALID_ARGUMENT && strcmp(e.reason, "has a negative size") == 0);
 }
 
+/* The compute dtype: the first operand's, fp32 without one, TF32 where the
+ * call allows it for the op's kind. */
+static void test_compute_dtype(void)
+{
+    const int64_t a[] = {4, 5}, b[] = {5, 6};
+    mfu_op_arg args[2] = {tensor(a, 2, 0), tensor(b, 2, 0)};
+    mfu_op_call c = call_of(args, N(args));
+    mfu_op_flops f;
+
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32); /* none */
+    args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_BF16);
+    args[1].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP8); /* the first operand decides */
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_BF16);
+    CHECK(f.executed == 2 * 4 * 5 * 6);
+    args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP8);
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP8);
+    args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP32);
+    c.tf32 = MFU_TF32_CONV; /* not for matmuls */
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
+    c.tf32 = MFU_TF32_MATMUL;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_TF32);
+    args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP16); /* TF32 replaces fp32 only */
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP16);
+    args[0].dtype = 99; /* out of range: as no dtype */
+    c.tf32 = 0;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
+
+    /* convolution: the input's dtype, TF32 under MFU_TF32_CONV */
+    const int64_t x[] = {1, 2, 5, 5}, w[] = {3, 2, 3, 3};
+    mfu_op_arg conv[2] = {tensor(x, 4, 0), tensor(w, 4, 0)};
+    mfu_op_call cc = call_of(conv, N(conv));
+    conv[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP32);
+    cc.tf32 = MFU_TF32_MATMUL;
+    CHECK(count("aten::convolution", &cc, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
+    cc.tf32 = MFU_TF32_CONV;
+    CHECK(count("aten::convolution", &cc, &f) == MFU_OK && f.dtype == MFU_DTYPE_TF32);
+
+    /* a custom formula: call->input_dtype */
+    c.input_dtype = MFU_OP_DTYPE(MFU_DTYPE_FP64);
+    CHECK(mfu_op_custom_flops(10, -1, 1, &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP64);
+    c.input_dtype = 0;
+    CHECK(mfu_op_custom_flops(10, -1, 1, &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
+}
+
 int main(void)
 {
+    test_compute_dtype();
     test_table_rows_are_well_formed();
     test_matmul_and_the_backward_rule();
     test_convolution();

@@ -12,7 +12,8 @@
  *   int:      fi_i64
  *   int list: n u8 (% 10), n x fi_i64
  * flags: bits 0-1 the convention (0 full, 1 half, 2-3 out of range),
- * bit 2 backward phase, bit 3 grad mode off.
+ * bit 2 backward phase, bit 3 grad mode off, bits 4-5 the TF32 bits,
+ * bits 6-7 every argument's dtype code x 4 (none, fp16, fp4, out of range).
  * Every array (the args, each size and value list) is a heap block of
  * exactly its length: a read past any of them is an ASan report.
  *
@@ -184,11 +185,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fc.args = malloc((fc.nargs > 0 ? fc.nargs : 1) * sizeof *fc.args);
     if (fc.args == NULL)
         abort();
-    for (size_t i = 0; i < fc.nargs; i++)
+    for (size_t i = 0; i < fc.nargs; i++) {
         read_arg(&in, &fc, &fc.args[i]);
+        fc.args[i].dtype = (flags >> 6) * 4; /* none, fp16, fp4, out of range */
+    }
 
     mfu_op_call call = {fc.args, fc.nargs, MFU_CAUSAL_FULL, (flags >> 2) & 1,
-                        !((flags >> 3) & 1)};
+                        !((flags >> 3) & 1), (flags >> 4) & 3, 0};
     const unsigned conv = flags & 3;
     call.causal = conv == 0 ? MFU_CAUSAL_FULL
                             : conv == 1 ? MFU_CAUSAL_HALF : (mfu_causal)(conv + 5);
@@ -196,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st = run(spec, &call, &out, &err);
     FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT ||
                st == MFU_ERR_OVERFLOW);
+    if (st == MFU_OK)
+        FUZZ_CHECK((unsigned)out.dtype < MFU_DTYPE_COUNT && out.dtype != MFU_DTYPE_INT8);
     if (spec == NULL || conv >= 2)
         FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
     if (st != MFU_OK) {

@@ -1,0 +1,124 @@
+"""How the counter sees ops and modules (issue 13): only while a counter is
+active, only on its thread, and nothing is left behind when it stops. No
+timing here (benchmarks/counter_overhead.py measures the cost)."""
+from __future__ import annotations
+
+import gc
+import threading
+
+import pytest
+import torch
+
+from mfu_tracker.counter import (
+    FlopCounter,
+    counter_backend,
+    register_flop_formula,
+    unregister_flop_formula,
+)
+
+ORIGINAL_CALL = torch.nn.Module.__call__
+
+
+def _key_included() -> bool:
+    # the key csrc/torch/kernels.cpp counts on (not in Python's DispatchKey enum)
+    return "TESTING_ONLY_GenericMode" in repr(torch._C._dispatch_tls_local_include_set())
+
+
+@pytest.mark.skipif(counter_backend() != "torch-ext", reason="the C++ observer's dispatch key")
+def test_the_counting_key_is_on_only_inside_counters():
+    assert not _key_included()
+    with FlopCounter(modules=False):
+        assert _key_included()
+        with FlopCounter(modules=False):
+            assert _key_included()
+        assert _key_included()  # the outer counter is still active
+    assert not _key_included()
+    a = torch.randn(4, 5)
+    with FlopCounter(modules=False) as fc:
+        try:
+            with FlopCounter(modules=False):
+                raise KeyError("boom")
+        except KeyError:
+            pass
+        torch.mm(a, a.t())
+    assert fc.executed_flops == 2 * 4 * 5 * 4
+    assert not _key_included()
+
+
+def test_module_call_is_restored_and_other_threads_are_not_attributed():
+    gc.collect()  # counters of earlier tests
+    assert torch.nn.Module.__call__ is ORIGINAL_CALL
+    lin = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8)
+    seen: dict[str, object] = {}
+
+    def other_thread() -> None:
+        lin(x)  # a module call on a thread without a counter: not attributed
+        with FlopCounter() as inner:
+            lin(x)
+        seen["inner"] = inner.by_module
+
+    with FlopCounter() as fc:
+        assert torch.nn.Module.__call__ is not ORIGINAL_CALL
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        lin(x)
+    fwd = 2 * 2 * 8 * 4
+    assert {k: (v.forward_flops, v.calls) for k, v in fc.by_module.items()} == {"Linear": (fwd, 1)}
+    assert {k: (v.forward_flops, v.calls)
+            for k, v in seen["inner"].items()} == {"Linear": (fwd, 1)}  # type: ignore[union-attr]
+    # the wrapper stays while a counter with a module table lives (no
+    # per-block swap), and goes with the last one
+    seen.clear()
+    del fc
+    gc.collect()
+    assert torch.nn.Module.__call__ is ORIGINAL_CALL
+
+
+def test_nested_module_tables_and_reset():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))
+    x = torch.randn(3, 8)
+    outer = FlopCounter()
+    with outer:
+        model(x)
+        with FlopCounter() as inner:
+            model(x)
+        outer.reset()
+        model(x)
+    first, second = 2 * 3 * 8 * 8, 2 * 3 * 8 * 2
+    for fc in (outer, inner):
+        rows = {k: (v.forward_flops, v.calls) for k, v in fc.by_module.items()}
+        assert rows == {"Sequential": (first + second, 1), "Sequential.0": (first, 1),
+                        "Sequential.1": (second, 1)}
+
+
+def test_a_formula_registered_while_counting_counts_from_then_on():
+    lib = "mfu_kernels_test"
+    torch.library.define(f"{lib}::twice", "(Tensor x) -> Tensor")
+
+    @torch.library.impl(f"{lib}::twice", "CompositeExplicitAutograd")
+    def _twice(x):
+        return x * 2
+
+    x = torch.randn(3, 4)
+    op = getattr(torch.ops, lib).twice
+    try:
+        with FlopCounter(modules=False) as fc:
+            op(x)  # no formula yet: not counted
+            register_flop_formula(f"{lib}::twice", lambda shape: shape[0] * shape[1])
+            op(x)
+            op(x)
+        assert fc.by_op == {f"{lib}::twice": (2, 24)}
+        assert fc.flops_by_dtype == {"fp32": 24}
+    finally:
+        unregister_flop_formula(f"{lib}::twice")
+
+
+def test_overloads_of_one_op_count_under_its_name():
+    a, b = torch.randn(4, 5), torch.randn(5, 6)
+    out = torch.empty(4, 6)
+    with FlopCounter(modules=False) as fc:
+        torch.mm(a, b)
+        torch.mm(a, b, out=out)  # aten::mm.out
+    assert fc.by_op == {"aten::mm": (2, 2 * (2 * 4 * 5 * 6))}
