@@ -19,6 +19,7 @@ LIMIT_GPU_NAME_MAX: int
 LIMIT_GPU_CC_MAX: int
 LIMIT_DTYPE_NAME_MAX: int
 LIMIT_PEAK_OVERRIDE_MAX: int
+LIMIT_PHASE_DEPTH_MAX: int
 
 # ---- py_gpu_specs.c ----------------------------------------------------------
 
