@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional
 
 from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ._metrics import format_metrics
 from ._peak import Peak, resolve_peak
+from ._phases import PHASES, waterfall
 from ._validate import (
     NUM_GPUS_MAX,
     PARALLEL_DEGREE_MAX,
@@ -324,18 +325,42 @@ class Tracker(_C.StepTracker):
         (:mod:`mfu_tracker._metrics`).
 
         Local and never blocking without a process group; with one, a
-        collective returning the global figures on every rank.
+        collective returning the global figures on every rank. The time
+        spent inside (the collective's wait above all) is left out of the
+        step it falls in, on either clock.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
         agg = self._dist
-        if agg is not None and agg.failed is None:
-            figures = self._aggregate(agg)
-            if figures is not None:
-                return figures.metrics(prefix)
-        summary = _C.StepTracker.summary(self)
-        if not summary["steps"]:
-            return {}
-        return format_metrics(summary, prefix)
+        collective = agg is not None and agg.failed is None
+        # Left out of the step: the collective on either clock; the local
+        # path (microseconds of host work) on the CPU clock only -- on a GPU
+        # clock it overlaps queued work, and two event records per call
+        # would cost more than they measure.
+        exclude = collective or self.clock == "cpu"
+        if exclude:
+            self._exclude_begin()
+        try:
+            if collective:
+                figures = self._aggregate(agg)  # type: ignore[arg-type]
+                if figures is not None:
+                    return figures.metrics(prefix)
+            local = self._local_figures()
+            if not local["steps"]:
+                return {}
+            return format_metrics(local, prefix)
+        finally:
+            if exclude:
+                self._exclude_end()
+
+    def _local_figures(self) -> Dict[str, Any]:
+        """The C summary plus the window's phase seconds per step
+        (``phase_s``) and the waterfall (``mfu_lost``) when phases were marked."""
+        out: Dict[str, Any] = _C.StepTracker.summary(self)
+        phases = _C.StepTracker.phases(self)["phase_s"]
+        if phases:
+            out["phase_s"] = phases
+            out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
+        return out
 
     def aggregate(
         self,
@@ -360,7 +385,11 @@ class Tracker(_C.StepTracker):
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self.rank_figures(**overrides)])
-        return self._aggregate(agg, overrides)
+        self._exclude_begin()
+        try:
+            return self._aggregate(agg, overrides)
+        finally:
+            self._exclude_end()
 
     def _aggregate(self, agg: Aggregator,
                    overrides: Optional[Dict[str, Optional[float]]] = None
@@ -395,6 +424,7 @@ class Tracker(_C.StepTracker):
         executed_flops = _override(executed_flops, "executed_flops")
         num_tokens = _override(num_tokens, "num_tokens")
         s = _C.StepTracker.summary(self)
+        phases = _C.StepTracker.phases(self)["phase_s"]
         mp = self._model_parallel
         window_s = s["window_s"]
 
@@ -441,6 +471,7 @@ class Tracker(_C.StepTracker):
             interval_s=interval_s,
             interval_steps=interval_steps,
             mfu=mfu,
+            **{f"phase_{name}_s": phases.get(name) for name in PHASES},
         )
 
     def distributed_counters(self) -> Dict[str, int]:
@@ -465,7 +496,7 @@ class Tracker(_C.StepTracker):
             agg.close()
             agg.failed = "closed"
 
-    def summary(self) -> Dict[str, Union[float, int, str, None]]:
+    def summary(self) -> Dict[str, Any]:
         """Every windowed figure, None where unavailable.
 
         Keys: ``steps`` (in the window), ``steps_seen`` (resolved, warm-up
@@ -475,9 +506,12 @@ class Tracker(_C.StepTracker):
         periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
         ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
         and ``peak_tflops`` (the MFU denominator, x num_gpus), ``peak_source``
-        ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``.
+        ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``;
+        when phases were marked in the window also ``phase_s`` (seconds per
+        step of each marked phase) and ``mfu_lost`` (the waterfall shares,
+        or None without MFU).
         """
-        out: Dict[str, Union[float, int, str, None]] = super().summary()
+        out: Dict[str, Any] = self._local_figures()
         out["peak_source"] = self._peak.source
         out["dtype"] = self._dtype
         return out

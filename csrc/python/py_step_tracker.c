@@ -730,7 +730,7 @@ int mfu_py_step_tracker_exec(PyObject *module)
             return -1;
     }
     state->phase_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &phase_spec, NULL);
-    if (state->phase_type == NULL)
+    if (state->phase_type == NULL || PyModule_AddType(module, state->phase_type) < 0)
         return -1;
     for (int i = 0; i < MFU_PHASE_COUNT; i++) {
         state->phase_names[i] = PyUnicode_InternFromString(mfu_phase_name((mfu_phase)i));
