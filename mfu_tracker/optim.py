@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 import torch
 
 from . import _C
+from ._auto_phases import AutoPhases
 from ._clock import block_clock
 from ._dtypes import normalize_dtype
 from ._step_flops import Flops, StepCounter, StepFlops, StepRecord
@@ -121,6 +122,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         distributed: False (default): ``metrics()`` is this rank's own figures;
             True / None: global figures by a collective at each ``metrics()``
             call (see :class:`~mfu_tracker.Tracker`).
+        phases: mark the step's phases automatically for the waterfall
+            (:mod:`mfu_tracker._auto_phases`): data from the step boundary to
+            the model's first forward, forward and backward from the model's
+            forward hooks (each micro-batch; a new ``track_step()`` block goes
+            back to data), optimizer around the wrapped ``step()``. False: no
+            marks (mark them yourself with ``wrapper.tracker.phase()``).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -147,6 +154,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         clock: str = "auto",
         causal_attention: str = "full",
         distributed: Optional[bool] = False,
+        phases: bool = True,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -185,6 +193,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_started"] = False
         d["_warned"] = set()
         d["_last_step_flops"] = None
+        d["_phases"] = None
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
+        if phases:
+            d["_phases"] = AutoPhases(d["_tracker"])
+            d["_phases"].attach(model)
         self._open_step()
 
     # ---- the wrapped optimizer -------------------------------------------------
@@ -228,7 +242,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         self._start_clock()
         if closure is not None:
             closure = self._counted_closure(closure)
+        auto = self._phases
+        if auto is not None and closure is None:
+            auto.optimizer()
         loss = self.optimizer.step() if closure is None else self.optimizer.step(closure)
+        if auto is not None:
+            auto.end()
         if not first or self._record.micro_batches:
             self._close_step()
         else:
@@ -288,6 +307,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if zero_grad:
             self.optimizer.zero_grad()
         self._start_clock()
+        if self._phases is not None:
+            self._phases.data()
         counter = self._counter()
         if counter is not None:
             counter.start()
@@ -346,6 +367,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self.__dict__["_started"] = True
             try:
                 self._tracker.step()
+                if self._phases is not None:
+                    self._phases.data()
             except Exception as error:  # noqa: BLE001
                 self._warn_once("tracker", f"the step tracker failed ({error!r})")
 
@@ -358,6 +381,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._policy.close(record, self._step_counter)
             tokens = None if record.tokens_missing or not record.tokens else float(sum(record.tokens))
             flops = self._flops_or_none(record, tokens)
+            if self._phases is not None:
+                self._phases.end()  # a profile() forward just now may have marked one
             if flops is None:
                 self._warn_once("noflops", "no FLOPs for this step: run forward/backward inside "
                                 "track_step() (counted), or give sample_batch; MFU is left out")
@@ -369,6 +394,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
         finally:
             self._open_step()
+            if self._phases is not None:
+                self._phases.data()
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -404,4 +431,6 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
     def close(self) -> None:
         """Resolve every pending step and release the tracker's GPU events."""
+        if self._phases is not None:
+            self._phases.detach()
         self._tracker.close()

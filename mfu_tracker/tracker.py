@@ -129,6 +129,38 @@ class Tracker(_C.StepTracker):
     ``{prefix}/peak_tflops``         the MFU denominator: peak TFLOP/s x ``num_gpus``
     ===============================  =====================================================
 
+    **Phases and the waterfall.** ``with tracker.phase(name):`` (or
+    ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
+    step: "data", "forward", "backward", "optimizer" (and "communication",
+    exposed communication, which the DDP hook of :meth:`attach_ddp` marks).
+    An unknown name raises ``ValueError``. Each mark is one point on the
+    tracker's clock, never a sync: on a GPU clock a phase lasts what the GPU
+    timeline says, so a host stall (a data wait) while queued kernels still
+    run costs nothing and only the part after the GPU drained counts; on the
+    CPU clock it is host time. Nested phases: the inner one wins and the
+    outer resumes at its exit. A phase still open at ``step()`` is closed
+    there (one warning); ``end_phase()`` with none open, or more than
+    ``_C.LIMIT_PHASE_DEPTH_MAX`` nested, is ignored (one warning). When
+    phases were marked in the window, ``metrics()`` adds the waterfall
+    (fractions of the step period; ``mfu`` + the ``mfu_lost`` shares = 1
+    exactly; definitions in :mod:`mfu_tracker._phases`):
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
+    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
+    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ====================================  ===========================================================
+
+    A phase never marked in the window has no key (its time is in ``other``).
+    ``metrics()`` leaves its own time out of the step it falls in: the
+    aggregation collective on either clock, the local call on the CPU clock.
+
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
     *collective*: every rank must call it at the same steps -- at logging
@@ -154,7 +186,15 @@ class Tracker(_C.StepTracker):
                                                     the previous aggregation to this one
     ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
+    ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
+                                                    seconds per step: step time less exposed communication
+    ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
+                                                    step time
     ==============================================  ==========================================================
+
+    With phases marked on every rank the waterfall keys are global too: the
+    peak-weighted mean of the ranks' shares (the weights of the global MFU),
+    and ``phase_s`` the mean over ranks.
 
     A figure is global only when every rank has it (else left out). World
     size 1 gives the same keys with no collective. A rank whose peers do not
@@ -473,6 +513,17 @@ class Tracker(_C.StepTracker):
             mfu=mfu,
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
         )
+
+    def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
+        """Measure exposed communication under DDP: register a communication
+        hook on ``model`` (a ``DistributedDataParallel``) that runs ``hook``
+        (default: DDP's all-reduce) and, when the last gradient bucket is
+        handed over, switches the running backward phase to
+        ``communication`` (:mod:`mfu_tracker._comm_hook`). Needs backward
+        marked (by hand or by an integration)."""
+        from ._comm_hook import attach_ddp
+
+        attach_ddp(self, model, hook, state)
 
     def distributed_counters(self) -> Dict[str, int]:
         """Aggregation counters: ``aggregations`` (collective metrics() /
