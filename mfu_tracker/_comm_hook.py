@@ -46,7 +46,9 @@ def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = No
         raise TypeError(f"hook must be callable, not {type(hook).__name__}")
     communicate = hook if hook is not None else default_hooks.allreduce_hook
 
-    def marking_hook(hook_state: Any, bucket: Any) -> Any:
+    # No annotations: DDP checks them (bucket: dist.GradBucket, return: Future),
+    # and under `from __future__ import annotations` they would be strings.
+    def marking_hook(hook_state, bucket):  # type: ignore[no-untyped-def]
         future = communicate(hook_state, bucket)
         if bucket.is_last() and tracker.phase_depth():
             tracker.switch_phase("communication")
