@@ -31,38 +31,30 @@ mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
     return MFU_ERR_INVALID_ARGUMENT;
 }
 
+/* One allocation: the header and its ring (a flexible array member). */
 struct mfu_phase_window {
-    mfu_phase_times *ring;
     uint32_t capacity, head, count;
     uint64_t warmup, seen;
+    mfu_phase_times ring[];
 };
 
 mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
                                    mfu_phase_window **out)
 {
-    mfu_phase_window *w;
     *out = NULL;
     if (capacity < 1 || capacity > MFU_WINDOW_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
-    w = calloc(1, sizeof *w);
-    if (w == NULL)
+    /* capacity <= 2^24 records of 56 bytes: the size fits a size_t. */
+    *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
+    if (*out == NULL)
         return MFU_ERR_NO_MEMORY;
-    w->ring = calloc(capacity, sizeof *w->ring);
-    if (w->ring == NULL) {
-        free(w);
-        return MFU_ERR_NO_MEMORY;
-    }
-    w->capacity = capacity;
-    w->warmup = warmup_steps;
-    *out = w;
+    (*out)->capacity = capacity;
+    (*out)->warmup = warmup_steps;
     return MFU_OK;
 }
 
 void mfu_phase_window_destroy(mfu_phase_window *w)
 {
-    if (w == NULL)
-        return;
-    free(w->ring);
     free(w);
 }
 

@@ -23,12 +23,9 @@
  * exposed (not overlapped) communication inside backward, marked by a
  * communication hook (mfu_tracker/_comm_hook.py) or by hand. */
 typedef enum mfu_phase {
-    MFU_PHASE_DATA = 0,
-    MFU_PHASE_FORWARD = 1,
-    MFU_PHASE_BACKWARD = 2,
-    MFU_PHASE_OPTIMIZER = 3,
-    MFU_PHASE_COMMUNICATION = 4,
-    MFU_PHASE_COUNT = 5,
+    MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD, MFU_PHASE_OPTIMIZER,
+    MFU_PHASE_COMMUNICATION,
+    MFU_PHASE_COUNT,                 /* the number of phases */
     MFU_PHASE_NONE = MFU_PHASE_COUNT /* no phase: time falls into `other` */
 } mfu_phase;
 

@@ -188,29 +188,17 @@ enum phase_op { PHASE_BEGIN, PHASE_END, PHASE_SWITCH, EXCLUDE_BEGIN, EXCLUDE_END
  * phase, too deep a nesting) and a failing clock become one warning each. */
 static void phase_call(step_object *s, enum phase_op op, mfu_phase phase)
 {
-    mfu_status status = MFU_OK;
+    mfu_status status;
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) {
         step_unlock(s);
         return;
     }
-    switch (op) {
-    case PHASE_BEGIN:
-        status = mfu_steps_phase_begin(s->steps, phase);
-        break;
-    case PHASE_END:
-        status = mfu_steps_phase_end(s->steps);
-        break;
-    case PHASE_SWITCH:
-        status = mfu_steps_phase_switch(s->steps, phase);
-        break;
-    case EXCLUDE_BEGIN:
-        status = mfu_steps_exclude_begin(s->steps);
-        break;
-    case EXCLUDE_END:
-        status = mfu_steps_exclude_end(s->steps);
-        break;
-    }
+    status = op == PHASE_BEGIN     ? mfu_steps_phase_begin(s->steps, phase)
+             : op == PHASE_SWITCH  ? mfu_steps_phase_switch(s->steps, phase)
+             : op == PHASE_END     ? mfu_steps_phase_end(s->steps)
+             : op == EXCLUDE_BEGIN ? mfu_steps_exclude_begin(s->steps)
+                                   : mfu_steps_exclude_end(s->steps);
     if (status == MFU_ERR_INVALID_ARGUMENT) {
         char message[300];
         PyOS_snprintf(message, sizeof message,
@@ -225,24 +213,24 @@ static void phase_call(step_object *s, enum phase_op op, mfu_phase phase)
     step_unlock(s);
 }
 
+/* begin_phase(name) / switch_phase(name): the name checked, then the call. */
+static PyObject *named_phase_call(PyObject *self, PyObject *name, enum phase_op op)
+{
+    mfu_phase phase;
+    if (phase_arg((step_object *)self, name, &phase) < 0)
+        return NULL;
+    phase_call((step_object *)self, op, phase);
+    Py_RETURN_NONE;
+}
+
 static PyObject *step_begin_phase(PyObject *self, PyObject *name)
 {
-    step_object *s = (step_object *)self;
-    mfu_phase phase;
-    if (phase_arg(s, name, &phase) < 0)
-        return NULL;
-    phase_call(s, PHASE_BEGIN, phase);
-    Py_RETURN_NONE;
+    return named_phase_call(self, name, PHASE_BEGIN);
 }
 
 static PyObject *step_switch_phase(PyObject *self, PyObject *name)
 {
-    step_object *s = (step_object *)self;
-    mfu_phase phase;
-    if (phase_arg(s, name, &phase) < 0)
-        return NULL;
-    phase_call(s, PHASE_SWITCH, phase);
-    Py_RETURN_NONE;
+    return named_phase_call(self, name, PHASE_SWITCH);
 }
 
 static PyObject *step_end_phase(PyObject *self, PyObject *Py_UNUSED(ignored))

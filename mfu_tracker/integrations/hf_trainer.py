@@ -326,23 +326,24 @@ class MFUCallback(TrainerCallback):
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._counter is not None:
             self._counter.stop()
+        self._mark("optimizer")
+
+    def _mark(self, event: str) -> None:
+        """An automatic phase mark (``AutoPhases.<event>()``), when phases are on."""
         if self._phases is not None:
-            self._phases.optimizer()
+            getattr(self._phases, event)()
 
     @_guarded
     def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._phases is not None:
-            self._phases.end()
+        self._mark("end")
 
     @_guarded
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._phases is not None:
-            self._phases.data()         # the next micro-batch's input
+        self._mark("data")              # the next micro-batch's input
 
     @_guarded
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._phases is not None:
-            self._phases.end()          # evaluation is not the step's data wait
+        self._mark("end")               # evaluation is not the step's data wait
 
     @_guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
