@@ -151,11 +151,17 @@ def test_cpu_clock_injected_sleeps():
     for name, seconds in SLEEP_S.items():
         assert m[f"throughput/phase_s/{name}"] >= seconds          # a sleep lasts at least that
         assert m[f"throughput/phase_s/{name}"] <= step_s
-    # each share within tolerance of the injected one: the injected time over
-    # the measured step, plus at most the step's unaccounted overhead
-    slack = lost["other"] + 0.05
-    assert lost["data"] == pytest.approx(SLEEP_S["data"] / step_s, abs=slack)
-    assert lost["optimizer"] == pytest.approx(SLEEP_S["optimizer"] / step_s, abs=slack)
+    # Each share within tolerance of the injected one: at least the injected
+    # time, at most that plus the step's whole overshoot (the time not
+    # injected anywhere: sleeps run long, the loop costs) -- bounds that hold
+    # however loaded the machine, since every sleep lasts at least its time.
+    overshoot = step_s - sum(SLEEP_S.values())
+    assert overshoot >= 0
+    for name, seconds in SLEEP_S.items():
+        assert m[f"throughput/phase_s/{name}"] <= seconds + overshoot * (1 + 1e-9)
+    for name in ("data", "optimizer"):
+        assert lost[name] == pytest.approx(m[f"throughput/phase_s/{name}"] / step_s, rel=1e-12)
+        assert SLEEP_S[name] / step_s <= lost[name] <= (SLEEP_S[name] + overshoot) / step_s * (1 + 1e-9)
     assert lost["recompute"] == pytest.approx(m["throughput/hfu"] - m["throughput/mfu"])
     compute = (m["throughput/phase_s/forward"] + m["throughput/phase_s/backward"]) / step_s
     assert lost["compute"] == pytest.approx(compute - m["throughput/hfu"])
@@ -185,7 +191,7 @@ def test_metrics_time_is_excluded_on_the_cpu_clock(monkeypatch):
     real = tracker_module.format_metrics
 
     def slow_format(*args, **kwargs):
-        time.sleep(0.05)  # stands in for a slow collective
+        time.sleep(0.2)  # stands in for a slow collective
         return real(*args, **kwargs)
 
     t.step()
@@ -194,7 +200,9 @@ def test_metrics_time_is_excluded_on_the_cpu_clock(monkeypatch):
     for _ in range(3):
         t.metrics()
         t.step()
-    assert t.summary()["step_time_max_s"] < 0.05  # the 50 ms sleeps are not in any step
+    # the 200 ms sleeps are in no step: each is excluded from the step it fell in
+    assert t.summary()["step_time_max_s"] < 0.2
+    assert t.phases()["excluded_s"] * t.summary()["steps"] >= 3 * 0.2
 
 
 # ---- the GPU timeline (fake driver) ----------------------------------------------------
