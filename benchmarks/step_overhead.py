@@ -142,7 +142,7 @@ def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
     print(f"  before: {trees['before']}\n  after:  {trees['after']}")
     print(f"{'row':45s} {'before':>9s} {'after':>9s} {'after/before':>13s}")
     for row in runs["after"][0]:
-        if row.startswith("_"):
+        if row.startswith("_") or row not in runs["before"][0]:
             continue
         before = statistics.median(r[row] for r in runs["before"])
         after = statistics.median(r[row] for r in runs["after"])
@@ -209,7 +209,8 @@ def main() -> None:
 
     fake.fake_reset()
     phase_syncs_before = fake.fake_sync_calls()
-    marks = {
+    has_phases = hasattr(cpu_tracker, "begin_phase")  # --compare against an older build
+    marks = {} if not has_phases else {
         "phase mark (begin/end_phase), cpu clock": per_call_ns(pair(cpu_tracker), n, rounds) / 2,
         "phase mark (with phase()), cpu clock": per_call_ns(block(cpu_tracker), n, rounds) / 2,
         "phase mark (begin/end_phase), cuda clock (fake)":
@@ -220,9 +221,10 @@ def main() -> None:
     waterfall_tracker = Tracker(1e6, spec=spec, clock="cpu", param_bytes=1e9)
     waterfall_tracker.step()
     for _ in range(101):
-        for name in ("data", "forward", "backward", "optimizer"):
+        for name in ("data", "forward", "backward", "optimizer") if has_phases else ():
             waterfall_tracker.switch_phase(name)
-        waterfall_tracker.end_phase()
+        if has_phases:
+            waterfall_tracker.end_phase()
         waterfall_tracker.step()
     waterfall_keys = len(waterfall_tracker.metrics())
     plain_metrics_ns = per_call_ns(lambda _: cpu_tracker.metrics(), n // 10, rounds)

@@ -168,6 +168,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
         hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
         # A non-str causal_attention is a ValueError here (as it always was).
         causal = check_causal_attention(causal_attention, type_error=False)
@@ -194,8 +196,6 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_warned"] = set()
         d["_last_step_flops"] = None
         d["_phases"] = None
-        if not isinstance(phases, bool):
-            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
         if phases:
             d["_phases"] = AutoPhases(d["_tracker"])
             d["_phases"].attach(model)
