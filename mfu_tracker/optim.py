@@ -126,8 +126,11 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             (:mod:`mfu_tracker._auto_phases`): data from the step boundary to
             the model's first forward, forward and backward from the model's
             forward hooks (each micro-batch; a new ``track_step()`` block goes
-            back to data), optimizer around the wrapped ``step()``. False: no
-            marks (mark them yourself with ``wrapper.tracker.phase()``).
+            back to data), optimizer around the wrapped ``step()``; with a
+            ``DistributedDataParallel`` model also exposed communication
+            (``Tracker.attach_ddp``: DDP's all-reduce behind a marking
+            communication hook). False: no marks (mark them yourself with
+            ``wrapper.tracker.phase()``).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -199,7 +202,20 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if phases:
             d["_phases"] = AutoPhases(d["_tracker"])
             d["_phases"].attach(model)
+            if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+                self._attach_ddp(model)
         self._open_step()
+
+    def _attach_ddp(self, model: torch.nn.Module) -> None:
+        """Exposed communication of a DDP model (``Tracker.attach_ddp``); a
+        model with its own communication hook keeps it (one warning)."""
+        try:
+            self._tracker.attach_ddp(model)
+        except Exception as error:  # noqa: BLE001 -- DDP takes one hook per model
+            self._warn_once("ddp", f"exposed communication is not separated from backward: the "
+                            f"DDP communication hook could not be registered ({error!r}); "
+                            f"use wrapper.tracker.attach_ddp(model, hook=your_hook) before "
+                            f"registering yours")
 
     # ---- the wrapped optimizer -------------------------------------------------
 

@@ -111,3 +111,43 @@ def test_trainer_callback_marks_the_phases(tmp_path):
         assert m["throughput/phase_s/data"] >= 0.02
         assert math.fsum([m["throughput/mfu"], *_lost(m).values()]) == 1.0
     assert all(k.startswith("throughput/") for k in logged[-1])
+
+
+DDP_SCRIPT = r"""
+import math, os, tempfile, warnings
+import torch, torch.distributed as dist
+from mfu_tracker import MFUOptimizerWrapper
+store = os.path.join(tempfile.mkdtemp(), "store")
+dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 16))
+opt = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.1), model, dtype="fp32",
+                          peak_tflops=0.5, clock="cpu", warmup=0)
+x = torch.randn(4, 16)
+with warnings.catch_warnings():
+    warnings.simplefilter("error", RuntimeWarning)
+    for _ in range(4):
+        with opt.track_step(num_tokens=4):
+            model(x).sum().backward()
+        opt.step()
+    m = opt.metrics()
+assert "throughput/phase_s/communication" in m, sorted(m)
+assert "throughput/mfu_lost/communication" in m
+assert math.fsum([m["throughput/mfu"]] + [v for k, v in m.items() if "/mfu_lost/" in k]) == 1.0
+dist.destroy_process_group()
+print("ok")
+"""
+
+
+def test_optimizer_wrapper_separates_ddp_communication():
+    """A DDP model gets the marking communication hook (world size 1, gloo, in
+    a subprocess: a process group here would make every later Tracker distributed)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", DDP_SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=240)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
