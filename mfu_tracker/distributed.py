@@ -55,6 +55,22 @@ sync every step and the interval times are equal up to noise -- there uneven
 ``mfu_rank_max``), and a slow *device* with equal work is invisible to
 step-boundary timing on any rank.
 
+The straggler *culprit* under DDP / FSDP comes from the phases (issue 11):
+when every rank marked phases, each row carries its seconds per step per
+phase, and a rank's *busy* time is its step period less its exposed
+communication (the time it waited for its peers after handing over its last
+gradient bucket, measured by ``Tracker.attach_ddp``'s hook). The rank with
+the most busy time is ``straggler_rank``; ``straggler_lost`` is the other
+ranks' mean (busy_straggler - busy_r) over the job's step time -- the share of
+the step they spent waiting for it. Without the communication phase (no
+hook, FSDP2) busy time equals the period and the straggler figures only
+reflect noise (``straggler_lost`` near 0). The global waterfall
+(``mfu_lost/*``) is the peak-weighted mean of the ranks' shares -- the weights
+of the global MFU -- so it still adds up to 1 with ``mfu``; ``phase_s/*`` is
+the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
+above all) is left out of the step it falls in, so a fast rank's wait for a
+slow one no longer lowers its MFU.
+
 The collective itself (the side group, the gather, the bounded wait) is in
 :mod:`mfu_tracker._collective`.
 
