@@ -136,6 +136,17 @@ class MFUCallback(TrainerCallback):
         warmup: first optimizer steps left out (compilation, warm-up).
         causal_attention: "full" (PaLM, default) or "half" (Megatron).
         clock: "auto", "cuda", "hip" or "cpu".
+        phases: mark the step's phases for the waterfall (``mfu_lost/*``,
+            ``phase_s/*``; :mod:`mfu_tracker._auto_phases`): data from the step
+            boundary to the first training forward (the Trainer prefetches a
+            step's micro-batches there) and between micro-batches
+            (``on_substep_end``), forward / backward per micro-batch from the
+            model's forward hooks (backward runs to the next event: loss,
+            backward, gradient clipping), optimizer from
+            ``on_pre_optimizer_step`` to ``on_optimizer_step``. Evaluation
+            ends the running phase at its first prediction step. Exposed DDP
+            communication needs ``Tracker.attach_ddp`` on the wrapped model,
+            which a callback cannot reach: under DDP it stays in backward.
 
     Attributes:
         history: one dict per emitted log (``step``, ``steps``, ``window_s``,
