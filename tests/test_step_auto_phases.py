@@ -107,9 +107,12 @@ def test_trainer_callback_marks_the_phases(tmp_path):
     assert logged
     for m in logged:
         assert PHASE_KEYS <= set(m)
-        # two micro-batches per optimizer step, each collated in >= 10 ms
-        assert m["throughput/phase_s/data"] >= 0.02
+        # two micro-batches per optimizer step, each collated in >= 10 ms, from
+        # the previous step's boundary on (step 1's were fetched before the
+        # clock started: its data wait is not seen; the first window holds it)
+        assert m["throughput/phase_s/data"] >= 0.02 * 2 / 3
         assert math.fsum([m["throughput/mfu"], *_lost(m).values()]) == 1.0
+    assert logged[-1]["throughput/phase_s/data"] >= 0.02     # steps 4-6: all steady
     assert all(k.startswith("throughput/") for k in logged[-1])
 
 
