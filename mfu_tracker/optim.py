@@ -382,6 +382,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if not self._started:
             self.__dict__["_started"] = True
             try:
+                if self._phases is not None:
+                    self._phases.end()  # a forward before the first step marked one
                 self._tracker.step()
                 if self._phases is not None:
                     self._phases.data()

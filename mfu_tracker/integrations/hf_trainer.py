@@ -325,6 +325,7 @@ class MFUCallback(TrainerCallback):
             return
         if not self._started:
             self._started = True
+            self._mark("end")          # nothing marked before the clock counts
             self._tracker.step()       # starts the clock
             if self._phases is not None:
                 self._phases.data()
