@@ -49,13 +49,15 @@ def test_injected_communication_delay_is_exposed_communication(tmp_path):
         assert out["warnings"] == []
         for rec in out["records"]:
             m = rec["metrics"]
-            # every rank waits DELAY_S after the last bucket, every step; the
-            # mark follows the hand-over by the hook's return, which a loaded
-            # machine may delay by a few ms: half the delay as the bound
-            assert rec["phase_s"]["communication"] >= DELAY_S / 2
-            assert m["throughput/phase_s/communication"] >= DELAY_S / 2
+            # every rank waits DELAY_S after the last bucket, every step: the
+            # delay starts once the all-reduce completes, which on the rank that
+            # hands over last can precede the hook's mark by the hook's return
+            # (microseconds; a preempted thread: more) -- hence 0.9 x
+            bound = 0.9 * DELAY_S
+            assert rec["phase_s"]["communication"] >= bound
+            assert m["throughput/phase_s/communication"] >= bound
             lost = _lost(m)
-            assert lost["communication"] >= DELAY_S / 2 / m["throughput/step_time_s"]
+            assert lost["communication"] >= bound / m["throughput/step_time_s"]
             assert lost["communication"] == max(lost.values())   # the biggest loss
             assert math.fsum([m["throughput/mfu"], *lost.values()]) == 1.0
     assert ranks[0]["records"][-1]["metrics"] == ranks[1]["records"][-1]["metrics"]

@@ -69,15 +69,23 @@ def ddp_loop(rank: int, out: dict, *, hook=None, forward_sleep: float = 0.0) -> 
 
 
 def delayed_allreduce(state, bucket):
+    """DDP's all-reduce, its result handed back DELAY_S after it completes (an
+    injected slow network). A timer thread sets the result, so the delay never
+    runs inline in the hook, whenever the all-reduce completes."""
+    import threading
+
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    future = default_hooks.allreduce_hook(state, bucket)
+    inner = default_hooks.allreduce_hook(state, bucket)
+    out = torch.futures.Future()
 
-    def late(fut):
-        time.sleep(DELAY_S)  # an injected slow network
-        return fut.value()[0] if isinstance(fut.value(), list) else fut.value()
+    def done(fut):
+        value = fut.value()
+        value = value[0] if isinstance(value, list) else value
+        threading.Timer(DELAY_S, out.set_result, args=(value,)).start()
 
-    return future.then(late)
+    inner.add_done_callback(done)
+    return out
 
 
 def case_comm_delay(rank: int, out: dict) -> None:
