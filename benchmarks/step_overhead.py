@@ -7,6 +7,10 @@ against Python equivalents of the same shape and ``nullcontext()``, in one run.
   steady-state driver calls (record, query, elapsed) and never waits.
 * ``track()`` blocks on the CPU clock and on the fake CUDA clock (two marks,
   results read every block).
+* Phase marks (issue 11): ``begin_phase()`` + ``end_phase()`` and a
+  ``with tracker.phase("forward"):`` block, on the CPU clock and on the fake
+  CUDA clock, reported per *mark* (half a pair / block); and ``metrics()``
+  with the waterfall (every phase marked in a 100-step window).
 * Python equivalents: a class doing ``time.perf_counter()`` marks and a
   ``collections.deque`` window (for ``step()``), and a context manager reading
   ``perf_counter()`` on enter and exit (for ``track()``). The natural GPU
@@ -138,7 +142,7 @@ def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
     print(f"  before: {trees['before']}\n  after:  {trees['after']}")
     print(f"{'row':45s} {'before':>9s} {'after':>9s} {'after/before':>13s}")
     for row in runs["after"][0]:
-        if row.startswith("_"):
+        if row.startswith("_") or row not in runs["before"][0]:
             continue
         before = statistics.median(r[row] for r in runs["before"])
         after = statistics.median(r[row] for r in runs["after"])
@@ -185,6 +189,47 @@ def main() -> None:
     syncs = fake.fake_sync_calls()
     metrics_ns = per_call_ns(lambda _: cuda_tracker.metrics(), n // 10, rounds)
 
+    # Phase marks: a step is open on each tracker (step() above), so every
+    # call takes a mark. Per mark = per pair (or block) / 2.
+    def pair(tracker):
+        begin, end = tracker.begin_phase, tracker.end_phase
+
+        def call(_):
+            begin("forward")
+            end()
+        return call
+
+    def block(tracker):
+        phase = tracker.phase
+
+        def call(_):
+            with phase("forward"):
+                pass
+        return call
+
+    fake.fake_reset()
+    phase_syncs_before = fake.fake_sync_calls()
+    has_phases = hasattr(cpu_tracker, "begin_phase")  # --compare against an older build
+    marks = {} if not has_phases else {
+        "phase mark (begin/end_phase), cpu clock": per_call_ns(pair(cpu_tracker), n, rounds) / 2,
+        "phase mark (with phase()), cpu clock": per_call_ns(block(cpu_tracker), n, rounds) / 2,
+        "phase mark (begin/end_phase), cuda clock (fake)":
+            per_call_ns(pair(cuda_tracker), n // 10, rounds) / 2,
+    }
+    phase_syncs = fake.fake_sync_calls() - phase_syncs_before
+
+    waterfall_tracker = Tracker(1e6, spec=spec, clock="cpu", param_bytes=1e9)
+    waterfall_tracker.step()
+    for _ in range(101):
+        for name in ("data", "forward", "backward", "optimizer") if has_phases else ():
+            waterfall_tracker.switch_phase(name)
+        if has_phases:
+            waterfall_tracker.end_phase()
+        waterfall_tracker.step()
+    waterfall_keys = len(waterfall_tracker.metrics())
+    plain_metrics_ns = per_call_ns(lambda _: cpu_tracker.metrics(), n // 10, rounds)
+    waterfall_ns = per_call_ns(lambda _: waterfall_tracker.metrics(), n // 10, rounds)
+
     blocks = {
         "nullcontext()": per_block_ns(contextlib.nullcontext, n, rounds, read=False),
         "Python perf_counter block": per_block_ns(PyBlock, n, rounds, read=True),
@@ -199,8 +244,10 @@ def main() -> None:
     }
 
     if args.json:
-        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks,
-                   "_cuda_syncs": syncs, "_baseline": baseline}
+        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks, **marks,
+                   "Tracker.metrics(), cpu clock, no phases": plain_metrics_ns,
+                   "Tracker.metrics(), cpu clock, waterfall": waterfall_ns,
+                   "_cuda_syncs": syncs + phase_syncs, "_baseline": baseline}
         print(json.dumps(figures))
         return
     print(f"{n} calls per round, best of {rounds} rounds; Python {sys.version.split()[0]}")
@@ -216,6 +263,11 @@ def main() -> None:
     for name, ns in blocks.items():
         print(f"{name:45s} {ns:7.1f} ns/block ({ns / null:.2f}x nullcontext, "
               f"+{ns - null:.0f} ns)")
+    for name, ns in marks.items():
+        print(f"{name:50s} {ns:7.1f} ns/mark")
+    print(f"  synchronizing driver calls during the cuda-clock phase marks: {phase_syncs}")
+    print(f"Tracker.metrics(), cpu clock, no phases        {plain_metrics_ns:7.1f} ns/call")
+    print(f"Tracker.metrics(), cpu clock, waterfall ({waterfall_keys} keys) {waterfall_ns:7.1f} ns/call")
     print("torch.cuda.Event equivalent: not measurable without a GPU "
           "(torch.cuda.Event(enable_timing=True) raises on a CPU build)")
 

@@ -5,7 +5,9 @@
  * A "step" is mfu_steps_step (core/steps.h) with a token count: the
  * boundary's mark, the record in the pending ring, the non-blocking poll
  * and the drain into the window. A summary (O(window), what a read of the
- * figures costs) is timed on its own. Measured on the CPU clock and on the CUDA path against
+ * figures costs) is timed on its own, and so is a phase mark
+ * (mfu_steps_phase_switch inside an open step: the mark and its record;
+ * issue 11). Measured on the CPU clock and on the CUDA path against
  * the fake driver (tests/c/fake_driver), where the driver calls themselves
  * are timed alone too, so the core's own share is the difference. Target
  * (issue 3): under 1 us per step besides the driver calls. Times are the
@@ -14,8 +16,9 @@
  * Build and run (from the repository root, after `make ctest` built the
  * fake driver):
  *   cc -std=c11 -O2 -Icsrc/core -o build/bench_timing_c \
- *      benchmarks/timing_overhead_c.c csrc/core/steps.c csrc/core/timing.c \
- *      csrc/core/gpu_driver.c csrc/core/stats.c csrc/core/status.c -lm -ldl
+ *      benchmarks/timing_overhead_c.c csrc/core/steps.c csrc/core/phases.c \
+ *      csrc/core/timing.c csrc/core/gpu_driver.c csrc/core/stats.c \
+ *      csrc/core/status.c -lm -ldl
  *   MFU_TRACKER_CUDA_LIBRARY=$PWD/build/ctest/libfake_cuda.so build/bench_timing_c
  *
  * Recorded: see benchmarks/README.md. A real driver's cuEventRecord /
@@ -62,6 +65,24 @@ static double run_steps(mfu_steps *tracker, long steps)
             return -1.0;
     }
     return (cpu_seconds() - start) / (double)steps;
+}
+
+/* Seconds of CPU per phase mark: four switches and an end per step, as an
+ * integration marks them, the boundary's own cost taken out. */
+static double run_phase_marks(mfu_steps *tracker, long steps)
+{
+    static const mfu_phase order[] = {MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD,
+                                      MFU_PHASE_OPTIMIZER};
+    double with_marks, start = cpu_seconds();
+    for (long i = 0; i < steps; i++) {
+        for (int p = 0; p < 4; p++)
+            mfu_steps_phase_switch(tracker, order[p]);
+        mfu_steps_phase_end(tracker);
+        if (i % 64 == 0)
+            mfu_steps_poll(tracker); /* a boundary would; keeps the pool steady */
+    }
+    with_marks = (cpu_seconds() - start) / (double)steps;
+    return with_marks / 5.0;
 }
 
 /* Seconds of CPU per summary of a full window. */
@@ -124,6 +145,7 @@ static int bench(mfu_clock_kind clock, const char *label)
            label, per_step * 1e9, rss_small, rss_large, rss_larger);
     printf("%-28s %8.1f ns/summary (window of 100)\n", "",
            run_summaries(tracker, STEPS / 10) * 1e9);
+    printf("%-28s %8.1f ns/phase mark\n", "", run_phase_marks(tracker, STEPS / 5) * 1e9);
     if (clock != MFU_CLOCK_CPU) {
         const mfu_gpu_driver *driver = NULL;
         double alone;

@@ -57,6 +57,11 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_rank_min", "step_time_rank_min", 1.0, "s",
               "the fastest rank's host seconds per step since the last aggregation"),
     MetricKey("slowest_rank", "slowest_rank", 1.0, "rank", "the rank that took longest"),
+    # the waterfall's straggler (mfu_tracker.distributed, phases marked on every rank)
+    MetricKey("straggler_rank", "straggler_rank", 1.0, "rank",
+              "the rank with the most busy time per step (step less exposed communication)"),
+    MetricKey("straggler_lost", "straggler_lost", 1.0, "fraction of step time",
+              "the other ranks' mean wait for the straggler / the job's step time"),
 )
 
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).

@@ -57,6 +57,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import _C
 from ._metrics import format_metrics
+from ._phases import waterfall
 
 #: (model, executed, forward) FLOPs of a step or a block.
 Flops = Tuple[float, float, float]
@@ -544,6 +545,12 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     if window is None:
         return None
     peak = tracker.peak
-    return format_metrics(window.figures(peak_flops_per_sec=peak.flops_per_sec,
-                                         peak_bytes_per_sec=peak.bytes_per_sec,
-                                         param_bytes=param_bytes, num_gpus=num_gpus), prefix)
+    figures: Dict[str, Any] = window.figures(peak_flops_per_sec=peak.flops_per_sec,
+                                             peak_bytes_per_sec=peak.bytes_per_sec,
+                                             param_bytes=param_bytes, num_gpus=num_gpus)
+    phases = tracker.phases()["phase_s"]
+    if phases:  # the same window's steps: the waterfall at the window's own MFU
+        figures["phase_s"] = phases
+        figures["mfu_lost"] = waterfall(figures.get("mfu"), figures.get("hfu"),
+                                        figures.get("step_time_s"), phases)
+    return format_metrics(figures, prefix)

@@ -55,6 +55,22 @@ sync every step and the interval times are equal up to noise -- there uneven
 ``mfu_rank_max``), and a slow *device* with equal work is invisible to
 step-boundary timing on any rank.
 
+The straggler *culprit* under DDP / FSDP comes from the phases (issue 11):
+when every rank marked phases, each row carries its seconds per step per
+phase, and a rank's *busy* time is its step period less its exposed
+communication (the time it waited for its peers after handing over its last
+gradient bucket, measured by ``Tracker.attach_ddp``'s hook). The rank with
+the most busy time is ``straggler_rank``; ``straggler_lost`` is the other
+ranks' mean (busy_straggler - busy_r) over the job's step time -- the share of
+the step they spent waiting for it. Without the communication phase (no
+hook, FSDP2) busy time equals the period and the straggler figures only
+reflect noise (``straggler_lost`` near 0). The global waterfall
+(``mfu_lost/*``) is the peak-weighted mean of the ranks' shares -- the weights
+of the global MFU -- so it still adds up to 1 with ``mfu``; ``phase_s/*`` is
+the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
+above all) is left out of the step it falls in, so a fast rank's wait for a
+slow one no longer lowers its MFU.
+
 The collective itself (the side group, the gather, the bounded wait) is in
 :mod:`mfu_tracker._collective`.
 
@@ -73,12 +89,16 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._metrics import format_metrics
+from ._phases import PHASES, busy_s, closing_share, waterfall
 from ._validate import check_prefix
 
 __all__ = ["RankFigures", "DistributedFigures"]
 
 #: The first value of every row: bumped when ROW_FIELDS changes, so rows of
 #: different layouts (ranks running different versions) never combine.
+#: (The phase fields of issue 11 lengthened the row rather than reordering
+#: it: rows of the earlier layout cannot pair with these in one all-gather,
+#: which needs equal sizes, so the value stays 1.0.)
 ROW_LAYOUT = 1.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
@@ -104,6 +124,12 @@ ROW_FIELDS: Tuple[str, ...] = (
     "interval_s",              # host seconds from the previous aggregation's end to this one
     "interval_steps",          # step() calls in that interval
     "mfu",                     # this rank's MFU (achieved / peak)
+    # seconds per step of each marked phase in the window (NaN = unmarked)
+    "phase_data_s",
+    "phase_forward_s",
+    "phase_backward_s",
+    "phase_optimizer_s",
+    "phase_communication_s",
 )
 _NAN = float("nan")
 
@@ -138,6 +164,32 @@ class RankFigures:
     interval_s: Optional[float]
     interval_steps: int
     mfu: Optional[float]
+    phase_data_s: Optional[float] = None
+    phase_forward_s: Optional[float] = None
+    phase_backward_s: Optional[float] = None
+    phase_optimizer_s: Optional[float] = None
+    phase_communication_s: Optional[float] = None
+
+    @property
+    def phase_s(self) -> Dict[str, float]:
+        """Seconds per step of each phase this rank marked in its window."""
+        out = {}
+        for name in PHASES:
+            value = getattr(self, f"phase_{name}_s")
+            if value is not None:
+                out[name] = value
+        return out
+
+    @property
+    def hfu(self) -> Optional[float]:
+        """Executed FLOP/s over the peak (None when either is unknown)."""
+        return _ratio(self.executed_flops_per_sec, self.peak_flops_per_sec)
+
+    @property
+    def busy_s(self) -> Optional[float]:
+        """Seconds per step this rank spent not waiting for its peers: the
+        step period less exposed communication (None without phases)."""
+        return busy_s(self.step_time_s, self.phase_s)
 
     @property
     def interval_step_time_s(self) -> Optional[float]:
@@ -202,6 +254,10 @@ class DistributedFigures:
     step_time_rank_max: Optional[float]        # its interval step time, s
     step_time_rank_min: Optional[float]        # the fastest rank's interval step time, s
     steps_match: bool                          # every rank aggregated after the same step() count
+    mfu_lost: Optional[Dict[str, float]] = None  # the waterfall: peak-weighted mean of the ranks'
+    phase_s: Optional[Dict[str, float]] = None   # mean over ranks of seconds per step per phase
+    straggler_rank: Optional[int] = None       # argmax of busy seconds per step (phases marked)
+    straggler_lost: Optional[float] = None     # the others' mean wait for it / the job's step time
 
     @property
     def world_size(self) -> int:
@@ -211,6 +267,50 @@ class DistributedFigures:
         """The ``Tracker.metrics()`` keys of these figures (the one formatter,
         :mod:`mfu_tracker._metrics`); unavailable ones left out."""
         return format_metrics(self.__dict__, check_prefix(prefix))
+
+
+def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
+        Optional[Dict[str, float]], Optional[Dict[str, float]], Optional[int], Optional[float]]:
+    """The global waterfall, phase seconds and straggler, when every rank
+    marked phases (else all None: the keys are left out).
+
+    Waterfall: the peak-weighted mean of the ranks' shares -- the weights
+    of the global MFU (sum_r P_r mfu_r / sum_r P_r), so the global shares and
+    MFU still add up to 1 (``other`` closes the sum). Phase seconds: the mean
+    over ranks. Straggler: the rank with the most busy seconds per step
+    (step period less exposed communication; lowest rank on ties); its
+    ``straggler_lost`` is the other ranks' mean (busy_s - busy_r) over the
+    job's step time (the slowest mean period): the share of the job's step
+    time they spent waiting for it (0 at world size 1)."""
+    if not with_steps or not all(r.phase_s for r in ranks):
+        return None, None, None, None
+    names = [name for name in PHASES if all(name in r.phase_s for r in ranks)]
+    phase_s = {name: math.fsum(r.phase_s[name] for r in ranks) / len(ranks) for name in names}
+    lost: Optional[Dict[str, float]] = None
+    shares = [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s) for r in ranks]
+    peaks = [r.peak_flops_per_sec for r in ranks]
+    if all(w is not None for w in shares) and all(p is not None and p > 0 for p in peaks):
+        total_peak = math.fsum(peaks)  # type: ignore[arg-type]
+        common = [k for k in shares[0] if all(k in w for w in shares)]  # type: ignore[union-attr]
+        lost = {k: math.fsum(p * w[k] for p, w in zip(peaks, shares)) / total_peak  # type: ignore[index,operator]
+                for k in common if k != "other"}
+        mfu = math.fsum(p * r.mfu for p, r in zip(peaks, ranks)) / total_peak  # type: ignore[operator]
+        lost["other"] = _closing(mfu, lost)
+    busy = [(r.busy_s, r.rank) for r in ranks]
+    straggler = straggler_lost = None
+    job_step = max(r.step_time_s for r in ranks if r.step_time_s is not None) \
+        if any(r.step_time_s is not None for r in ranks) else None
+    if all(b is not None for b, _ in busy) and job_step:
+        top, straggler = max(busy, key=lambda item: (item[0], -item[1]))
+        others = [b for b, rank in busy if rank != straggler]
+        straggler_lost = (math.fsum(top - b for b in others) / len(others) / job_step  # type: ignore[operator]
+                          if others else 0.0)
+    return lost, phase_s, straggler, straggler_lost
+
+
+def _closing(mfu: float, lost: Dict[str, float]) -> float:
+    """``other``: what closes ``mfu + sum(lost)`` to exactly 1."""
+    return closing_share([mfu, *lost.values()])
 
 
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
@@ -242,7 +342,12 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         slowest = max(intervals, key=lambda item: (item[0], -item[1]))
         fastest = min(intervals, key=lambda item: (item[0], item[1]))
 
+    lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
     return DistributedFigures(
+        mfu_lost=lost,
+        phase_s=phase_s,
+        straggler_rank=straggler,
+        straggler_lost=straggler_lost,
         ranks=ranks,
         mfu=_ratio(achieved, peak),
         hfu=_ratio(executed, peak),

@@ -30,6 +30,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 import torch
 
 from . import _C
+from ._auto_phases import AutoPhases
 from ._clock import block_clock
 from ._dtypes import normalize_dtype
 from ._step_flops import Flops, StepCounter, StepFlops, StepRecord
@@ -121,6 +122,15 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         distributed: False (default): ``metrics()`` is this rank's own figures;
             True / None: global figures by a collective at each ``metrics()``
             call (see :class:`~mfu_tracker.Tracker`).
+        phases: mark the step's phases automatically for the waterfall
+            (:mod:`mfu_tracker._auto_phases`): data from the step boundary to
+            the model's first forward, forward and backward from the model's
+            forward hooks (each micro-batch; a new ``track_step()`` block goes
+            back to data), optimizer around the wrapped ``step()``; with a
+            ``DistributedDataParallel`` model also exposed communication
+            (``Tracker.attach_ddp``: DDP's all-reduce behind a marking
+            communication hook). False: no marks (mark them yourself with
+            ``wrapper.tracker.phase()``).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -147,6 +157,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         clock: str = "auto",
         causal_attention: str = "full",
         distributed: Optional[bool] = False,
+        phases: bool = True,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -160,6 +171,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
         hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
         # A non-str causal_attention is a ValueError here (as it always was).
         causal = check_causal_attention(causal_attention, type_error=False)
@@ -185,7 +198,24 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_started"] = False
         d["_warned"] = set()
         d["_last_step_flops"] = None
+        d["_phases"] = None
+        if phases:
+            d["_phases"] = AutoPhases(d["_tracker"])
+            d["_phases"].attach(model)
+            if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+                self._attach_ddp(model)
         self._open_step()
+
+    def _attach_ddp(self, model: torch.nn.Module) -> None:
+        """Exposed communication of a DDP model (``Tracker.attach_ddp``); a
+        model with its own communication hook keeps it (one warning)."""
+        try:
+            self._tracker.attach_ddp(model)
+        except Exception as error:  # noqa: BLE001 -- DDP takes one hook per model
+            self._warn_once("ddp", f"exposed communication is not separated from backward: the "
+                            f"DDP communication hook could not be registered ({error!r}); "
+                            f"use wrapper.tracker.attach_ddp(model, hook=your_hook) before "
+                            f"registering yours")
 
     # ---- the wrapped optimizer -------------------------------------------------
 
@@ -228,7 +258,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         self._start_clock()
         if closure is not None:
             closure = self._counted_closure(closure)
+        auto = self._phases
+        if auto is not None and closure is None:
+            auto.optimizer()
         loss = self.optimizer.step() if closure is None else self.optimizer.step(closure)
+        if auto is not None:
+            auto.end()
         if not first or self._record.micro_batches:
             self._close_step()
         else:
@@ -288,6 +323,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if zero_grad:
             self.optimizer.zero_grad()
         self._start_clock()
+        if self._phases is not None:
+            self._phases.data()
         counter = self._counter()
         if counter is not None:
             counter.start()
@@ -345,7 +382,11 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if not self._started:
             self.__dict__["_started"] = True
             try:
+                if self._phases is not None:
+                    self._phases.end()  # a forward before the first step marked one
                 self._tracker.step()
+                if self._phases is not None:
+                    self._phases.data()
             except Exception as error:  # noqa: BLE001
                 self._warn_once("tracker", f"the step tracker failed ({error!r})")
 
@@ -358,6 +399,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._policy.close(record, self._step_counter)
             tokens = None if record.tokens_missing or not record.tokens else float(sum(record.tokens))
             flops = self._flops_or_none(record, tokens)
+            if self._phases is not None:
+                self._phases.end()  # a profile() forward just now may have marked one
             if flops is None:
                 self._warn_once("noflops", "no FLOPs for this step: run forward/backward inside "
                                 "track_step() (counted), or give sample_batch; MFU is left out")
@@ -369,6 +412,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
         finally:
             self._open_step()
+            if self._phases is not None:
+                self._phases.data()
 
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
@@ -404,4 +449,6 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
     def close(self) -> None:
         """Resolve every pending step and release the tracker's GPU events."""
+        if self._phases is not None:
+            self._phases.detach()
         self._tracker.close()

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional
 
 from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ._metrics import format_metrics
 from ._peak import Peak, resolve_peak
+from ._phases import PHASES, waterfall
 from ._validate import (
     NUM_GPUS_MAX,
     PARALLEL_DEGREE_MAX,
@@ -128,6 +129,38 @@ class Tracker(_C.StepTracker):
     ``{prefix}/peak_tflops``         the MFU denominator: peak TFLOP/s x ``num_gpus``
     ===============================  =====================================================
 
+    **Phases and the waterfall.** ``with tracker.phase(name):`` (or
+    ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
+    step: "data", "forward", "backward", "optimizer" (and "communication",
+    exposed communication, which the DDP hook of :meth:`attach_ddp` marks).
+    An unknown name raises ``ValueError``. Each mark is one point on the
+    tracker's clock, never a sync: on a GPU clock a phase lasts what the GPU
+    timeline says, so a host stall (a data wait) while queued kernels still
+    run costs nothing and only the part after the GPU drained counts; on the
+    CPU clock it is host time. Nested phases: the inner one wins and the
+    outer resumes at its exit. A phase still open at ``step()`` is closed
+    there (one warning); ``end_phase()`` with none open, or more than
+    ``_C.LIMIT_PHASE_DEPTH_MAX`` nested, is ignored (one warning). When
+    phases were marked in the window, ``metrics()`` adds the waterfall
+    (fractions of the step period; ``mfu`` + the ``mfu_lost`` shares = 1
+    exactly; definitions in :mod:`mfu_tracker._phases`):
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
+    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
+    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ====================================  ===========================================================
+
+    A phase never marked in the window has no key (its time is in ``other``).
+    ``metrics()`` leaves its own time out of the step it falls in: the
+    aggregation collective on either clock, the local call on the CPU clock.
+
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
     *collective*: every rank must call it at the same steps -- at logging
@@ -153,7 +186,15 @@ class Tracker(_C.StepTracker):
                                                     the previous aggregation to this one
     ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
+    ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
+                                                    seconds per step: step time less exposed communication
+    ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
+                                                    step time
     ==============================================  ==========================================================
+
+    With phases marked on every rank the waterfall keys are global too: the
+    peak-weighted mean of the ranks' shares (the weights of the global MFU),
+    and ``phase_s`` the mean over ranks.
 
     A figure is global only when every rank has it (else left out). World
     size 1 gives the same keys with no collective. A rank whose peers do not
@@ -324,18 +365,42 @@ class Tracker(_C.StepTracker):
         (:mod:`mfu_tracker._metrics`).
 
         Local and never blocking without a process group; with one, a
-        collective returning the global figures on every rank.
+        collective returning the global figures on every rank. The time
+        spent inside (the collective's wait above all) is left out of the
+        step it falls in, on either clock.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
         agg = self._dist
-        if agg is not None and agg.failed is None:
-            figures = self._aggregate(agg)
-            if figures is not None:
-                return figures.metrics(prefix)
-        summary = _C.StepTracker.summary(self)
-        if not summary["steps"]:
-            return {}
-        return format_metrics(summary, prefix)
+        collective = agg is not None and agg.failed is None
+        # Left out of the step: the collective on either clock; the local
+        # path (microseconds of host work) on the CPU clock only -- on a GPU
+        # clock it overlaps queued work, and two event records per call
+        # would cost more than they measure.
+        exclude = collective or self.clock == "cpu"
+        if exclude:
+            self._exclude_begin()
+        try:
+            if collective:
+                figures = self._aggregate(agg)  # type: ignore[arg-type]
+                if figures is not None:
+                    return figures.metrics(prefix)
+            local = self._local_figures()
+            if not local["steps"]:
+                return {}
+            return format_metrics(local, prefix)
+        finally:
+            if exclude:
+                self._exclude_end()
+
+    def _local_figures(self) -> Dict[str, Any]:
+        """The C summary plus the window's phase seconds per step
+        (``phase_s``) and the waterfall (``mfu_lost``) when phases were marked."""
+        out: Dict[str, Any] = _C.StepTracker.summary(self)
+        phases = _C.StepTracker.phases(self)["phase_s"]
+        if phases:
+            out["phase_s"] = phases
+            out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
+        return out
 
     def aggregate(
         self,
@@ -360,7 +425,11 @@ class Tracker(_C.StepTracker):
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self.rank_figures(**overrides)])
-        return self._aggregate(agg, overrides)
+        self._exclude_begin()
+        try:
+            return self._aggregate(agg, overrides)
+        finally:
+            self._exclude_end()
 
     def _aggregate(self, agg: Aggregator,
                    overrides: Optional[Dict[str, Optional[float]]] = None
@@ -395,6 +464,7 @@ class Tracker(_C.StepTracker):
         executed_flops = _override(executed_flops, "executed_flops")
         num_tokens = _override(num_tokens, "num_tokens")
         s = _C.StepTracker.summary(self)
+        phases = _C.StepTracker.phases(self)["phase_s"]
         mp = self._model_parallel
         window_s = s["window_s"]
 
@@ -441,7 +511,19 @@ class Tracker(_C.StepTracker):
             interval_s=interval_s,
             interval_steps=interval_steps,
             mfu=mfu,
+            **{f"phase_{name}_s": phases.get(name) for name in PHASES},
         )
+
+    def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
+        """Measure exposed communication under DDP: register a communication
+        hook on ``model`` (a ``DistributedDataParallel``) that runs ``hook``
+        (default: DDP's all-reduce) and, when the last gradient bucket is
+        handed over, switches the running backward phase to
+        ``communication`` (:mod:`mfu_tracker._comm_hook`). Needs backward
+        marked (by hand or by an integration)."""
+        from ._comm_hook import attach_ddp
+
+        attach_ddp(self, model, hook, state)
 
     def distributed_counters(self) -> Dict[str, int]:
         """Aggregation counters: ``aggregations`` (collective metrics() /
@@ -465,7 +547,7 @@ class Tracker(_C.StepTracker):
             agg.close()
             agg.failed = "closed"
 
-    def summary(self) -> Dict[str, Union[float, int, str, None]]:
+    def summary(self) -> Dict[str, Any]:
         """Every windowed figure, None where unavailable.
 
         Keys: ``steps`` (in the window), ``steps_seen`` (resolved, warm-up
@@ -475,9 +557,12 @@ class Tracker(_C.StepTracker):
         periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
         ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
         and ``peak_tflops`` (the MFU denominator, x num_gpus), ``peak_source``
-        ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``.
+        ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``;
+        when phases were marked in the window also ``phase_s`` (seconds per
+        step of each marked phase) and ``mfu_lost`` (the waterfall shares,
+        or None without MFU).
         """
-        out: Dict[str, Union[float, int, str, None]] = super().summary()
+        out: Dict[str, Any] = self._local_figures()
         out["peak_source"] = self._peak.source
         out["dtype"] = self._dtype
         return out

@@ -141,6 +141,17 @@ ROWS: list = [
      TypeError, r"step\(\).*positional"),
     ("Tracker.step/unknown keyword", lambda: Tracker(1.0, peak_tflops=1.0, device="cpu").step(tokens=1),
      TypeError, r"'tokens'"),
+    # ---- Tracker phases (issue 11; the "waterfall" stream) ------------------------
+    ("Tracker.phase/name=dataloading", lambda: Tracker(1.0, clock="cpu").phase("dataloading"),
+     ValueError, r"phase.*'dataloading'"),
+    ("Tracker.begin_phase/name=None", lambda: Tracker(1.0, clock="cpu").begin_phase(None),
+     TypeError, r"phase.*NoneType"),
+    ("Tracker.switch_phase/name=Data", lambda: Tracker(1.0, clock="cpu").switch_phase("Data"),
+     ValueError, r"phase.*'Data'"),
+    ("Tracker.attach_ddp/model=Linear", lambda: Tracker(1.0, clock="cpu").attach_ddp(_model()),
+     TypeError, r"model.*DistributedDataParallel.*Linear"),
+    ("MFUOptimizerWrapper/phases=yes", lambda: _wrap(phases="yes"), TypeError, r"phases.*str"),
+    ("MFUCallback/phases=1", lambda: _callback(phases=1), TypeError, r"phases.*int"),
     # ---- compute_mfu / compute_mbu ----------------------------------------------
     ("compute_mfu/flop_count=-1", lambda: compute_mfu(-1, 1.0, peak_tflops=1), ValueError, r"flops.*-1"),
     ("compute_mfu/elapsed_sec=0", lambda: compute_mfu(1, 0, peak_tflops=1), ValueError, r"elapsed_sec.*0"),

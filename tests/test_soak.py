@@ -510,6 +510,21 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.close", closed.close)
         add("StepTracker.step", closed.step, F(1.0))  # after close: ignored, one warning
         add("StepTracker.__init__", st.__init__, exc=RuntimeError)
+        # phases (issue 11): marks inside an open step; misuse warns once
+        st.step()
+        block = st.phase(S("forward"))
+        add("StepTracker.phase", st.phase, S("data"))
+        add("StepTracker.phase", st.phase, S("dataloading"), exc=ValueError)
+        add("PhaseBlock.__enter__", block.__enter__)
+        add("PhaseBlock.__exit__", block.__exit__, None, None, None)
+        add("StepTracker.begin_phase", st.begin_phase, S("backward"))
+        add("StepTracker.begin_phase", st.begin_phase, I(3), exc=TypeError)
+        add("StepTracker.switch_phase", st.switch_phase, S("optimizer"))
+        add("StepTracker.end_phase", st.end_phase)
+        add("StepTracker.phase_depth", st.phase_depth)
+        add("StepTracker.phases", st.phases)
+        add("StepTracker._exclude_begin", st._exclude_begin)
+        add("StepTracker._exclude_end", st._exclude_end)
     add("StepTracker()", _C.StepTracker, window=I(0), exc=ValueError)
     add("StepTracker()", _C.StepTracker, num_gpus=True, exc=TypeError)
     add("StepTracker()", _C.StepTracker, model_flops=F(math.inf), exc=ValueError)
@@ -517,6 +532,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("StepTracker()", _C.StepTracker, stream=F(0.0), exc=TypeError)
     unconfigured = _C.StepTracker.__new__(_C.StepTracker)
     add("StepTracker.summary", unconfigured.summary, exc=RuntimeError)
+    add("StepTracker.phases", unconfigured.phases, exc=RuntimeError)
+    add("PhaseBlock()", _C.PhaseBlock, exc=TypeError)
     return calls
 
 

@@ -37,6 +37,7 @@
 #include "ops.h"
 #include "timing.h"
 #include "stats.h"
+#include "phases.h"
 #include "steps.h"
 #include "mfu_limits.h"
 

@@ -30,6 +30,9 @@
  *                         is not a dtype and is not scanned further.
  *   MFU_PEAK_OVERRIDE_MAX bytes of MFU_TRACKER_PEAK_TFLOPS: one number per
  *                         dtype fits many times over.
+ *   MFU_PHASE_DEPTH_MAX   phases open at once in a step tracker (nested
+ *                         phase() blocks); one per phase name nests every
+ *                         phase in every other, twice over.
  */
 #ifndef MFU_LIMITS_H
 #define MFU_LIMITS_H
@@ -50,5 +53,7 @@
 #define MFU_GPU_CC_MAX 99
 #define MFU_DTYPE_NAME_MAX 32
 #define MFU_PEAK_OVERRIDE_MAX 1024
+
+#define MFU_PHASE_DEPTH_MAX 16
 
 #endif /* MFU_LIMITS_H */

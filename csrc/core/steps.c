@@ -6,14 +6,20 @@
 #include "mfu_limits.h"
 #include "steps.h"
 
-/* The kind of mark a record is for. Issue 11 adds phase and excluded-
- * interval kinds here (steps.h, "Extending it"). */
-enum mark_kind { MARK_BOUNDARY = 0 };
+/* The kind of mark a record is for (steps.h, "Phases", "Excluded
+ * intervals"). */
+enum mark_kind {
+    MARK_BOUNDARY = 0,
+    MARK_PHASE = 1,         /* `phase` runs from this mark on (NONE: none) */
+    MARK_EXCLUDE_BEGIN = 2,
+    MARK_EXCLUDE_END = 3
+};
 
 /* One mark waiting to be accounted for. */
 struct record {
     uint64_t id;        /* the mark */
     uint8_t kind;       /* enum mark_kind */
+    uint8_t phase;      /* MARK_PHASE: the phase running from the mark on */
     uint8_t closes;     /* a boundary that closes a step (else it opens the
                            first step of its clock) */
     uint8_t model_known; /* the closed step's model FLOPs are known */
@@ -28,6 +34,7 @@ struct mfu_steps {
     int closed;
 
     mfu_window *window;
+    mfu_phase_window *phase_window; /* the window's steps' phase times */
 
     struct record *ring; /* the pending ring */
     uint32_t ring_capacity, ring_head, ring_count;
@@ -39,6 +46,18 @@ struct mfu_steps {
      * known (unknown at a clock's start and after a lost record). */
     int open_known;
     double open_s;
+
+    /* Phases, the marking side: the open phases, innermost last. */
+    uint8_t phase_stack[MFU_PHASE_DEPTH_MAX];
+    uint32_t phase_depth;
+    int excluding;
+    /* Phases, the draining side: the phase running since segment_s (when
+     * segment_known), the exclusion running since exclude_s, and the open
+     * step's phase times so far. */
+    uint8_t running;
+    int segment_known, drain_excluding, exclude_known;
+    double segment_s, exclude_s;
+    mfu_phase_times times;
 
     uint64_t boundaries;
     uint64_t pushed;             /* == the window's steps_seen */
@@ -74,6 +93,11 @@ static void ring_pop(mfu_steps *s)
  * opening boundary leaves the next step without a start. */
 static void lose(mfu_steps *s, const struct record *r)
 {
+    if (r->kind != MARK_BOUNDARY) {
+        s->segment_known = 0;
+        s->exclude_known = 0;
+        return;
+    }
     if (r->closes) {
         s->pending--;
         s->dropped++;
@@ -94,14 +118,54 @@ static struct record *ring_append(mfu_steps *s)
 
 /* ---- the drain ------------------------------------------------------- */
 
-/* A boundary whose mark is at `t` seconds (`known` = 0: its time is lost). */
+/* Charge the time from the running segment's start to `t` to the running
+ * phase (none: nothing), and start a new segment at `t`. */
+static void end_segment(mfu_steps *s, int known, double t)
+{
+    if (!s->drain_excluding && s->segment_known && known && s->running != MFU_PHASE_NONE)
+        s->times.seconds[s->running] += t - s->segment_s;
+    s->segment_known = known;
+    s->segment_s = t;
+}
+
+static void account_phase(mfu_steps *s, const struct record *r, int known, double t)
+{
+    end_segment(s, known, t);
+    s->running = r->phase;
+    if (r->phase != MFU_PHASE_NONE)
+        s->times.marked |= 1u << r->phase;
+}
+
+static void account_exclude(mfu_steps *s, int begin, int known, double t)
+{
+    if (begin) {
+        end_segment(s, known, t);
+        s->drain_excluding = 1;
+        s->exclude_known = known;
+        s->exclude_s = t;
+    } else if (s->drain_excluding) {
+        if (known && s->exclude_known)
+            s->times.excluded_s += t - s->exclude_s;
+        s->drain_excluding = 0;
+        s->segment_known = known;
+        s->segment_s = t;
+    }
+}
+
+/* A boundary whose mark is at `t` seconds (`known` = 0: its time is lost).
+ * It ends the running phase and any exclusion: the step's period leaves
+ * out the excluded time. */
 static void account_boundary(mfu_steps *s, const struct record *r, int known,
                              double t)
 {
+    account_exclude(s, 0, known, t);
+    end_segment(s, known, t);
     if (r->closes) {
         s->pending--;
         if (known && s->open_known
-            && mfu_window_push(s->window, t - s->open_s, &r->work, NULL) == MFU_OK) {
+            && mfu_window_push(s->window, t - s->open_s - s->times.excluded_s, &r->work,
+                               NULL) == MFU_OK) {
+            mfu_phase_window_push(s->phase_window, &s->times);
             s->pushed++;
             if (!r->model_known)
                 s->last_unknown_model = s->pushed;
@@ -111,6 +175,8 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
     }
     s->open_known = known;
     s->open_s = t;
+    s->running = MFU_PHASE_NONE;
+    memset(&s->times, 0, sizeof s->times);
 }
 
 /* Account for every record whose mark is resolved, in id order. */
@@ -127,6 +193,13 @@ static void drain(mfu_steps *s)
         switch ((enum mark_kind)r->kind) {
         case MARK_BOUNDARY:
             account_boundary(s, r, known, t);
+            break;
+        case MARK_PHASE:
+            account_phase(s, r, known, t);
+            break;
+        case MARK_EXCLUDE_BEGIN:
+        case MARK_EXCLUDE_END:
+            account_exclude(s, r->kind == MARK_EXCLUDE_BEGIN, known, t);
             break;
         }
         ring_pop(s);
@@ -166,6 +239,7 @@ static void fall_back(mfu_steps *s)
     s->ring_count = 0;
     s->step_open = 0;
     s->open_known = 0;
+    s->excluding = 0;
     mfu_timer_destroy(s->timer);
     s->clock = MFU_CLOCK_CPU;
     if (make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL) != MFU_OK)
@@ -243,6 +317,7 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
     mfu_status status = MFU_OK;
 
     outcome->bad = step_work(s, report, &work, &model_known);
+    outcome->phases_closed = 0;
     if (s->closed)
         status = MFU_ERR_UNAVAILABLE;
     else if (s->timer == NULL)
@@ -260,6 +335,7 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
         r = ring_append(s);
         r->id = id;
         r->kind = MARK_BOUNDARY;
+        r->phase = MFU_PHASE_NONE;
         r->closes = (uint8_t)s->step_open;
         r->model_known = (uint8_t)model_known;
         r->work = work;
@@ -267,6 +343,9 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
             s->pending++;
         s->step_open = 1;
         s->boundaries++;
+        outcome->phases_closed = s->phase_depth;
+        s->phase_depth = 0; /* the boundary's record ends the running phase */
+        s->excluding = 0;
         catch_up(s);
     }
     outcome->fallbacks = s->fallbacks;
@@ -276,6 +355,99 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
 void mfu_steps_poll(mfu_steps *s)
 {
     catch_up(s);
+}
+
+/* ---- phases and excluded intervals ------------------------------------ */
+
+/* Append a record of `kind` (and `phase`) on a new mark, when a step is
+ * open to charge (steps.h, "Phases"). */
+static mfu_status mark_within_step(mfu_steps *s, enum mark_kind kind, uint8_t phase)
+{
+    struct record *r;
+    uint64_t id;
+    mfu_status status;
+    if (s->closed)
+        return MFU_ERR_UNAVAILABLE;
+    if (s->timer == NULL)
+        return MFU_ERR_NO_MEMORY;
+    if (!s->step_open)
+        return MFU_OK;
+    status = take_mark(s, &id);
+    if (status != MFU_OK)
+        return status;
+    if (!s->step_open) /* the mark fell back: the next boundary restarts */
+        return MFU_OK;
+    if (s->ring_count > 0)
+        drain(s); /* as in mfu_steps_step: before the history forgets */
+    r = ring_append(s);
+    memset(r, 0, sizeof *r);
+    r->id = id;
+    r->kind = (uint8_t)kind;
+    r->phase = phase;
+    /* No poll here: a phase mark is on the hot path; the next boundary
+     * (or summary) catches up. On the CPU clock the drain is immediate. */
+    if (s->clock == MFU_CLOCK_CPU)
+        drain(s);
+    return MFU_OK;
+}
+
+/* The phase running with the stack as it is now. */
+static uint8_t innermost(const mfu_steps *s)
+{
+    return s->phase_depth > 0 ? s->phase_stack[s->phase_depth - 1] : MFU_PHASE_NONE;
+}
+
+mfu_status mfu_steps_phase_begin(mfu_steps *s, mfu_phase phase)
+{
+    if ((unsigned)phase >= MFU_PHASE_COUNT || s->phase_depth >= MFU_PHASE_DEPTH_MAX)
+        return MFU_ERR_INVALID_ARGUMENT;
+    s->phase_stack[s->phase_depth++] = (uint8_t)phase;
+    return mark_within_step(s, MARK_PHASE, (uint8_t)phase);
+}
+
+mfu_status mfu_steps_phase_end(mfu_steps *s)
+{
+    if (s->phase_depth == 0)
+        return MFU_ERR_INVALID_ARGUMENT;
+    s->phase_depth--;
+    return mark_within_step(s, MARK_PHASE, innermost(s));
+}
+
+mfu_status mfu_steps_phase_switch(mfu_steps *s, mfu_phase phase)
+{
+    if ((unsigned)phase >= MFU_PHASE_COUNT)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (s->phase_depth == 0)
+        s->phase_depth = 1;
+    s->phase_stack[s->phase_depth - 1] = (uint8_t)phase;
+    return mark_within_step(s, MARK_PHASE, (uint8_t)phase);
+}
+
+uint32_t mfu_steps_phase_depth(const mfu_steps *s)
+{
+    return s->phase_depth;
+}
+
+mfu_status mfu_steps_exclude_begin(mfu_steps *s)
+{
+    if (s->excluding)
+        return MFU_OK;
+    s->excluding = 1;
+    return mark_within_step(s, MARK_EXCLUDE_BEGIN, MFU_PHASE_NONE);
+}
+
+mfu_status mfu_steps_exclude_end(mfu_steps *s)
+{
+    if (!s->excluding)
+        return MFU_OK;
+    s->excluding = 0;
+    return mark_within_step(s, MARK_EXCLUDE_END, MFU_PHASE_NONE);
+}
+
+void mfu_steps_phases(mfu_steps *s, mfu_phase_summary *out)
+{
+    catch_up(s);
+    mfu_phase_window_summarize(s->phase_window, out);
 }
 
 void mfu_steps_flush(mfu_steps *s)
@@ -393,6 +565,7 @@ void mfu_steps_destroy(mfu_steps *s)
         return;
     mfu_timer_destroy(s->timer);
     mfu_window_destroy(s->window);
+    mfu_phase_window_destroy(s->phase_window);
     free(s->ring);
     free(s);
 }
@@ -431,7 +604,10 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
         return MFU_ERR_NO_MEMORY;
     s->config = *config;
     s->config.per_step.num_tokens = NAN;
+    s->running = MFU_PHASE_NONE;
     status = mfu_window_create(config->window, config->warmup, &s->window);
+    if (status == MFU_OK)
+        status = mfu_phase_window_create(config->window, config->warmup, &s->phase_window);
     if (status == MFU_OK) {
         status = start_clock(s);
         if (status == MFU_ERR_INVALID_ARGUMENT && bad_field != NULL)

@@ -88,22 +88,52 @@
  * mark resolved (a pool-full wait resolves older marks) before it appends,
  * so the marks resolved between two drains never outnumber the history.
  *
- * ## Extending it: marks inside a step (issue 11, not built yet)
+ * ## Phases (issue 11)
  *
- * Records are keyed by mark id and carry a kind; the drain is a small state
- * machine over them in id order, holding the open step's start time. New
- * kinds plug in there, on the same event engine, never synchronizing:
- *   - phases: a PHASE_BEGIN / PHASE_END record (with the phase: data,
- *     forward, backward, optimizer) adds time(end) - time(begin) to the open
- *     step's per-phase seconds; the window record gains those seconds and
- *     the summary gives seconds per step per phase. On a GPU clock this is
- *     GPU-timeline time: a data stall counts only as long as the GPU sat
- *     idle waiting for the mark that ends it. A boundary closing a phase left
- *     open carries two records on one mark (the ring then holds
- *     (events_max + 1) x records-per-mark).
- *   - excluded intervals: an EXCLUDE_BEGIN / EXCLUDE_END record pair around
- *     the tracker's own collective subtracts time(end) - time(begin) from the
- *     period of the step it falls in, on either clock.
+ * Inside a step the loop may mark *phases* (phases.h: data, forward,
+ * backward, optimizer, exposed communication) on the same mark timer:
+ *   mfu_steps_phase_begin(p)   opens p; an open phase is suspended (the
+ *                              inner phase wins) and resumes when p ends;
+ *   mfu_steps_phase_end()      closes the innermost phase;
+ *   mfu_steps_phase_switch(p)  relabels the innermost phase (opens p when
+ *                              none is open) -- one mark, for hooks that
+ *                              move from one phase to the next (and for
+ *                              the communication hook, which turns the
+ *                              rest of backward into communication).
+ * Each call takes one mark whose record says which phase runs from it on
+ * (or none), so the time between two consecutive marks is charged to the
+ * phase that ran between them: a phase's seconds are differences of marks
+ * on one clock. On a GPU clock these are GPU-timeline seconds: a phase
+ * lasts as long as the GPU took from the event opening it to the one
+ * closing it, so a host stall (a data wait) while the GPU still works
+ * through queued kernels costs nothing, and only the part after the GPU
+ * drained counts. Never synchronizing, as for boundaries.
+ *
+ * A boundary closes every phase left open (outcome->phases_closed says how
+ * many, for the caller's warning). Phase calls before the first boundary,
+ * or after a fallback before the next one, track the nesting but take no
+ * mark (no step is open to charge). More than MFU_PHASE_DEPTH_MAX nested
+ * phases, or an end without an open phase, are refused with
+ * MFU_ERR_INVALID_ARGUMENT and change nothing.
+ *
+ * ## Excluded intervals: the tracker stays out of its own measurement
+ *
+ * mfu_steps_exclude_begin() / _end() bracket the tracker's own work (the
+ * aggregation collective of a distributed metrics() call). The interval
+ * between the two marks is subtracted from the period of the step it falls
+ * in and from whatever phase was running, on either clock (on a GPU clock:
+ * as far as the GPU sat idle meanwhile). Nesting is not counted: a begin
+ * while excluding, or an end while not, is a no-op.
+ *
+ * The window keeps, beside each step's period and work, its phase seconds
+ * and excluded seconds (phases.h); mfu_steps_phases() gives their sums.
+ *
+ * ## The ring holds one record per mark
+ *
+ * Every call that takes a mark appends exactly one record (a boundary that
+ * closes open phases closes them with its own record: the drain ends the
+ * running phase at every boundary), so the bound of "The ring's size"
+ * holds for phase and exclusion marks as for boundaries: events_max + 1.
  *
  * A tracker is used by one thread at a time (the bindings hold a lock).
  */
@@ -113,6 +143,7 @@
 #include <stdint.h>
 
 #include "mfu_status.h"
+#include "phases.h"
 #include "stats.h"
 #include "timing.h"
 
@@ -187,6 +218,7 @@ void mfu_steps_destroy(mfu_steps *steps);
 typedef struct mfu_step_outcome {
     unsigned bad;       /* MFU_STEP_* bits of the given fields that were bad */
     uint32_t fallbacks; /* mfu_steps_fallback()'s count after the call */
+    uint32_t phases_closed; /* phases left open that this boundary closed */
 } mfu_step_outcome;
 
 /* Mark a step boundary and record `report` for the step it closes, then
@@ -227,6 +259,32 @@ uint32_t mfu_steps_fallback(const mfu_steps *steps, mfu_clock_kind *clock,
 
 /* 1 after mfu_steps_close. */
 int mfu_steps_closed(const mfu_steps *steps);
+
+/* ---- phases and excluded intervals (see "Phases") ---------------------- */
+
+/* Open `phase` (< MFU_PHASE_COUNT) inside the running one. Status: MFU_OK;
+ * MFU_ERR_INVALID_ARGUMENT (a phase out of range, or MFU_PHASE_DEPTH_MAX
+ * open already: nothing changes); MFU_ERR_UNAVAILABLE (closed) and a failed
+ * mark as for mfu_steps_step. */
+mfu_status mfu_steps_phase_begin(mfu_steps *steps, mfu_phase phase);
+
+/* Close the innermost phase; the one it suspended resumes.
+ * MFU_ERR_INVALID_ARGUMENT: none is open (nothing changes). */
+mfu_status mfu_steps_phase_end(mfu_steps *steps);
+
+/* Relabel the innermost phase `phase` (open it when none is). */
+mfu_status mfu_steps_phase_switch(mfu_steps *steps, mfu_phase phase);
+
+/* The phases open now (0 .. MFU_PHASE_DEPTH_MAX), innermost = the running one. */
+uint32_t mfu_steps_phase_depth(const mfu_steps *steps);
+
+/* Begin / end an interval left out of the step it falls in. */
+mfu_status mfu_steps_exclude_begin(mfu_steps *steps);
+mfu_status mfu_steps_exclude_end(mfu_steps *steps);
+
+/* Poll, then the phase sums over the window's steps (the same steps as
+ * mfu_steps_summarize's). */
+void mfu_steps_phases(mfu_steps *steps, mfu_phase_summary *out);
 
 /* The configuration in force (sizes as given, defaults not applied). */
 const mfu_steps_config *mfu_steps_get_config(const mfu_steps *steps);

@@ -27,6 +27,10 @@ typedef struct mfu_module_state {
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
      * num_tokens, model_flops, executed_flops. */
     PyObject *step_kwnames[3];
+    /* Tracker.phase()'s context type and the phase names, interned, in
+     * mfu_phase order (py_step_tracker.c). */
+    PyTypeObject *phase_type;
+    PyObject *phase_names[MFU_PHASE_COUNT];
     /* track() (py_track.c): the resolver that turns (dtype, device, spec,
      * peak_tflops, clock) into a peak and a clock, the last key it resolved
      * and its result, the interned keyword names and the defaults. */
@@ -46,6 +50,8 @@ typedef struct mfu_module_state {
     X(timer_type)                            \
     X(step_type)                             \
     X_ARRAY(step_kwnames)                    \
+    X(phase_type)                            \
+    X_ARRAY(phase_names)                     \
     X(track_resolver)                        \
     X_ARRAY(track_last_key)                  \
     X(track_last_resolved)                   \

@@ -59,6 +59,7 @@ from typing import Any, Callable, Deque, Dict, Optional, TypeVar
 
 from transformers import TrainerCallback
 
+from .._auto_phases import AutoPhases
 from .._dtypes import normalize_dtype
 from .._step_flops import (
     StepCounter,
@@ -135,6 +136,17 @@ class MFUCallback(TrainerCallback):
         warmup: first optimizer steps left out (compilation, warm-up).
         causal_attention: "full" (PaLM, default) or "half" (Megatron).
         clock: "auto", "cuda", "hip" or "cpu".
+        phases: mark the step's phases for the waterfall (``mfu_lost/*``,
+            ``phase_s/*``; :mod:`mfu_tracker._auto_phases`): data from the step
+            boundary to the first training forward (the Trainer prefetches a
+            step's micro-batches there) and between micro-batches
+            (``on_substep_end``), forward / backward per micro-batch from the
+            model's forward hooks (backward runs to the next event: loss,
+            backward, gradient clipping), optimizer from
+            ``on_pre_optimizer_step`` to ``on_optimizer_step``. Evaluation
+            ends the running phase at its first prediction step. Exposed DDP
+            communication needs ``Tracker.attach_ddp`` on the wrapped model,
+            which a callback cannot reach: under DDP it stays in backward.
 
     Attributes:
         history: one dict per emitted log (``step``, ``steps``, ``window_s``,
@@ -159,7 +171,11 @@ class MFUCallback(TrainerCallback):
         warmup: int = 1,
         causal_attention: str = "full",
         clock: str = "auto",
+        phases: bool = True,
     ) -> None:
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
+        self.phases = phases
         self.sample_batch = check_sample_batch(sample_batch)
         self.dtype = None if dtype is None else normalize_dtype(dtype)
         self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
@@ -183,6 +199,7 @@ class MFUCallback(TrainerCallback):
     def _reset(self) -> None:
         self._tracker: Any = None
         self._hook: Any = None
+        self._phases: Optional[AutoPhases] = None
         self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
                                  hfu_factor=self._hfu_factor, warn_once=self._warn_once,
                                  sample_batch=self.sample_batch)
@@ -287,6 +304,9 @@ class MFUCallback(TrainerCallback):
         self._policy.attach(model, analytic=True, recompute=recompute)
         self._policy.prepare()
         self._hook = model.register_forward_pre_hook(self._record_inputs, with_kwargs=True)
+        if self.phases:
+            self._phases = AutoPhases(self._tracker)
+            self._phases.attach(model)
 
     def _record_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
         """Forward pre-hook: the tokens and shapes of a training micro-batch."""
@@ -305,7 +325,10 @@ class MFUCallback(TrainerCallback):
             return
         if not self._started:
             self._started = True
+            self._mark("end")          # nothing marked before the clock counts
             self._tracker.step()       # starts the clock
+            if self._phases is not None:
+                self._phases.data()
         self._step = StepRecord()
         self._counter = self._policy.step_counter()
         if self._counter is not None:
@@ -315,6 +338,24 @@ class MFUCallback(TrainerCallback):
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._counter is not None:
             self._counter.stop()
+        self._mark("optimizer")
+
+    def _mark(self, event: str) -> None:
+        """An automatic phase mark (``AutoPhases.<event>()``), when phases are on."""
+        if self._phases is not None:
+            getattr(self._phases, event)()
+
+    @_guarded
+    def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._mark("end")
+
+    @_guarded
+    def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._mark("data")              # the next micro-batch's input
+
+    @_guarded
+    def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._mark("end")               # evaluation is not the step's data wait
 
     @_guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -325,7 +366,11 @@ class MFUCallback(TrainerCallback):
         try:
             self._policy.close(step, counter)   # stops a counter still running (custom loops)
         finally:
+            if self._phases is not None:
+                self._phases.end()
             self._tracker.step()
+            if self._phases is not None:
+                self._phases.data()     # prefetch of the next step's batches
             self._records.append(step)
             self._steps_done += 1
 
@@ -342,6 +387,9 @@ class MFUCallback(TrainerCallback):
         hook, self._hook = getattr(self, "_hook", None), None
         if hook is not None:
             hook.remove()
+        phases = getattr(self, "_phases", None)
+        if phases is not None:
+            phases.detach()
 
     # ---- figures -----------------------------------------------------------------
 

@@ -55,7 +55,7 @@ static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double mo
                           double executed)
 {
     mfu_step_report r = {given, tokens, model, executed};
-    mfu_step_outcome outcome = {99, 99};
+    mfu_step_outcome outcome = {99, 99, 99};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
     return outcome.bad;
@@ -517,7 +517,7 @@ static void test_close(void)
     mfu_steps_summary sum;
     mfu_steps_counters counters;
     mfu_steps *s;
-    mfu_step_outcome outcome = {0, 0};
+    mfu_step_outcome outcome = {0, 0, 0};
     long events_before;
     mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0};
 

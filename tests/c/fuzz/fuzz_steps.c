@@ -20,6 +20,10 @@
  *   6    flush
  *   7    u8: bit 7 close, else the next call of one driver call (u8 % 5)
  *        fails with code 700
+ * An op byte >= 200 is a phase op instead (issue 11), (byte - 200) % 6:
+ *   0 begin phase u8 % 7 (5, 6: out of range)   1 end phase
+ *   2 switch to phase u8 % 7                    3 exclude begin
+ *   4 exclude end                               5 phase summary
  * mode: bits 0-1 clock (0 cpu, 1 cuda, 2 hip, 3 an invalid value); bit 2:
  * no CUDA context at create (the fallback at create).
  *
@@ -36,6 +40,12 @@
  *  - on a GPU clock with no failure, the window's periods are the fake's
  *    timeline (complete = max(previous + work, host + lag)), recomputed
  *    here: window_s, min and max agree to float-millisecond precision;
+ *  - phases: a phase call is refused exactly when out of range, nested
+ *    deeper than MFU_PHASE_DEPTH_MAX or ending with none open; a boundary
+ *    reports the phases it closed; the window's phase seconds are >= 0 on
+ *    a GPU clock and their sum never exceeds the window's time; the fake's
+ *    timeline model includes every phase / exclusion mark and subtracts
+ *    the excluded intervals from the periods;
  *  - after close boundaries are refused; the GPU events all come back.
  */
 #include <float.h>
@@ -158,9 +168,24 @@ static int near(double got, double want)
 struct model {
     int valid; /* GPU clock, no failure injected, not closed */
     uint64_t work_ns, lag_ns, last_ns;
+    uint64_t open_ns;      /* the open step's boundary */
+    uint64_t excluded_ns;  /* excluded in the open step so far */
+    uint64_t exclude_ns;   /* the running exclusion's begin */
     uint32_t boundaries;
+    uint32_t depth;        /* phases open (any clock) */
+    int excluding;         /* an exclusion is open (any clock) */
+    int step_open;         /* a boundary opened a step (the model's timeline
+                              matters only while valid: no fallback) */
     double periods[MAX_MODEL];
 };
+
+/* The fake's completion of a record taken now (steps.h: one per mark). */
+static uint64_t model_record(struct model *m)
+{
+    uint64_t gpu_ns = m->last_ns + m->work_ns, host_ns = fake.now_ns() + m->lag_ns;
+    m->last_ns = gpu_ns > host_ns ? gpu_ns : host_ns;
+    return m->last_ns;
+}
 
 static void check_window(const struct model *m, const mfu_steps_config *c,
                          const mfu_steps_summary *sum, uint64_t pushed)
@@ -223,6 +248,97 @@ static void check_accounting(const mfu_steps *s, int failures)
         FUZZ_CHECK(c.dropped == 0);
 }
 
+/* The window's phase sums: >= 0 on a GPU clock (events resolve in order),
+ * never more than the window's time in total. */
+static void check_phases(mfu_steps *s)
+{
+    mfu_phase_summary ph;
+    mfu_steps_summary sum;
+    double total = 0.0;
+    mfu_steps_phases(s, &ph);
+    mfu_steps_summarize(s, &sum);
+    FUZZ_CHECK(ph.steps == sum.window.steps);
+    for (int p = 0; p < MFU_PHASE_COUNT; p++) {
+        if (!(ph.marked & (1u << p)))
+            FUZZ_CHECK(ph.seconds[p] == 0.0);
+        FUZZ_CHECK(ph.seconds[p] >= -1e-9); /* monotonic clocks, in-order events */
+        total += ph.seconds[p];
+    }
+    FUZZ_CHECK(ph.excluded_s >= -1e-9);
+    if (ph.steps > 0)
+        FUZZ_CHECK(total <= sum.window.window_s * (1 + 1e-9) + 1e-9);
+}
+
+static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
+{
+    mfu_status st = MFU_OK;
+    int marks = 0;
+    uint8_t p;
+    switch (op) {
+    case 0:
+        p = fi_u8(in) % 7;
+        st = mfu_steps_phase_begin(s, (mfu_phase)p);
+        if (p >= MFU_PHASE_COUNT || m->depth >= MFU_PHASE_DEPTH_MAX) {
+            FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
+        } else {
+            m->depth++;
+            marks = 1;
+        }
+        break;
+    case 1:
+        st = mfu_steps_phase_end(s);
+        if (m->depth == 0) {
+            FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
+        } else {
+            m->depth--;
+            marks = 1;
+        }
+        break;
+    case 2:
+        p = fi_u8(in) % 7;
+        st = mfu_steps_phase_switch(s, (mfu_phase)p);
+        if (p >= MFU_PHASE_COUNT) {
+            FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
+        } else {
+            if (m->depth == 0)
+                m->depth = 1;
+            marks = 1;
+        }
+        break;
+    case 3:
+        st = mfu_steps_exclude_begin(s);
+        marks = !m->excluding;
+        if (marks) {
+            m->excluding = 1;
+            if (m->valid && m->step_open && !mfu_steps_closed(s))
+                m->exclude_ns = m->last_ns + m->work_ns > fake.now_ns() + m->lag_ns
+                                    ? m->last_ns + m->work_ns
+                                    : fake.now_ns() + m->lag_ns;
+        }
+        break;
+    case 4:
+        st = mfu_steps_exclude_end(s);
+        marks = m->excluding;
+        if (marks && m->valid && m->step_open && !mfu_steps_closed(s)) {
+            uint64_t gpu_ns = m->last_ns + m->work_ns, host_ns = fake.now_ns() + m->lag_ns;
+            m->excluded_ns += (gpu_ns > host_ns ? gpu_ns : host_ns) - m->exclude_ns;
+        }
+        m->excluding = 0;
+        break;
+    default:
+        check_phases(s);
+        return;
+    }
+    FUZZ_CHECK(mfu_steps_phase_depth(s) == m->depth);
+    if (mfu_steps_closed(s)) {
+        if (marks)
+            FUZZ_CHECK(st == MFU_ERR_UNAVAILABLE);
+        return;
+    }
+    if (marks && m->valid && m->step_open && st == MFU_OK)
+        (void)model_record(m);
+}
+
 static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int gpu)
 {
     static const char *const cuda_calls[] = {"cuEventRecord", "cuEventQuery",
@@ -237,8 +353,10 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
     memset(&m, 0, sizeof m);
     m.valid = gpu && !failures;
     while (fi_left(in) > 0 && ops++ < MAX_OPS) {
-        uint8_t op = fi_u8(in) % 8;
-        if (op <= 2) {
+        uint8_t raw = fi_u8(in), op = raw % 8;
+        if (raw >= 200) {
+            phase_op(in, s, &m, (uint8_t)((raw - 200) % 6));
+        } else if (op <= 2) {
             mfu_step_report r;
             mfu_step_outcome outcome;
             unsigned want_bad = 0;
@@ -260,19 +378,29 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
                 FUZZ_CHECK(st == MFU_ERR_UNAVAILABLE);
             else
                 FUZZ_CHECK(st == MFU_OK);
+            if (st == MFU_OK) {
+                FUZZ_CHECK(outcome.phases_closed == m.depth);
+                m.depth = 0;
+                m.step_open = 1;
+            }
             if (outcome.fallbacks > 0)
                 m.valid = 0;
             if (m.valid && st == MFU_OK) {
                 /* The record went in at the fake's host time after the call
                  * (a pool-full wait moves it before the record, nothing
                  * after). */
-                uint64_t gpu_ns = m.last_ns + m.work_ns, host_ns = fake.now_ns() + m.lag_ns;
-                uint64_t complete = gpu_ns > host_ns ? gpu_ns : host_ns;
+                uint64_t complete = model_record(&m);
+                if (m.excluding)
+                    m.excluded_ns += complete - m.exclude_ns;
                 if (m.boundaries > 0 && m.boundaries - 1 < MAX_MODEL)
-                    m.periods[m.boundaries - 1] = (double)(complete - m.last_ns) * 1e-9;
-                m.last_ns = complete;
+                    m.periods[m.boundaries - 1] =
+                        (double)(complete - m.open_ns - m.excluded_ns) * 1e-9;
+                m.open_ns = complete;
+                m.excluded_ns = 0;
                 m.boundaries++;
             }
+            if (st == MFU_OK)
+                m.excluding = 0;
         } else if (op == 3) {
             uint64_t ns = (uint64_t)fi_bytes_le(in, 2) * 10000u;
             if (gpu)
@@ -307,6 +435,7 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
                 failures = 1;
                 m.valid = 0;
             }
+
         }
         if (mfu_steps_fallback(s, NULL, NULL) > 0)
             m.valid = 0;

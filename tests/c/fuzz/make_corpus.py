@@ -694,6 +694,18 @@ def fail(index):  # 0 record, 1 query, 2 elapsed, 3 synchronize, 4 create
     return u8(7) + u8(index)
 
 
+# phase ops (fuzz_steps.c): an op byte >= 200, (byte - 200) % 6
+def phase_begin(phase):
+    return u8(200) + u8(phase)
+
+
+def phase_switch(phase):
+    return u8(202) + u8(phase)
+
+
+PHASE_END, EXCLUDE_BEGIN, EXCLUDE_END, PHASE_SUMMARY = u8(201), u8(203), u8(204), u8(205)
+
+
 def loop(n, tokens=4096, ms=1):
     return b"".join(step(tokens) + advance_ms(ms) for _ in range(n))
 
@@ -740,6 +752,28 @@ STEPS = [
     ("window_4096_warmup_max", steps_config(window=4096, warmup=WARMUP_MAX) + loop(3)
      + SUMMARY),
     ("devices_max", steps_config(peak=(1e15, 2e12, 10**9)) + loop(3) + SUMMARY),
+    # phases and exclusions (issue 11)
+    ("cuda_phases_loop", steps_config(window=8, warmup=0) + gpu(1, 0)
+     + b"".join(step(1) + phase_switch(0) + advance_ms(1) + phase_switch(1) + phase_switch(2)
+                + phase_switch(3) + PHASE_END + advance_ms(1) for _ in range(12))
+     + PHASE_SUMMARY + FLUSH + PHASE_SUMMARY),
+    ("cuda_phases_nested_open_at_step", steps_config(warmup=0) + gpu(2, 1) + step(1)
+     + phase_begin(0) + phase_begin(1) + advance_ms(3) + PHASE_END + phase_begin(2) + step(1)
+     + advance_ms(9) + PHASE_SUMMARY),
+    ("cuda_exclusion", steps_config(warmup=0) + gpu(2, 0) + step(1) + phase_begin(1)
+     + EXCLUDE_BEGIN + advance_ms(10) + EXCLUDE_END + PHASE_END + step(1) + EXCLUDE_BEGIN
+     + step(1) + advance_ms(20) + PHASE_SUMMARY + SUMMARY),
+    ("cuda_phases_pool_full", steps_config(sizes=(2, 4, 4), window=8, warmup=0) + gpu(3, 0)
+     + b"".join(step(1) + phase_switch(0) + phase_switch(2) + PHASE_END for _ in range(20))
+     + PHASE_SUMMARY + FLUSH + PHASE_SUMMARY),
+    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(5)
+     + phase_switch(6) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
+     + PHASE_END + step(1) + PHASE_SUMMARY),
+    ("cuda_phases_fail_record", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
+     + fail(0) + phase_switch(1) + PHASE_END + step(1) + phase_begin(2) + step(1)
+     + PHASE_SUMMARY),
+    ("cuda_phases_then_close", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
+     + CLOSE + PHASE_END + EXCLUDE_BEGIN + PHASE_SUMMARY),
     # refused configurations, one field each
     ("bad_clock", steps_config(mode=3 | 0x50)),
     ("bad_window_zero", steps_config(window=0)),

@@ -1,0 +1,83 @@
+/* phases.c -- phase names and the window's phase record (see phases.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mfu_limits.h"
+#include "phases.h"
+
+static const char *const phase_names[MFU_PHASE_COUNT] = {
+    [MFU_PHASE_DATA] = "data",
+    [MFU_PHASE_FORWARD] = "forward",
+    [MFU_PHASE_BACKWARD] = "backward",
+    [MFU_PHASE_OPTIMIZER] = "optimizer",
+    [MFU_PHASE_COMMUNICATION] = "communication",
+};
+
+const char *mfu_phase_name(mfu_phase phase)
+{
+    return (unsigned)phase < MFU_PHASE_COUNT ? phase_names[phase] : NULL;
+}
+
+mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
+{
+    if (name == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
+        if (strcmp(name, phase_names[i]) == 0) {
+            *phase = (mfu_phase)i;
+            return MFU_OK;
+        }
+    }
+    return MFU_ERR_INVALID_ARGUMENT;
+}
+
+/* One allocation: the header and its ring (a flexible array member). */
+struct mfu_phase_window {
+    uint32_t capacity, head, count;
+    uint64_t warmup, seen;
+    mfu_phase_times ring[];
+};
+
+mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
+                                   mfu_phase_window **out)
+{
+    *out = NULL;
+    if (capacity < 1 || capacity > MFU_WINDOW_MAX)
+        return MFU_ERR_INVALID_ARGUMENT;
+    /* capacity <= 2^24 records of 56 bytes: the size fits a size_t. */
+    *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
+    if (*out == NULL)
+        return MFU_ERR_NO_MEMORY;
+    (*out)->capacity = capacity;
+    (*out)->warmup = warmup_steps;
+    return MFU_OK;
+}
+
+void mfu_phase_window_destroy(mfu_phase_window *w)
+{
+    free(w);
+}
+
+void mfu_phase_window_push(mfu_phase_window *w, const mfu_phase_times *times)
+{
+    if (++w->seen <= w->warmup)
+        return;
+    w->ring[(w->head + w->count) % w->capacity] = *times;
+    if (w->count < w->capacity)
+        w->count++;
+    else
+        w->head = (w->head + 1) % w->capacity;
+}
+
+void mfu_phase_window_summarize(const mfu_phase_window *w, mfu_phase_summary *out)
+{
+    memset(out, 0, sizeof *out);
+    out->steps = w->count;
+    for (uint32_t i = 0; i < w->count; i++) {
+        const mfu_phase_times *t = &w->ring[(w->head + i) % w->capacity];
+        for (int p = 0; p < MFU_PHASE_COUNT; p++)
+            out->seconds[p] += t->seconds[p];
+        out->marked |= t->marked;
+        out->excluded_s += t->excluded_s;
+    }
+}

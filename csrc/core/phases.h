@@ -1,0 +1,77 @@
+/*
+ * phases.h -- the phases of a training step (data, forward, backward,
+ * optimizer, exposed communication) and the per-window record of the
+ * seconds each took, for the MFU waterfall (steps.h, "Phases").
+ *
+ * A phase is marked by the loop (or an integration) on the step tracker's
+ * mark timer; the tracker (steps.c) turns the marks into seconds per phase
+ * per step and pushes them here beside the step's period. Units: seconds.
+ *
+ * A phase that was never marked in a step is *unmarked* there (its bit is
+ * clear in `marked`), which is not the same as marked for 0 s: on a GPU
+ * clock a data phase the GPU never waited for lasts 0 s and is reported as
+ * such, while an unmarked phase is left out (its time falls into `other`).
+ */
+#ifndef MFU_PHASES_H
+#define MFU_PHASES_H
+
+#include <stdint.h>
+
+#include "mfu_status.h"
+
+/* The phases, in the order their keys are reported. COMMUNICATION is the
+ * exposed (not overlapped) communication inside backward, marked by a
+ * communication hook (mfu_tracker/_comm_hook.py) or by hand. */
+typedef enum mfu_phase {
+    MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD, MFU_PHASE_OPTIMIZER,
+    MFU_PHASE_COMMUNICATION,
+    MFU_PHASE_COUNT,                 /* the number of phases */
+    MFU_PHASE_NONE = MFU_PHASE_COUNT /* no phase: time falls into `other` */
+} mfu_phase;
+
+/* "data", "forward", "backward", "optimizer", "communication"; NULL for a
+ * value out of range (MFU_PHASE_NONE included). */
+const char *mfu_phase_name(mfu_phase phase);
+
+/* The phase called `name` (NUL-terminated, compared exactly).
+ * MFU_ERR_INVALID_ARGUMENT for NULL or any other text. */
+mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase);
+
+/* One step's phase seconds. */
+typedef struct mfu_phase_times {
+    double seconds[MFU_PHASE_COUNT]; /* 0 where unmarked */
+    unsigned marked;                 /* bit (1u << phase) per marked phase */
+    double excluded_s;               /* the tracker's own time, left out of
+                                        the step's period (steps.h) */
+} mfu_phase_times;
+
+/* ---- the window's phase record ------------------------------------------
+ *
+ * A ring of `capacity` mfu_phase_times, pushed in step with the step
+ * window (stats.h) and skipping the same `warmup` first pushes, so its
+ * records are those of the same steps. Allocated once. */
+typedef struct mfu_phase_window mfu_phase_window;
+
+/* Sums over the steps in the window. */
+typedef struct mfu_phase_summary {
+    uint32_t steps;                   /* records in the window */
+    double seconds[MFU_PHASE_COUNT];  /* sum over them, per phase */
+    unsigned marked;                  /* phases marked in any of them */
+    double excluded_s;                /* sum of the excluded time */
+} mfu_phase_summary;
+
+/* MFU_ERR_INVALID_ARGUMENT: capacity out of 1 .. MFU_WINDOW_MAX;
+ * MFU_ERR_NO_MEMORY. */
+mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
+                                   mfu_phase_window **window);
+
+/* NULL is a no-op. */
+void mfu_phase_window_destroy(mfu_phase_window *window);
+
+/* Record one step's times (a full window evicts its oldest record). */
+void mfu_phase_window_push(mfu_phase_window *window, const mfu_phase_times *times);
+
+/* The sums over the window. O(capacity). */
+void mfu_phase_window_summarize(const mfu_phase_window *window, mfu_phase_summary *out);
+
+#endif /* MFU_PHASES_H */

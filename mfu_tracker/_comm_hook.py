@@ -1,0 +1,57 @@
+"""Exposed communication under DDP, measured: a communication hook that wraps
+DDP's gradient all-reduce and marks the moment the *last* bucket is handed
+over (``Tracker.attach_ddp``).
+
+Until that mark the backward pass computes (the earlier buckets' all-reduces
+overlap it); after it, what remains of backward is waiting for the last
+all-reduce to finish -- on a GPU clock the mark is an event on the compute
+stream, and DDP makes that stream wait for the all-reduce before backward
+returns, so the interval is exactly the GPU time held up by communication;
+on the CPU clock (gloo) it is the host's wait in DDP's finalization. The
+rest of backward is switched to the ``communication`` phase, which the
+waterfall reports as ``mfu_lost/communication``. Needs the backward phase
+marked (by hand, or by ``MFUCallback`` / ``MFUOptimizerWrapper``): without
+an open phase the mark is skipped (nothing bounds the wait) and exposed
+communication stays in ``other``.
+
+FSDP2 (``fully_shard``) has no per-collective hook for its reduce-scatters
+(they run from autograd hooks on FSDP's own streams, and the wait for them
+is inside backward's last post-backward callback): under FSDP2 exposed
+communication is not separated, it stays inside backward and so in
+``mfu_lost/compute``; ``mfu_lost/communication`` is left out unless marked
+by hand (``Tracker.phase("communication")``) around a blocking collective.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+
+def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = None,
+               state: Any = None) -> None:
+    """Register the marking communication hook on DDP ``model``.
+
+    ``hook(state, bucket) -> Future`` is the communication to run (default:
+    DDP's own all-reduce, ``default_hooks.allreduce_hook``; pass e.g.
+    ``fp16_compress_hook`` to keep a compression hook); ``state`` is given to
+    it (default: the process group, None = the default group). DDP accepts
+    one hook per model, registered before the first backward.
+    """
+    import torch
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+    if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        raise TypeError(f"model must be a torch.nn.parallel.DistributedDataParallel, "
+                        f"not {type(model).__name__}")
+    if hook is not None and not callable(hook):
+        raise TypeError(f"hook must be callable, not {type(hook).__name__}")
+    communicate = hook if hook is not None else default_hooks.allreduce_hook
+
+    # No annotations: DDP checks them (bucket: dist.GradBucket, return: Future),
+    # and under `from __future__ import annotations` they would be strings.
+    def marking_hook(hook_state, bucket):  # type: ignore[no-untyped-def]
+        future = communicate(hook_state, bucket)
+        if bucket.is_last() and tracker.phase_depth():
+            tracker.switch_phase("communication")
+        return future
+
+    model.register_comm_hook(state, marking_hook)

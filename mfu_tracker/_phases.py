@@ -1,0 +1,100 @@
+"""The MFU waterfall: where a step's time goes, as fractions of it.
+
+Over a window, let T be the (mean) step period and ideal = model FLOPs /
+peak, the time the device would need at its peak; ``mfu`` = ideal / T. The
+rest of T is split by the phases the loop marked (``Tracker.phase()``, the
+integrations' automatic marks; seconds per step from the step engine,
+``csrc/core/phases.h``)::
+
+    data           = t_data / T                 (the GPU waited for input)
+    communication  = t_communication / T        (exposed, not overlapped)
+    optimizer      = t_optimizer / T
+    recompute      = hfu - mfu                  (needs executed FLOPs)
+    compute        = (t_forward + t_backward) / T - mfu - recompute
+                                                (kernels below peak, non-matmul work)
+    other          = 1 - mfu - the others       (host / launch bound idle,
+                                                 logging, everything unmarked)
+
+so ``mfu + sum(mfu_lost) == 1`` (``other`` closes the sum; :func:`waterfall`
+returns shares whose ``math.fsum`` with ``mfu`` is 1). Nothing is estimated:
+
+* a phase that was never marked in the window has no key, and its time is
+  in ``other``;
+* ``recompute`` needs HFU (executed FLOPs); without it the key is left out
+  and recomputation stays in ``compute``;
+* ``compute`` and ``recompute`` need forward or backward marked (the ideal
+  time has to be placed somewhere): without, both are left out and ``other``
+  holds the compute loss too.
+
+Shares are never clamped: a negative ``compute`` means the ideal time
+exceeds the marked forward + backward time (a wrong peak or FLOP count, as
+MFU > 1 does).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Mapping, Optional, Tuple
+
+#: The phase names a loop may mark, in report order. ``communication`` is
+#: the exposed-communication phase, marked by the DDP communication hook
+#: (:mod:`mfu_tracker._comm_hook`) or by hand around a blocking collective.
+PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication")
+
+#: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order.
+LOSSES: Tuple[str, ...] = ("data", "communication", "optimizer", "recompute", "compute",
+                           "other")
+
+
+def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[float],
+              phase_s: Optional[Mapping[str, float]]) -> Optional[Dict[str, float]]:
+    """The ``mfu_lost`` shares (fractions of the step period), or None when
+    there is no waterfall: MFU unknown, no step time, or no phase marked.
+
+    ``phase_s``: seconds per step of each *marked* phase (unmarked phases
+    absent), over the same steps as ``mfu`` / ``hfu`` / ``step_time_s``.
+    """
+    if mfu is None or not phase_s or not step_time_s or not step_time_s > 0:
+        return None
+    if math.isnan(mfu):
+        return None
+    t = float(step_time_s)
+    lost: Dict[str, float] = {}
+    for name in ("data", "communication", "optimizer"):
+        if name in phase_s:
+            lost[name] = phase_s[name] / t
+    if "forward" in phase_s or "backward" in phase_s:
+        compute = (phase_s.get("forward", 0.0) + phase_s.get("backward", 0.0)) / t - mfu
+        if hfu is not None and not math.isnan(hfu):
+            lost["recompute"] = hfu - mfu
+            compute -= lost["recompute"]
+        lost["compute"] = compute
+    lost["other"] = closing_share([mfu, *lost.values()])
+    return {name: lost[name] for name in LOSSES if name in lost}
+
+
+def closing_share(shares: list) -> float:
+    """The share x with ``math.fsum(shares + [x]) == 1.0`` exactly: ``1 - sum``,
+    moved by fractions of an ulp of 1 where the rounding of ``1 - sum`` leaves the
+    total off (shares of a real waterfall are within [-1, 2]: x can always be
+    placed; 64 halvings reach below any double's resolution there)."""
+    x = 1.0 - math.fsum(shares)
+    step = 0.0
+    for _ in range(64):
+        total = math.fsum([*shares, x])
+        if total == 1.0:
+            break
+        # total is an ulp of 1 off: move x by half of that, then smaller.
+        step = (total - 1.0) / 2.0 if step == 0.0 else step / 2.0
+        if x - step == x:
+            x = math.nextafter(x, -math.inf if total > 1.0 else math.inf)
+        else:
+            x -= step
+    return x
+
+
+def busy_s(step_time_s: Optional[float], phase_s: Optional[Mapping[str, float]]) -> Optional[float]:
+    """A rank's own seconds per step: its step period less its exposed
+    communication (the time it waited for its peers). None without phases."""
+    if step_time_s is None or not phase_s:
+        return None
+    return float(step_time_s) - phase_s.get("communication", 0.0)

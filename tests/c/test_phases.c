@@ -1,0 +1,324 @@
+/*
+ * test_phases.c -- phases and excluded intervals of the step engine
+ * (core/steps.h "Phases", "Excluded intervals"; core/phases.h).
+ *
+ * The GPU clock runs on the fake driver, whose host clock is virtual and
+ * whose GPU does `work_ns` of work before each record (then the record
+ * completes at max(previous + work, host now + lag)): every phase second is
+ * checked exactly, with the GPU timeline written beside it. The CPU clock
+ * is checked with lower bounds only.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "fake_driver/fake_knobs.h"
+#include "mfu_limits.h"
+#include "phases.h"
+#include "steps.h"
+
+enum { MS = 1000000 }; /* nanoseconds in a millisecond */
+
+static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0};
+
+static mfu_steps *create_on(mfu_clock_kind clock)
+{
+    mfu_steps_config c;
+    mfu_steps *s = NULL;
+    memset(&c, 0, sizeof c);
+    c.timer.clock = clock;
+    c.window = 10;
+    c.per_step.model_flops = 1e12;
+    c.per_step.executed_flops = NAN;
+    c.per_step.param_bytes = NAN;
+    c.peak.flops_per_sec = 1e15;
+    c.peak.bytes_per_sec = NAN;
+    c.peak.num_devices = 1;
+    CHECK(mfu_steps_create(&c, &s, NULL) == MFU_OK);
+    return s;
+}
+
+static uint32_t boundary(mfu_steps *s)
+{
+    mfu_step_outcome outcome;
+    CHECK(mfu_steps_step(s, &NO_REPORT, &outcome) == MFU_OK);
+    return outcome.phases_closed;
+}
+
+/* Record with `work_ms` of GPU work before it. */
+static void work(uint64_t work_ms)
+{
+    fake.set_work_ns(work_ms * MS);
+}
+
+static void test_names(void)
+{
+    mfu_phase p = MFU_PHASE_NONE;
+    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
+        CHECK(mfu_phase_from_name(mfu_phase_name((mfu_phase)i), &p) == MFU_OK);
+        CHECK(p == (mfu_phase)i);
+    }
+    CHECK(mfu_phase_name(MFU_PHASE_NONE) == NULL);
+    CHECK(mfu_phase_from_name("Data", &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_phase_from_name("", &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_phase_from_name(NULL, &p) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+/* The GPU timeline decides: a host stall while the GPU still works costs
+ * nothing; a stall after the GPU drained counts. Zero synchronizing calls. */
+static void test_gpu_timeline(void)
+{
+    mfu_phase_summary ph;
+    mfu_steps_summary sum;
+    mfu_steps *s;
+    fake.reset();
+    work(0);
+    s = create_on(MFU_CLOCK_CUDA);
+    if (s == NULL)
+        return;
+    boundary(s);                                      /* GPU 0 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK); /* GPU 0 */
+    work(4);
+    CHECK(mfu_steps_phase_switch(s, MFU_PHASE_BACKWARD) == MFU_OK); /* GPU 4: forward 4 */
+    work(6);
+    CHECK(mfu_steps_phase_switch(s, MFU_PHASE_DATA) == MFU_OK);     /* GPU 10: backward 6 */
+    work(0);
+    fake.advance(5 * MS); /* host stalls to 5 ms; the GPU is busy until 10 */
+    CHECK(mfu_steps_phase_switch(s, MFU_PHASE_OPTIMIZER) == MFU_OK); /* GPU max(10, 5) = 10: data 0 */
+    work(2);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 12: optimizer 2 */
+    CHECK(mfu_steps_phase_depth(s) == 0);
+    work(0);
+    fake.advance(10 * MS); /* host at 15 ms: the GPU drained at 12 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);      /* GPU 15 */
+    fake.advance(3 * MS);  /* host stall with an idle GPU */
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 18: data +3 */
+    work(1);
+    CHECK(boundary(s) == 0);                                        /* GPU 19: period 19 */
+    fake.advance(10 * MS);
+    mfu_steps_phases(s, &ph);
+    mfu_steps_summarize(s, &sum);
+    CHECK(ph.steps == 1 && sum.window.steps == 1);
+    CHECK_NEAR(sum.window.step_s_mean, 19e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_FORWARD], 4e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_BACKWARD], 6e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_DATA], 3e-3, 1e-9);     /* 0 (busy) + 3 (drained) */
+    CHECK_NEAR(ph.seconds[MFU_PHASE_OPTIMIZER], 2e-3, 1e-9);
+    CHECK(ph.seconds[MFU_PHASE_COMMUNICATION] == 0.0);
+    CHECK(ph.marked == ((1u << MFU_PHASE_FORWARD) | (1u << MFU_PHASE_BACKWARD)
+                        | (1u << MFU_PHASE_DATA) | (1u << MFU_PHASE_OPTIMIZER)));
+    CHECK(ph.excluded_s == 0.0);
+    CHECK(fake.sync_calls() == 0);
+    mfu_steps_destroy(s);
+}
+
+/* Excluded time leaves the step's period (and the running phase), as far
+ * as the GPU sat idle meanwhile. */
+static void test_exclusion(void)
+{
+    mfu_phase_summary ph;
+    mfu_steps_summary sum;
+    mfu_steps *s;
+    fake.reset();
+    work(0);
+    s = create_on(MFU_CLOCK_CUDA);
+    if (s == NULL)
+        return;
+    boundary(s);                                            /* GPU 0 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK);
+    work(2);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);            /* GPU 2: forward 2 so far */
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);            /* nested: no mark */
+    work(0);
+    fake.advance(10 * MS);                                  /* the GPU drained at 2 */
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);              /* GPU 10: 8 excluded */
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);              /* not excluding: no-op */
+    work(1);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                /* GPU 11: forward 2 + 1 */
+    work(0);
+    CHECK(boundary(s) == 0);                                /* GPU 11: period 11 - 8 */
+    /* Step 2: excluded while the GPU is busy costs nothing. */
+    work(10);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);            /* GPU 21 */
+    work(0);
+    fake.advance(5 * MS);                                   /* host 15 < 21 */
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);              /* GPU 21: 0 excluded */
+    CHECK(boundary(s) == 0);                                /* GPU 21: period 10 */
+    fake.advance(20 * MS);
+    mfu_steps_phases(s, &ph);
+    mfu_steps_summarize(s, &sum);
+    CHECK(sum.window.steps == 2);
+    CHECK_NEAR(sum.window.step_s_min, 3e-3, 1e-9);           /* 11 - 8 */
+    CHECK_NEAR(sum.window.step_s_max, 10e-3, 1e-9);
+    CHECK_NEAR(ph.excluded_s, 8e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_FORWARD], 3e-3, 1e-9);
+    CHECK(fake.sync_calls() == 0);
+    mfu_steps_destroy(s);
+}
+
+/* Nesting: the inner phase wins, the outer resumes; a boundary closes what
+ * is left open; misuse is refused and changes nothing. */
+static void test_nesting_and_misuse(void)
+{
+    mfu_phase_summary ph;
+    mfu_steps *s;
+    long records;
+    fake.reset();
+    work(0);
+    s = create_on(MFU_CLOCK_CUDA);
+    if (s == NULL)
+        return;
+    /* Before the first boundary: nesting tracked, no mark taken. */
+    records = fake.call_count("cuEventRecord");
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    CHECK(fake.call_count("cuEventRecord") == records);
+    CHECK(mfu_steps_phase_end(s) == MFU_ERR_INVALID_ARGUMENT);
+
+    boundary(s);                                            /* GPU 0 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);
+    work(1);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK); /* GPU 1: data 1 */
+    work(2);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                /* GPU 3: forward 2, data resumes */
+    work(4);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_BACKWARD) == MFU_OK); /* GPU 7: data +4 */
+    CHECK(mfu_steps_phase_depth(s) == 2);
+    work(1);
+    CHECK(boundary(s) == 2);                                /* GPU 8: backward 1; both closed */
+    CHECK(mfu_steps_phase_depth(s) == 0);
+    CHECK(mfu_steps_phase_end(s) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_NONE) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_steps_phase_switch(s, (mfu_phase)99) == MFU_ERR_INVALID_ARGUMENT);
+    work(0);
+    for (int i = 0; i < MFU_PHASE_DEPTH_MAX; i++)
+        CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_steps_phase_depth(s) == MFU_PHASE_DEPTH_MAX);
+    CHECK(boundary(s) == MFU_PHASE_DEPTH_MAX);
+    fake.advance(20 * MS);
+    mfu_steps_phases(s, &ph);
+    CHECK(ph.steps == 2);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_DATA], 5e-3, 1e-9);     /* 1 + 4; step 2: 0 */
+    CHECK_NEAR(ph.seconds[MFU_PHASE_FORWARD], 2e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_BACKWARD], 1e-3, 1e-9);
+    CHECK(fake.sync_calls() == 0);
+    mfu_steps_destroy(s);
+}
+
+/* The ring holds one record per mark: with 5 marks per step and the GPU
+ * far behind, the pool fills and waits, yet no record is lost and every
+ * phase keeps its GPU time (1 ms of work before each record). */
+static void test_ring_bound_with_phases(void)
+{
+    mfu_steps_config c;
+    mfu_steps_counters counters;
+    mfu_phase_summary ph;
+    mfu_steps_summary sum;
+    mfu_steps *s = NULL;
+    fake.reset();
+    memset(&c, 0, sizeof c);
+    c.timer.clock = MFU_CLOCK_CUDA;
+    c.timer.events_initial = 2;
+    c.timer.events_max = 4;
+    c.timer.history = 4;
+    c.window = 100;
+    c.per_step.model_flops = 1e12;
+    c.per_step.executed_flops = NAN;
+    c.per_step.param_bytes = NAN;
+    c.peak.flops_per_sec = 1e15;
+    c.peak.bytes_per_sec = NAN;
+    c.peak.num_devices = 1;
+    CHECK(mfu_steps_create(&c, &s, NULL) == MFU_OK);
+    if (s == NULL)
+        return;
+    work(1);
+    for (int i = 0; i < 50; i++) {
+        boundary(s);
+        mfu_steps_phase_switch(s, MFU_PHASE_DATA);
+        mfu_steps_phase_switch(s, MFU_PHASE_FORWARD);
+        mfu_steps_phase_switch(s, MFU_PHASE_BACKWARD);
+        mfu_steps_phase_switch(s, MFU_PHASE_OPTIMIZER);
+        mfu_steps_phase_end(s);
+    }
+    boundary(s);
+    mfu_steps_flush(s);
+    mfu_steps_get_counters(s, &counters);
+    CHECK(counters.pushed == 50 && counters.dropped == 0 && counters.pending == 0);
+    CHECK(counters.timer.pool_full_waits > 0);
+    mfu_steps_phases(s, &ph);
+    mfu_steps_summarize(s, &sum);
+    CHECK(ph.steps == 50 && sum.window.steps == 50);
+    CHECK_NEAR(sum.window.step_s_mean, 6e-3, 1e-9); /* 6 records of 1 ms per step */
+    CHECK_NEAR(ph.seconds[MFU_PHASE_DATA], 50 * 1e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_FORWARD], 50 * 1e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_BACKWARD], 50 * 1e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_OPTIMIZER], 50 * 1e-3, 1e-9);
+    mfu_steps_destroy(s);
+}
+
+/* Warm-up steps leave the phase window too: its steps are the window's. */
+static void test_phase_window_follows_warmup(void)
+{
+    mfu_phase_window *w = NULL;
+    mfu_phase_summary out;
+    mfu_phase_times t;
+    CHECK(mfu_phase_window_create(0, 0, &w) == MFU_ERR_INVALID_ARGUMENT && w == NULL);
+    CHECK(mfu_phase_window_create(2, 1, &w) == MFU_OK);
+    if (w == NULL)
+        return;
+    for (int i = 1; i <= 4; i++) {
+        memset(&t, 0, sizeof t);
+        t.seconds[MFU_PHASE_DATA] = i;
+        t.marked = 1u << MFU_PHASE_DATA;
+        t.excluded_s = 0.5;
+        mfu_phase_window_push(w, &t);
+    }
+    mfu_phase_window_summarize(w, &out);
+    CHECK(out.steps == 2 && out.seconds[MFU_PHASE_DATA] == 3.0 + 4.0);
+    CHECK(out.excluded_s == 1.0 && out.marked == (1u << MFU_PHASE_DATA));
+    mfu_phase_window_destroy(w);
+    mfu_phase_window_destroy(NULL);
+}
+
+static void test_cpu_clock(void)
+{
+    const struct timespec two_ms = {0, 2 * MS};
+    mfu_phase_summary ph;
+    mfu_steps *s = create_on(MFU_CLOCK_CPU);
+    if (s == NULL)
+        return;
+    boundary(s);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);
+    nanosleep(&two_ms, NULL);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);
+    nanosleep(&two_ms, NULL);
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);
+    boundary(s);
+    mfu_steps_phases(s, &ph);
+    CHECK(ph.steps == 1 && ph.seconds[MFU_PHASE_DATA] >= 2e-3 && ph.excluded_s >= 2e-3);
+    mfu_steps_close(s);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_ERR_UNAVAILABLE);
+    mfu_steps_destroy(s);
+}
+
+int main(void)
+{
+    if (!fake_load("test_phases")) {
+        CHECK(!"fake driver loaded");
+        return check_summary("test_phases");
+    }
+    test_names();
+    test_gpu_timeline();
+    test_exclusion();
+    test_nesting_and_misuse();
+    test_ring_bound_with_phases();
+    test_phase_window_follows_warmup();
+    test_cpu_clock();
+    fake_unload();
+    return check_summary("test_phases");
+}

@@ -1,0 +1,313 @@
+"""Phases, the MFU waterfall and the tracker's own time (issue 11, items 1, 2, 5, 6).
+
+GPU-clock tests run on the fake driver (tests/conftest.py): the fake's host
+clock stands still until ``fake.advance``; each record completes at
+max(previous record + work_ns, now + lag_ns), so every phase second is known
+exactly and written beside the check. CPU-clock tests inject sleeps and check
+lower bounds (a sleep lasts at least its time) plus the exact sum.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import pytest
+
+from mfu_tracker import _C, user_gpu_spec
+from mfu_tracker._phases import LOSSES, PHASES, waterfall
+from mfu_tracker.distributed import RankFigures, combine
+from mfu_tracker.step import Tracker
+
+MS = 1_000_000  # ns
+SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s
+
+
+def _lost(metrics: dict, prefix: str = "throughput") -> dict:
+    base = f"{prefix}/mfu_lost/"
+    return {k[len(base):]: v for k, v in metrics.items() if k.startswith(base)}
+
+
+def _sums_to_one(metrics: dict) -> bool:
+    return math.fsum([metrics["throughput/mfu"], *_lost(metrics).values()]) == 1.0
+
+
+# ---- the arithmetic ---------------------------------------------------------------
+
+
+def test_waterfall_by_hand():
+    # T = 10 s: data 1, forward 2, backward 3, optimizer 0.5, communication 1.5;
+    # mfu 0.25 (ideal 2.5 s), hfu 0.3
+    w = waterfall(0.25, 0.30, 10.0, {"data": 1.0, "forward": 2.0, "backward": 3.0,
+                                     "optimizer": 0.5, "communication": 1.5})
+    assert list(w) == list(LOSSES)
+    assert w["data"] == pytest.approx(0.1)
+    assert w["communication"] == pytest.approx(0.15)
+    assert w["optimizer"] == pytest.approx(0.05)
+    assert w["recompute"] == pytest.approx(0.05)                  # 0.30 - 0.25
+    assert w["compute"] == pytest.approx(0.5 - 0.25 - 0.05)       # (2 + 3) / 10 - mfu - recompute
+    assert w["other"] == pytest.approx(1 - 0.25 - 0.1 - 0.15 - 0.05 - 0.05 - 0.2)  # 0.2
+    assert math.fsum([0.25, *w.values()]) == 1.0
+
+
+def test_unmarked_phases_fold_into_other_never_guessed():
+    w = waterfall(0.4, None, 2.0, {"data": 0.2})
+    assert set(w) == {"data", "other"}               # no forward/backward: no compute share
+    assert w["data"] == pytest.approx(0.1) and w["other"] == pytest.approx(0.5)
+    w = waterfall(0.4, None, 2.0, {"forward": 0.5, "backward": 1.0})
+    assert set(w) == {"compute", "other"}            # no hfu: no recompute, it stays in compute
+    assert w["compute"] == pytest.approx(0.75 - 0.4)
+    assert waterfall(None, None, 2.0, {"data": 1.0}) is None       # no MFU: no waterfall
+    assert waterfall(0.4, None, 2.0, {}) is None                   # nothing marked
+    assert waterfall(0.4, None, 0.0, {"data": 1.0}) is None
+
+
+def test_sum_is_exactly_one_over_many_cases():
+    import random
+
+    rng = random.Random(11)
+    for _ in range(20000):
+        t = rng.uniform(1e-4, 5.0)
+        names = rng.sample(PHASES, rng.randint(1, len(PHASES)))
+        phases = {n: t * rng.random() / len(names) for n in names}
+        mfu = rng.random() * 0.6
+        hfu = mfu + rng.random() * 0.1 if rng.random() < 0.5 else None
+        w = waterfall(mfu, hfu, t, phases)
+        assert math.fsum([mfu, *w.values()]) == 1.0
+
+
+# ---- bad input ------------------------------------------------------------------------
+
+
+def test_unknown_phase_name_raises_naming_it():
+    t = Tracker(1e9, peak_tflops=1.0, clock="cpu")
+    for call in (t.phase, t.begin_phase, t.switch_phase):
+        with pytest.raises(ValueError, match="'dataloading'"):
+            call("dataloading")
+        with pytest.raises(TypeError, match="phase"):
+            call(3)
+
+
+def test_phase_open_at_step_is_closed_with_one_warning():
+    t = Tracker(1e9, peak_tflops=1.0, clock="cpu", warmup=0)
+    t.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            t.begin_phase("data")
+            assert t.phase_depth() == 1
+            t.step()
+            assert t.phase_depth() == 0
+    assert [str(w.message).count("closed a phase left open") for w in caught] == [1]
+
+
+def test_end_without_phase_and_too_deep_warn_once_and_change_nothing():
+    t = Tracker(1e9, peak_tflops=1.0, clock="cpu", warmup=0)
+    t.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t.end_phase()
+        t.end_phase()
+        for _ in range(_C.LIMIT_PHASE_DEPTH_MAX + 2):
+            t.begin_phase("data")
+    assert t.phase_depth() == _C.LIMIT_PHASE_DEPTH_MAX
+    assert len(caught) == 1 and "no phase is open" in str(caught[0].message)
+
+
+def test_exception_in_a_phase_propagates_and_the_phase_ends():
+    t = Tracker(1e9, peak_tflops=1.0, clock="cpu", warmup=0)
+    t.step()
+    with pytest.raises(KeyError):
+        with t.phase("forward"):
+            raise KeyError("boom")
+    assert t.phase_depth() == 0
+
+
+def test_no_phases_no_new_keys():
+    t = Tracker(1e3, peak_tflops=1.0, clock="cpu", warmup=0)
+    for _ in range(3):
+        t.step()
+    assert not any("/mfu_lost/" in k or "/phase_s/" in k for k in t.metrics())
+
+
+# ---- the CPU clock: injected sleeps ---------------------------------------------------
+
+SLEEP_S = {"data": 0.004, "forward": 0.006, "backward": 0.008, "optimizer": 0.002}
+
+
+def test_cpu_clock_injected_sleeps():
+    t = Tracker(1e9, peak_tflops=1.0, executed_flops_per_step=1.2e9, clock="cpu", warmup=0,
+                window=8)
+    t.step()
+    for _ in range(8):
+        for name, seconds in SLEEP_S.items():
+            with t.phase(name):
+                time.sleep(seconds)
+        t.step()
+    m = t.metrics()
+    assert _sums_to_one(m)
+    step_s = m["throughput/step_time_s"]
+    lost = _lost(m)
+    for name, seconds in SLEEP_S.items():
+        assert m[f"throughput/phase_s/{name}"] >= seconds          # a sleep lasts at least that
+        assert m[f"throughput/phase_s/{name}"] <= step_s
+    # Each share within tolerance of the injected one: at least the injected
+    # time, at most that plus the step's whole overshoot (the time not
+    # injected anywhere: sleeps run long, the loop costs) -- bounds that hold
+    # however loaded the machine, since every sleep lasts at least its time.
+    overshoot = step_s - sum(SLEEP_S.values())
+    assert overshoot >= 0
+    for name, seconds in SLEEP_S.items():
+        assert m[f"throughput/phase_s/{name}"] <= seconds + overshoot * (1 + 1e-9)
+    for name in ("data", "optimizer"):
+        assert lost[name] == pytest.approx(m[f"throughput/phase_s/{name}"] / step_s, rel=1e-12)
+        assert SLEEP_S[name] / step_s <= lost[name] <= (SLEEP_S[name] + overshoot) / step_s * (1 + 1e-9)
+    assert lost["recompute"] == pytest.approx(m["throughput/hfu"] - m["throughput/mfu"])
+    compute = (m["throughput/phase_s/forward"] + m["throughput/phase_s/backward"]) / step_s
+    assert lost["compute"] == pytest.approx(compute - m["throughput/hfu"])
+    assert lost["other"] >= -1e-12                                 # phases never overlap
+
+
+def test_nested_phase_inner_wins_outer_resumes():
+    t = Tracker(1e9, peak_tflops=1.0, clock="cpu", warmup=0)
+    t.step()
+    with t.phase("data"):
+        time.sleep(0.002)
+        with t.phase("forward"):
+            time.sleep(0.005)
+        time.sleep(0.002)
+    t.step()
+    s = t.summary()["phase_s"]
+    assert s["forward"] >= 0.005
+    assert s["data"] >= 0.004                                       # both halves
+    assert s["data"] + s["forward"] <= t.summary()["step_time_s"]   # never counted twice
+
+
+def test_metrics_time_is_excluded_on_the_cpu_clock(monkeypatch):
+    """The time inside metrics() leaves the step it falls in."""
+    t = Tracker(1e3, peak_tflops=1.0, clock="cpu", warmup=0)
+    import mfu_tracker.tracker as tracker_module
+
+    real = tracker_module.format_metrics
+
+    def slow_format(*args, **kwargs):
+        time.sleep(0.2)  # stands in for a slow collective
+        return real(*args, **kwargs)
+
+    t.step()
+    t.step()
+    monkeypatch.setattr(tracker_module, "format_metrics", slow_format)
+    for _ in range(3):
+        t.metrics()
+        t.step()
+    # the 200 ms sleeps are in no step: each is excluded from the step it fell in
+    assert t.summary()["step_time_max_s"] < 0.2
+    assert t.phases()["excluded_s"] * t.summary()["steps"] >= 3 * 0.2
+
+
+# ---- the GPU timeline (fake driver) ----------------------------------------------------
+
+
+def test_gpu_timeline_semantics_zero_syncs(fake):
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()                                  # GPU 0
+    t.begin_phase("forward")                  # GPU 0
+    fake.set_work_ns(4 * MS)
+    t.switch_phase("backward")                # GPU 4: forward 4 ms
+    fake.set_work_ns(6 * MS)
+    t.end_phase()                             # GPU 10: backward 6 ms
+    fake.set_work_ns(0)
+    with t.phase("data"):                     # recorded at host 0: GPU 10
+        fake.advance(5 * MS)                  # host stall while the GPU is busy until 10
+    #                                           end at max(10, 5) = 10: 0 ms of data
+    fake.advance(10 * MS)                     # host at 15: the GPU drained at 10
+    with t.phase("data"):                     # GPU 15
+        fake.advance(3 * MS)                  # host stall with an idle GPU
+    #                                           end at GPU 18: 3 ms of data
+    fake.set_work_ns(2 * MS)
+    with t.phase("optimizer"):                # GPU 20 (2 ms of earlier work first)
+        pass                                  # end at GPU 22: optimizer 2 ms
+    fake.set_work_ns(0)
+    t.step()                                  # GPU 22: period 22 ms
+    fake.advance(20 * MS)
+    m = t.metrics()
+    assert m["throughput/step_time_s"] == pytest.approx(22e-3, rel=1e-9)
+    assert m["throughput/phase_s/forward"] == pytest.approx(4e-3, rel=1e-9)
+    assert m["throughput/phase_s/backward"] == pytest.approx(6e-3, rel=1e-9)
+    assert m["throughput/phase_s/data"] == pytest.approx(3e-3, rel=1e-9)   # 0 + 3
+    assert m["throughput/phase_s/optimizer"] == pytest.approx(2e-3, rel=1e-9)
+    lost = _lost(m)
+    mfu = 5e11 / 1e15 / 22e-3                                  # ideal 0.5 ms of 22
+    assert m["throughput/mfu"] == pytest.approx(mfu, rel=1e-9)
+    assert lost["data"] == pytest.approx(3 / 22, rel=1e-9)
+    assert lost["optimizer"] == pytest.approx(2 / 22, rel=1e-9)
+    assert lost["compute"] == pytest.approx(10 / 22 - mfu, rel=1e-9)
+    assert lost["other"] == pytest.approx(7 / 22, rel=1e-9)  # 10..15 and 18..20 unmarked
+    assert "recompute" not in lost and "communication" not in lost
+    assert _sums_to_one(m)
+    assert fake.sync_calls() == 0
+
+
+def test_gpu_excluded_interval(fake):
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()                                  # GPU 0
+    fake.set_work_ns(2 * MS)
+    t._exclude_begin()                        # GPU 2
+    fake.set_work_ns(0)
+    fake.advance(10 * MS)                     # GPU idle from 2 to 10
+    t._exclude_end()                          # GPU 10: 8 ms excluded
+    fake.set_work_ns(1 * MS)
+    t.step()                                  # GPU 11: period 11 - 8 = 3 ms
+    fake.advance(5 * MS)
+    assert t.summary()["step_time_s"] == pytest.approx(3e-3, rel=1e-9)
+    assert t.phases()["excluded_s"] == pytest.approx(8e-3, rel=1e-9)
+    assert fake.sync_calls() == 0
+
+
+def test_local_metrics_on_a_gpu_clock_takes_no_mark(fake):
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()
+    before = fake.calls("cuEventRecord")
+    t.metrics()
+    assert fake.calls("cuEventRecord") == before
+
+
+# ---- distributed figures by hand ---------------------------------------------------
+
+
+def _row(rank, step_s, phases, mfu=0.2, peak=1e12):
+    return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
+                       step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
+                       achieved_flops_per_sec=mfu * peak, executed_flops_per_sec=None,
+                       achieved_bytes_per_sec=None, tokens_per_sec=None,
+                       peak_flops_per_sec=peak, peak_bytes_per_sec=None, num_devices=1,
+                       model_parallel=1, interval_s=1.0, interval_steps=10, mfu=mfu,
+                       **{f"phase_{k}_s": v for k, v in phases.items()})
+
+
+def test_combine_waterfall_and_straggler_by_hand():
+    # DDP-like: equal periods of 0.1 s; rank 1 computes 0.09 s, rank 0 0.06 s and
+    # waits 0.03 s more in the all-reduce (exposed communication 0.04 vs 0.01).
+    r0 = _row(0, 0.1, {"forward": 0.02, "backward": 0.04, "communication": 0.04}, peak=1e12)
+    r1 = _row(1, 0.1, {"forward": 0.05, "backward": 0.04, "communication": 0.01}, peak=3e12)
+    g = combine([r0, r1])
+    assert g.straggler_rank == 1
+    # the other rank waited busy_1 - busy_0 = 0.09 - 0.06 = 0.03 s of the job's 0.1 s step
+    assert g.straggler_lost == pytest.approx(0.3)
+    # peak-weighted mean of the ranks' shares (weights 1 : 3)
+    assert g.mfu_lost["communication"] == pytest.approx((1 * 0.4 + 3 * 0.1) / 4)
+    assert g.mfu_lost["compute"] == pytest.approx((1 * (0.6 - 0.2) + 3 * (0.9 - 0.2)) / 4)
+    assert g.phase_s["forward"] == pytest.approx(0.035)
+    m = g.metrics()
+    assert m["throughput/straggler_rank"] == 1.0
+    assert math.fsum([m["throughput/mfu"], *_lost(m).values()]) == 1.0
+    # no phases on one rank: no waterfall, no straggler keys
+    g = combine([r0, _row(1, 0.1, {})])
+    assert g.mfu_lost is None and g.straggler_rank is None
+    assert not any("straggler" in k or "mfu_lost" in k for k in g.metrics())
+
+
+def test_row_round_trip_keeps_phases():
+    r = _row(2, 0.1, {"data": 0.01, "communication": 0.02})
+    assert RankFigures.from_row(r.to_row()) == r
+    assert r.phase_s == {"data": 0.01, "communication": 0.02}
