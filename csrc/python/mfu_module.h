@@ -25,8 +25,8 @@ typedef struct mfu_module_state {
     PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
     PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
-     * num_tokens, model_flops, executed_flops. */
-    PyObject *step_kwnames[3];
+     * num_tokens, model_flops, executed_flops, flops_by_dtype. */
+    PyObject *step_kwnames[4];
     /* track() (py_track.c): the resolver that turns (dtype, device, spec,
      * peak_tflops, clock) into a peak and a clock, the last key it resolved
      * and its result, the interned keyword names and the defaults. */
@@ -178,5 +178,6 @@ int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
+int mfu_py_nvml_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */
