@@ -22,9 +22,8 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
-from ._dtypes import DTYPE_NAMES
 from ._metrics import format_metrics
-from ._peak import Peak, resolve_peak
+from ._peak import Peak, dtype_peaks, resolve_peak
 from ._telemetry import Telemetry, device_id_of
 from ._validate import (
     NUM_GPUS_MAX,
@@ -78,15 +77,6 @@ def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bo
         raise ValueError(f"the parallel degrees multiply to {model_parallel}, which does not "
                          f"divide the world size {world}")
     return True
-
-
-def _dtype_peaks(peak: Peak) -> Tuple[Optional[float], ...]:
-    """Per-device peak FLOP/s of every dtype (``DTYPE_NAMES`` order), None
-    where the device has none: the spec's table row, with the peak in use
-    (a user's ``peak_tflops`` included) for the declared dtype."""
-    table = peak.spec.peak_flops_by_dtype if peak.spec is not None else {}
-    return tuple(peak.flops_per_sec if name == peak.dtype else table.get(name)
-                 for name in DTYPE_NAMES)
 
 
 def _measure(peak: Peak, kind: str, index: Optional[int]) -> float:
@@ -279,9 +269,10 @@ class Tracker(_C.StepTracker):
             ``{"fp8": F1, "bf16": F2, ...}`` (names: ``_C.dtype_names()``), for
             ``mfu_mixed``; with ``flops_per_step`` None their sum is it. Per
             step: ``step(flops_by_dtype=)``. A dtype without a peak on the
-            device leaves ``mfu_mixed`` out, with one warning. The declared
-            ``dtype``'s peak is the one in use (``peak_tflops`` included);
-            the others come from the device's table row.
+            device leaves ``mfu_mixed`` out, with one warning. Each dtype's
+            peak comes from the spec in use (the device's table row, or
+            ``spec``); ``peak_tflops`` is the user's peak for every dtype, so
+            with it ``mfu_mixed`` equals ``mfu``.
         measure_peak: measure the device's GEMM peak for ``dtype`` once, now
             (:func:`measure_peak_flops`, about 0.3 s -- before training, never
             during it) and report ``mfu_vs_measured``; a measured peak above
@@ -372,7 +363,7 @@ class Tracker(_C.StepTracker):
             num_gpus=num_gpus * model_parallel,
             window=window,
             warmup=warmup,
-            dtype_peaks=_dtype_peaks(peak),
+            dtype_peaks=dtype_peaks(peak),
             flops_by_dtype=flops_by_dtype,
         )
         self._measured_flops_per_sec = _measure(peak, kind, index) if measure_peak else None

@@ -404,16 +404,6 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
                                      &peak_bytes_obj, &gpus_obj, &window_obj,
                                      &warmup_obj, &peaks_obj, &mixed_obj))
         return -1;
-    if (dtype_peaks_arg(peaks_obj, s->dtype_peaks) < 0)
-        return -1;
-    config.per_step_ideal_s = NAN;
-    if (mixed_obj != Py_None) {
-        double flops[MFU_DTYPE_COUNT];
-        if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
-            return -1;
-        no_peak = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config.per_step_ideal_s,
-                                    &missing) != MFU_OK;
-    }
     if ((clock_obj != NULL && mfu_py_clock_arg(clock_obj, &config.timer.clock) < 0)
         || (stream_obj != NULL
             && mfu_py_stream_arg(stream_obj, "stream", &config.stream) < 0)
@@ -431,6 +421,22 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         || optional_int(window_obj, "window", 1, MFU_WINDOW_MAX, &window) < 0
         || optional_int(warmup_obj, "warmup", 0, (long long)MFU_WARMUP_MAX, &warmup) < 0)
         return -1;
+    if (dtype_peaks_arg(peaks_obj, s->dtype_peaks) < 0)
+        return -1;
+    config.per_step_ideal_s = NAN;
+    if (mixed_obj != Py_None) {
+        double flops[MFU_DTYPE_COUNT];
+        if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
+            return -1;
+        no_peak = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config.per_step_ideal_s,
+                                    &missing) != MFU_OK;
+        if (model_obj == Py_None) { /* the split's sum is the model FLOPs */
+            double sum = 0.0;
+            for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+                sum += flops[d];
+            config.per_step.model_flops = sum;
+        }
+    }
     config.per_step.num_tokens = NAN;
     config.peak.num_devices = (int)gpus;
     config.window = (uint32_t)window;
