@@ -422,7 +422,6 @@ class Tracker(_C.StepTracker):
         out: Dict[str, Any] = _C.StepTracker.summary(self)
         measured = self._measured_flops_per_sec
         achieved = out["achieved_flops_per_sec"]
-        out["mfu_vs_measured"] = None
         if measured and achieved is not None:
             out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
         return out
@@ -572,10 +571,14 @@ class Tracker(_C.StepTracker):
         ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
         and ``peak_tflops`` (the MFU denominator, x num_gpus), ``peak_source``
         ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``;
-        ``mfu_mixed`` and ``ideal_s`` (the window's seconds at each dtype's
-        peak, ``flops_by_dtype``), ``mfu_vs_measured`` (``measure_peak``).
+        and, only while available, ``mfu_mixed`` and ``ideal_s`` (the
+        window's seconds at each dtype's peak, ``flops_by_dtype``) and
+        ``mfu_vs_measured`` (``measure_peak``).
         """
         out: Dict[str, Union[float, int, str, None]] = self._figures()
+        for key in ("mfu_mixed", "ideal_s"):
+            if out.get(key, 0) is None:
+                del out[key]
         out["peak_source"] = self._peak.source
         out["dtype"] = self._dtype
         return out
