@@ -79,11 +79,12 @@ def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bo
     return True
 
 
-def _measure(peak: Peak, kind: str, index: Optional[int]) -> float:
+def _measure(peak: Peak, kind: str, index: Optional[int], torch: Any) -> float:
     """The GEMM peak of the tracker's device for its dtype, measured now
-    (:func:`measured_gpu_spec`), FLOP/s; one warning when it exceeds the peak
-    in use."""
-    device = "cpu" if kind == "cpu" else (f"cuda:{index}" if index is not None else "cuda")
+    (:func:`measured_gpu_spec`), FLOP/s: the CUDA / ROCm device torch runs
+    on, else the CPU. One warning when it exceeds the peak in use."""
+    on_gpu = kind != "cpu" and torch is not None and index is not None
+    device = f"cuda:{index}" if on_gpu else "cpu"
     measured = measured_gpu_spec(peak.dtype, device).peak_flops_per_sec(peak.dtype)
     if peak.flops_per_sec is not None and measured > peak.flops_per_sec:
         warnings.warn(f"mfu_tracker: Tracker: the measured {peak.dtype} GEMM peak "
@@ -366,7 +367,7 @@ class Tracker(_C.StepTracker):
             dtype_peaks=dtype_peaks(peak),
             flops_by_dtype=flops_by_dtype,
         )
-        self._measured_flops_per_sec = _measure(peak, kind, index) if measure_peak else None
+        self._measured_flops_per_sec = _measure(peak, kind, index, torch) if measure_peak else None
         self._telemetry = _telemetry(telemetry, kind, index, torch)
         self._peak = peak
         self._dtype = peak.dtype
