@@ -94,6 +94,7 @@ class UtilizationResult:
     """
 
     mfu: Optional[float]
+    mfu_mixed: Optional[float]
     hfu: Optional[float]
     mbu: Optional[float]
     elapsed_sec: Optional[float]
@@ -152,6 +153,7 @@ def track(
     peak_tflops: Optional[float] = None,
     clock: str = "auto",
     stream: Any = None,
+    flops_by_dtype: Optional[Mapping[str, float]] = None,
 ) -> UtilizationResult: ...
 def set_track_resolver(resolver: Any, /) -> None: ...
 def compute_metrics(

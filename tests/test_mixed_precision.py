@@ -172,3 +172,44 @@ def test_c_step_tracker_dtype_peaks_argument():
         _C.StepTracker(dtype_peaks=(None,) * 8 + (-1.0,))
     with pytest.raises(TypeError, match="dtype_peaks"):
         _C.StepTracker(dtype_peaks=3)
+
+
+# ---- track(flops_by_dtype=) -------------------------------------------------------
+
+def test_track_mfu_mixed_against_hand_arithmetic():
+    from mfu_tracker import track
+
+    f = 2 * 4096 * 8192 * 8192                       # one [4096, 8192] x [8192, 8192] GEMM
+    with track(2 * f, dtype="bf16", spec=H100, clock="cpu",
+               flops_by_dtype={"fp8": f, "bf16": f}) as r:
+        pass
+    t = r.elapsed_sec
+    assert r.mfu_mixed == pytest.approx((f / FP8 + f / BF16) / t, rel=1e-9)
+    assert r.mfu == pytest.approx(2 * f / t / BF16, rel=1e-9)
+    # one dtype: mfu_mixed == mfu; without the dict: None
+    with track(f, dtype="bf16", spec=H100, clock="cpu", num_gpus=4,
+               flops_by_dtype={"bf16": f}) as r:
+        pass
+    assert r.mfu_mixed == pytest.approx(r.mfu, rel=1e-12)
+    with track(f, dtype="bf16", spec=H100, clock="cpu") as r:
+        pass
+    assert r.mfu_mixed is None
+
+
+def test_track_bad_dict_raises_and_no_peak_warns_once():
+    from mfu_tracker import _clock, track
+
+    with pytest.raises(ValueError, match="flops_by_dtype: unknown dtype 'fp9'"):
+        track(1.0, spec=H100, clock="cpu", flops_by_dtype={"fp9": 1.0})
+    with pytest.raises(TypeError, match=r"flops_by_dtype\['fp8'\] must be a number"):
+        track(1.0, spec=H100, clock="cpu", flops_by_dtype={"fp8": None})
+    _clock.reset_caches()
+    state_spec = user_gpu_spec({"bf16": 1000.0}, name="bf16-only GPU")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            with track(1e12, dtype="bf16", spec=state_spec, clock="cpu",
+                       flops_by_dtype={"fp8": 1e12}) as r:
+                pass
+            assert r.mfu_mixed is None and r.mfu is not None
+    assert len([w for w in caught if "no fp8 peak" in str(w.message)]) == 1

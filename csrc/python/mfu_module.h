@@ -33,7 +33,8 @@ typedef struct mfu_module_state {
     PyObject *track_resolver;
     PyObject *track_last_key[5];
     PyObject *track_last_resolved;
-    PyObject *track_kwnames[11];
+    PyObject *track_kwnames[12];
+    int warned_track_mixed; /* track(flops_by_dtype=): a dtype without a peak */
     PyObject *str_fp16;
     PyObject *str_auto;
 } mfu_module_state;
