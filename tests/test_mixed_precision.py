@@ -213,3 +213,51 @@ def test_track_bad_dict_raises_and_no_peak_warns_once():
                 pass
             assert r.mfu_mixed is None and r.mfu is not None
     assert len([w for w in caught if "no fp8 peak" in str(w.message)]) == 1
+
+
+# ---- the integrations fill flops_by_dtype from the counter ------------------------
+# These need FlopCounter.flops_by_dtype / executed_flops_by_dtype (the "counter"
+# stream of issue 12, item 1): they fail with AttributeError until it lands.
+
+def test_counter_split_on_meta_against_hand_arithmetic(fake):
+    """The issue's example: one fp8 ``_scaled_mm`` linear and one bf16 linear,
+    counted on meta, with the H100 SXM row: mfu_mixed = (F_fp8 / 1978.9e12 +
+    F_bf16 / 989.4e12) / T."""
+    torch = pytest.importorskip("torch")
+    from mfu_tracker.counter import FlopCounter
+
+    m, k, n = 64, 128, 256
+    a = torch.empty(m, k, device="meta", dtype=torch.float8_e4m3fn)
+    b = torch.empty(n, k, device="meta", dtype=torch.float8_e4m3fn).t()
+    one = torch.ones((), device="meta")
+    x = torch.empty(m, k, device="meta", dtype=torch.bfloat16)
+    w = torch.empty(n, k, device="meta", dtype=torch.bfloat16)
+    with FlopCounter(modules=False) as counter:
+        torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+        torch.nn.functional.linear(x, w)
+    f = 2 * m * k * n                                        # 2 * 64 * 128 * 256 = 4,194,304
+    assert counter.flops_by_dtype == {"fp8": f, "bf16": f}   # no grad: forward only
+    tracker = Tracker(dtype="bf16", spec=H100, clock="cuda", stream=0, warmup=0,
+                      flops_by_dtype=counter.flops_by_dtype)
+    _steps(fake, tracker, [1, 1])                            # T = 2 ms
+    assert tracker.summary()["mfu_mixed"] == pytest.approx(
+        2 * (f / FP8 + f / BF16) / 0.002, rel=1e-9)          # = 6.36e-9
+
+
+def test_optimizer_wrapper_fills_flops_by_dtype():
+    """One dtype (a float32 model on CPU; H100 fp32 peak 66.9 TFLOP/s):
+    the wrapper's mfu_mixed equals its mfu."""
+    torch = pytest.importorskip("torch")
+    from mfu_tracker.optim import MFUOptimizerWrapper
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 8, bias=False)
+    opt = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.1), model, spec=H100,
+                              dtype="fp32", clock="cpu", warmup=0)
+    for _ in range(4):
+        with opt.track_step():
+            model(torch.ones(4, 16)).sum().backward()
+        opt.step()
+        opt.zero_grad()
+    s = opt.summary()
+    assert s["mfu_mixed"] == pytest.approx(s["mfu"], rel=1e-9)

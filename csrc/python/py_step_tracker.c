@@ -585,6 +585,34 @@ static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
     step_slots);
 
+/* _C.ideal_seconds(flops_by_dtype, dtype_peaks) -> float or None: the
+ * seconds the work takes at each dtype's peak (core/mixed.h), None when a
+ * dtype with FLOPs has no peak. Bad arguments raise, naming them. For the
+ * integrations that resolve a window's work at logging time. */
+static PyObject *py_ideal_seconds(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    double flops[MFU_DTYPE_COUNT], peaks[MFU_DTYPE_COUNT], ideal_s;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "ideal_seconds() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (mfu_py_dtype_flops_arg(args[0], "flops_by_dtype", flops) < 0
+        || dtype_peaks_arg(args[1], peaks) < 0)
+        return NULL;
+    (void)mfu_mixed_ideal_s(flops, peaks, &ideal_s, NULL);
+    return mfu_py_float_or_none(ideal_s);
+}
+
+static PyMethodDef step_module_methods[] = {
+    {"ideal_seconds", (PyCFunction)(void (*)(void))py_ideal_seconds, METH_FASTCALL,
+     "ideal_seconds(flops_by_dtype, dtype_peaks, /)\n--\n\n"
+     "sum over dtypes of FLOPs / peak FLOP/s (seconds at each dtype's peak); "
+     "None when a dtype with FLOPs has no peak. dtype_peaks: one per "
+     "_C.dtype_names() entry, None where the device has none."},
+    {NULL, NULL, 0, NULL},
+};
+
 int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops",
@@ -593,7 +621,8 @@ int mfu_py_step_tracker_exec(PyObject *module)
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
-    if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
+    if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0
+        || PyModule_AddFunctions(module, step_module_methods) < 0)
         return -1;
     for (int i = 0; i < KW_COUNT; i++) {
         state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);
