@@ -561,12 +561,13 @@ class WindowWork:
     def mfu_mixed(self, peaks: Sequence[Optional[float]], num_gpus: int) -> Optional[float]:
         """(sum_d F_d / peak_d) / window_s / num_gpus over the window
         (``peaks``: :func:`dtype_peaks`); None when the split is unknown or a
-        dtype has no peak (one warning)."""
+        dtype has no peak (one warning, unless the device has no peak at all:
+        the peak lookup warned)."""
         if self.flops_by_dtype is None or not self.known or not self.window_s > 0:
             return None
         ideal_s = _C.ideal_seconds(self.flops_by_dtype, peaks)
         if ideal_s is None:
-            if self.warn_once is not None:
+            if self.warn_once is not None and any(p is not None for p in peaks):
                 self.warn_once("mixed", "the counted FLOPs include a dtype the device has no "
                                f"peak for ({', '.join(sorted(self.flops_by_dtype))}): "
                                "mfu_mixed is left out")

@@ -261,3 +261,15 @@ def test_optimizer_wrapper_fills_flops_by_dtype():
         opt.zero_grad()
     s = opt.summary()
     assert s["mfu_mixed"] == pytest.approx(s["mfu"], rel=1e-9)
+
+
+def test_no_peak_at_all_gives_no_second_warning(fake):
+    # A device with no peak (unknown GPU, CPU): the lookup's warning is the one.
+    spec = user_gpu_spec({"bf16": 1000.0}, name="x")
+    empty = type(spec)(name="no peaks", peak_flops_by_dtype={}, source="unknown")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tracker = Tracker(dtype="bf16", spec=empty, clock="cuda", stream=0, warmup=0,
+                          flops_by_dtype={"bf16": 1e12})
+        _steps(fake, tracker, [1], flops_by_dtype={"fp8": 1e12})
+    assert "mfu_mixed" not in tracker.summary()

@@ -30,6 +30,8 @@ typedef struct {
     /* Mixed precision (core/mixed.h): the per-device peak of each dtype,
      * FLOP/s, NaN = none; fixed at __init__. */
     double dtype_peaks[MFU_DTYPE_COUNT];
+    int any_peak; /* some dtype has a peak: else no peak is known at all
+                     (warned by the peak lookup) and mfu_mixed is silently out */
 
     int warn_pending; /* message holds a warning to emit after the lock */
     int warned_failure, warned_args, warned_closed, warned_mfu, warned_mixed;
@@ -186,7 +188,7 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
                           "left out", name, name);
         queue_warning(s, &s->warned_args, message);
     }
-    if (no_peak && !s->warned_mixed) {
+    if (no_peak && s->any_peak && !s->warned_mixed) {
         char message[300];
         no_peak_message(missing, message, sizeof message);
         queue_warning(s, &s->warned_mixed, message);
@@ -423,6 +425,8 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     if (dtype_peaks_arg(peaks_obj, s->dtype_peaks) < 0)
         return -1;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+        s->any_peak |= !isnan(s->dtype_peaks[d]);
     config.per_step_ideal_s = NAN;
     if (mixed_obj != Py_None) {
         double flops[MFU_DTYPE_COUNT];
@@ -457,7 +461,7 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         s->warned_failure = 1;
         mfu_py_warn_keep_exception(message);
     }
-    if (no_peak) {
+    if (no_peak && s->any_peak) {
         char message[300];
         no_peak_message(missing, message, sizeof message);
         s->warned_mixed = 1;

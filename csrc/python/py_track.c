@@ -11,6 +11,8 @@
  * Free threading: the cache is read and swapped only inside a critical
  * section on the module (py_result.h); the resolver runs outside it.
  */
+#include <math.h>
+
 #include "py_result.h"
 
 /* ---- track(): the public entry point ------------------------------------ */
@@ -119,7 +121,12 @@ static int mixed_ideal_s(mfu_module_state *state, PyObject *obj, PyObject *peaks
                             MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW, 0.0, &peaks[d]) < 0)
             return -1;
     }
-    if (mfu_mixed_ideal_s(flops, peaks, ideal_s, &missing) != MFU_OK && !state->warned_track_mixed) {
+    int any_peak = 0;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+        any_peak |= !isnan(peaks[d]);
+    /* No peak at all (a CPU, an unknown GPU): the peak lookup warned. */
+    if (mfu_mixed_ideal_s(flops, peaks, ideal_s, &missing) != MFU_OK && any_peak
+        && !state->warned_track_mixed) {
         char message[200];
         state->warned_track_mixed = 1; /* the GIL (or a race to warn twice at worst) */
         PyOS_snprintf(message, sizeof message,
