@@ -89,19 +89,28 @@ def _steps(fake, tracker, n, period_ms, **kwargs):
 
 def test_figures_from_the_fake_device(fake, nvml):
     nvml.set("power_mw", 400_000)                       # 400 W
+    t0 = time.monotonic()                               # CLOCK_MONOTONIC, as the core and fake
     tracker = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, telemetry=UUID)
+    t1 = time.monotonic()
     _steps(fake, tracker, 4, 1.0, num_tokens=1000)      # 1 ms steps of 1000 tokens
-    time.sleep(0.05)                                    # 20 J at 400 W: 1 mJ is 5e-5 of it
+    time.sleep(0.1)
+    t2 = time.monotonic()
     m = tracker.metrics()
-    assert m["throughput/power_w"] == pytest.approx(400.0, rel=1e-3)
+    t3 = time.monotonic()
+    # The two readings' times and the fake's (the energy is 400 W x its clock)
+    # lie within [t0, t1] and [t2, t3]: power = energy delta / time delta is
+    # 400 W x (fake span / our span), both spans within [t2 - t1, t3 - t0],
+    # to the counter's 1 mJ.
+    lo, hi = t2 - t1, t3 - t0
+    assert 400.0 * lo / hi - 1e-3 / lo <= m["throughput/power_w"] <= 400.0 * hi / lo + 1e-3 / lo
     tokens_per_sec = 1000 / 0.001                       # 1e6 tokens/s (exact: fake clock)
     assert m["throughput/tokens_per_sec"] == pytest.approx(tokens_per_sec, rel=1e-9)
-    # J/token = W / (tokens/s) = 400 / 1e6 = 4e-4
-    assert m["throughput/energy_j_per_token"] == pytest.approx(400.0 / tokens_per_sec, rel=1e-3)
+    # J/token = W / (tokens/s), e.g. 400 / 1e6 = 4e-4
     assert m["throughput/energy_j_per_token"] == pytest.approx(
         m["throughput/power_w"] / tokens_per_sec, rel=1e-12)
-    # 5e11 FLOPs per ms = 500 TFLOP/s; / 400 W = 1.25 TFLOP/s per W
-    assert m["throughput/tflops_per_watt"] == pytest.approx(500.0 / 400.0, rel=1e-3)
+    # 5e11 FLOPs per ms = 500 TFLOP/s; TFLOP/s per W, e.g. 500 / 400 = 1.25
+    assert m["throughput/tflops_per_watt"] == pytest.approx(
+        500.0 / m["throughput/power_w"], rel=1e-9)
     assert m["throughput/sm_clock_mhz"] == 1755.0
     assert m["throughput/clock_ratio"] == pytest.approx(1755.0 / 1980.0, rel=1e-12)
     assert m["throughput/throttled"] == 0.0

@@ -8,24 +8,29 @@ mfu_status mfu_mixed_ideal_s(const double flops[MFU_DTYPE_COUNT],
                              double *ideal_s, mfu_dtype *dtype)
 {
     double sum = 0.0;
+    int d;
     *ideal_s = NAN;
-    for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
-        const double f = flops[d];
-        const double peak = peak_flops_per_sec[d];
-        if (!isfinite(f) || f < 0.0) {
+    /* Bad FLOPs first, whatever the peaks (mixed.h: the order of the checks). */
+    for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+        if (!(isfinite(flops[d]) && flops[d] >= 0.0)) {
             if (dtype != NULL)
                 *dtype = (mfu_dtype)d;
             return MFU_ERR_INVALID_ARGUMENT;
         }
-        if (f == 0.0)
+    }
+    for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+        const double peak = peak_flops_per_sec[d];
+        if (flops[d] == 0.0)
             continue;
         if (!(isfinite(peak) && peak > 0.0)) {
             if (dtype != NULL)
                 *dtype = (mfu_dtype)d;
             return MFU_ERR_NOT_FOUND;
         }
-        sum += f / peak;
+        sum += flops[d] / peak;
     }
+    if (!isfinite(sum))
+        return MFU_ERR_OVERFLOW;
     *ideal_s = sum;
     return MFU_OK;
 }

@@ -24,12 +24,15 @@
 #include "mfu_status.h"
 
 /* sum_d flops[d] / peak_flops_per_sec[d] over every dtype into *ideal_s.
- * A dtype with flops[d] == 0 costs nothing, whatever its peak. Status:
+ * A dtype with flops[d] == 0 costs nothing, whatever its peak. Status, in
+ * the order checked (every FLOPs value first, then the peaks):
  *   MFU_ERR_INVALID_ARGUMENT  a flops[d] is negative or not finite:
  *                             *dtype (when not NULL) is that dtype
  *   MFU_ERR_NOT_FOUND         flops[d] > 0 for a dtype with no peak:
  *                             *dtype (when not NULL) is the first such one
- * On either, *ideal_s is NaN. */
+ *   MFU_ERR_OVERFLOW          the sum is not finite (FLOPs near DBL_MAX
+ *                             over a tiny peak)
+ * On any of them, *ideal_s is NaN. */
 mfu_status mfu_mixed_ideal_s(const double flops[MFU_DTYPE_COUNT],
                              const double peak_flops_per_sec[MFU_DTYPE_COUNT],
                              double *ideal_s, mfu_dtype *dtype);

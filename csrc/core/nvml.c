@@ -157,58 +157,65 @@ static void failed(const mfu_nvml *n, mfu_gpu_error *error, mfu_status *status,
     *status = MFU_ERR_DRIVER;
 }
 
+/* One figure of a sample: read it through its call (the value as an
+ * unsigned long long) into *value x scale, setting `bit`; a missing call
+ * reads nothing, a failing one is noted. */
+static void read_figure(const mfu_nvml *n, mfu_nvml_sample *s, mfu_gpu_error *error,
+                        mfu_status *status, unsigned bit, double *value, double scale)
+{
+    unsigned long long u64 = 0;
+    unsigned int u32 = 0;
+    const char *call = NULL;
+    int code = -1;
+    switch (bit) {
+    case MFU_NVML_ENERGY:
+        if (n->energy != NULL)
+            code = n->energy(n->device, &u64), call = "nvmlDeviceGetTotalEnergyConsumption";
+        break;
+    case MFU_NVML_POWER:
+        if (n->power != NULL)
+            code = n->power(n->device, &u32), call = "nvmlDeviceGetPowerUsage";
+        break;
+    case MFU_NVML_SM_CLOCK:
+        if (n->clock != NULL)
+            code = n->clock(n->device, NVML_CLOCK_SM, &u32), call = "nvmlDeviceGetClockInfo";
+        break;
+    case MFU_NVML_SM_CLOCK_MAX:
+        if (n->clock_max != NULL)
+            code = n->clock_max(n->device, NVML_CLOCK_SM, &u32), call = "nvmlDeviceGetMaxClockInfo";
+        break;
+    default: /* MFU_NVML_THROTTLE */
+        if (n->reasons != NULL)
+            code = n->reasons(n->device, &u64), call = n->reasons_name;
+        break;
+    }
+    if (call == NULL)
+        return;
+    if (code != NVML_SUCCESS) {
+        failed(n, error, status, call, code);
+        return;
+    }
+    s->valid |= bit;
+    if (value != NULL)
+        *value = (double)(u64 + u32) * scale; /* one of them is 0 */
+    else
+        s->throttle_reasons = (uint64_t)u64;
+}
+
 mfu_status mfu_nvml_read(mfu_nvml *n, mfu_nvml_sample *s, mfu_gpu_error *error)
 {
     mfu_status status = MFU_OK;
     struct timespec now;
-    unsigned long long u64;
-    unsigned int u32;
-    int code;
 
     memset(s, 0, sizeof *s);
     set_error(error, NULL, 0, "");
     /* The time right before the energy counter, so energy / time pairs. */
     if (clock_gettime(CLOCK_MONOTONIC, &now) == 0)
         s->time_s = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-    if (n->energy != NULL) {
-        if ((code = n->energy(n->device, &u64)) == NVML_SUCCESS) {
-            s->energy_j = (double)u64 * 1e-3;
-            s->valid |= MFU_NVML_ENERGY;
-        } else {
-            failed(n, error, &status, "nvmlDeviceGetTotalEnergyConsumption", code);
-        }
-    }
-    if (n->power != NULL) {
-        if ((code = n->power(n->device, &u32)) == NVML_SUCCESS) {
-            s->power_w = (double)u32 * 1e-3;
-            s->valid |= MFU_NVML_POWER;
-        } else {
-            failed(n, error, &status, "nvmlDeviceGetPowerUsage", code);
-        }
-    }
-    if (n->clock != NULL) {
-        if ((code = n->clock(n->device, NVML_CLOCK_SM, &u32)) == NVML_SUCCESS) {
-            s->sm_clock_mhz = (double)u32;
-            s->valid |= MFU_NVML_SM_CLOCK;
-        } else {
-            failed(n, error, &status, "nvmlDeviceGetClockInfo", code);
-        }
-    }
-    if (n->clock_max != NULL) {
-        if ((code = n->clock_max(n->device, NVML_CLOCK_SM, &u32)) == NVML_SUCCESS) {
-            s->sm_clock_max_mhz = (double)u32;
-            s->valid |= MFU_NVML_SM_CLOCK_MAX;
-        } else {
-            failed(n, error, &status, "nvmlDeviceGetMaxClockInfo", code);
-        }
-    }
-    if (n->reasons != NULL) {
-        if ((code = n->reasons(n->device, &u64)) == NVML_SUCCESS) {
-            s->throttle_reasons = (uint64_t)u64;
-            s->valid |= MFU_NVML_THROTTLE;
-        } else {
-            failed(n, error, &status, n->reasons_name, code);
-        }
-    }
+    read_figure(n, s, error, &status, MFU_NVML_ENERGY, &s->energy_j, 1e-3);  /* mJ */
+    read_figure(n, s, error, &status, MFU_NVML_POWER, &s->power_w, 1e-3);    /* mW */
+    read_figure(n, s, error, &status, MFU_NVML_SM_CLOCK, &s->sm_clock_mhz, 1.0);
+    read_figure(n, s, error, &status, MFU_NVML_SM_CLOCK_MAX, &s->sm_clock_max_mhz, 1.0);
+    read_figure(n, s, error, &status, MFU_NVML_THROTTLE, NULL, 1.0);
     return status;
 }

@@ -52,22 +52,20 @@
 
 /* Bits of mfu_nvml_sample.valid. */
 enum {
-    MFU_NVML_ENERGY = 1u << 0,
-    MFU_NVML_POWER = 1u << 1,
-    MFU_NVML_SM_CLOCK = 1u << 2,
-    MFU_NVML_SM_CLOCK_MAX = 1u << 3,
-    MFU_NVML_THROTTLE = 1u << 4
+    MFU_NVML_ENERGY = 1u << 0, MFU_NVML_POWER = 1u << 1,  /* energy_j, power_w */
+    MFU_NVML_SM_CLOCK = 1u << 2, MFU_NVML_SM_CLOCK_MAX = 1u << 3,
+    MFU_NVML_THROTTLE = 1u << 4 /* throttle_reasons */
 };
 
 /* One reading of the device. Fields whose bit is not in `valid` are 0. */
 typedef struct mfu_nvml_sample {
     unsigned valid;
-    double time_s;              /* CLOCK_MONOTONIC when read, seconds */
-    double energy_j;            /* energy since the driver loaded, joules */
-    double power_w;             /* board power now, watts */
-    double sm_clock_mhz;        /* SM clock now, MHz */
-    double sm_clock_max_mhz;    /* maximum SM clock, MHz */
-    uint64_t throttle_reasons;  /* NVML's clock-event reason mask */
+    /* Seconds on CLOCK_MONOTONIC when read; joules since the driver loaded;
+     * board power now, watts. */
+    double time_s, energy_j, power_w;
+    /* The SM clock now and its maximum, MHz. */
+    double sm_clock_mhz, sm_clock_max_mhz;
+    uint64_t throttle_reasons; /* NVML's clock-event reason mask */
 } mfu_nvml_sample;
 
 typedef struct mfu_nvml mfu_nvml;

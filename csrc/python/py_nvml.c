@@ -10,11 +10,12 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "mfu_module.h"
+#include "py_result.h" /* the critical-section fallback for Python < 3.13 */
 
+/* Holds no Python object (no GC); reads are serialised by a critical
+ * section on the object (core/nvml.h: one thread at a time). */
 typedef struct {
     PyObject_HEAD
-    PyThread_type_lock lock;
     mfu_nvml *nvml; /* NULL until __init__ succeeds */
 } nvml_object;
 
@@ -30,12 +31,6 @@ static void describe(const mfu_gpu_error *error, char *buffer, size_t size)
         PyOS_snprintf(buffer, size, "%s: %s", call, error->detail);
     else
         PyOS_snprintf(buffer, size, "%s failed", call);
-}
-
-static PyObject *nvml_new(PyTypeObject *type, PyObject *Py_UNUSED(args),
-                          PyObject *Py_UNUSED(kwargs))
-{
-    return mfu_py_alloc_locked(type, offsetof(nvml_object, lock));
 }
 
 /* Nvml(device_id, library=None) */
@@ -102,9 +97,9 @@ static PyObject *nvml_read(PyObject *self, PyObject *Py_UNUSED(ignored))
         PyErr_SetString(PyExc_RuntimeError, "Nvml.__init__ was not called");
         return NULL;
     }
-    mfu_py_lock_acquire(n->lock);
+    Py_BEGIN_CRITICAL_SECTION(self);
     status = mfu_nvml_read(n->nvml, &s, &error);
-    PyThread_release_lock(n->lock);
+    Py_END_CRITICAL_SECTION();
 
     values[0] = PyFloat_FromDouble(s.time_s);
     values[1] = figure(&s, MFU_NVML_ENERGY, s.energy_j);
@@ -140,22 +135,13 @@ static PyObject *nvml_read(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-static int nvml_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
+/* NVML shut down and unloaded with the object. */
 static void nvml_dealloc(PyObject *self)
 {
-    nvml_object *n = (nvml_object *)self;
     PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    mfu_nvml_close(n->nvml);
-    if (n->lock != NULL)
-        PyThread_free_lock(n->lock);
+    mfu_nvml_close(((nvml_object *)self)->nvml);
     type->tp_free(self);
-    Py_DECREF(type);
+    Py_DECREF(type); /* a heap type's instances hold a reference to it */
 }
 
 static PyObject *nvml_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
@@ -187,17 +173,13 @@ PyDoc_STRVAR(nvml_doc,
              "the device cannot be had.");
 
 static PyType_Slot nvml_slots[] = {
-    {Py_tp_doc, (void *)nvml_doc},
-    {Py_tp_new, nvml_new},
-    {Py_tp_init, nvml_init},
-    {Py_tp_dealloc, nvml_dealloc},
-    {Py_tp_traverse, nvml_traverse},
-    {Py_tp_methods, nvml_methods},
-    {0, NULL},
+    {Py_tp_doc, (void *)nvml_doc}, {Py_tp_methods, nvml_methods},
+    {Py_tp_new, PyType_GenericNew}, {Py_tp_init, nvml_init},
+    {Py_tp_dealloc, nvml_dealloc}, {0, NULL},
 };
 
 static PyType_Spec nvml_spec = MFU_PY_TYPE_SPEC(
-    "Nvml", nvml_object, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE,
+    "Nvml", nvml_object, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
     nvml_slots);
 
 int mfu_py_nvml_exec(PyObject *module)

@@ -106,6 +106,7 @@ static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
         report->given |= MFU_STEP_MODEL_FLOPS;
         report->model_flops = sum;
     }
+    /* MFU_ERR_OVERFLOW leaves ideal_s NaN: a bad value (one warning). */
     if (mfu_mixed_ideal_s(flops, s->dtype_peaks, &report->ideal_s, missing)
         == MFU_ERR_NOT_FOUND) {
         report->given &= ~(unsigned)MFU_STEP_IDEAL_S;
@@ -432,8 +433,13 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         double flops[MFU_DTYPE_COUNT];
         if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
             return -1;
-        no_peak = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config.per_step_ideal_s,
-                                    &missing) != MFU_OK;
+        mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks,
+                                             &config.per_step_ideal_s, &missing);
+        if (mixed == MFU_ERR_OVERFLOW) {
+            mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
+            return -1;
+        }
+        no_peak = mixed != MFU_OK;
         if (model_obj == Py_None) { /* the split's sum is the model FLOPs */
             double sum = 0.0;
             for (int d = 0; d < MFU_DTYPE_COUNT; d++)
@@ -624,9 +630,10 @@ int mfu_py_step_tracker_exec(PyObject *module)
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
+    if (PyModule_AddFunctions(module, step_module_methods) < 0)
+        return -1; /* ideal_seconds() */
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
-    if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0
-        || PyModule_AddFunctions(module, step_module_methods) < 0)
+    if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
         return -1;
     for (int i = 0; i < KW_COUNT; i++) {
         state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);

@@ -125,8 +125,12 @@ static int mixed_ideal_s(mfu_module_state *state, PyObject *obj, PyObject *peaks
     for (int d = 0; d < MFU_DTYPE_COUNT; d++)
         any_peak |= !isnan(peaks[d]);
     /* No peak at all (a CPU, an unknown GPU): the peak lookup warned. */
-    if (mfu_mixed_ideal_s(flops, peaks, ideal_s, &missing) != MFU_OK && any_peak
-        && !state->warned_track_mixed) {
+    mfu_status status = mfu_mixed_ideal_s(flops, peaks, ideal_s, &missing);
+    if (status == MFU_ERR_OVERFLOW) {
+        mfu_py_raise(status, "flops_by_dtype", "FLOPs / peak overflows a double");
+        return -1;
+    }
+    if (status != MFU_OK && any_peak && !state->warned_track_mixed) {
         char message[200];
         state->warned_track_mixed = 1; /* the GIL (or a race to warn twice at worst) */
         PyOS_snprintf(message, sizeof message,

@@ -41,6 +41,10 @@ static void test_ideal_s(void)
     CHECK(bad == MFU_DTYPE_BF16 && isnan(ideal));
     flops[MFU_DTYPE_BF16] = INFINITY;
     CHECK(mfu_mixed_ideal_s(flops, peaks, &ideal, NULL) == MFU_ERR_INVALID_ARGUMENT);
+    /* A sum past DBL_MAX. */
+    flops[MFU_DTYPE_BF16] = 1.7e308;
+    peaks[MFU_DTYPE_BF16] = 1e-300;
+    CHECK(mfu_mixed_ideal_s(flops, peaks, &ideal, NULL) == MFU_ERR_OVERFLOW && isnan(ideal));
 }
 
 static mfu_steps *cpu_steps(uint32_t window, uint64_t warmup, double per_step_ideal_s)

@@ -44,6 +44,14 @@ static int load_knobs(void)
            && knobs.initialized;
 }
 
+/* CLOCK_MONOTONIC, seconds (the clock the core and the fake read). */
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
@@ -113,6 +121,7 @@ static void test_read(void)
 {
     mfu_nvml *n = NULL;
     mfu_nvml_sample a, b;
+    double after_a, after_b;
     mfu_gpu_error e;
     const unsigned all = MFU_NVML_ENERGY | MFU_NVML_POWER | MFU_NVML_SM_CLOCK
                          | MFU_NVML_SM_CLOCK_MAX | MFU_NVML_THROTTLE;
@@ -122,16 +131,21 @@ static void test_read(void)
     if (!CHECK(mfu_nvml_open(NULL, UUID, &n, &e) == MFU_OK))
         return;
     CHECK(mfu_nvml_read(n, &a, &e) == MFU_OK && e.call == NULL);
+    after_a = now_s();
     CHECK(a.valid == all);
     CHECK(a.power_w == 300.0);           /* 300000 mW */
     CHECK(a.sm_clock_mhz == 1755.0 && a.sm_clock_max_mhz == 1980.0);
     CHECK(a.throttle_reasons == 0);
     sleep_ms(50);
     CHECK(mfu_nvml_read(n, &b, &e) == MFU_OK);
-    /* The counter advances at 300 W: 300 J/s over the seconds between the
-     * readings, to the counter's 1 mJ resolution (15 J over 50 ms). */
+    after_b = now_s();
+    /* The counter advances at 300 W on the fake's clock, read inside each
+     * call: between a sample's time_s and the call's return. So the energy
+     * between the readings is 300 J/s times a span within
+     * [b.time_s - after_a, after_b - a.time_s], to the counter's 1 mJ. */
     CHECK(b.time_s > a.time_s && b.energy_j > a.energy_j);
-    CHECK_NEAR((b.energy_j - a.energy_j) / (b.time_s - a.time_s), 300.0, 1e-2);
+    CHECK(b.energy_j - a.energy_j >= 300.0 * (b.time_s - after_a) - 1e-3);
+    CHECK(b.energy_j - a.energy_j <= 300.0 * (after_b - a.time_s) + 1e-3);
     /* Throttle reasons: SwPowerCap (0x4) is a power reason; the app-clocks
      * setting (0x2) is not. */
     knobs.set("reasons", 0x2);
