@@ -133,7 +133,7 @@ static void test_read(void)
     CHECK(mfu_nvml_read(n, &a, &e) == MFU_OK && e.call == NULL);
     after_a = now_s();
     CHECK(a.valid == all);
-    CHECK(a.power_w == 300.0);           /* 300000 mW */
+    CHECK_NEAR(a.power_w, 300.0, 1e-15); /* 300000 mW */
     CHECK(a.sm_clock_mhz == 1755.0 && a.sm_clock_max_mhz == 1980.0);
     CHECK(a.throttle_reasons == 0);
     sleep_ms(50);
