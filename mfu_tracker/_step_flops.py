@@ -615,7 +615,9 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     if window is None:
         return None
     peak = tracker.peak
-    return format_metrics(window.figures(peak_flops_per_sec=peak.flops_per_sec,
-                                         peak_bytes_per_sec=peak.bytes_per_sec,
-                                         param_bytes=param_bytes, num_gpus=num_gpus,
-                                         peaks=dtype_peaks(peak)), prefix)
+    figures = window.figures(peak_flops_per_sec=peak.flops_per_sec,
+                             peak_bytes_per_sec=peak.bytes_per_sec, param_bytes=param_bytes,
+                             num_gpus=num_gpus, peaks=dtype_peaks(peak))
+    figures.update(tracker.read_telemetry(figures.get("achieved_flops_per_sec"),
+                                          figures.get("tokens_per_sec")))
+    return format_metrics(figures, prefix)

@@ -411,12 +411,25 @@ class Tracker(_C.StepTracker):
             if figures is not None:
                 return figures.metrics(prefix)
         summary = self._figures()
-        if self._telemetry is not None:
-            summary.update(self._telemetry.figures(summary["achieved_flops_per_sec"],
-                                                   summary["tokens_per_sec"]))
+        summary.update(self.read_telemetry(summary["achieved_flops_per_sec"],
+                                           summary["tokens_per_sec"]))
         if not summary["steps"]:
             return {}
         return format_metrics(summary, prefix)
+
+    def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
+                       tokens_per_sec: Optional[float] = None) -> Dict[str, float]:
+        """Read the device's telemetry now (NVML, see ``telemetry``) and give
+        its figures over the interval since the previous reading: ``power_w``,
+        ``energy_j_per_token`` (needs ``tokens_per_sec``), ``tflops_per_watt``
+        (needs ``achieved_flops_per_sec``, FLOP/s), ``sm_clock_mhz``,
+        ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
+        calls it; integrations that format their own window call it once per
+        logging step. Never raises (a failing read: one warning, figures out).
+        """
+        if self._telemetry is None:
+            return {}
+        return self._telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
 
     def _figures(self) -> Dict[str, Any]:
         """The core's summary plus the figures computed here (mfu_vs_measured)."""

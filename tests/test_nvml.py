@@ -232,3 +232,11 @@ def test_measure_peak_arguments():
                 measure_peak=True)
     t = Tracker(5e11, spec=SPEC, clock="cpu")
     assert t.measured_peak_flops_per_sec is None
+
+
+def test_read_telemetry_for_integrations(fake, nvml):
+    tracker = Tracker(5e11, spec=SPEC, clock="cpu", telemetry=UUID)
+    figures = tracker.read_telemetry(2.5e14, 1e6)
+    assert figures["sm_clock_mhz"] == 1755.0
+    assert figures["energy_j_per_token"] == pytest.approx(figures["power_w"] / 1e6, rel=1e-12)
+    assert Tracker(5e11, spec=SPEC, clock="cpu", telemetry=False).read_telemetry() == {}
