@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Union
 
 from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
@@ -175,7 +175,9 @@ class Tracker(_C.StepTracker):
 
     The last six come from NVML (:mod:`mfu_tracker._telemetry`), read once at
     construction and once per ``metrics()`` call -- never per step, never on a
-    thread; a missing or failing NVML leaves them out with one warning.
+    thread; a missing or failing NVML leaves them out with one warning. These
+    eight keys are local: the distributed figures below do not aggregate them
+    (yet).
 
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
