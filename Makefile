@@ -56,6 +56,17 @@ ctest: $(FAKE_DRIVER)
 ctest: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
 ctest: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
 
+# The fake NVML (tests/c/fake_nvml) the telemetry tests load instead of
+# libnvidia-ml.so.1, through MFU_TRACKER_NVML_LIBRARY.
+FAKE_NVML := build/ctest/libfake_nvml.so
+
+$(FAKE_NVML): tests/c/fake_nvml/fake_nvml.c
+	@mkdir -p build/ctest
+	$(CC) $(CFLAGS_CORE) -fPIC -shared -o $@ $<
+
+ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: $(FAKE_NVML)
+ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_NVML_LIBRARY = $(abspath $(FAKE_NVML))
+
 # ---- hardening (tests/README.md) -------------------------------------------
 # The C tests under AddressSanitizer + UBSan, under valgrind, and every fuzz
 # target (tests/c/fuzz) in a short fixed-seed run over its committed corpus.

@@ -1,6 +1,6 @@
 """Type stubs for the compiled core ``mfu_tracker._C`` (see csrc/python/)."""
 from types import TracebackType
-from typing import Any, Callable, Literal, Optional, Sequence
+from typing import Any, Callable, Literal, Mapping, Optional, Sequence
 
 __version__: str
 
@@ -96,6 +96,7 @@ class UtilizationResult:
     """
 
     mfu: Optional[float]
+    mfu_mixed: Optional[float]
     hfu: Optional[float]
     mbu: Optional[float]
     elapsed_sec: Optional[float]
@@ -154,6 +155,7 @@ def track(
     peak_tflops: Optional[float] = None,
     clock: str = "auto",
     stream: Any = None,
+    flops_by_dtype: Optional[Mapping[str, float]] = None,
 ) -> UtilizationResult: ...
 def set_track_resolver(resolver: Any, /) -> None: ...
 def compute_metrics(
@@ -219,6 +221,8 @@ class StepTracker:
         num_gpus: int = 1,
         window: int = 100,
         warmup: int = 1,
+        dtype_peaks: Optional[Sequence[Optional[float]]] = None,
+        flops_by_dtype: Optional[Mapping[str, float]] = None,
     ) -> None: ...
     def step(
         self,
@@ -226,6 +230,7 @@ class StepTracker:
         *,
         model_flops: Optional[float] = None,
         executed_flops: Optional[float] = None,
+        flops_by_dtype: Optional[Mapping[str, float]] = None,
     ) -> None: ...
     def summary(self, /) -> dict[str, Any]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
@@ -249,3 +254,18 @@ class StepTracker:
     def warmup(self) -> int: ...
     @property
     def closed(self) -> bool: ...
+
+
+# ---- device telemetry (py_nvml.c, core/nvml.h) ----------------------------------
+
+class Nvml:
+    """NVML telemetry of one device, found by UUID ("GPU-...") or PCI bus id."""
+
+    def __init__(self, device_id: str, library: Optional[str] = None) -> None: ...
+    def read(self, /) -> tuple[dict[str, Optional[float]], Optional[str]]: ...
+
+def nvml_library() -> str: ...
+
+def ideal_seconds(
+    flops_by_dtype: Mapping[str, float], dtype_peaks: Sequence[Optional[float]], /
+) -> Optional[float]: ...

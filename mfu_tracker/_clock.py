@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from . import _C
 from ._peak import clear_cache as clear_peak_cache
-from ._peak import resolve_peak
+from ._peak import dtype_peaks, resolve_peak
 from ._validate import check_clock
 from .gpu import PEAK_ENV_VAR, GPUSpec
 
@@ -153,8 +153,11 @@ def block_clock(clock: Any, device: Any, what: str = "track()") -> BlockClock:
 # (dtype, device, spec, peak_tflops, clock): (peak FLOP/s, peak bytes/s,
 # dtype name, GPUSpec, MarkTimer or None, device index, current-stream getter).
 _TrackKey = Tuple[Any, Any, Any, Any, Any, Optional[str]]
+#: (peak FLOP/s, peak bytes/s, dtype, spec, timer, device index, current-stream
+#: getter, per-dtype peaks for mfu_mixed (``_peak.dtype_peaks``)).
 TrackResolution = Tuple[Optional[float], Optional[float], str, Optional[GPUSpec],
-                        Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
+                        Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]],
+                        Tuple[Optional[float], ...]]
 _TRACK_CACHE: Dict[_TrackKey, TrackResolution] = {}
 
 
@@ -172,7 +175,7 @@ def resolve_track(dtype: Any, device: Any, spec: Any, peak_tflops: Any, clock: A
     peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
     timer, index, current = block_clock(clock, device)
     resolved: TrackResolution = (peak.flops_per_sec, peak.bytes_per_sec, peak.dtype, peak.spec,
-                                 timer, index, current)
+                                 timer, index, current, dtype_peaks(peak))
     if _settled(clock):
         try:
             _TRACK_CACHE[cache_key] = resolved

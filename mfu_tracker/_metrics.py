@@ -46,6 +46,18 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
+    # issue 12: mixed precision, the measured ceiling, device telemetry (below)
+    *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
+        ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
+        ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
+        # device telemetry (mfu_tracker._telemetry), read at logging time
+        ("power_w", "W", "mean board power since the last reading"),
+        ("energy_j_per_token", "J/token", "power / tokens per second"),
+        ("tflops_per_watt", "TFLOP/s per W", "model TFLOP/s / power"),
+        ("sm_clock_mhz", "MHz", "SM clock at the reading"),
+        ("clock_ratio", "ratio", "SM clock / maximum SM clock"),
+        ("throttled", "flag", "1 when a power or thermal clock-event reason is set"),
+    )),
     # distributed (mfu_tracker.distributed.DistributedFigures)
     MetricKey("tokens_per_sec_per_device", "tokens_per_sec_per_device", 1.0, "tokens/s",
               "tokens/s over all devices"),

@@ -17,7 +17,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ._dtypes import normalize_dtype
+from ._dtypes import DTYPE_NAMES, normalize_dtype
 from ._validate import check_peak_tflops, check_spec
 from .gpu import PEAK_ENV_VAR, GPUSpec, get_gpu_spec, user_gpu_spec
 
@@ -106,3 +106,12 @@ def resolve_peak(
 def clear_cache() -> None:
     """Forget every resolved peak (tests)."""
     _CACHE.clear()
+
+
+def dtype_peaks(peak: Peak) -> Tuple[Optional[float], ...]:
+    """Per-device peak FLOP/s of every dtype, in ``DTYPE_NAMES`` order (the
+    C core's), None where the device has none: the spec's row, with the peak
+    in use for ``peak.dtype``. The denominators of ``mfu_mixed``."""
+    table = peak.spec.peak_flops_by_dtype if peak.spec is not None else {}
+    return tuple(peak.flops_per_sec if name == peak.dtype else table.get(name)
+                 for name in DTYPE_NAMES)

@@ -36,6 +36,14 @@ training needs -- below 1 only through recompute -- and it does not depend
 on the batch. Without a usable profile the ratio is 1 (executed FLOPs, an
 upper bound that is exact without recompute), with one warning.
 
+**Mixed precision** (``mfu_mixed``): a counted step records the share of its
+model FLOPs in each compute dtype (``FlopCounter.flops_by_dtype``; its
+``executed_flops_by_dtype`` for a compiled step, whose model FLOPs come from
+the executed ones). A step's ``flops_by_dtype`` is its model FLOPs split by
+the shares of its own count, else of the last counted step (scaled,
+analytic and profiled steps run the same mix of dtypes); before any step was
+counted it is unknown and ``mfu_mixed`` is left out.
+
 **HFU knobs** (the peer's): ``hfu_backward_factor`` f or ``backward_factor``
 F replace every step's executed FLOPs with forward x (1 + f) or forward x F;
 model FLOPs never change with them.
@@ -57,6 +65,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from . import _C
 from ._metrics import format_metrics
+from ._peak import dtype_peaks
 from ._phases import waterfall
 
 #: (model, executed, forward) FLOPs of a step or a block.
@@ -73,6 +82,14 @@ def _looks_compiled(flops: Flops) -> bool:
     """A backward ran but the model FLOPs hold only the forward (AOTAutograd)."""
     model, executed, forward = flops
     return executed > forward and model <= forward
+
+
+def dtype_shares(by_dtype: Mapping[str, float]) -> Optional[Dict[str, float]]:
+    """Each dtype's share of ``by_dtype``'s FLOPs (None when it has none)."""
+    total = float(sum(by_dtype.values()))
+    if not total > 0:
+        return None
+    return {name: float(flops) / total for name, flops in by_dtype.items() if flops}
 
 
 def batch_tokens(batch: Any) -> Optional[int]:
@@ -106,7 +123,7 @@ class StepRecord:
     """
 
     __slots__ = ("counted", "reference", "work_tokens", "tokens", "tokens_missing", "batches",
-                 "micro_batches")
+                 "micro_batches", "shares")
 
     def __init__(self) -> None:
         self.counted: Optional[Flops] = None
@@ -116,6 +133,8 @@ class StepRecord:
         self.tokens_missing = False
         self.batches: List[Tuple[int, int, Any]] = []
         self.micro_batches = 0
+        #: each compute dtype's share of the step's model FLOPs (None: unknown)
+        self.shares: Optional[Dict[str, float]] = None
 
     def add_block(self, num_tokens: Optional[float]) -> None:
         """A micro-batch whose tokens the user gave (``None``: unknown)."""
@@ -244,6 +263,15 @@ class StepCounter:
         before = self._before
         return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
 
+    def shares(self) -> Optional[Dict[str, float]]:
+        """Each dtype's share of the model FLOPs counted so far (of the
+        executed FLOPs for a compiled forward, see the module doc)."""
+        c = self._counter
+        if c is None:
+            return None
+        by_dtype = c.executed_flops_by_dtype if _looks_compiled(self.totals()) else c.flops_by_dtype
+        return dtype_shares(by_dtype)
+
     def totals(self) -> Flops:
         """Raw (model, executed, forward) FLOPs counted so far."""
         c = self._counter
@@ -275,6 +303,7 @@ class StepFlops:
         self.recompute = "none"            # activation recompute for the analytic count
         self.steps = 0                     # optimizer steps closed
         self.reference: Optional[Tuple[Flops, Optional[float]]] = None  # the last counted step's
+        self.reference_shares: Optional[Dict[str, float]] = None  # its dtype shares
         self.profile: Optional[Flops] = None
         self.profile_tokens: Optional[int] = None
         self._profile_failed = False
@@ -370,9 +399,19 @@ class StepFlops:
         if counter is not None and counter.ran and not counter.failed:
             record.counted = self.counted(counter.totals())
             self.reference = (record.counted, record.work_tokens)
+            record.shares = self.reference_shares = counter.shares()
         else:
             record.reference = self.reference
+            record.shares = self.reference_shares
         self.steps += 1
+
+    @staticmethod
+    def flops_by_dtype(record: StepRecord, model_flops: Optional[float]) -> Optional[Dict[str, float]]:
+        """The step's model FLOPs split by compute dtype (``Tracker.step(
+        flops_by_dtype=)``), None when its shares or FLOPs are unknown."""
+        if record.shares is None or model_flops is None:
+            return None
+        return {name: model_flops * share for name, share in record.shares.items()}
 
     # ---- resolving ----------------------------------------------------------------
 
@@ -437,12 +476,20 @@ class StepFlops:
             self.warn_once("noflops", "no FLOPs for some steps (nothing counted, no supported "
                            "model.config, no sample_batch): MFU is left out")
         total_tokens = None if any(t is None for t in tokens) else float(sum(tokens))  # type: ignore[arg-type]
+        splits = [self.flops_by_dtype(r, f[0] if f else None) for r, f in zip(chosen, step_flops)]
+        by_dtype: Optional[Dict[str, float]] = None
+        if all(split is not None for split in splits):
+            by_dtype = {}
+            for split in splits:
+                for name, flops in split.items():  # type: ignore[union-attr]
+                    by_dtype[name] = by_dtype.get(name, 0.0) + flops
         return WindowWork(
             steps=len(chosen), window_s=float(summary["window_s"]), known=known,
             tokens=total_tokens,
             model_flops=sum(f[0] for f in step_flops) if known else 0.0,  # type: ignore[index]
             executed_flops=sum(f[1] for f in step_flops) if known else None,  # type: ignore[index]
             step_flops=[f[0] if f else None for f in step_flops],
+            flops_by_dtype=by_dtype, warn_once=self.warn_once,
         )
 
 
@@ -494,11 +541,14 @@ class WindowWork:
     (every step has FLOPs), ``tokens`` (real tokens or None), ``model_flops``
     / ``executed_flops`` (sums, FLOPs), ``step_flops`` (model FLOPs per step)."""
 
-    __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops", "step_flops")
+    __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops", "step_flops",
+                 "flops_by_dtype", "warn_once")
 
     def __init__(self, *, steps: int, window_s: float, known: bool, tokens: Optional[float],
                  model_flops: float, executed_flops: Optional[float],
-                 step_flops: List[Optional[float]]) -> None:
+                 step_flops: List[Optional[float]],
+                 flops_by_dtype: Optional[Dict[str, float]] = None,
+                 warn_once: Optional[WarnOnce] = None) -> None:
         self.steps = steps
         self.window_s = window_s
         self.known = known
@@ -506,9 +556,28 @@ class WindowWork:
         self.model_flops = model_flops
         self.executed_flops = executed_flops
         self.step_flops = step_flops
+        self.flops_by_dtype = flops_by_dtype  # the window's model FLOPs by dtype, or None
+        self.warn_once = warn_once
+
+    def mfu_mixed(self, peaks: Sequence[Optional[float]], num_gpus: int) -> Optional[float]:
+        """(sum_d F_d / peak_d) / window_s / num_gpus over the window
+        (``peaks``: :func:`dtype_peaks`); None when the split is unknown or a
+        dtype has no peak (one warning, unless the device has no peak at all:
+        the peak lookup warned)."""
+        if self.flops_by_dtype is None or not self.known or not self.window_s > 0:
+            return None
+        ideal_s = _C.ideal_seconds(self.flops_by_dtype, peaks)
+        if ideal_s is None:
+            if self.warn_once is not None and any(p is not None for p in peaks):
+                self.warn_once("mixed", "the counted FLOPs include a dtype the device has no "
+                               f"peak for ({', '.join(sorted(self.flops_by_dtype))}): "
+                               "mfu_mixed is left out")
+            return None
+        return ideal_s / self.window_s / num_gpus
 
     def figures(self, *, peak_flops_per_sec: Optional[float], peak_bytes_per_sec: Optional[float],
-                param_bytes: Optional[float], num_gpus: int) -> Dict[str, Optional[float]]:
+                param_bytes: Optional[float], num_gpus: int,
+                peaks: Optional[Sequence[Optional[float]]] = None) -> Dict[str, Optional[float]]:
         """This process's figures over the window (the fields the metric
         formatter reads), None where unavailable."""
         figures = _C.compute_metrics(
@@ -521,6 +590,8 @@ class WindowWork:
         figures["step_time_s"] = self.window_s / self.steps
         figures["peak_flops_per_sec"] = (None if peak_flops_per_sec is None
                                          else peak_flops_per_sec * num_gpus)
+        if peaks is not None:
+            figures["mfu_mixed"] = self.mfu_mixed(peaks, num_gpus)
         return figures
 
 
@@ -547,10 +618,13 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     peak = tracker.peak
     figures: Dict[str, Any] = window.figures(peak_flops_per_sec=peak.flops_per_sec,
                                              peak_bytes_per_sec=peak.bytes_per_sec,
-                                             param_bytes=param_bytes, num_gpus=num_gpus)
+                                             param_bytes=param_bytes, num_gpus=num_gpus,
+                                             peaks=dtype_peaks(peak))
     phases = tracker.phases()["phase_s"]
     if phases:  # the same window's steps: the waterfall at the window's own MFU
         figures["phase_s"] = phases
         figures["mfu_lost"] = waterfall(figures.get("mfu"), figures.get("hfu"),
                                         figures.get("step_time_s"), phases)
+    figures.update(tracker.read_telemetry(figures.get("achieved_flops_per_sec"),
+                                          figures.get("tokens_per_sec")))
     return format_metrics(figures, prefix)

@@ -406,7 +406,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 "track_step() (counted), or give sample_batch; MFU is left out")
                 self._tracker.step(num_tokens=tokens)
             else:
-                self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1])
+                self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1],
+                                   flops_by_dtype=self._policy.flops_by_dtype(record, flops[0]))
             self.__dict__["_last_step_flops"] = flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")

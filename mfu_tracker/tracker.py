@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional, Union
 
 from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ._metrics import format_metrics
-from ._peak import Peak, resolve_peak
+from ._peak import Peak, dtype_peaks, resolve_peak
 from ._phases import PHASES, waterfall
+from ._telemetry import Telemetry, device_id_of
 from ._validate import (
     NUM_GPUS_MAX,
     PARALLEL_DEGREE_MAX,
@@ -39,7 +40,7 @@ from ._validate import (
     check_stream,
 )
 from .distributed import DistributedFigures, RankFigures, combine
-from .gpu import GPUSpec
+from .gpu import GPUSpec, measured_gpu_spec
 
 __all__ = ["Tracker"]
 
@@ -77,6 +78,39 @@ def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bo
         raise ValueError(f"the parallel degrees multiply to {model_parallel}, which does not "
                          f"divide the world size {world}")
     return True
+
+
+def _measure(peak: Peak, kind: str, index: Optional[int], torch: Any) -> float:
+    """The GEMM peak of the tracker's device for its dtype, measured now
+    (:func:`measured_gpu_spec`), FLOP/s: the CUDA / ROCm device torch runs
+    on, else the CPU. One warning when it exceeds the peak in use."""
+    on_gpu = kind != "cpu" and torch is not None and index is not None
+    device = f"cuda:{index}" if on_gpu else "cpu"
+    measured = measured_gpu_spec(peak.dtype, device).peak_flops_per_sec(peak.dtype)
+    if peak.flops_per_sec is not None and measured > peak.flops_per_sec:
+        warnings.warn(f"mfu_tracker: Tracker: the measured {peak.dtype} GEMM peak "
+                      f"({measured * 1e-12:.4g} TFLOP/s) exceeds the {peak.source} peak "
+                      f"({peak.flops_per_sec * 1e-12:.4g} TFLOP/s): boost clocks, or a "
+                      f"wrong table row; mfu_vs_measured is reported beside mfu",
+                      RuntimeWarning, stacklevel=3)
+    return measured
+
+
+def _telemetry(telemetry: Any, kind: str, index: Optional[int], torch: Any) -> Optional[Telemetry]:
+    """The tracker's NVML telemetry, or None (see the ``telemetry`` argument)."""
+    if telemetry is False:
+        return None
+    if isinstance(telemetry, str):
+        return Telemetry.open(telemetry, "Tracker")
+    device_id = device_id_of(torch, index) if kind == "cuda" else None
+    if device_id is None:
+        if telemetry is True:
+            warnings.warn("mfu_tracker: Tracker: telemetry=True but the tracker's device has "
+                          "no NVML id (not a CUDA device, or torch reports no UUID or PCI bus "
+                          "id); the power, energy and clock keys are left out",
+                          RuntimeWarning, stacklevel=3)
+        return None
+    return Telemetry.open(device_id, "Tracker")
 
 
 class Tracker(_C.StepTracker):
@@ -127,7 +161,39 @@ class Tracker(_C.StepTracker):
     ``{prefix}/step_time_min_s``     shortest step period in the window
     ``{prefix}/step_time_max_s``     longest step period in the window
     ``{prefix}/peak_tflops``         the MFU denominator: peak TFLOP/s x ``num_gpus``
+    ``{prefix}/mfu_mixed``           (sum_d F_d / peak_d) / window time / ``num_gpus``:
+                                     each dtype's FLOPs charged to its own peak (needs
+                                     ``flops_by_dtype``; equals ``mfu`` for one dtype)
+    ``{prefix}/mfu_vs_measured``     model FLOP/s / the measured GEMM peak
+                                     (``measure_peak=True``)
+    ``{prefix}/power_w``             mean board power since the previous ``metrics()``, W
+    ``{prefix}/energy_j_per_token``  ``power_w`` / tokens per second, J
+    ``{prefix}/tflops_per_watt``     model TFLOP/s / ``power_w``
+    ``{prefix}/sm_clock_mhz``        SM clock at the reading, MHz
+    ``{prefix}/clock_ratio``         SM clock / maximum SM clock
+    ``{prefix}/throttled``           1 when a power or thermal throttle reason is set
     ===============================  =====================================================
+
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
+    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
+    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ====================================  ===========================================================
+
+    A phase never marked in the window has no key (its time is in ``other``).
+    ``metrics()`` leaves its own time out of the step it falls in: the
+    aggregation collective on either clock, the local call on the CPU clock.
+=======
+    The last six come from NVML (:mod:`mfu_tracker._telemetry`), read once at
+    construction and once per ``metrics()`` call -- never per step, never on a
+    thread; a missing or failing NVML leaves them out with one warning. These
+    eight keys are local: the distributed figures below do not aggregate them
+    (yet).
 
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
     ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
@@ -145,22 +211,7 @@ class Tracker(_C.StepTracker):
     (fractions of the step period; ``mfu`` + the ``mfu_lost`` shares = 1
     exactly; definitions in :mod:`mfu_tracker._phases`):
 
-    ====================================  ===========================================================
-    key                                   meaning
-    ====================================  ===========================================================
-    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
-    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
-    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
-    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
-    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
-    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
-    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
-    ====================================  ===========================================================
-
-    A phase never marked in the window has no key (its time is in ``other``).
-    ``metrics()`` leaves its own time out of the step it falls in: the
-    aggregation collective on either clock, the local call on the CPU clock.
-
+    ====================================  ====================================================
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
     *collective*: every rank must call it at the same steps -- at logging
@@ -258,6 +309,23 @@ class Tracker(_C.StepTracker):
         tensor_parallel, sequence_parallel, context_parallel,
         pipeline_parallel: model-parallel degrees (see above); their product
             must divide the world size when aggregating.
+        flops_by_dtype: model FLOPs of one step split by compute dtype,
+            ``{"fp8": F1, "bf16": F2, ...}`` (names: ``_C.dtype_names()``), for
+            ``mfu_mixed``; with ``flops_per_step`` None their sum is it. Per
+            step: ``step(flops_by_dtype=)``. A dtype without a peak on the
+            device leaves ``mfu_mixed`` out, with one warning. Each dtype's
+            peak comes from the spec in use (the device's table row, or
+            ``spec``); ``peak_tflops`` is the user's peak for every dtype, so
+            with it ``mfu_mixed`` equals ``mfu``.
+        measure_peak: measure the device's GEMM peak for ``dtype`` once, now
+            (:func:`measure_peak_flops`, about 0.3 s -- before training, never
+            during it) and report ``mfu_vs_measured``; a measured peak above
+            the one in use gives one warning. On a CPU it measures the CPU
+            matmul. Local figures only (not aggregated across ranks).
+        telemetry: device telemetry from NVML (power, energy, clocks): None
+            (on when the tracker's clock is a CUDA device), True (the same,
+            warning when the device cannot be identified), False (off), or
+            an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -265,7 +333,8 @@ class Tracker(_C.StepTracker):
     value gives one warning and leaves the figures that need it out.
     """
 
-    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist")
+    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
+                 "_measured_flops_per_sec", "_telemetry")
 
     def __init__(
         self,
@@ -288,6 +357,9 @@ class Tracker(_C.StepTracker):
         sequence_parallel: int = 1,
         context_parallel: int = 1,
         pipeline_parallel: int = 1,
+        flops_by_dtype: Optional[Mapping[str, float]] = None,
+        measure_peak: bool = False,
+        telemetry: Union[bool, str, None] = None,
     ) -> None:
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
         executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
@@ -304,6 +376,10 @@ class Tracker(_C.StepTracker):
         if num_gpus * model_parallel > NUM_GPUS_MAX:
             raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
                              f"got {num_gpus * model_parallel}")
+        check_optional_flag(measure_peak, "measure_peak")
+        if not (telemetry is None or isinstance(telemetry, (bool, str))):
+            raise TypeError(f"telemetry must be None, a bool or an NVML device id (str), not "
+                            f"{type(telemetry).__name__}")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
@@ -331,7 +407,11 @@ class Tracker(_C.StepTracker):
             num_gpus=num_gpus * model_parallel,
             window=window,
             warmup=warmup,
+            dtype_peaks=dtype_peaks(peak),
+            flops_by_dtype=flops_by_dtype,
         )
+        self._measured_flops_per_sec = _measure(peak, kind, index, torch) if measure_peak else None
+        self._telemetry = _telemetry(telemetry, kind, index, torch)
         self._peak = peak
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
@@ -385,6 +465,8 @@ class Tracker(_C.StepTracker):
                 if figures is not None:
                     return figures.metrics(prefix)
             local = self._local_figures()
+            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
+                                             local["tokens_per_sec"]))
             if not local["steps"]:
                 return {}
             return format_metrics(local, prefix)
@@ -393,14 +475,43 @@ class Tracker(_C.StepTracker):
                 self._exclude_end()
 
     def _local_figures(self) -> Dict[str, Any]:
-        """The C summary plus the window's phase seconds per step
+        """The C summary, ``mfu_vs_measured``, plus the window's phase seconds per step
         (``phase_s``) and the waterfall (``mfu_lost``) when phases were marked."""
-        out: Dict[str, Any] = _C.StepTracker.summary(self)
+        out = self._figures()
         phases = _C.StepTracker.phases(self)["phase_s"]
         if phases:
             out["phase_s"] = phases
             out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
         return out
+
+    def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
+                       tokens_per_sec: Optional[float] = None) -> Dict[str, float]:
+        """Read the device's telemetry now (NVML, see ``telemetry``) and give
+        its figures over the interval since the previous reading: ``power_w``,
+        ``energy_j_per_token`` (needs ``tokens_per_sec``), ``tflops_per_watt``
+        (needs ``achieved_flops_per_sec``, FLOP/s), ``sm_clock_mhz``,
+        ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
+        calls it; integrations that format their own window call it once per
+        logging step. Never raises (a failing read: one warning, figures out).
+        """
+        if self._telemetry is None:
+            return {}
+        return self._telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
+
+    def _figures(self) -> Dict[str, Any]:
+        """The core's summary plus the figures computed here (mfu_vs_measured)."""
+        out: Dict[str, Any] = _C.StepTracker.summary(self)
+        measured = self._measured_flops_per_sec
+        achieved = out["achieved_flops_per_sec"]
+        if measured and achieved is not None:
+            out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
+        return out
+
+    @property
+    def measured_peak_flops_per_sec(self) -> Optional[float]:
+        """The GEMM peak measured at construction (``measure_peak=True``), per
+        device, FLOP/s; None when not measured."""
+        return self._measured_flops_per_sec
 
     def aggregate(
         self,
@@ -560,9 +671,14 @@ class Tracker(_C.StepTracker):
         ("datasheet", "measured", "user" or "unknown"), ``dtype``, ``clock``;
         when phases were marked in the window also ``phase_s`` (seconds per
         step of each marked phase) and ``mfu_lost`` (the waterfall shares,
-        or None without MFU).
+        or None without MFU); and, only while available, ``mfu_mixed`` and
+        ``ideal_s`` (the window's seconds at each dtype's peak,
+        ``flops_by_dtype``) and ``mfu_vs_measured`` (``measure_peak``).
         """
         out: Dict[str, Any] = self._local_figures()
+        for key in ("mfu_mixed", "ideal_s"):
+            if out.get(key, 0) is None:
+                del out[key]
         out["peak_source"] = self._peak.source
         out["dtype"] = self._dtype
         return out

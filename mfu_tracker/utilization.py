@@ -31,7 +31,8 @@ from .gpu import GPUSpec, get_gpu_spec
 __all__ = ["track", "compute_mfu", "compute_mbu", "UtilizationResult"]
 
 #: The result type of :func:`track` (implemented in C). Fields: ``mfu``,
-#: ``hfu``, ``mbu``, ``elapsed_sec`` (s), ``achieved_tflops`` (TFLOP/s),
+#: ``mfu_mixed`` (``track(flops_by_dtype=)``: each dtype's FLOPs at its own
+#: peak), ``hfu``, ``mbu``, ``elapsed_sec`` (s), ``achieved_tflops`` (TFLOP/s),
 #: ``achieved_flops_per_sec`` (FLOP/s), ``achieved_tbs`` (TB/s),
 #: ``tokens_per_sec``, ``peak_flops_per_sec`` (the MFU denominator, FLOP/s),
 #: ``model_flops`` / ``executed_flops`` (FLOPs), ``num_tokens``,

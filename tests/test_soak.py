@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 
+import _fake_nvml
 from mfu_tracker import _C, Tracker, track
 from mfu_tracker import _clock
 
@@ -428,6 +429,12 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), clock=S("gpu"), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), device=S("cpu"), stream=I(-1), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), nonsense=I(1), exc=TypeError)
+    # issue 12: track(flops_by_dtype=) (mixed precision)
+    add("track", _C.track, F(1.5), dtype=S("bf16"), peak_tflops=F(1.0), device=S("cpu"),
+        clock=S("cpu"), flops_by_dtype={S("bf16"): F(1.0), S("fp8"): F(0.5)})
+    add("track", _C.track, F(1.5), peak_tflops=F(1.0), flops_by_dtype={S("fp9"): F(1.0)},
+        exc=ValueError)
+    add("track", _C.track, F(1.5), peak_tflops=F(1.0), flops_by_dtype=[I(1)], exc=TypeError)
     add("set_track_resolver", _C.set_track_resolver, _clock.resolve_track)
     add("set_track_resolver", _C.set_track_resolver, I(3), exc=TypeError)
 
@@ -453,7 +460,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     fresh = _C.new_track(*track_args)  # never entered: figures are None
     for prop in ("mfu", "hfu", "mbu", "elapsed_sec", "achieved_tflops", "achieved_flops_per_sec",
                  "achieved_tbs", "tokens_per_sec", "peak_flops_per_sec", "model_flops",
-                 "executed_flops", "num_tokens", "num_gpus", "ready", "clock", "dtype", "gpu_spec"):
+                 "executed_flops", "num_tokens", "num_gpus", "ready", "clock", "dtype", "gpu_spec",
+                 "mfu_mixed"):
         add(f"UtilizationResult.{prop}", getattr, done, prop)
         add(f"UtilizationResult.{prop}", getattr, fresh, prop)
     add("UtilizationResult()", _C.UtilizationResult, exc=TypeError)
@@ -500,6 +508,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.step", st.step, F(-1.0))  # bad value: a warning, never an exception
         add("StepTracker.step", st.step, F(1.0), F(2.0), exc=TypeError)
         add("StepTracker.step", st.step, nonsense=F(2.0), exc=TypeError)
+        add("StepTracker.step", st.step, F(8.0), flops_by_dtype={S("bf16"): F(1e9)})
+        add("StepTracker.step", st.step, flops_by_dtype={S("fp9"): F(1e9)})  # a warning
         add("StepTracker.summary", st.summary)
         add("StepTracker.flush", st.flush)
         add("StepTracker.counters", st.counters)
@@ -534,6 +544,24 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("StepTracker.summary", unconfigured.summary, exc=RuntimeError)
     add("StepTracker.phases", unconfigured.phases, exc=RuntimeError)
     add("PhaseBlock()", _C.PhaseBlock, exc=TypeError)
+    peaks = tuple([F(1e12)] * (len(_C.dtype_names()) - 1) + [None])
+    add("StepTracker()", _C.StepTracker, dtype_peaks=peaks, flops_by_dtype={S("bf16"): F(1e9)})
+    add("StepTracker()", _C.StepTracker, dtype_peaks=(F(1.0),), exc=ValueError)
+    add("StepTracker()", _C.StepTracker, flops_by_dtype={S("bf16"): F(-1.0)}, exc=ValueError)
+    add("ideal_seconds", _C.ideal_seconds, {S("bf16"): F(1e12)}, peaks)
+    add("ideal_seconds", _C.ideal_seconds, {S("fp4"): F(1e12)}, peaks)  # no peak: None
+    add("ideal_seconds", _C.ideal_seconds, {S("bf16"): S("x")}, peaks, exc=TypeError)
+
+    # -- py_nvml.c: Nvml, on the fake NVML (tests/_fake_nvml.py)
+    nvml_path = _fake_nvml.build()
+    add("nvml_library", _C.nvml_library)
+    add("Nvml()", _C.Nvml, S(_fake_nvml.UUID), S(nvml_path))
+    add("Nvml()", _C.Nvml, S("0000:99:00.0"), S(nvml_path), exc=RuntimeError)
+    add("Nvml()", _C.Nvml, S("GPU-x"), S("/nonexistent/libnvidia-ml.so.1"), exc=RuntimeError)
+    add("Nvml()", _C.Nvml, I(3), exc=TypeError)
+    opened = _C.Nvml(S(_fake_nvml.UUID), S(nvml_path))
+    add("Nvml.read", opened.read)
+    add("Nvml.__init__", opened.__init__, S(_fake_nvml.UUID), exc=RuntimeError)
     return calls
 
 

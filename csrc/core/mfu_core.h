@@ -19,6 +19,8 @@
  *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; the window
  *   steps.h       step accounting: boundaries on a mark timer, the pending
  *                 ring, fallback to the CPU clock, windowed figures
+ *   mixed.h       mixed precision: ideal seconds, each dtype's FLOPs at its peak
+ *   nvml.h        NVML (device telemetry), dlopen'd: energy, power, clocks
  *   mfu_limits.h  every bound on a size or a count
  *
  * Conventions: symbols are prefixed mfu_; nothing prints or exits; results go
@@ -39,6 +41,8 @@
 #include "stats.h"
 #include "phases.h"
 #include "steps.h"
+#include "mixed.h"
+#include "nvml.h"
 #include "mfu_limits.h"
 
 #endif /* MFU_CORE_H */

@@ -24,6 +24,7 @@ struct record {
                            first step of its clock) */
     uint8_t model_known; /* the closed step's model FLOPs are known */
     mfu_work work;      /* the closed step's work (model_flops 0 if unknown) */
+    double ideal_s;     /* mixed precision: its ideal seconds; NaN = unknown */
 };
 
 struct mfu_steps {
@@ -64,6 +65,10 @@ struct mfu_steps {
     uint64_t last_unknown_model; /* push number of the newest step without
                                     model FLOPs; 0 = none */
     uint64_t dropped;
+
+    /* Mixed precision (mixed.h): the ideal seconds of the window's steps,
+     * a ring of `window` slots indexed by push number after warm-up. */
+    double *ideal_ring;
 
     uint32_t fallbacks;
     mfu_clock_kind failed_clock;
@@ -169,6 +174,9 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
             s->pushed++;
             if (!r->model_known)
                 s->last_unknown_model = s->pushed;
+            if (s->pushed > s->config.warmup)
+                s->ideal_ring[(s->pushed - s->config.warmup - 1) % s->config.window] =
+                    r->ideal_s;
         } else {
             s->dropped++;
         }
@@ -274,10 +282,16 @@ static mfu_status take_mark(mfu_steps *s, uint64_t *id)
  * of a step"); *model_known says whether its model FLOPs are known. Returns
  * the bad bits. */
 static unsigned step_work(const mfu_steps *s, const mfu_step_report *report,
-                          mfu_work *work, int *model_known)
+                          mfu_work *work, int *model_known, double *ideal_s)
 {
     unsigned bad = 0;
     *work = s->config.per_step; /* num_tokens: NaN, set at create */
+    *ideal_s = (report->given & MFU_STEP_MODEL_FLOPS) ? NAN : s->config.per_step_ideal_s;
+    if (report->given & MFU_STEP_IDEAL_S) {
+        *ideal_s = usable(report->ideal_s) ? report->ideal_s : NAN;
+        if (!usable(report->ideal_s))
+            bad |= MFU_STEP_IDEAL_S;
+    }
     if (report->given & MFU_STEP_NUM_TOKENS) {
         if (usable(report->num_tokens))
             work->num_tokens = report->num_tokens;
@@ -313,10 +327,11 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
     struct record *r;
     mfu_work work;
     int model_known;
+    double ideal_s;
     uint64_t id;
     mfu_status status = MFU_OK;
 
-    outcome->bad = step_work(s, report, &work, &model_known);
+    outcome->bad = step_work(s, report, &work, &model_known, &ideal_s);
     outcome->phases_closed = 0;
     if (s->closed)
         status = MFU_ERR_UNAVAILABLE;
@@ -339,6 +354,7 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
         r->closes = (uint8_t)s->step_open;
         r->model_known = (uint8_t)model_known;
         r->work = work;
+        r->ideal_s = ideal_s;
         if (r->closes)
             s->pending++;
         s->step_open = 1;
@@ -471,6 +487,22 @@ void mfu_steps_close(mfu_steps *s)
 
 /* ---- figures --------------------------------------------------------- */
 
+/* Mixed precision: the window's ideal seconds and mfu_mixed (mixed.h). */
+static void window_ideal(const mfu_steps *s, mfu_steps_summary *out)
+{
+    const uint32_t steps = out->window.steps;
+    const double window_s = out->window.window_s;
+    double sum = 0.0;
+    /* The ring's slots hold exactly the last min(window, pushed - warmup)
+     * pushes, which are the window's steps. */
+    for (uint32_t i = 0; i < steps; i++)
+        sum += s->ideal_ring[i];
+    out->ideal_s = steps > 0 ? sum : NAN;
+    out->mfu_mixed = NAN;
+    if (steps > 0 && window_s > 0.0)
+        out->mfu_mixed = sum / window_s / (double)s->config.peak.num_devices;
+}
+
 void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
 {
     uint64_t floor;
@@ -488,6 +520,7 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
     }
     out->peak_flops_per_sec =
         s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
+    window_ideal(s, out);
     out->clock = s->clock;
     out->boundaries = s->boundaries;
     out->dropped = s->dropped;
@@ -552,6 +585,8 @@ static const char *config_error(const mfu_steps_config *c)
         return "executed_flops";
     if (!usable_or_unknown(c->per_step.param_bytes))
         return "param_bytes";
+    if (!usable_or_unknown(c->per_step_ideal_s))
+        return "flops_by_dtype";
     if (mfu_peak_validate(&c->peak, &bad) != MFU_OK)
         return bad;
     if (c->peak.num_devices > MFU_NUM_GPUS_MAX)
@@ -566,6 +601,7 @@ void mfu_steps_destroy(mfu_steps *s)
     mfu_timer_destroy(s->timer);
     mfu_window_destroy(s->window);
     mfu_phase_window_destroy(s->phase_window);
+    free(s->ideal_ring);
     free(s->ring);
     free(s);
 }
@@ -617,7 +653,8 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
         /* Derived, not assumed: see "The ring's size" in steps.h. */
         s->ring_capacity = mfu_timer_events_max(s->timer) + 1;
         s->ring = calloc(s->ring_capacity, sizeof *s->ring);
-        if (s->ring == NULL)
+        s->ideal_ring = calloc(config->window, sizeof *s->ideal_ring);
+        if (s->ring == NULL || s->ideal_ring == NULL)
             status = MFU_ERR_NO_MEMORY;
     }
     if (status != MFU_OK) {

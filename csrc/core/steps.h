@@ -43,6 +43,10 @@
  *                   given (or bad): a per-step model count no longer pairs
  *                   with the fixed executed count, so it is unknown.
  *   param_bytes     always the per-step default.
+ *   ideal_s         (mixed precision, mixed.h) like executed_flops: absent,
+ *                   the per-step default unless model_flops was given.
+ *                   Unknown or bad: NaN, and the window's mfu_mixed is NaN
+ *                   while the step is in the window.
  *
  * Unknown optional fields (executed FLOPs, bytes, tokens) enter the window as
  * NaN and make their totals and rates unavailable while the step is in the
@@ -156,13 +160,16 @@ typedef struct mfu_steps_config {
                                unknown), executed_flops, param_bytes (NaN =
                                unknown); num_tokens is ignored */
     mfu_peak peak;          /* the MFU / MBU denominator (mfu_peak_validate) */
+    double per_step_ideal_s; /* mixed precision (mixed.h): the default ideal
+                                seconds of a step; NaN = unknown */
 } mfu_steps_config;
 
 /* Bits of mfu_step_report.given and of the `bad` mask. */
 enum {
     MFU_STEP_NUM_TOKENS = 1u << 0,
     MFU_STEP_MODEL_FLOPS = 1u << 1,
-    MFU_STEP_EXECUTED_FLOPS = 1u << 2
+    MFU_STEP_EXECUTED_FLOPS = 1u << 2,
+    MFU_STEP_IDEAL_S = 1u << 3
 };
 
 /* What a boundary says about the step it closes (see "The work of a
@@ -172,6 +179,7 @@ typedef struct mfu_step_report {
     double num_tokens;     /* tokens processed in the step */
     double model_flops;    /* replaces the per-step default */
     double executed_flops; /* replaces the per-step default */
+    double ideal_s;        /* mixed precision: replaces the per-step default */
 } mfu_step_report;
 
 typedef struct mfu_steps_counters {
@@ -188,6 +196,10 @@ typedef struct mfu_steps_counters {
 
 typedef struct mfu_steps_summary {
     mfu_window_summary window; /* the window's figures, MFU masked (above) */
+    double ideal_s;            /* mixed precision: sum of the window's steps'
+                                  ideal seconds; NaN = unknown */
+    double mfu_mixed;          /* ideal_s / window_s / num_devices; NaN =
+                                  unavailable */
     double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
                                   NaN = unknown */
     mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */
@@ -206,7 +218,7 @@ typedef struct mfu_steps mfu_steps;
  *                             "timer" (sizes), "window", "warmup",
  *                             "model_flops", "executed_flops", "param_bytes",
  *                             "peak_flops_per_sec", "peak_bytes_per_sec",
- *                             "num_gpus"
+ *                             "num_gpus", "flops_by_dtype" (per_step_ideal_s)
  *   MFU_ERR_NO_MEMORY */
 mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **steps,
                             const char **bad_field);

@@ -25,8 +25,8 @@ typedef struct mfu_module_state {
     PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
     PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
-     * num_tokens, model_flops, executed_flops. */
-    PyObject *step_kwnames[3];
+     * num_tokens, model_flops, executed_flops, flops_by_dtype. */
+    PyObject *step_kwnames[4];
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_step_tracker.c). */
     PyTypeObject *phase_type;
@@ -37,7 +37,8 @@ typedef struct mfu_module_state {
     PyObject *track_resolver;
     PyObject *track_last_key[5];
     PyObject *track_last_resolved;
-    PyObject *track_kwnames[11];
+    PyObject *track_kwnames[12];
+    int warned_track_mixed; /* track(flops_by_dtype=): a dtype without a peak */
     PyObject *str_fp16;
     PyObject *str_auto;
 } mfu_module_state;
@@ -184,5 +185,6 @@ int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
+int mfu_py_nvml_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */

@@ -98,6 +98,7 @@ static int add_limits(PyObject *module)
 static int (*const topic_execs[])(PyObject *module) = {
     add_limits,           mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
+    mfu_py_nvml_exec,
 };
 
 static int mfu_module_exec(PyObject *module)

@@ -324,3 +324,40 @@ int mfu_py_bind(const char *function, PyObject *const *names, Py_ssize_t n,
     }
     return 0;
 }
+
+int mfu_py_dtype_flops_arg(PyObject *obj, const char *argument, double *out)
+{
+    double flops[MFU_DTYPE_COUNT] = {0};
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    if (!PyDict_Check(obj))
+        return type_error(obj, argument, "a dict {dtype name: FLOPs}");
+    while (PyDict_Next(obj, &pos, &key, &value)) {
+        const char *name;
+        mfu_dtype dtype;
+        char element[MFU_DTYPE_NAME_MAX + 64];
+        if (!PyUnicode_Check(key))
+            return type_error(key, argument, "a dict with str keys (dtype names)");
+        if (mfu_py_str_arg(key, argument, &name) < 0)
+            return -1;
+        if (mfu_dtype_from_name(name, &dtype) != MFU_OK) {
+            char valid[160] = "";
+            for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+                size_t used = strlen(valid);
+                PyOS_snprintf(valid + used, sizeof valid - used, "%s%s", d ? ", " : "",
+                              mfu_dtype_name((mfu_dtype)d));
+            }
+            PyErr_Format(PyExc_ValueError, "%s: unknown dtype %R; valid names: %s",
+                         argument, key, valid);
+            return -1;
+        }
+        PyOS_snprintf(element, sizeof element, "%s['%s']", argument,
+                      mfu_dtype_name(dtype));
+        double f;
+        if (mfu_py_real_arg(value, element, 0, 0.0, &f) < 0)
+            return -1;
+        flops[dtype] += f; /* "bf16" and "BF16" name one dtype */
+    }
+    memcpy(out, flops, sizeof flops);
+    return 0;
+}

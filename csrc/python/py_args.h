@@ -73,6 +73,15 @@ int mfu_py_shape_arg(PyObject *obj, const char *argument, size_t ndim,
 /* A raw stream handle: an int in [0, 2**64). */
 int mfu_py_stream_arg(PyObject *obj, const char *argument, uintptr_t *out);
 
+/* A dict {dtype name: FLOPs} (mixed precision, core/mixed.h) into
+ * out[0 .. MFU_DTYPE_COUNT-1], indexed by mfu_dtype, absent dtypes 0. Keys
+ * are canonical dtype names (core/dtypes.h: "fp8", "bf16", "fp16", "tf32",
+ * "fp32", "fp64", ...); values finite numbers >= 0. TypeError: not a dict,
+ * a key not a str, a value not a number; ValueError: an unknown dtype name
+ * (named, with the valid ones), a negative or non-finite value (named as
+ * argument['bf16']). */
+int mfu_py_dtype_flops_arg(PyObject *obj, const char *argument, double *out);
+
 /*
  * Fast-call argument binding: the vectorcall convention's (args, nargs,
  * kwnames) matched to parameters by name, for the hot paths that cannot

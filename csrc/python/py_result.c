@@ -41,6 +41,8 @@ typedef struct {
     mfu_work work;
     mfu_peak peak;
     mfu_metrics metrics;
+    double ideal_s;     /* mixed precision: seconds at each dtype's peak; NaN */
+    double mfu_mixed;   /* ideal_s / elapsed / num_devices, once resolved */
     uint64_t start_ns;
     uint64_t end_ns;
     track_phase phase;
@@ -153,6 +155,7 @@ static void track_finalize(track_object *t)
                            : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
                                              : NAN);
     mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
+    t->mfu_mixed = elapsed_s > 0.0 ? t->ideal_s / elapsed_s / t->peak.num_devices : NAN;
     t->resolved = 1;
     if (t->metrics.mfu > 1.0 && claim_mfu_warning(t))
         warn_mfu_above_one(t);
@@ -258,6 +261,23 @@ TRACK_FIGURE_GETTER(get_achieved_tflops, m.achieved_flops_per_sec * 1e-12)
 TRACK_FIGURE_GETTER(get_achieved_tbs, m.achieved_bytes_per_sec * 1e-12)
 TRACK_FIGURE_GETTER(get_tokens_per_sec, m.tokens_per_sec)
 
+static PyObject *get_mfu_mixed(PyObject *self, void *Py_UNUSED(c))
+{
+    track_object *t = (track_object *)self;
+    double value = NAN;
+    if (!track_resolve(t, 1, NULL))
+        Py_RETURN_NONE;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    value = t->mfu_mixed;
+    Py_END_CRITICAL_SECTION();
+    return mfu_py_float_or_none(value);
+}
+
+void mfu_py_result_set_ideal_s(PyObject *result, double ideal_s)
+{
+    ((track_object *)result)->ideal_s = ideal_s;
+}
+
 static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
 {
     track_object *t = (track_object *)self;
@@ -315,6 +335,9 @@ static PyGetSetDef track_getset[] = {
     {"mfu", get_mfu, NULL,
      "Model FLOPs Utilization: model FLOPs / elapsed_sec / peak FLOP/s "
      "(None until exit, or when no peak is known).", NULL},
+    {"mfu_mixed", get_mfu_mixed, NULL,
+     "Mixed-precision MFU: (sum over dtypes of FLOPs / that dtype's peak) / "
+     "elapsed_sec / num_gpus (None unless track() got flops_by_dtype).", NULL},
     {"hfu", get_hfu, NULL,
      "Hardware FLOPs Utilization from hfu_flop_count (None if not given).", NULL},
     {"mbu", get_mbu, NULL,
@@ -544,6 +567,8 @@ PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
     t->state = state;
     t->work = work;
     t->peak = peak;
+    t->ideal_s = NAN;
+    t->mfu_mixed = NAN;
     t->start_ns = 0;
     t->end_ns = 0;
     t->phase = TRACK_CREATED;

@@ -28,6 +28,10 @@
 PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
                             PyObject *timer, uintptr_t stream);
 
+/* Mixed precision: the block's ideal seconds (core/mixed.h; NaN =
+ * unknown), for its mfu_mixed. Call before the block is entered. */
+void mfu_py_result_set_ideal_s(PyObject *result, double ideal_s);
+
 /* The UtilizationResult type, and the module functions new_track() and
  * compute_metrics(); py_track.c's exec adds them to the module. */
 extern PyType_Spec mfu_py_result_spec;

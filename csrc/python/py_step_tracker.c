@@ -19,7 +19,7 @@
 /* step()'s parameter names, interned in module state (step_kwnames). No
  * metric key is built here: Tracker.metrics() formats them in Python
  * (mfu_tracker/_metrics.py), the one place a key is spelled. */
-enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_COUNT };
+enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_FLOPS_BY_DTYPE, KW_COUNT };
 enum { STEP_PARAMETERS = KW_COUNT };
 
 typedef struct {
@@ -27,9 +27,14 @@ typedef struct {
     mfu_module_state *state;
     PyThread_type_lock lock;
     mfu_steps *steps; /* NULL until __init__ succeeds */
+    /* Mixed precision (core/mixed.h): the per-device peak of each dtype,
+     * FLOP/s, NaN = none; fixed at __init__. */
+    double dtype_peaks[MFU_DTYPE_COUNT];
+    int any_peak; /* some dtype has a peak: else no peak is known at all
+                     (warned by the peak lookup) and mfu_mixed is silently out */
 
     int warn_pending; /* message holds a warning to emit after the lock */
-    int warned_failure, warned_args, warned_closed, warned_mfu;
+    int warned_failure, warned_args, warned_closed, warned_mfu, warned_mixed;
     int warned_phase_open, warned_phase_misuse;
     char message[400];
 } step_object;
@@ -68,6 +73,49 @@ static void step_unlock(step_object *s)
         mfu_py_warn_keep_exception(s->message);
 }
 
+/* ---- mixed precision -------------------------------------------------------- */
+
+/* The message for FLOPs of a dtype the device has no peak for. */
+static void no_peak_message(mfu_dtype dtype, char *message, size_t size)
+{
+    PyOS_snprintf(message, size,
+                  "mfu_tracker: Tracker: flops_by_dtype has %s FLOPs but the "
+                  "device has no %s peak: mfu_mixed is left out",
+                  mfu_dtype_name(dtype), mfu_dtype_name(dtype));
+}
+
+/* step(flops_by_dtype=): the dict's ideal seconds into report->ideal_s and,
+ * when model_flops is not given, its sum as the step's model FLOPs. A bad
+ * dict is recorded as bad (NaN); FLOPs of a dtype without a peak leave the
+ * step's ideal unknown, with one warning. Never raises. Lock not held. */
+static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
+                         int *no_peak, mfu_dtype *missing)
+{
+    double flops[MFU_DTYPE_COUNT];
+    if (obj == Py_None)
+        return;
+    report->given |= MFU_STEP_IDEAL_S;
+    report->ideal_s = NAN;
+    if (mfu_py_dtype_flops_arg(obj, "flops_by_dtype", flops) < 0) {
+        PyErr_Clear();
+        return;
+    }
+    if (!(report->given & MFU_STEP_MODEL_FLOPS)) {
+        double sum = 0.0;
+        for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+            sum += flops[d];
+        report->given |= MFU_STEP_MODEL_FLOPS;
+        report->model_flops = sum;
+    }
+    /* MFU_ERR_OVERFLOW leaves ideal_s NaN: a bad value (one warning). */
+    if (mfu_mixed_ideal_s(flops, s->dtype_peaks, &report->ideal_s, missing)
+        == MFU_ERR_NOT_FOUND) {
+        report->given &= ~(unsigned)MFU_STEP_IDEAL_S;
+        report->ideal_s = NAN;
+        *no_peak = 1;
+    }
+}
+
 /* ---- step() ----------------------------------------------------------------- */
 
 /* A per-step value: None is absent; a number is given; anything else is
@@ -84,14 +132,17 @@ static void report_value(PyObject *obj, const char *argument, unsigned bit,
     }
 }
 
-/* step(num_tokens=None, *, model_flops=None, executed_flops=None) */
+/* step(num_tokens=None, *, model_flops=None, executed_flops=None,
+ *      flops_by_dtype=None) */
 static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
-    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None};
-    mfu_step_report report = {0, NAN, NAN, NAN};
+    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None, Py_None};
+    mfu_step_report report = {0, NAN, NAN, NAN, NAN};
     mfu_step_outcome outcome;
+    int no_peak = 0;
+    mfu_dtype missing = MFU_DTYPE_FP64;
 
     /* A positional num_tokens takes its name out of the keywords: then
      * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
@@ -109,6 +160,7 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
                  &report.model_flops);
     report_value(values[KW_EXECUTED_FLOPS], "executed_flops", MFU_STEP_EXECUTED_FLOPS,
                  &report, &report.executed_flops);
+    report_mixed(s, values[KW_FLOPS_BY_DTYPE], &report, &no_peak, &missing);
 
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) { /* __init__ never ran: nothing to time */
@@ -119,16 +171,29 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (outcome.bad != 0) {
         /* Named in parameter order, the last bad one. */
         const unsigned bad = outcome.bad;
-        const char *name = (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
-                           : (bad & MFU_STEP_MODEL_FLOPS)  ? "model_flops"
-                                                           : "num_tokens";
+        const char *name = (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
+                           : (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
+                           : (bad & MFU_STEP_MODEL_FLOPS)    ? "model_flops"
+                                                             : "num_tokens";
         char message[300];
-        PyOS_snprintf(message, sizeof message,
-                      "mfu_tracker: Tracker.step(): %s must be a finite int or "
-                      "float >= 0 (a Python number, not a tensor); that step's "
-                      "%s is recorded as unknown and the figures using it are "
-                      "left out", name, name);
+        if (bad & MFU_STEP_IDEAL_S)
+            PyOS_snprintf(message, sizeof message,
+                          "mfu_tracker: Tracker.step(): flops_by_dtype must be a "
+                          "dict from dtype names (fp8, bf16, fp16, tf32, fp32, "
+                          "fp64) to finite FLOPs >= 0; that step's mfu_mixed is "
+                          "recorded as unknown and left out");
+        else
+            PyOS_snprintf(message, sizeof message,
+                          "mfu_tracker: Tracker.step(): %s must be a finite int or "
+                          "float >= 0 (a Python number, not a tensor); that step's "
+                          "%s is recorded as unknown and the figures using it are "
+                          "left out", name, name);
         queue_warning(s, &s->warned_args, message);
+    }
+    if (no_peak && s->any_peak && !s->warned_mixed) {
+        char message[300];
+        no_peak_message(missing, message, sizeof message);
+        queue_warning(s, &s->warned_mixed, message);
     }
     if (status != MFU_OK && mfu_steps_closed(s->steps))
         queue_warning(s, &s->warned_closed,
@@ -406,12 +471,14 @@ static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
         mfu_py_float_or_none(m->mbu),
         mfu_py_float_or_none(peak),
         mfu_py_float_or_none(peak * 1e-12),
+        mfu_py_float_or_none(sum.mfu_mixed),
+        mfu_py_float_or_none(sum.ideal_s),
     };
     enum { NVALUES = sizeof values / sizeof values[0] };
     static const char *const names[NVALUES] = {
         "window_s", "step_time_s", "step_time_min_s", "step_time_max_s",
         "tokens_per_sec", "achieved_flops_per_sec", "achieved_tflops", "mfu",
-        "hfu", "mbu", "peak_flops_per_sec", "peak_tflops"};
+        "hfu", "mbu", "peak_flops_per_sec", "peak_tflops", "mfu_mixed", "ideal_s"};
     PyObject *result = Py_BuildValue(
         "{sIsKsKsIsKsKss}", "steps", (unsigned int)w->steps, "steps_seen",
         (unsigned long long)w->steps_seen, "steps_skipped",
@@ -495,15 +562,43 @@ static int optional_int(PyObject *obj, const char *argument, long long low,
     return obj == NULL ? 0 : mfu_py_int_arg(obj, argument, low, high, out);
 }
 
+/* dtype_peaks: None (no dtype has a peak) or a sequence of MFU_DTYPE_COUNT
+ * per-device peaks in FLOP/s, None for a dtype without one, in dtype order
+ * (core/dtypes.h; _C.dtype_names()). */
+static int dtype_peaks_arg(PyObject *obj, double *out)
+{
+    PyObject *seq;
+    int rc = 0;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+        out[d] = NAN;
+    if (obj == Py_None)
+        return 0;
+    seq = PySequence_Fast(obj, "dtype_peaks must be a sequence of peaks (FLOP/s) or None");
+    if (seq == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != MFU_DTYPE_COUNT) {
+        PyErr_Format(PyExc_ValueError, "dtype_peaks: must have %d entries, one per dtype "
+                     "(_C.dtype_names()), got %zd", MFU_DTYPE_COUNT,
+                     PySequence_Fast_GET_SIZE(seq));
+        rc = -1;
+    }
+    for (int d = 0; rc == 0 && d < MFU_DTYPE_COUNT; d++)
+        rc = mfu_py_real_arg(PySequence_Fast_GET_ITEM(seq, d), "dtype_peaks",
+                             MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW, 0.0, &out[d]);
+    Py_DECREF(seq);
+    return rc;
+}
+
 /* StepTracker(*, clock="cpu", stream=0, model_flops=None, executed_flops=None,
  *             param_bytes=None, peak_flops_per_sec=None,
- *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1) */
+ *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1,
+ *             dtype_peaks=None, flops_by_dtype=None) */
 static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"clock", "stream", "model_flops", "executed_flops",
                                "param_bytes", "peak_flops_per_sec",
                                "peak_bytes_per_sec", "num_gpus", "window", "warmup",
-                               NULL};
+                               "dtype_peaks", "flops_by_dtype", NULL};
     const unsigned optional = MFU_ARG_NONE_OK;
     const unsigned positive = MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW;
     step_object *s = (step_object *)self;
@@ -511,6 +606,9 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *executed_obj = Py_None, *bytes_obj = Py_None;
     PyObject *peak_flops_obj = Py_None, *peak_bytes_obj = Py_None;
     PyObject *gpus_obj = NULL, *window_obj = NULL, *warmup_obj = NULL;
+    PyObject *peaks_obj = Py_None, *mixed_obj = Py_None;
+    int no_peak = 0;
+    mfu_dtype missing = MFU_DTYPE_FP64;
     mfu_steps_config config = {.timer = {.clock = MFU_CLOCK_CPU}};
     long long gpus = 1, window = 100, warmup = 1;
     const char *bad = NULL;
@@ -519,11 +617,11 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "a StepTracker is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOO:StepTracker",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOOOO:StepTracker",
                                      keywords, &clock_obj, &stream_obj, &model_obj,
                                      &executed_obj, &bytes_obj, &peak_flops_obj,
                                      &peak_bytes_obj, &gpus_obj, &window_obj,
-                                     &warmup_obj))
+                                     &warmup_obj, &peaks_obj, &mixed_obj))
         return -1;
     if ((clock_obj != NULL && mfu_py_clock_arg(clock_obj, &config.timer.clock) < 0)
         || (stream_obj != NULL
@@ -542,6 +640,29 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         || optional_int(window_obj, "window", 1, MFU_WINDOW_MAX, &window) < 0
         || optional_int(warmup_obj, "warmup", 0, (long long)MFU_WARMUP_MAX, &warmup) < 0)
         return -1;
+    if (dtype_peaks_arg(peaks_obj, s->dtype_peaks) < 0)
+        return -1;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+        s->any_peak |= !isnan(s->dtype_peaks[d]);
+    config.per_step_ideal_s = NAN;
+    if (mixed_obj != Py_None) {
+        double flops[MFU_DTYPE_COUNT];
+        if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
+            return -1;
+        mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks,
+                                             &config.per_step_ideal_s, &missing);
+        if (mixed == MFU_ERR_OVERFLOW) {
+            mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
+            return -1;
+        }
+        no_peak = mixed != MFU_OK;
+        if (model_obj == Py_None) { /* the split's sum is the model FLOPs */
+            double sum = 0.0;
+            for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+                sum += flops[d];
+            config.per_step.model_flops = sum;
+        }
+    }
     config.per_step.num_tokens = NAN;
     config.peak.num_devices = (int)gpus;
     config.window = (uint32_t)window;
@@ -560,6 +681,12 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         char message[400];
         mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
         s->warned_failure = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+    if (no_peak && s->any_peak) {
+        char message[300];
+        no_peak_message(missing, message, sizeof message);
+        s->warned_mixed = 1;
         mfu_py_warn_keep_exception(message);
     }
     return 0;
@@ -627,10 +754,13 @@ static PyObject *step_get_closed(PyObject *self, void *Py_UNUSED(c))
 
 static PyMethodDef step_methods[] = {
     {"step", (PyCFunction)(void (*)(void))step_step, METH_FASTCALL | METH_KEYWORDS,
-     "step($self, num_tokens=None, *, model_flops=None, executed_flops=None)\n--\n\n"
+     "step($self, num_tokens=None, *, model_flops=None, executed_flops=None, "
+     "flops_by_dtype=None)\n--\n\n"
      "Mark a step boundary (the first call starts the clock). The arguments "
      "describe the step this call closes: tokens processed, and model / "
-     "executed FLOPs overriding the per-step defaults. Never blocks in steady "
+     "executed FLOPs overriding the per-step defaults; flops_by_dtype "
+     "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
+     "model FLOPs as its sum). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
     {"summary", step_summary, METH_NOARGS,
      "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
@@ -681,7 +811,8 @@ static PyGetSetDef step_getset[] = {
 PyDoc_STRVAR(step_doc,
              "StepTracker(*, clock='cpu', stream=0, model_flops=None, "
              "executed_flops=None, param_bytes=None, peak_flops_per_sec=None, "
-             "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1)\n--\n\n"
+             "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1, "
+             "dtype_peaks=None, flops_by_dtype=None)\n--\n\n"
              "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
              "windowed statistics in C (core/steps.h).");
 
@@ -702,13 +833,43 @@ static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_IMMUTABLETYPE,
     step_slots);
 
+/* _C.ideal_seconds(flops_by_dtype, dtype_peaks) -> float or None: the
+ * seconds the work takes at each dtype's peak (core/mixed.h), None when a
+ * dtype with FLOPs has no peak. Bad arguments raise, naming them. For the
+ * integrations that resolve a window's work at logging time. */
+static PyObject *py_ideal_seconds(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    double flops[MFU_DTYPE_COUNT], peaks[MFU_DTYPE_COUNT], ideal_s;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "ideal_seconds() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (mfu_py_dtype_flops_arg(args[0], "flops_by_dtype", flops) < 0
+        || dtype_peaks_arg(args[1], peaks) < 0)
+        return NULL;
+    (void)mfu_mixed_ideal_s(flops, peaks, &ideal_s, NULL);
+    return mfu_py_float_or_none(ideal_s);
+}
+
+static PyMethodDef step_module_methods[] = {
+    {"ideal_seconds", (PyCFunction)(void (*)(void))py_ideal_seconds, METH_FASTCALL,
+     "ideal_seconds(flops_by_dtype, dtype_peaks, /)\n--\n\n"
+     "sum over dtypes of FLOPs / peak FLOP/s (seconds at each dtype's peak); "
+     "None when a dtype with FLOPs has no peak. dtype_peaks: one per "
+     "_C.dtype_names() entry, None where the device has none."},
+    {NULL, NULL, 0, NULL},
+};
+
 int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops",
-                                        "executed_flops"};
+                                        "executed_flops", "flops_by_dtype"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
+    if (PyModule_AddFunctions(module, step_module_methods) < 0)
+        return -1; /* ideal_seconds() */
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
     if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
         return -1;

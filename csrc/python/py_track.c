@@ -11,20 +11,23 @@
  * Free threading: the cache is read and swapped only inside a critical
  * section on the module (py_result.h); the resolver runs outside it.
  */
+#include <math.h>
+
 #include "py_result.h"
 
 /* ---- track(): the public entry point ------------------------------------ */
 
 /* Keyword names of track(), in parameter order. */
-static const char *const track_parameter_names[11] = {
+static const char *const track_parameter_names[12] = {
     "flop_count", "param_bytes", "hfu_flop_count", "num_tokens", "dtype",
     "num_gpus", "device", "spec", "peak_tflops", "clock", "stream",
+    "flops_by_dtype",
 };
 
 enum {
     ARG_FLOP_COUNT, ARG_PARAM_BYTES, ARG_HFU_FLOP_COUNT, ARG_NUM_TOKENS,
     ARG_DTYPE, ARG_NUM_GPUS, ARG_DEVICE, ARG_SPEC, ARG_PEAK_TFLOPS, ARG_CLOCK,
-    ARG_STREAM, ARG_COUNT
+    ARG_STREAM, ARG_FLOPS_BY_DTYPE, ARG_COUNT
 };
 
 /* A raw stream handle from a torch stream (its cuda_stream) or an int. */
@@ -46,7 +49,8 @@ static int stream_handle(PyObject *obj, uintptr_t *out)
 }
 
 /* (peak FLOP/s, peak bytes/s, dtype name, GPUSpec, MarkTimer or None,
- * device index, current-stream getter) for track()'s resolution key, from
+ * device index, current-stream getter, per-dtype peaks) for track()'s
+ * resolution key, from
  * the one-entry cache when the caller passes the same objects as last time
  * (a training loop does), else from the Python resolver. New reference.
  *
@@ -77,9 +81,9 @@ static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
     Py_DECREF(resolver);
     if (resolved == NULL)
         return NULL;
-    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 7) {
+    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 8) {
         Py_DECREF(resolved);
-        PyErr_SetString(PyExc_TypeError, "track(): the resolver must return a 7-tuple");
+        PyErr_SetString(PyExc_TypeError, "track(): the resolver must return an 8-tuple");
         return NULL;
     }
     /* Key and value together; the old ones are released outside. */
@@ -97,14 +101,57 @@ static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
     return resolved;
 }
 
+/* track(flops_by_dtype=): the block's ideal seconds (core/mixed.h) from the
+ * dict and the resolution's per-dtype peaks (a tuple of MFU_DTYPE_COUNT
+ * floats or None). A bad dict raises, naming it; FLOPs of a dtype with no
+ * peak give NaN (mfu_mixed None) and one warning per module. */
+static int mixed_ideal_s(mfu_module_state *state, PyObject *obj, PyObject *peaks_obj,
+                         double *ideal_s)
+{
+    double flops[MFU_DTYPE_COUNT], peaks[MFU_DTYPE_COUNT];
+    mfu_dtype missing = MFU_DTYPE_FP64;
+    if (mfu_py_dtype_flops_arg(obj, "flops_by_dtype", flops) < 0)
+        return -1;
+    if (!PyTuple_Check(peaks_obj) || PyTuple_GET_SIZE(peaks_obj) != MFU_DTYPE_COUNT) {
+        PyErr_SetString(PyExc_TypeError, "track(): the resolver gave no per-dtype peaks");
+        return -1;
+    }
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+        if (mfu_py_real_arg(PyTuple_GET_ITEM(peaks_obj, d), "dtype_peaks",
+                            MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW, 0.0, &peaks[d]) < 0)
+            return -1;
+    }
+    int any_peak = 0;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+        any_peak |= !isnan(peaks[d]);
+    /* No peak at all (a CPU, an unknown GPU): the peak lookup warned. */
+    mfu_status status = mfu_mixed_ideal_s(flops, peaks, ideal_s, &missing);
+    if (status == MFU_ERR_OVERFLOW) {
+        mfu_py_raise(status, "flops_by_dtype", "FLOPs / peak overflows a double");
+        return -1;
+    }
+    if (status != MFU_OK && any_peak && !state->warned_track_mixed) {
+        char message[200];
+        state->warned_track_mixed = 1; /* the GIL (or a race to warn twice at worst) */
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: track(): flops_by_dtype has %s FLOPs but the device "
+                      "has no %s peak: mfu_mixed is None", mfu_dtype_name(missing),
+                      mfu_dtype_name(missing));
+        if (PyErr_WarnEx(PyExc_RuntimeWarning, message, 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_track(PyObject *module, PyObject *const *args,
                           size_t nargsf, PyObject *kwnames)
 {
     mfu_module_state *state = mfu_module_get_state(module);
     PyObject *values[ARG_COUNT] = {
         NULL, Py_None, Py_None, Py_None, state->str_fp16, NULL, Py_None,
-        Py_None, Py_None, state->str_auto, Py_None,
+        Py_None, Py_None, state->str_auto, Py_None, Py_None,
     };
+    double ideal_s = NAN;
 
     if (mfu_py_bind("track", state->track_kwnames, ARG_COUNT, 2, 1, args,
                     PyVectorcall_NARGS(nargsf), kwnames, values) < 0)
@@ -144,6 +191,10 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
             goto done;
     }
 
+    if (values[ARG_FLOPS_BY_DTYPE] != Py_None
+        && mixed_ideal_s(state, values[ARG_FLOPS_BY_DTYPE], PyTuple_GET_ITEM(resolved, 7),
+                         &ideal_s) < 0)
+        goto done;
     PyObject *num_gpus = values[ARG_NUM_GPUS];
     PyObject *one = NULL;
     if (num_gpus == NULL) {
@@ -159,6 +210,8 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
         PyTuple_GET_ITEM(resolved, 2), PyTuple_GET_ITEM(resolved, 3),
     };
     result = mfu_py_result_new(state, block_values, timer, stream);
+    if (result != NULL)
+        mfu_py_result_set_ideal_s(result, ideal_s);
     Py_XDECREF(one);
 done:
     Py_DECREF(resolved);
@@ -193,7 +246,7 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
 #define TRACK_DOC \
     "track(flop_count, param_bytes=None, *, hfu_flop_count=None, " \
     "num_tokens=None, dtype='fp16', num_gpus=1, device=None, spec=None, " \
-    "peak_tflops=None, clock='auto', stream=None)\n--\n\n" \
+    "peak_tflops=None, clock='auto', stream=None, flops_by_dtype=None)\n--\n\n" \
     "Time a block of work and report its utilization::\n\n" \
     "    with track(flops, param_bytes(model), dtype='bf16', num_tokens=b * s) as r:\n" \
     "        loss = model(**batch).loss\n" \
@@ -212,7 +265,10 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
     "    clock: 'auto' (GPU events when the block runs on a CUDA / ROCm device,\n" \
     "        else the CPU clock), 'cuda', 'hip' (pin the GPU clock) or 'cpu'.\n" \
     "    stream: the stream the GPU events go on: a torch.cuda.Stream, a raw\n" \
-    "        handle (int) or None (torch's current stream of the device).\n\n" \
+    "        handle (int) or None (torch's current stream of the device).\n" \
+    "    flops_by_dtype: the block's model FLOPs split by compute dtype,\n" \
+    "        {'fp8': F1, 'bf16': F2, ...}, for r.mfu_mixed (each dtype's FLOPs\n" \
+    "        at its own peak; None when a dtype has no peak: one warning).\n\n" \
     "Returns a UtilizationResult (a context manager). Its figures are None\n" \
     "until the block exits; mfu stays None when no peak is known for the\n" \
     "device. An exception raised in the block propagates unchanged.\n\n" \

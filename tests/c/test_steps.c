@@ -21,7 +21,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0};
 
 static mfu_steps_config config_on(mfu_clock_kind clock)
 {
@@ -54,7 +54,7 @@ static mfu_steps *create(const mfu_steps_config *c)
 static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double model,
                           double executed)
 {
-    mfu_step_report r = {given, tokens, model, executed};
+    mfu_step_report r = {given, tokens, model, executed, 0.0};
     mfu_step_outcome outcome = {99, 99, 99};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
@@ -519,7 +519,7 @@ static void test_close(void)
     mfu_steps *s;
     mfu_step_outcome outcome = {0, 0, 0};
     long events_before;
-    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0};
+    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0};
 
     fake.reset();
     events_before = fake.live_events();

@@ -795,6 +795,36 @@ STEPS = [
 ]
 
 
+
+# ---- fuzz_mixed: (FLOPs, peak) per dtype, in dtype order ----------------------
+# fp64, fp32, tf32, fp16, bf16, fp8, int8, int4, fp4 (core/dtypes.h)
+
+def mixed(**pairs):
+    order = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]
+    out = b""
+    for name in order:
+        f, p = pairs.get(name, (0.0, NAN))
+        out += dbl(f) + dbl(p)
+    return out
+
+
+MIXED = [
+    ("h100_fp8_bf16", mixed(fp8=(4194304.0, 1978.9e12), bf16=(4194304.0, 989.4e12))),
+    ("one_dtype", mixed(bf16=(6e15, 989.4e12))),
+    ("nothing", mixed()),
+    ("no_peak", mixed(bf16=(1e12, 989.4e12), fp64=(1.0, NAN))),
+    ("zero_flops_no_peak", mixed(fp8=(0.0, NAN), bf16=(1e12, 989.4e12))),
+    ("negative", mixed(bf16=(-1.0, 989.4e12))),
+    ("infinite", mixed(fp16=(INF, 989.4e12))),
+    ("nan_flops", mixed(tf32=(NAN, 494.7e12))),
+    ("zero_peak", mixed(bf16=(1.0, 0.0))),
+    ("overflow", mixed(bf16=(1.7e308, 4.9e-324))),
+    ("all_dtypes", mixed(fp64=(1.0, 1.0), fp32=(2.0, 2.0), tf32=(3.0, 3.0), fp16=(4.0, 4.0),
+                         bf16=(5.0, 5.0), fp8=(6.0, 6.0), int8=(7.0, 7.0), int4=(8.0, 8.0),
+                         fp4=(9.0, 9.0))),
+]
+
+
 def main():
     write("fuzz_lookup", LOOKUP)
     write("fuzz_normalize", NORMALIZE)
@@ -805,8 +835,9 @@ def main():
     write("fuzz_driver", DRIVER)
     write("fuzz_stats", STATS)
     write("fuzz_steps", STEPS)
+    write("fuzz_mixed", MIXED)
     total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, OPS, TRANSFORMER, DRIVER,
-                                 STATS, STEPS))
+                                 STATS, STEPS, MIXED))
     print(f"wrote {total} corpus files under {os.path.relpath(CORPUS)}")
 
 
