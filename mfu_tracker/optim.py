@@ -121,6 +121,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         distributed: False (default): ``metrics()`` is this rank's own figures;
             True / None: global figures by a collective at each ``metrics()``
             call (see :class:`~mfu_tracker.Tracker`).
+        log_path: append each non-empty ``metrics()`` dict to this JSONL file
+            (rank 0 only; the input of ``mfu-tracker report``): the tracker's
+            ``log_path`` (see :class:`~mfu_tracker.Tracker`).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -147,6 +150,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         clock: str = "auto",
         causal_attention: str = "full",
         distributed: Optional[bool] = False,
+        log_path: Any = None,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -178,7 +182,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
-                                distributed=distributed)
+                                distributed=distributed, log_path=log_path)
         timer, index, current = block_clock(clock, device, "track_step()")
         d["_timer"] = timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)

@@ -23,6 +23,7 @@ from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ._metrics import format_metrics
+from ._metrics_log import MetricsLog, check_log_path
 from ._peak import Peak, resolve_peak
 from ._validate import (
     NUM_GPUS_MAX,
@@ -217,6 +218,11 @@ class Tracker(_C.StepTracker):
         tensor_parallel, sequence_parallel, context_parallel,
         pipeline_parallel: model-parallel degrees (see above); their product
             must divide the world size when aggregating.
+        log_path: a file to append each non-empty ``metrics()`` dict to, one
+            JSON line with ``step`` (steps completed) and ``time`` (wall
+            seconds) -- the input of ``mfu-tracker report``. Only rank 0
+            writes; a failing write gives one warning and stops the logging
+            (:mod:`mfu_tracker._metrics_log`). None: no log.
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -224,7 +230,7 @@ class Tracker(_C.StepTracker):
     value gives one warning and leaves the figures that need it out.
     """
 
-    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist")
+    __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist", "_log")
 
     def __init__(
         self,
@@ -247,7 +253,9 @@ class Tracker(_C.StepTracker):
         sequence_parallel: int = 1,
         context_parallel: int = 1,
         pipeline_parallel: int = 1,
+        log_path: Any = None,
     ) -> None:
+        log_file = check_log_path(log_path)
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
         executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
@@ -295,6 +303,7 @@ class Tracker(_C.StepTracker):
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
+        self._log = None if log_file is None else MetricsLog(log_file)
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -327,6 +336,13 @@ class Tracker(_C.StepTracker):
         collective returning the global figures on every rank.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
+        out = self._metrics(prefix)
+        log = self._log
+        if log is not None and out:
+            log.write(out, step=max(int(_C.StepTracker.summary(self)["boundaries"]) - 1, 0))
+        return out
+
+    def _metrics(self, prefix: str) -> Dict[str, float]:
         agg = self._dist
         if agg is not None and agg.failed is None:
             figures = self._aggregate(agg)
