@@ -290,7 +290,7 @@ def png_bytes(report: Report, title: str = "") -> bytes:
         ax.set_title(title or "MFU over steps")
         ax.set_xlabel("step")
         ax.set_ylabel(report.mfu_key)
-        ax.set_ylim(bottom=0)
+        ax.set_ylim(0, max([v for _, v in report.mfu], default=1.0) * 1.15 or 1.0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
 
