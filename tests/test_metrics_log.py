@@ -151,3 +151,67 @@ def test_optimizer_wrapper_passes_log_path_through(tmp_path):
            for line in lines(tmp_path / "opt.jsonl")]
     assert got == [m for m in returned if m]
     assert got and "throughput/mfu" in got[-1]
+
+
+WORKER = r'''
+import json, sys, time
+import torch.distributed as dist
+from mfu_tracker import Tracker
+
+out = sys.argv[1]
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+t = Tracker(100.0, dtype="fp32", peak_tflops=1.0, clock="cpu", window=3, warmup=0,
+            log_path=out + "/m.jsonl")
+returned = []
+for i in range(5):
+    t.step(num_tokens=8)
+    time.sleep(0.002 * (rank + 1))
+    returned.append(t.metrics())          # a collective: every rank, every step
+json.dump(returned, open(f"{out}/rank{rank}.json", "w"))
+t.close()
+dist.destroy_process_group()
+'''
+
+
+def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, capsys):
+    import os
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    if not torchrun.exists():
+        pytest.skip("torchrun not installed")
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
+    proc = subprocess.run([str(torchrun), "--nproc_per_node=2", f"--master_port={port}",
+                           str(script), str(tmp_path)], env=env, capture_output=True, text=True,
+                          timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    returned = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert returned[0] == returned[1]              # global figures: the same on both ranks
+    expected = [(i, m) for i, m in enumerate(returned[0]) if m]   # i steps completed
+    got = lines(tmp_path / "m.jsonl")
+    # one writer: rank 0's lines only, one per non-empty dict (the distributed dict has
+    # the peak and the rank timing even before a step completes)
+    assert len(got) == len(expected) >= 4
+    for line, (step, m) in zip(got, expected):
+        assert (line.pop("step"), line.pop("rank"), line.pop("world_size")) == (step, 0, 2)
+        line.pop("time")
+        assert line == m
+        assert "throughput/slowest_rank" in line
+
+    from mfu_tracker.cli import main
+
+    assert main(["report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.png")]) == 0
+    out = capsys.readouterr().out
+    assert "per-rank MFU:" in out and "missing: throughput/mfu_rank" not in out
+    for step, m in expected[-4:]:
+        assert f"step={step} throughput/mfu_rank_min={m['throughput/mfu_rank_min']!r}" in out
