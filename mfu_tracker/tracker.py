@@ -339,7 +339,7 @@ class Tracker(_C.StepTracker):
         out = self._metrics(prefix)
         log = self._log
         if log is not None and out:
-            log.write(out, step=max(int(_C.StepTracker.summary(self)["boundaries"]) - 1, 0))
+            log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
         return out
 
     def _metrics(self, prefix: str) -> Dict[str, float]:
