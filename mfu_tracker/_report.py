@@ -44,6 +44,11 @@ __all__ = ["ReportError", "Report", "load", "plan", "numbers_text", "render", "r
 FORMATS = (".png", ".html")
 #: The size of the picture, inches at DPI (one panel is PANEL_HEIGHT high).
 WIDTH_IN, PANEL_HEIGHT_IN, DPI = 10.0, 3.6, 100
+#: Above this many logged steps the waterfall's bars touch and are drawn as
+#: one filled band per layer (thousands of separate bars take minutes to draw).
+MAX_BARS = 200
+#: At most this many step labels under the waterfall's bars (every k-th step).
+MAX_BAR_LABELS = 12
 #: The prefix HF Trainer's logging adds to training logs (``rewrite_logs``).
 TRAINER_TAG_PREFIX = "train/"
 
@@ -241,9 +246,9 @@ def numbers_text(report: Report) -> str:
         lines.append("per-rank MFU:")
         steps = sorted({step for series in report.ranks.values() for step, _ in series})
         slowest = dict(report.slowest)
+        by_key = {key: dict(series) for key, series in report.ranks.items()}
         for step in steps:
-            cells = [f"{key}={dict(series)[step]!r}" for key, series in report.ranks.items()
-                     if step in dict(series)]
+            cells = [f"{key}={values[step]!r}" for key, values in by_key.items() if step in values]
             if step in slowest:
                 cells.append(f"{metric_key(report.prefix, SLOWEST)}={int(slowest[step])}")
             lines.append(f"  step={step} " + " ".join(cells))
@@ -284,7 +289,7 @@ def png_bytes(report: Report, title: str = "") -> bytes:
         ax = axes[0]
         if report.mfu:
             steps, values = zip(*report.mfu)
-            ax.plot(steps, values, marker="o", markersize=3)
+            ax.plot(steps, values, marker="o" if len(steps) <= MAX_BARS else None, markersize=3)
         else:
             ax.text(0.5, 0.5, f"no {report.mfu_key} values", ha="center", transform=ax.transAxes)
         ax.set_title(title or "MFU over steps")
@@ -302,9 +307,16 @@ def png_bytes(report: Report, title: str = "") -> bytes:
             bottoms = [0.0] * len(positions)
             for key in keys:
                 heights = [shares.get(key, 0.0) for _, shares in report.waterfall]
-                ax.bar(positions, heights, bottom=bottoms, label=key.rsplit("/", 1)[-1])
-                bottoms = [b + h for b, h in zip(bottoms, heights)]
-            ax.set_xticks(positions, [str(step) for step, _ in report.waterfall])
+                tops = [b + h for b, h in zip(bottoms, heights)]
+                label = key.rsplit("/", 1)[-1]
+                if len(positions) <= MAX_BARS:
+                    ax.bar(positions, heights, bottom=bottoms, label=label)
+                else:  # the same bars, touching, as one polygon per layer (fast)
+                    ax.fill_between(positions, bottoms, tops, step="mid", label=label,
+                                    linewidth=0)
+                bottoms = tops
+            every = max(1, math.ceil(len(positions) / MAX_BAR_LABELS))
+            ax.set_xticks(positions[::every], [str(step) for step, _ in report.waterfall][::every])
             ax.set_xlabel("step")
             ax.set_ylim(0, max(1.0, max(bottoms)))
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")

@@ -303,3 +303,19 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     assert printed(proc.stdout) == {(line["step"], "throughput/mfu"): line["throughput/mfu"]
                                     for line in lines}
     assert png_shape(out_png.read_bytes()) == expected_shape(2)
+
+
+def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_report, "MAX_BARS", 4)   # the band path, without thousands of lines
+    rows = []
+    for step in range(1, 11):
+        # 0.2 + 0.3 + 0.5 = 1
+        figures = {"mfu": 0.2, "mfu_lost": {"data": 0.3, "other": 0.5}}
+        rows.append({"step": step, "time": 0.0, **format_metrics(figures, "p")})
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert printed(out) == {(r["step"], k): v for r in rows for k, v in r.items()
+                            if k not in ("step", "time")}
+    assert png_shape((tmp_path / "r.png").read_bytes()) == expected_shape(2)
