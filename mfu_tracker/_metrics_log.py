@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 import warnings
 from typing import IO, Any, Mapping, Optional, Tuple, Union
@@ -81,7 +82,7 @@ def _number(value: Any) -> Any:
 class MetricsLog:
     """Appends metric dicts to a JSONL file (see the module docstring)."""
 
-    __slots__ = ("path", "lines", "_file", "_stopped", "_extra", "_owner")
+    __slots__ = ("path", "lines", "_file", "_stopped", "_extra", "_owner", "_lock")
 
     def __init__(self, path: PathLike, owner: str = "Tracker") -> None:
         checked = check_log_path(path)
@@ -92,6 +93,7 @@ class MetricsLog:
         self._stopped: Optional[str] = None
         self._extra: dict = {}
         self._owner = owner
+        self._lock = threading.Lock()   # one line at a time from any thread
 
     @property
     def active(self) -> bool:
@@ -102,19 +104,22 @@ class MetricsLog:
         """Append ``metrics`` with ``step`` and the time; never raises."""
         if self._stopped is not None or not metrics:
             return
-        try:
-            out = self._file
-            if out is None:
-                out = self._open()
+        with self._lock:
+            try:
+                out = self._file
                 if out is None:
-                    return
-            record = {"step": int(step), "time": time.time(), **self._extra}
-            for key, value in metrics.items():
-                record[key] = _number(value)
-            out.write(json.dumps(record, allow_nan=False, default=str) + "\n")
-            self.lines += 1
-        except Exception as error:  # noqa: BLE001 -- never raise into training
-            self._fail(f"writing {self.path!r} failed ({error!r})")
+                    if self._stopped is not None:
+                        return
+                    out = self._open()
+                    if out is None:
+                        return
+                record = {"step": int(step), "time": time.time(), **self._extra}
+                for key, value in metrics.items():
+                    record[key] = _number(value)
+                out.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+                self.lines += 1
+            except Exception as error:  # noqa: BLE001 -- never raise into training
+                self._fail(f"writing {self.path!r} failed ({error!r})")
 
     def _open(self) -> Optional[IO[str]]:
         rank, world = _rank_world()
@@ -145,9 +150,17 @@ class MetricsLog:
 
     def close(self) -> None:
         """Close the file; later writes are dropped."""
-        if self._stopped is None:
-            self._stopped = "closed"
-        self._close_file()
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = "closed"
+            self._close_file()
+
+    def __del__(self) -> None:
+        # The owner (a Tracker, a callback) is gone: close without a ResourceWarning.
+        try:
+            self._close_file()
+        except Exception:  # noqa: BLE001
+            pass
 
     def __repr__(self) -> str:
         state = "active" if self._stopped is None else self._stopped

@@ -215,3 +215,26 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
     assert "per-rank MFU:" in out and "missing: throughput/mfu_rank" not in out
     for step, m in expected[-4:]:
         assert f"step={step} throughput/mfu_rank_min={m['throughput/mfu_rank_min']!r}" in out
+
+
+def test_threads_write_whole_lines(tmp_path):
+    import threading
+
+    log = MetricsLog(tmp_path / "m.jsonl")
+    payload = {f"k{i}": float(i) for i in range(20)}
+
+    def writer(n):
+        for i in range(200):
+            log.write(payload, step=n * 1000 + i)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    log.close()
+    got = lines(tmp_path / "m.jsonl")              # every line parses: none interleaved
+    assert sorted(line["step"] for line in got) == sorted(n * 1000 + i for n in range(4)
+                                                          for i in range(200))
+    assert all({k: v for k, v in line.items() if k not in ("step", "time")} == payload
+               for line in got)
