@@ -223,6 +223,9 @@ def plan(records: Sequence[Record], prefix: Optional[str] = None) -> Report:
         slowest = _number(record.get(metric_key(prefix, SLOWEST)))
         if slowest is not None:
             report.slowest.append((step, slowest))
+    if not (report.mfu or report.waterfall or report.ranks):
+        raise ReportError(f"no {mfu_key}, {lost_base}* or per-rank MFU values in the input "
+                          f"(prefix {prefix!r}; found: {find_prefix(records)!r})")
     if not report.mfu:
         report.missing.append(f"{mfu_key}: no values (the MFU panel is empty)")
     if not report.waterfall:

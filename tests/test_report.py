@@ -319,3 +319,11 @@ def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
     assert printed(out) == {(r["step"], k): v for r in rows for k, v in r.items()
                             if k not in ("step", "time")}
     assert png_shape((tmp_path / "r.png").read_bytes()) == expected_shape(2)
+
+
+def test_a_prefix_with_nothing_under_it(tmp_path, capsys):
+    path, _ = hand_written(tmp_path)
+    status, _, err = report(capsys, path, "--out", tmp_path / "r.png", "--prefix", "train")
+    assert status == 2 and "no train/mfu" in err and "found: 'throughput'" in err
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--prefix", "throughput")
+    assert status == 0, err
