@@ -1,5 +1,6 @@
 # The README's two commands:
 #   make run   -- set everything up, then run the main job (a CPU training loop printing MFU)
+#                 and draw its report, docs/report.png
 #   make test  -- set everything up, then run the C core's tests and the pytest suite
 # Set-up is a virtual environment in .venv with the CPU build of torch 2.13.0,
 # the package installed editable (both extensions built), and the test extras.
@@ -20,8 +21,14 @@ CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h)
 .PHONY: run test build ctest pytest clean
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
+# The main job, then its picture: the tracker's metrics log drawn by
+# `mfu-tracker report` into docs/report.png (the README shows it).
+RUN_LOG := build/run/metrics.jsonl
+
 run: build
-	$(PY) examples/train_gpt2.py
+	@mkdir -p build/run && rm -f $(RUN_LOG)
+	$(PY) examples/train_gpt2.py --log-path $(RUN_LOG)
+	$(PY) -m mfu_tracker report $(RUN_LOG) --out docs/report.png --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
 
 # The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke.
 test: build ctest ctest-asan ctest-valgrind fuzz-smoke pytest

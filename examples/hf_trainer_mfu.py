@@ -2,6 +2,7 @@
 
     python examples/hf_trainer_mfu.py --dtype bf16 --batch-size 16
     python examples/hf_trainer_mfu.py --steps 6 --logging-steps 2 --report-to tensorboard
+    python examples/hf_trainer_mfu.py --log-path mfu.jsonl && mfu-tracker report mfu.jsonl --out mfu.png
 
 A tiny GPT-2 (or --model) from its config, a synthetic in-memory dataset.
 The callback counts every step's FLOPs, detects the dtype from the Trainer's
@@ -50,6 +51,8 @@ def main() -> None:
     parser.add_argument("--report-to", default="none",
                         help="comma-separated report_to backends (tensorboard, mlflow, wandb) or none")
     parser.add_argument("--output-dir", default=None)
+    parser.add_argument("--log-path", default=None,
+                        help="append the MFU keys of every log to this JSONL file (mfu-tracker report)")
     args = parser.parse_args()
 
     from transformers import Trainer, TrainingArguments
@@ -81,7 +84,7 @@ def main() -> None:
         disable_tqdm=True,
         learning_rate=3e-4,
     )
-    callback = MFUCallback()
+    callback = MFUCallback(log_path=args.log_path)
     trainer = Trainer(model=model, args=training_args, train_dataset=dataset, callbacks=[callback])
     trainer.train()
 

@@ -8,9 +8,12 @@ gives a peak, so the peak is measured with a GEMM micro-benchmark
 
 Each row is one ``track()`` block (forward, backward, optimizer: the compute
 window); a ``Tracker`` marks step boundaries and gives the end-to-end figures
-over the last steps at the end.
+over the last steps at the end. With ``--log-path FILE`` the tracker's
+figures are read every step (over the steps so far after the warm-up) and
+appended to FILE, one JSON line each: the input of ``mfu-tracker report``
+(``make run`` draws ``docs/report.png`` from it).
 
-    python examples/train_gpt2.py [--steps 12] [--batch-size 8] [--seq-len 128]
+    python examples/train_gpt2.py [--steps 12] [--batch-size 8] [--seq-len 128] [--log-path FILE]
 """
 from __future__ import annotations
 
@@ -59,6 +62,9 @@ def main() -> None:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--log-path", default=None,
+                        help="append the tracker's metrics every step to this JSONL file "
+                             "(for `mfu-tracker report`)")
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -86,7 +92,7 @@ def main() -> None:
     # A fixed random corpus: the loss falls as the model memorises it.
     corpus = torch.randint(0, args.vocab_size, (4, args.batch_size, args.seq_len))
     tracker = Tracker(counted.model_flops, dtype="fp32", spec=spec, window=args.steps, warmup=2,
-                      param_bytes=weights_bytes)
+                      param_bytes=weights_bytes, log_path=args.log_path)
     counter = FlopCounter(modules=False)
     started = time.perf_counter()
     for step in range(args.steps):
@@ -112,6 +118,8 @@ def main() -> None:
             print(f"     step 0 counted by FlopCounter: {counter.model_flops / 1e9:.2f} GFLOP model, "
                   f"{counter.executed_flops / 1e9:.2f} GFLOP executed "
                   f"(formula above: {counted.model_flops / 1e9:.2f})", flush=True)
+        if args.log_path is not None:
+            tracker.metrics("throughput")  # one line in the log ({} -- none -- during warm-up)
     tracker.step(tokens_per_step)
     summary = tracker.metrics("throughput")
     print(f"\n{args.steps} steps in {time.perf_counter() - started:.1f} s; end to end over steps "

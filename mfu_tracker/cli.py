@@ -248,6 +248,14 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from ._report import run
+
+    print(run(args.path, args.out, prefix=args.prefix, title=args.title or ""))
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -289,6 +297,15 @@ def _build_parser() -> argparse.ArgumentParser:
     prof.add_argument("--forward-only", action="store_true", help="count inference (no backward)")
     prof.add_argument("--depth", type=int, default=3, help="module levels in the table")
     prof.set_defaults(func=_cmd_profile)
+
+    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
+                         "log (JSONL from log_path=, or a TensorBoard log directory)")
+    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
+    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
+    rep.add_argument("--prefix", default=None,
+                     help="metric key prefix (default: found from the <prefix>/mfu key)")
+    rep.add_argument("--title", default=None, help="the picture's title")
+    rep.set_defaults(func=_cmd_report)
     return parser
 
 

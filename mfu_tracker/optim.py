@@ -131,6 +131,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             (``Tracker.attach_ddp``: DDP's all-reduce behind a marking
             communication hook). False: no marks (mark them yourself with
             ``wrapper.tracker.phase()``).
+        log_path: append each non-empty ``metrics()`` dict to this JSONL file
+            (rank 0 only; the input of ``mfu-tracker report``): the tracker's
+            ``log_path`` (see :class:`~mfu_tracker.Tracker`).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -158,6 +161,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         causal_attention: str = "full",
         distributed: Optional[bool] = False,
         phases: bool = True,
+        log_path: Any = None,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -191,7 +195,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
-                                distributed=distributed)
+                                distributed=distributed, log_path=log_path)
         timer, index, current = block_clock(clock, device, "track_step()")
         d["_timer"] = timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)

@@ -23,6 +23,7 @@ from . import _C
 from ._clock import current_stream_getter, mark_timer, resolve_clock
 from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ._metrics import format_metrics
+from ._metrics_log import MetricsLog, check_log_path
 from ._peak import Peak, dtype_peaks, resolve_peak
 from ._phases import PHASES, waterfall
 from ._telemetry import Telemetry, device_id_of
@@ -326,6 +327,11 @@ class Tracker(_C.StepTracker):
             (on when the tracker's clock is a CUDA device), True (the same,
             warning when the device cannot be identified), False (off), or
             an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
+        log_path: a file to append each non-empty ``metrics()`` dict to, one
+            JSON line with ``step`` (steps completed) and ``time`` (wall
+            seconds) -- the input of ``mfu-tracker report``. Only rank 0
+            writes; a failing write gives one warning and stops the logging
+            (:mod:`mfu_tracker._metrics_log`). None: no log.
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -334,7 +340,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry")
+                 "_measured_flops_per_sec", "_telemetry", "_log")
 
     def __init__(
         self,
@@ -360,7 +366,9 @@ class Tracker(_C.StepTracker):
         flops_by_dtype: Optional[Mapping[str, float]] = None,
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
+        log_path: Any = None,
     ) -> None:
+        log_file = check_log_path(log_path)
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
         executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
@@ -416,6 +424,7 @@ class Tracker(_C.StepTracker):
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
+        self._log = None if log_file is None else MetricsLog(log_file)
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -450,6 +459,13 @@ class Tracker(_C.StepTracker):
         step it falls in, on either clock.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
+        out = self._metrics(prefix)
+        log = self._log
+        if log is not None and out:
+            log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
+        return out
+
+    def _metrics(self, prefix: str) -> Dict[str, float]:
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local

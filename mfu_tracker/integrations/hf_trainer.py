@@ -61,6 +61,7 @@ from transformers import TrainerCallback
 
 from .._auto_phases import AutoPhases
 from .._dtypes import normalize_dtype
+from .._metrics_log import MetricsLog, check_log_path
 from .._step_flops import (
     StepCounter,
     StepFlops,
@@ -147,6 +148,10 @@ class MFUCallback(TrainerCallback):
             ends the running phase at its first prediction step. Exposed DDP
             communication needs ``Tracker.attach_ddp`` on the wrapped model,
             which a callback cannot reach: under DDP it stays in backward.
+        log_path: append each log entry's MFU keys to this JSONL file, one
+            line per logging step with ``step`` (``state.global_step``) and
+            ``time`` (rank 0 only; the input of ``mfu-tracker report``; a
+            failing write warns once and stops the logging). None: no file.
 
     Attributes:
         history: one dict per emitted log (``step``, ``steps``, ``window_s``,
@@ -172,10 +177,12 @@ class MFUCallback(TrainerCallback):
         causal_attention: str = "full",
         clock: str = "auto",
         phases: bool = True,
+        log_path: Any = None,
     ) -> None:
         if not isinstance(phases, bool):
             raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
         self.phases = phases
+        self.log_path = check_log_path(log_path)
         self.sample_batch = check_sample_batch(sample_batch)
         self.dtype = None if dtype is None else normalize_dtype(dtype)
         self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
@@ -200,6 +207,7 @@ class MFUCallback(TrainerCallback):
         self._tracker: Any = None
         self._hook: Any = None
         self._phases: Optional[AutoPhases] = None
+        self._log: Optional[MetricsLog] = None
         self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
                                  hfu_factor=self._hfu_factor, warn_once=self._warn_once,
                                  sample_batch=self.sample_batch)
@@ -300,6 +308,8 @@ class MFUCallback(TrainerCallback):
                                 param_bytes=self._param_bytes, num_gpus=self.num_gpus,
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
                                 clock=self.clock)
+        if self.log_path is not None:
+            self._log = MetricsLog(self.log_path, owner="MFUCallback")
         recompute = "full" if getattr(args, "gradient_checkpointing", False) else "none"
         self._policy.attach(model, analytic=True, recompute=recompute)
         self._policy.prepare()
@@ -406,6 +416,8 @@ class MFUCallback(TrainerCallback):
         if out is None or window is None:
             return
         logs.update(out)
+        if self._log is not None:
+            self._log.write(out, step=state.global_step)
         history = getattr(state, "log_history", None)
         if history and history[-1].get("step") == state.global_step:
             history[-1].update(out)  # the Trainer copied logs there before on_log

@@ -1,0 +1,167 @@
+"""The metrics log: one JSON line per logged metric dict, for ``mfu-tracker report``.
+
+``Tracker(log_path=...)``, ``MFUCallback(log_path=...)`` and
+``MFUOptimizerWrapper(log_path=...)`` each own one :class:`MetricsLog`; every
+metric dict they produce (a non-empty ``metrics()``, a Trainer log entry) is
+appended to the file as one line::
+
+    {"step": 10, "time": 1763870000.123, "throughput/mfu": 0.41, ...}
+
+* ``step``: steps completed when the figures were taken (``Tracker``:
+  ``step()`` calls - 1; the Trainer: ``state.global_step``);
+* ``time``: wall-clock seconds since the epoch (``time.time()``);
+* ``rank`` / ``world_size``: only when a ``torch.distributed`` process group
+  of more than one rank is up at the first write;
+* then the metric dict, keys and values as returned (the keys of
+  :mod:`mfu_tracker._metrics`).
+
+**One writer per process, rank 0 only.** Under ``torchrun`` only rank 0
+writes (the rank of the default process group at the first write, else the
+``RANK`` environment variable): a distributed tracker's figures are global and
+the same on every rank, so one file holds the job; per-rank spread is in the
+``mfu_rank_*`` keys. Other ranks never open the file.
+
+**Never raises into training.** The file is opened (appending, parent
+directories created) at the first write and line-buffered, so each line
+reaches the OS when written and a crash loses nothing already logged. A
+failing open or write gives one ``RuntimeWarning`` and stops the logging;
+the metrics are still returned to the caller.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+import warnings
+from typing import IO, Any, Mapping, Optional, Tuple, Union
+
+from ._collective import process_group_initialized
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def check_log_path(path: Any, argument: str = "log_path") -> Optional[str]:
+    """``path`` as a string (None stays None); TypeError / ValueError naming
+    ``argument`` for anything else, an empty name or an existing directory."""
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{argument} must be a str or os.PathLike path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"{argument} must be a text path, got {type(text).__name__}")
+    if not text or "\0" in text:
+        raise ValueError(f"{argument} must be a non-empty file name without NUL bytes, got {text!r}")
+    if os.path.isdir(text):
+        raise ValueError(f"{argument} {text!r} is a directory; give a file name (e.g. metrics.jsonl)")
+    return text
+
+
+def _rank_world() -> Tuple[int, int]:
+    """(rank, world size) of this process: the default process group's, else
+    torchrun's environment, else (0, 1)."""
+    if process_group_initialized():
+        import torch.distributed as dist
+
+        return dist.get_rank(), dist.get_world_size()
+    try:
+        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 0, 1
+
+
+def _number(value: Any) -> Any:
+    """A JSON-safe value: finite floats as floats, anything else non-finite as None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class MetricsLog:
+    """Appends metric dicts to a JSONL file (see the module docstring)."""
+
+    __slots__ = ("path", "lines", "_file", "_stopped", "_extra", "_owner", "_lock")
+
+    def __init__(self, path: PathLike, owner: str = "Tracker") -> None:
+        checked = check_log_path(path)
+        assert checked is not None
+        self.path: str = checked
+        self.lines = 0                  # lines written
+        self._file: Optional[IO[str]] = None
+        self._stopped: Optional[str] = None
+        self._extra: dict = {}
+        self._owner = owner
+        self._lock = threading.Lock()   # one line at a time from any thread
+
+    @property
+    def active(self) -> bool:
+        """False once logging stopped (a failure, another rank, ``close()``)."""
+        return self._stopped is None
+
+    def write(self, metrics: Mapping[str, Any], *, step: int) -> None:
+        """Append ``metrics`` with ``step`` and the time; never raises."""
+        if self._stopped is not None or not metrics:
+            return
+        with self._lock:
+            try:
+                out = self._file
+                if out is None:
+                    if self._stopped is not None:
+                        return
+                    out = self._open()
+                    if out is None:
+                        return
+                record = {"step": int(step), "time": time.time(), **self._extra}
+                for key, value in metrics.items():
+                    record[key] = _number(value)
+                out.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+                self.lines += 1
+            except Exception as error:  # noqa: BLE001 -- never raise into training
+                self._fail(f"writing {self.path!r} failed ({error!r})")
+
+    def _open(self) -> Optional[IO[str]]:
+        rank, world = _rank_world()
+        if rank != 0:
+            self._stopped = f"rank {rank}: only rank 0 writes"
+            return None
+        if world > 1:
+            self._extra = {"rank": rank, "world_size": world}
+        parent = os.path.dirname(self.path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # line-buffered
+        return self._file
+
+    def _fail(self, reason: str) -> None:
+        self._stopped = reason
+        warnings.warn(f"mfu_tracker: {self._owner}(log_path=...): {reason}; metrics logging "
+                      f"stops (the metrics are still returned)", RuntimeWarning, stacklevel=4)
+        self._close_file()
+
+    def _close_file(self) -> None:
+        out, self._file = self._file, None
+        if out is not None:
+            try:
+                out.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def close(self) -> None:
+        """Close the file; later writes are dropped."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = "closed"
+            self._close_file()
+
+    def __del__(self) -> None:
+        # The owner (a Tracker, a callback) is gone: close without a ResourceWarning.
+        try:
+            self._close_file()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def __repr__(self) -> str:
+        state = "active" if self._stopped is None else self._stopped
+        return f"MetricsLog({self.path!r}, lines={self.lines}, {state})"

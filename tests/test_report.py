@@ -1,0 +1,332 @@
+"""``mfu-tracker report``: the picture is a valid PNG of the promised size,
+and every number it prints equals the metric in its input.
+
+Inputs: a JSONL log written by hand with the waterfall and per-rank keys
+(built by the one formatter, ``format_metrics``, so no key is retyped), a
+log written by a real ``Tracker(log_path=)``, TensorBoard event files
+written by ``torch.utils.tensorboard`` and by a real HF Trainer run (tiny
+GPT-2 on CPU). TensorBoard stores scalars as float32, so numbers read from
+event files are compared with the float32 rounding of the logged values.
+"""
+from __future__ import annotations
+
+import base64
+import glob
+import io
+import json
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+pytest.importorskip("matplotlib")
+import matplotlib.image  # noqa: E402
+
+from mfu_tracker import _report  # noqa: E402
+from mfu_tracker._metrics import format_metrics  # noqa: E402
+from mfu_tracker.cli import main  # noqa: E402
+
+CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
+
+
+def printed(out: str):
+    """{(step, key): value} of every ``step=N key=value`` line printed."""
+    numbers = {}
+    for line in out.splitlines():
+        match = re.match(r"\s+step=(\d+) (.*)$", line)
+        if not match:
+            continue
+        step = int(match.group(1))
+        for cell in match.group(2).split():
+            key, value = cell.split("=", 1)
+            if key != "sum":
+                numbers[(step, key)] = float(value)
+    return numbers
+
+
+def png_shape(data: bytes):
+    return matplotlib.image.imread(io.BytesIO(data), format="png").shape
+
+
+def expected_shape(panels: int):
+    return (round(_report.PANEL_HEIGHT_IN * panels * _report.DPI),
+            round(_report.WIDTH_IN * _report.DPI), 4)
+
+
+def report(capsys, *argv):
+    status = main(["report", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def hand_written(tmp_path):
+    """Three logged steps with MFU, the waterfall (adds up to 1) and the rank spread."""
+    rows = []
+    for step, mfu, shares in (
+        (10, 0.25, (0.10, 0.05, 0.05, 0.10, 0.30, 0.15)),   # 0.25 + 0.75 = 1
+        (20, 0.30, (0.05, 0.05, 0.05, 0.10, 0.30, 0.15)),   # 0.30 + 0.70 = 1
+        (30, 0.35, (0.00, 0.05, 0.05, 0.10, 0.30, 0.15)),   # 0.35 + 0.65 = 1
+    ):
+        figures = {"mfu": mfu, "mfu_lost": dict(zip(CAUSES, shares)),
+                   "mfu_rank_min": mfu - 0.02, "mfu_rank_mean": mfu, "mfu_rank_max": mfu + 0.03,
+                   "slowest_rank": 1}
+        rows.append({"step": step, "time": 1000.0 + step, **format_metrics(figures, "throughput")})
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+def test_hand_written_waterfall_png_and_numbers(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
+    out_png = tmp_path / "r.png"
+    status, out, err = report(capsys, path, "--out", out_png)
+    assert status == 0, err
+    assert png_shape(out_png.read_bytes()) == expected_shape(3)   # MFU, waterfall, per-rank
+    numbers = printed(out)
+    expected = {(r["step"], k): v for r in rows for k, v in r.items()
+                if k not in ("step", "time")}
+    assert numbers == expected                  # every key of the file, each value exactly
+    # each bar adds up to 1 (0.25 + 0.10 + 0.05 + 0.05 + 0.10 + 0.30 + 0.15 = 1)
+    for step in (10, 20, 30):
+        total = sum(v for (s, k), v in numbers.items() if s == step and "/mfu_rank" not in k
+                    and not k.endswith("slowest_rank"))
+        assert total == pytest.approx(1.0, abs=1e-12)
+    assert "missing:" not in out
+    # the waterfall's order is the file's (the formatter's) order
+    waterfall_line = next(line for line in out.splitlines() if line.startswith("  step=10 ")
+                          and "mfu_lost" in line)
+    assert [c.split("=")[0].rsplit("/", 1)[-1] for c in waterfall_line.split()[1:-1]] == \
+        ["mfu", *CAUSES]
+
+
+def test_html_is_self_contained(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
+    out_html = tmp_path / "r.html"
+    status, out, err = report(capsys, path, "--out", out_html, "--title", "run <1>")
+    assert status == 0, err
+    text = out_html.read_text()
+    match = re.search(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert match
+    assert png_shape(base64.b64decode(match.group(1))) == expected_shape(3)
+    assert "run &lt;1&gt;" in text and "http" not in text     # nothing fetched from outside
+    for r in rows:
+        assert f"<td>{r['throughput/mfu_lost/compute']!r}</td>" in text
+        assert f"<td>{r['step']}</td>" in text
+
+
+def test_a_real_tracker_log_draws_mfu_and_says_what_is_missing(tmp_path, capsys):
+    from mfu_tracker import Tracker
+
+    log = tmp_path / "t.jsonl"
+    t = Tracker(100.0, dtype="fp32", peak_tflops=1.0, clock="cpu", window=4, warmup=0,
+                log_path=log)
+    returned = {}
+    for i in range(6):
+        t.step(num_tokens=8)
+        m = t.metrics()
+        if m:
+            returned[i] = m["throughput/mfu"]   # i steps completed
+    status, out, err = report(capsys, log, "--out", tmp_path / "t.png")
+    assert status == 0, err
+    assert printed(out) == {(step, "throughput/mfu"): v for step, v in returned.items()}
+    assert "missing: throughput/mfu_lost/*" in out
+    assert "missing: throughput/mfu_rank_min" in out
+    assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(2)
+
+
+def float32(value: float) -> float:
+    import numpy
+
+    return float(numpy.float32(value))
+
+
+def test_tensorboard_events_from_summary_writer(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    _, rows = hand_written(tmp_path)
+    logdir = tmp_path / "tb"
+    writer = SummaryWriter(str(logdir))
+    for r in rows:
+        for key, value in r.items():
+            if key not in ("step", "time"):
+                writer.add_scalar(key, value, r["step"])
+    writer.close()
+    del torch
+    status, out, err = report(capsys, logdir, "--out", tmp_path / "tb.png")
+    assert status == 0, err
+    expected = {(r["step"], k): float32(v) for r in rows for k, v in r.items()
+                if k not in ("step", "time")}
+    assert printed(out) == expected
+
+
+def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    pytest.importorskip("tensorboard")
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    from mfu_tracker.integrations.hf_trainer import MFUCallback
+
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=64,
+                                       n_positions=64, bos_token_id=0, eos_token_id=0))
+    ids = torch.randint(1, 64, (32, 8), generator=torch.Generator().manual_seed(1))
+    dataset = [{"input_ids": row, "labels": row} for row in ids]
+    log = tmp_path / "hf.jsonl"
+    cb = MFUCallback(peak_tflops=0.5, log_path=log)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=6,
+                             per_device_train_batch_size=2, logging_steps=2,
+                             report_to=["tensorboard"], use_cpu=True, save_strategy="no",
+                             disable_tqdm=True, learning_rate=1e-3, seed=0)
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, callbacks=[cb])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    # logs at steps 2, 4, 6: the callback's own record of what it logged
+    history = {e["step"]: e["metrics"] for e in cb.history}
+    assert sorted(history) == [2, 4, 6]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [line["step"] for line in lines] == [2, 4, 6]
+    for line in lines:
+        assert {k: v for k, v in line.items() if k not in ("step", "time")} == history[line["step"]]
+
+    status, out, err = report(capsys, log, "--out", tmp_path / "hf.png")
+    assert status == 0, err
+    # phases=True (the default) marks the waterfall: its shares are printed too
+    shown = {(s, k): v for s, m in history.items() for k, v in m.items()
+             if k == "throughput/mfu" or k.startswith("throughput/mfu_lost/")}
+    assert len(shown) == 3 * 6  # mfu + five losses (no DDP hook: no communication key)
+    assert printed(out) == shown
+
+    events = glob.glob(str(tmp_path / "out" / "**" / "*tfevents*"), recursive=True)
+    assert events
+    status, out, err = report(capsys, tmp_path / "out", "--out", tmp_path / "hf_tb.png")
+    assert status == 0, err
+    assert printed(out) == {key: float32(value) for key, value in shown.items()}
+    assert png_shape((tmp_path / "hf_tb.png").read_bytes()) == expected_shape(2)
+
+
+# ---- bad input: a clear error, exit status 2 ---------------------------------------
+
+def test_missing_file(tmp_path, capsys):
+    status, _, err = report(capsys, tmp_path / "nope.jsonl", "--out", tmp_path / "r.png")
+    assert status == 2 and "no such file" in err and "nope.jsonl" in err
+
+
+def test_empty_file(tmp_path, capsys):
+    (tmp_path / "e.jsonl").write_text("\n")
+    status, _, err = report(capsys, tmp_path / "e.jsonl", "--out", tmp_path / "r.png")
+    assert status == 2 and "no metrics" in err
+
+
+def test_corrupt_line_names_the_line(tmp_path, capsys):
+    path, _ = hand_written(tmp_path)
+    path.write_text(path.read_text() + '{"step": 40, "throughput/mfu": 0.\n')
+    status, _, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 2 and "metrics.jsonl:4: not a JSON line" in err
+    assert not (tmp_path / "r.png").exists()
+
+
+@pytest.mark.parametrize("line, message", [('[1, 2]', "not a JSON object"),
+                                           ('{"throughput/mfu": 0.1}', "no numeric 'step'")])
+def test_lines_that_are_not_records(tmp_path, capsys, line, message):
+    (tmp_path / "m.jsonl").write_text(line + "\n")
+    status, _, err = report(capsys, tmp_path / "m.jsonl", "--out", tmp_path / "r.png")
+    assert status == 2 and f"m.jsonl:1: {message}" in err
+
+
+def test_binary_file(tmp_path, capsys):
+    (tmp_path / "m.bin").write_bytes(b"\xff\xfe\x00\x81" * 10)
+    status, _, err = report(capsys, tmp_path / "m.bin", "--out", tmp_path / "r.png")
+    assert status == 2 and "not a UTF-8 text file" in err
+
+
+@pytest.mark.parametrize("out", ["r.svg", "r", "r.png.txt"])
+def test_unknown_output_extension(tmp_path, capsys, out):
+    path, _ = hand_written(tmp_path)
+    status, _, err = report(capsys, path, "--out", tmp_path / out)
+    assert status == 2 and "unknown extension" in err and ".png, .html" in err
+
+
+def test_no_mfu_key(tmp_path, capsys):
+    (tmp_path / "m.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
+    status, _, err = report(capsys, tmp_path / "m.jsonl", "--out", tmp_path / "r.png")
+    assert status == 2 and "no MFU key" in err
+
+
+def test_directory_without_event_files(tmp_path, capsys):
+    (tmp_path / "d").mkdir()
+    status, _, err = report(capsys, tmp_path / "d", "--out", tmp_path / "r.png")
+    assert status == 2 and "no TensorBoard event files" in err
+
+
+def test_corrupt_event_file(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "events.out.tfevents.1.host").write_bytes(b"\x00garbage" * 8)
+    status, _, err = report(capsys, tmp_path / "d", "--out", tmp_path / "r.png")
+    # TensorBoard's reader skips a record it cannot read: nothing is left to draw
+    assert status == 2 and ("no metrics in it" in err or "not a readable" in err)
+
+
+def test_without_matplotlib_the_error_names_the_extra(tmp_path):
+    path, _ = hand_written(tmp_path)
+    code = ("import sys; sys.modules['matplotlib'] = None\n"
+            "from mfu_tracker.cli import main\n"
+            f"sys.exit(main(['report', {str(path)!r}, '--out', {str(tmp_path / 'r.png')!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "mfu-tracker[report]" in proc.stderr and "matplotlib" in proc.stderr
+
+
+def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
+    """`make run`'s two commands, tiny: examples/train_gpt2.py --log-path, then the report."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    log = tmp_path / "run" / "metrics.jsonl"
+    proc = subprocess.run([sys.executable, str(root / "examples" / "train_gpt2.py"), "--steps", "5",
+                           "--batch-size", "2", "--seq-len", "16", "--hidden", "32", "--layers", "1",
+                           "--heads", "2", "--vocab-size", "64", "--log-path", str(log)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    # warm-up 2: the loop's metrics() has figures after steps 0..2 complete (3 steps, at
+    # the top of step 3), then 4; the final metrics() after the closing step() adds step 5
+    assert [line["step"] for line in lines] == [3, 4, 5]
+    out_png = tmp_path / "report.png"
+    proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "report", str(log), "--out",
+                           str(out_png)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert printed(proc.stdout) == {(line["step"], "throughput/mfu"): line["throughput/mfu"]
+                                    for line in lines}
+    assert png_shape(out_png.read_bytes()) == expected_shape(2)
+
+
+def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_report, "MAX_BARS", 4)   # the band path, without thousands of lines
+    rows = []
+    for step in range(1, 11):
+        # 0.2 + 0.3 + 0.5 = 1
+        figures = {"mfu": 0.2, "mfu_lost": {"data": 0.3, "other": 0.5}}
+        rows.append({"step": step, "time": 0.0, **format_metrics(figures, "p")})
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert printed(out) == {(r["step"], k): v for r in rows for k, v in r.items()
+                            if k not in ("step", "time")}
+    assert png_shape((tmp_path / "r.png").read_bytes()) == expected_shape(2)
+
+
+def test_a_prefix_with_nothing_under_it(tmp_path, capsys):
+    path, _ = hand_written(tmp_path)
+    status, _, err = report(capsys, path, "--out", tmp_path / "r.png", "--prefix", "train")
+    assert status == 2 and "no train/mfu" in err and "found: 'throughput'" in err
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--prefix", "throughput")
+    assert status == 0, err
