@@ -1,0 +1,410 @@
+"""MFU for ``lightning.pytorch.Trainer``: :class:`MFUCallback`.
+
+The same figures, keys and FLOP policy as the ``transformers.Trainer``
+callback (:mod:`mfu_tracker.integrations.hf_trainer`), written to every
+logger of the Trainer (``TensorBoardLogger``, ``CSVLogger``, ``WandbLogger``,
+``MLFlowLogger``, ...) every ``log_every_n_steps`` optimizer steps:
+
+=================================  ==========================================================
+key (``metric_prefix="throughput"``)  meaning (over the last ``window`` optimizer steps)
+=================================  ==========================================================
+``throughput/mfu``                 model FLOPs / time / (peak x num_gpus); unclamped
+``throughput/hfu``                 executed FLOPs (recompute included) / time / peak
+``throughput/mbu``                 parameter bytes per step / step time / peak bandwidth
+``throughput/tokens_per_sec``      tokens of the batches (see below) / time
+``throughput/achieved_tflops``     model TFLOP/s over all ``num_gpus`` devices
+``throughput/step_time_s``         mean optimizer-step period, end to end
+``throughput/peak_tflops``         the MFU denominator (peak x num_gpus)
+=================================  ==========================================================
+
+Under a multi-process strategy (DDP, FSDP, DeepSpeed: a ``torch.distributed``
+process group) the figures are global and the same on every rank -- the
+step tracker's aggregation (:class:`~mfu_tracker.Tracker`, one all-gather of
+a small row on a side gloo group, at logging steps only) -- with the per-rank
+spread added (``mfu_rank_min`` / ``mean`` / ``max``, ``slowest_rank``, ...).
+The loggers write on rank 0 (Lightning's rule); ``history`` holds them on
+every rank.
+
+A figure that cannot be had is left out (a CPU or an unknown GPU without
+``peak_tflops`` / ``spec``: no ``mfu``, after one warning from the peak lookup).
+
+How the numbers are made:
+
+* **Time**: one step-tracker boundary per optimizer step, at the
+  ``on_train_batch_end`` of the batch whose optimizer step ran (the Trainer's
+  ``global_step`` moved); the first at the first ``on_train_batch_start``.
+  A step's period is end to end (data loading, every micro-batch, the
+  optimizer, logging, validation when it falls inside). GPU events on the
+  current stream, never a synchronization: nothing waits per batch.
+* **FLOPs**: the integrations' one step-FLOPs policy
+  (:mod:`mfu_tracker._step_flops`). On every ``count_every``-th optimizer
+  step a :class:`~mfu_tracker.FlopCounter` runs from the first micro-batch's
+  ``on_train_batch_start`` to ``on_before_optimizer_step``, so with
+  ``accumulate_grad_batches`` every micro-batch of the step is counted on its
+  real shapes; steps in between are scaled from the last counted step by
+  their tokens. Without counting (``count_every=0``): the analytic count when
+  the LightningModule has a supported transformer ``config`` attribute, else
+  the ``sample_batch`` profile.
+* **Tokens**: from each batch (``on_train_batch_start``, already on the
+  device): a mapping's ``attention_mask`` ones, else its ``input_ids`` (or
+  ``inputs_embeds``) positions; an integer tensor (or a tuple / list starting
+  with one) counts its elements. Other batches have no token count (no
+  ``tokens_per_sec``; FLOPs are still counted). Mask sums stay on the device
+  until the logging step reads a whole window in one transfer.
+* **Peak**: ``peak_tflops`` > ``spec`` > the datasheet table for the device,
+  for ``dtype`` (default: the Trainer's precision plugin --
+  "bf16-mixed"/"bf16-true" bf16, "16-mixed"/"16-true" fp16,
+  "transformer-engine[-float16]" fp8, "64-true" fp64, bitsandbytes its
+  compute dtype, "32-true" fp32, or tf32 on CUDA when matmuls may use it;
+  see :func:`~mfu_tracker.integrations.fabric.dtype_from_precision`).
+
+Nothing in the callback raises into ``fit()``: a failing hook gives one
+warning and its figures are left out, and a logger whose ``log_metrics``
+raises gets one warning and is skipped (the others still receive the
+figures). Configuration errors raise at construction, naming the argument.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Callable, Deque, Dict, Optional, TypeVar
+
+from lightning.pytorch.callbacks import Callback
+
+from .._dtypes import normalize_dtype
+from .._step_flops import (
+    StepCounter,
+    StepFlops,
+    StepRecord,
+    StepRecords,
+    WindowWork,
+    window_metrics,
+)
+from .._validate import (
+    NUM_GPUS_MAX,
+    WARMUP_MAX,
+    WINDOW_MAX,
+    check_causal_attention,
+    check_clock,
+    check_device,
+    check_hfu_factor,
+    check_int,
+    check_optional_number,
+    check_peak_tflops,
+    check_prefix,
+    check_sample_batch,
+    check_spec,
+)
+from ..gpu import GPUSpec
+from .fabric import dtype_from_precision
+
+__all__ = ["MFUCallback"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+#: Lightning's default ``log_every_n_steps``, when the Trainer has none.
+_DEFAULT_LOG_EVERY = 50
+
+
+def _guarded(hook: _F) -> _F:
+    """A Lightning hook that never raises: one warning per hook, figures left out."""
+
+    @functools.wraps(hook)
+    def wrapper(self: "MFUCallback", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 -- never raise into fit()
+            self._warn_once(f"hook:{hook.__name__}",
+                            f"MFUCallback.{hook.__name__} failed ({error!r}); its figures are left out")
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class MFUCallback(Callback):
+    """Log MFU, HFU, MBU, tokens/s, achieved TFLOP/s and the peak to the
+    Trainer's loggers (see the module docstring for the keys)::
+
+        from mfu_tracker.integrations.lightning import MFUCallback
+
+        trainer = Trainer(precision="bf16-mixed", callbacks=[MFUCallback()])
+        MFUCallback(peak_tflops=989.4)       # explicit per-device peak (TFLOP/s)
+
+    Args:
+        sample_batch: a representative batch, profiled when steps are not
+            counted and the module has no supported ``config`` (or for a
+            compiled model's model / executed split).
+        dtype: the peak's dtype; ``None`` detects it from the precision plugin.
+        num_gpus: devices the counted FLOPs ran on (keep 1: per-rank counts).
+        hfu_backward_factor: executed FLOPs = forward x (1 + factor) (the
+            peer's knob); ``None``: counted, recompute included.
+        metric_prefix: key prefix (``""`` for bare ``mfu``, ...).
+        device: the device whose peak and clock to use (default: the module's).
+        peak_tflops: per-device peak in TFLOP/s (CPUs, unknown GPUs).
+        spec: a :class:`~mfu_tracker.GPUSpec` (e.g. ``measured_gpu_spec()``).
+        backward_factor: executed = forward x factor (exclusive with the above).
+        count_every: count FLOPs on every N-th optimizer step (0: never).
+        log_every_n_steps: optimizer steps between logs (default: the
+            Trainer's ``log_every_n_steps``).
+        window: optimizer steps the figures cover (default: ``log_every_n_steps``,
+            so each log covers the steps since the previous one).
+        warmup: first optimizer steps left out (compilation, warm-up).
+        causal_attention: "full" (PaLM, default) or "half" (Megatron).
+        clock: "auto", "cuda", "hip" or "cpu".
+
+    Attributes:
+        history: one dict per log (``step``, ``steps``, ``window_s``,
+            ``model_flops``, ``executed_flops``, ``tokens``, ``step_flops``,
+            ``peak_flops_per_sec``, ``dtype``, ``metrics``), the last 1000.
+        resolved_dtype: the dtype of the peak, once training started.
+    """
+
+    # REPORT stream (merge point): a ``log_path=`` argument (JSONL of every
+    # logged dict) is passed through here to the Tracker by the lead.
+
+    def __init__(
+        self,
+        sample_batch: Any = None,
+        dtype: Any = None,
+        num_gpus: int = 1,
+        hfu_backward_factor: Optional[float] = None,
+        metric_prefix: str = "throughput",
+        device: Any = None,
+        *,
+        peak_tflops: Optional[float] = None,
+        spec: Optional[GPUSpec] = None,
+        backward_factor: Optional[float] = None,
+        count_every: int = 1,
+        log_every_n_steps: Optional[int] = None,
+        window: Optional[int] = None,
+        warmup: int = 1,
+        causal_attention: str = "full",
+        clock: str = "auto",
+    ) -> None:
+        self.sample_batch = check_sample_batch(sample_batch)
+        self.dtype = None if dtype is None else normalize_dtype(dtype)
+        self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
+        self._hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
+        self.hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
+        self.metric_prefix = check_prefix(metric_prefix, "metric_prefix")
+        if device is not None:
+            check_device(device)
+        self.device = device
+        self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
+        self.spec = check_spec(spec)
+        self.count_every = check_int(count_every, "count_every", 0)
+        self.log_every_n_steps = (None if log_every_n_steps is None
+                                  else check_int(log_every_n_steps, "log_every_n_steps", 1, WINDOW_MAX))
+        self.window = None if window is None else check_int(window, "window", 1, WINDOW_MAX)
+        self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
+        self.causal_attention = check_causal_attention(causal_attention)
+        self.clock = check_clock(clock)
+        self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
+        self.resolved_dtype: Optional[str] = None
+        self._warned: set = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._tracker: Any = None
+        self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
+                                 hfu_factor=self._hfu_factor, warn_once=self._warn_once,
+                                 sample_batch=self.sample_batch)
+        self._param_bytes: Optional[float] = None
+        self._records = StepRecords(100)
+        self._step: Optional[StepRecord] = None
+        self._step_opened_at = 0          # trainer.global_step when the open step began
+        self._counter: Optional[StepCounter] = None
+        self._log_every = _DEFAULT_LOG_EVERY
+        self._last_log = 0                # global_step // log_every at the last log
+        self._steps_done = 0
+        self._steps_logged = 0
+        self._started = False
+
+    # ---- helpers -----------------------------------------------------------------
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
+
+    def _resolve_dtype(self, trainer: Any, pl_module: Any) -> str:
+        if self.dtype is not None:
+            return self.dtype
+        strategy = getattr(trainer, "strategy", None)
+        plugin = getattr(strategy, "precision_plugin", None) or getattr(strategy, "precision", None)
+        if plugin is None:
+            plugin = getattr(trainer, "precision", None)
+        device = self.device if self.device is not None else getattr(pl_module, "device", None)
+        if isinstance(device, str):
+            import torch
+
+            device = torch.device(device)
+        dtype = dtype_from_precision(plugin, device=device)
+        if dtype is not None:
+            return dtype
+        param = next(pl_module.parameters(), None) if pl_module is not None else None
+        return normalize_dtype(param.dtype) if param is not None and param.is_floating_point() else "fp32"
+
+    def _phase(self, name: Optional[str]) -> None:
+        """WATERFALL stream (merge point): the phase now starting on the GPU
+        timeline. The lead wires this to ``Tracker.end_phase()`` /
+        ``Tracker.begin_phase(name)`` (None: end only). Called with "data" at
+        each batch end (until the next batch start), "forward" at each batch
+        start, "backward" before each backward, None after it, "optimizer" at
+        ``on_before_optimizer_step``. A no-op until Tracker has phases."""
+
+    def _record_batch(self, step: StepRecord, batch: Any) -> None:
+        """One micro-batch's tokens and shapes (no synchronization)."""
+        import torch
+
+        if isinstance(batch, Mapping) and (isinstance(batch.get("input_ids"), torch.Tensor)
+                                           or isinstance(batch.get("inputs_embeds"), torch.Tensor)):
+            step.record_inputs((), batch)
+            return
+        first = batch[0] if isinstance(batch, (tuple, list)) and batch else batch
+        if isinstance(first, torch.Tensor) and not first.is_floating_point() \
+                and not first.is_complex() and first.dim() >= 1:
+            step.record_inputs((first,), {})
+            return
+        step.add_block(None)   # no token count for this batch
+
+    # ---- Trainer hooks -------------------------------------------------------------
+
+    @_guarded
+    def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        import torch
+
+        from ..flops import param_bytes
+        from ..tracker import Tracker
+
+        self._close()
+        self._reset()
+        if not isinstance(pl_module, torch.nn.Module):
+            self._warn_once("model", "no LightningModule in on_train_start: no MFU")
+            return
+        dtype = self._resolve_dtype(trainer, pl_module)
+        self.resolved_dtype = dtype
+        if next(pl_module.parameters(), None) is None:
+            self._warn_once("params", "the model has no parameters: MBU is left out")
+        else:
+            self._param_bytes = float(param_bytes(pl_module))
+        log_every = self.log_every_n_steps
+        if log_every is None:
+            log_every = getattr(trainer, "log_every_n_steps", None)
+            if not isinstance(log_every, int) or log_every < 1:
+                log_every = _DEFAULT_LOG_EVERY
+        self._log_every = log_every
+        self._last_log = getattr(trainer, "global_step", 0) // log_every
+        window = self.window if self.window is not None else min(log_every, WINDOW_MAX)
+        self._records = StepRecords(window)
+        device = self.device if self.device is not None else getattr(pl_module, "device", None)
+        self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
+                                param_bytes=self._param_bytes, num_gpus=self.num_gpus,
+                                device=device, spec=self.spec, peak_tflops=self.peak_tflops,
+                                clock=self.clock)
+        self._policy.attach(pl_module, analytic=True)
+        self._policy.prepare()
+
+    @_guarded
+    def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
+        if self._tracker is None:
+            return
+        self._phase(None)  # the data phase ends: the batch is on the device
+        if not self._started:
+            self._started = True
+            self._tracker.step()       # starts the clock
+        if self._step is None:         # the first micro-batch of an optimizer step
+            self._step = StepRecord()
+            self._step_opened_at = trainer.global_step
+            self._counter = self._policy.step_counter()
+            if self._counter is not None:
+                self._counter.start()
+        self._record_batch(self._step, batch)
+        self._phase("forward")
+
+    @_guarded
+    def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
+        self._phase("backward")
+
+    @_guarded
+    def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
+        self._phase(None)
+
+    @_guarded
+    def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
+        if self._counter is not None:
+            self._counter.stop()       # the optimizer's own ops are not model FLOPs
+        self._phase("optimizer")
+
+    @_guarded
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if self._tracker is None or self._step is None:
+            return
+        self._phase("data")
+        if trainer.global_step == self._step_opened_at:
+            return                     # accumulating: the optimizer step is still open
+        step, self._step = self._step, None
+        counter, self._counter = self._counter, None
+        try:
+            self._policy.close(step, counter)   # stops a counter still running (manual optimization)
+        finally:
+            self._tracker.step()
+            self._records.append(step)
+            self._steps_done += 1
+        bucket = trainer.global_step // self._log_every
+        if bucket > self._last_log:
+            self._last_log = bucket
+            self._log(trainer)
+
+    @_guarded
+    def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self._phase(None)
+        self._close()
+
+    @_guarded
+    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._close()   # never leave a FLOP counter active after fit() failed
+
+    def _close(self) -> None:
+        counter, self._counter = getattr(self, "_counter", None), None
+        self._step = None
+        if counter is not None:
+            counter.stop()
+        tracker = getattr(self, "_tracker", None)
+        if tracker is not None:
+            tracker.close()
+
+    # ---- figures -----------------------------------------------------------------
+
+    def _log(self, trainer: Any) -> None:
+        """A logging step: every rank computes (a collective when distributed)."""
+        new_steps = self._steps_done != self._steps_logged
+        self._steps_logged = self._steps_done
+        window = self._window_work() if new_steps else None
+        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
+                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
+        if out is None or window is None:
+            return
+        step = trainer.global_step
+        for logger in getattr(trainer, "loggers", None) or ():
+            try:
+                logger.log_metrics(out, step=step)
+                logger.save()
+            except Exception as error:  # noqa: BLE001 -- a logger never stops training
+                self._warn_once(f"logger:{id(logger)}",
+                                f"{type(logger).__name__}.log_metrics failed ({error!r}); the MFU "
+                                "figures are not sent to it")
+        peak = self._tracker.peak
+        self.history.append({
+            "step": step, "steps": window.steps, "window_s": window.window_s,
+            "model_flops": window.model_flops if window.known else None,
+            "executed_flops": window.executed_flops, "tokens": window.tokens,
+            "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
+            "dtype": peak.dtype, "metrics": out,
+        })
+
+    def _window_work(self) -> Optional[WindowWork]:
+        return self._policy.window_work(self._records, self._tracker.summary())
