@@ -10,6 +10,7 @@ step tracker (:class:`~mfu_tracker.Tracker`) and its figures go out through
     fabric.launch()
     model, optimizer = fabric.setup(model, optimizer)
     tracker = fabric_tracker(fabric, flops_per_step, param_bytes=param_bytes(model))
+    tracker.step()                                           # starts the clock
     for step, batch in enumerate(loader, 1):
         loss = model(batch).loss
         fabric.backward(loss)
