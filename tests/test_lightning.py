@@ -17,6 +17,7 @@ import csv
 import glob
 import math
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -456,6 +457,37 @@ def test_fabric_tracker_logs_through_fabric_log_dict(tmp_path):
         assert float(row["throughput/tokens_per_sec"]) == pytest.approx(
             steps * B * S / window_s, rel=1e-9)
         assert float(row["throughput/mfu"]) == pytest.approx(metrics["throughput/mfu"], rel=1e-12)
+
+
+# ---- the example ---------------------------------------------------------------------
+
+
+def test_lightning_example_logs_mfu_with_accumulation_and_bf16(tmp_path):
+    pytest.importorskip("transformers")
+    from transformers import GPT2Config
+
+    from mfu_tracker import transformer_flops
+
+    env = dict(os.environ, MFU_TRACKER_PEAK_TFLOPS="0.05", CUDA_VISIBLE_DEVICES="",
+               PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "lightning_mfu.py"), "--steps", "4",
+                           "--log-every", "2", "--accumulate", "2", "--seq-len", "16",
+                           "--batch-size", "2", "--precision", "bf16-mixed", "--device", "cpu",
+                           "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "user peak 0.05 TFLOP/s" in out and "dtype bf16" in out
+    rows = re.findall(r"^\s+(\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+\d+\.\d\s+(\d+)$", out, re.M)
+    assert [r[0] for r in rows] == ["2", "4"]
+    # the example's model (examples/_common.py "gpt2-tiny"), every matmul's 2·m·n·k
+    # of a 2 x 16 micro-batch, x 2 micro-batches per optimizer step
+    config = GPT2Config(n_embd=128, n_layer=2, n_head=4, vocab_size=1024, n_positions=1024)
+    micro = transformer_flops(config, seq_len=16, batch_size=2, formula="matmul").model_flops
+    for _, mfu, hfu, flops in rows:
+        assert int(flops) == 2 * micro and float(mfu) > 0 and float(hfu) == float(mfu)
+    assert len(csv_rows(tmp_path / "out" / "csv")) == 2
+    assert tensorboard_scalars(tmp_path / "out" / "tb", "throughput/mfu")
 
 
 # ---- packaging -----------------------------------------------------------------------
