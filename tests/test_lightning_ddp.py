@@ -20,13 +20,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PEAK_TFLOPS = 0.5
-PEAK = PEAK_TFLOPS * 1e12
-VOCAB, EMB, HIDDEN = 64, 16, 32
-B, S = 2, 8
-# one micro-batch: 6·N·(16·32 + 32·64) with N = 2·8 = 16 token rows = 245,760
-# (derivation in test_lightning.py)
-MICRO_BATCH_FLOPS = 6 * B * S * (EMB * HIDDEN + HIDDEN * VOCAB)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the model, its batches and its hand count (245,760 FLOPs per micro-batch)
+from test_lightning import B, MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, S  # noqa: E402
+
 LAUNCH_TIMEOUT_S = 300  # a run takes ~30 s on 2 busy cores; only a hang gets near this
 
 
@@ -38,22 +35,8 @@ def worker(out: Path, accumulate: int) -> None:
 
     from mfu_tracker.integrations.lightning import MFUCallback
 
-    class TokenMLP(L.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            torch.manual_seed(0)
-            self.net = torch.nn.Sequential(torch.nn.Embedding(VOCAB, EMB), torch.nn.Linear(EMB, HIDDEN),
-                                           torch.nn.ReLU(), torch.nn.Linear(HIDDEN, VOCAB))
+    from test_lightning import TokenMLP, Tokens
 
-        def training_step(self, batch, batch_idx):
-            ids = batch["input_ids"]
-            return torch.nn.functional.cross_entropy(self.net(ids).reshape(-1, VOCAB), ids.reshape(-1))
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
-
-    ids = torch.randint(0, VOCAB, (64, S), generator=torch.Generator().manual_seed(1))
-    data = [{"input_ids": row} for row in ids]
     cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=6,
                         log_every_n_steps=2, accumulate_grad_batches=accumulate,
@@ -61,7 +44,7 @@ def worker(out: Path, accumulate: int) -> None:
                         enable_model_summary=False, default_root_dir=str(out),
                         logger=[CSVLogger(str(out / "csv")), TensorBoardLogger(str(out / "tb"))],
                         callbacks=[cb])
-    trainer.fit(TokenMLP(), torch.utils.data.DataLoader(data, batch_size=B))
+    trainer.fit(TokenMLP(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
     rank = trainer.global_rank
     (out / f"rank{rank}.json").write_text(json.dumps({
         "rank": rank, "world_size": trainer.world_size, "history": list(cb.history),

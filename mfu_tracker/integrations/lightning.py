@@ -3,19 +3,13 @@
 The same figures, keys and FLOP policy as the ``transformers.Trainer``
 callback (:mod:`mfu_tracker.integrations.hf_trainer`), written to every
 logger of the Trainer (``TensorBoardLogger``, ``CSVLogger``, ``WandbLogger``,
-``MLFlowLogger``, ...) every ``log_every_n_steps`` optimizer steps:
-
-=================================  ==========================================================
-key (``metric_prefix="throughput"``)  meaning (over the last ``window`` optimizer steps)
-=================================  ==========================================================
-``throughput/mfu``                 model FLOPs / time / (peak x num_gpus); unclamped
-``throughput/hfu``                 executed FLOPs (recompute included) / time / peak
-``throughput/mbu``                 parameter bytes per step / step time / peak bandwidth
-``throughput/tokens_per_sec``      tokens of the batches (see below) / time
-``throughput/achieved_tflops``     model TFLOP/s over all ``num_gpus`` devices
-``throughput/step_time_s``         mean optimizer-step period, end to end
-``throughput/peak_tflops``         the MFU denominator (peak x num_gpus)
-=================================  ==========================================================
+``MLFlowLogger``, ...) every ``log_every_n_steps`` optimizer steps, covering
+the last ``window`` optimizer steps: ``{prefix}/mfu`` (model FLOPs / time /
+(peak x num_gpus), unclamped), ``hfu`` (executed FLOPs, recompute
+included), ``mbu``, ``tokens_per_sec``, ``achieved_tflops``,
+``step_time_s`` (the mean optimizer-step period, end to end) and
+``peak_tflops`` (the MFU denominator), default prefix ``throughput`` -- the
+keys, units and meanings of :data:`mfu_tracker._metrics.KEYS`, the one table.
 
 Under a multi-process strategy (DDP, FSDP, DeepSpeed: a ``torch.distributed``
 process group) the figures are global and the same on every rank -- the
@@ -65,65 +59,24 @@ figures). Configuration errors raise at construction, naming the argument.
 """
 from __future__ import annotations
 
-import functools
-import warnings
-from collections import deque
 from collections.abc import Mapping
-from typing import Any, Callable, Deque, Dict, Optional, TypeVar
+from typing import Any, Optional
 
 from lightning.pytorch.callbacks import Callback
 
 from .._dtypes import normalize_dtype
-from .._step_flops import (
-    StepCounter,
-    StepFlops,
-    StepRecord,
-    StepRecords,
-    WindowWork,
-    window_metrics,
-)
-from .._validate import (
-    NUM_GPUS_MAX,
-    WARMUP_MAX,
-    WINDOW_MAX,
-    check_causal_attention,
-    check_clock,
-    check_device,
-    check_hfu_factor,
-    check_int,
-    check_optional_number,
-    check_peak_tflops,
-    check_prefix,
-    check_sample_batch,
-    check_spec,
-)
-from ..gpu import GPUSpec
+from .._step_flops import StepRecord
+from .._validate import WINDOW_MAX, check_int
+from ._callback import CallbackCore, guarded
 from .fabric import dtype_from_precision
 
 __all__ = ["MFUCallback"]
-
-_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Lightning's default ``log_every_n_steps``, when the Trainer has none.
 _DEFAULT_LOG_EVERY = 50
 
 
-def _guarded(hook: _F) -> _F:
-    """A Lightning hook that never raises: one warning per hook, figures left out."""
-
-    @functools.wraps(hook)
-    def wrapper(self: "MFUCallback", *args: Any, **kwargs: Any) -> Any:
-        try:
-            return hook(self, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001 -- never raise into fit()
-            self._warn_once(f"hook:{hook.__name__}",
-                            f"MFUCallback.{hook.__name__} failed ({error!r}); its figures are left out")
-            return None
-
-    return wrapper  # type: ignore[return-value]
-
-
-class MFUCallback(Callback):
+class MFUCallback(CallbackCore, Callback):
     """Log MFU, HFU, MBU, tokens/s, achieved TFLOP/s and the peak to the
     Trainer's loggers (see the module docstring for the keys)::
 
@@ -164,70 +117,18 @@ class MFUCallback(Callback):
     # REPORT stream (merge point): a ``log_path=`` argument (JSONL of every
     # logged dict) is passed through here to the Tracker by the lead.
 
-    def __init__(
-        self,
-        sample_batch: Any = None,
-        dtype: Any = None,
-        num_gpus: int = 1,
-        hfu_backward_factor: Optional[float] = None,
-        metric_prefix: str = "throughput",
-        device: Any = None,
-        *,
-        peak_tflops: Optional[float] = None,
-        spec: Optional[GPUSpec] = None,
-        backward_factor: Optional[float] = None,
-        count_every: int = 1,
-        log_every_n_steps: Optional[int] = None,
-        window: Optional[int] = None,
-        warmup: int = 1,
-        causal_attention: str = "full",
-        clock: str = "auto",
-    ) -> None:
-        self.sample_batch = check_sample_batch(sample_batch)
-        self.dtype = None if dtype is None else normalize_dtype(dtype)
-        self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
-        self._hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
-        self.hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
-        self.metric_prefix = check_prefix(metric_prefix, "metric_prefix")
-        if device is not None:
-            check_device(device)
-        self.device = device
-        self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
-        self.spec = check_spec(spec)
-        self.count_every = check_int(count_every, "count_every", 0)
+    def __init__(self, *args: Any, log_every_n_steps: Optional[int] = None, **kwargs: Any) -> None:
         self.log_every_n_steps = (None if log_every_n_steps is None
                                   else check_int(log_every_n_steps, "log_every_n_steps", 1, WINDOW_MAX))
-        self.window = None if window is None else check_int(window, "window", 1, WINDOW_MAX)
-        self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
-        self.causal_attention = check_causal_attention(causal_attention)
-        self.clock = check_clock(clock)
-        self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
-        self.resolved_dtype: Optional[str] = None
-        self._warned: set = set()
-        self._reset()
+        super().__init__(*args, **kwargs)   # the arguments every callback shares (above)
 
     def _reset(self) -> None:
-        self._tracker: Any = None
-        self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
-                                 hfu_factor=self._hfu_factor, warn_once=self._warn_once,
-                                 sample_batch=self.sample_batch)
-        self._param_bytes: Optional[float] = None
-        self._records = StepRecords(100)
-        self._step: Optional[StepRecord] = None
+        CallbackCore._reset(self)
         self._step_opened_at = 0          # trainer.global_step when the open step began
-        self._counter: Optional[StepCounter] = None
         self._log_every = _DEFAULT_LOG_EVERY
         self._last_log = 0                # global_step // log_every at the last log
-        self._steps_done = 0
-        self._steps_logged = 0
-        self._started = False
 
     # ---- helpers -----------------------------------------------------------------
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
 
     def _resolve_dtype(self, trainer: Any, pl_module: Any) -> str:
         if self.dtype is not None:
@@ -272,24 +173,17 @@ class MFUCallback(Callback):
 
     # ---- Trainer hooks -------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-        import torch
-
-        from ..flops import param_bytes
-        from ..tracker import Tracker
-
-        self._close()
+        self._stop()
         self._reset()
-        if not isinstance(pl_module, torch.nn.Module):
-            self._warn_once("model", "no LightningModule in on_train_start: no MFU")
-            return
-        dtype = self._resolve_dtype(trainer, pl_module)
-        self.resolved_dtype = dtype
-        if next(pl_module.parameters(), None) is None:
-            self._warn_once("params", "the model has no parameters: MBU is left out")
-        else:
-            self._param_bytes = float(param_bytes(pl_module))
+        if self._is_model(pl_module, "on_train_start"):
+            device = self.device if self.device is not None else getattr(pl_module, "device", None)
+            self._start(pl_module, dtype=self._resolve_dtype(trainer, pl_module),
+                        window=self._logging_window(trainer), device=device)
+
+    def _logging_window(self, trainer: Any) -> int:
+        """Set the logging interval (optimizer steps); the window it implies."""
         log_every = self.log_every_n_steps
         if log_every is None:
             log_every = getattr(trainer, "log_every_n_steps", None)
@@ -297,48 +191,33 @@ class MFUCallback(Callback):
                 log_every = _DEFAULT_LOG_EVERY
         self._log_every = log_every
         self._last_log = getattr(trainer, "global_step", 0) // log_every
-        window = self.window if self.window is not None else min(log_every, WINDOW_MAX)
-        self._records = StepRecords(window)
-        device = self.device if self.device is not None else getattr(pl_module, "device", None)
-        self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
-                                param_bytes=self._param_bytes, num_gpus=self.num_gpus,
-                                device=device, spec=self.spec, peak_tflops=self.peak_tflops,
-                                clock=self.clock)
-        self._policy.attach(pl_module, analytic=True)
-        self._policy.prepare()
+        return self.window if self.window is not None else min(log_every, WINDOW_MAX)
 
-    @_guarded
+    @guarded
     def on_train_batch_start(self, trainer: Any, pl_module: Any, batch: Any, batch_idx: int) -> None:
         if self._tracker is None:
             return
         self._phase(None)  # the data phase ends: the batch is on the device
-        if not self._started:
-            self._started = True
-            self._tracker.step()       # starts the clock
         if self._step is None:         # the first micro-batch of an optimizer step
-            self._step = StepRecord()
+            self._open_step()
             self._step_opened_at = trainer.global_step
-            self._counter = self._policy.step_counter()
-            if self._counter is not None:
-                self._counter.start()
-        self._record_batch(self._step, batch)
+        self._record_batch(self._step, batch)  # type: ignore[arg-type]
         self._phase("forward")
 
-    @_guarded
+    @guarded
     def on_before_backward(self, trainer: Any, pl_module: Any, loss: Any) -> None:
         self._phase("backward")
 
-    @_guarded
+    @guarded
     def on_after_backward(self, trainer: Any, pl_module: Any) -> None:
         self._phase(None)
 
-    @_guarded
+    @guarded
     def on_before_optimizer_step(self, trainer: Any, pl_module: Any, optimizer: Any) -> None:
-        if self._counter is not None:
-            self._counter.stop()       # the optimizer's own ops are not model FLOPs
+        self._stop_counting()          # the optimizer's own ops are not model FLOPs
         self._phase("optimizer")
 
-    @_guarded
+    @guarded
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
         if self._tracker is None or self._step is None:
@@ -346,49 +225,30 @@ class MFUCallback(Callback):
         self._phase("data")
         if trainer.global_step == self._step_opened_at:
             return                     # accumulating: the optimizer step is still open
-        step, self._step = self._step, None
-        counter, self._counter = self._counter, None
-        try:
-            self._policy.close(step, counter)   # stops a counter still running (manual optimization)
-        finally:
-            self._tracker.step()
-            self._records.append(step)
-            self._steps_done += 1
+        self._close_step()
         bucket = trainer.global_step // self._log_every
         if bucket > self._last_log:
             self._last_log = bucket
             self._log(trainer)
 
-    @_guarded
+    @guarded
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
         self._phase(None)
-        self._close()
+        self._stop()
 
-    @_guarded
+    @guarded
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        self._close()   # never leave a FLOP counter active after fit() failed
-
-    def _close(self) -> None:
-        counter, self._counter = getattr(self, "_counter", None), None
-        self._step = None
-        if counter is not None:
-            counter.stop()
-        tracker = getattr(self, "_tracker", None)
-        if tracker is not None:
-            tracker.close()
+        self._stop()   # never leave a FLOP counter active after fit() failed
 
     # ---- figures -----------------------------------------------------------------
 
     def _log(self, trainer: Any) -> None:
-        """A logging step: every rank computes (a collective when distributed)."""
-        new_steps = self._steps_done != self._steps_logged
-        self._steps_logged = self._steps_done
-        window = self._window_work() if new_steps else None
-        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
-                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
-        if out is None or window is None:
-            return
+        """A logging step: every rank computes (a collective when distributed);
+        each logger gets the dict (Lightning's loggers write on rank 0)."""
         step = trainer.global_step
+        out = self._window_metrics(step)
+        if out is None:
+            return
         for logger in getattr(trainer, "loggers", None) or ():
             try:
                 logger.log_metrics(out, step=step)
@@ -397,14 +257,3 @@ class MFUCallback(Callback):
                 self._warn_once(f"logger:{id(logger)}",
                                 f"{type(logger).__name__}.log_metrics failed ({error!r}); the MFU "
                                 "figures are not sent to it")
-        peak = self._tracker.peak
-        self.history.append({
-            "step": step, "steps": window.steps, "window_s": window.window_s,
-            "model_flops": window.model_flops if window.known else None,
-            "executed_flops": window.executed_flops, "tokens": window.tokens,
-            "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
-            "dtype": peak.dtype, "metrics": out,
-        })
-
-    def _window_work(self) -> Optional[WindowWork]:
-        return self._policy.window_work(self._records, self._tracker.summary())
