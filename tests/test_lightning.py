@@ -173,6 +173,50 @@ def test_csv_and_tensorboard_files_hold_the_counted_mfu(tmp_path, accumulate):
             assert scalar.value == pytest.approx(entry["metrics"][f"throughput/{key}"], rel=1e-6)
 
 
+def test_mlflow_and_wandb_loggers_hold_the_counted_mfu(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    wandb = pytest.importorskip("wandb")
+    from lightning.pytorch.loggers import MLFlowLogger, WandbLogger
+    from mlflow.tracking import MlflowClient
+
+    sys.path.insert(0, str(ROOT / "tests" / "integrations"))
+    from _wandb_log import history_rows
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    uri = (tmp_path / "mlruns").as_uri()
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
+    loggers = [MLFlowLogger(experiment_name="mfu", tracking_uri=uri),
+               WandbLogger(project="mfu", offline=True, save_dir=str(tmp_path))]
+    try:
+        fit(tmp_path, [cb], loggers=loggers, max_steps=4)
+    finally:
+        wandb.finish()
+        wandb.teardown()  # stops wandb-core: the transaction log is complete on disk
+    assert [e["step"] for e in cb.history] == [2, 4]  # the loops below are not vacuous
+    for entry in cb.history:
+        check_entry(entry, MICRO_BATCH_FLOPS, B * S)
+    keys = ("mfu", "hfu", "tokens_per_sec", "achieved_tflops", "peak_tflops")
+
+    client = MlflowClient(tracking_uri=uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("mfu").experiment_id])
+    for key in keys:
+        history = sorted(client.get_metric_history(run.info.run_id, f"throughput/{key}"),
+                         key=lambda m: m.step)
+        assert [m.step for m in history] == [2, 4]
+        for metric, entry in zip(history, cb.history):
+            assert metric.value == pytest.approx(entry["metrics"][f"throughput/{key}"], rel=1e-12)
+
+    (log,) = glob.glob(str(tmp_path / "wandb" / "offline-run-*" / "run-*.wandb"))
+    rows = [r for r in history_rows(Path(log)) if "throughput/mfu" in r]
+    assert [r["trainer/global_step"] for r in rows] == [2, 4]
+    for row, entry in zip(rows, cb.history):
+        for key in keys:
+            assert row[f"throughput/{key}"] == pytest.approx(entry["metrics"][f"throughput/{key}"],
+                                                            rel=1e-12)
+
+
 def test_gpu_clock_never_synchronizes_and_gives_the_exact_window(tmp_path, fake):
     """On the fake driver each micro-batch takes 2 ms of the GPU timeline, so
     the window time is known: MFU = 2 x 245,760 / (2 x 2 ms) / 5e11 exactly."""
@@ -196,6 +240,31 @@ def test_gpu_clock_never_synchronizes_and_gives_the_exact_window(tmp_path, fake)
         # 491,520 FLOPs / 0.004 s / 5e11 FLOP/s = 2.4576e-4
         assert entry["metrics"]["throughput/mfu"] == pytest.approx(2.4576e-4, rel=1e-9)
         check_entry(entry, 2 * MICRO_BATCH_FLOPS, 2 * B * S)
+
+
+def test_manual_optimization_with_accumulation_counts_both_micro_batches(tmp_path):
+    class Manual(TokenMLP):
+        def __init__(self):
+            super().__init__()
+            self.automatic_optimization = False
+
+        def training_step(self, batch, batch_idx):
+            optimizer = self.optimizers()
+            self.manual_backward(super().training_step(batch, batch_idx))
+            if batch_idx % 2 == 1:        # accumulate 2 micro-batches by hand
+                optimizer.step()
+                optimizer.zero_grad()
+
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=4, log_every_n_steps=2,
+                        enable_progress_bar=False, enable_checkpointing=False,
+                        enable_model_summary=False, logger=False, callbacks=[cb])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(Manual(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
+    assert [e["step"] for e in cb.history] == [2, 4]
+    for entry in cb.history:
+        check_entry(entry, 2 * MICRO_BATCH_FLOPS, 2 * B * S)   # 491,520 FLOPs, 32 tokens
 
 
 def test_tensor_batches_count_their_elements_as_tokens(tmp_path):

@@ -32,11 +32,12 @@ How the numbers are made:
   current stream, never a synchronization: nothing waits per batch.
 * **FLOPs**: the integrations' one step-FLOPs policy
   (:mod:`mfu_tracker._step_flops`). On every ``count_every``-th optimizer
-  step a :class:`~mfu_tracker.FlopCounter` runs from the first micro-batch's
-  ``on_train_batch_start`` to ``on_before_optimizer_step``, so with
-  ``accumulate_grad_batches`` every micro-batch of the step is counted on its
-  real shapes; steps in between are scaled from the last counted step by
-  their tokens. Without counting (``count_every=0``): the analytic count when
+  step a :class:`~mfu_tracker.FlopCounter` runs from each micro-batch's
+  ``on_train_batch_start`` to its ``on_train_batch_end`` (the last one's:
+  to ``on_before_optimizer_step``), so with ``accumulate_grad_batches``
+  every micro-batch of the step is counted on its real shapes, and neither
+  data loading nor the optimizer is; steps in between are scaled from the
+  last counted step by their tokens. Without counting (``count_every=0``): the analytic count when
   the LightningModule has a supported transformer ``config`` attribute, else
   the ``sample_batch`` profile.
 * **Tokens**: from each batch (``on_train_batch_start``, already on the
@@ -201,6 +202,8 @@ class MFUCallback(CallbackCore, Callback):
         if self._step is None:         # the first micro-batch of an optimizer step
             self._open_step()
             self._step_opened_at = trainer.global_step
+        elif self._counter is not None:
+            self._counter.start()      # the next micro-batch: counting resumes
         self._record_batch(self._step, batch)  # type: ignore[arg-type]
         self._phase("forward")
 
@@ -224,7 +227,8 @@ class MFUCallback(CallbackCore, Callback):
             return
         self._phase("data")
         if trainer.global_step == self._step_opened_at:
-            return                     # accumulating: the optimizer step is still open
+            self._stop_counting()      # accumulating: the step stays open, data loading
+            return                     # is not counted
         self._close_step()
         bucket = trainer.global_step // self._log_every
         if bucket > self._last_log:
