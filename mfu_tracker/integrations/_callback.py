@@ -24,7 +24,14 @@ from collections import deque
 from typing import Any, Callable, Deque, Dict, Optional, TypeVar
 
 from .._dtypes import normalize_dtype
-from .._step_flops import StepCounter, StepFlops, StepRecord, StepRecords, window_metrics
+from .._step_flops import (
+    StepCounter,
+    StepFlops,
+    StepRecord,
+    StepRecords,
+    WindowWork,
+    window_metrics,
+)
 from .._validate import (
     NUM_GPUS_MAX,
     WARMUP_MAX,
@@ -202,7 +209,7 @@ class CallbackCore:
         distributed, a collective: every rank calls it at every logging step."""
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
-        window = self._policy.window_work(self._records, self._tracker.summary()) if new_steps else None
+        window = self._window_work() if new_steps else None
         out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
                              param_bytes=self._param_bytes, num_gpus=self.num_gpus)
         if out is None or window is None:
@@ -216,3 +223,8 @@ class CallbackCore:
             "dtype": peak.dtype, "metrics": out,
         })
         return out
+
+    def _window_work(self) -> Optional[WindowWork]:
+        """The work of the steps now in the tracker's window (None when the
+        window is empty or reaches past the recorded steps)."""
+        return self._policy.window_work(self._records, self._tracker.summary())
