@@ -45,7 +45,7 @@ def main() -> None:
                               gradient_accumulation_steps=accumulation)
     # the peak's dtype: what the matmuls run in under this mixed precision
     dtype = {"no": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}[args.mixed_precision]
-    print(ensure_peak(accelerator.device, dtype), "| dtype", dtype)
+    accelerator.print(ensure_peak(accelerator.device, dtype), "| dtype", dtype)
 
     model = build_model("gpt2-tiny")
     vocab = model.config.vocab_size
@@ -71,17 +71,18 @@ def main() -> None:
         if accelerator.sync_gradients:
             step = micro // accumulation
             if step % args.log_every == 0:
-                m = optimizer.metrics()          # never blocks; {} until a step resolved
+                m = optimizer.metrics()          # never blocks; under `accelerate launch` a
+                #                                  collective: every rank, global figures
                 mfu = m.get("throughput/mfu")
                 tokens = m.get("throughput/tokens_per_sec")
-                print(f"step {step:4d}  MFU {'n/a' if mfu is None else f'{mfu:.6f}'}  "
+                accelerator.print(f"step {step:4d}  MFU {'n/a' if mfu is None else f'{mfu:.6f}'}  "
                       f"tokens/s {'n/a' if tokens is None else f'{tokens:.1f}'}")
 
     optimizer.close()                            # resolves every step (one wait)
     s = optimizer.summary()
     model_flops, executed_flops = optimizer.last_step_flops or (None, None)
-    print(f"model FLOPs per optimizer step: {model_flops}")
-    print(f"end to end over {s['steps']} optimizer steps: window_s {s['window_s']!r} "
+    accelerator.print(f"model FLOPs per optimizer step: {model_flops}")
+    accelerator.print(f"end to end over {s['steps']} optimizer steps: window_s {s['window_s']!r} "
           f"mfu {s['mfu']!r} peak_flops_per_sec {s['peak_flops_per_sec']!r}")
 
 
