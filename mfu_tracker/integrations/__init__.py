@@ -2,6 +2,11 @@
 
 ``from mfu_tracker.integrations import MFUCallback`` (or from
 ``mfu_tracker.integrations.hf_trainer``) imports transformers on first use only.
+
+``mfu_tracker.integrations.lightning.MFUCallback`` (``lightning.Trainer``,
+the ``[lightning]`` extra) and ``mfu_tracker.integrations.fabric`` (Fabric
+loops: ``fabric_tracker()``; Lightning precision -> dtype) are imported by
+name only: importing this package imports neither transformers nor Lightning.
 """
 from typing import Any
 

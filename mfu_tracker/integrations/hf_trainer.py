@@ -51,63 +51,18 @@ construction, naming the argument.
 """
 from __future__ import annotations
 
-import functools
 import sys
-import warnings
-from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, TypeVar
+from typing import Any, Dict, Optional
 
 from transformers import TrainerCallback
 
-from .._auto_phases import AutoPhases
 from .._dtypes import normalize_dtype
-from .._metrics_log import MetricsLog, check_log_path
-from .._step_flops import (
-    StepCounter,
-    StepFlops,
-    StepRecord,
-    StepRecords,
-    WindowWork,
-    window_metrics,
-)
-from .._validate import (
-    NUM_GPUS_MAX,
-    WARMUP_MAX,
-    WINDOW_MAX,
-    check_causal_attention,
-    check_clock,
-    check_device,
-    check_hfu_factor,
-    check_int,
-    check_optional_number,
-    check_peak_tflops,
-    check_prefix,
-    check_sample_batch,
-    check_spec,
-)
-from ..gpu import GPUSpec
+from ._callback import CallbackCore, guarded
 
 __all__ = ["MFUCallback"]
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 
-
-def _guarded(hook: _F) -> _F:
-    """A Trainer hook that never raises: one warning per hook, figures left out."""
-
-    @functools.wraps(hook)
-    def wrapper(self: "MFUCallback", *args: Any, **kwargs: Any) -> Any:
-        try:
-            return hook(self, *args, **kwargs)
-        except Exception as error:  # noqa: BLE001 -- never raise into train()
-            self._warn_once(f"hook:{hook.__name__}",
-                            f"MFUCallback.{hook.__name__} failed ({error!r}); its figures are left out")
-            return None
-
-    return wrapper  # type: ignore[return-value]
-
-
-class MFUCallback(TrainerCallback):
+class MFUCallback(CallbackCore, TrainerCallback):
     """Log MFU, HFU, MBU, tokens/s, achieved TFLOP/s and the peak at every
     Trainer logging step (see the module docstring for the keys)::
 
@@ -159,73 +114,12 @@ class MFUCallback(TrainerCallback):
             step, ``peak_flops_per_sec``, ``metrics``), the last 1000.
     """
 
-    def __init__(
-        self,
-        sample_batch: Any = None,
-        dtype: Any = None,
-        num_gpus: int = 1,
-        hfu_backward_factor: Optional[float] = None,
-        metric_prefix: str = "throughput",
-        device: Any = None,
-        *,
-        peak_tflops: Optional[float] = None,
-        spec: Optional[GPUSpec] = None,
-        backward_factor: Optional[float] = None,
-        count_every: int = 1,
-        window: Optional[int] = None,
-        warmup: int = 1,
-        causal_attention: str = "full",
-        clock: str = "auto",
-        phases: bool = True,
-        log_path: Any = None,
-    ) -> None:
-        if not isinstance(phases, bool):
-            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
-        self.phases = phases
-        self.log_path = check_log_path(log_path)
-        self.sample_batch = check_sample_batch(sample_batch)
-        self.dtype = None if dtype is None else normalize_dtype(dtype)
-        self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
-        self._hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
-        self.hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
-        self.metric_prefix = check_prefix(metric_prefix, "metric_prefix")
-        if device is not None:
-            check_device(device)  # a bad device is a configuration error, raised now
-        self.device = device
-        self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
-        self.spec = check_spec(spec)
-        self.count_every = check_int(count_every, "count_every", 0)
-        self.window = None if window is None else check_int(window, "window", 1, WINDOW_MAX)
-        self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
-        self.causal_attention = check_causal_attention(causal_attention)
-        self.clock = check_clock(clock)
-        self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
-        self._warned: set = set()
-        self._reset()
-
     def _reset(self) -> None:
-        self._tracker: Any = None
+        CallbackCore._reset(self)
         self._hook: Any = None
-        self._phases: Optional[AutoPhases] = None
-        self._log: Optional[MetricsLog] = None
-        self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
-                                 hfu_factor=self._hfu_factor, warn_once=self._warn_once,
-                                 sample_batch=self.sample_batch)
-        self._param_bytes: Optional[float] = None
-        self._records = StepRecords(100)
-        self._step: Optional[StepRecord] = None
-        self._counter: Optional[StepCounter] = None
-        self._steps_done = 0
-        self._steps_logged = 0
-        self._started = False
         self._ordered = False
 
     # ---- helpers -----------------------------------------------------------------
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
 
     def _move_first(self) -> bool:
         """Put this callback first in the Trainer's CallbackHandler, so its keys
@@ -266,18 +160,13 @@ class MFUCallback(TrainerCallback):
 
     # ---- Trainer hooks -------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._ordered = self._move_first()
 
-    @_guarded
+    @guarded
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None,
                        **kwargs: Any) -> None:
-        import torch
-
-        from ..flops import param_bytes
-        from ..tracker import Tracker
-
         self._remove_hook()
         self._reset()
         if not self._move_first():
@@ -286,15 +175,9 @@ class MFUCallback(TrainerCallback):
         if getattr(state, "max_steps", 1) == 0:
             self._warn_once("max_steps", "the Trainer has no training steps (max_steps=0): no MFU")
             return
-        if not isinstance(model, torch.nn.Module):
-            self._warn_once("model", "no model in on_train_begin: no MFU")
+        if not self._is_model(model, "on_train_begin"):
             return
         dtype = self._resolve_dtype(args, model)
-        self.resolved_dtype = dtype
-        if next(model.parameters(), None) is None:
-            self._warn_once("params", "the model has no parameters: MBU is left out")
-        else:
-            self._param_bytes = float(param_bytes(model))
         window = self.window
         if window is None:
             steps = getattr(state, "logging_steps", None)
@@ -302,21 +185,12 @@ class MFUCallback(TrainerCallback):
             strategy = str(getattr(strategy, "value", strategy)).lower()
             window = int(steps) if isinstance(steps, (int, float)) and steps >= 1 \
                 and strategy == "steps" else 100
-        self._records = StepRecords(window)
         device = self.device if self.device is not None else getattr(args, "device", None)
-        self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
-                                param_bytes=self._param_bytes, num_gpus=self.num_gpus,
-                                device=device, spec=self.spec, peak_tflops=self.peak_tflops,
-                                clock=self.clock)
-        if self.log_path is not None:
-            self._log = MetricsLog(self.log_path, owner="MFUCallback")
         recompute = "full" if getattr(args, "gradient_checkpointing", False) else "none"
-        self._policy.attach(model, analytic=True, recompute=recompute)
-        self._policy.prepare()
+        self._start(model, dtype=dtype, window=window, device=device, recompute=recompute)
         self._hook = model.register_forward_pre_hook(self._record_inputs, with_kwargs=True)
-        if self.phases:
-            self._phases = AutoPhases(self._tracker)
-            self._phases.attach(model)
+        if self._phases is not None:
+            self._phases.attach(model)   # forward / backward from the model's hooks
 
     def _record_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
         """Forward pre-hook: the tokens and shapes of a training micro-batch."""
@@ -329,108 +203,54 @@ class MFUCallback(TrainerCallback):
             self._warn_once("hook:inputs", f"reading the model inputs failed ({error!r}); "
                             "tokens/s is left out")
 
-    @_guarded
+    @guarded
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._tracker is None:
-            return
-        if not self._started:
-            self._started = True
-            self._mark("end")          # nothing marked before the clock counts
-            self._tracker.step()       # starts the clock
-            if self._phases is not None:
-                self._phases.data()
-        self._step = StepRecord()
-        self._counter = self._policy.step_counter()
-        if self._counter is not None:
-            self._counter.start()
+        if self._tracker is not None:
+            self._open_step()
 
-    @_guarded
+    @guarded
     def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._counter is not None:
-            self._counter.stop()
+        self._stop_counting()
         self._mark("optimizer")
 
-    def _mark(self, event: str) -> None:
-        """An automatic phase mark (``AutoPhases.<event>()``), when phases are on."""
-        if self._phases is not None:
-            getattr(self._phases, event)()
-
-    @_guarded
+    @guarded
     def on_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._mark("end")
+        self._mark(None)
 
-    @_guarded
+    @guarded
     def on_substep_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._mark("data")              # the next micro-batch's input
 
-    @_guarded
+    @guarded
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._mark("end")               # evaluation is not the step's data wait
+        self._mark(None)                # evaluation is not the step's data wait
 
-    @_guarded
+    @guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self._tracker is None or self._step is None:
-            return
-        step, self._step = self._step, None
-        counter, self._counter = self._counter, None
-        try:
-            self._policy.close(step, counter)   # stops a counter still running (custom loops)
-        finally:
-            if self._phases is not None:
-                self._phases.end()
-            self._tracker.step()
-            if self._phases is not None:
-                self._phases.data()     # prefetch of the next step's batches
-            self._records.append(step)
-            self._steps_done += 1
+        if self._tracker is not None and self._step is not None:
+            self._close_step()
 
-    @_guarded
+    @guarded
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        counter, self._counter = self._counter, None
-        if counter is not None:
-            counter.stop()
         self._remove_hook()
-        if self._tracker is not None:
-            self._tracker.close()
+        self._stop()
 
     def _remove_hook(self) -> None:
         hook, self._hook = getattr(self, "_hook", None), None
         if hook is not None:
             hook.remove()
-        phases = getattr(self, "_phases", None)
-        if phases is not None:
-            phases.detach()
 
     # ---- figures -----------------------------------------------------------------
 
-    @_guarded
+    @guarded
     def on_log(self, args: Any, state: Any, control: Any, logs: Optional[Dict[str, Any]] = None,
                **kwargs: Any) -> None:
         if logs is None or self._tracker is None:
             return
-        new_steps = self._steps_done != self._steps_logged
-        self._steps_logged = self._steps_done
-        window = self._window_work() if new_steps else None
-        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
-                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
-        if out is None or window is None:
+        out = self._window_metrics(state.global_step)
+        if out is None:
             return
         logs.update(out)
-        if self._log is not None:
-            self._log.write(out, step=state.global_step)
         history = getattr(state, "log_history", None)
         if history and history[-1].get("step") == state.global_step:
             history[-1].update(out)  # the Trainer copied logs there before on_log
-        peak = self._tracker.peak
-        self.history.append({
-            "step": state.global_step, "steps": window.steps, "window_s": window.window_s,
-            "model_flops": window.model_flops if window.known else None,
-            "executed_flops": window.executed_flops, "tokens": window.tokens,
-            "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
-            "dtype": peak.dtype, "metrics": out,
-        })
-
-    def _window_work(self) -> Optional[WindowWork]:
-        """The work of the steps now in the tracker's window (None when the
-        window is empty or reaches past the recorded steps)."""
-        return self._policy.window_work(self._records, self._tracker.summary())

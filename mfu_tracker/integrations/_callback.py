@@ -1,0 +1,269 @@
+"""What every framework callback shares: configuration, the step cycle, the window.
+
+``MFUCallback`` for ``transformers.Trainer`` (:mod:`.hf_trainer`) and for
+``lightning.Trainer`` (:mod:`.lightning`) are adapters: each maps its
+framework's hooks onto the calls below, in this order per optimizer step::
+
+    _start(model, dtype=..., window=..., device=...)    # once, training begins
+    _open_step()        # the step's first micro-batch begins (starts the clock once)
+    _stop_counting()    # before the optimizer runs: its ops are not model FLOPs
+    _mark(phase)        # the waterfall's phase now starting ("optimizer", ...)
+    _close_step()       # the step ended: one step-tracker boundary
+    _window_metrics(step)   # at a logging step -> the metric dict (or None)
+    _stop()             # training ended (or failed)
+
+The FLOPs of a step are the one step-FLOPs policy's
+(:mod:`mfu_tracker._step_flops`), the dict is the one formatter's
+(:mod:`mfu_tracker._metrics`), time is the step tracker's
+(:class:`~mfu_tracker.Tracker`), the phases are one ``switch_phase()``
+mark per event (:mod:`mfu_tracker._auto_phases`: data from a step boundary
+to the first micro-batch's work, the optimizer, no phase at a boundary), the
+JSONL log is :mod:`mfu_tracker._metrics_log`'s. Nothing here imports a
+framework.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Optional, TypeVar
+
+from .._auto_phases import AutoPhases
+from .._dtypes import normalize_dtype
+from .._metrics_log import MetricsLog, check_log_path
+from .._step_flops import (
+    StepCounter,
+    StepFlops,
+    StepRecord,
+    StepRecords,
+    WindowWork,
+    window_metrics,
+)
+from .._validate import (
+    NUM_GPUS_MAX,
+    WARMUP_MAX,
+    WINDOW_MAX,
+    check_causal_attention,
+    check_clock,
+    check_device,
+    check_hfu_factor,
+    check_int,
+    check_optional_number,
+    check_peak_tflops,
+    check_prefix,
+    check_sample_batch,
+    check_spec,
+)
+from ..gpu import GPUSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guarded(hook: F) -> F:
+    """A framework hook that never raises: one warning per hook, figures left out."""
+
+    @functools.wraps(hook)
+    def wrapper(self: "CallbackCore", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 -- never raise into training
+            self._warn_once(f"hook:{hook.__name__}",
+                            f"MFUCallback.{hook.__name__} failed ({error!r}); its figures are left out")
+            return None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class CallbackCore:
+    """The shared state and steps of a framework callback (module docstring).
+
+    Attributes:
+        history: one dict per emitted log (``step``, ``steps``, ``window_s``,
+            ``model_flops``, ``executed_flops``, ``tokens``, ``step_flops`` per
+            step, ``peak_flops_per_sec``, ``dtype``, ``metrics``), the last 1000.
+        resolved_dtype: the peak's dtype, once training began.
+    """
+
+    def __init__(
+        self,
+        sample_batch: Any = None,
+        dtype: Any = None,
+        num_gpus: int = 1,
+        hfu_backward_factor: Optional[float] = None,
+        metric_prefix: str = "throughput",
+        device: Any = None,
+        *,
+        peak_tflops: Optional[float] = None,
+        spec: Optional[GPUSpec] = None,
+        backward_factor: Optional[float] = None,
+        count_every: int = 1,
+        window: Optional[int] = None,
+        warmup: int = 1,
+        causal_attention: str = "full",
+        clock: str = "auto",
+        phases: bool = True,
+        log_path: Any = None,
+    ) -> None:
+        """The constructor every callback shares (the peer's, plus keyword-only
+        options); arguments are documented on the callbacks. Errors name them."""
+        self.sample_batch = check_sample_batch(sample_batch)
+        self.dtype = None if dtype is None else normalize_dtype(dtype)
+        self.num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
+        self._hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
+        self.hfu_backward_factor = check_optional_number(hfu_backward_factor, "hfu_backward_factor", 0.0)
+        self.metric_prefix = check_prefix(metric_prefix, "metric_prefix")
+        if device is not None:
+            check_device(device)  # a bad device is a configuration error, raised now
+        self.device = device
+        self.peak_tflops = None if peak_tflops is None else check_peak_tflops(peak_tflops)
+        self.spec = check_spec(spec)
+        self.count_every = check_int(count_every, "count_every", 0)
+        self.window = None if window is None else check_int(window, "window", 1, WINDOW_MAX)
+        self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
+        self.causal_attention = check_causal_attention(causal_attention)
+        self.clock = check_clock(clock)
+        if not isinstance(phases, bool):
+            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
+        self.phases = phases
+        self.log_path = check_log_path(log_path)
+        self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
+        self.resolved_dtype: Optional[str] = None
+        self._warned: set = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._tracker: Any = None
+        self._phases: Optional[AutoPhases] = None
+        self._metrics_log: Optional[MetricsLog] = None
+        self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
+                                 hfu_factor=self._hfu_factor, warn_once=self._warn_once,
+                                 sample_batch=self.sample_batch)
+        self._param_bytes: Optional[float] = None
+        self._records = StepRecords(100)
+        self._step: Optional[StepRecord] = None
+        self._counter: Optional[StepCounter] = None
+        self._steps_done = 0
+        self._steps_logged = 0
+        self._started = False
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(f"mfu_tracker: {message}", RuntimeWarning, stacklevel=3)
+
+    # ---- the step cycle -----------------------------------------------------------
+
+    def _is_model(self, model: Any, hook: str) -> bool:
+        """Whether ``model`` (given to ``hook``) is a module to measure; one
+        warning when not."""
+        import torch
+
+        if isinstance(model, torch.nn.Module):
+            return True
+        self._warn_once("model", f"no model in {hook}: no MFU")
+        return False
+
+    def _start(self, model: Any, *, dtype: str, window: int, device: Any,
+               recompute: str = "none") -> None:
+        """Training begins: param bytes, the step tracker, the FLOP policy."""
+        from ..flops import param_bytes
+        from ..tracker import Tracker
+
+        self.resolved_dtype = dtype
+        if next(model.parameters(), None) is None:
+            self._warn_once("params", "the model has no parameters: MBU is left out")
+        else:
+            self._param_bytes = float(param_bytes(model))
+        self._records = StepRecords(window)
+        self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
+                                param_bytes=self._param_bytes, num_gpus=self.num_gpus,
+                                device=device, spec=self.spec, peak_tflops=self.peak_tflops,
+                                clock=self.clock)
+        if self.log_path is not None:
+            self._metrics_log = MetricsLog(self.log_path, owner="MFUCallback")
+        if self.phases:
+            self._phases = AutoPhases(self._tracker)
+        self._policy.attach(model, analytic=True, recompute=recompute)
+        self._policy.prepare()
+
+    def _mark(self, phase: Optional[str]) -> None:
+        """The waterfall's phase ``phase`` starts now (None: no phase runs),
+        when phases are on: one mark on the tracker's clock, never a sync."""
+        auto = self._phases
+        if auto is None:
+            return
+        if phase is None:
+            auto.end()
+        else:
+            self._tracker.switch_phase(phase)
+
+    def _open_step(self) -> None:
+        """An optimizer step's first micro-batch begins (the first starts the clock)."""
+        if not self._started:
+            self._started = True
+            self._mark(None)            # nothing marked before the clock counts
+            self._tracker.step()
+            self._mark("data")
+        self._step = StepRecord()
+        self._counter = self._policy.step_counter()
+        if self._counter is not None:
+            self._counter.start()
+
+    def _stop_counting(self) -> None:
+        if self._counter is not None:
+            self._counter.stop()
+
+    def _close_step(self) -> None:
+        """The open step ended: its FLOPs are settled, one tracker boundary."""
+        step, self._step = self._step, None
+        counter, self._counter = self._counter, None
+        try:
+            self._policy.close(step, counter)   # stops a counter still running (custom loops)
+        finally:
+            self._mark(None)
+            self._tracker.step()
+            self._mark("data")              # the next step's input
+            self._records.append(step)          # type: ignore[arg-type]
+            self._steps_done += 1
+
+    def _stop(self) -> None:
+        """Training ended (or failed): no counter left active, every step resolved."""
+        counter, self._counter = self._counter, None
+        self._step = None
+        if counter is not None:
+            counter.stop()
+        auto, self._phases = self._phases, None
+        if auto is not None:
+            auto.detach()
+        if self._tracker is not None:
+            self._tracker.close()
+
+    # ---- figures -----------------------------------------------------------------
+
+    def _window_metrics(self, step: int) -> Optional[Dict[str, float]]:
+        """The metric dict of a logging step (``step``: the framework's global
+        step), recorded in ``history``; None when there is nothing new. When
+        distributed, a collective: every rank calls it at every logging step."""
+        new_steps = self._steps_done != self._steps_logged
+        self._steps_logged = self._steps_done
+        window = self._window_work() if new_steps else None
+        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
+                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
+        if out is None or window is None:
+            return None
+        peak = self._tracker.peak
+        self.history.append({
+            "step": step, "steps": window.steps, "window_s": window.window_s,
+            "model_flops": window.model_flops if window.known else None,
+            "executed_flops": window.executed_flops, "tokens": window.tokens,
+            "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
+            "dtype": peak.dtype, "metrics": out,
+        })
+        if self._metrics_log is not None:
+            self._metrics_log.write(out, step=step)
+        return out
+
+    def _window_work(self) -> Optional[WindowWork]:
+        """The work of the steps now in the tracker's window (None when the
+        window is empty or reaches past the recorded steps)."""
+        return self._policy.window_work(self._records, self._tracker.summary())

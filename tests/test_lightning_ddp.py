@@ -1,0 +1,122 @@
+"""MFUCallback under ``lightning.Trainer(strategy="ddp", devices=2)`` on CPU (gloo).
+
+Real processes: the test runs this file as a script, and Lightning's own DDP
+launcher starts rank 1 by running the same command again (as for any user
+script). Every rank writes its ``callback.history`` -- its local window
+(FLOPs, tokens, window time) and the logged (global) figures -- and rank 0's
+loggers write their files. The global figures are recomputed here by hand
+from the per-rank windows: MFU = Σ_r (FLOPs_r / window_r) / Σ_r peak_r.
+
+Only a hang is timed (the subprocess timeout).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# the model, its batches and its hand count (245,760 FLOPs per micro-batch)
+from test_lightning import B, MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, S  # noqa: E402
+
+LAUNCH_TIMEOUT_S = 300  # a run takes ~30 s on 2 busy cores; only a hang gets near this
+
+
+def worker(out: Path, accumulate: int) -> None:
+    """One rank (run as a script: rank 0 by the test, rank 1 by Lightning)."""
+    import torch
+    import lightning as L
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    from mfu_tracker.integrations.lightning import MFUCallback
+
+    from test_lightning import TokenMLP, Tokens
+
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
+    trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=6,
+                        log_every_n_steps=2, accumulate_grad_batches=accumulate,
+                        enable_progress_bar=False, enable_checkpointing=False,
+                        enable_model_summary=False, default_root_dir=str(out),
+                        logger=[CSVLogger(str(out / "csv")), TensorBoardLogger(str(out / "tb"))],
+                        callbacks=[cb])
+    trainer.fit(TokenMLP(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
+    rank = trainer.global_rank
+    (out / f"rank{rank}.json").write_text(json.dumps({
+        "rank": rank, "world_size": trainer.world_size, "history": list(cb.history),
+        "counters": cb._tracker.distributed_counters() if cb._tracker is not None else None,
+    }))
+
+
+def launch(tmp_path: Path, accumulate: int) -> list:
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), PYTHONWARNINGS="ignore")
+    env.pop("LOCAL_RANK", None)
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), str(tmp_path), str(accumulate)],
+                          env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S,
+                          cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+
+
+def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
+    """With gradient accumulation 2 (accumulation alone: test_lightning.py)."""
+    pytest.importorskip("lightning")
+    accumulate = 2
+    ranks = launch(tmp_path, accumulate)
+    assert [r["world_size"] for r in ranks] == [2, 2]
+    per_step = accumulate * MICRO_BATCH_FLOPS          # each rank's own micro-batches
+    histories = [r["history"] for r in ranks]
+    for history in histories:
+        assert [e["step"] for e in history] == [2, 4, 6]
+        assert [e["steps"] for e in history] == [1, 2, 2]
+        for entry in history:
+            assert entry["step_flops"] == [per_step] * entry["steps"]
+            assert entry["tokens"] == accumulate * B * S * entry["steps"]
+    # one collective per logging step, on every rank
+    assert [r["counters"]["aggregations"] for r in ranks] == [3, 3]
+    for entries in zip(*histories):
+        m = entries[0]["metrics"]
+        assert all(e["metrics"] == m for e in entries)     # the same global figures on every rank
+        # by hand: sum of per-rank achieved FLOP/s over the sum of the ranks' peaks
+        achieved = [e["model_flops"] / e["window_s"] for e in entries]
+        tokens = [e["tokens"] / e["window_s"] for e in entries]
+        assert m["throughput/mfu"] == pytest.approx(sum(achieved) / (2 * PEAK), rel=1e-9)
+        assert m["throughput/achieved_tflops"] == pytest.approx(sum(achieved) * 1e-12, rel=1e-9)
+        assert m["throughput/peak_tflops"] == pytest.approx(2 * PEAK_TFLOPS, rel=1e-12)
+        assert m["throughput/tokens_per_sec"] == pytest.approx(sum(tokens), rel=1e-9)
+        assert m["throughput/mfu_rank_min"] == pytest.approx(min(achieved) / PEAK, rel=1e-9)
+        assert m["throughput/mfu_rank_max"] == pytest.approx(max(achieved) / PEAK, rel=1e-9)
+        assert m["throughput/step_time_s"] == pytest.approx(
+            max(e["window_s"] / e["steps"] for e in entries), rel=1e-9)
+        assert m["throughput/slowest_rank"] in (0, 1)
+
+    # rank 0's loggers wrote the global figures
+    import csv
+    import glob
+
+    (path,) = glob.glob(str(tmp_path / "csv" / "**" / "metrics.csv"), recursive=True)
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("throughput/mfu")]
+    assert [int(r["step"]) for r in rows] == [2, 4, 6]
+    for row, entry in zip(rows, histories[0]):
+        for key, value in entry["metrics"].items():
+            assert float(row[key]) == pytest.approx(value, rel=1e-12)
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = glob.glob(str(tmp_path / "tb" / "**" / "events.out.tfevents*"), recursive=True)
+    assert len(events) == 1   # rank 0 only
+    acc = EventAccumulator(os.path.dirname(events[0]))
+    acc.Reload()
+    scalars = acc.Scalars("throughput/mfu")
+    assert [s.step for s in scalars] == [2, 4, 6]
+    for scalar, entry in zip(scalars, histories[0]):
+        assert scalar.value == pytest.approx(entry["metrics"]["throughput/mfu"], rel=1e-6)
+
+
+if __name__ == "__main__":
+    worker(Path(sys.argv[1]), int(sys.argv[2]))
