@@ -317,6 +317,11 @@ class FakeGpuPlatform(Platform):
             self.enqueue(flops, dtype)
         return flops * iters
 
+    def driver_sync_calls(self) -> int:
+        """Synchronizing calls the fake itself counted (fake_sync_calls)."""
+        self._fake.fake_sync_calls.restype = ctypes.c_long
+        return int(self._fake.fake_sync_calls())
+
     def reference_timer(self) -> ReferenceTimer:
         begin = [0]
 

@@ -109,6 +109,8 @@ def run_sync_check(steps: int, device: int, env: Optional[Dict[str, str]] = None
 def _shim_counts(library: str) -> Dict[str, Any]:
     """The shim's counters, read through ctypes (the same handle the core has)."""
     lib = ctypes.CDLL(library)
+    if not hasattr(lib, "mfu_shim_sync_calls"):
+        raise RuntimeError(f"{CUDA_LIBRARY_ENV}={library} is not the counting shim")
     lib.mfu_shim_calls.argtypes = [ctypes.c_char_p]
     lib.mfu_shim_calls.restype = ctypes.c_long
     lib.mfu_shim_sync_calls.restype = ctypes.c_long
@@ -128,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     import warnings
 
-    from ._doctor_platform import open_platform
+    from ._doctor_platform import FakeGpuPlatform, open_platform
     from .tracker import Tracker
 
     library = os.environ[CUDA_LIBRARY_ENV]
@@ -136,8 +138,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         warnings.simplefilter("always")
         platform = open_platform(args.device)
         work = platform.step_work(quick=False)
+        spec = platform.spec()
+        # The check reads no MFU: an unknown device gets a nominal peak, so
+        # any warning left is about the clock.
+        peak = {"spec": spec} if spec is not None else {"peak_tflops": 1.0}
         tracker = Tracker(work.flops, dtype=work.dtype, clock=platform.clock, device=platform.device,
-                          window=args.steps, warmup=1)
+                          window=args.steps, warmup=1, **peak)
         clock = tracker.clock
         tracker.step(num_tokens=work.tokens)
         for _ in range(args.steps):
@@ -145,6 +151,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             tracker.step(num_tokens=work.tokens)
             tracker.metrics()  # every step: must never wait
         counts = _shim_counts(library)  # before close(), which waits by design
+        if isinstance(platform, FakeGpuPlatform):  # the fake's own count: the shim's reference
+            counts["driver_sync_calls"] = platform.driver_sync_calls()
         summary = tracker.summary()
         tracker.close()
     report = {"steps": args.steps, "clock": clock, "platform": platform.kind,
