@@ -193,8 +193,8 @@ class Doctor:
             return
         try:
             figures, failure = nvml(ident).read()
-        except RuntimeError as exc:
-            add("environment", "nvml", "WARN", "unavailable", str(exc))
+        except Exception as exc:  # NVML missing or refusing: a warning, never a crash
+            add("environment", "nvml", "WARN", "unavailable", f"{type(exc).__name__}: {exc}")
             return
         figure = (f"{figures.get('power_w')} W, SM clock {figures.get('sm_clock_mhz')} / "
                   f"{figures.get('sm_clock_max_mhz')} MHz, throttled {figures.get('throttled')}")
@@ -373,7 +373,19 @@ class Doctor:
         p = self._platform
         return p.torch_device if p is not None else "cpu"
 
+    def _transformers_missing(self, section: str, name: str) -> bool:
+        try:
+            import transformers  # noqa: F401
+        except ImportError as exc:
+            self.report.add(section, name, "SKIP", "transformers not installed",
+                            f"the GPT-2 checks need transformers ({exc}): "
+                            "pip install 'mfu-tracker[hf]'")
+            return True
+        return False
+
     def counting(self) -> None:
+        if self._transformers_missing("counting", "gpt2"):
+            return
         import torch
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
@@ -384,10 +396,15 @@ class Doctor:
         device = self._model_device()
         model, batch = _small_gpt2(torch, device, layers=2, width=128, seq=64, batch=2)
         model_flops: Dict[str, int] = {}
+        # bf16 autocast on a GPU (flash and cuDNN attention need 16-bit inputs);
+        # fp32 on the CPU, whose flash kernel takes it.
+        on_gpu = device.startswith("cuda")
+        autocast = torch.autocast(device_type="cuda" if on_gpu else "cpu", dtype=torch.bfloat16,
+                                  enabled=on_gpu)
         for backend in SDPA_BACKENDS:
             name = backend.lower().replace("_attention", "")
             try:
-                with sdpa_kernel([getattr(SDPBackend, backend)]):
+                with sdpa_kernel([getattr(SDPBackend, backend)]), autocast:
                     with FlopCounter() as fc:
                         model(**batch).loss.backward()
                     with FlopCounterMode(display=False) as fm:
@@ -434,6 +451,8 @@ class Doctor:
     # ---- end to end ----------------------------------------------------------------
 
     def end_to_end(self) -> None:
+        if self._transformers_missing("end_to_end", "training"):
+            return
         import torch
 
         from .counter import FlopCounter
@@ -528,9 +547,11 @@ class Doctor:
         reps = 5 if self.quick else 7
         plain, counted = [], []
         for _ in range(reps):  # interleaved: the machine's noise hits both alike
+            platform.synchronize()  # host time only: nothing queued before the clock starts
             start = cpu_seconds()
             model(**batch).loss.backward()
             plain.append(cpu_seconds() - start)
+            platform.synchronize()
             start = cpu_seconds()
             with FlopCounter():
                 model(**batch).loss.backward()

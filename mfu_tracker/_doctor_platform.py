@@ -204,13 +204,16 @@ class TorchGpuPlatform(Platform):
         torch.cuda.set_device(index)
         torch.zeros(1, device=self.torch_device)  # the primary context, current
         self.library = driver_library_name(self.kind)
-        lib = _open_library(self.library) if self.kind == "cuda" else None
+        lib = _behind_shim(self.library) if self.kind == "cuda" else None
         self.driver = CudaDriverQueries(lib) if lib is not None else None
         self._operands: Dict[Any, Any] = {}
 
     def properties(self) -> Optional[DeviceProperties]:
         if self.driver is not None:
-            return self.driver.properties(self._driver_ordinal())
+            try:
+                return self.driver.properties(self._driver_ordinal())
+            except (AttributeError, RuntimeError):  # a driver without the queries: torch's view
+                pass
         p = self._torch.cuda.get_device_properties(self.index)
         return DeviceProperties(p.name, p.multi_processor_count, p.total_memory, p.major, p.minor,
                                 "torch")
@@ -338,19 +341,20 @@ class FakeGpuPlatform(Platform):
         return StepWork(flops, 4096, "bf16", lambda: self._discard(self.enqueue(flops, "bf16")))
 
 
-def _fake_driver(library: str) -> Optional[ctypes.CDLL]:
-    """The fake driver behind ``library`` (itself, or the counting shim's
-    target), or None when it is not the fake."""
+def _behind_shim(library: str) -> Optional[ctypes.CDLL]:
+    """The driver ``library`` names -- or, when it is the doctor's counting
+    shim, the driver the shim forwards to; None when it cannot be opened."""
     lib = _open_library(library)
-    if lib is None:
-        return None
-    if hasattr(lib, "mfu_shim_target"):
+    if lib is not None and hasattr(lib, "mfu_shim_target"):
         lib.mfu_shim_target.restype = ctypes.c_char_p
-        target = lib.mfu_shim_target().decode(errors="replace")
-        lib = _open_library(target)
-        if lib is None:
-            return None
-    return lib if hasattr(lib, "fake_enqueue_ns") else None
+        lib = _open_library(lib.mfu_shim_target().decode(errors="replace"))
+    return lib
+
+
+def _fake_driver(library: str) -> Optional[ctypes.CDLL]:
+    """The fake driver behind ``library``, or None when it is not the fake."""
+    lib = _behind_shim(library)
+    return lib if lib is not None and hasattr(lib, "fake_enqueue_ns") else None
 
 
 def open_platform(index: int = 0) -> Platform:
