@@ -56,29 +56,25 @@ enum shim_call {
     S_COUNT
 };
 
-static const char *const shim_names[S_COUNT] = {
-    [S_INIT] = "cuInit",
-    [S_CTX_GET_CURRENT] = "cuCtxGetCurrent",
-    [S_EVENT_CREATE] = "cuEventCreate",
-    [S_EVENT_RECORD] = "cuEventRecord",
-    [S_EVENT_QUERY] = "cuEventQuery",
-    [S_EVENT_ELAPSED] = "cuEventElapsedTime",
-    [S_EVENT_ELAPSED_V2] = "cuEventElapsedTime_v2",
-    [S_EVENT_SYNCHRONIZE] = "cuEventSynchronize",
-    [S_EVENT_DESTROY] = "cuEventDestroy",
-    [S_EVENT_DESTROY_V2] = "cuEventDestroy_v2",
-    [S_GET_ERROR_NAME] = "cuGetErrorName",
-    [S_STREAM_SYNCHRONIZE] = "cuStreamSynchronize",
-    [S_CTX_SYNCHRONIZE] = "cuCtxSynchronize",
-};
-
-/* For a _v2 name, the old one, and back; -1 when there is none. */
-static const int shim_alias[S_COUNT] = {
-    [S_INIT] = -1, [S_CTX_GET_CURRENT] = -1, [S_EVENT_CREATE] = -1, [S_EVENT_RECORD] = -1,
-    [S_EVENT_QUERY] = -1, [S_EVENT_ELAPSED] = S_EVENT_ELAPSED_V2,
-    [S_EVENT_ELAPSED_V2] = S_EVENT_ELAPSED, [S_EVENT_SYNCHRONIZE] = -1,
-    [S_EVENT_DESTROY] = S_EVENT_DESTROY_V2, [S_EVENT_DESTROY_V2] = S_EVENT_DESTROY,
-    [S_GET_ERROR_NAME] = -1, [S_STREAM_SYNCHRONIZE] = -1, [S_CTX_SYNCHRONIZE] = -1,
+/* Each call's name and, for a _v2 name, the old one (and back): the name
+ * forwarded to when the target lacks the first; -1 when there is none. */
+static const struct {
+    const char *name;
+    int alias;
+} shim_calls[S_COUNT] = {
+    [S_INIT] = {"cuInit", -1},
+    [S_CTX_GET_CURRENT] = {"cuCtxGetCurrent", -1},
+    [S_EVENT_CREATE] = {"cuEventCreate", -1},
+    [S_EVENT_RECORD] = {"cuEventRecord", -1},
+    [S_EVENT_QUERY] = {"cuEventQuery", -1},
+    [S_EVENT_ELAPSED] = {"cuEventElapsedTime", S_EVENT_ELAPSED_V2},
+    [S_EVENT_ELAPSED_V2] = {"cuEventElapsedTime_v2", S_EVENT_ELAPSED},
+    [S_EVENT_SYNCHRONIZE] = {"cuEventSynchronize", -1},
+    [S_EVENT_DESTROY] = {"cuEventDestroy", S_EVENT_DESTROY_V2},
+    [S_EVENT_DESTROY_V2] = {"cuEventDestroy_v2", S_EVENT_DESTROY},
+    [S_GET_ERROR_NAME] = {"cuGetErrorName", -1},
+    [S_STREAM_SYNCHRONIZE] = {"cuStreamSynchronize", -1},
+    [S_CTX_SYNCHRONIZE] = {"cuCtxSynchronize", -1},
 };
 
 static struct {
@@ -103,10 +99,10 @@ static void shim_open(void)
         return;
     }
     for (int i = 0; i < S_COUNT; i++)
-        shim.fn[i] = dlsym(shim.library, shim_names[i]);
+        shim.fn[i] = dlsym(shim.library, shim_calls[i].name);
     for (int i = 0; i < S_COUNT; i++)
-        if (shim.fn[i] == NULL && shim_alias[i] >= 0)
-            shim.fn[i] = dlsym(shim.library, shim_names[shim_alias[i]]);
+        if (shim.fn[i] == NULL && shim_calls[i].alias >= 0)
+            shim.fn[i] = dlsym(shim.library, shim_calls[shim_calls[i].alias].name);
 }
 
 /* Count a call and return the target's function, or NULL. */
@@ -162,7 +158,7 @@ long mfu_shim_calls(const char *name)
     if (name == NULL)
         return -1;
     for (int i = 0; i < S_COUNT; i++)
-        if (strcmp(shim_names[i], name) == 0)
+        if (strcmp(shim_calls[i].name, name) == 0)
             return atomic_load(&shim.calls[i]);
     return -1;
 }
