@@ -104,7 +104,12 @@ class Doctor:
                 f"(torch {torch.__version__}, {'built with ' + built if built else 'a CPU build'})")
 
     def _skip(self, section: str, name: str) -> None:
-        self.report.add(section, name, "SKIP", "skipped", self._no_gpu_reason())
+        """A GPU row on a machine without one: SKIP -- or FAIL when a device was
+        asked for and could not be opened (a bad --device, a broken install)."""
+        if self._platform_error:
+            self.report.add(section, name, "FAIL", "no device", self._no_gpu_reason())
+        else:
+            self.report.add(section, name, "SKIP", "skipped", self._no_gpu_reason())
 
     def _spec_of(self, platform: Platform) -> Any:
         if not self._spec_done:
@@ -172,7 +177,11 @@ class Doctor:
     def _nvml_row(self) -> None:
         add = self.report.add
         nvml = getattr(_C, "Nvml", None)
-        if nvml is None:
+        try:  # the telemetry module: NVML's device id of a torch device
+            from ._telemetry import device_id_of
+        except ImportError:
+            device_id_of = None
+        if nvml is None or device_id_of is None:
             add("environment", "nvml", "SKIP", "not built",
                 "this build of mfu_tracker._C has no NVML entry point")
             return
@@ -184,12 +193,10 @@ class Doctor:
             return
         import torch
 
-        props = torch.cuda.get_device_properties(platform.index)
-        uuid = getattr(props, "uuid", None)
-        ident = (uuid if str(uuid).startswith(("GPU-", "MIG-")) else f"GPU-{uuid}") if uuid else None
+        ident = device_id_of(torch, platform.index)
         if ident is None:
-            add("environment", "nvml", "SKIP", "no device UUID",
-                f"torch {torch.__version__} does not give the device UUID NVML is opened with")
+            add("environment", "nvml", "SKIP", "no device id",
+                f"torch {torch.__version__} gives neither the UUID nor the PCI bus id NVML needs")
             return
         try:
             figures, failure = nvml(ident).read()
@@ -199,7 +206,7 @@ class Doctor:
         figure = (f"{figures.get('power_w')} W, SM clock {figures.get('sm_clock_mhz')} / "
                   f"{figures.get('sm_clock_max_mhz')} MHz, throttled {figures.get('throttled')}")
         add("environment", "nvml", "WARN" if failure else "PASS", figure, failure or "",
-            **{k: v for k, v in figures.items()})
+            device_id=ident, **figures)
 
     # ---- device ------------------------------------------------------------
 
