@@ -221,6 +221,14 @@ def test_cpu_only_runs_the_cpu_parts_and_says_what_it_skipped(tmp_path):
     assert "MFU needs a peak" in training["detail"]
 
 
+def test_a_device_that_cannot_be_opened_fails(tmp_path):
+    rc, text, report = _doctor(tmp_path, "--device", "3", "--only", "device", name="dev3")
+    assert rc == 1, text
+    row = _rows(report)["device/properties"]
+    assert row["status"] == "FAIL"
+    assert "--device 3: the fake driver has one device (0)" in row["detail"]
+
+
 def test_bad_command_lines_exit_2(capsys):
     from mfu_tracker.cli import main
 
