@@ -241,14 +241,18 @@ class TorchGpuPlatform(Platform):
 
     def gemm(self, n: int, dtype: str, iters: int) -> float:
         a, b, out = self._pair(n, dtype)
-        torch = self._torch
-        old = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32
+        if dtype != "fp32":
+            for _ in range(iters):
+                self._torch.matmul(a, b, out=out)
+            return 2.0 * n ** 3 * iters
+        matmul = self._torch.backends.cuda.matmul
+        old = matmul.allow_tf32
+        matmul.allow_tf32 = False  # fp32 means fp32, not TF32
         try:
             for _ in range(iters):
-                torch.matmul(a, b, out=out)
+                self._torch.matmul(a, b, out=out)
         finally:
-            torch.backends.cuda.matmul.allow_tf32 = old
+            matmul.allow_tf32 = old
         return 2.0 * n ** 3 * iters
 
     def synchronize(self) -> None:
