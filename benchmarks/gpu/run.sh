@@ -11,15 +11,18 @@
 # are SKIPped (and say so).
 #
 # Budget: 10 minutes in all -- the build is cut at BUILD_TIMEOUT (default
-# 300 s), the doctor at DOCTOR_TIMEOUT (default 270 s). Environment:
+# 240 s), a first `doctor --quick` at QUICK_TIMEOUT (90 s), the full doctor
+# at DOCTOR_TIMEOUT (240 s). Environment:
 #   PYTHON          the interpreter with torch (default: python3)
 #   DEVICE          the device index (default 0)
 #   DOCTOR_ARGS     extra doctor arguments (e.g. --quick)
 #
 # OUTDIR gets: doctor.txt (the table), doctor.json (every check and its
-# figures), env.txt (machine, driver, torch, git revision), build.log,
-# doctor.log (stderr), status (the doctor's exit status: 0 = no FAIL).
-# Exit status: the doctor's (0 none failed, 1 a check failed), 2 usage,
+# figures), doctor.log (stderr), the same three for the quick pass
+# (doctor-quick.*), env.txt (machine, driver, torch, setuptools, git
+# revision), build.log, run.log, status (the full doctor's exit status:
+# 0 = no FAIL).
+# Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
 set -euo pipefail
 
@@ -33,8 +36,9 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-python3}
 DEVICE=${DEVICE:-0}
-BUILD_TIMEOUT=${BUILD_TIMEOUT:-300}
-DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-270}
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
+QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
+DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
 read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
 
 log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
@@ -52,6 +56,11 @@ print("torch:", torch.__version__, "cuda:", torch.version.cuda,
       "hip:", getattr(torch.version, "hip", None))
 print("devices:", [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
       if torch.cuda.is_available() else "none visible")
+try:
+    import setuptools
+    print("setuptools:", setuptools.__version__, "(pyproject.toml needs >= 77)")
+except Exception as exc:
+    print("setuptools: not importable:", exc)
 try:
     import transformers
     print("transformers:", transformers.__version__)
@@ -78,6 +87,15 @@ if [ "$status" -ne 0 ]; then
     [ "$status" -eq 124 ] && exit 124
     exit 3
 fi
+
+# A quick pass first (seconds): if the full run is cut short, this table stands.
+log "quick doctor on device $DEVICE (limit ${QUICK_TIMEOUT}s): doctor-quick.txt"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$QUICK_TIMEOUT" \
+    "$PYTHON" -m mfu_tracker doctor --quick --device "$DEVICE" --json "$OUTDIR/doctor-quick.json" \
+    > "$OUTDIR/doctor-quick.txt" 2> "$OUTDIR/doctor-quick.log"
+log "quick doctor exited $?"
+set -e
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
 set +e
