@@ -260,7 +260,7 @@ def test_the_shim_forwards_and_counts_like_the_driver(fake, tmp_path, monkeypatc
     assert shim.cuEventCreate(ctypes.byref(event), 0) == 0
     assert shim.cuEventRecord(begin, None) == 0
     fake.advance(1000)
-    fake._lib.fake_set_work_ns(2_000_000)
+    fake.set_work_ns(2_000_000)
     assert shim.cuEventRecord(event, None) == 0
     assert shim.cuEventQuery(event) == 600  # not ready: 2 ms of work
     assert shim.cuEventSynchronize(event) == 0
