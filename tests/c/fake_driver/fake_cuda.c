@@ -549,32 +549,36 @@ int cuDeviceGetCount(int *count)
     return FAKE_SUCCESS;
 }
 
+/* The argument checks every device query shares: an output pointer and
+ * the one device (ordinal 0). */
+static int device_query(const void *out, int device)
+{
+    if (out == NULL)
+        return FAKE_ERROR_INVALID_VALUE;
+    return device != 0 ? FAKE_ERROR_INVALID_DEVICE : FAKE_SUCCESS;
+}
+
 int cuDeviceGet(int *device, int ordinal)
 {
-    if (device == NULL)
-        return FAKE_ERROR_INVALID_VALUE;
-    if (ordinal != 0)
-        return FAKE_ERROR_INVALID_DEVICE;
-    *device = 0;
-    return FAKE_SUCCESS;
+    int code = device_query(device, ordinal);
+    if (code == FAKE_SUCCESS)
+        *device = 0;
+    return code;
 }
 
 int cuDeviceGetName(char *name, int length, int device)
 {
-    if (name == NULL || length <= 0)
-        return FAKE_ERROR_INVALID_VALUE;
-    if (device != 0)
-        return FAKE_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)length, "%s", doctor.name);
-    return FAKE_SUCCESS;
+    int code = device_query(length > 0 ? name : NULL, device);
+    if (code == FAKE_SUCCESS)
+        snprintf(name, (size_t)length, "%s", doctor.name);
+    return code;
 }
 
 int cuDeviceGetAttribute(int *value, int attribute, int device)
 {
-    if (value == NULL)
-        return FAKE_ERROR_INVALID_VALUE;
-    if (device != 0)
-        return FAKE_ERROR_INVALID_DEVICE;
+    int code = device_query(value, device);
+    if (code != FAKE_SUCCESS)
+        return code;
     switch (attribute) {
     case FAKE_ATTR_MULTIPROCESSOR_COUNT: *value = doctor.num_sms; return FAKE_SUCCESS;
     case FAKE_ATTR_CC_MAJOR: *value = doctor.cc_major; return FAKE_SUCCESS;
@@ -585,10 +589,8 @@ int cuDeviceGetAttribute(int *value, int attribute, int device)
 
 int cuDeviceTotalMem_v2(size_t *bytes, int device)
 {
-    if (bytes == NULL)
-        return FAKE_ERROR_INVALID_VALUE;
-    if (device != 0)
-        return FAKE_ERROR_INVALID_DEVICE;
-    *bytes = (size_t)doctor.memory_bytes;
-    return FAKE_SUCCESS;
+    int code = device_query(bytes, device);
+    if (code == FAKE_SUCCESS)
+        *bytes = (size_t)doctor.memory_bytes;
+    return code;
 }
