@@ -15,8 +15,9 @@ CFLAGS_CORE := -std=c11 -Wall -Wextra -Werror -O1 -g
 CORE_SRC := $(wildcard csrc/core/*.c)
 CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
-# What the C tests include besides the core: the harness and the fake driver's knobs.
-CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h)
+# What the C tests include besides the core: the harness, the fake driver's knobs
+# and the doctor's counting shim (test_sync_shim.c compiles it in).
+CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/_shim/cuda_sync_counter.c
 
 .PHONY: run test build ctest pytest clean
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer

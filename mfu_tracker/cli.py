@@ -5,6 +5,7 @@
     mfu-tracker estimate --params 7e9 --gpu "H100 SXM" --num-gpus 8 \\
         --batch-size 8 --seq-len 4096 --step-time 1.2
     mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
+    mfu-tracker doctor [--device N] [--json FILE] [--quick]
 
 ``--batch-size`` is the global batch (all GPUs); ``--tokens-per-sec`` is the
 global throughput. MFU is per GPU: global model FLOP/s / (peak x num_gpus).
@@ -306,7 +307,17 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="metric key prefix (default: found from the <prefix>/mfu key)")
     rep.add_argument("--title", default=None, help="the picture's title")
     rep.set_defaults(func=_cmd_report)
+
+    from ._doctor import add_parser as add_doctor_parser
+
+    add_doctor_parser(sub, _cmd_doctor)
     return parser
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from ._doctor import main_from_args
+
+    return main_from_args(args)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

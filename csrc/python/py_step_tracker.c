@@ -852,7 +852,27 @@ static PyObject *py_ideal_seconds(PyObject *Py_UNUSED(module), PyObject *const *
     return mfu_py_float_or_none(ideal_s);
 }
 
+/* gpu_driver_library(api, /) -> the library the GPU clock of api opens (the
+ * environment override, else the default name): one rule, in gpu_driver.c. */
+static PyObject *py_gpu_driver_library(PyObject *Py_UNUSED(module), PyObject *api)
+{
+    int clock;
+    if (mfu_py_choice_arg(api, "api", mfu_py_clock_choices, &clock) < 0)
+        return NULL;
+    if (clock == MFU_CLOCK_CPU) {
+        PyErr_SetString(PyExc_ValueError, "api must be 'cuda' or 'hip', not 'cpu'");
+        return NULL;
+    }
+    return PyUnicode_FromString(
+        mfu_gpu_driver_library(clock == MFU_CLOCK_HIP ? MFU_GPU_HIP : MFU_GPU_CUDA));
+}
+
 static PyMethodDef step_module_methods[] = {
+    {"gpu_driver_library", py_gpu_driver_library, METH_O,
+     "gpu_driver_library(api, /)\n--\n\n"
+     "The driver library the GPU clock of api ('cuda' or 'hip') opens: "
+     "MFU_TRACKER_CUDA_LIBRARY / MFU_TRACKER_HIP_LIBRARY when set, else "
+     "libcuda.so.1 / libamdhip64.so."},
     {"ideal_seconds", (PyCFunction)(void (*)(void))py_ideal_seconds, METH_FASTCALL,
      "ideal_seconds(flops_by_dtype, dtype_peaks, /)\n--\n\n"
      "sum over dtypes of FLOPs / peak FLOP/s (seconds at each dtype's peak); "

@@ -19,7 +19,9 @@
  *
  * Exports for tests: fake_reset, fake_call_count, fake_sync_calls,
  * fake_fail_next, fake_advance, fake_now_ns, fake_set_gpu_lag_ns,
- * fake_set_work_ns, fake_set_no_context, fake_live_events.
+ * fake_set_work_ns, fake_set_no_context, fake_live_events; and for
+ * `mfu-tracker doctor` (the section at the end): fake_enqueue_ns,
+ * fake_set_elapsed_scale, the device queries and environment knobs.
  *
  * Events are heap objects, so use after destroy shows up under
  * AddressSanitizer and valgrind. Not thread-safe (the tests drive it from
@@ -110,6 +112,9 @@ static struct {
 } fake;
 
 static int fake_context_object; /* what cuCtxGetCurrent hands out */
+
+static double doctor_elapsed_scale(void); /* the doctor section, at the end */
+static void doctor_apply_env(void);
 
 /* Count a call; return the failure injected for it, or 0. */
 static int enter(enum fake_call call)
@@ -264,7 +269,8 @@ static int event_elapsed(enum fake_call call, float *ms, void *start_handle,
         return FAKE_ERROR_INVALID_HANDLE;
     if (!done(start) || !done(end))
         return FAKE_ERROR_NOT_READY;
-    *ms = (float)(((double)end->complete_ns - (double)start->complete_ns) * 1e-6);
+    *ms = (float)(((double)end->complete_ns - (double)start->complete_ns) * 1e-6
+                  * doctor_elapsed_scale());
     return FAKE_SUCCESS;
 }
 
@@ -342,6 +348,7 @@ int cuInit(unsigned int flags)
     int code = enter(CALL_CU_INIT);
     if (code)
         return code;
+    doctor_apply_env();
     return flags == 0 ? FAKE_SUCCESS : FAKE_ERROR_INVALID_VALUE;
 }
 
@@ -439,4 +446,151 @@ const char *hipGetErrorName(int code)
 {
     enter(CALL_HIP_GET_ERROR_NAME);
     return error_name(code, 1);
+}
+
+/* ---- doctor section (mfu_tracker/_doctor*.py, tests/test_doctor.py) -----
+ *
+ * What `mfu-tracker doctor` needs of a GPU besides events, so that its GPU
+ * code paths run against this fake:
+ *
+ *   - the driver API's device queries (cuDriverGetVersion, cuDeviceGetCount,
+ *     cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute for the SM count and
+ *     compute capability, cuDeviceTotalMem_v2): one device, by default an
+ *     H100 SXM (132 SMs, 80 GiB, cc 9.0);
+ *   - fake_enqueue_ns(stream, ns): a kernel of `ns` GPU nanoseconds enqueued
+ *     on `stream` now. It starts when the stream's previous work is done and
+ *     not before the host enqueued it plus the launch lag:
+ *         stream complete = max(stream complete, now + lag_ns) + ns
+ *     so the programmed kernel times are the reference the doctor's timing
+ *     check compares the event timer with;
+ *   - fake_set_elapsed_scale(x): cuEventElapsedTime reports x times the true
+ *     interval (a timer that disagrees with the programmed work; 1 = exact).
+ *
+ * Environment knobs, read by cuInit (the doctor runs its zero-sync check in
+ * a child process, where no test can call a knob):
+ *   MFU_FAKE_CUDA_ELAPSED_SCALE   as fake_set_elapsed_scale
+ *   MFU_FAKE_CUDA_LAG_NS          as fake_set_gpu_lag_ns (a GPU that falls
+ *                                 behind: the event pool fills and the
+ *                                 timer has to synchronize)
+ *   MFU_FAKE_CUDA_DEVICE          "name;SMs;memory bytes;cc major;cc minor"
+ * fake_reset does not touch this section's state.
+ */
+#include <stdio.h>
+
+enum {
+    FAKE_ATTR_MULTIPROCESSOR_COUNT = 16,     /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+    FAKE_ATTR_CC_MAJOR = 75,                 /* ..._COMPUTE_CAPABILITY_MAJOR */
+    FAKE_ATTR_CC_MINOR = 76,                 /* ..._COMPUTE_CAPABILITY_MINOR */
+    FAKE_ERROR_INVALID_DEVICE = 101
+};
+
+static struct {
+    double elapsed_scale; /* 0 means 1 (the zero-initialized default) */
+    char name[96];
+    int num_sms, cc_major, cc_minor;
+    unsigned long long memory_bytes;
+} doctor = {0.0, "NVIDIA H100 80GB HBM3", 132, 9, 0, 85520809984ull};
+
+static double doctor_elapsed_scale(void)
+{
+    return doctor.elapsed_scale > 0 ? doctor.elapsed_scale : 1.0;
+}
+
+static void doctor_apply_env(void)
+{
+    const char *scale = getenv("MFU_FAKE_CUDA_ELAPSED_SCALE");
+    const char *lag = getenv("MFU_FAKE_CUDA_LAG_NS");
+    const char *device = getenv("MFU_FAKE_CUDA_DEVICE");
+    if (scale != NULL && scale[0] != '\0')
+        doctor.elapsed_scale = strtod(scale, NULL);
+    if (lag != NULL && lag[0] != '\0')
+        fake.lag_ns = strtoull(lag, NULL, 10);
+    if (device != NULL && device[0] != '\0') {
+        char name[96];
+        int sms, major, minor;
+        unsigned long long memory;
+        if (sscanf(device, "%95[^;];%d;%llu;%d;%d", name, &sms, &memory, &major, &minor) == 5) {
+            memcpy(doctor.name, name, sizeof name);
+            doctor.num_sms = sms;
+            doctor.memory_bytes = memory;
+            doctor.cc_major = major;
+            doctor.cc_minor = minor;
+        }
+    }
+}
+
+void fake_set_elapsed_scale(double scale) { doctor.elapsed_scale = scale; }
+
+void fake_enqueue_ns(uintptr_t stream_handle, uint64_t ns)
+{
+    struct fake_stream *stream = find_stream(stream_handle);
+    uint64_t start;
+    if (stream == NULL)
+        return;
+    start = fake.now_ns + fake.lag_ns;
+    if (stream->last_complete_ns > start)
+        start = stream->last_complete_ns;
+    stream->last_complete_ns = start + ns;
+}
+
+int cuDriverGetVersion(int *version)
+{
+    if (version == NULL)
+        return FAKE_ERROR_INVALID_VALUE;
+    *version = 12040; /* reads as 12.4 */
+    return FAKE_SUCCESS;
+}
+
+int cuDeviceGetCount(int *count)
+{
+    if (count == NULL)
+        return FAKE_ERROR_INVALID_VALUE;
+    *count = 1;
+    return FAKE_SUCCESS;
+}
+
+/* The argument checks every device query shares: an output pointer and
+ * the one device (ordinal 0). */
+static int device_query(const void *out, int device)
+{
+    if (out == NULL)
+        return FAKE_ERROR_INVALID_VALUE;
+    return device != 0 ? FAKE_ERROR_INVALID_DEVICE : FAKE_SUCCESS;
+}
+
+int cuDeviceGet(int *device, int ordinal)
+{
+    int code = device_query(device, ordinal);
+    if (code == FAKE_SUCCESS)
+        *device = 0;
+    return code;
+}
+
+int cuDeviceGetName(char *name, int length, int device)
+{
+    int code = device_query(length > 0 ? name : NULL, device);
+    if (code == FAKE_SUCCESS)
+        snprintf(name, (size_t)length, "%s", doctor.name);
+    return code;
+}
+
+int cuDeviceGetAttribute(int *value, int attribute, int device)
+{
+    int code = device_query(value, device);
+    if (code != FAKE_SUCCESS)
+        return code;
+    switch (attribute) {
+    case FAKE_ATTR_MULTIPROCESSOR_COUNT: *value = doctor.num_sms; return FAKE_SUCCESS;
+    case FAKE_ATTR_CC_MAJOR: *value = doctor.cc_major; return FAKE_SUCCESS;
+    case FAKE_ATTR_CC_MINOR: *value = doctor.cc_minor; return FAKE_SUCCESS;
+    }
+    return FAKE_ERROR_INVALID_VALUE;
+}
+
+int cuDeviceTotalMem_v2(size_t *bytes, int device)
+{
+    int code = device_query(bytes, device);
+    if (code == FAKE_SUCCESS)
+        *bytes = (size_t)doctor.memory_bytes;
+    return code;
 }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# benchmarks/gpu/run.sh OUTDIR -- build mfu_tracker in place and run the full
+# `mfu-tracker doctor` on this machine's GPU; table, JSON and logs go to OUTDIR.
+#
+# For a fresh checkout on a machine with an NVIDIA GPU and torch already
+# installed (any torch >= 2.1; no package index needed): it builds both
+# extensions in place against that torch (`setup.py build_ext --inplace`, the
+# same build `pip install --no-build-isolation -e .` does, without installing
+# anything), then runs the doctor with the checkout first on PYTHONPATH.
+# transformers is optional: without it the counting and end-to-end sections
+# are SKIPped (and say so).
+#
+# Budget: 10 minutes in all -- the build is cut at BUILD_TIMEOUT (default
+# 240 s), a first `doctor --quick` at QUICK_TIMEOUT (90 s), the full doctor
+# at DOCTOR_TIMEOUT (240 s). Environment:
+#   PYTHON          the interpreter with torch (default: python3)
+#   DEVICE          the device index (default 0)
+#   DOCTOR_ARGS     extra doctor arguments (e.g. --quick)
+#
+# OUTDIR gets: doctor.txt (the table), doctor.json (every check and its
+# figures), doctor.log (stderr), the same three for the quick pass
+# (doctor-quick.*), env.txt (machine, driver, torch, setuptools, git
+# revision), build.log, run.log, status (the full doctor's exit status:
+# 0 = no FAIL).
+# Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
+# 3 the build failed, 124 a time limit was hit.
+set -euo pipefail
+
+if [ "$#" -ne 1 ]; then
+    echo "usage: $0 OUTDIR" >&2
+    exit 2
+fi
+OUTDIR=$1
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PYTHON=${PYTHON:-python3}
+DEVICE=${DEVICE:-0}
+BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
+QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
+DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
+read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
+
+log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
+
+cd "$ROOT"
+log "checkout $ROOT -> $OUTDIR"
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(uname -a)"
+    echo "git: $(git rev-parse HEAD 2>/dev/null || echo 'not a git checkout')"
+    echo "python: $("$PYTHON" --version 2>&1)"
+    "$PYTHON" - <<'PY' 2>&1 || true
+import torch
+print("torch:", torch.__version__, "cuda:", torch.version.cuda,
+      "hip:", getattr(torch.version, "hip", None))
+print("devices:", [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+      if torch.cuda.is_available() else "none visible")
+try:
+    import setuptools
+    print("setuptools:", setuptools.__version__, "(pyproject.toml needs >= 77)")
+except Exception as exc:
+    print("setuptools: not importable:", exc)
+try:
+    import transformers
+    print("transformers:", transformers.__version__)
+except Exception as exc:
+    print("transformers: not importable:", exc)
+PY
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        timeout 30 nvidia-smi || true
+    else
+        echo "nvidia-smi: not found"
+    fi
+} > "$OUTDIR/env.txt" 2>&1
+log "environment recorded in env.txt"
+
+log "building in place (limit ${BUILD_TIMEOUT}s), log in build.log"
+set +e
+timeout "$BUILD_TIMEOUT" "$PYTHON" setup.py build_ext --inplace > "$OUTDIR/build.log" 2>&1
+status=$?
+set -e
+if [ "$status" -ne 0 ]; then
+    log "build failed (status $status); tail of build.log:"
+    tail -n 30 "$OUTDIR/build.log" >&2
+    echo "$status" > "$OUTDIR/status"
+    [ "$status" -eq 124 ] && exit 124
+    exit 3
+fi
+
+# A quick pass first (seconds): if the full run is cut short, this table stands.
+log "quick doctor on device $DEVICE (limit ${QUICK_TIMEOUT}s): doctor-quick.txt"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$QUICK_TIMEOUT" \
+    "$PYTHON" -m mfu_tracker doctor --quick --device "$DEVICE" --json "$OUTDIR/doctor-quick.json" \
+    > "$OUTDIR/doctor-quick.txt" 2> "$OUTDIR/doctor-quick.log"
+log "quick doctor exited $?"
+set -e
+
+log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$DOCTOR_TIMEOUT" \
+    "$PYTHON" -m mfu_tracker doctor --device "$DEVICE" --json "$OUTDIR/doctor.json" \
+    ${EXTRA[@]+"${EXTRA[@]}"} > "$OUTDIR/doctor.txt" 2> "$OUTDIR/doctor.log"
+status=$?
+set -e
+echo "$status" > "$OUTDIR/status"
+cat "$OUTDIR/doctor.txt"
+case "$status" in
+    0) log "doctor: no check failed" ;;
+    1) log "doctor: a check FAILED (see doctor.txt / doctor.json)" ;;
+    124) log "doctor: hit the ${DOCTOR_TIMEOUT}s limit (doctor.log has what it printed)" ;;
+    *) log "doctor exited $status; tail of doctor.log:"; tail -n 30 "$OUTDIR/doctor.log" >&2 ;;
+esac
+exit "$status"

@@ -1,0 +1,169 @@
+"""``mfu-tracker doctor``: check a machine, and prove the GPU path where a GPU exists.
+
+    mfu-tracker doctor [--device N] [--json FILE] [--quick] [--only SECTION,...]
+
+Runs the checks of :mod:`mfu_tracker._doctor_checks` in six sections --
+environment, device, timing, peak, counting, end to end -- and prints one
+table row per check: PASS / WARN / FAIL / SKIP with the figure it measured,
+then a line of detail for each check that did not pass. ``--json FILE``
+writes the same rows (and their raw figures) as JSON. The exit status is 0
+when no check FAILs, 1 when one does (2: a usage error).
+
+``--quick`` runs each check on smaller work (a tiny GPT-2 instead of the
+124M one, fewer GEMM iterations); the test suite runs it against the fake
+driver. Where torch sees no GPU and the core's driver is not the fake, the
+GPU checks are SKIPped with the reason and the CPU parts still run.
+"""
+from __future__ import annotations
+
+import json
+import platform as _py_platform
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
+
+#: The statuses, worst last.
+STATUSES = ("PASS", "SKIP", "WARN", "FAIL")
+#: The sections, in the order they run.
+SECTIONS = ("environment", "device", "timing", "peak", "counting", "end_to_end")
+
+
+@dataclass
+class Check:
+    """One row of the doctor's table."""
+
+    section: str
+    name: str
+    status: str
+    figure: str
+    detail: str = ""
+    data: Dict[str, Any] = field(default_factory=dict)
+
+
+class Report:
+    """The rows, as the checks add them."""
+
+    def __init__(self) -> None:
+        self.checks: List[Check] = []
+
+    def add(self, section: str, name: str, status: str, figure: str, detail: str = "", /,
+            **data: Any) -> Check:
+        if status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+        check = Check(section, name, status, figure, detail, data)
+        self.checks.append(check)
+        return check
+
+    def counts(self) -> Dict[str, int]:
+        return {status: sum(c.status == status for c in self.checks) for status in STATUSES}
+
+    def failed(self) -> bool:
+        return any(c.status == "FAIL" for c in self.checks)
+
+    def table(self) -> str:
+        width = max([len(f"{c.section}/{c.name}") for c in self.checks] + [20])
+        lines = [f"{'check':<{width}}  status  figure"]
+        for c in self.checks:
+            lines.append(f"{c.section + '/' + c.name:<{width}}  {c.status:<6}  {c.figure}")
+        notes = [c for c in self.checks if c.status != "PASS" and c.detail]
+        if notes:
+            lines.append("")
+            for c in notes:
+                lines.append(f"{c.status} {c.section}/{c.name}: {c.detail}")
+        counts = self.counts()
+        lines.append("")
+        lines.append(", ".join(f"{counts[s]} {s}" for s in STATUSES))
+        return "\n".join(lines)
+
+    def to_json(self, header: Dict[str, Any]) -> Dict[str, Any]:
+        return {**header, "summary": self.counts(), "checks": [asdict(c) for c in self.checks]}
+
+
+def _run_section(report: Report, section: str, run: Callable[[], None]) -> None:
+    """Run one section; an unexpected exception becomes one FAIL row naming it
+    (the other sections still run)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the rows say what matters
+            run()
+    except Exception as exc:  # the doctor reports, it does not crash
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        report.add(section, "error", "FAIL", f"{type(exc).__name__}: {exc}",
+                   f"unexpected error at {where.filename}:{where.lineno}")
+
+
+def run(device: int = 0, json_path: Optional[str] = None, quick: bool = False,
+        only: Optional[Sequence[str]] = None, out: Any = None) -> int:
+    """Run the doctor; print the table to ``out`` (default stdout); the exit status."""
+    from . import __version__
+    from ._doctor_checks import Doctor
+
+    out = sys.stdout if out is None else out
+    sections = list(SECTIONS if not only else only)
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise ValueError(f"--only: unknown section(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(SECTIONS)}")
+    started = time.perf_counter()
+    report = Report()
+    doctor = Doctor(report, device=device, quick=quick)
+    timings: Dict[str, float] = {}
+    for section in SECTIONS:
+        if section in sections:
+            begin = time.perf_counter()
+            _run_section(report, section, getattr(doctor, section))
+            timings[section] = round(time.perf_counter() - begin, 3)
+    elapsed = time.perf_counter() - started
+    header = {
+        "mfu_tracker": __version__,
+        "python": _py_platform.python_version(),
+        "platform": doctor.platform_kind,
+        "device": device,
+        "quick": quick,
+        "sections": sections,
+        "elapsed_s": round(elapsed, 3),
+        "section_s": timings,
+    }
+    print(f"mfu-tracker doctor {__version__}: platform {doctor.platform_kind}, device {device}"
+          f"{', quick' if quick else ''} ({elapsed:.1f} s)", file=out)
+    print(report.table(), file=out)
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(header), fh, indent=2, default=str)
+            fh.write("\n")
+    return 1 if report.failed() else 0
+
+
+def parse_only(text: Optional[str]) -> Optional[List[str]]:
+    """``--only a,b`` -> ["a", "b"] (None when not given)."""
+    if text is None:
+        return None
+    return [part.strip().replace("-", "_") for part in text.split(",") if part.strip()]
+
+
+def add_parser(sub: Any, func: Callable[..., int]) -> None:
+    """Register ``doctor`` on the CLI's subparsers; ``func`` dispatches."""
+    doc = sub.add_parser("doctor", help="check this machine: driver, device, timing, peak, "
+                         "counting, end to end")
+    doc.add_argument("--device", type=int, default=0, help="device index (default 0)")
+    doc.add_argument("--json", metavar="FILE", help="also write the checks as JSON to FILE")
+    doc.add_argument("--quick", action="store_true",
+                     help="smaller work per check (a tiny GPT-2; seconds, not minutes)")
+    doc.add_argument("--only", metavar="SECTIONS",
+                     help="comma-separated sections to run: " + ",".join(SECTIONS))
+    doc.set_defaults(func=func)
+
+
+def main_from_args(args: Any) -> int:
+    if args.device < 0:
+        raise ValueError(f"--device must be >= 0, got {args.device}")
+    return run(device=args.device, json_path=args.json, quick=args.quick,
+               only=parse_only(args.only))
+
+
+def statuses(checks: Iterable[Check]) -> Dict[str, str]:
+    """{"section/name": status} (tests, scripts)."""
+    return {f"{c.section}/{c.name}": c.status for c in checks}

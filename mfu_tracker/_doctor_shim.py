@@ -1,0 +1,170 @@
+"""The zero-synchronization check of ``mfu-tracker doctor``: a counting driver shim.
+
+``mfu_tracker/_shim/cuda_sync_counter.c`` (shipped as package data) is a
+pass-through CUDA driver: it counts every call the core makes and forwards it
+to the real driver. :func:`build_shim` compiles it with the system C compiler
+at first use into a per-user cache (``$XDG_CACHE_HOME/mfu_tracker`` or
+``~/.cache/mfu_tracker``; a file name keyed by the source's hash, replaced
+atomically). :func:`run_sync_check` runs :func:`main` of this module in a child
+process whose core loads the shim through ``MFU_TRACKER_CUDA_LIBRARY`` (the
+core loads its driver once per process, so the check cannot run in the
+doctor's own process); the child takes ``steps`` :class:`~mfu_tracker.Tracker`
+steps of real work, reading ``metrics()`` every step, and reports the shim's
+counts as one JSON line before it closes the tracker (``close()`` waits, by
+design).
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+SHIM_SOURCE = Path(__file__).resolve().parent / "_shim" / "cuda_sync_counter.c"
+#: The environment variable naming the library the shim forwards to.
+SHIM_TARGET_ENV = "MFU_TRACKER_SHIM_TARGET"
+#: The core's driver override (csrc/core/gpu_driver.h, MFU_CUDA_LIBRARY_ENV).
+CUDA_LIBRARY_ENV = "MFU_TRACKER_CUDA_LIBRARY"
+#: Synchronizing calls the shim counts (see its header).
+SYNC_CALLS = ("cuEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize")
+#: Calls reported beside them.
+OTHER_CALLS = ("cuEventRecord", "cuEventQuery", "cuEventElapsedTime", "cuEventElapsedTime_v2",
+               "cuEventCreate", "cuEventDestroy", "cuEventDestroy_v2")
+
+
+def cache_dir() -> Path:
+    """The per-user cache the shim is built into."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mfu_tracker"
+
+
+def build_shim(timeout_s: float = 120.0) -> Path:
+    """The built shim library, compiled now unless the cache has this source's build.
+
+    Raises RuntimeError (with the compiler's message) when it cannot be built.
+    """
+    source = SHIM_SOURCE.read_bytes()
+    digest = hashlib.sha256(source).hexdigest()[:16]
+    target = cache_dir() / f"cuda_sync_counter-{digest}.so"
+    if target.exists():
+        return target
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None:
+        raise RuntimeError("no C compiler (cc, gcc, clang or $CC) to build the sync-counting shim")
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(prefix=target.name, suffix=".part", dir=target.parent)
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, "-std=c11", "-O2", "-fPIC", "-shared", "-o", partial,
+                               str(SHIM_SOURCE), "-ldl", "-lpthread"],
+                              capture_output=True, text=True, timeout=timeout_s)
+        if done.returncode != 0:
+            raise RuntimeError(f"{cc} could not build {SHIM_SOURCE.name}: "
+                               f"{done.stderr.strip()[-400:]}")
+        os.replace(partial, target)  # atomic: a concurrent build never sees half a file
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    return target
+
+
+def run_sync_check(steps: int, device: int, env: Optional[Dict[str, str]] = None,
+                   timeout_s: float = 240.0) -> Dict[str, Any]:
+    """Run the child (:func:`main`) through the shim; its JSON report.
+
+    The shim forwards to what the core would have loaded: the
+    ``MFU_TRACKER_CUDA_LIBRARY`` override when set, else its default.
+    Raises RuntimeError when the shim cannot be built or the child fails.
+    """
+    shim = build_shim()
+    child_env = dict(os.environ if env is None else env)
+    target = child_env.get(CUDA_LIBRARY_ENV)
+    if target:
+        child_env[SHIM_TARGET_ENV] = target
+    else:
+        child_env.pop(SHIM_TARGET_ENV, None)  # the shim's default: libcuda.so.1
+    child_env[CUDA_LIBRARY_ENV] = str(shim)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    child_env["PYTHONPATH"] = os.pathsep.join(
+        [package_root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    done = subprocess.run([sys.executable, "-m", "mfu_tracker._doctor_shim", "--steps", str(steps),
+                           "--device", str(device)],
+                          capture_output=True, text=True, timeout=timeout_s, env=child_env)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the sync-check child exited {done.returncode}: "
+                           f"{(done.stderr or done.stdout).strip()[-600:]}")
+    report: Dict[str, Any] = json.loads(lines[-1])
+    report["shim"] = str(shim)
+    return report
+
+
+def _shim_counts(library: str) -> Dict[str, Any]:
+    """The shim's counters, read through ctypes (the same handle the core has)."""
+    lib = ctypes.CDLL(library)
+    if not hasattr(lib, "mfu_shim_sync_calls"):
+        raise RuntimeError(f"{CUDA_LIBRARY_ENV}={library} is not the counting shim")
+    lib.mfu_shim_calls.argtypes = [ctypes.c_char_p]
+    lib.mfu_shim_calls.restype = ctypes.c_long
+    lib.mfu_shim_sync_calls.restype = ctypes.c_long
+    lib.mfu_shim_target.restype = ctypes.c_char_p
+    lib.mfu_shim_error.restype = ctypes.c_char_p
+    calls = {name: int(lib.mfu_shim_calls(name.encode())) for name in SYNC_CALLS + OTHER_CALLS}
+    return {"sync_calls": int(lib.mfu_shim_sync_calls()), "calls": calls,
+            "target": lib.mfu_shim_target().decode(errors="replace"),
+            "target_error": lib.mfu_shim_error().decode(errors="replace")}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The child: ``steps`` Tracker steps of real work through the shim, one JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m mfu_tracker._doctor_shim")
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--device", type=int, default=0)
+    args = parser.parse_args(argv)
+    import warnings
+
+    from ._doctor_platform import FakeGpuPlatform, open_platform
+    from .tracker import Tracker
+
+    library = os.environ[CUDA_LIBRARY_ENV]
+    with warnings.catch_warnings(record=True) as caught:
+        # mfu_tracker warns with RuntimeWarning (a GPU clock falling back, a
+        # driver call failing); torch's own UserWarnings are not the check's.
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("always", RuntimeWarning)
+        platform = open_platform(args.device)
+        work = platform.step_work(quick=False)
+        spec = platform.spec()
+        # The check reads no MFU: an unknown device gets a nominal peak, so
+        # any warning left is about the clock.
+        peak = {"spec": spec} if spec is not None else {"peak_tflops": 1.0}
+        tracker = Tracker(work.flops, dtype=work.dtype, clock=platform.clock, device=platform.device,
+                          window=args.steps, warmup=1, **peak)
+        clock = tracker.clock
+        tracker.step(num_tokens=work.tokens)
+        for _ in range(args.steps):
+            work.run()
+            tracker.step(num_tokens=work.tokens)
+            tracker.metrics()  # every step: must never wait
+        counts = _shim_counts(library)  # before close(), which waits by design
+        if isinstance(platform, FakeGpuPlatform):  # the fake's own count: the shim's reference
+            counts["driver_sync_calls"] = platform.driver_sync_calls()
+        summary = tracker.summary()
+        tracker.close()
+    report = {"steps": args.steps, "clock": clock, "platform": platform.kind,
+              "steps_dropped": summary["steps_dropped"], "steps_pending": summary["steps_pending"],
+              "steps_seen": summary["steps_seen"],
+              "warnings": [str(w.message) for w in caught], **counts}
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
