@@ -75,8 +75,16 @@ FIX_HINT = ("Install a C++20 compiler (g++ >= 10 or clang >= 14; or point CXX at
             "Python headers (e.g. python3-dev), then run `mfu-tracker build-ext`")
 
 
+CACHE_FIX = (f"Set {CACHE_ENV} to a writable directory, or run `mfu-tracker build-ext` "
+             "where the cache is writable")
+
+
 class BuildError(RuntimeError):
-    """The observer could not be built or loaded; ``str()`` says why and how to fix it."""
+    """The observer could not be built: ``str()`` says why, ``fix`` what to do."""
+
+    def __init__(self, why: str, fix: str = FIX_HINT) -> None:
+        super().__init__(why)
+        self.fix = fix
 
 
 def compile_args(werror: bool = False) -> list[str]:
@@ -154,8 +162,8 @@ class _Plan:
 
         root = source_root()
         if root is None:
-            raise BuildError("the observer's C++ sources are not installed (mfu_tracker/_csrc is "
-                             "missing). Reinstall mfu-tracker from its sdist or wheel")
+            raise BuildError("the observer's C++ sources are not installed (no mfu_tracker/_csrc)",
+                             "Reinstall mfu-tracker from its sdist or wheel")
         self.root = root
         self.sources = _sources(root)
         self.version = version
@@ -276,9 +284,11 @@ def _recent_failure(marker: Path) -> Optional[str]:
     return None
 
 
-def ensure_built(version: str, *, force: bool = False, quiet: bool = False) -> Path:
+def ensure_built(version: str, *, force: bool = False, retry: bool = False,
+                 quiet: bool = False) -> Path:
     """The path of a built observer for the installed torch, building it if
-    needed (``force``: again, ignoring a recorded failure).
+    needed (``force``: build again even if cached; ``retry``: ignore a
+    recently recorded failure).
 
     Raises:
         BuildError: no compiler, the build failed (the compiler's first error
@@ -295,16 +305,15 @@ def ensure_built(version: str, *, force: bool = False, quiet: bool = False) -> P
         plan.base.mkdir(parents=True, exist_ok=True)
         lock = open(plan.final.with_name(plan.final.name + ".lock"), "a+b")  # noqa: SIM115
     except OSError as exc:
-        raise BuildError(f"the cache directory {plan.base} is not writable ({exc}); set "
-                         f"{CACHE_ENV} to a writable directory, or run `mfu-tracker build-ext` "
-                         "where it is writable") from None
+        raise BuildError(f"the cache directory {plan.base} is not writable ({exc})",
+                         CACHE_FIX) from None
     marker = plan.final.with_name(plan.final.name + ".failed")
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait here, then load
         found = None if force else plan.finished()
         if found is not None:
             return found
-        failed = None if force else _recent_failure(marker)
+        failed = None if (force or retry) else _recent_failure(marker)
         if failed is not None:
             raise BuildError(f"{failed.splitlines()[0]} (a build failed less than "
                              f"{FAILED_RETRY_S:.0f} s ago; log: {marker})")
@@ -316,8 +325,8 @@ def ensure_built(version: str, *, force: bool = False, quiet: bool = False) -> P
             _record_failure(marker, str(exc))
             raise BuildError(f"{str(exc).splitlines()[0]} (full log: {marker})") from None
         except OSError as exc:
-            raise BuildError(f"the cache directory {plan.base} is not writable ({exc}); set "
-                             f"{CACHE_ENV} to a writable directory") from None
+            raise BuildError(f"the cache directory {plan.base} is not writable ({exc})",
+                             CACHE_FIX) from None
         try:
             marker.unlink()
         except OSError:

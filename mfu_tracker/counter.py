@@ -155,17 +155,15 @@ def _load_backend() -> Any:
         try:
             module = _build.load(_build.ensure_built(__version__))
         except _build.BuildError as exc:
-            problem = f"mfu_tracker._torch could not be built ({exc})"
+            problem = f"mfu_tracker._torch could not be built ({exc}). {exc.fix}"
         except ImportError as exc:
             problem = f"mfu_tracker._torch could not be loaded ({exc})"
         else:
             problem = _stale(module, torch.__version__)
             if problem is None:
                 return _ExtBackend(module)
-    fix = ("" if _EXT_DISABLED else f". {_build.FIX_HINT} to build the C++ observer "
-           f"(the cache moves with {_build.CACHE_ENV})")
     warnings.warn(
-        f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}{fix}.",
+        f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}.",
         RuntimeWarning,
         stacklevel=4,
     )
