@@ -162,6 +162,7 @@ def _load_backend() -> Any:
             problem = _stale(module, torch.__version__)
             if problem is None:
                 return _ExtBackend(module)
+            problem += ". Rebuild it with `mfu-tracker build-ext --force`"
     warnings.warn(
         f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}.",
         RuntimeWarning,
