@@ -31,7 +31,6 @@ loads it by path for the compile flags and the list of shipped sources.
 from __future__ import annotations
 
 import concurrent.futures
-import fcntl
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -54,6 +53,7 @@ __all__ = [
     "compile_args",
     "define_macros",
     "ensure_built",
+    "first_error_line",
     "load",
     "source_root",
 ]
@@ -308,6 +308,8 @@ def ensure_built(version: str, *, force: bool = False, retry: bool = False,
         raise BuildError(f"the cache directory {plan.base} is not writable ({exc})",
                          CACHE_FIX) from None
     marker = plan.final.with_name(plan.final.name + ".failed")
+    import fcntl  # POSIX; imported here so that this module loads anywhere
+
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder; the others wait here, then load
         found = None if force else plan.finished()
