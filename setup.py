@@ -10,14 +10,29 @@ README's commands and CI do).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import shutil
 import sys
 from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent.resolve()
+
+
+def _load_build_module():
+    """mfu_tracker/_build.py, by path (no package import): the observer's
+    flags and the sources the wheel ships for its first-use build."""
+    spec = importlib.util.spec_from_file_location("_mfu_build", ROOT / "mfu_tracker" / "_build.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_BUILD = _load_build_module()
 
 
 def _version() -> str:
@@ -53,8 +68,10 @@ def _torch_extensions() -> list[Extension]:
 
     Without torch (or without csrc/torch sources) it returns [] with a note:
     ``_C`` still builds, and FLOP counting falls back to a TorchDispatchMode
-    path. ``pip install`` needs ``--no-build-isolation`` so the build sees the
-    installed torch. ``MFU_TRACKER_NO_TORCH_EXT=1`` skips it on purpose.
+    path until the first counter builds it (mfu_tracker/_build.py) from the
+    sources ``BuildPyWithSources`` ships. ``pip install --no-build-isolation``
+    builds it here against the installed torch. ``MFU_TRACKER_NO_TORCH_EXT=1``
+    skips it on purpose.
     """
     sources = sorted(glob("csrc/torch/*.cpp"))
     if not sources or os.environ.get("MFU_TRACKER_NO_TORCH_EXT") == "1":
@@ -63,35 +80,41 @@ def _torch_extensions() -> list[Extension]:
         import torch
         from torch.utils.cpp_extension import CppExtension
     except Exception as exc:  # noqa: BLE001 - any import failure means "no torch"
-        print(f"note: mfu_tracker._torch not built (torch is not importable: {exc}); "
-              "FLOP counting will use the slower TorchDispatchMode fallback. "
-              "Install torch first and build with --no-build-isolation.", file=sys.stderr)
+        print(f"note: mfu_tracker._torch not built now (torch is not importable: {exc}); "
+              "the first FlopCounter builds it (or run `mfu-tracker build-ext`).", file=sys.stderr)
         return []
     torch_lib = str(Path(torch.__file__).parent / "lib")
     # The C core's formulas are not compiled in again: _torch imports them
     # from _C as a function table (a PyCapsule; see csrc/core/flops.h).
-    # torch 2.13's headers need C++20.
-    compile_args = ["-std=c++20", "-Wall", "-Wextra", "-O2", "-fvisibility=hidden"]
-    if WERROR:
-        compile_args.append("-Werror")
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [
         CppExtension(
             "mfu_tracker._torch",
             sources=sources,
             include_dirs=["csrc/core", "csrc/torch"],
-            define_macros=[
-                ("MFU_TRACKER_VERSION", f'"{VERSION}"'),
-                ("MFU_TORCH_VERSION", f'"{torch.__version__}"'),
-                ("_GLIBCXX_USE_CXX11_ABI", str(abi)),
-            ],
-            extra_compile_args=compile_args,
+            define_macros=_BUILD.define_macros(VERSION, torch.__version__, abi),
+            extra_compile_args=_BUILD.compile_args(WERROR),
             runtime_library_dirs=[torch_lib] if sys.platform.startswith("linux") else [],
         )
     ]
 
 
+class BuildPyWithSources(build_py):
+    """Also copies the observer's sources (``_build.SOURCE_PATTERNS`` under
+    csrc/) into the package as ``mfu_tracker/_csrc``, for the first-use build."""
+
+    def run(self) -> None:
+        super().run()
+        target = Path(self.build_lib) / "mfu_tracker" / "_csrc"
+        for pattern in _BUILD.SOURCE_PATTERNS:
+            for src in sorted((ROOT / "csrc").glob(pattern)):
+                dest = target / src.relative_to(ROOT / "csrc")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dest)
+
+
 setup(
     version=VERSION,
     ext_modules=[_c_extension(), *_torch_extensions()],
+    cmdclass={"build_py": BuildPyWithSources},
 )

@@ -257,6 +257,24 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_build_ext(args: argparse.Namespace) -> int:
+    """Build the C++ FLOP observer ahead of time into the per-user cache."""
+    import torch
+
+    from . import _build
+    from ._version import __version__
+
+    print(f"cache: {_build.cache_root()} (set {_build.CACHE_ENV} to move it; "
+          "the training jobs need the same value)", file=sys.stdout)
+    try:
+        path = _build.ensure_built(__version__, force=args.force, retry=True)
+    except _build.BuildError as exc:
+        print(f"mfu-tracker build-ext: error: {exc}\n{exc.fix}.", file=sys.stderr)
+        return 1
+    print(f"built for torch {torch.__version__}: {path}", file=sys.stdout)
+    return 0
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -311,6 +329,10 @@ def _build_parser() -> argparse.ArgumentParser:
     from ._doctor import add_parser as add_doctor_parser
 
     add_doctor_parser(sub, _cmd_doctor)
+
+    bext = sub.add_parser("build-ext", help="build the C++ FLOP counter now (for read-only home dirs)")
+    bext.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
+    bext.set_defaults(func=_cmd_build_ext)
     return parser
 
 

@@ -62,9 +62,12 @@ attention, so executed FLOPs are exact; AOTAutograd runs the compiled
 forward with grad disabled, so model FLOPs there count the forward only —
 count model FLOPs on the uncompiled model (or use :func:`profile_flops`).
 
-If ``mfu_tracker._torch`` cannot load (not built, built against another
-torch) counting falls back, with one warning, to a ``TorchDispatchMode``
-over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
+A wheel installed without torch at build time carries the observer's
+sources: the first counter builds it against the installed torch into a
+per-user cache (``mfu_tracker/_build.py``; ahead of time: ``mfu-tracker
+build-ext``). If it can neither load nor build (no compiler, built against
+another torch) counting falls back, with one warning, to a
+``TorchDispatchMode`` over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
 (read when this module is imported) forces the fallback.
 
 Importing this module does not import torch.
@@ -76,7 +79,7 @@ import os
 import threading
 import warnings
 from collections.abc import Mapping
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 from . import _C
 from ._module_table import ModuleTable
@@ -126,33 +129,48 @@ _backend_lock = threading.Lock()
 _enter_lock = threading.Lock()
 
 
+def _stale(module: Any, torch_version: str) -> Optional[str]:
+    """Why a loaded ``_torch`` must not be used (another torch, another
+    package version), or None."""
+    if module.torch_version != torch_version:
+        return (f"mfu_tracker._torch was built against torch {module.torch_version} "
+                f"but torch {torch_version} is installed")
+    if module.__version__ != __version__:
+        return f"mfu_tracker._torch is a stale build ({module.__version__}, package {__version__})"
+    return None
+
+
 def _load_backend() -> Any:
     import torch
 
+    from . import _build
     from ._dispatch_counter import DispatchBackend
 
     problem = None
-    module = None
     if _EXT_DISABLED:
         problem = f"disabled by {_DISABLE_ENV}=1"
     else:
+        # 1. the observer built with the package (pip --no-build-isolation, make build)
         try:
-            from . import _torch as module  # type: ignore[attr-defined,no-redef]
+            from . import _torch as module  # type: ignore[attr-defined]
+        except ImportError:
+            module = None
+        if module is not None and _stale(module, torch.__version__) is None:
+            return _ExtBackend(module)
+        # 2. the per-user cache, built there now if need be (mfu_tracker/_build.py)
+        try:
+            module = _build.load(_build.ensure_built(__version__))
+        except _build.BuildError as exc:
+            problem = f"mfu_tracker._torch could not be built ({exc}). {exc.fix}"
         except ImportError as exc:
             problem = f"mfu_tracker._torch could not be loaded ({exc})"
         else:
-            if module.torch_version != torch.__version__:
-                problem = (f"mfu_tracker._torch was built against torch {module.torch_version} "
-                           f"but torch {torch.__version__} is installed")
-            elif module.__version__ != __version__:
-                problem = (f"mfu_tracker._torch is a stale build ({module.__version__}, "
-                           f"package {__version__})")
-    if problem is None:
-        return _ExtBackend(module)
+            problem = _stale(module, torch.__version__)
+            if problem is None:
+                return _ExtBackend(module)
+            problem += ". Rebuild it with `mfu-tracker build-ext --force`"
     warnings.warn(
-        f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}. "
-        "Rebuild with `pip install --no-build-isolation -e .` (or `make build`) for the "
-        "C++ observer.",
+        f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}.",
         RuntimeWarning,
         stacklevel=4,
     )
