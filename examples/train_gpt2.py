@@ -7,8 +7,10 @@ gives a peak, so the peak is measured with a GEMM micro-benchmark
 (``measured_gpu_spec``) and every MFU is labelled "vs measured peak".
 
 Each row is one ``track()`` block (forward, backward, optimizer: the compute
-window); a ``Tracker`` marks step boundaries and gives the end-to-end figures
-over the last steps at the end. With ``--log-path FILE`` the tracker's
+window); a ``Tracker`` marks step boundaries and the phases inside a step
+(data, forward, backward, optimizer) and gives the end-to-end figures over
+the last steps at the end, with the waterfall: where the step time that is
+not MFU went. With ``--log-path FILE`` the tracker's
 figures are read every step (over the steps so far after the warm-up) and
 appended to FILE, one JSON line each: the input of ``mfu-tracker report``
 (``make run`` draws ``docs/report.png`` from it).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import time
 
 import torch
@@ -97,7 +100,8 @@ def main() -> None:
     started = time.perf_counter()
     for step in range(args.steps):
         tracker.step(tokens_per_step if step else None)  # a step boundary: end-to-end period
-        input_ids = corpus[step % corpus.shape[0]]
+        with tracker.phase("data"):
+            input_ids = corpus[step % corpus.shape[0]].clone()
         with counter if step == 0 else contextlib.nullcontext(), track(
             counted.model_flops,
             weights_bytes,
@@ -105,10 +109,13 @@ def main() -> None:
             dtype="fp32",
             spec=spec,
         ) as result:
-            optimizer.zero_grad(set_to_none=True)
-            loss = model(input_ids=input_ids, labels=input_ids).loss
-            loss.backward()
-            optimizer.step()
+            with tracker.phase("forward"):
+                loss = model(input_ids=input_ids, labels=input_ids).loss
+            with tracker.phase("backward"):
+                loss.backward()
+            with tracker.phase("optimizer"):
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
         print(
             f"{step:>4} {loss.item():>7.3f} {result.elapsed_sec * 1e3:>8.1f} "
             f"{result.tokens_per_sec:>9.0f} {result.achieved_tflops * 1e3:>8.2f}  {result.mfu:.3f}",
@@ -127,6 +134,12 @@ def main() -> None:
           f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
           f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
           f"MFU {summary['throughput/mfu']:.3f} vs measured peak")
+    # The waterfall: mfu + the shares lost to each cause add up to 1 (mfu_tracker/_phases.py).
+    lost = {key.rsplit("/", 1)[1]: value for key, value in summary.items()
+            if key.startswith("throughput/mfu_lost/")}
+    print("where the step went: " + ", ".join(
+        [f"mfu {summary['throughput/mfu']:.3f}"] + [f"{name} {share:.3f}" for name, share in lost.items()])
+        + f" (sum {math.fsum([summary['throughput/mfu'], *lost.values()]):.3f})")
 
     # A GEMM benchmark run while other work competes for the cores reads low.
     # Measure again and say so when the two disagree, rather than trust one.

@@ -175,21 +175,6 @@ class Tracker(_C.StepTracker):
     ``{prefix}/throttled``           1 when a power or thermal throttle reason is set
     ===============================  =====================================================
 
-    key                                   meaning
-    ====================================  ===========================================================
-    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
-    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
-    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
-    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
-    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
-    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
-    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
-    ====================================  ===========================================================
-
-    A phase never marked in the window has no key (its time is in ``other``).
-    ``metrics()`` leaves its own time out of the step it falls in: the
-    aggregation collective on either clock, the local call on the CPU clock.
-=======
     The last six come from NVML (:mod:`mfu_tracker._telemetry`), read once at
     construction and once per ``metrics()`` call -- never per step, never on a
     thread; a missing or failing NVML leaves them out with one warning. These
@@ -212,7 +197,22 @@ class Tracker(_C.StepTracker):
     (fractions of the step period; ``mfu`` + the ``mfu_lost`` shares = 1
     exactly; definitions in :mod:`mfu_tracker._phases`):
 
-    ====================================  ====================================================
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
+    ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
+    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+    ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ====================================  ===========================================================
+
+    A phase never marked in the window has no key (its time is in ``other``).
+    ``metrics()`` leaves its own time out of the step it falls in: the
+    aggregation collective on either clock, the local call on the CPU clock.
+
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
     *collective*: every rank must call it at the same steps -- at logging

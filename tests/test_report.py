@@ -14,6 +14,7 @@ import base64
 import glob
 import io
 import json
+import math
 import re
 import subprocess
 import sys
@@ -299,12 +300,19 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     # warm-up 2: the loop's metrics() has figures after steps 0..2 complete (3 steps, at
     # the top of step 3), then 4; the final metrics() after the closing step() adds step 5
     assert [line["step"] for line in lines] == [3, 4, 5]
+    for line in lines:   # the loop marks data/forward/backward/optimizer: the waterfall adds up
+        lost = {k: v for k, v in line.items() if k.startswith("throughput/mfu_lost/")}
+        assert set(lost) == {f"throughput/mfu_lost/{name}"
+                             for name in ("data", "optimizer", "compute", "other")}
+        assert math.fsum([line["throughput/mfu"], *lost.values()]) == 1.0
+        assert line["throughput/phase_s/forward"] > 0 and line["throughput/phase_s/backward"] > 0
     out_png = tmp_path / "report.png"
     proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "report", str(log), "--out",
                            str(out_png)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert printed(proc.stdout) == {(line["step"], "throughput/mfu"): line["throughput/mfu"]
-                                    for line in lines}
+    assert printed(proc.stdout) == {(line["step"], key): value for line in lines
+                                    for key, value in line.items()
+                                    if key == "throughput/mfu" or "/mfu_lost/" in key}
     assert png_shape(out_png.read_bytes()) == expected_shape(2)
 
 
