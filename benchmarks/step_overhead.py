@@ -11,6 +11,9 @@ against Python equivalents of the same shape and ``nullcontext()``, in one run.
   ``with tracker.phase("forward"):`` block, on the CPU clock and on the fake
   CUDA clock, reported per *mark* (half a pair / block); and ``metrics()``
   with the waterfall (every phase marked in a 100-step window).
+* Mixed precision (issue 12): ``step(4096, flops_by_dtype={fp8, bf16})`` and a
+  ``track(..., flops_by_dtype=...)`` block with ``mfu_mixed`` read, on the CPU
+  clock, beside the same calls without the dict.
 * Python equivalents: a class doing ``time.perf_counter()`` marks and a
   ``collections.deque`` window (for ``step()``), and a context manager reading
   ``perf_counter()`` on enter and exit (for ``track()``). The natural GPU
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import json
 import os
 import statistics
@@ -125,6 +129,19 @@ def per_block_ns(make_block, calls: int, rounds: int, read: bool) -> float:
     return best
 
 
+def per_mixed_block_ns(make_block, calls: int, rounds: int) -> float:
+    """A ``track()`` block and a read of its ``mfu_mixed``."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = clock_ns()
+        for _ in range(calls):
+            with make_block() as r:
+                pass
+            r.mfu_mixed
+        best = min(best, (clock_ns() - start) / calls)
+    return best
+
+
 def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
     """Interleaved child runs of this script on `other`'s build and on ours."""
     trees = {"before": str(Path(other).resolve()), "after": str(ROOT)}
@@ -168,12 +185,13 @@ def main() -> None:
 
     import ctypes
 
-    from mfu_tracker import Tracker, track, user_gpu_spec
+    from mfu_tracker import Tracker, lookup_gpu_spec, track, user_gpu_spec
 
     fake = ctypes.CDLL(os.environ["MFU_TRACKER_CUDA_LIBRARY"])
     fake.fake_reset()  # no lag, no work: every event is done when recorded
 
     spec = user_gpu_spec(989.4, name="fixed", memory_bandwidth_tbs=3.35)
+    h100 = lookup_gpu_spec("NVIDIA H100 80GB HBM3", num_sms=132)  # fp8 and bf16 peaks
     baseline = per_call_ns(id, n, rounds)
 
     cpu_tracker = Tracker(1e6, spec=spec, clock="cpu", param_bytes=1e9)
@@ -230,6 +248,23 @@ def main() -> None:
     plain_metrics_ns = per_call_ns(lambda _: cpu_tracker.metrics(), n // 10, rounds)
     waterfall_ns = per_call_ns(lambda _: waterfall_tracker.metrics(), n // 10, rounds)
 
+    # --compare against an older build: no flops_by_dtype there
+    has_mixed = "flops_by_dtype" in inspect.signature(Tracker).parameters
+    by_dtype = {"fp8": 6e5, "bf16": 4e5}
+    mixed_tracker = Tracker(1e6, spec=h100, clock="cpu", dtype="bf16")
+    mixed_tracker.step()
+    mixed = {} if not has_mixed else {
+        "Tracker.step(), cpu clock, H100 spec": per_call_ns(mixed_tracker.step, n, rounds),
+        "Tracker.step(flops_by_dtype=2 dtypes), cpu clock":
+            per_call_ns(lambda t: mixed_tracker.step(t, flops_by_dtype=by_dtype), n, rounds),
+        "track() + mfu_mixed, 2 dtypes, cpu clock": per_mixed_block_ns(
+            lambda: track(1e6, 1e9, dtype="bf16", spec=h100, clock="cpu",
+                          flops_by_dtype=by_dtype), n, rounds),
+        "track() + mfu, same spec, cpu clock": per_block_ns(
+            lambda: track(1e6, 1e9, dtype="bf16", spec=h100, clock="cpu"), n, rounds,
+            read=True),
+    }
+
     blocks = {
         "nullcontext()": per_block_ns(contextlib.nullcontext, n, rounds, read=False),
         "Python perf_counter block": per_block_ns(PyBlock, n, rounds, read=True),
@@ -244,7 +279,7 @@ def main() -> None:
     }
 
     if args.json:
-        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks, **marks,
+        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks, **marks, **mixed,
                    "Tracker.metrics(), cpu clock, no phases": plain_metrics_ns,
                    "Tracker.metrics(), cpu clock, waterfall": waterfall_ns,
                    "_cuda_syncs": syncs + phase_syncs, "_baseline": baseline}
@@ -268,6 +303,8 @@ def main() -> None:
     print(f"  synchronizing driver calls during the cuda-clock phase marks: {phase_syncs}")
     print(f"Tracker.metrics(), cpu clock, no phases        {plain_metrics_ns:7.1f} ns/call")
     print(f"Tracker.metrics(), cpu clock, waterfall ({waterfall_keys} keys) {waterfall_ns:7.1f} ns/call")
+    for name, ns in mixed.items():
+        print(f"{name:50s} {ns:7.1f} ns/call")
     print("torch.cuda.Event equivalent: not measurable without a GPU "
           "(torch.cuda.Event(enable_timing=True) raises on a CPU build)")
 

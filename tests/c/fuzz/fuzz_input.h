@@ -14,6 +14,9 @@
  *                    6 u32                            (d = u8 - 128)
  *   fi_i32  tag % 4: 0 raw 4 bytes      1 u8          2 -(u8 + 1)
  *                    3 edge32[u8]
+ *   fi_double tag % 8: 0 raw 8 bytes  1 u8          2 NaN
+ *                    3 +-inf (tag & 8)  4 -(u8 + 0.5)  5 DBL_MAX
+ *                    6 `small`          7 u16 * `scale`
  *
  * Corpus files (tests/c/fuzz/make_corpus.py) always use tag 0 plus the raw
  * bytes, so every committed entry spells its exact values.
@@ -25,6 +28,8 @@
 #ifndef MFU_FUZZ_INPUT_H
 #define MFU_FUZZ_INPUT_H
 
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -138,6 +143,28 @@ static inline int32_t fi_i32(fuzz_input *in)
     case 2: return -(int32_t)fi_u8(in) - 1;
     case 3: return fi_edge32[fi_u8(in) % FI_COUNT(fi_edge32)];
     default: return fi_as_i32((uint32_t)fi_bytes_le(in, 4));
+    }
+}
+
+/* A picked double: the target chooses its own small edge (the least
+ * denormal for a ratio, 0 for a duration) and the scale of u16 values. */
+static inline double fi_double(fuzz_input *in, double small, double scale)
+{
+    uint8_t tag = fi_u8(in);
+    switch (tag % 8) {
+    case 1: return (double)fi_u8(in);
+    case 2: return NAN;
+    case 3: return (tag & 8) ? -INFINITY : INFINITY;
+    case 4: return -(double)fi_u8(in) - 0.5;
+    case 5: return DBL_MAX;
+    case 6: return small;
+    case 7: return (double)fi_bytes_le(in, 2) * scale;
+    default: {
+        uint64_t bits = fi_u64(in);
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        return v;
+    }
     }
 }
 
