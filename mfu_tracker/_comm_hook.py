@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+__all__ = ["attach_ddp", "attach_ddp_or_warn"]
+
 
 def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = None,
                state: Any = None) -> None:
@@ -55,3 +57,16 @@ def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = No
         return future
 
     model.register_comm_hook(state, marking_hook)
+
+
+def attach_ddp_or_warn(tracker: Any, model: Any, warn: Callable[[str], None], fix: str) -> bool:
+    """:func:`attach_ddp` for the integrations, which must never raise: a
+    model that already has a communication hook (DDP takes one) keeps it, and
+    ``warn`` gets one message ending with ``fix``. True when attached."""
+    try:
+        attach_ddp(tracker, model)
+    except Exception as error:  # noqa: BLE001 -- DDP takes one hook per model
+        warn(f"exposed communication is not separated from backward: the DDP communication "
+             f"hook could not be registered ({error!r}); {fix}")
+        return False
+    return True

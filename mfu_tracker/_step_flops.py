@@ -559,21 +559,26 @@ class WindowWork:
         self.flops_by_dtype = flops_by_dtype  # the window's model FLOPs by dtype, or None
         self.warn_once = warn_once
 
-    def mfu_mixed(self, peaks: Sequence[Optional[float]], num_gpus: int) -> Optional[float]:
-        """(sum_d F_d / peak_d) / window_s / num_gpus over the window
-        (``peaks``: :func:`dtype_peaks`); None when the split is unknown or a
-        dtype has no peak (one warning, unless the device has no peak at all:
-        the peak lookup warned)."""
-        if self.flops_by_dtype is None or not self.known or not self.window_s > 0:
+    def ideal_s(self, peaks: Sequence[Optional[float]]) -> Optional[float]:
+        """sum_d F_d / peak_d over the window, seconds (``peaks``:
+        :func:`dtype_peaks`); None when the split is unknown or a dtype has no
+        peak (one warning, unless the device has no peak at all: the peak
+        lookup warned)."""
+        if self.flops_by_dtype is None or not self.known:
             return None
         ideal_s = _C.ideal_seconds(self.flops_by_dtype, peaks)
-        if ideal_s is None:
-            if self.warn_once is not None and any(p is not None for p in peaks):
-                self.warn_once("mixed", "the counted FLOPs include a dtype the device has no "
-                               f"peak for ({', '.join(sorted(self.flops_by_dtype))}): "
-                               "mfu_mixed is left out")
+        if ideal_s is None and self.warn_once is not None and any(p is not None for p in peaks):
+            self.warn_once("mixed", "the counted FLOPs include a dtype the device has no "
+                           f"peak for ({', '.join(sorted(self.flops_by_dtype))}): "
+                           "mfu_mixed is left out")
+        return ideal_s
+
+    def mfu_mixed(self, peaks: Sequence[Optional[float]], num_gpus: int) -> Optional[float]:
+        """:meth:`ideal_s` / window_s / num_gpus (None where it is None)."""
+        if not self.window_s > 0:
             return None
-        return ideal_s / self.window_s / num_gpus
+        ideal_s = self.ideal_s(peaks)
+        return None if ideal_s is None else ideal_s / self.window_s / num_gpus
 
     def figures(self, *, peak_flops_per_sec: Optional[float], peak_bytes_per_sec: Optional[float],
                 param_bytes: Optional[float], num_gpus: int,
@@ -603,13 +608,14 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     a window, so no rank is left waiting at the gather; otherwise this
     process's figures over ``window``. None when there is nothing to log."""
     if tracker.distributed:
-        model_flops = executed_flops = tokens = None
+        model_flops = executed_flops = tokens = ideal_s = None
         if window is not None and window.known:
             model_flops, executed_flops = window.model_flops, window.executed_flops
+            ideal_s = window.ideal_s(dtype_peaks(tracker.peak))
         if window is not None:
             tokens = window.tokens
         figures = tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
-                                    num_tokens=tokens)
+                                    num_tokens=tokens, ideal_s=ideal_s)
         if figures is None or window is None:
             return None
         return figures.metrics(prefix)   # sum of work / sum of peaks, and the per-rank spread

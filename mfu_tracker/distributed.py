@@ -71,6 +71,14 @@ the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
 above all) is left out of the step it falls in, so a fast rank's wait for a
 slow one no longer lowers its MFU.
 
+Mixed precision, the measured ceiling and telemetry (issue 12) are global
+too, when every rank has them: ``mfu_mixed`` is the device-weighted mean of
+the ranks' values (each already per device); ``mfu_vs_measured`` =
+sum_r A_r / sum_r measured_r; ``power_w`` is the sum over ranks of each
+rank's own device reading, so ``energy_j_per_token`` and ``tflops_per_watt``
+are the job's; ``sm_clock_mhz`` is the mean, ``clock_ratio`` the lowest and
+``throttled`` 1 when any rank reports a throttle reason.
+
 The collective itself (the side group, the gather, the bounded wait) is in
 :mod:`mfu_tracker._collective`.
 
@@ -96,10 +104,11 @@ __all__ = ["RankFigures", "DistributedFigures"]
 
 #: The first value of every row: bumped when ROW_FIELDS changes, so rows of
 #: different layouts (ranks running different versions) never combine.
-#: (The phase fields of issue 11 lengthened the row rather than reordering
-#: it: rows of the earlier layout cannot pair with these in one all-gather,
-#: which needs equal sizes, so the value stays 1.0.)
-ROW_LAYOUT = 1.0
+#: (Fields are only ever appended, and rows of different lengths cannot pair
+#: in one all-gather, which needs equal sizes; the value still says which
+#: layout a row has: 2.0 added the mixed-precision, measured-peak and
+#: telemetry fields of issue 12.)
+ROW_LAYOUT = 2.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
@@ -130,7 +139,17 @@ ROW_FIELDS: Tuple[str, ...] = (
     "phase_backward_s",
     "phase_optimizer_s",
     "phase_communication_s",
+    # issue 12 (NaN = unavailable on this rank)
+    "mfu_mixed",               # this rank's mixed-precision utilization (per device)
+    "measured_flops_per_sec",  # the measured GEMM peak x num_gpus (measure_peak=True)
+    "power_w",                 # board power since this rank's previous reading, W
+    "sm_clock_mhz",
+    "clock_ratio",
+    "throttled",               # 1.0 / 0.0
 )
+#: The telemetry readings a row carries (the rest is derived in combine()).
+TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
+
 _NAN = float("nan")
 
 
@@ -169,6 +188,12 @@ class RankFigures:
     phase_backward_s: Optional[float] = None
     phase_optimizer_s: Optional[float] = None
     phase_communication_s: Optional[float] = None
+    mfu_mixed: Optional[float] = None
+    measured_flops_per_sec: Optional[float] = None
+    power_w: Optional[float] = None
+    sm_clock_mhz: Optional[float] = None
+    clock_ratio: Optional[float] = None
+    throttled: Optional[float] = None
 
     @property
     def phase_s(self) -> Dict[str, float]:
@@ -258,6 +283,14 @@ class DistributedFigures:
     phase_s: Optional[Dict[str, float]] = None   # mean over ranks of seconds per step per phase
     straggler_rank: Optional[int] = None       # argmax of busy seconds per step (phases marked)
     straggler_lost: Optional[float] = None     # the others' mean wait for it / the job's step time
+    mfu_mixed: Optional[float] = None          # device-weighted mean of the ranks' mfu_mixed
+    mfu_vs_measured: Optional[float] = None    # sum_r A_r / sum_r measured peak_r
+    power_w: Optional[float] = None            # sum over ranks
+    energy_j_per_token: Optional[float] = None  # power_w / tokens_per_sec
+    tflops_per_watt: Optional[float] = None    # achieved TFLOP/s / power_w
+    sm_clock_mhz: Optional[float] = None       # mean over ranks
+    clock_ratio: Optional[float] = None        # lowest over ranks (the most held back)
+    throttled: Optional[float] = None          # 1 when any rank reports a throttle reason
 
     @property
     def world_size(self) -> int:
@@ -313,6 +346,37 @@ def _closing(mfu: float, lost: Dict[str, float]) -> float:
     return closing_share([mfu, *lost.values()])
 
 
+def _issue12(ranks: Tuple[RankFigures, ...], with_steps: bool, achieved: Optional[float],
+             tokens: Optional[float], power: Optional[float]) -> Dict[str, Optional[float]]:
+    """The mixed-precision, measured-peak and telemetry figures of the job
+    (each only when every rank has its part, like every global figure).
+
+    ``mfu_mixed``: the ranks' per-device values weighted by their devices,
+    i.e. the share of the job's device-time the work would need at each
+    dtype's peak. ``mfu_vs_measured`` = sum_r A_r / sum_r measured_r, as
+    ``mfu``. Power adds up over ranks, so J/token and TFLOP/s per W are the
+    job's; the SM clock is the mean, ``clock_ratio`` the lowest (the rank
+    held back most), ``throttled`` 1 when any rank is."""
+    out: Dict[str, Optional[float]] = {}
+    mixed = [r.mfu_mixed for r in ranks]
+    if with_steps and all(m is not None for m in mixed):
+        devices = math.fsum(r.num_devices for r in ranks)
+        out["mfu_mixed"] = math.fsum(m * r.num_devices for m, r in zip(mixed, ranks)) / devices  # type: ignore[operator]
+    out["mfu_vs_measured"] = _ratio(achieved, _total([r.measured_flops_per_sec for r in ranks]))
+    if power is not None:
+        out["power_w"] = power
+        out["energy_j_per_token"] = _ratio(power, tokens)
+        out["tflops_per_watt"] = (None if achieved is None or not power > 0
+                                  else achieved * 1e-12 / power)
+    clocks = _total([r.sm_clock_mhz for r in ranks])
+    out["sm_clock_mhz"] = None if clocks is None else clocks / len(ranks)
+    ratios = [r.clock_ratio for r in ranks]
+    out["clock_ratio"] = min(ratios) if all(v is not None for v in ratios) else None  # type: ignore[type-var]
+    throttled = [r.throttled for r in ranks]
+    out["throttled"] = max(throttled) if all(v is not None for v in throttled) else None  # type: ignore[type-var]
+    return out
+
+
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     """Global figures from every rank's :class:`RankFigures` (see the module doc).
 
@@ -343,7 +407,9 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         fastest = min(intervals, key=lambda item: (item[0], item[1]))
 
     lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
+    power = _total([r.power_w for r in ranks])
     return DistributedFigures(
+        **_issue12(ranks, with_steps, achieved, tokens, power),
         mfu_lost=lost,
         phase_s=phase_s,
         straggler_rank=straggler,

@@ -31,6 +31,7 @@ import torch
 
 from . import _C
 from ._auto_phases import AutoPhases
+from ._comm_hook import attach_ddp_or_warn
 from ._clock import block_clock
 from ._dtypes import normalize_dtype
 from ._step_flops import Flops, StepCounter, StepFlops, StepRecord
@@ -213,13 +214,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     def _attach_ddp(self, model: torch.nn.Module) -> None:
         """Exposed communication of a DDP model (``Tracker.attach_ddp``); a
         model with its own communication hook keeps it (one warning)."""
-        try:
-            self._tracker.attach_ddp(model)
-        except Exception as error:  # noqa: BLE001 -- DDP takes one hook per model
-            self._warn_once("ddp", f"exposed communication is not separated from backward: the "
-                            f"DDP communication hook could not be registered ({error!r}); "
-                            f"use wrapper.tracker.attach_ddp(model, hook=your_hook) before "
-                            f"registering yours")
+        attach_ddp_or_warn(self._tracker, model, lambda message: self._warn_once("ddp", message),
+                           "use wrapper.tracker.attach_ddp(model, hook=your_hook) before "
+                           "registering yours")
 
     # ---- the wrapped optimizer -------------------------------------------------
 

@@ -40,7 +40,7 @@ from ._validate import (
     check_prefix,
     check_stream,
 )
-from .distributed import DistributedFigures, RankFigures, combine
+from .distributed import TELEMETRY_FIELDS, DistributedFigures, RankFigures, combine
 from .gpu import GPUSpec, measured_gpu_spec
 
 __all__ = ["Tracker"]
@@ -177,9 +177,8 @@ class Tracker(_C.StepTracker):
 
     The last six come from NVML (:mod:`mfu_tracker._telemetry`), read once at
     construction and once per ``metrics()`` call -- never per step, never on a
-    thread; a missing or failing NVML leaves them out with one warning. These
-    eight keys are local: the distributed figures below do not aggregate them
-    (yet).
+    thread; a missing or failing NVML leaves them out with one warning. Under
+    a process group these eight keys are global too (below).
 
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
     ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
@@ -242,6 +241,13 @@ class Tracker(_C.StepTracker):
                                                     seconds per step: step time less exposed communication
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
+    ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
+    ``{prefix}/mfu_vs_measured``                    sum_r achieved_r / sum_r measured peak_r
+    ``{prefix}/power_w``                            sum over ranks (each rank reads its own device)
+    ``{prefix}/energy_j_per_token``                 ``power_w`` / the job's tokens per second
+    ``{prefix}/tflops_per_watt``                    the job's model TFLOP/s / ``power_w``
+    ``{prefix}/sm_clock_mhz`` / ``clock_ratio``     mean / lowest over ranks
+    ``{prefix}/throttled``                          1 when any rank reports a throttle reason
     ==============================================  ==========================================================
 
     With phases marked on every rank the waterfall keys are global too: the
@@ -322,7 +328,7 @@ class Tracker(_C.StepTracker):
             (:func:`measure_peak_flops`, about 0.3 s -- before training, never
             during it) and report ``mfu_vs_measured``; a measured peak above
             the one in use gives one warning. On a CPU it measures the CPU
-            matmul. Local figures only (not aggregated across ranks).
+            matmul. Under a process group ``mfu_vs_measured`` is global.
         telemetry: device telemetry from NVML (power, energy, clocks): None
             (on when the tracker's clock is a CUDA device), True (the same,
             warning when the device cannot be identified), False (off), or
@@ -535,6 +541,7 @@ class Tracker(_C.StepTracker):
         model_flops: Optional[float] = None,
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
+        ideal_s: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
@@ -542,13 +549,13 @@ class Tracker(_C.StepTracker):
         process's figures as a one-rank aggregation (no communication).
         None when the aggregation failed (warned once).
 
-        ``model_flops``, ``executed_flops``, ``num_tokens``: totals over the
-        steps now in the window, replacing the ones given to ``step()`` --
-        for integrations that know a window's work only at logging time
-        (see :meth:`rank_figures`).
+        ``model_flops``, ``executed_flops``, ``num_tokens``, ``ideal_s``:
+        totals over the steps now in the window, replacing the ones given to
+        ``step()`` -- for integrations that know a window's work only at
+        logging time (see :meth:`rank_figures`).
         """
         overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
-                         num_tokens=num_tokens)
+                         num_tokens=num_tokens, ideal_s=ideal_s)
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self.rank_figures(**overrides)])
@@ -575,6 +582,7 @@ class Tracker(_C.StepTracker):
         model_flops: Optional[float] = None,
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
+        ideal_s: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
@@ -582,7 +590,10 @@ class Tracker(_C.StepTracker):
         fields are the host time and step() calls since the previous
         aggregation (or construction); None / 0 when not distributed.
         ``model_flops`` / ``executed_flops`` / ``num_tokens`` (totals over
-        the window's steps, finite >= 0) replace the window's own totals; a
+        the window's steps, finite >= 0) replace the window's own totals, and
+        ``ideal_s`` (seconds the window's FLOPs need at each dtype's peak,
+        for ``mfu_mixed``) goes with ``model_flops`` -- without it a
+        ``model_flops`` override leaves ``mfu_mixed`` out; a
         bad one (negative, NaN, not a number) gives one warning and leaves its
         figures out -- never an exception, which on one rank would leave the
         others waiting in the collective.
@@ -590,6 +601,7 @@ class Tracker(_C.StepTracker):
         model_flops = _override(model_flops, "model_flops")
         executed_flops = _override(executed_flops, "executed_flops")
         num_tokens = _override(num_tokens, "num_tokens")
+        ideal_s = _override(ideal_s, "ideal_s")
         s = _C.StepTracker.summary(self)
         phases = _C.StepTracker.phases(self)["phase_s"]
         mp = self._model_parallel
@@ -613,6 +625,9 @@ class Tracker(_C.StepTracker):
         mfu = s["mfu"] if model_flops is None else (
             None if achieved is None or peak is None else achieved / peak)
         boundaries = int(s["boundaries"])
+        # This rank's own device (the rates are per rank, so J/token and
+        # TFLOP/s per W are formed over the job in combine()).
+        telemetry = self.read_telemetry()
         agg = self._dist
         if agg is not None and agg.failed is None:
             interval_s, interval_steps = agg.interval(boundaries)
@@ -639,6 +654,12 @@ class Tracker(_C.StepTracker):
             interval_steps=interval_steps,
             mfu=mfu,
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
+            mfu_mixed=(s.get("mfu_mixed") if model_flops is None
+                       else None if ideal_s is None or not window_s
+                       else ideal_s / window_s / (self._num_gpus * mp)),
+            measured_flops_per_sec=(None if not self._measured_flops_per_sec
+                                    else self._measured_flops_per_sec * self._num_gpus),
+            **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:

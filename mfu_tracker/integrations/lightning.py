@@ -52,6 +52,17 @@ How the numbers are made:
   "transformer-engine[-float16]" fp8, "64-true" fp64, bitsandbytes its
   compute dtype, "32-true" fp32, or tf32 on CUDA when matmuls may use it;
   see :func:`~mfu_tracker.integrations.fabric.dtype_from_precision`).
+* **Phases** (``phases=True``): data from a batch's end to the next batch's
+  start, forward from ``on_train_batch_start`` to ``on_before_backward``,
+  backward to ``on_after_backward``, optimizer from
+  ``on_before_optimizer_step`` -- one mark each on the tracker's clock -- so
+  the logged figures carry the waterfall (``mfu_lost/*``, ``phase_s/*``).
+  Under the DDP strategy the gradient all-reduce runs behind the tracker's
+  marking communication hook (``Tracker.attach_ddp``): the exposed part of
+  it is ``mfu_lost/communication`` and the straggler keys name a slow rank.
+  A strategy with a communication hook of its own keeps it (one warning;
+  communication then stays in backward). FSDP: see
+  :mod:`mfu_tracker._comm_hook`.
 
 Nothing in the callback raises into ``fit()``: a failing hook gives one
 warning and its figures are left out, and a logger whose ``log_metrics``
@@ -65,6 +76,7 @@ from typing import Any, Optional
 
 from lightning.pytorch.callbacks import Callback
 
+from .._comm_hook import attach_ddp_or_warn
 from .._dtypes import normalize_dtype
 from .._step_flops import StepRecord
 from .._validate import WINDOW_MAX, check_int
@@ -181,6 +193,19 @@ class MFUCallback(CallbackCore, Callback):
             device = self.device if self.device is not None else getattr(pl_module, "device", None)
             self._start(pl_module, dtype=self._resolve_dtype(trainer, pl_module),
                         window=self._logging_window(trainer), device=device)
+            self._attach_ddp(getattr(getattr(trainer, "strategy", None), "model", None))
+
+    def _attach_ddp(self, wrapped: Any) -> None:
+        """Exposed communication under the DDP strategy: the strategy wrapped
+        the module before ``on_train_start``; its gradient all-reduce runs
+        behind the tracker's marking hook (``Tracker.attach_ddp``)."""
+        import torch
+
+        if self._phases is None or not isinstance(wrapped, torch.nn.parallel.DistributedDataParallel):
+            return
+        attach_ddp_or_warn(self._tracker, wrapped, lambda message: self._warn_once("ddp", message),
+                           "a DDPStrategy(ddp_comm_hook=...) of your own keeps exposed "
+                           "communication inside backward")
 
     def _logging_window(self, trainer: Any) -> int:
         """Set the logging interval (optimizer steps); the window it implies."""

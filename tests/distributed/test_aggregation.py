@@ -6,13 +6,14 @@ is destroyed. Real multi-process runs are in test_torchrun.py.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
 import pytest
 
 from mfu_tracker import user_gpu_spec
-from mfu_tracker.distributed import ROW_FIELDS, RankFigures, combine
+from mfu_tracker.distributed import ROW_FIELDS, ROW_LAYOUT, RankFigures, combine
 from mfu_tracker.step import Tracker
 
 SPEC = user_gpu_spec(1.0, name="fake", memory_bandwidth_tbs=1.0)  # 1e12 FLOP/s, 1e12 B/s
@@ -115,10 +116,43 @@ def test_no_interval_steps_means_no_straggler_figure():
     assert g.slowest_rank is None and "throughput/slowest_rank" not in g.metrics()
 
 
+def test_mixed_precision_measured_peak_and_telemetry_by_hand():
+    # rank 0: 1 device, mfu_mixed 0.5; rank 1: an 8-device process, mfu_mixed 0.2
+    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0), mfu_mixed=0.5,
+                             measured_flops_per_sec=8e11, power_w=300.0, sm_clock_mhz=1800.0,
+                             clock_ratio=0.9, throttled=0.0)
+    r1 = dataclasses.replace(row(1, achieved=2e11, tokens=3000.0, devices=8), mfu_mixed=0.2,
+                             measured_flops_per_sec=4e11, power_w=500.0, sm_clock_mhz=1400.0,
+                             clock_ratio=0.7, throttled=1.0)
+    g = combine([r0, r1])
+    assert g.mfu_mixed == pytest.approx((0.5 * 1 + 0.2 * 8) / 9)         # device-weighted: 0.2333
+    assert g.mfu_vs_measured == pytest.approx((4e11 + 2e11) / (8e11 + 4e11))  # = 0.5
+    assert g.power_w == pytest.approx(800.0)                             # 300 + 500 W
+    assert g.energy_j_per_token == pytest.approx(800.0 / 4000.0)         # 0.2 J per token
+    assert g.tflops_per_watt == pytest.approx(0.6 / 800.0)               # 0.6 TFLOP/s over 800 W
+    assert g.sm_clock_mhz == pytest.approx(1600.0)                       # mean of 1800, 1400
+    assert g.clock_ratio == pytest.approx(0.7)                           # the lowest
+    assert g.throttled == 1.0                                            # any rank
+    m = g.metrics("tp")
+    assert keys(m) >= {"mfu_mixed", "mfu_vs_measured", "power_w", "energy_j_per_token",
+                                    "tflops_per_watt", "sm_clock_mhz", "clock_ratio", "throttled"}
+    assert RankFigures.from_row(r1.to_row()) == r1
+
+
+def test_issue12_figures_missing_on_one_rank_are_left_out():
+    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0), mfu_mixed=0.5, power_w=300.0,
+                             measured_flops_per_sec=8e11, clock_ratio=0.9)
+    r1 = row(1, achieved=2e11, tokens=3000.0)                            # no telemetry, no mixed
+    g = combine([r0, r1])
+    assert (g.mfu_mixed, g.mfu_vs_measured, g.power_w, g.energy_j_per_token, g.tflops_per_watt,
+            g.sm_clock_mhz, g.clock_ratio, g.throttled) == (None,) * 8
+    assert not keys(g.metrics()) & {"mfu_mixed", "mfu_vs_measured", "power_w", "clock_ratio"}
+
+
 def test_row_round_trip():
     r = row(3, achieved=1.5e11, tokens=None, executed=2e11)
     values = r.to_row()
-    assert len(values) == len(ROW_FIELDS) and values[0] == 1.0
+    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 2.0
     assert math.isnan(values[ROW_FIELDS.index("tokens_per_sec")])
     assert RankFigures.from_row(values) == r
 
@@ -222,6 +256,24 @@ def test_world_size_one_same_keys_no_collective(world_of_one):
     assert t.distributed_counters() == {"aggregations": 1, "collectives": 0, "failures": 0,
                                         "world_size": 1, "active": 1}
     assert keys(Tracker(1e3, spec=SPEC, distributed=False).metrics()) == set()  # opted out, empty
+
+
+def test_world_size_one_keeps_mfu_mixed(world_of_one):
+    from mfu_tracker import lookup_gpu_spec
+
+    h100 = lookup_gpu_spec("NVIDIA H100 80GB HBM3", num_sms=132)         # fp8 1978.9, bf16 989.4
+    t = Tracker(None, spec=h100, dtype="bf16", warmup=0, clock="cpu",
+                flops_by_dtype={"fp8": 4e6, "bf16": 1e6})
+    assert t.distributed
+    steps(t, 3)
+    local = t.summary()
+    m = t.metrics()
+    # one rank, one device: the global value is the rank's own
+    assert m["throughput/mfu_mixed"] == pytest.approx(local["mfu_mixed"])
+    window_s = local["window_s"]
+    assert m["throughput/mfu_mixed"] == pytest.approx(
+        3 * (4e6 / 1978.9e12 + 1e6 / 989.4e12) / window_s)
+    assert "throughput/mfu_rank_min" in m                               # the distributed path
 
 
 def test_world_size_one_rejects_degrees_that_do_not_divide_it(world_of_one):

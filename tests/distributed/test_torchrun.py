@@ -209,6 +209,34 @@ def test_world_size_one_same_keys_no_collective(tmp_path):
     check_against_hand([out["tracker"]])
 
 
+def test_mixed_precision_and_telemetry_are_global(tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _fake_nvml import UUID, build
+
+    r0, r1 = launch("mixed", tmp_path, env={"MFU_TRACKER_NVML_LIBRARY": build(),
+                                            "FAKE_NVML_UUID": UUID})
+    assert r0["warnings"] == [] and r1["warnings"] == []
+    assert len(r0["tracker"]) == 3
+    for a, b in zip(r0["tracker"], r1["tracker"]):
+        m, s0, s1 = a["metrics"], a["summary"], b["summary"]
+        assert b["metrics"] == m                              # the same figures on both ranks
+        # each rank's own mfu_mixed: (sum_d F_d / peak_d) x steps / window (H100 SXM row)
+        for s, ideal in ((s0, 4e6 / 1978.9e12 + 1e6 / 989.4e12), (s1, 2e6 / 989.4e12)):
+            assert s["mfu_mixed"] == pytest.approx(ideal * s["steps"] / s["window_s"], rel=1e-12)
+        # one device each: the global value is their mean
+        assert m["throughput/mfu_mixed"] == pytest.approx((s0["mfu_mixed"] + s1["mfu_mixed"]) / 2,
+                                                          rel=1e-12)
+        # power adds up (200 + 400 W from the fakes' energy counters), the rest follows from it
+        assert m["throughput/power_w"] == pytest.approx(600.0, rel=0.05)
+        assert m["throughput/energy_j_per_token"] == pytest.approx(
+            m["throughput/power_w"] / m["throughput/tokens_per_sec"], rel=1e-12)
+        assert m["throughput/tflops_per_watt"] == pytest.approx(
+            m["throughput/achieved_tflops"] / m["throughput/power_w"], rel=1e-12)
+        assert m["throughput/sm_clock_mhz"] == 1600.0         # mean of 1800 and 1400
+        assert m["throughput/clock_ratio"] == pytest.approx(1400 / 1980)  # the lowest
+        assert m["throughput/throttled"] == 1.0               # rank 1 is power-capped
+
+
 @pytest.fixture(scope="module")
 def trainer_run(tmp_path_factory):
     pytest.importorskip("transformers")
@@ -225,6 +253,9 @@ def test_trainer_callback_under_ddp(trainer_run):
             # the global denominator: the sum of both ranks' peaks, 2 x 0.05 TFLOP/s
             assert entry["throughput/peak_tflops"] == pytest.approx(0.1)
             assert 0 < entry["throughput/mfu"] < 1
+            # the counter's FLOPs by dtype reach the aggregation; with one user peak for
+            # every dtype each rank's mfu_mixed is its mfu, and so is the global one
+            assert entry["throughput/mfu_mixed"] == pytest.approx(entry["throughput/mfu"], rel=1e-9)
         # one all-gather per logging call (steps 2, 4, 6 and the final summary log), on
         # every rank alike; never one per step
         assert 3 <= out["gathers"] <= 4
