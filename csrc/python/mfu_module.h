@@ -28,7 +28,7 @@ typedef struct mfu_module_state {
      * num_tokens, model_flops, executed_flops, flops_by_dtype. */
     PyObject *step_kwnames[4];
     /* Tracker.phase()'s context type and the phase names, interned, in
-     * mfu_phase order (py_step_tracker.c). */
+     * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
     PyObject *phase_names[MFU_PHASE_COUNT];
     /* track() (py_track.c): the resolver that turns (dtype, device, spec,

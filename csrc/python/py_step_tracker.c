@@ -9,12 +9,13 @@
  * flush() and close()), and turns what the core reports into at most one
  * RuntimeWarning per kind -- bad per-step values, a clock failure, a step
  * after close(), MFU above 1 -- emitted after the lock is released. Nothing
- * raises into the training loop once the tracker is configured.
+ * raises into the training loop once the tracker is configured. The phase
+ * marks of the waterfall are in py_phases.c.
  */
 #include <math.h>
 #include <stddef.h>
 
-#include "mfu_module.h"
+#include "py_step_tracker.h"
 
 /* step()'s parameter names, interned in module state (step_kwnames). No
  * metric key is built here: Tracker.metrics() formats them in Python
@@ -22,28 +23,9 @@
 enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_FLOPS_BY_DTYPE, KW_COUNT };
 enum { STEP_PARAMETERS = KW_COUNT };
 
-typedef struct {
-    PyObject_HEAD
-    mfu_module_state *state;
-    PyThread_type_lock lock;
-    mfu_steps *steps; /* NULL until __init__ succeeds */
-    /* Mixed precision (core/mixed.h): the per-device peak of each dtype,
-     * FLOP/s, NaN = none; fixed at __init__. */
-    double dtype_peaks[MFU_DTYPE_COUNT];
-    int any_peak; /* some dtype has a peak: else no peak is known at all
-                     (warned by the peak lookup) and mfu_mixed is silently out */
+/* ---- the lock and the warnings (py_step_tracker.h) -------------------------- */
 
-    int warn_pending; /* message holds a warning to emit after the lock */
-    int warned_failure, warned_args, warned_closed, warned_mfu, warned_mixed;
-    int warned_phase_open, warned_phase_misuse;
-    char message[400];
-} step_object;
-
-/* ---- warnings --------------------------------------------------------------- */
-
-/* Queue `message` unless its kind warned already or another waits (that
- * kind then warns on a later call). Lock held. */
-static void queue_warning(step_object *s, int *flag, const char *message)
+void mfu_py_step_queue_warning(step_object *s, int *flag, const char *message)
 {
     if (*flag || s->warn_pending)
         return;
@@ -52,8 +34,7 @@ static void queue_warning(step_object *s, int *flag, const char *message)
     PyOS_snprintf(s->message, sizeof s->message, "%s", message);
 }
 
-/* The clock failed since the last look: one warning, ever. Lock held. */
-static void check_fallback(step_object *s)
+void mfu_py_step_check_fallback(step_object *s)
 {
     mfu_clock_kind clock;
     mfu_gpu_error error;
@@ -61,16 +42,24 @@ static void check_fallback(step_object *s)
     if (s->warned_failure || mfu_steps_fallback(s->steps, &clock, &error) == 0)
         return;
     mfu_py_fallback_message(clock, "Tracker", &error, message, sizeof message);
-    queue_warning(s, &s->warned_failure, message);
+    mfu_py_step_queue_warning(s, &s->warned_failure, message);
 }
 
-static void step_unlock(step_object *s)
+void mfu_py_step_unlock(step_object *s)
 {
     int warn = s->warn_pending;
     s->warn_pending = 0;
     PyThread_release_lock(s->lock);
     if (warn)
         mfu_py_warn_keep_exception(s->message);
+}
+
+int mfu_py_step_require_init(const step_object *s)
+{
+    if (s->steps != NULL)
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
+    return -1;
 }
 
 /* ---- mixed precision -------------------------------------------------------- */
@@ -164,7 +153,7 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) { /* __init__ never ran: nothing to time */
-        step_unlock(s);
+        mfu_py_step_unlock(s);
         Py_RETURN_NONE;
     }
     mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
@@ -188,243 +177,25 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
                           "float >= 0 (a Python number, not a tensor); that step's "
                           "%s is recorded as unknown and the figures using it are "
                           "left out", name, name);
-        queue_warning(s, &s->warned_args, message);
+        mfu_py_step_queue_warning(s, &s->warned_args, message);
     }
     if (no_peak && s->any_peak && !s->warned_mixed) {
         char message[300];
         no_peak_message(missing, message, sizeof message);
-        queue_warning(s, &s->warned_mixed, message);
+        mfu_py_step_queue_warning(s, &s->warned_mixed, message);
     }
     if (status != MFU_OK && mfu_steps_closed(s->steps))
-        queue_warning(s, &s->warned_closed,
+        mfu_py_step_queue_warning(s, &s->warned_closed,
                       "mfu_tracker: Tracker.step() after close() is ignored");
     if (outcome.fallbacks > 0)
-        check_fallback(s);
+        mfu_py_step_check_fallback(s);
     if (outcome.phases_closed > 0)
-        queue_warning(s, &s->warned_phase_open,
+        mfu_py_step_queue_warning(s, &s->warned_phase_open,
                       "mfu_tracker: Tracker.step() closed a phase left open (a "
                       "begin_phase() without end_phase(), or step() inside a "
                       "phase() block); phases end at the step boundary");
-    step_unlock(s);
+    mfu_py_step_unlock(s);
     Py_RETURN_NONE;
-}
-
-/* ---- phases ----------------------------------------------------------------- */
-
-static int require_init(const step_object *s)
-{
-    if (s->steps != NULL)
-        return 0;
-    PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
-    return -1;
-}
-
-
-static const mfu_py_choice phase_choices[] = {
-    {"data", MFU_PHASE_DATA},
-    {"forward", MFU_PHASE_FORWARD},
-    {"backward", MFU_PHASE_BACKWARD},
-    {"optimizer", MFU_PHASE_OPTIMIZER},
-    {"communication", MFU_PHASE_COMMUNICATION},
-    {NULL, 0},
-};
-
-/* A phase name: the interned names by identity (the hot path), else by
- * value; anything else is a ValueError naming it (a configuration error in
- * the loop's code, raised at its first run). */
-static int phase_arg(const step_object *s, PyObject *name, mfu_phase *out)
-{
-    int value;
-    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
-        if (name == s->state->phase_names[i]) {
-            *out = (mfu_phase)i;
-            return 0;
-        }
-    }
-    if (mfu_py_choice_arg(name, "phase", phase_choices, &value) < 0)
-        return -1;
-    *out = (mfu_phase)value;
-    return 0;
-}
-
-enum phase_op { PHASE_BEGIN, PHASE_END, PHASE_SWITCH, EXCLUDE_BEGIN, EXCLUDE_END };
-
-/* One phase call on the core, under the lock; misuse (an end without a
- * phase, too deep a nesting) and a failing clock become one warning each. */
-static void phase_call(step_object *s, enum phase_op op, mfu_phase phase)
-{
-    mfu_status status;
-    mfu_py_lock_acquire(s->lock);
-    if (s->steps == NULL) {
-        step_unlock(s);
-        return;
-    }
-    status = op == PHASE_BEGIN     ? mfu_steps_phase_begin(s->steps, phase)
-             : op == PHASE_SWITCH  ? mfu_steps_phase_switch(s->steps, phase)
-             : op == PHASE_END     ? mfu_steps_phase_end(s->steps)
-             : op == EXCLUDE_BEGIN ? mfu_steps_exclude_begin(s->steps)
-                                   : mfu_steps_exclude_end(s->steps);
-    if (status == MFU_ERR_INVALID_ARGUMENT) {
-        char message[300];
-        PyOS_snprintf(message, sizeof message,
-                      "mfu_tracker: Tracker.%s: %s; the call is ignored",
-                      op == PHASE_END ? "end_phase()" : "begin_phase()",
-                      op == PHASE_END ? "no phase is open"
-                                      : "too many nested phases (more than "
-                                        "_C.LIMIT_PHASE_DEPTH_MAX)");
-        queue_warning(s, &s->warned_phase_misuse, message);
-    }
-    check_fallback(s);
-    step_unlock(s);
-}
-
-/* begin_phase(name) / switch_phase(name): the name checked, then the call. */
-static PyObject *named_phase_call(PyObject *self, PyObject *name, enum phase_op op)
-{
-    mfu_phase phase;
-    if (phase_arg((step_object *)self, name, &phase) < 0)
-        return NULL;
-    phase_call((step_object *)self, op, phase);
-    Py_RETURN_NONE;
-}
-
-static PyObject *step_begin_phase(PyObject *self, PyObject *name)
-{
-    return named_phase_call(self, name, PHASE_BEGIN);
-}
-
-static PyObject *step_switch_phase(PyObject *self, PyObject *name)
-{
-    return named_phase_call(self, name, PHASE_SWITCH);
-}
-
-static PyObject *step_end_phase(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    phase_call((step_object *)self, PHASE_END, MFU_PHASE_NONE);
-    Py_RETURN_NONE;
-}
-
-static PyObject *step_exclude_begin(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    phase_call((step_object *)self, EXCLUDE_BEGIN, MFU_PHASE_NONE);
-    Py_RETURN_NONE;
-}
-
-static PyObject *step_exclude_end(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    phase_call((step_object *)self, EXCLUDE_END, MFU_PHASE_NONE);
-    Py_RETURN_NONE;
-}
-
-static PyObject *step_phase_depth(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    step_object *s = (step_object *)self;
-    uint32_t depth = 0;
-    mfu_py_lock_acquire(s->lock);
-    if (s->steps != NULL)
-        depth = mfu_steps_phase_depth(s->steps);
-    PyThread_release_lock(s->lock);
-    return PyLong_FromUnsignedLong(depth);
-}
-
-/* phase(name): a context manager whose __enter__ begins the phase and
- * whose __exit__ ends it (exceptions propagate unchanged). A small object
- * per call, holding the tracker. */
-typedef struct {
-    PyObject_HEAD
-    PyObject *tracker;
-    mfu_phase phase;
-} phase_block;
-
-static PyObject *step_phase(PyObject *self, PyObject *name)
-{
-    step_object *s = (step_object *)self;
-    mfu_phase phase;
-    phase_block *block;
-    if (phase_arg(s, name, &phase) < 0)
-        return NULL;
-    block = PyObject_New(phase_block, s->state->phase_type);
-    if (block == NULL)
-        return NULL;
-    block->tracker = Py_NewRef(self);
-    block->phase = phase;
-    return (PyObject *)block;
-}
-
-static PyObject *phase_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    phase_block *b = (phase_block *)self;
-    phase_call((step_object *)b->tracker, PHASE_BEGIN, b->phase);
-    return Py_NewRef(self);
-}
-
-static PyObject *phase_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
-                            Py_ssize_t Py_UNUSED(nargs))
-{
-    phase_block *b = (phase_block *)self;
-    phase_call((step_object *)b->tracker, PHASE_END, MFU_PHASE_NONE);
-    Py_RETURN_FALSE;
-}
-
-static void phase_dealloc(PyObject *self)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    Py_XDECREF(((phase_block *)self)->tracker);
-    PyObject_Free(self);
-    Py_DECREF(type);
-}
-
-static PyMethodDef phase_methods[] = {
-    {"__enter__", phase_enter, METH_NOARGS, NULL},
-    {"__exit__", (PyCFunction)(void (*)(void))phase_exit, METH_FASTCALL, NULL},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyType_Slot phase_slots[] = {
-    {Py_tp_doc, (void *)"A phase() block: begins the phase on entry, ends it on exit."},
-    {Py_tp_dealloc, phase_dealloc},
-    {Py_tp_methods, phase_methods},
-    {0, NULL},
-};
-
-static PyType_Spec phase_spec = MFU_PY_TYPE_SPEC(
-    "PhaseBlock", phase_block,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    phase_slots);
-
-/* phases(): the window's seconds per step of each marked phase, and the
- * excluded seconds per step. */
-static PyObject *step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
-{
-    step_object *s = (step_object *)self;
-    mfu_phase_summary sum;
-    PyObject *seconds, *result;
-    if (require_init(s) < 0)
-        return NULL;
-    mfu_py_lock_acquire(s->lock);
-    mfu_steps_phases(s->steps, &sum);
-    check_fallback(s);
-    step_unlock(s);
-    seconds = PyDict_New();
-    if (seconds == NULL)
-        return NULL;
-    for (int p = 0; p < MFU_PHASE_COUNT && sum.steps > 0; p++) {
-        PyObject *value;
-        if (!(sum.marked & (1u << p)))
-            continue;
-        value = PyFloat_FromDouble(sum.seconds[p] / sum.steps);
-        if (value == NULL
-            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
-            Py_XDECREF(value);
-            Py_DECREF(seconds);
-            return NULL;
-        }
-        Py_DECREF(value);
-    }
-    result = Py_BuildValue("{sIsNsd}", "steps", (unsigned int)sum.steps, "phase_s",
-                           seconds, "excluded_s",
-                           sum.steps > 0 ? sum.excluded_s / sum.steps : 0.0);
-    return result;
 }
 
 /* ---- the figures ------------------------------------------------------------ */
@@ -441,17 +212,17 @@ static void summarize(step_object *s, mfu_steps_summary *sum)
                       "FLOP/s: the peak or the FLOP count is wrong; the value is "
                       "reported unclamped",
                       sum->window.metrics.mfu, sum->peak_flops_per_sec);
-        queue_warning(s, &s->warned_mfu, message);
+        mfu_py_step_queue_warning(s, &s->warned_mfu, message);
     }
-    check_fallback(s);
-    step_unlock(s);
+    mfu_py_step_check_fallback(s);
+    mfu_py_step_unlock(s);
 }
 
 static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     step_object *s = (step_object *)self;
     mfu_steps_summary sum;
-    if (require_init(s) < 0)
+    if (mfu_py_step_require_init(s) < 0)
         return NULL;
     summarize(s, &sum);
 
@@ -505,9 +276,9 @@ static PyObject *step_wait(step_object *s, void (*call)(mfu_steps *))
         Py_BEGIN_ALLOW_THREADS
         call(s->steps);
         Py_END_ALLOW_THREADS
-        check_fallback(s);
+        mfu_py_step_check_fallback(s);
     }
-    step_unlock(s);
+    mfu_py_step_unlock(s);
     Py_RETURN_NONE;
 }
 
@@ -770,27 +541,27 @@ static PyMethodDef step_methods[] = {
     {"close", step_close, METH_NOARGS,
      "close($self, /)\n--\n\nFlush and release the GPU events; the figures "
      "stay readable."},
-    {"begin_phase", step_begin_phase, METH_O,
+    {"begin_phase", mfu_py_step_begin_phase, METH_O,
      "begin_phase($self, name, /)\n--\n\nBegin phase `name` ('data', 'forward', "
      "'backward', 'optimizer', 'communication') inside the running one (the inner "
      "phase wins; the outer resumes at end_phase()). One mark, never blocks."},
-    {"end_phase", step_end_phase, METH_NOARGS,
+    {"end_phase", mfu_py_step_end_phase, METH_NOARGS,
      "end_phase($self, /)\n--\n\nEnd the innermost phase (none open: one warning)."},
-    {"switch_phase", step_switch_phase, METH_O,
+    {"switch_phase", mfu_py_step_switch_phase, METH_O,
      "switch_phase($self, name, /)\n--\n\nRelabel the innermost phase `name` "
      "(begin it when none is open): one mark, for hooks."},
-    {"phase", step_phase, METH_O,
+    {"phase", mfu_py_step_phase, METH_O,
      "phase($self, name, /)\n--\n\nA context manager: begin_phase(name) on "
      "entry, end_phase() on exit."},
-    {"phase_depth", step_phase_depth, METH_NOARGS,
+    {"phase_depth", mfu_py_step_phase_depth, METH_NOARGS,
      "phase_depth($self, /)\n--\n\nThe number of phases open now."},
-    {"phases", step_phases, METH_NOARGS,
+    {"phases", mfu_py_step_phases, METH_NOARGS,
      "phases($self, /)\n--\n\nThe window's seconds per step of each marked "
      "phase ('phase_s') and the excluded seconds per step ('excluded_s')."},
-    {"_exclude_begin", step_exclude_begin, METH_NOARGS,
+    {"_exclude_begin", mfu_py_step_exclude_begin, METH_NOARGS,
      "_exclude_begin($self, /)\n--\n\nBegin the tracker's own time: left out "
      "of the step it falls in."},
-    {"_exclude_end", step_exclude_end, METH_NOARGS,
+    {"_exclude_end", mfu_py_step_exclude_end, METH_NOARGS,
      "_exclude_end($self, /)\n--\n\nEnd the tracker's own time."},
     {"counters", step_counters, METH_NOARGS,
      "counters($self, /)\n--\n\nTimer counters plus boundaries, pending, dropped."},
@@ -898,13 +669,5 @@ int mfu_py_step_tracker_exec(PyObject *module)
         if (state->step_kwnames[i] == NULL)
             return -1;
     }
-    state->phase_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &phase_spec, NULL);
-    if (state->phase_type == NULL || PyModule_AddType(module, state->phase_type) < 0)
-        return -1;
-    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
-        state->phase_names[i] = PyUnicode_InternFromString(mfu_phase_name((mfu_phase)i));
-        if (state->phase_names[i] == NULL)
-            return -1;
-    }
-    return 0;
+    return mfu_py_phases_exec(module);
 }

@@ -1,0 +1,233 @@
+/*
+ * py_phases.c -- the phase marks of _C.StepTracker, for the MFU waterfall
+ * (core/phases.h, mfu_tracker/_phases.py).
+ *
+ * begin_phase / switch_phase / end_phase each put one mark on the tracker's
+ * clock (never a sync); phase(name) is a small context manager doing the
+ * same on entry and exit; phases() reads the window's seconds per phase.
+ * Names are checked here: an unknown one is a ValueError naming it. Misuse
+ * (an end without a phase, too deep a nesting) is one warning, ignored.
+ */
+#include "py_step_tracker.h"
+
+static const mfu_py_choice phase_choices[] = {
+    {"data", MFU_PHASE_DATA},
+    {"forward", MFU_PHASE_FORWARD},
+    {"backward", MFU_PHASE_BACKWARD},
+    {"optimizer", MFU_PHASE_OPTIMIZER},
+    {"communication", MFU_PHASE_COMMUNICATION},
+    {NULL, 0},
+};
+
+/* A phase name: the interned names by identity (the hot path), else by
+ * value; anything else is a ValueError naming it (a configuration error in
+ * the loop's code, raised at its first run). */
+static int phase_arg(const step_object *s, PyObject *name, mfu_phase *out)
+{
+    int value;
+    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
+        if (name == s->state->phase_names[i]) {
+            *out = (mfu_phase)i;
+            return 0;
+        }
+    }
+    if (mfu_py_choice_arg(name, "phase", phase_choices, &value) < 0)
+        return -1;
+    *out = (mfu_phase)value;
+    return 0;
+}
+
+enum phase_op { PHASE_BEGIN, PHASE_END, PHASE_SWITCH, EXCLUDE_BEGIN, EXCLUDE_END };
+
+/* One phase call on the core, under the lock; misuse (an end without a
+ * phase, too deep a nesting) and a failing clock become one warning each. */
+static void phase_call(step_object *s, enum phase_op op, mfu_phase phase)
+{
+    mfu_status status;
+    mfu_py_lock_acquire(s->lock);
+    if (s->steps == NULL) {
+        mfu_py_step_unlock(s);
+        return;
+    }
+    status = op == PHASE_BEGIN     ? mfu_steps_phase_begin(s->steps, phase)
+             : op == PHASE_SWITCH  ? mfu_steps_phase_switch(s->steps, phase)
+             : op == PHASE_END     ? mfu_steps_phase_end(s->steps)
+             : op == EXCLUDE_BEGIN ? mfu_steps_exclude_begin(s->steps)
+                                   : mfu_steps_exclude_end(s->steps);
+    if (status == MFU_ERR_INVALID_ARGUMENT) {
+        char message[300];
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker.%s: %s; the call is ignored",
+                      op == PHASE_END ? "end_phase()" : "begin_phase()",
+                      op == PHASE_END ? "no phase is open"
+                                      : "too many nested phases (more than "
+                                        "_C.LIMIT_PHASE_DEPTH_MAX)");
+        mfu_py_step_queue_warning(s, &s->warned_phase_misuse, message);
+    }
+    mfu_py_step_check_fallback(s);
+    mfu_py_step_unlock(s);
+}
+
+/* begin_phase(name) / switch_phase(name): the name checked, then the call. */
+static PyObject *named_phase_call(PyObject *self, PyObject *name, enum phase_op op)
+{
+    mfu_phase phase;
+    if (phase_arg((step_object *)self, name, &phase) < 0)
+        return NULL;
+    phase_call((step_object *)self, op, phase);
+    Py_RETURN_NONE;
+}
+
+PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *name)
+{
+    return named_phase_call(self, name, PHASE_BEGIN);
+}
+
+PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *name)
+{
+    return named_phase_call(self, name, PHASE_SWITCH);
+}
+
+PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    phase_call((step_object *)self, PHASE_END, MFU_PHASE_NONE);
+    Py_RETURN_NONE;
+}
+
+PyObject *mfu_py_step_exclude_begin(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    phase_call((step_object *)self, EXCLUDE_BEGIN, MFU_PHASE_NONE);
+    Py_RETURN_NONE;
+}
+
+PyObject *mfu_py_step_exclude_end(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    phase_call((step_object *)self, EXCLUDE_END, MFU_PHASE_NONE);
+    Py_RETURN_NONE;
+}
+
+PyObject *mfu_py_step_phase_depth(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    uint32_t depth = 0;
+    mfu_py_lock_acquire(s->lock);
+    if (s->steps != NULL)
+        depth = mfu_steps_phase_depth(s->steps);
+    PyThread_release_lock(s->lock);
+    return PyLong_FromUnsignedLong(depth);
+}
+
+/* phase(name): a context manager whose __enter__ begins the phase and
+ * whose __exit__ ends it (exceptions propagate unchanged). A small object
+ * per call, holding the tracker. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *tracker;
+    mfu_phase phase;
+} phase_block;
+
+PyObject *mfu_py_step_phase(PyObject *self, PyObject *name)
+{
+    step_object *s = (step_object *)self;
+    mfu_phase phase;
+    phase_block *block;
+    if (phase_arg(s, name, &phase) < 0)
+        return NULL;
+    block = PyObject_New(phase_block, s->state->phase_type);
+    if (block == NULL)
+        return NULL;
+    block->tracker = Py_NewRef(self);
+    block->phase = phase;
+    return (PyObject *)block;
+}
+
+static PyObject *phase_enter(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    phase_block *b = (phase_block *)self;
+    phase_call((step_object *)b->tracker, PHASE_BEGIN, b->phase);
+    return Py_NewRef(self);
+}
+
+static PyObject *phase_exit(PyObject *self, PyObject *const *Py_UNUSED(args),
+                            Py_ssize_t Py_UNUSED(nargs))
+{
+    phase_block *b = (phase_block *)self;
+    phase_call((step_object *)b->tracker, PHASE_END, MFU_PHASE_NONE);
+    Py_RETURN_FALSE;
+}
+
+static void phase_dealloc(PyObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    Py_XDECREF(((phase_block *)self)->tracker);
+    PyObject_Free(self);
+    Py_DECREF(type);
+}
+
+static PyMethodDef phase_methods[] = {
+    {"__enter__", phase_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))phase_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot phase_slots[] = {
+    {Py_tp_doc, (void *)"A phase() block: begins the phase on entry, ends it on exit."},
+    {Py_tp_dealloc, phase_dealloc},
+    {Py_tp_methods, phase_methods},
+    {0, NULL},
+};
+
+static PyType_Spec phase_spec = MFU_PY_TYPE_SPEC(
+    "PhaseBlock", phase_block,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    phase_slots);
+
+/* phases(): the window's seconds per step of each marked phase, and the
+ * excluded seconds per step. */
+PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    mfu_phase_summary sum;
+    PyObject *seconds, *result;
+    if (mfu_py_step_require_init(s) < 0)
+        return NULL;
+    mfu_py_lock_acquire(s->lock);
+    mfu_steps_phases(s->steps, &sum);
+    mfu_py_step_check_fallback(s);
+    mfu_py_step_unlock(s);
+    seconds = PyDict_New();
+    if (seconds == NULL)
+        return NULL;
+    for (int p = 0; p < MFU_PHASE_COUNT && sum.steps > 0; p++) {
+        PyObject *value;
+        if (!(sum.marked & (1u << p)))
+            continue;
+        value = PyFloat_FromDouble(sum.seconds[p] / sum.steps);
+        if (value == NULL
+            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(seconds);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    result = Py_BuildValue("{sIsNsd}", "steps", (unsigned int)sum.steps, "phase_s",
+                           seconds, "excluded_s",
+                           sum.steps > 0 ? sum.excluded_s / sum.steps : 0.0);
+    return result;
+}
+
+
+int mfu_py_phases_exec(PyObject *module)
+{
+    mfu_module_state *state = mfu_module_get_state(module);
+    state->phase_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &phase_spec, NULL);
+    if (state->phase_type == NULL || PyModule_AddType(module, state->phase_type) < 0)
+        return -1;
+    for (int i = 0; i < MFU_PHASE_COUNT; i++) {
+        state->phase_names[i] = PyUnicode_InternFromString(mfu_phase_name((mfu_phase)i));
+        if (state->phase_names[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
