@@ -346,7 +346,7 @@ def _closing(mfu: float, lost: Dict[str, float]) -> float:
     return closing_share([mfu, *lost.values()])
 
 
-def _issue12(ranks: Tuple[RankFigures, ...], with_steps: bool, achieved: Optional[float],
+def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool, achieved: Optional[float],
              tokens: Optional[float], power: Optional[float]) -> Dict[str, Optional[float]]:
     """The mixed-precision, measured-peak and telemetry figures of the job
     (each only when every rank has its part, like every global figure).
@@ -409,7 +409,7 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
     power = _total([r.power_w for r in ranks])
     return DistributedFigures(
-        **_issue12(ranks, with_steps, achieved, tokens, power),
+        **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
         mfu_lost=lost,
         phase_s=phase_s,
         straggler_rank=straggler,
