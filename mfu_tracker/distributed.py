@@ -346,8 +346,9 @@ def _closing(mfu: float, lost: Dict[str, float]) -> float:
     return closing_share([mfu, *lost.values()])
 
 
-def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool, achieved: Optional[float],
-             tokens: Optional[float], power: Optional[float]) -> Dict[str, Optional[float]]:
+def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool,
+                             achieved: Optional[float], tokens: Optional[float],
+                             power: Optional[float]) -> Dict[str, Optional[float]]:
     """The mixed-precision, measured-peak and telemetry figures of the job
     (each only when every rank has its part, like every global figure).
 
