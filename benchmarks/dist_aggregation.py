@@ -6,14 +6,14 @@ and a count of the collectives a training loop runs.
 re-launches itself under ``torchrun --nproc_per_node=2`` (gloo, CPU) and
 measures, in one run on every rank:
 
-* a local ``metrics()`` (``Tracker(distributed=False)``) and the C method it
-  wraps (``_C.StepTracker.metrics``), the same window of 100 steps;
+* a local ``metrics()`` (``Tracker(distributed=False)``) and the C summary
+  it formats (``_C.StepTracker.summary``), the same window of 100 steps;
 * one aggregation: ``metrics()`` of a distributed tracker (summary, row, one
   gloo all-gather on the tracker's side group, combine, dict), the ranks
   calling it in lockstep (each call waits for the other rank, so this is the
   latency of a round, not CPU time);
 * the Python around the collective alone (this rank's row, parsing two rows,
-  combine, the dict) and the bare all-gather of the same 19-float64 row on
+  combine, the dict) and the bare all-gather of a row of the same size on
   the same kind of group, to separate the collective from our code;
 * ``step()`` of the distributed tracker vs a local one (the same C method);
 * the all-gathers started (counted by wrapping torch.distributed's
@@ -107,7 +107,7 @@ def main() -> None:
     assert shared.distributed and not local.distributed
 
     barrier = dist.barrier
-    t_c = _best(lambda: _C.StepTracker.metrics(local), args.local_calls, args.rounds)
+    t_c = _best(lambda: _C.StepTracker.summary(local), args.local_calls, args.rounds)
     t_local = _best(local.metrics, args.local_calls, args.rounds)
     t_agg = _best(shared.metrics, args.calls, args.rounds, barrier)
     n = len(ROW_FIELDS)
@@ -148,7 +148,7 @@ def main() -> None:
               f"{dist.get_world_size()}, gloo, CPU; best of {args.rounds} rounds")
         print("| call                                              |   us/call | vs local metrics() |")
         print("|---------------------------------------------------|----------:|-------------------:|")
-        print(f"| `_C.StepTracker.metrics()` (the C method)         | {us(t_c)} | {t_c / t_local:17.2f}x |")
+        print(f"| `_C.StepTracker.summary()` (the C figures)        | {us(t_c)} | {t_c / t_local:17.2f}x |")
         print(f"| `Tracker.metrics()`, local (`distributed=False`)  | {us(t_local)} | {1.0:17.2f}x |")
         print(f"| `Tracker.metrics()`, aggregation over 2 ranks     | {us(t_agg)} | {t_agg / t_local:17.1f}x |")
         print(f"| its Python: row, 2 rows parsed, combine, dict     | {us(t_py)} | {t_py / t_local:17.1f}x |")
