@@ -49,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Optional
 from collections import deque
 from pathlib import Path
 
@@ -116,28 +117,16 @@ def per_call_ns(fn, calls: int, rounds: int) -> float:
     return best
 
 
-def per_block_ns(make_block, calls: int, rounds: int, read: bool) -> float:
+def per_block_ns(make_block, calls: int, rounds: int, read: Optional[str]) -> float:
+    """A block per call, and a read of the result's attribute ``read`` (None: no read)."""
     best = float("inf")
     for _ in range(rounds):
         start = clock_ns()
         for _ in range(calls):
             with make_block() as r:
                 pass
-            if read:
-                r.elapsed_sec
-        best = min(best, (clock_ns() - start) / calls)
-    return best
-
-
-def per_mixed_block_ns(make_block, calls: int, rounds: int) -> float:
-    """A ``track()`` block and a read of its ``mfu_mixed``."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = clock_ns()
-        for _ in range(calls):
-            with make_block() as r:
-                pass
-            r.mfu_mixed
+            if read is not None:
+                getattr(r, read)
         best = min(best, (clock_ns() - start) / calls)
     return best
 
@@ -257,25 +246,25 @@ def main() -> None:
         "Tracker.step(), cpu clock, H100 spec": per_call_ns(mixed_tracker.step, n, rounds),
         "Tracker.step(flops_by_dtype=2 dtypes), cpu clock":
             per_call_ns(lambda t: mixed_tracker.step(t, flops_by_dtype=by_dtype), n, rounds),
-        "track() + mfu_mixed, 2 dtypes, cpu clock": per_mixed_block_ns(
+        "track() + mfu_mixed, 2 dtypes, cpu clock": per_block_ns(
             lambda: track(1e6, 1e9, dtype="bf16", spec=h100, clock="cpu",
-                          flops_by_dtype=by_dtype), n, rounds),
+                          flops_by_dtype=by_dtype), n, rounds, read="mfu_mixed"),
         "track() + mfu, same spec, cpu clock": per_block_ns(
             lambda: track(1e6, 1e9, dtype="bf16", spec=h100, clock="cpu"), n, rounds,
-            read=True),
+            read="mfu"),
     }
 
     blocks = {
-        "nullcontext()": per_block_ns(contextlib.nullcontext, n, rounds, read=False),
-        "Python perf_counter block": per_block_ns(PyBlock, n, rounds, read=True),
+        "nullcontext()": per_block_ns(contextlib.nullcontext, n, rounds, read=None),
+        "Python perf_counter block": per_block_ns(PyBlock, n, rounds, read="elapsed_sec"),
         # peak_tflops + device: the cached peak (an explicit spec= is resolved every call)
         "track(), cpu clock": per_block_ns(
             lambda: track(1e6, 1e9, dtype="bf16", peak_tflops=989.4, device="cpu", clock="cpu"),
-            n, rounds, read=True),
+            n, rounds, read="elapsed_sec"),
         "track(), cuda clock (fake driver)": per_block_ns(
             lambda: track(1e6, 1e9, dtype="bf16", peak_tflops=989.4, device="cpu", clock="cuda",
                           stream=0),
-            n, rounds, read=True),
+            n, rounds, read="elapsed_sec"),
     }
 
     if args.json:
