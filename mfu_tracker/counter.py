@@ -83,7 +83,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 from . import _C
 from ._module_table import ModuleTable
-from ._validate import check_causal_attention
+from ._validate import check_causal_attention, check_flag
 from ._version import __version__
 
 __all__ = [
@@ -320,8 +320,7 @@ class FlopCounter:
 
     def __init__(self, *, causal_attention: str = "full", modules: bool = True) -> None:
         check_causal_attention(causal_attention)
-        if not isinstance(modules, bool):
-            raise TypeError(f"modules must be a bool, not {type(modules).__name__}")
+        check_flag(modules, "modules")
         self.causal_attention = causal_attention
         self._totals = _zero_totals()
         self._handle: Any = None
@@ -633,8 +632,7 @@ def _run_profile(model: Any, args: Any, kwargs: Any, with_backward: bool,
 
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
-    if not isinstance(with_backward, bool):
-        raise TypeError(f"with_backward must be a bool, not {type(with_backward).__name__}")
+    check_flag(with_backward, "with_backward")
     call_args, call_kwargs = _normalize_batch(args, kwargs)
     if device is not None:
         from ._validate import check_device

@@ -37,6 +37,7 @@ from ._dtypes import normalize_dtype
 from ._step_flops import Flops, StepCounter, StepFlops, StepRecord
 from ._validate import (
     check_causal_attention,
+    check_flag,
     check_hfu_factor,
     check_int,
     check_optional_number,
@@ -176,8 +177,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")
-        if not isinstance(phases, bool):
-            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
+        check_flag(phases, "phases")
         hfu_factor = check_hfu_factor(hfu_backward_factor, backward_factor)
         # A non-str causal_attention is a ValueError here (as it always was).
         causal = check_causal_attention(causal_attention, type_error=False)

@@ -46,6 +46,7 @@ from .._validate import (
     check_causal_attention,
     check_clock,
     check_device,
+    check_flag,
     check_hfu_factor,
     check_int,
     check_optional_number,
@@ -122,9 +123,7 @@ class CallbackCore:
         self.warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         self.causal_attention = check_causal_attention(causal_attention)
         self.clock = check_clock(clock)
-        if not isinstance(phases, bool):
-            raise TypeError(f"phases must be a bool, not {type(phases).__name__}")
-        self.phases = phases
+        self.phases = check_flag(phases, "phases")
         self.log_path = check_log_path(log_path)
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
         self.resolved_dtype: Optional[str] = None
