@@ -24,9 +24,9 @@ ROOT = Path(__file__).parent.resolve()
 
 
 def _load_build_module():
-    """mfu_tracker/_build.py, by path (no package import): the observer's
+    """mfu_tracker/flops/counter/_build.py, by path (no package import): the observer's
     flags and the sources the wheel ships for its first-use build."""
-    spec = importlib.util.spec_from_file_location("_mfu_build", ROOT / "mfu_tracker" / "_build.py")
+    spec = importlib.util.spec_from_file_location("_mfu_build", ROOT / "mfu_tracker" / "flops" / "counter" / "_build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -20,6 +20,10 @@ LIMIT_GPU_CC_MAX: int
 LIMIT_DTYPE_NAME_MAX: int
 LIMIT_PEAK_OVERRIDE_MAX: int
 LIMIT_PHASE_DEPTH_MAX: int
+# The environment variables naming the dlopen'd libraries (the driver, NVML).
+CUDA_LIBRARY_ENV: str
+HIP_LIBRARY_ENV: str
+NVML_LIBRARY_ENV: str
 
 # ---- py_gpu_specs.c ----------------------------------------------------------
 

@@ -15,8 +15,8 @@ function needs it.
 """
 from typing import Any
 
-from ._version import __version__
 from . import _C
+from ._version import __version__
 
 if getattr(_C, "__version__", None) != __version__:
     raise ImportError(
@@ -25,6 +25,7 @@ if getattr(_C, "__version__", None) != __version__:
         "`pip install --no-build-isolation -e .` or `make build`"
     )
 
+from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
 from .counter import (
     FlopCounter,
     FlopProfile,
@@ -57,8 +58,6 @@ from .gpu import (
 from .presets import load_preset, preset_names
 from .tracker import Tracker
 from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
-
-from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
 
 #: Everything the public submodules list in their ``__all__`` (so the two can
 #: never disagree), and the lazily imported optimizer wrapper.

@@ -112,13 +112,11 @@ def check_causal_attention(value: Any, *, type_error: bool = True) -> str:
     return check_choice(value, "causal_attention", CAUSAL_ATTENTION, type_error=type_error)
 
 
-def check_spec(spec: Any) -> Any:
-    """``spec``: None or a :class:`~mfu_tracker.GPUSpec`."""
-    from .gpu import GPUSpec  # lazy: gpu imports this module
-
-    if spec is not None and not isinstance(spec, GPUSpec):
-        raise TypeError(f"spec must be a GPUSpec, not {type(spec).__name__}")
-    return spec
+def check_optional_instance(value: Any, argument: str, cls: type) -> Any:
+    """``argument``: None or an instance of ``cls`` (named in the error)."""
+    if value is not None and not isinstance(value, cls):
+        raise TypeError(f"{argument} must be a {cls.__name__}, not {type(value).__name__}")
+    return value
 
 
 def check_prefix(prefix: Any, argument: str = "prefix") -> str:

@@ -100,7 +100,7 @@ class FakeDriver:
 def fake():
     """The fake driver, reset, with the shared track() timers forgotten (an
     old timer's events would not survive the reset of the fake's clock)."""
-    from mfu_tracker import _clock
+    from mfu_tracker.timing import _clock
 
     driver = FakeDriver()
     _clock.reset_caches()
@@ -113,14 +113,15 @@ def fake():
 @pytest.fixture(autouse=True)
 def _fresh_process_state(monkeypatch):
     """Every test starts from the process state of a fresh import: an empty
-    warn-once registry (gpu._warned: a test counting a "warned once" warning
+    warn-once registry (peaks._table._warned: a test counting a "warned once" warning
     must not find it used up by an earlier test) and no cached peak / clock
     resolution (_clock.reset_caches: the track() and resolve_peak caches,
     the shared MarkTimers). Not resettable from Python: _C's "MFU > 1"
     warned-once flag (tests of that warning run in a subprocess)."""
-    from mfu_tracker import _clock, gpu
+    from mfu_tracker.peaks import _table
+    from mfu_tracker.timing import _clock
 
-    monkeypatch.setattr(gpu, "_warned", set())
+    monkeypatch.setattr(_table, "_warned", set())
     _clock.reset_caches()
     yield
     _clock.reset_caches()

@@ -27,12 +27,12 @@ from mfu_tracker import (  # noqa: E402
     Tracker,
     compute_mbu,
     compute_mfu,
+    counter_backend,
     flash_attn_flops,
     get_gpu_spec,
-    lookup_gpu_spec,
-    counter_backend,
     gpu_spec_table,
     load_preset,
+    lookup_gpu_spec,
     measure_peak_flops,
     measured_gpu_spec,
     num_params,
@@ -47,8 +47,8 @@ from mfu_tracker import (  # noqa: E402
     unregister_flop_formula,
     user_gpu_spec,
 )
-from mfu_tracker import _clock  # noqa: E402
 from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.timing import _clock  # noqa: E402
 
 NAN, INF = math.nan, math.inf
 DIMS = dict(hidden_size=64, num_layers=2, num_heads=4, vocab_size=100, intermediate_size=128)

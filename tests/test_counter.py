@@ -8,7 +8,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mfu_tracker import counter as counter_mod  # noqa: E402
 from mfu_tracker.counter import (  # noqa: E402
     FlopCounter,
     FlopProfile,
@@ -17,6 +16,7 @@ from mfu_tracker.counter import (  # noqa: E402
     register_flop_formula,
     unregister_flop_formula,
 )
+from mfu_tracker.flops.counter import _counter as counter_mod  # noqa: E402
 
 nn = torch.nn
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import pytest
-
 from conftest import FAKE_PATH, ROOT
 
 # hand arithmetic for the quick GPT-2 (2 layers, width 128 -> 2 heads of 64,
@@ -251,7 +250,7 @@ def test_bad_command_lines_exit_2(capsys):
 def test_the_shim_forwards_and_counts_like_the_driver(fake, tmp_path, monkeypatch):
     """The shim in this process, forwarding to the fake the core already has
     (the same handle): its counts equal the fake's own, call by call."""
-    from mfu_tracker import _doctor_shim
+    from mfu_tracker.cli.doctor import _shim as _doctor_shim
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv("MFU_TRACKER_SHIM_TARGET", FAKE_PATH)
@@ -295,18 +294,18 @@ def test_the_shim_forwards_and_counts_like_the_driver(fake, tmp_path, monkeypatc
 
 
 def test_the_shim_source_ships_as_package_data():
-    from mfu_tracker import _doctor_shim
+    from mfu_tracker.cli.doctor import _shim as _doctor_shim
 
     assert _doctor_shim.SHIM_SOURCE.is_file()
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert '"_shim/*.c"' in pyproject
+    assert '"mfu_tracker.cli.doctor" = ["*.c"]' in pyproject
 
 
 def test_the_driver_library_name_is_the_cores_rule(monkeypatch):
     """The doctor names the library the core opens: the override when set and
     non-empty (gpu_driver.c), else the default; it keeps no copy of the rule."""
     from mfu_tracker import _C
-    from mfu_tracker._doctor_platform import driver_library_name
+    from mfu_tracker.cli.doctor._platform import driver_library_name
 
     monkeypatch.setenv("MFU_TRACKER_CUDA_LIBRARY", "/opt/x/libcuda.so.1")
     monkeypatch.setenv("MFU_TRACKER_HIP_LIBRARY", "")

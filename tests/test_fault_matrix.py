@@ -45,7 +45,7 @@ from mfu_tracker import (  # noqa: E402
     track,
 )
 from mfu_tracker.counter import unregister_flop_formula  # noqa: E402
-from mfu_tracker import _clock  # noqa: E402
+from mfu_tracker.timing import _clock  # noqa: E402
 
 STEPS = 6
 ROOT = Path(__file__).resolve().parent.parent

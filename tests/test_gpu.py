@@ -18,6 +18,7 @@ from mfu_tracker.gpu import (
     measured_gpu_spec,
     user_gpu_spec,
 )
+from mfu_tracker.peaks import _table as gpu_table
 
 GIB = 2**30
 
@@ -25,7 +26,7 @@ GIB = 2**30
 @pytest.fixture(autouse=True)
 def _fresh_warnings(monkeypatch):
     """Each test sees the warn-once registry empty and no env override."""
-    monkeypatch.setattr(gpu, "_warned", set())
+    monkeypatch.setattr(gpu_table, "_warned", set())
     monkeypatch.delenv("MFU_TRACKER_PEAK_TFLOPS", raising=False)
 
 

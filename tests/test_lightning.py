@@ -181,7 +181,6 @@ def test_mlflow_and_wandb_loggers_hold_the_counted_mfu(tmp_path, monkeypatch):
 
     sys.path.insert(0, str(ROOT / "tests" / "integrations"))
     from _wandb_log import history_rows
-
     from mlflow.tracking._tracking_service import utils as mlflow_uri
 
     # MLFlowLogger sets mlflow's process-wide tracking URI; restore it after the
@@ -493,7 +492,12 @@ def test_every_lightning_precision_string_has_a_dtype():
 
 
 def test_dtype_from_precision_plugins():
-    from lightning.pytorch.plugins.precision import DoublePrecision, HalfPrecision, MixedPrecision, Precision
+    from lightning.pytorch.plugins.precision import (
+        DoublePrecision,
+        HalfPrecision,
+        MixedPrecision,
+        Precision,
+    )
 
     assert dtype_from_precision(HalfPrecision("bf16-true")) == "bf16"
     assert dtype_from_precision(HalfPrecision("16-true")) == "fp16"

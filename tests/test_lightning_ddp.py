@@ -23,20 +23,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # the model, its batches and its hand count (245,760 FLOPs per micro-batch)
-from test_lightning import B, MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, S  # noqa: E402
+from test_lightning import MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, B, S  # noqa: E402
 
 LAUNCH_TIMEOUT_S = 300  # a run takes ~30 s on 2 busy cores; only a hang gets near this
 
 
 def worker(out: Path, accumulate: int) -> None:
     """One rank (run as a script: rank 0 by the test, rank 1 by Lightning)."""
-    import torch
     import lightning as L
+    import torch
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from test_lightning import TokenMLP, Tokens
 
     from mfu_tracker.integrations.lightning import MFUCallback
-
-    from test_lightning import TokenMLP, Tokens
 
     cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=6,

@@ -14,7 +14,7 @@ import warnings
 import pytest
 
 from mfu_tracker import Tracker
-from mfu_tracker._metrics_log import MetricsLog
+from mfu_tracker.tracker._metrics_log import MetricsLog
 
 PEAK_TFLOPS = 1.0
 

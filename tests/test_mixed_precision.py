@@ -197,7 +197,8 @@ def test_track_mfu_mixed_against_hand_arithmetic():
 
 
 def test_track_bad_dict_raises_and_no_peak_warns_once():
-    from mfu_tracker import _clock, track
+    from mfu_tracker import track
+    from mfu_tracker.timing import _clock
 
     with pytest.raises(ValueError, match="flops_by_dtype: unknown dtype 'fp9'"):
         track(1.0, spec=H100, clock="cpu", flops_by_dtype={"fp9": 1.0})

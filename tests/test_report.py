@@ -25,9 +25,11 @@ import pytest
 pytest.importorskip("matplotlib")
 import matplotlib.image  # noqa: E402
 
-from mfu_tracker import _report  # noqa: E402
-from mfu_tracker._metrics import format_metrics  # noqa: E402
-from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.cli import (
+    _report,  # noqa: E402
+    main,  # noqa: E402
+)
+from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
 CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
 

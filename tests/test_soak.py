@@ -33,11 +33,11 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import _fake_nvml
 import pytest
 
-import _fake_nvml
 from mfu_tracker import _C, Tracker, track
-from mfu_tracker import _clock
+from mfu_tracker.timing import _clock
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 RSS_SLACK = 4 << 20        # 4 MiB: allocator noise; a per-call leak is >= 32 MB

@@ -15,9 +15,9 @@ import warnings
 import pytest
 
 from mfu_tracker import _C, user_gpu_spec
-from mfu_tracker._phases import LOSSES, PHASES, waterfall
 from mfu_tracker.distributed import RankFigures, combine
 from mfu_tracker.step import Tracker
+from mfu_tracker.timing._waterfall import LOSSES, PHASES, waterfall
 
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s
@@ -186,7 +186,7 @@ def test_nested_phase_inner_wins_outer_resumes():
 def test_metrics_time_is_excluded_on_the_cpu_clock(monkeypatch):
     """The time inside metrics() leaves the step it falls in."""
     t = Tracker(1e3, peak_tflops=1.0, clock="cpu", warmup=0)
-    import mfu_tracker.tracker as tracker_module
+    from mfu_tracker.tracker import _tracker as tracker_module
 
     real = tracker_module.format_metrics
 

@@ -36,7 +36,7 @@ from typing import Any, Callable, List
 import pytest
 
 from mfu_tracker import _C, Tracker, track
-from mfu_tracker import _clock
+from mfu_tracker.timing import _clock
 
 THREADS = 4
 
@@ -424,7 +424,7 @@ def test_racing_to_enter_one_counter_never_leaks_a_slot(monkeypatch):
     each round, the other gets RuntimeError; no observer slot is lost (8
     counters can still be active afterwards). The backend lookup sleeps, so
     a check-then-start __enter__ lets both threads through every round."""
-    from mfu_tracker import counter as counter_module
+    from mfu_tracker.flops.counter import _counter as counter_module
 
     real_get_backend = counter_module._get_backend
 

@@ -18,7 +18,8 @@ import warnings
 
 import pytest
 
-from mfu_tracker import _C, _clock, track, user_gpu_spec
+from mfu_tracker import _C, track, user_gpu_spec
+from mfu_tracker.timing import _clock
 
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s, 2e12 B/s

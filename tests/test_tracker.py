@@ -113,8 +113,8 @@ def test_mfu_above_one_is_flagged_not_clamped():
 
 def test_cpu_without_peak_gives_none_and_one_warning(monkeypatch):
     monkeypatch.delenv("MFU_TRACKER_PEAK_TFLOPS", raising=False)
-    monkeypatch.setattr(mfu_tracker.gpu, "_warned", set())  # not used up by an earlier test
-    mfu_tracker._clock.reset_caches()
+    monkeypatch.setattr(mfu_tracker.peaks._table, "_warned", set())  # not used up by an earlier test
+    mfu_tracker.timing._clock.reset_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
@@ -130,7 +130,7 @@ def test_cpu_without_peak_gives_none_and_one_warning(monkeypatch):
 def test_env_peak_override_is_used(monkeypatch):
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", "2.5")
     # The override is read when track()'s arguments are first resolved.
-    mfu_tracker._clock.reset_caches()
+    mfu_tracker.timing._clock.reset_caches()
     with track(1e12, dtype="fp32", device="cpu") as r:
         time.sleep(0.01)
     assert r.peak_flops_per_sec == 2.5e12
@@ -293,7 +293,7 @@ def test_track_rejects_bad_clock_and_stream(kwargs, exc, name):
 
 
 def test_cpu_block_takes_no_driver_call():
-    from mfu_tracker import _clock
+    from mfu_tracker.timing import _clock
 
     _clock.reset_caches()
     with track(1e9, peak_tflops=1.0, device="cpu", clock="cpu"):
@@ -302,10 +302,10 @@ def test_cpu_block_takes_no_driver_call():
 
 
 def test_user_peak_on_cpu_gives_no_unavailable_warning():
-    import mfu_tracker.gpu
+    import mfu_tracker.peaks._table
 
-    mfu_tracker._clock.reset_caches()
-    mfu_tracker.gpu._warned.clear()  # so a warning would show even if given before
+    mfu_tracker.timing._clock.reset_caches()
+    mfu_tracker.peaks._table._warned.clear()  # so a warning would show even if given before
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with track(1e9, 1e6, dtype="fp32", device="cpu", peak_tflops=0.5) as r:

@@ -94,9 +94,20 @@ static int add_limits(PyObject *module)
     return 0;
 }
 
+/* The environment variables that name the dlopen'd libraries, as
+ * _C.<NAME> strings: the doctor and the tests set them by these names. */
+static int add_library_env_names(PyObject *module)
+{
+    if (PyModule_AddStringConstant(module, "CUDA_LIBRARY_ENV", MFU_CUDA_LIBRARY_ENV) < 0 ||
+        PyModule_AddStringConstant(module, "HIP_LIBRARY_ENV", MFU_HIP_LIBRARY_ENV) < 0 ||
+        PyModule_AddStringConstant(module, "NVML_LIBRARY_ENV", MFU_NVML_LIBRARY_ENV) < 0)
+        return -1;
+    return 0;
+}
+
 /* What each topic adds to the module, in order. */
 static int (*const topic_execs[])(PyObject *module) = {
-    add_limits,           mfu_py_track_exec,      mfu_py_gpu_specs_exec,
+    add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
     mfu_py_nvml_exec,
 };

@@ -3,7 +3,7 @@
  * its arguments into a timed block (py_result.c).
  *
  * The peak and the clock of (dtype, device, spec, peak_tflops, clock) are
- * resolved by a Python function (mfu_tracker._clock.resolve_track,
+ * resolved by a Python function (mfu_tracker.timing._clock.resolve_track,
  * registered with set_track_resolver()) and kept in a one-entry cache in
  * the module state, hit when a loop passes the same objects again: a block
  * then costs about as much as contextlib.nullcontext().

@@ -1,4 +1,14 @@
-"""Integrations with training frameworks.
+"""Integrations with training frameworks: the measurement where the loop already is.
+
+Owns the one step-FLOPs policy (:mod:`._step_flops`: counted, scaled,
+analytic, profiled), the automatic phase marks (:mod:`._auto_phases`), the
+optimizer wrapper for bare loops (:mod:`.optim`), the callback core both
+Trainer callbacks share (:mod:`._callback`), and the adapters:
+:mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`.
+
+Layer 6 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+-> cli). May import: every layer below it; the frameworks themselves only in
+their own adapter module.
 
 ``from mfu_tracker.integrations import MFUCallback`` (or from
 ``mfu_tracker.integrations.hf_trainer``) imports transformers on first use only.

@@ -13,12 +13,12 @@ framework's hooks onto the calls below, in this order per optimizer step::
     _stop()             # training ended (or failed)
 
 The FLOPs of a step are the one step-FLOPs policy's
-(:mod:`mfu_tracker._step_flops`), the dict is the one formatter's
-(:mod:`mfu_tracker._metrics`), time is the step tracker's
+(:mod:`mfu_tracker.integrations._step_flops`), the dict is the one formatter's
+(:mod:`mfu_tracker.timing._metrics`), time is the step tracker's
 (:class:`~mfu_tracker.Tracker`), the phases are one ``switch_phase()``
-mark per event (:mod:`mfu_tracker._auto_phases`: data from a step boundary
+mark per event (:mod:`mfu_tracker.integrations._auto_phases`: data from a step boundary
 to the first micro-batch's work, the optimizer, no phase at a boundary), the
-JSONL log is :mod:`mfu_tracker._metrics_log`'s. Nothing here imports a
+JSONL log is :mod:`mfu_tracker.tracker._metrics_log`'s. Nothing here imports a
 framework.
 """
 from __future__ import annotations
@@ -28,17 +28,7 @@ import warnings
 from collections import deque
 from typing import Any, Callable, Deque, Dict, Optional, TypeVar
 
-from .._auto_phases import AutoPhases
 from .._dtypes import normalize_dtype
-from .._metrics_log import MetricsLog, check_log_path
-from .._step_flops import (
-    StepCounter,
-    StepFlops,
-    StepRecord,
-    StepRecords,
-    WindowWork,
-    window_metrics,
-)
 from .._validate import (
     NUM_GPUS_MAX,
     WARMUP_MAX,
@@ -53,9 +43,18 @@ from .._validate import (
     check_peak_tflops,
     check_prefix,
     check_sample_batch,
-    check_spec,
 )
-from ..gpu import GPUSpec
+from ..peaks._table import GPUSpec, check_spec
+from ..tracker._metrics_log import MetricsLog, check_log_path
+from ._auto_phases import AutoPhases
+from ._step_flops import (
+    StepCounter,
+    StepFlops,
+    StepRecord,
+    StepRecords,
+    WindowWork,
+    window_metrics,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -165,8 +164,8 @@ class CallbackCore:
     def _start(self, model: Any, *, dtype: str, window: int, device: Any,
                recompute: str = "none") -> None:
         """Training begins: param bytes, the step tracker, the FLOP policy."""
-        from ..flops import param_bytes
-        from ..tracker import Tracker
+        from ..flops._analytic import param_bytes
+        from ..tracker._tracker import Tracker
 
         self.resolved_dtype = dtype
         if next(model.parameters(), None) is None:

@@ -104,7 +104,7 @@ def fabric_tracker(fabric: Any, flops_per_step: Optional[float] = None, **kwargs
     from ``fabric.device``, unless given in ``kwargs`` (any other
     ``Tracker`` argument: ``param_bytes``, ``window``, ``peak_tflops``...).
     Create it on every rank, after ``fabric.launch()``."""
-    from ..tracker import Tracker
+    from ..tracker._tracker import Tracker
 
     if kwargs.get("dtype") is None:
         kwargs["dtype"] = fabric_dtype(fabric) or "fp32"

@@ -28,7 +28,7 @@ How the numbers are made:
   backward, clipping, the optimizer, logging -- evaluation and checkpoint
   saving too when they fall inside it. GPU events, never a synchronization.
 * **FLOPs**: the integrations' one step-FLOPs policy
-  (:mod:`mfu_tracker._step_flops`). A :class:`~mfu_tracker.FlopCounter` is
+  (:mod:`mfu_tracker.integrations._step_flops`). A :class:`~mfu_tracker.FlopCounter` is
   active from ``on_step_begin`` to ``on_pre_optimizer_step`` on every
   ``count_every``-th optimizer step, so every micro-batch of the step is
   counted exactly on its real shapes (padding included: it ran). Steps in
@@ -93,7 +93,7 @@ class MFUCallback(CallbackCore, TrainerCallback):
         causal_attention: "full" (PaLM, default) or "half" (Megatron).
         clock: "auto", "cuda", "hip" or "cpu".
         phases: mark the step's phases for the waterfall (``mfu_lost/*``,
-            ``phase_s/*``; :mod:`mfu_tracker._auto_phases`): data from the step
+            ``phase_s/*``; :mod:`mfu_tracker.integrations._auto_phases`): data from the step
             boundary to the first training forward (the Trainer prefetches a
             step's micro-batches there) and between micro-batches
             (``on_substep_end``), forward / backward per micro-batch from the

@@ -9,7 +9,7 @@ the last ``window`` optimizer steps: ``{prefix}/mfu`` (model FLOPs / time /
 included), ``mbu``, ``tokens_per_sec``, ``achieved_tflops``,
 ``step_time_s`` (the mean optimizer-step period, end to end) and
 ``peak_tflops`` (the MFU denominator), default prefix ``throughput`` -- the
-keys, units and meanings of :data:`mfu_tracker._metrics.KEYS`, the one table.
+keys, units and meanings of :data:`mfu_tracker.timing._metrics.KEYS`, the one table.
 
 Under a multi-process strategy (DDP, FSDP, DeepSpeed: a ``torch.distributed``
 process group) the figures are global and the same on every rank -- the
@@ -31,7 +31,7 @@ How the numbers are made:
   optimizer, logging, validation when it falls inside). GPU events on the
   current stream, never a synchronization: nothing waits per batch.
 * **FLOPs**: the integrations' one step-FLOPs policy
-  (:mod:`mfu_tracker._step_flops`). On every ``count_every``-th optimizer
+  (:mod:`mfu_tracker.integrations._step_flops`). On every ``count_every``-th optimizer
   step a :class:`~mfu_tracker.FlopCounter` runs from each micro-batch's
   ``on_train_batch_start`` to its ``on_train_batch_end`` (the last one's:
   to ``on_before_optimizer_step``), so with ``accumulate_grad_batches``
@@ -62,7 +62,7 @@ How the numbers are made:
   it is ``mfu_lost/communication`` and the straggler keys name a slow rank.
   A strategy with a communication hook of its own keeps it (one warning;
   communication then stays in backward). FSDP: see
-  :mod:`mfu_tracker._comm_hook`.
+  :mod:`mfu_tracker.distributed._comm_hook`.
 
 Nothing in the callback raises into ``fit()``: a failing hook gives one
 warning and its figures are left out, and a logger whose ``log_metrics``
@@ -76,11 +76,11 @@ from typing import Any, Optional
 
 from lightning.pytorch.callbacks import Callback
 
-from .._comm_hook import attach_ddp_or_warn
 from .._dtypes import normalize_dtype
-from .._step_flops import StepRecord
 from .._validate import WINDOW_MAX, check_int
+from ..distributed._comm_hook import attach_ddp_or_warn
 from ._callback import CallbackCore, guarded
+from ._step_flops import StepRecord
 from .fabric import dtype_from_precision
 
 __all__ = ["MFUCallback"]

@@ -1,13 +1,13 @@
 /*
  * test_sync_shim.c -- the doctor's counting CUDA shim
- * (mfu_tracker/_shim/cuda_sync_counter.c), compiled into this test and
+ * (mfu_tracker/cli/doctor/cuda_sync_counter.c), compiled into this test and
  * forwarding to the fake driver (MFU_TRACKER_SHIM_TARGET = the fake that
  * `make ctest` names in MFU_TRACKER_CUDA_LIBRARY). Every call through the
  * shim must reach the fake once (the fake's own counts are the reference),
  * be counted once by the shim, and return the fake's result; the _v2 / old
  * names the fake lacks are forwarded to the names it has.
  */
-#include "../../mfu_tracker/_shim/cuda_sync_counter.c"
+#include "../../mfu_tracker/cli/doctor/cuda_sync_counter.c"
 
 #include "check.h"
 #include "fake_driver/fake_knobs.h"

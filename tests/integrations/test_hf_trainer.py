@@ -39,8 +39,9 @@ from transformers import (  # noqa: E402
 )
 from transformers.trainer_callback import CallbackHandler  # noqa: E402
 
-from mfu_tracker import gpu, transformer_flops, user_gpu_spec  # noqa: E402
+from mfu_tracker import transformer_flops, user_gpu_spec  # noqa: E402
 from mfu_tracker.integrations.hf_trainer import MFUCallback  # noqa: E402
+from mfu_tracker.peaks import _table as gpu_table  # noqa: E402
 
 PEAK_TFLOPS = 0.5          # 5e11 FLOP/s: a made-up CPU peak so MFU is defined
 PEAK = PEAK_TFLOPS * 1e12
@@ -352,8 +353,8 @@ def test_gradient_checkpointing_raises_hfu_not_mfu(tmp_path):
 
 
 def test_fp32_on_cpu_without_a_peak_omits_mfu_with_one_warning(tmp_path, monkeypatch):
-    monkeypatch.setattr(gpu, "_warned", set())  # the lookup warns once per process
-    from mfu_tracker import _clock
+    monkeypatch.setattr(gpu_table, "_warned", set())  # the lookup warns once per process
+    from mfu_tracker.timing import _clock
     _clock.reset_caches()
     cb = MFUCallback()  # no peak: CPU has no datasheet row
     args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=4, per_device_train_batch_size=B,

@@ -217,10 +217,10 @@ def case_trainer(rank: int, out: dict) -> None:
 
     from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
 
-    import mfu_tracker.tracker
+    import mfu_tracker.tracker._tracker
     from mfu_tracker.integrations.hf_trainer import MFUCallback
 
-    mfu_tracker.tracker.Tracker = new_tracker  # count the callback tracker's all-gathers too
+    mfu_tracker.tracker._tracker.Tracker = new_tracker  # count the callback tracker's all-gathers too
 
     class Data(torch.utils.data.Dataset):
         def __init__(self) -> None:

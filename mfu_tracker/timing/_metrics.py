@@ -50,7 +50,7 @@ KEYS: Tuple[MetricKey, ...] = (
     *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
         ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
         ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
-        # device telemetry (mfu_tracker._telemetry), read at logging time
+        # device telemetry (mfu_tracker.timing._telemetry), read at logging time
         ("power_w", "W", "mean board power since the last reading"),
         ("energy_j_per_token", "J/token", "power / tokens per second"),
         ("tflops_per_watt", "TFLOP/s per W", "model TFLOP/s / power"),

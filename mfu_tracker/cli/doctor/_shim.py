@@ -1,11 +1,11 @@
 """The zero-synchronization check of ``mfu-tracker doctor``: a counting driver shim.
 
-``mfu_tracker/_shim/cuda_sync_counter.c`` (shipped as package data) is a
+``mfu_tracker/cli/doctor/cuda_sync_counter.c`` (shipped as package data) is a
 pass-through CUDA driver: it counts every call the core makes and forwards it
 to the real driver. :func:`build_shim` compiles it with the system C compiler
 at first use into a per-user cache (``$XDG_CACHE_HOME/mfu_tracker`` or
 ``~/.cache/mfu_tracker``; a file name keyed by the source's hash, replaced
-atomically). :func:`run_sync_check` runs :func:`main` of this module in a child
+atomically). :func:`run_sync_check` runs :mod:`._sync_child` in a child
 process whose core loads the shim through ``MFU_TRACKER_CUDA_LIBRARY`` (the
 core loads its driver once per process, so the check cannot run in the
 doctor's own process); the child takes ``steps`` :class:`~mfu_tracker.Tracker`
@@ -27,11 +27,13 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-SHIM_SOURCE = Path(__file__).resolve().parent / "_shim" / "cuda_sync_counter.c"
+from ... import _C
+
+SHIM_SOURCE = Path(__file__).resolve().parent / "cuda_sync_counter.c"
 #: The environment variable naming the library the shim forwards to.
 SHIM_TARGET_ENV = "MFU_TRACKER_SHIM_TARGET"
 #: The core's driver override (csrc/core/gpu_driver.h, MFU_CUDA_LIBRARY_ENV).
-CUDA_LIBRARY_ENV = "MFU_TRACKER_CUDA_LIBRARY"
+CUDA_LIBRARY_ENV = _C.CUDA_LIBRARY_ENV
 #: Synchronizing calls the shim counts (see its header).
 SYNC_CALLS = ("cuEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize")
 #: Calls reported beside them.
@@ -91,10 +93,10 @@ def run_sync_check(steps: int, device: int, env: Optional[Dict[str, str]] = None
     else:
         child_env.pop(SHIM_TARGET_ENV, None)  # the shim's default: libcuda.so.1
     child_env[CUDA_LIBRARY_ENV] = str(shim)
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(Path(__file__).resolve().parents[3])  # holds mfu_tracker/cli/doctor/_shim.py
     child_env["PYTHONPATH"] = os.pathsep.join(
         [package_root] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    done = subprocess.run([sys.executable, "-m", "mfu_tracker._doctor_shim", "--steps", str(steps),
+    done = subprocess.run([sys.executable, "-m", "mfu_tracker.cli.doctor._sync_child", "--steps", str(steps),
                            "--device", str(device)],
                           capture_output=True, text=True, timeout=timeout_s, env=child_env)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -106,7 +108,7 @@ def run_sync_check(steps: int, device: int, env: Optional[Dict[str, str]] = None
     return report
 
 
-def _shim_counts(library: str) -> Dict[str, Any]:
+def shim_counts(library: str) -> Dict[str, Any]:
     """The shim's counters, read through ctypes (the same handle the core has)."""
     lib = ctypes.CDLL(library)
     if not hasattr(lib, "mfu_shim_sync_calls"):
@@ -120,51 +122,3 @@ def _shim_counts(library: str) -> Dict[str, Any]:
     return {"sync_calls": int(lib.mfu_shim_sync_calls()), "calls": calls,
             "target": lib.mfu_shim_target().decode(errors="replace"),
             "target_error": lib.mfu_shim_error().decode(errors="replace")}
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """The child: ``steps`` Tracker steps of real work through the shim, one JSON line."""
-    parser = argparse.ArgumentParser(prog="python -m mfu_tracker._doctor_shim")
-    parser.add_argument("--steps", type=int, required=True)
-    parser.add_argument("--device", type=int, default=0)
-    args = parser.parse_args(argv)
-    import warnings
-
-    from ._doctor_platform import FakeGpuPlatform, open_platform
-    from .tracker import Tracker
-
-    library = os.environ[CUDA_LIBRARY_ENV]
-    with warnings.catch_warnings(record=True) as caught:
-        # mfu_tracker warns with RuntimeWarning (a GPU clock falling back, a
-        # driver call failing); torch's own UserWarnings are not the check's.
-        warnings.simplefilter("ignore")
-        warnings.simplefilter("always", RuntimeWarning)
-        platform = open_platform(args.device)
-        work = platform.step_work(quick=False)
-        spec = platform.spec()
-        # The check reads no MFU: an unknown device gets a nominal peak, so
-        # any warning left is about the clock.
-        peak = {"spec": spec} if spec is not None else {"peak_tflops": 1.0}
-        tracker = Tracker(work.flops, dtype=work.dtype, clock=platform.clock, device=platform.device,
-                          window=args.steps, warmup=1, **peak)
-        clock = tracker.clock
-        tracker.step(num_tokens=work.tokens)
-        for _ in range(args.steps):
-            work.run()
-            tracker.step(num_tokens=work.tokens)
-            tracker.metrics()  # every step: must never wait
-        counts = _shim_counts(library)  # before close(), which waits by design
-        if isinstance(platform, FakeGpuPlatform):  # the fake's own count: the shim's reference
-            counts["driver_sync_calls"] = platform.driver_sync_calls()
-        summary = tracker.summary()
-        tracker.close()
-    report = {"steps": args.steps, "clock": clock, "platform": platform.kind,
-              "steps_dropped": summary["steps_dropped"], "steps_pending": summary["steps_pending"],
-              "steps_seen": summary["steps_seen"],
-              "warnings": [str(w.message) for w in caught], **counts}
-    print(json.dumps(report))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -80,7 +80,7 @@ are the job's; ``sm_clock_mhz`` is the mean, ``clock_ratio`` the lowest and
 ``throttled`` 1 when any rank reports a throttle reason.
 
 The collective itself (the side group, the gather, the bounded wait) is in
-:mod:`mfu_tracker._collective`.
+:mod:`mfu_tracker.distributed._collective`.
 
 Faults. A gather that fails or times out (a rank that does not reach it, a
 peer that exited) gives one ``RuntimeWarning`` naming the cause, the local
@@ -96,9 +96,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._metrics import format_metrics
-from ._phases import PHASES, busy_s, closing_share, waterfall
-from ._validate import check_prefix
+from .._validate import check_prefix
+from ..timing._metrics import format_metrics
+from ..timing._waterfall import PHASES, busy_s, closing_share, waterfall
 
 __all__ = ["RankFigures", "DistributedFigures"]
 
@@ -298,7 +298,7 @@ class DistributedFigures:
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """The ``Tracker.metrics()`` keys of these figures (the one formatter,
-        :mod:`mfu_tracker._metrics`); unavailable ones left out."""
+        :mod:`mfu_tracker.timing._metrics`); unavailable ones left out."""
         return format_metrics(self.__dict__, check_prefix(prefix))
 
 

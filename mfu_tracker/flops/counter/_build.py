@@ -109,8 +109,8 @@ def define_macros(version: str, torch_version: str, cxx11_abi: int) -> list[tupl
 def source_root() -> Optional[Path]:
     """The directory holding ``SOURCE_PATTERNS``: the installed package's
     ``_csrc``, else a checkout's ``csrc``; None when neither has the sources."""
-    here = Path(__file__).resolve().parent
-    for root in (here / "_csrc", here.parent / "csrc"):
+    package = Path(__file__).resolve().parents[2]  # mfu_tracker/flops/counter/_build.py
+    for root in (package / "_csrc", package.parent / "csrc"):
         if any((root / "torch").glob("*.cpp")):
             return root
     return None

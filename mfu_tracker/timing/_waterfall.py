@@ -37,7 +37,7 @@ from typing import Dict, Mapping, Optional, Tuple
 
 #: The phase names a loop may mark, in report order. ``communication`` is
 #: the exposed-communication phase, marked by the DDP communication hook
-#: (:mod:`mfu_tracker._comm_hook`) or by hand around a blocking collective.
+#: (:mod:`mfu_tracker.distributed._comm_hook`) or by hand around a blocking collective.
 PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication")
 
 #: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order.

@@ -21,11 +21,11 @@ import sys
 import warnings
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from . import _C
-from ._peak import clear_cache as clear_peak_cache
-from ._peak import dtype_peaks, resolve_peak
-from ._validate import check_clock
-from .gpu import PEAK_ENV_VAR, GPUSpec
+from .. import _C
+from .._validate import check_clock
+from ..peaks._resolve import clear_cache as clear_peak_cache
+from ..peaks._resolve import dtype_peaks, resolve_peak
+from ..peaks._table import PEAK_ENV_VAR, GPUSpec
 
 
 def torch_with_gpu() -> Any:

@@ -2,7 +2,7 @@
 
     mfu-tracker doctor [--device N] [--json FILE] [--quick] [--only SECTION,...]
 
-Runs the checks of :mod:`mfu_tracker._doctor_checks` in six sections --
+Runs the checks of :mod:`mfu_tracker.cli.doctor._checks` in six sections --
 environment, device, timing, peak, counting, end to end -- and prints one
 table row per check: PASS / WARN / FAIL / SKIP with the figure it measured,
 then a line of detail for each check that did not pass. ``--json FILE``
@@ -22,64 +22,11 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
-#: The statuses, worst last.
-STATUSES = ("PASS", "SKIP", "WARN", "FAIL")
-#: The sections, in the order they run.
-SECTIONS = ("environment", "device", "timing", "peak", "counting", "end_to_end")
-
-
-@dataclass
-class Check:
-    """One row of the doctor's table."""
-
-    section: str
-    name: str
-    status: str
-    figure: str
-    detail: str = ""
-    data: Dict[str, Any] = field(default_factory=dict)
-
-
-class Report:
-    """The rows, as the checks add them."""
-
-    def __init__(self) -> None:
-        self.checks: List[Check] = []
-
-    def add(self, section: str, name: str, status: str, figure: str, detail: str = "", /,
-            **data: Any) -> Check:
-        if status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
-        check = Check(section, name, status, figure, detail, data)
-        self.checks.append(check)
-        return check
-
-    def counts(self) -> Dict[str, int]:
-        return {status: sum(c.status == status for c in self.checks) for status in STATUSES}
-
-    def failed(self) -> bool:
-        return any(c.status == "FAIL" for c in self.checks)
-
-    def table(self) -> str:
-        width = max([len(f"{c.section}/{c.name}") for c in self.checks] + [20])
-        lines = [f"{'check':<{width}}  status  figure"]
-        for c in self.checks:
-            lines.append(f"{c.section + '/' + c.name:<{width}}  {c.status:<6}  {c.figure}")
-        notes = [c for c in self.checks if c.status != "PASS" and c.detail]
-        if notes:
-            lines.append("")
-            for c in notes:
-                lines.append(f"{c.status} {c.section}/{c.name}: {c.detail}")
-        counts = self.counts()
-        lines.append("")
-        lines.append(", ".join(f"{counts[s]} {s}" for s in STATUSES))
-        return "\n".join(lines)
-
-    def to_json(self, header: Dict[str, Any]) -> Dict[str, Any]:
-        return {**header, "summary": self.counts(), "checks": [asdict(c) for c in self.checks]}
+from ..._version import __version__
+from ._checks import Doctor
+from ._report import SECTIONS, STATUSES, Check, Report
 
 
 def _run_section(report: Report, section: str, run: Callable[[], None]) -> None:
@@ -98,8 +45,7 @@ def _run_section(report: Report, section: str, run: Callable[[], None]) -> None:
 def run(device: int = 0, json_path: Optional[str] = None, quick: bool = False,
         only: Optional[Sequence[str]] = None, out: Any = None) -> int:
     """Run the doctor; print the table to ``out`` (default stdout); the exit status."""
-    from . import __version__
-    from ._doctor_checks import Doctor
+
 
     out = sys.stdout if out is None else out
     sections = list(SECTIONS if not only else only)

@@ -2,14 +2,14 @@
 
 Input (:func:`load`):
 
-* a JSONL file written by ``log_path=`` (:mod:`mfu_tracker._metrics_log`):
+* a JSONL file written by ``log_path=`` (:mod:`mfu_tracker.tracker._metrics_log`):
   one JSON object per line with ``step`` and metric keys;
 * a directory of TensorBoard event files (or one event file), e.g. written by
   HF Trainer's TensorBoard callback with :class:`~mfu_tracker.MFUCallback`:
   scalar tags are the metric keys, the Trainer's ``train/`` prefix removed,
   and the event step is the step.
 
-What is drawn (:func:`plan`, keys from :mod:`mfu_tracker._metrics`, never
+What is drawn (:func:`plan`, keys from :mod:`mfu_tracker.timing._metrics`, never
 spelled here; ``{p}`` is the metric prefix, found from the MFU key):
 
 1. MFU over steps (``{p}/mfu``);
@@ -36,7 +36,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._metrics import FAMILIES, KEYS, metric_key
+from ..timing._metrics import FAMILIES, KEYS, metric_key
 
 __all__ = ["ReportError", "Report", "load", "plan", "numbers_text", "render", "run"]
 
@@ -62,14 +62,14 @@ def _key_name(name: str) -> str:
     for key in KEYS:
         if key.name == name:
             return key.name
-    raise LookupError(f"mfu_tracker._metrics.KEYS has no {name!r} key")
+    raise LookupError(f"mfu_tracker.timing._metrics.KEYS has no {name!r} key")
 
 
 def _family_name(name: str) -> str:
     for family, _, _ in FAMILIES:
         if family == name:
             return family
-    raise LookupError(f"mfu_tracker._metrics.FAMILIES has no {name!r} family")
+    raise LookupError(f"mfu_tracker.timing._metrics.FAMILIES has no {name!r} family")
 
 
 MFU = _key_name("mfu")

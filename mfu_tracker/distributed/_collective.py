@@ -11,7 +11,7 @@ import time
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from .distributed import ROW_LAYOUT, DistributedFigures, RankFigures, combine
+from ._figures import ROW_LAYOUT, DistributedFigures, RankFigures, combine
 
 #: Seconds a rank waits in the aggregation for the others before it gives up
 #: (one warning, local figures from then on). Ranks reach a logging step

@@ -26,16 +26,16 @@ import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from . import _C
-from ._hf_config import dims_from_config, lora_target_names
-from ._sequences import sequence_lengths
-from ._validate import (
+from .. import _C
+from .._validate import (
     CAUSAL_ATTENTION,
     check_choice,
     check_flag,
     check_int,
     check_positive_number,
 )
+from ._hf_config import dims_from_config, lora_target_names
+from ._sequences import sequence_lengths
 
 __all__ = [
     "TransformerFlops",

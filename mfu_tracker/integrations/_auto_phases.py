@@ -13,7 +13,7 @@ The events, in a step's order::
     after optimizer.step()        -> no phase    (then the boundary)
 
 Forwards run in eval mode or without grad (evaluation, generation) are not
-marked. With a DDP communication hook attached (:mod:`mfu_tracker._comm_hook`)
+marked. With a DDP communication hook attached (:mod:`mfu_tracker.distributed._comm_hook`)
 the end of backward after the last bucket becomes ``communication``.
 """
 from __future__ import annotations

@@ -17,9 +17,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from ._dtypes import DTYPE_NAMES, normalize_dtype
-from ._validate import check_peak_tflops, check_spec
-from .gpu import PEAK_ENV_VAR, GPUSpec, get_gpu_spec, user_gpu_spec
+from .._dtypes import DTYPE_NAMES, normalize_dtype
+from .._validate import check_peak_tflops
+from ._table import PEAK_ENV_VAR, GPUSpec, check_spec, get_gpu_spec, user_gpu_spec
 
 
 @dataclass(frozen=True)

@@ -19,15 +19,8 @@ import math
 import warnings
 from typing import Any, Dict, Mapping, Optional, Union
 
-from . import _C
-from ._clock import current_stream_getter, mark_timer, resolve_clock
-from ._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
-from ._metrics import format_metrics
-from ._metrics_log import MetricsLog, check_log_path
-from ._peak import Peak, dtype_peaks, resolve_peak
-from ._phases import PHASES, waterfall
-from ._telemetry import Telemetry, device_id_of
-from ._validate import (
+from .. import _C
+from .._validate import (
     NUM_GPUS_MAX,
     PARALLEL_DEGREE_MAX,
     WARMUP_MAX,
@@ -40,8 +33,24 @@ from ._validate import (
     check_prefix,
     check_stream,
 )
-from .distributed import TELEMETRY_FIELDS, DistributedFigures, RankFigures, combine
-from .gpu import GPUSpec, measured_gpu_spec
+from ..distributed._collective import (
+    DEFAULT_TIMEOUT_S,
+    Aggregator,
+    process_group_initialized,
+)
+from ..distributed._figures import (
+    TELEMETRY_FIELDS,
+    DistributedFigures,
+    RankFigures,
+    combine,
+)
+from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
+from ..peaks._table import GPUSpec, measured_gpu_spec
+from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
+from ..timing._metrics import format_metrics
+from ..timing._telemetry import Telemetry, device_id_of
+from ..timing._waterfall import PHASES, waterfall
+from ._metrics_log import MetricsLog, check_log_path
 
 __all__ = ["Tracker"]
 
@@ -175,7 +184,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/throttled``           1 when a power or thermal throttle reason is set
     ===============================  =====================================================
 
-    The last six come from NVML (:mod:`mfu_tracker._telemetry`), read once at
+    The last six come from NVML (:mod:`mfu_tracker.timing._telemetry`), read once at
     construction and once per ``metrics()`` call -- never per step, never on a
     thread; a missing or failing NVML leaves them out with one warning. Under
     a process group these eight keys are global too (below).
@@ -194,7 +203,7 @@ class Tracker(_C.StepTracker):
     ``_C.LIMIT_PHASE_DEPTH_MAX`` nested, is ignored (one warning). When
     phases were marked in the window, ``metrics()`` adds the waterfall
     (fractions of the step period; ``mfu`` + the ``mfu_lost`` shares = 1
-    exactly; definitions in :mod:`mfu_tracker._phases`):
+    exactly; definitions in :mod:`mfu_tracker.timing._waterfall`):
 
     ====================================  ===========================================================
     key                                   meaning
@@ -337,7 +346,7 @@ class Tracker(_C.StepTracker):
             JSON line with ``step`` (steps completed) and ``time`` (wall
             seconds) -- the input of ``mfu-tracker report``. Only rank 0
             writes; a failing write gives one warning and stops the logging
-            (:mod:`mfu_tracker._metrics_log`). None: no log.
+            (:mod:`mfu_tracker.tracker._metrics_log`). None: no log.
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -457,7 +466,7 @@ class Tracker(_C.StepTracker):
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
-        (:mod:`mfu_tracker._metrics`).
+        (:mod:`mfu_tracker.timing._metrics`).
 
         Local and never blocking without a process group; with one, a
         collective returning the global figures on every rank. The time
@@ -667,9 +676,9 @@ class Tracker(_C.StepTracker):
         hook on ``model`` (a ``DistributedDataParallel``) that runs ``hook``
         (default: DDP's all-reduce) and, when the last gradient bucket is
         handed over, switches the running backward phase to
-        ``communication`` (:mod:`mfu_tracker._comm_hook`). Needs backward
+        ``communication`` (:mod:`mfu_tracker.distributed._comm_hook`). Needs backward
         marked (by hand or by an integration)."""
-        from ._comm_hook import attach_ddp
+        from ..distributed._comm_hook import attach_ddp
 
         attach_ddp(self, model, hook, state)
 

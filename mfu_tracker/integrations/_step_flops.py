@@ -63,10 +63,10 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from . import _C
-from ._metrics import format_metrics
-from ._peak import dtype_peaks
-from ._phases import waterfall
+from .. import _C
+from ..peaks._resolve import dtype_peaks
+from ..timing._metrics import format_metrics
+from ..timing._waterfall import waterfall
 
 #: (model, executed, forward) FLOPs of a step or a block.
 Flops = Tuple[float, float, float]
@@ -228,7 +228,9 @@ class StepCounter:
             return
         try:
             if self._counter is None:
-                from .counter import FlopCounter  # lazy: the counter loads its extension
+                from ..flops.counter._counter import (
+                    FlopCounter,  # lazy: the counter loads its extension
+                )
 
                 self._counter = FlopCounter(causal_attention=self._policy.causal_attention,
                                             modules=False)
@@ -318,7 +320,7 @@ class StepFlops:
         self.config = None
         config = getattr(model, "config", None) if analytic else None
         if config is not None:
-            from .flops import transformer_flops
+            from ..flops._analytic import transformer_flops
 
             try:
                 transformer_flops(config, seq_len=1, batch_size=1, formula="matmul")
@@ -338,7 +340,9 @@ class StepFlops:
         if self.profile is not None or self.sample_batch is None or self._profile_failed \
                 or self.model is None:
             return
-        from .counter import profile_flops_with_hfu  # lazy: the counter loads its extension
+        from ..flops.counter._counter import (
+            profile_flops_with_hfu,  # lazy: the counter loads its extension
+        )
 
         model = getattr(self.model, "_orig_mod", self.model)  # a torch.compile wrapper's eager module
         batch = _on_device_of(self.sample_batch, model)
@@ -438,7 +442,7 @@ class StepFlops:
 
     def _analytic(self, batches: List[Tuple[int, int, Any]],
                   lengths: Optional[List[List[int]]]) -> Flops:
-        from .flops import transformer_flops
+        from ..flops._analytic import transformer_flops
 
         model = executed = forward = 0.0
         for i, (batch, seq, rows) in enumerate(batches):

@@ -1,4 +1,4 @@
-"""The checks ``mfu-tracker doctor`` runs (see :mod:`mfu_tracker._doctor`).
+"""The checks ``mfu-tracker doctor`` runs (see :mod:`mfu_tracker.cli.doctor`).
 
 Each section is one method of :class:`Doctor`; it adds rows to the report.
 Thresholds, and why:
@@ -7,7 +7,7 @@ Thresholds, and why:
   (``torch.cuda.Event``; on the fake driver, the programmed kernel times) on
   the same GEMM loop agree within ``TIMER_TOLERANCE`` (2%) -- FAIL otherwise.
 - timing/zero_sync: no synchronizing driver call (event / stream / context
-  synchronize, counted by the shim of :mod:`mfu_tracker._doctor_shim`) over
+  synchronize, counted by the shim of :mod:`mfu_tracker.cli.doctor._shim`) over
   ``SYNC_STEPS`` Tracker steps that read ``metrics()`` every step -- more
   steps than the timer's event pool holds, so the steady state is shown past
   a pool wrap; the shim must have seen the records (else it was not in the
@@ -28,9 +28,8 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import _C
-from ._doctor import Report
-from ._doctor_platform import (
+from ... import _C
+from ._platform import (
     FAKE_SPEED,
     FakeGpuPlatform,
     Platform,
@@ -40,6 +39,7 @@ from ._doctor_platform import (
     loaded_from,
     open_platform,
 )
+from ._report import Report
 
 TIMER_TOLERANCE = 0.02
 SYNC_STEPS = 1200
@@ -126,7 +126,7 @@ class Doctor:
     def environment(self) -> None:
         import torch
 
-        from .counter import counter_backend
+        from ...flops.counter._counter import counter_backend
 
         add = self.report.add
         hip = getattr(torch.version, "hip", None)
@@ -177,7 +177,7 @@ class Doctor:
         add = self.report.add
         nvml = getattr(_C, "Nvml", None)
         try:  # the telemetry module: NVML's device id of a torch device
-            from ._telemetry import device_id_of
+            from ...timing._telemetry import device_id_of
         except ImportError:
             device_id_of = None
         if nvml is None or device_id_of is None:
@@ -289,7 +289,7 @@ class Doctor:
             worst_deviation=worst, reference=what)
 
     def _zero_sync(self, platform: Platform) -> None:
-        from ._doctor_shim import run_sync_check
+        from ._shim import run_sync_check
 
         add = self.report.add
         if platform.clock != "cuda":
@@ -396,7 +396,7 @@ class Doctor:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
 
-        from .counter import FlopCounter
+        from ...flops.counter._counter import FlopCounter
 
         add = self.report.add
         device = self._model_device()
@@ -461,8 +461,8 @@ class Doctor:
             return
         import torch
 
-        from .counter import FlopCounter
-        from .tracker import Tracker
+        from ...flops.counter._counter import FlopCounter
+        from ...tracker._tracker import Tracker
 
         add = self.report.add
         platform = self._platform or Platform(self.index)
@@ -542,9 +542,9 @@ class Doctor:
 
     def _costs(self, platform: Platform, model: Any, batch: Dict[str, Any], flops: int,
                spec: Any) -> None:
-        from .counter import FlopCounter
-        from .tracker import Tracker
-        from .utilization import track
+        from ...flops.counter._counter import FlopCounter
+        from ...timing._track import track
+        from ...tracker._tracker import Tracker
 
         add = self.report.add
         n = 2000 if self.quick else 20000

@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from . import _C
-from ._dtypes import DTYPE_NAMES, normalize_dtype
+from ... import _C
+from ..._dtypes import DTYPE_NAMES, normalize_dtype
 
 __all__ = ["DispatchBackend", "count_call", "tf32_bits"]
 

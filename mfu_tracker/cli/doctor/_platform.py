@@ -25,9 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
-from . import _C
-from ._doctor_shim import CUDA_LIBRARY_ENV
-from .gpu import GPUSpec, lookup_gpu_spec
+from ... import _C
+from ...peaks._table import GPUSpec, lookup_gpu_spec
 
 #: The fake GPU's GEMM speed: this fraction of its datasheet row's peak.
 FAKE_SPEED = 0.7
@@ -371,7 +370,7 @@ def open_platform(index: int = 0) -> Platform:
             raise ValueError(f"--device {index}: torch sees {torch.cuda.device_count()} device(s)")
         return TorchGpuPlatform(index, torch)
     library = driver_library_name("cuda")
-    fake = _fake_driver(library) if os.environ.get(CUDA_LIBRARY_ENV) else None
+    fake = _fake_driver(library) if os.environ.get(_C.CUDA_LIBRARY_ENV) else None
     if fake is not None:
         if index != 0:
             raise ValueError(f"--device {index}: the fake driver has one device (0)")

@@ -17,8 +17,8 @@ import math
 import sys
 from typing import List, Optional, Sequence
 
-from ._dtypes import normalize_dtype
-from .gpu import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
+from .._dtypes import normalize_dtype
+from ..peaks._table import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
 # point (pyproject.toml), run as a program, not a library function.
@@ -92,7 +92,7 @@ def _resolve_gpu(args: argparse.Namespace, dtype: str) -> tuple[Optional[GPUSpec
 
 
 def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> tuple[float, str]:
-    from .flops import params_flops, transformer_flops
+    from ..flops._analytic import params_flops, transformer_flops
 
     causal = args.causal_attention
     if args.lora_rank is not None and not args.lora:
@@ -107,7 +107,7 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
                            "not the adapters)")
         counted = params_flops(args.params, lora=args.lora)
         return counted.flops_per_token, counted.conventions_str
-    from .presets import resolve_model_config
+    from ..flops.presets import resolve_model_config
 
     if seq_len is None:
         raise CliError("--seq-len is needed to count attention FLOPs for --model")
@@ -153,7 +153,7 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     flops_per_token, conventions = _model_flops_per_token(args, args.seq_len)
     spec, peak_per_gpu, peak_text = _resolve_gpu(args, dtype)
 
-    from . import _C
+    from .. import _C
 
     global_flops_per_sec = flops_per_token * tokens_per_sec
     metrics = _C.compute_metrics(
@@ -198,8 +198,8 @@ def _build_meta_model(config: dict, attn_implementation: str):
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from .counter import FlopCounter
-    from .presets import resolve_model_config
+    from ..flops.counter._counter import FlopCounter
+    from ..flops.presets import resolve_model_config
 
     if args.batch_size < 1 or args.seq_len < 1:
         raise CliError("--batch-size and --seq-len must be >= 1")
@@ -229,7 +229,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     print(f"forward FLOPs:         {fc.forward_flops:,}", file=out)
     print(f"FLOP/token (model):    {model_flops / tokens / 1e9:,.3f} GFLOP", file=out)
     try:
-        from .flops import transformer_flops
+        from ..flops._analytic import transformer_flops
 
         for formula in ("matmul", "palm"):
             analytic = transformer_flops(
@@ -261,8 +261,8 @@ def _cmd_build_ext(args: argparse.Namespace) -> int:
     """Build the C++ FLOP observer ahead of time into the per-user cache."""
     import torch
 
-    from . import _build
-    from ._version import __version__
+    from .._version import __version__
+    from ..flops.counter import _build
 
     print(f"cache: {_build.cache_root()} (set {_build.CACHE_ENV} to move it; "
           "the training jobs need the same value)", file=sys.stdout)
@@ -326,7 +326,7 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--title", default=None, help="the picture's title")
     rep.set_defaults(func=_cmd_report)
 
-    from ._doctor import add_parser as add_doctor_parser
+    from .doctor import add_parser as add_doctor_parser
 
     add_doctor_parser(sub, _cmd_doctor)
 
@@ -337,7 +337,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
-    from ._doctor import main_from_args
+    from .doctor import main_from_args
 
     return main_from_args(args)
 

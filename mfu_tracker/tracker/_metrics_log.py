@@ -13,7 +13,7 @@ appended to the file as one line::
 * ``rank`` / ``world_size``: only when a ``torch.distributed`` process group
   of more than one rank is up at the first write;
 * then the metric dict, keys and values as returned (the keys of
-  :mod:`mfu_tracker._metrics`).
+  :mod:`mfu_tracker.timing._metrics`).
 
 **One writer per process, rank 0 only.** Under ``torchrun`` only rank 0
 writes (the rank of the default process group at the first write, else the
@@ -37,7 +37,7 @@ import time
 import warnings
 from typing import IO, Any, Mapping, Optional, Tuple, Union
 
-from ._collective import process_group_initialized
+from ..distributed._collective import process_group_initialized
 
 PathLike = Union[str, "os.PathLike[str]"]
 

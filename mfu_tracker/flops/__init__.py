@@ -1,0 +1,33 @@
+"""The numerator: how many FLOPs a step does.
+
+Owns two ways to the same numbers, both applying the C core's formulas
+(``csrc/core/flops.c``, ``ops.c``):
+
+* analytic (:mod:`._analytic`, this package's public functions): transformer
+  FLOPs from a HuggingFace config (:mod:`._hf_config`), sequence lengths of a
+  packed batch (:mod:`._sequences`) and full-size presets (:mod:`.presets`);
+* counted (:mod:`.counter`): the exact per-op count of a real run, with its
+  module table, its dispatch fallback and the first-use build of its C++
+  observer.
+
+Layer 2 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+-> cli). May import: the foundation (``_C``, ``_validate``, ``_dtypes``,
+``_version``) only; ``flops.counter`` may import ``flops``.
+"""
+from ._analytic import (
+    TransformerFlops,
+    flash_attn_flops,
+    num_params,
+    param_bytes,
+    params_flops,
+    transformer_flops,
+)
+
+__all__ = [
+    "TransformerFlops",
+    "transformer_flops",
+    "params_flops",
+    "flash_attn_flops",
+    "param_bytes",
+    "num_params",
+]

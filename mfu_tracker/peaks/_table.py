@@ -1,0 +1,419 @@
+"""Device peaks: the datasheet table (in C), user and measured peaks.
+
+Units: FLOP/s in ``peak_flops_by_dtype`` and :meth:`GPUSpec.peak_flops_per_sec`,
+TFLOP/s (1e12 FLOP/s) in :meth:`GPUSpec.peak_tflops`, bytes/s in
+``memory_bandwidth_bytes_per_sec``, TB/s (1e12 bytes/s) in
+``peak_memory_bandwidth_tbs``, hertz in ``clock_rate_hz``, bytes in
+``memory_bytes``. Every peak is dense (no 2:4 sparsity).
+
+An unknown device never borrows another device's numbers: it gets a spec with
+no peaks (``source == "unknown"``) and one warning per distinct name. The user
+can give the peak as an argument (:func:`user_gpu_spec`), through the
+environment variable ``MFU_TRACKER_PEAK_TFLOPS`` ("989.4" for every dtype, or
+"bf16=989.4,fp8=1978.9"), or measure it (:func:`measured_gpu_spec`).
+
+torch is imported only inside the functions that need it.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field, replace
+from typing import Any, Optional, Union
+
+from .. import _C
+from .._dtypes import DTYPE_NAMES, normalize_dtype
+from .._validate import check_device, check_optional_instance, check_positive_number
+
+__all__ = [
+    "GPUSpec",
+    "lookup_gpu_spec",
+    "get_gpu_spec",
+    "gpu_spec_table",
+    "user_gpu_spec",
+    "measure_peak_flops",
+    "measured_gpu_spec",
+    "PEAK_ENV_VAR",
+]
+
+#: Environment variable overriding the peak (TFLOP/s).
+PEAK_ENV_VAR = "MFU_TRACKER_PEAK_TFLOPS"
+
+_warned_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, message: str, stacklevel: int = 3) -> None:
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Peaks of one device.
+
+    Fields compatible with the pure-Python ``mfu-tracker`` 0.3.0:
+      - ``name``: device name.
+      - ``compute_capability``: CUDA (major, minor); (0, 0) when not
+        applicable (AMD rows of the table, CPUs).
+      - ``num_sms``: SMs (NVIDIA) or CUs (AMD); a MIG slice's own count;
+        0 when not known.
+      - ``clock_rate_hz``: boost clock in Hz; 0.0 when not known.
+      - ``memory_bandwidth_bytes_per_sec``: bytes/s; 0.0 when not known.
+      - ``peak_flops_by_dtype``: dense peak FLOP/s per canonical dtype name,
+        only the dtypes the device has.
+
+    Beyond it:
+      - ``source``: "datasheet", "measured", "user", or "unknown" (no peak).
+      - ``citation``: the datasheet (title + URL), or how the peak was obtained.
+      - ``vendor``, ``architecture``: "NVIDIA"/"AMD", "Hopper"/"CDNA 3"...
+      - ``memory_bytes``: device memory in bytes (datasheet size, decimal GB).
+      - ``mig_fraction``: share of the device's SMs (1.0 for a whole device;
+        slice SMs / device SMs for a MIG slice or AMD compute partition;
+        peaks and bandwidth are already scaled by it).
+    """
+
+    name: str
+    compute_capability: tuple[int, int] = (0, 0)
+    num_sms: int = 0
+    clock_rate_hz: float = 0.0
+    memory_bandwidth_bytes_per_sec: float = 0.0
+    peak_flops_by_dtype: dict[str, float] = field(default_factory=dict)
+    source: str = "datasheet"
+    citation: str = ""
+    vendor: str = ""
+    architecture: str = ""
+    memory_bytes: int = 0
+    mig_fraction: float = 1.0
+
+    @property
+    def peak_memory_bandwidth_tbs(self) -> float:
+        """Peak memory bandwidth in TB/s (1e12 bytes/s); 0.0 when not known."""
+        return self.memory_bandwidth_bytes_per_sec / 1e12
+
+    def has_peak(self, dtype: Any = "fp16") -> bool:
+        """Whether this device has a dense peak for ``dtype`` (name or torch dtype)."""
+        return normalize_dtype(dtype) in self.peak_flops_by_dtype
+
+    def peak_flops_per_sec(self, dtype: Any = "fp16") -> float:
+        """Dense peak for ``dtype`` in FLOP/s.
+
+        Raises ``ValueError`` listing the dtypes the device has when it lacks
+        ``dtype`` (or has no peak at all).
+        """
+        name = normalize_dtype(dtype)
+        try:
+            return self.peak_flops_by_dtype[name]
+        except KeyError:
+            have = [d for d in DTYPE_NAMES if d in self.peak_flops_by_dtype]
+            if not have:
+                raise ValueError(
+                    f"dtype: no peak is known for {self.name!r} (source {self.source!r}); "
+                    f"give one with user_gpu_spec(), {PEAK_ENV_VAR} or measured_gpu_spec()"
+                ) from None
+            raise ValueError(
+                f"dtype: {self.name!r} has no dense {name} peak; it has: {', '.join(have)}"
+            ) from None
+
+    def peak_tflops(self, dtype: Any = "fp16") -> float:
+        """Dense peak for ``dtype`` in TFLOP/s (see :meth:`peak_flops_per_sec`)."""
+        return self.peak_flops_per_sec(dtype) / 1e12
+
+
+# ---- the table ---------------------------------------------------------------
+
+
+def check_spec(spec: Any) -> Optional[GPUSpec]:
+    """``spec``: None or a :class:`GPUSpec`."""
+    return check_optional_instance(spec, "spec", GPUSpec)
+
+
+def _spec_from_row(row: dict[str, Any]) -> GPUSpec:
+    peaks = {d: float(t) * 1e12 for d, t in row["peak_tflops"].items()}
+    cc = row["compute_capability"]
+    return GPUSpec(
+        name=row["name"],
+        compute_capability=tuple(cc) if cc is not None else (0, 0),
+        num_sms=int(row["num_sms"]),
+        clock_rate_hz=float(row["clock_rate_hz"]),
+        memory_bandwidth_bytes_per_sec=float(row["memory_bandwidth_bytes_per_sec"]),
+        peak_flops_by_dtype=peaks,
+        source="datasheet" if peaks else "unknown",
+        citation=row["citation"],
+        vendor=row["vendor"],
+        architecture=row["architecture"],
+        memory_bytes=int(row["memory_bytes"]),
+        mig_fraction=float(row["mig_fraction"]),
+    )
+
+
+def gpu_spec_table() -> list[GPUSpec]:
+    """Every row of the datasheet table, in table order."""
+    return [_spec_from_row(row) for row in _C.gpu_spec_table()]
+
+
+def _lookup(name: str, compute_capability: Any, num_sms: Any,
+            total_memory_bytes: Any) -> Optional[GPUSpec]:
+    """The C lookup (every rule, display names included, lives there); the C
+    binding checks ``name``, ``num_sms`` and ``total_memory_bytes``."""
+    cc_major = cc_minor = None
+    if compute_capability is not None:
+        if (not isinstance(compute_capability, (tuple, list)) or len(compute_capability) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool)
+                           for v in compute_capability)):
+            raise TypeError("compute_capability must be a (major, minor) pair of ints or None")
+        cc_major, cc_minor = compute_capability
+    row = _C.lookup_gpu_spec(name, cc_major, cc_minor, num_sms, total_memory_bytes)
+    return None if row is None else _spec_from_row(row)
+
+
+def _warn_unknown(name: str) -> None:
+    _warn_once(
+        f"unknown:{name}",
+        f"mfu_tracker: no datasheet peak for device {name!r} (unknown, ambiguous without "
+        "its SM count / memory, or a row without sourced peaks); MFU is unavailable. "
+        f"Give the peak with user_gpu_spec(), {PEAK_ENV_VAR}=<TFLOP/s> or measured_gpu_spec().",
+        stacklevel=4,
+    )
+
+
+def lookup_gpu_spec(
+    name: str,
+    *,
+    compute_capability: Optional[tuple[int, int]] = None,
+    num_sms: Optional[int] = None,
+    total_memory_bytes: Optional[int] = None,
+) -> Optional[GPUSpec]:
+    """The datasheet spec for a device name, without needing the device.
+
+    ``name`` as ``torch.cuda.get_device_name()`` prints it ("NVIDIA H100 80GB
+    HBM3", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "AMD Instinct MI300X") or a
+    table name ("H100 SXM"). The hints (``compute_capability``, ``num_sms`` --
+    a MIG slice's own SM count --, ``total_memory_bytes``) disambiguate
+    variants; see csrc/core/gpu_lookup.h for the rules.
+
+    Returns ``None`` (and warns once per distinct name) for an unknown or
+    ambiguous device; a known row without sourced peaks (A10G) also warns
+    and has ``source == "unknown"``.
+    """
+    spec = _lookup(name, compute_capability, num_sms, total_memory_bytes)
+    if spec is None or not spec.peak_flops_by_dtype:
+        _warn_unknown(name)
+    return spec
+
+
+# ---- MFU_TRACKER_PEAK_TFLOPS ---------------------------------------------------
+
+
+def _env_override() -> Optional[dict[str, float]]:
+    """The override as {dtype: FLOP/s}, None when unset. Malformed -> ValueError."""
+    text = os.environ.get(PEAK_ENV_VAR)
+    if text is None or text.strip() == "":
+        return None
+    peaks: dict[str, float] = {}
+    for dtype in DTYPE_NAMES:
+        tflops = _C.parse_peak_override(text, dtype)  # ValueError names the variable
+        if tflops is not None:
+            peaks[dtype] = tflops * 1e12
+    return peaks
+
+
+def _apply_env_override(spec: GPUSpec) -> GPUSpec:
+    override = _env_override()
+    if override is None:
+        return spec
+    peaks = dict(spec.peak_flops_by_dtype)
+    peaks.update(override)
+    return replace(
+        spec,
+        peak_flops_by_dtype=peaks,
+        source="user",
+        citation=f"{PEAK_ENV_VAR}={os.environ.get(PEAK_ENV_VAR, '')!r}"
+        + (f" over {spec.citation}" if spec.citation else ""),
+    )
+
+
+# ---- the current device --------------------------------------------------------
+
+
+def _unknown_spec(name: str, **kwargs: Any) -> GPUSpec:
+    return GPUSpec(name=name, source="unknown", peak_flops_by_dtype={}, **kwargs)
+
+
+def get_gpu_spec(device: Any = None) -> GPUSpec:
+    """The spec of ``device`` (default: the current CUDA/ROCm device, else the CPU).
+
+    For a GPU, reads ``torch.cuda.get_device_properties``: name, compute
+    capability, ``multi_processor_count``, ``total_memory``, and looks them
+    up in the datasheet table. A CPU or an unknown GPU gives a spec with no
+    peaks and ``source == "unknown"`` after one warning -- never another
+    device's numbers. ``MFU_TRACKER_PEAK_TFLOPS``, when set, overrides the
+    peaks (``source == "user"``); malformed text raises ``ValueError``.
+    """
+    import torch
+
+    if device is None:
+        device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    else:
+        device = check_device(device)
+
+    if device.type != "cuda":
+        spec = _unknown_spec(f"{device.type} device", citation="no datasheet peak for this device type")
+        if os.environ.get(PEAK_ENV_VAR, "").strip() == "":
+            _warn_once(
+                f"device:{device.type}",
+                f"mfu_tracker: no datasheet peak for a {device.type} device; MFU is unavailable. "
+                f"Use measured_gpu_spec(), user_gpu_spec() or {PEAK_ENV_VAR}.",
+            )
+        return _apply_env_override(spec)
+
+    props = torch.cuda.get_device_properties(device)
+    name = props.name
+    spec = _lookup(name, (int(props.major), int(props.minor)),
+                   int(props.multi_processor_count) or None, int(props.total_memory) or None)
+    if spec is None or not spec.peak_flops_by_dtype:
+        if os.environ.get(PEAK_ENV_VAR, "").strip() == "":
+            _warn_unknown(name)
+        if spec is None:
+            gfx = getattr(props, "gcnArchName", "") or ""
+            spec = _unknown_spec(
+                name,
+                compute_capability=(int(props.major), int(props.minor)),
+                num_sms=int(props.multi_processor_count),
+                memory_bytes=int(props.total_memory),
+                vendor="AMD" if gfx else "",
+                citation="not in the datasheet table" + (f" ({gfx})" if gfx else ""),
+            )
+    return _apply_env_override(spec)
+
+
+# ---- user and measured peaks ---------------------------------------------------
+
+
+def user_gpu_spec(
+    peak_tflops: Union[float, dict[Any, float]],
+    *,
+    name: str = "user-specified peak",
+    memory_bandwidth_tbs: Optional[float] = None,
+) -> GPUSpec:
+    """A spec from the user's own peak (``source == "user"``).
+
+    ``peak_tflops``: TFLOP/s, one number for every dtype or a mapping
+    {dtype: TFLOP/s}. ``memory_bandwidth_tbs``: TB/s, optional.
+    Non-finite or non-positive values raise ``ValueError`` naming the argument.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if isinstance(peak_tflops, dict):
+        if not peak_tflops:
+            raise ValueError("peak_tflops: the mapping is empty")
+        peaks = {}
+        for key, value in peak_tflops.items():
+            dtype = normalize_dtype(key, "peak_tflops")
+            peaks[dtype] = check_positive_number(value, f"peak_tflops[{key!r}]") * 1e12
+    else:
+        value = check_positive_number(peak_tflops, "peak_tflops") * 1e12
+        peaks = {dtype: value for dtype in DTYPE_NAMES}
+    bandwidth = 0.0
+    if memory_bandwidth_tbs is not None:
+        bandwidth = check_positive_number(memory_bandwidth_tbs, "memory_bandwidth_tbs") * 1e12
+    return GPUSpec(name=name, memory_bandwidth_bytes_per_sec=bandwidth,
+                   peak_flops_by_dtype=peaks, source="user",
+                   citation="given by the user")
+
+
+_TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32",
+                 "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _square_gemm_sizes(device_type: str) -> list[int]:
+    return [256, 512, 1024, 2048] if device_type == "cpu" else [1024, 2048, 4096, 8192]
+
+
+def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: float = 0.3) -> float:
+    """Measured dense matmul peak of ``device`` for ``dtype``, in FLOP/s.
+
+    A square-GEMM micro-benchmark: grows n until one ``n x n @ n x n`` matmul
+    (2 n^3 FLOPs) takes a few ms (or n reaches the largest size tried), warms
+    up, then runs matmuls for about ``duration_s`` seconds and reports the
+    best single-matmul rate. Supports fp64, fp32, tf32 (CUDA), fp16 and bf16.
+    """
+    import torch
+
+    name = normalize_dtype(dtype)
+    if name not in _TORCH_DTYPES:
+        raise ValueError(f"dtype: measure_peak_flops supports {', '.join(_TORCH_DTYPES)}, not {name}")
+    duration = check_positive_number(duration_s, "duration_s")
+    if duration > 60:
+        raise ValueError(f"duration_s must be <= 60 seconds, got {duration_s!r}")
+    dev = check_device(device)
+    if name == "tf32" and dev.type != "cuda":
+        raise ValueError("dtype: tf32 is measured on CUDA devices only")
+    torch_dtype = getattr(torch, _TORCH_DTYPES[name])
+    is_cuda = dev.type == "cuda"
+
+    def sync() -> None:
+        if is_cuda:
+            torch.cuda.synchronize(dev)
+
+    old_tf32 = torch.backends.cuda.matmul.allow_tf32 if is_cuda else None
+    if is_cuda:
+        torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
+    try:
+        with torch.no_grad():
+            sizes = _square_gemm_sizes(dev.type)
+            n = sizes[0]
+            for n in sizes:  # smallest size whose matmul takes >= 5 ms
+                a = torch.randn(n, n, device=dev).to(torch_dtype)
+                b = torch.randn(n, n, device=dev).to(torch_dtype)
+                torch.matmul(a, b)  # warm-up (kernel selection, allocation)
+                sync()
+                start = time.perf_counter()
+                torch.matmul(a, b)
+                sync()
+                if time.perf_counter() - start >= 5e-3:
+                    break
+            flops = 2.0 * n ** 3
+            best = 0.0
+            deadline = time.perf_counter() + duration
+            iterations = 0
+            while iterations < 3 or time.perf_counter() < deadline:
+                start = time.perf_counter()
+                torch.matmul(a, b)
+                sync()
+                elapsed = time.perf_counter() - start
+                if elapsed > 0:
+                    best = max(best, flops / elapsed)
+                iterations += 1
+                if iterations >= 10000:
+                    break
+    finally:
+        if is_cuda:
+            torch.backends.cuda.matmul.allow_tf32 = old_tf32
+    return best
+
+
+def measured_gpu_spec(dtype: Any = "fp32", device: Any = "cpu") -> GPUSpec:
+    """A spec whose only peak is measured by :func:`measure_peak_flops`
+    (``source == "measured"``, the name says it was measured)."""
+    import torch
+
+    name = normalize_dtype(dtype)
+    dev = check_device(device)
+    rate = measure_peak_flops(name, dev)
+    if dev.type == "cuda":
+        label = torch.cuda.get_device_name(dev)
+    else:
+        label = dev.type
+    return GPUSpec(
+        name=f"{label} (measured {name} GEMM peak)",
+        peak_flops_by_dtype={name: rate},
+        source="measured",
+        citation=f"measured by mfu_tracker.measure_peak_flops({name!r}, {str(dev)!r}): "
+                 "best square-GEMM rate",
+    )

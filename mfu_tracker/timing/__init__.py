@@ -1,0 +1,14 @@
+"""Time, and the figures of a window of it.
+
+Owns the clocks (:mod:`._clock`: GPU events on the device's stream, or the CPU
+clock), ``track()`` and the one-shot utilization arithmetic (:mod:`._track`),
+the waterfall's definitions (:mod:`._waterfall`), device telemetry
+(:mod:`._telemetry`) and the one table of metric keys with its formatter
+(:mod:`._metrics`).
+
+Layer 3 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+-> cli). May import: the foundation and ``peaks``.
+"""
+from ._track import UtilizationResult, compute_mbu, compute_mfu, track
+
+__all__ = ["track", "compute_mfu", "compute_mbu", "UtilizationResult"]
