@@ -102,10 +102,17 @@ static const mfu_op_spec op_table[] = {
     /* _scaled_dot_product_attention_math(query, key, value, attn_mask,
      *   dropout_p, bool is_causal, ...): the math path (meta tensors, CPU
      * fallbacks). Composite: its inner bmms are skipped and its backward is
-     * theirs. NB: the TorchDispatchMode fallback sees it only under
-     * inference_mode (otherwise it decomposes first and its bmms count: the
-     * same FLOPs, never halved). */
-    SDPA("aten::_scaled_dot_product_attention_math", 5),
+     * theirs. It computes the full square and then masks it (full_square:
+     * executed stays full under causal "half"; ops.h). NB: the
+     * TorchDispatchMode fallback sees it only under inference_mode
+     * (otherwise it decomposes first and its bmms count: the same executed
+     * FLOPs, and model FLOPs never halved). */
+    {.name = "aten::_scaled_dot_product_attention_math",
+     .kind = MFU_OP_ATTENTION,
+     .layout = MFU_LAYOUT_BHSD,
+     .at = {[MFU_ROLE_QUERY] = AT(0), [MFU_ROLE_KEY] = AT(1),
+            [MFU_ROLE_VALUE] = AT(2), [MFU_ROLE_IS_CAUSAL] = AT(5)},
+     .full_square = 1},
     /* ..._flash_attention_backward(grad_out, query, key, value, out,
      *   logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
      *   bool is_causal, ...) */

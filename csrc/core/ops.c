@@ -101,31 +101,69 @@ static mfu_status int_list_of(const mfu_op_spec *spec, const mfu_op_call *call,
     return MFU_OK;
 }
 
-/* ---- the backward rule ------------------------------------------------------ */
+/* ---- sites and the backward rule -------------------------------------------- */
 
-/* Model backward is counted for forward-phase calls with grad mode on. */
-static int counts_model_backward(const mfu_op_call *call)
+mfu_op_site mfu_op_site_of(const mfu_op_call *call)
 {
-    return !call->backward_phase && call->grad_enabled;
+    if (call == NULL || !call->backward_phase)
+        return MFU_SITE_FORWARD;
+    if (call->node == MFU_NODE_UNKNOWN)
+        return MFU_SITE_BACKWARD;
+    if (call->recomputed)
+        return MFU_SITE_RECOMPUTE;
+    if (call->grad_enabled)
+        /* checkpoints recompute under enable_grad; the non-reentrant one
+         * with its saved-tensor hooks set, and discards the graph */
+        return call->saved_tensor_hooks ? MFU_SITE_RECOMPUTE
+                                        : MFU_SITE_RECOMPUTE_BACKPROP;
+    if (call->saved_tensor_hooks || call->node == MFU_NODE_CHECKPOINT)
+        return MFU_SITE_RECOMPUTE; /* a custom Function's forward in a recompute */
+    return call->node == MFU_NODE_CUSTOM ? MFU_SITE_CUSTOM_BACKWARD
+                                         : MFU_SITE_BACKWARD;
+}
+
+const char *mfu_op_site_name(mfu_op_site site)
+{
+    switch (site) {
+    case MFU_SITE_FORWARD: return "forward";
+    case MFU_SITE_BACKWARD: return "backward";
+    case MFU_SITE_CUSTOM_BACKWARD: return "custom_backward";
+    case MFU_SITE_RECOMPUTE: return "recompute";
+    case MFU_SITE_RECOMPUTE_BACKPROP: return "recompute_backprop";
+    }
+    return NULL;
+}
+
+/* The site counts the call's own model FLOPs. */
+static int counts_self(mfu_op_site site)
+{
+    return site == MFU_SITE_FORWARD || site == MFU_SITE_CUSTOM_BACKWARD;
+}
+
+/* The site charges the backward the call's graph will run, with grad on. */
+static int counts_model_backward(const mfu_op_call *call, mfu_op_site site)
+{
+    return call->grad_enabled &&
+           (site == MFU_SITE_FORWARD || site == MFU_SITE_RECOMPUTE_BACKPROP);
 }
 
 /* Matmul and convolution: one forward's worth of model backward per
- * operand (a and b; input and weight) that needs a gradient. */
-static unsigned per_operand(const mfu_op_call *call, const mfu_op_arg *x,
-                            const mfu_op_arg *y)
+ * operand (a and b; input and weight) that needs a gradient (applied only
+ * where the site charges it: apply_site). */
+static unsigned per_operand(const mfu_op_arg *x, const mfu_op_arg *y)
 {
-    if (!counts_model_backward(call))
-        return 0;
     return (unsigned)(x->requires_grad != 0) + (unsigned)(y->requires_grad != 0);
 }
 
-/* executed = flops; model_backward = `times` x flops (times <= 2: fits in
- * uint64 since flops <= INT64_MAX). */
+/* executed = model_self = flops; model_backward = `times` x flops (times
+ * <= 2: fits in uint64 since flops <= INT64_MAX); no overcompute. */
 static void set_flops(mfu_op_flops *out, int64_t flops, unsigned times,
                       int approximate)
 {
     out->executed = flops;
+    out->model_self = flops;
     out->model_backward = (uint64_t)flops * times;
+    out->overcompute = 0;
     out->approximate = approximate;
 }
 
@@ -159,7 +197,7 @@ static mfu_status count_matmul(const mfu_op_spec *spec, const mfu_op_call *call,
     }
     if (st != MFU_OK)
         return formula_status(st, error);
-    set_flops(out, flops, per_operand(call, a, b), 0);
+    set_flops(out, flops, per_operand(a, b), 0);
     return MFU_OK;
 }
 
@@ -239,7 +277,7 @@ static mfu_status count_convolution(const mfu_op_spec *spec,
     if (st != MFU_OK)
         return formula_status(st, error);
     /* the input and the weight gradient each cost the forward */
-    set_flops(out, flops, per_operand(call, x, w), 0);
+    set_flops(out, flops, per_operand(x, w), 0);
     return MFU_OK;
 }
 
@@ -363,57 +401,82 @@ static mfu_status count_varlen(const mfu_op_spec *spec, const mfu_op_call *call,
     return formula_status(st, error);
 }
 
+/* The attention FLOPs of the call under `causal`: its forward formula, or
+ * its backward kernel's (executed convention) with `backward`. */
+static mfu_status attention_flops(const mfu_op_spec *spec,
+                                  const mfu_op_call *call,
+                                  const mfu_op_arg *const qkv[3],
+                                  const mfu_op_arg *cu_q, mfu_causal causal,
+                                  int backward, int64_t *flops,
+                                  int *approximate, mfu_op_error *error)
+{
+    mfu_status st;
+    if (cu_q != NULL)
+        return count_varlen(spec, call, qkv, cu_q, causal, backward, flops,
+                            approximate, error);
+    const int64_t *q = qkv[0]->ints, *k = qkv[1]->ints, *v = qkv[2]->ints;
+    mfu_attention_shape shape;
+    if (spec->layout == MFU_LAYOUT_THD)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_q",
+                    "is required by varlen attention");
+    if (qkv[0]->count != 4 || qkv[1]->count != 4 || qkv[2]->count != 4)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL,
+                    "query, key and value are not all 4-D");
+    if (k[0] != q[0] || v[0] != q[0] || k[3] != q[3])
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, "key",
+                    "has a batch or head dim unlike query's");
+    if (spec->layout == MFU_LAYOUT_BHSD)
+        /* q: [b, h, s_q, d_qk], k: [b, h_kv, s_kv, d_qk], v: [b, h_kv, s_kv, d_v] */
+        shape = (mfu_attention_shape){q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+    else
+        /* q: [b, s_q, h, d_qk], k: [b, s_kv, h_kv, d_qk], v: [b, s_kv, h_kv, d_v] */
+        shape = (mfu_attention_shape){q[0], q[2], k[2], q[1], k[1], q[3], v[3]};
+    st = backward ? mfu_sdpa_backward_flop(&shape, causal, flops)
+                  : mfu_sdpa_flop(&shape, causal, flops);
+    return formula_status(st, error);
+}
+
+/* Executed: what the kernel computes (a full_square row the whole
+ * rectangle); model_self: the forward under the call's convention, or for
+ * a backward kernel 2x it (PaLM: the score recompute is not model work);
+ * model backward 2x model_self when q, k or v requires grad. A full_square
+ * row's excess is overcompute, its backward repeating it twice
+ * (*oc_backward). */
 static mfu_status count_attention(const mfu_op_spec *spec,
                                   const mfu_op_call *call, mfu_op_flops *out,
-                                  mfu_op_error *error)
+                                  uint64_t *oc_backward, mfu_op_error *error)
 {
     const int backward = spec->kind == MFU_OP_ATTENTION_BACKWARD;
     const mfu_causal causal = attention_causal(spec, call);
+    const mfu_causal computed = spec->full_square ? MFU_CAUSAL_FULL : causal;
     const mfu_op_arg *qkv[3], *cu_q;
-    int64_t flops = 0;
+    int64_t executed = 0, forward = 0;
     int approximate = 0;
     mfu_status st;
 
     if ((st = tensor_of(spec, call, MFU_ROLE_QUERY, 0, &qkv[0], error)) != MFU_OK ||
         (st = tensor_of(spec, call, MFU_ROLE_KEY, 0, &qkv[1], error)) != MFU_OK ||
         (st = tensor_of(spec, call, MFU_ROLE_VALUE, 0, &qkv[2], error)) != MFU_OK ||
-        (st = offsets_of(spec, call, MFU_ROLE_CU_SEQLENS_Q, &cu_q, error)) != MFU_OK)
+        (st = offsets_of(spec, call, MFU_ROLE_CU_SEQLENS_Q, &cu_q, error)) != MFU_OK ||
+        (st = attention_flops(spec, call, qkv, cu_q, computed, backward,
+                              &executed, &approximate, error)) != MFU_OK)
         return st;
-    if (cu_q != NULL) {
-        st = count_varlen(spec, call, qkv, cu_q, causal, backward, &flops,
-                          &approximate, error);
-        if (st != MFU_OK)
-            return st;
-    } else {
-        const int64_t *q = qkv[0]->ints, *k = qkv[1]->ints, *v = qkv[2]->ints;
-        mfu_attention_shape shape;
-        if (spec->layout == MFU_LAYOUT_THD)
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_q",
-                        "is required by varlen attention");
-        if (qkv[0]->count != 4 || qkv[1]->count != 4 || qkv[2]->count != 4)
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL,
-                        "query, key and value are not all 4-D");
-        if (k[0] != q[0] || v[0] != q[0] || k[3] != q[3])
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, "key",
-                        "has a batch or head dim unlike query's");
-        if (spec->layout == MFU_LAYOUT_BHSD)
-            /* q: [b, h, s_q, d_qk], k: [b, h_kv, s_kv, d_qk], v: [b, h_kv, s_kv, d_v] */
-            shape = (mfu_attention_shape){q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
-        else
-            /* q: [b, s_q, h, d_qk], k: [b, s_kv, h_kv, d_qk], v: [b, s_kv, h_kv, d_v] */
-            shape = (mfu_attention_shape){q[0], q[2], k[2], q[1], k[1], q[3], v[3]};
-        st = backward ? mfu_sdpa_backward_flop(&shape, causal, &flops)
-                      : mfu_sdpa_flop(&shape, causal, &flops);
-        if (st != MFU_OK)
-            return formula_status(st, error);
-    }
-    /* model backward of attention: 2x its forward (PaLM), whatever the
-     * kernel recomputes; a backward kernel is backward work */
+    if (!backward && computed == causal)
+        forward = executed;
+    else if ((st = attention_flops(spec, call, qkv, cu_q, causal, 0, &forward,
+                                   &approximate, error)) != MFU_OK)
+        return st;
+    if (backward && forward > INT64_MAX / 2)
+        return formula_status(MFU_ERR_OVERFLOW, error);
     const int any_grad = qkv[0]->requires_grad || qkv[1]->requires_grad ||
                          qkv[2]->requires_grad;
-    set_flops(out, flops,
-              !backward && counts_model_backward(call) && any_grad ? 2u : 0u,
-              approximate);
+    const unsigned times = !backward && any_grad ? 2u : 0u;
+    set_flops(out, executed, 0, approximate);
+    out->model_self = backward ? 2 * forward : forward;
+    out->model_backward = (uint64_t)forward * times;
+    /* forward <= executed: HALF is exactly half of FULL */
+    out->overcompute = backward ? 0u : (uint64_t)(executed - forward);
+    *oc_backward = out->overcompute * times;
     return MFU_OK;
 }
 
@@ -447,10 +510,26 @@ static mfu_dtype op_dtype(const mfu_op_spec *spec, const mfu_op_call *call)
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* Keep what the call's site counts (see "Sites" in ops.h). */
+static void apply_site(const mfu_op_call *call, mfu_op_flops *f,
+                       uint64_t oc_backward)
+{
+    f->site = mfu_op_site_of(call);
+    if (!counts_self(f->site)) {
+        f->model_self = 0;
+        f->overcompute = 0;
+    }
+    if (counts_model_backward(call, f->site))
+        f->overcompute += oc_backward;
+    else
+        f->model_backward = 0;
+}
+
 mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
                         mfu_op_flops *out, mfu_op_error *error)
 {
-    mfu_op_flops result = {0, 0, 0, MFU_DTYPE_FP32};
+    mfu_op_flops result = {.dtype = MFU_DTYPE_FP32, .site = MFU_SITE_FORWARD};
+    uint64_t oc_backward = 0;
     mfu_status st;
 
     if (spec == NULL || call == NULL || out == NULL)
@@ -458,6 +537,8 @@ mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
     if (call->causal != MFU_CAUSAL_FULL && call->causal != MFU_CAUSAL_HALF)
         return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL,
                     "the causal convention is neither full nor half");
+    if ((unsigned)call->node > MFU_NODE_CHECKPOINT)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL, "unknown autograd node kind");
     switch (spec->kind) {
     case MFU_OP_MM:
     case MFU_OP_BMM:
@@ -472,12 +553,13 @@ mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
         break;
     case MFU_OP_ATTENTION:
     case MFU_OP_ATTENTION_BACKWARD:
-        st = count_attention(spec, call, &result, error);
+        st = count_attention(spec, call, &result, &oc_backward, error);
         break;
     default:
         return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL, "unknown op kind");
     }
     if (st == MFU_OK) {
+        apply_site(call, &result, oc_backward);
         result.dtype = op_dtype(spec, call);
         *out = result;
     }
@@ -488,16 +570,14 @@ mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,
                                int any_input_requires_grad,
                                const mfu_op_call *call, mfu_op_flops *out)
 {
-    if (call == NULL || out == NULL || flops < 0 || model_backward < -1)
+    if (call == NULL || out == NULL || flops < 0 || model_backward < -1 ||
+        (unsigned)call->node > MFU_NODE_CHECKPOINT)
         return MFU_ERR_INVALID_ARGUMENT;
-    out->executed = flops;
-    out->approximate = 0;
+    set_flops(out, flops, 0, 0);
+    if (any_input_requires_grad)
+        out->model_backward = model_backward >= 0 ? (uint64_t)model_backward
+                                                  : (uint64_t)flops * 2u; /* as attention */
+    apply_site(call, out, 0);
     out->dtype = compute_dtype(call->input_dtype, call->tf32, MFU_TF32_MATMUL);
-    if (!counts_model_backward(call) || !any_input_requires_grad)
-        out->model_backward = 0;
-    else if (model_backward >= 0)
-        out->model_backward = (uint64_t)model_backward;
-    else
-        out->model_backward = (uint64_t)flops * 2u; /* as attention */
     return MFU_OK;
 }

@@ -15,28 +15,69 @@
  * shows the rows to Python.
  *
  * What one call counts (DESIGN.md §3):
- *   executed        the FLOPs the call runs (flops.h's formula for its kind).
- *   model_backward  for a call in the forward phase with grad mode on, the
- *                   backward its inputs that require grad will need:
+ *   executed        the FLOPs the call runs (flops.h's formula for its kind,
+ *                   as the kernel computes it: see "Causal attention").
+ *   model_self      the call's own FLOPs under the model convention: equal
+ *                   to executed, except attention (below); 0 at a site
+ *                   that does not count them (see "Sites").
+ *   model_backward  the backward its inputs that require grad will need,
+ *                   charged where the call runs (forward phase, or a
+ *                   recompute whose graph is backpropagated) with grad
+ *                   mode on:
  *                     matmul / convolution: +1x executed per such input
  *                                           (a and b; input and weight);
- *                     attention:            +2x executed if any of q, k, v
- *                                           requires grad (PaLM), whatever
- *                                           the kernel recomputes;
+ *                     attention:            +2x model_self if any of q, k,
+ *                                           v requires grad (PaLM),
+ *                                           whatever the kernel recomputes;
  *                     backward kernels:     0 (they are backward work);
- *                   0 in the backward phase (recompute, backward kernels)
- *                   and with grad mode off (no_grad, inference_mode).
+ *                   0 elsewhere and with grad mode off (no_grad,
+ *                   inference_mode).
+ *   overcompute     FLOPs the call (and the backward it anticipates)
+ *                   executes beyond the model convention that are *not*
+ *                   recompute: a kernel that computes the full square of a
+ *                   causal attention the model counts half. The waterfall
+ *                   books them to compute, never to recompute.
  *   approximate     varlen attention whose cumulative lengths could not be
  *                   read (meta tensors): every sequence counted as
  *                   max_seqlen (FlopCounterMode does the same), an upper
  *                   bound.
- * A caller adds executed to its executed total and to its forward or
- * backward total by phase, and executed + model_backward to its model total
- * in the forward phase.
+ * A caller adds executed to its executed total (to its forward total at
+ * MFU_SITE_FORWARD, to its backward total elsewhere, and to its recompute
+ * total at the two recompute sites), model_self + model_backward to its
+ * model total and overcompute to its over-compute total: the site rules
+ * live here, once, for both counters.
+ *
+ * Sites (mfu_op_site_of): where a call runs decides what it adds.
+ *   FORWARD             forward phase: model_self + model_backward.
+ *   BACKWARD            autograd's backward of ops counted in forward (their
+ *                       model_backward paid for it): executed only.
+ *   CUSTOM_BACKWARD     inside the backward of a custom autograd Function
+ *                       (torch.autograd.Function: Liger, flash-attn's Python
+ *                       API, a compiled region's AOTAutograd backward),
+ *                       whose forward ran with grad mode off and charged no
+ *                       backward: the backward counts as it runs, each call
+ *                       at its model convention (model_self; an attention
+ *                       backward kernel: 2x its forward).
+ *   RECOMPUTE           activation-checkpoint recompute whose graph autograd
+ *                       discards (non-reentrant checkpoint, a custom
+ *                       Function's forward inside a recompute, a recomputed
+ *                       node of a compiled backward): executed only.
+ *   RECOMPUTE_BACKPROP  recompute whose graph a nested backward then runs
+ *                       (reentrant checkpoint, whose forward ran without
+ *                       grad): executed, plus the model_backward of that
+ *                       nested backward.
+ * So model FLOPs with checkpointing (either mode) equal those without, and
+ * executed FLOPs include the recompute.
  *
  * Causal attention: a call made causal (is_causal, or custom_mask_type != 0
- * for the efficient kernels) counts half with MFU_CAUSAL_HALF in the call;
- * every other call, and every call with MFU_CAUSAL_FULL, the full rectangle.
+ * for the efficient kernels) counts half in model FLOPs with
+ * MFU_CAUSAL_HALF in the call; every other call, and every call with
+ * MFU_CAUSAL_FULL, the full rectangle. Executed FLOPs are what the kernel
+ * computes: under MFU_CAUSAL_HALF the fused kernels (flash, efficient,
+ * cudnn, varlen) skip the masked half and count half, while a row marked
+ * full_square (the math path: matmuls, then a mask) computes the full
+ * rectangle forward and, through its matmuls' autograd, backward: its
+ * executed FLOPs stay full and the difference is overcompute.
  */
 #ifndef MFU_OPS_H
 #define MFU_OPS_H
@@ -124,6 +165,9 @@ typedef struct mfu_op_spec {
     mfu_op_kind kind;
     mfu_attn_layout layout; /* attention kinds; NONE otherwise */
     uint8_t at[MFU_ROLE_COUNT];
+    uint8_t full_square;    /* attention: the kernel computes the whole
+                             * s_q x s_kv rectangle even when causal (the
+                             * math path); 0: it skips masked blocks */
 } mfu_op_spec;
 
 /* The row of `name`, or NULL when the op is not counted (NULL name too). */
@@ -189,6 +233,26 @@ typedef struct mfu_op_arg {
 #define MFU_TF32_MATMUL 1 /* matmuls and attention (cuBLAS) */
 #define MFU_TF32_CONV 2   /* convolutions (cuDNN) */
 
+/* The autograd node a backward-phase call runs under, as the caller sees
+ * it (mfu_op_call.node). */
+typedef enum mfu_op_node {
+    MFU_NODE_UNKNOWN = 0,   /* not said: a backward-phase call is BACKWARD */
+    MFU_NODE_BUILTIN = 1,   /* none, or one of autograd's own nodes */
+    MFU_NODE_CUSTOM = 2,    /* a custom autograd Function's backward */
+    MFU_NODE_CHECKPOINT = 3 /* a reentrant checkpoint Function's backward
+                             * (torch.utils.checkpoint, Megatron's and
+                             * DeepSpeed's CheckpointFunction): it recomputes */
+} mfu_op_node;
+
+/* Where a call runs (see "Sites" above). */
+typedef enum mfu_op_site {
+    MFU_SITE_FORWARD = 0,
+    MFU_SITE_BACKWARD = 1,
+    MFU_SITE_CUSTOM_BACKWARD = 2,
+    MFU_SITE_RECOMPUTE = 3,
+    MFU_SITE_RECOMPUTE_BACKPROP = 4
+} mfu_op_site;
+
 typedef struct mfu_op_call {
     const mfu_op_arg *args; /* args[i] is schema argument i; only the
                              * positions mfu_op_inputs lists are read */
@@ -201,7 +265,33 @@ typedef struct mfu_op_call {
     int input_dtype;        /* custom formulas only: the op's first
                              * floating tensor argument, as
                              * mfu_op_arg.dtype */
+    /* Backward phase only (mfu_op_site_of); zeros keep the plain rule. */
+    mfu_op_node node;       /* the node being evaluated */
+    int saved_tensor_hooks; /* default saved-tensor hooks are set (the
+                             * non-reentrant checkpoint's recompute) */
+    int recomputed;         /* the caller knows the call recomputes (a
+                             * recomputed node of a compiled backward) */
 } mfu_op_call;
+
+/*
+ * The site of a call:
+ *   not in the backward phase                     FORWARD
+ *   node UNKNOWN                                  BACKWARD
+ *   recomputed                                    RECOMPUTE
+ *   grad mode on (checkpoints recompute with it)  saved_tensor_hooks ?
+ *                                                 RECOMPUTE : RECOMPUTE_BACKPROP
+ *   grad off under saved_tensor_hooks or a
+ *   CHECKPOINT node (a custom Function's forward
+ *   inside a recompute)                           RECOMPUTE
+ *   grad off under a CUSTOM node                  CUSTOM_BACKWARD
+ *   otherwise                                     BACKWARD
+ * NB: a backward with create_graph=True runs with grad mode on: its ops
+ * are taken for recompute (HFU only), as activation checkpointing's are.
+ */
+mfu_op_site mfu_op_site_of(const mfu_op_call *call);
+
+/* "forward", "backward", ...; NULL for a value out of range. */
+const char *mfu_op_site_name(mfu_op_site site);
 
 /*
  * The compute dtype of a call (FLOPs by dtype, DESIGN.md §3): the dtype of
@@ -216,6 +306,11 @@ typedef struct mfu_op_flops {
     uint64_t model_backward; /* see above (at most 2 x executed) */
     int approximate;         /* 1: varlen lengths unknown, upper bound */
     mfu_dtype dtype;         /* the compute dtype (see above) */
+    int64_t model_self;      /* see above (at most executed, except an
+                              * attention backward kernel's 2x forward,
+                              * which is below its executed count) */
+    uint64_t overcompute;    /* see above (at most 2 x executed) */
+    mfu_op_site site;        /* mfu_op_site_of(call) */
 } mfu_op_flops;
 
 /* Why a call could not be counted: the argument (a role name, or NULL for
@@ -241,10 +336,11 @@ mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
 
 /*
  * A custom formula's answer (registered from Python for an op the table
- * does not know) under the same phase rule: `flops` executed, and in the
- * forward phase with grad mode on and a tensor input requiring grad, a
- * model backward of `model_backward` (when >= 0) or 2 x flops (when -1,
- * the attention convention: a formula that knows better returns it).
+ * does not know) under the same site rules: `flops` executed (and its
+ * model_self where the site counts it), and where the site charges a model
+ * backward, with grad mode on and a tensor input requiring grad, a model
+ * backward of `model_backward` (when >= 0) or 2 x flops (when -1, the
+ * attention convention: a formula that knows better returns it).
  * MFU_ERR_INVALID_ARGUMENT for flops < 0 or model_backward < -1.
  */
 mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,

@@ -41,6 +41,8 @@ typedef struct mfu_module_state {
     int warned_track_mixed; /* track(flops_by_dtype=): a dtype without a peak */
     PyObject *str_fp16;
     PyObject *str_auto;
+    /* op_count()'s result: a struct sequence (py_ops.c) */
+    PyTypeObject *op_flops_type;
 } mfu_module_state;
 
 /* Every Python object the state holds, for module.c's traverse and clear:
@@ -58,7 +60,8 @@ typedef struct mfu_module_state {
     X(track_last_resolved)                   \
     X_ARRAY(track_kwnames)                   \
     X(str_fp16)                              \
-    X(str_auto)
+    X(str_auto)                              \
+    X(op_flops_type)
 
 /* The spec of a heap type of this module: mfu_tracker._C.<name> (a string
  * literal), whose instances are `object` structs. */

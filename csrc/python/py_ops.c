@@ -269,6 +269,27 @@ static PyObject *py_has_flop_formula(PyObject *module, PyObject *arg)
  * Counting from Python (the TorchDispatchMode fallback)
  * ------------------------------------------------------------------------ */
 
+/* The autograd situation of a backward-phase call (mfu_op_call.node,
+ * saved_tensor_hooks, recomputed): the keywords of op_count and the
+ * optional tail of flop_formula_count. */
+static int site_options(PyObject *node_obj, PyObject *hooks_obj,
+                        PyObject *recomputed_obj, mfu_op_call *call)
+{
+    static const mfu_py_choice node_choices[] = {
+        {"unknown", MFU_NODE_UNKNOWN}, {"builtin", MFU_NODE_BUILTIN},
+        {"custom", MFU_NODE_CUSTOM}, {"checkpoint", MFU_NODE_CHECKPOINT}, {NULL, 0}};
+    int node = MFU_NODE_UNKNOWN;
+    if ((node_obj != NULL && node_obj != Py_None &&
+         mfu_py_choice_arg(node_obj, "node", node_choices, &node) < 0) ||
+        (hooks_obj != NULL &&
+         mfu_py_flag_arg(hooks_obj, "saved_tensor_hooks", &call->saved_tensor_hooks) < 0) ||
+        (recomputed_obj != NULL &&
+         mfu_py_flag_arg(recomputed_obj, "recomputed", &call->recomputed) < 0))
+        return -1;
+    call->node = (mfu_op_node)node;
+    return 0;
+}
+
 /* The phase and convention keywords of op_count / flop_formula_count. */
 static int call_options(PyObject *causal_obj, PyObject *backward_obj,
                         PyObject *grad_obj, mfu_op_call *call)
@@ -288,11 +309,48 @@ static int call_options(PyObject *causal_obj, PyObject *backward_obj,
     return 0;
 }
 
-static PyObject *flops_tuple(const mfu_op_flops *f)
+/* op_count()'s result: (executed, model_backward, approximate, dtype),
+ * a struct sequence whose model_self, overcompute and site (ops.h) are
+ * read by name. */
+static PyStructSequence_Field op_flops_fields[] = {
+    {"executed", "FLOPs the call runs"},
+    {"model_backward", "model backward its site charges"},
+    {"approximate", "varlen lengths unknown: an upper bound"},
+    {"dtype", "the compute dtype's name"},
+    {"model_self", "its own model FLOPs where its site counts them"},
+    {"overcompute", "executed beyond the model convention, not recompute"},
+    {"site", "where it ran: 'forward', 'backward', 'custom_backward', "
+             "'recompute', 'recompute_backprop'"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc op_flops_desc = {
+    "mfu_tracker._C.OpFlops", "One op call's count (core/ops.h).", op_flops_fields, 4,
+};
+
+static PyObject *flops_tuple(PyObject *module, const mfu_op_flops *f)
 {
-    return Py_BuildValue("(LKOs)", (long long)f->executed,
-                         (unsigned long long)f->model_backward,
-                         f->approximate ? Py_True : Py_False, mfu_dtype_name(f->dtype));
+    PyObject *out = PyStructSequence_New(mfu_module_get_state(module)->op_flops_type);
+    PyObject *items[7];
+    if (out == NULL)
+        return NULL;
+    items[0] = PyLong_FromLongLong((long long)f->executed);
+    items[1] = PyLong_FromUnsignedLongLong((unsigned long long)f->model_backward);
+    items[2] = Py_NewRef(f->approximate ? Py_True : Py_False);
+    items[3] = PyUnicode_FromString(mfu_dtype_name(f->dtype));
+    items[4] = PyLong_FromLongLong((long long)f->model_self);
+    items[5] = PyLong_FromUnsignedLongLong((unsigned long long)f->overcompute);
+    items[6] = PyUnicode_FromString(mfu_op_site_name(f->site));
+    int failed = 0;
+    for (Py_ssize_t i = 0; i < 7; i++) {
+        failed |= items[i] == NULL;
+        PyStructSequence_SetItem(out, i, items[i]); /* steals; NULL for a failure */
+    }
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
 }
 
 /* A dtype name of _C.dtype_names() (or None: no dtype) as mfu_op_arg.dtype
@@ -413,12 +471,14 @@ static PyObject *op_error(mfu_status st, const mfu_op_error *error)
 static PyObject *py_op_count(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"name", "args", "causal_attention", "backward_phase",
-                               "grad_enabled", "tf32", NULL};
+                               "grad_enabled", "tf32", "node", "saved_tensor_hooks",
+                               "recomputed", NULL};
     PyObject *name_obj, *seq_obj, *causal = NULL, *backward = NULL, *grad = NULL;
     PyObject *tf32 = NULL, *seq = NULL, *result = NULL;
+    PyObject *node = NULL, *hooks = NULL, *recomputed = NULL;
     mfu_op_input inputs[MFU_ROLE_COUNT];
     mfu_op_arg call_args[MFU_OP_ARGS_MAX];
-    mfu_op_call call = {call_args, 0, MFU_CAUSAL_FULL, 0, 1, 0, 0};
+    mfu_op_call call = {.args = call_args, .causal = MFU_CAUSAL_FULL, .grad_enabled = 1};
     mfu_op_error error = {NULL, NULL};
     mfu_op_flops flops;
     blocks b = {{NULL}, 0};
@@ -427,11 +487,12 @@ static PyObject *py_op_count(PyObject *module, PyObject *args, PyObject *kwargs)
     size_t n;
     mfu_status st;
 
-    (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOO:op_count", keywords,
-                                     &name_obj, &seq_obj, &causal, &backward, &grad, &tf32) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOOOO:op_count", keywords,
+                                     &name_obj, &seq_obj, &causal, &backward, &grad, &tf32,
+                                     &node, &hooks, &recomputed) ||
         (name = name_arg(name_obj, "name")) == NULL ||
-        call_options(causal, backward, grad, &call) < 0 || tf32_arg(tf32, &call.tf32) < 0)
+        call_options(causal, backward, grad, &call) < 0 || tf32_arg(tf32, &call.tf32) < 0 ||
+        site_options(node, hooks, recomputed, &call) < 0)
         return NULL;
     if ((spec = mfu_op_find(name)) == NULL)
         return PyErr_Format(PyExc_ValueError, "op_count: %s is not in the op table", name);
@@ -447,7 +508,7 @@ static PyObject *py_op_count(PyObject *module, PyObject *args, PyObject *kwargs)
         call.nargs = (size_t)pos + 1;
     }
     st = mfu_op_count(spec, &call, &flops, &error);
-    result = st == MFU_OK ? flops_tuple(&flops) : op_error(st, &error);
+    result = st == MFU_OK ? flops_tuple(module, &flops) : op_error(st, &error);
 done:
     for (size_t i = 0; i < b.n; i++)
         PyMem_Free(b.p[i]);
@@ -458,18 +519,20 @@ done:
 static PyObject *py_flop_formula_count(PyObject *module, PyObject *args)
 {
     PyObject *name_obj, *values, *any_grad_obj, *backward, *grad, *dtype = NULL, *tf32 = NULL;
-    if (!PyArg_ParseTuple(args, "OO!OOO|OO:flop_formula_count", &name_obj, &PyTuple_Type,
-                          &values, &any_grad_obj, &backward, &grad, &dtype, &tf32))
+    PyObject *node = NULL, *hooks = NULL, *recomputed = NULL;
+    if (!PyArg_ParseTuple(args, "OO!OOO|OOOOO:flop_formula_count", &name_obj, &PyTuple_Type,
+                          &values, &any_grad_obj, &backward, &grad, &dtype, &tf32, &node,
+                          &hooks, &recomputed))
         return NULL;
 
-    mfu_op_call call = {NULL, 0, MFU_CAUSAL_FULL, 0, 1, 0, 0};
+    mfu_op_call call = {.causal = MFU_CAUSAL_FULL, .grad_enabled = 1};
     const char *name = name_arg(name_obj, "name");
     int any_grad;
     registry *reg;
     if (name == NULL || mfu_py_flag_arg(any_grad_obj, "any_requires_grad", &any_grad) < 0 ||
         call_options(NULL, backward, grad, &call) < 0 ||
         dtype_arg(dtype, "input_dtype", &call.input_dtype) < 0 || tf32_arg(tf32, &call.tf32) < 0 ||
-        (reg = registry_of(module)) == NULL)
+        site_options(node, hooks, recomputed, &call) < 0 || (reg = registry_of(module)) == NULL)
         return NULL;
     const mfu_formula *formula = formula_find(reg, name);
     if (formula == NULL)
@@ -477,7 +540,7 @@ static PyObject *py_flop_formula_count(PyObject *module, PyObject *args)
     mfu_op_flops flops;
     if (formula_count(formula, values, any_grad, &call, &flops) < 0)
         return NULL;
-    return flops_tuple(&flops);
+    return flops_tuple(module, &flops);
 }
 
 /* ------------------------------------------------------------------------
@@ -541,10 +604,14 @@ static PyMethodDef ops_methods[] = {
      "need one of 'tensor', 'offsets', 'int', 'int_list'."},
     {"op_count", (PyCFunction)(void (*)(void))py_op_count, METH_VARARGS | METH_KEYWORDS,
      "op_count(name, args, *, causal_attention='full', backward_phase=False, "
-     "grad_enabled=True, tf32=0)\n--\n\n"
+     "grad_enabled=True, tf32=0, node=None, saved_tensor_hooks=False, recomputed=False)"
+     "\n--\n\n"
      "Count one call of the table's op `name` (mfu_op_count): returns\n"
-     "(executed, model_backward, approximate, dtype): dtype is the compute\n"
-     "dtype's name (core/ops.h). args[i] is schema argument i, as its role\n"
+     "(executed, model_backward, approximate, dtype), an OpFlops whose\n"
+     "model_self, overcompute and site are read by name: dtype is the compute\n"
+     "dtype's name (core/ops.h). node ('unknown', 'builtin', 'custom',\n"
+     "'checkpoint'), saved_tensor_hooks and recomputed describe a backward-\n"
+     "phase call's autograd situation (ops.h: Sites). args[i] is schema argument i, as its role\n"
      "needs it (other positions are not read): a tensor is (shape,\n"
      "requires_grad[, values or None[, dtype name or None]]), values only\n"
      "read for 'offsets'; an int an int (bools as 0 / 1); an int list a sequence\n"
@@ -563,9 +630,10 @@ static PyMethodDef ops_methods[] = {
      "has_flop_formula(op_name, /)\n--\n\nWhether `op_name` has a registered formula."},
     {"flop_formula_count", py_flop_formula_count, METH_VARARGS,
      "flop_formula_count(name, args, any_requires_grad, backward_phase, grad_enabled, "
-     "input_dtype=None, tf32=0, /)\n--\n\n"
+     "input_dtype=None, tf32=0, node=None, saved_tensor_hooks=False, recomputed=False, /)"
+     "\n--\n\n"
      "Call the registered formula of `name` with *args and count its answer\n"
-     "as op_count does: (executed, model_backward, approximate, dtype). A formula\n"
+     "as op_count does: an OpFlops (executed, model_backward, approximate, dtype). A formula\n"
      "that raises gives RuntimeError('custom formula raised: ...')."},
     {NULL, NULL, 0, NULL},
 };
@@ -576,6 +644,11 @@ int mfu_py_ops_exec(PyObject *module)
     PyObject *capsule;
 
     if (PyModule_AddFunctions(module, ops_methods) < 0)
+        return -1;
+    mfu_module_state *state = mfu_module_get_state(module);
+    state->op_flops_type = PyStructSequence_NewType(&op_flops_desc);
+    if (state->op_flops_type == NULL ||
+        PyModule_AddObjectRef(module, "OpFlops", (PyObject *)state->op_flops_type) < 0)
         return -1;
     reg = PyMem_RawCalloc(1, sizeof *reg);
     if (reg == NULL) {
@@ -593,6 +666,7 @@ int mfu_py_ops_exec(PyObject *module)
         .abi_version = MFU_OPS_API_VERSION,
         .core = {.status_str = mfu_status_str, .find = mfu_op_find,
                  .inputs = mfu_op_inputs, .role_name = mfu_op_role_name,
+                 .kind_name = mfu_op_kind_name,
                  .count = mfu_op_count},
         .formulas = {.registry = reg, .generation = formula_generation,
                      .find = formula_find, .count = formula_count},

@@ -33,8 +33,9 @@ extern "C" {
 #endif
 
 /* Version 1 was the per-formula table of flops.h (mfu_flops_api); 2 had
- * no dtype in mfu_op_call / mfu_op_flops. */
-#define MFU_OPS_API_VERSION 3u
+ * no dtype in mfu_op_call / mfu_op_flops; 3 no sites (node, model_self,
+ * overcompute, site; ops.h). */
+#define MFU_OPS_API_VERSION 4u
 #define MFU_OPS_API_CAPSULE "mfu_tracker._C._ops_api"
 
 /* A registered custom formula (opaque). */
@@ -48,6 +49,7 @@ typedef struct mfu_ops_api {
         const mfu_op_spec *(*find)(const char *name);
         size_t (*inputs)(const mfu_op_spec *spec, mfu_op_input *inputs);
         const char *(*role_name)(mfu_op_role role);
+        const char *(*kind_name)(mfu_op_kind kind);
         mfu_status (*count)(const mfu_op_spec *spec, const mfu_op_call *call,
                             mfu_op_flops *out, mfu_op_error *error);
     } core;

@@ -268,10 +268,16 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
 
 } // namespace
 
-bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal,
-              bool backward_phase, bool grad_mode, int tf32, mfu_op_flops *out,
-              std::string *error) {
-  mfu_op_call call{nullptr, 0, causal, backward_phase ? 1 : 0, grad_mode ? 1 : 0, tf32, 0};
+bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal, const Site &site,
+              int tf32, mfu_op_flops *out, std::string *error) {
+  mfu_op_call call{};
+  call.causal = causal;
+  call.backward_phase = site.backward_phase ? 1 : 0;
+  call.grad_enabled = site.grad_mode ? 1 : 0;
+  call.tf32 = tf32;
+  call.node = site.node;
+  call.saved_tensor_hooks = site.saved_tensor_hooks ? 1 : 0;
+  call.recomputed = site.recomputed ? 1 : 0;
   try {
     if (spec.row != nullptr)
       count_row(spec, inputs, &call, out);

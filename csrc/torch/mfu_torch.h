@@ -38,11 +38,17 @@
  *     seen through: the counted ops they call count.
  *   - Tensors with the Python dispatch key (FakeTensor during torch.compile
  *     tracing, DTensor, other subclasses) are skipped: the op they turn into
- *     on plain tensors is the one that counts (once, per rank).
- *   - Phase: an op run while an autograd graph task is active on its thread
- *     (torch::autograd::get_current_graph_task_id() != -1) is a backward-
- *     phase op; any other op a forward-phase op. mfu_op_count applies the
- *     backward rules from the phase and grad mode.
+ *     on plain tensors is the one that counts (once, per rank). Except fake
+ *     tensors for a counter started under a FakeTensorMode (start()'s
+ *     count_fake): they count while a fake mode is active and no proxy
+ *     (tracing) mode is, as real tensors would.
+ *   - Site (site.cpp): an op run while an autograd graph task is active on
+ *     its thread (torch::autograd::get_current_graph_task_id() != -1) is a
+ *     backward-phase op; any other op a forward-phase op. For a
+ *     backward-phase op it also reads the node being evaluated (autograd's,
+ *     a custom Function's, a reentrant checkpoint's), the default
+ *     saved-tensor hooks and, in a compiled backward, the planner's
+ *     recomputed calls; mfu_op_count applies the site rules (ops.h).
  *   - Varlen attention reads cu_seqlens when their values are readable (CPU
  *     tensors; other devices are copied to the host, which waits for the
  *     device); on `meta` they are not (the core's max_seqlen bound).
@@ -106,12 +112,32 @@ OpSpec lookup(const char *name);
  * when a custom formula is (un)registered. */
 const OpSpec &classify(const c10::OperatorHandle &op);
 
+/* ---- site.cpp: where a call runs (ops.h "Sites") ---- */
+
+/* The autograd situation of a call, as mfu_op_call carries it. */
+struct Site {
+  bool backward_phase = false;
+  bool grad_mode = true;
+  mfu_op_node node = MFU_NODE_UNKNOWN; /* backward phase: never UNKNOWN */
+  bool saved_tensor_hooks = false;
+  bool recomputed = false;
+};
+
+/* The site of the call of `spec` about to run with `inputs`. A recomputed
+ * node of a compiled backward is consumed from its plan as it is seen, so
+ * call it once per call. */
+Site site_of(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs);
+
+/* Set the Python callable that plans a compiled backward's recomputed
+ * calls (mfu_tracker/flops/counter/_compiled.py; None: none); GIL held. */
+void set_recompute_planner(PyObject *planner);
+
 /* ---- convert.cpp: torch arguments -> mfu_op_count ---- */
 
 /* Count one call. Returns false and sets *error on a failure. */
 bool count_op(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs,
-              mfu_causal causal, bool backward_phase, bool grad_mode, int tf32,
-              mfu_op_flops *out, std::string *error);
+              mfu_causal causal, const Site &site, int tf32, mfu_op_flops *out,
+              std::string *error);
 
 /* ---- kernels.cpp: the counting dispatch key ---- */
 
@@ -135,7 +161,10 @@ struct Totals {
   __int128 executed = 0;
   __int128 forward = 0;
   __int128 model = 0;
-  __int128 backward = 0; /* executed in the backward phase */
+  __int128 backward = 0;    /* executed in the backward phase */
+  __int128 recompute = 0;   /* executed at a recompute site (ops.h) */
+  __int128 overcompute = 0; /* executed beyond the model convention, not
+                             * recompute (ops.h) */
   /* model / executed FLOPs by compute dtype (mfu_dtype index) */
   __int128 model_by_dtype[MFU_DTYPE_COUNT] = {};
   __int128 executed_by_dtype[MFU_DTYPE_COUNT] = {};
@@ -148,8 +177,11 @@ struct Totals {
   std::unordered_map<const char *, std::pair<int64_t, __int128>> per_op;
 };
 
-/* Start a count on the calling thread; the slot index, or -1 + exception. */
-int start(mfu_causal causal);
+/* Start a count on the calling thread; the slot index, or -1 + exception.
+ * With `count_fake`, ops on fake tensors count while a FakeTensorMode is
+ * active and no tracing (proxy) mode is: the counter was entered under a
+ * FakeTensorMode, so fake tensors stand for real ones. */
+int start(mfu_causal causal, bool count_fake);
 /* Stop the count in `slot` (must be the starting thread) and copy its final
  * totals into *out: 0 / -1 + exception. */
 int stop(int slot, Totals *out);

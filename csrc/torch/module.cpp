@@ -76,6 +76,8 @@ PyObject *totals_to_dict(const Totals &t) {
       set_item(dict, "forward_flops", int128_to_py(t.forward)) < 0 ||
       set_item(dict, "model_flops", int128_to_py(t.model)) < 0 ||
       set_item(dict, "backward_flops", int128_to_py(t.backward)) < 0 ||
+      set_item(dict, "recompute_flops", int128_to_py(t.recompute)) < 0 ||
+      set_item(dict, "overcompute_flops", int128_to_py(t.overcompute)) < 0 ||
       set_item(dict, "model_flops_by_dtype", by_dtype(t.model_by_dtype)) < 0 ||
       set_item(dict, "executed_flops_by_dtype", by_dtype(t.executed_by_dtype)) < 0 ||
       set_item(dict, "counted_calls", PyLong_FromLongLong(t.counted_calls)) < 0 ||
@@ -124,7 +126,11 @@ int slot_arg(PyObject *obj, int *slot) {
   return 0;
 }
 
-PyObject *py_start(PyObject *, PyObject *arg) {
+PyObject *py_start(PyObject *, PyObject *args) {
+  PyObject *arg;
+  int count_fake = 0;
+  if (!PyArg_ParseTuple(args, "O|p:start", &arg, &count_fake))
+    return nullptr;
   if (!PyUnicode_Check(arg)) {
     PyErr_Format(PyExc_TypeError, "causal_attention must be a str, not %.80s",
                  Py_TYPE(arg)->tp_name);
@@ -140,7 +146,7 @@ PyObject *py_start(PyObject *, PyObject *arg) {
                  "causal_attention must be 'full' or 'half', not %R", arg);
     return nullptr;
   }
-  const int slot = start(causal);
+  const int slot = start(causal, count_fake != 0);
   return slot < 0 ? nullptr : PyLong_FromLong(slot);
 }
 
@@ -175,6 +181,11 @@ PyObject *py_snapshot(PyObject *, PyObject *arg) {
   return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
 }
 
+PyObject *py_set_recompute_planner(PyObject *, PyObject *planner) {
+  set_recompute_planner(planner);
+  Py_RETURN_NONE;
+}
+
 PyObject *py_sync_kernels(PyObject *, PyObject *) {
   if (sync_kernels() < 0)
     return nullptr;
@@ -182,8 +193,14 @@ PyObject *py_sync_kernels(PyObject *, PyObject *) {
 }
 
 PyMethodDef methods[] = {
-    {"start", py_start, METH_O,
-     "start(causal_attention, /)\n--\n\nStart counting on this thread; returns a slot."},
+    {"start", py_start, METH_VARARGS,
+     "start(causal_attention, count_fake=False, /)\n--\n\nStart counting on this thread; "
+     "returns a slot. count_fake: count ops on fake tensors (the counter was entered "
+     "under a FakeTensorMode)."},
+    {"set_recompute_planner", py_set_recompute_planner, METH_O,
+     "set_recompute_planner(fn, /)\n--\n\nfn(node) plans the recomputed calls of a "
+     "compiled backward node: None, or [(op name, (shape, ...)), ...] (-1: any size). "
+     "None: no planner."},
     {"stop", py_stop, METH_O,
      "stop(slot, /)\n--\n\nStop the count (on its thread); returns its final totals."},
     {"read", py_read, METH_O, "read(slot, /)\n--\n\nThe slot's totals so far, as a dict."},
@@ -200,7 +217,7 @@ int exec_module(PyObject *module) {
   auto *api = static_cast<const mfu_ops_api *>(PyCapsule_Import(MFU_OPS_API_CAPSULE, 0));
   if (api == nullptr)
     return -1;
-  if (api->abi_version < MFU_OPS_API_VERSION) {
+  if (api->abi_version != MFU_OPS_API_VERSION) {
     PyErr_Format(PyExc_ImportError,
                  "mfu_tracker._torch needs the op table version %u, mfu_tracker._C "
                  "has %u; rebuild both (make build)",

@@ -10,7 +10,7 @@
 #pragma GCC diagnostic pop
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
-#include <c10/core/GradMode.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 
 #include <algorithm>
 #include <array>
@@ -19,14 +19,6 @@
 #include <thread>
 #include <utility>
 
-namespace torch {
-namespace autograd {
-// libtorch_cpu (graph_task.h): the id of the graph task (backward call)
-// running on this thread, -1 outside backward.
-int get_current_graph_task_id();
-} // namespace autograd
-} // namespace torch
-
 namespace mfu_torch {
 namespace {
 
@@ -34,6 +26,7 @@ struct Slot {
   std::atomic<bool> taken{false};  // owned by a counter (start..stop)
   std::atomic<bool> active{false}; // counts
   mfu_causal causal = MFU_CAUSAL_FULL;
+  bool count_fake = false; // started under a FakeTensorMode (start())
   at::CallbackHandle marker = 0;
   std::thread::id owner;
   std::mutex mutex; // guards totals
@@ -90,6 +83,22 @@ bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
   return false;
 }
 
+// Of `mask`, the slots that count a call on Python-key tensors: those
+// started under a FakeTensorMode, while a fake mode is active and no proxy
+// (tracing) mode is -- the user's fake run, not torch.compile's tracing.
+unsigned fake_slots(unsigned mask) {
+  using c10::impl::TorchDispatchModeKey;
+  using c10::impl::TorchDispatchModeTLS;
+  if (!TorchDispatchModeTLS::get_mode(TorchDispatchModeKey::FAKE).has_value() ||
+      TorchDispatchModeTLS::get_mode(TorchDispatchModeKey::PROXY).has_value())
+    return 0;
+  unsigned out = 0;
+  for (int i = 0; i < kMaxSlots; i++)
+    if ((mask & (1u << i)) && g_slots[i].count_fake)
+      out |= 1u << i;
+  return out;
+}
+
 // Where fp32 may run as TF32 for this call (mfu_op_call.tf32): CUDA and
 // meta (a meta run stands for a GPU run) follow torch's settings; CPU has
 // no TF32.
@@ -107,8 +116,9 @@ int tf32_bits(c10::ArrayRef<const c10::IValue> inputs) {
   return 0;
 }
 
-void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
-                const mfu_op_flops &c, const std::string &error) {
+// Add one call by its site (ops.h: the core decided what it counts).
+void accumulate(Slot &slot, const char *name, bool ok, const mfu_op_flops &c,
+                const std::string &error) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   Totals &t = slot.totals;
   if (!ok) {
@@ -116,17 +126,16 @@ void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
       t.first_error = std::string(name) + ": " + error;
     return;
   }
+  const __int128 model = static_cast<__int128>(c.model_self) + c.model_backward;
   t.counted_calls++;
   t.executed += c.executed;
   t.executed_by_dtype[c.dtype] += c.executed;
-  if (backward_phase) {
-    t.backward += c.executed;
-  } else {
-    const __int128 model = static_cast<__int128>(c.executed) + c.model_backward;
-    t.forward += c.executed;
-    t.model += model;
-    t.model_by_dtype[c.dtype] += model;
-  }
+  (c.site == MFU_SITE_FORWARD ? t.forward : t.backward) += c.executed;
+  if (c.site == MFU_SITE_RECOMPUTE || c.site == MFU_SITE_RECOMPUTE_BACKPROP)
+    t.recompute += c.executed;
+  t.model += model;
+  t.model_by_dtype[c.dtype] += model;
+  t.overcompute += c.overcompute;
   if (c.approximate)
     t.approximate_calls++;
   auto &op = t.per_op[name];
@@ -154,6 +163,8 @@ void copy_totals(Slot &slot, bool with_ops, Totals *out) {
   out->forward = t.forward;
   out->model = t.model;
   out->backward = t.backward;
+  out->recompute = t.recompute;
+  out->overcompute = t.overcompute;
   for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
     out->model_by_dtype[d] = t.model_by_dtype[d];
     out->executed_by_dtype[d] = t.executed_by_dtype[d];
@@ -172,8 +183,10 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
                    c10::DispatchKeySet after, torch::jit::Stack *stack) {
   const size_t nargs = std::min(op.schema().arguments().size(), stack->size());
   const c10::ArrayRef<const c10::IValue> inputs(stack->data() + stack->size() - nargs, nargs);
-  const unsigned mask = tl_depth == 0 ? active_slots() : 0;
-  if (mask == 0 || has_python_key(inputs)) {
+  unsigned mask = tl_depth == 0 ? active_slots() : 0;
+  if (mask != 0 && has_python_key(inputs))
+    mask = fake_slots(mask);
+  if (mask == 0) {
     // inside a counted op (counted by it), no counter on this thread, or a
     // subclass / fake tensor (the op it becomes counts)
     op.redispatchBoxed(after, stack);
@@ -181,8 +194,8 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
   }
   // The count, before the op consumes its arguments: once per causal
   // convention in use.
-  const bool backward_phase = torch::autograd::get_current_graph_task_id() != -1;
-  const bool grad_mode = c10::GradMode::is_enabled();
+  const char *name = op.operator_name().name.c_str();
+  const Site site = site_of(spec, inputs);
   const int tf32 = tf32_bits(inputs);
   mfu_op_flops counts[2] = {};
   bool ok[2] = {false, false}, done[2] = {false, false};
@@ -192,8 +205,7 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
       continue;
     const int c = g_slots[i].causal == MFU_CAUSAL_HALF ? 1 : 0;
     if (!done[c]) {
-      ok[c] = count_op(spec, inputs, g_slots[i].causal, backward_phase, grad_mode, tf32,
-                       &counts[c], &errors[c]);
+      ok[c] = count_op(spec, inputs, g_slots[i].causal, site, tf32, &counts[c], &errors[c]);
       done[c] = true;
     }
   }
@@ -201,17 +213,16 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
     DepthGuard depth;
     op.redispatchBoxed(after, stack); // an exception: the op did not complete
   }
-  const char *name = op.operator_name().name.c_str();
   for (int i = 0; i < kMaxSlots; i++) {
     Slot &slot = g_slots[i];
     if ((mask & (1u << i)) && slot.active.load(std::memory_order_relaxed)) {
       const int c = slot.causal == MFU_CAUSAL_HALF ? 1 : 0;
-      accumulate(slot, name, backward_phase, ok[c], counts[c], errors[c]);
+      accumulate(slot, name, ok[c], counts[c], errors[c]);
     }
   }
 }
 
-int start(mfu_causal causal) {
+int start(mfu_causal causal, bool count_fake) {
   if (sync_kernels() < 0)
     return -1;
   for (int i = 0; i < kMaxSlots; i++) {
@@ -224,6 +235,7 @@ int start(mfu_causal causal) {
       slot.totals = Totals{};
     }
     slot.causal = causal;
+    slot.count_fake = count_fake;
     slot.owner = std::this_thread::get_id();
     try {
       slot.marker = at::addThreadLocalCallback(

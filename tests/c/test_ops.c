@@ -52,7 +52,7 @@ static mfu_op_arg int_list(const int64_t *v, size_t n)
 /* A forward-phase call with grad mode on, full causal convention. */
 static mfu_op_call call_of(const mfu_op_arg *args, size_t nargs)
 {
-    mfu_op_call c = {args, nargs, MFU_CAUSAL_FULL, 0, 1, 0, 0};
+    mfu_op_call c = {.args = args, .nargs = nargs, .causal = MFU_CAUSAL_FULL, .grad_enabled = 1};
     return c;
 }
 
@@ -489,8 +489,142 @@ static void test_compute_dtype(void)
     CHECK(mfu_op_custom_flops(10, -1, 1, &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
 }
 
+/* Causal "half" on every path (ops.h "Causal attention"): model FLOPs halve
+ * the square forward and backward; executed FLOPs are what the kernel
+ * computes -- the math path the full square (forward here, backward through
+ * its bmms' autograd), the fused kernels half -- and the math path's excess
+ * is overcompute, never recompute. */
+static void test_causal_half_on_every_path(void)
+{
+    /* q, k, v: [1, 2, 8, 4]: full forward 2 * 1 * 2 * 8 * 8 * (4 + 4) = 2,048 */
+    const int64_t q[4] = {1, 2, 8, 4};
+    mfu_op_arg args[6] = {tensor(q, 4, 1), tensor(q, 4, 1), tensor(q, 4, 1),
+                          none(), none(), integer(1)};
+    mfu_op_call c = call_of(args, N(args));
+    mfu_op_flops f;
+    const char *math = "aten::_scaled_dot_product_attention_math";
+
+    CHECK(mfu_op_find(math)->full_square == 1);
+    CHECK(mfu_op_find("aten::_scaled_dot_product_flash_attention_for_cpu")->full_square == 0);
+    /* full convention: everything full, no overcompute */
+    CHECK(count(math, &c, &f) == MFU_OK && f.executed == 2048 &&
+          f.model_self == 2048 && f.model_backward == 4096 && f.overcompute == 0);
+    /* half: executed 2,048 (full square), model 1,024 + 2 x 1,024; the
+     * excess 1,024 forward + 2 x 1,024 in its backward bmms */
+    c.causal = MFU_CAUSAL_HALF;
+    CHECK(count(math, &c, &f) == MFU_OK);
+    CHECK(f.executed == 2048 && f.model_self == 1024 && f.model_backward == 2048);
+    CHECK(f.overcompute == 1024 + 2 * 1024);
+    /* no grad: the forward's excess only */
+    c.grad_enabled = 0;
+    CHECK(count(math, &c, &f) == MFU_OK && f.model_backward == 0 &&
+          f.overcompute == 1024);
+    c.grad_enabled = 1;
+    /* a fused kernel computes half: executed = model = 1,024, no excess */
+    mfu_op_arg fargs[5] = {tensor(q, 4, 1), tensor(q, 4, 1), tensor(q, 4, 1),
+                           none(), integer(1)};
+    mfu_op_call fc = call_of(fargs, N(fargs));
+    fc.causal = MFU_CAUSAL_HALF;
+    CHECK(count("aten::_scaled_dot_product_flash_attention_for_cpu", &fc, &f) == MFU_OK);
+    CHECK(f.executed == 1024 && f.model_self == 1024 && f.model_backward == 2048 &&
+          f.overcompute == 0);
+    /* its backward kernel: executed 2.5 x 1,024 = 2,560; as model work (a
+     * custom backward) 2 x 1,024 = 2,048: the score recompute is not model */
+    mfu_op_arg bargs[8] = {tensor(q, 4, 0), tensor(q, 4, 1), tensor(q, 4, 1),
+                           tensor(q, 4, 1), none(), none(), none(), integer(1)};
+    mfu_op_call bc = call_of(bargs, N(bargs));
+    bc.causal = MFU_CAUSAL_HALF;
+    bc.backward_phase = 1;
+    bc.grad_enabled = 0;
+    bc.node = MFU_NODE_CUSTOM;
+    CHECK(count("aten::_scaled_dot_product_flash_attention_for_cpu_backward", &bc, &f)
+          == MFU_OK);
+    CHECK(f.executed == 2560 && f.model_self == 2048 && f.model_backward == 0 &&
+          f.site == MFU_SITE_CUSTOM_BACKWARD);
+    bc.node = MFU_NODE_BUILTIN; /* autograd's own backward: executed only */
+    CHECK(count("aten::_scaled_dot_product_flash_attention_for_cpu_backward", &bc, &f)
+          == MFU_OK && f.executed == 2560 && f.model_self == 0);
+}
+
+/* Sites (ops.h): what a call adds depends on where it runs. */
+static void test_sites(void)
+{
+    /* mm [4, 5] @ [5, 6], both requiring grad: 2 * 4 * 5 * 6 = 240 */
+    const int64_t a[2] = {4, 5}, b[2] = {5, 6};
+    mfu_op_arg args[2] = {tensor(a, 2, 1), tensor(b, 2, 1)};
+    mfu_op_call c = call_of(args, N(args));
+    mfu_op_flops f;
+
+    CHECK(mfu_op_site_of(&c) == MFU_SITE_FORWARD);
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_FORWARD &&
+          f.model_self == 240 && f.model_backward == 480);
+    /* forward of a custom Function (grad mode off): its own FLOPs only */
+    c.grad_enabled = 0;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.model_self == 240 &&
+          f.model_backward == 0);
+    /* backward phase, node unknown: the plain rule, executed only */
+    c.backward_phase = 1;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
+          f.executed == 240 && f.model_self == 0 && f.model_backward == 0);
+    /* autograd's own backward */
+    c.node = MFU_NODE_BUILTIN;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
+          f.model_self == 0);
+    /* a custom Function's backward: model FLOPs as it runs */
+    c.node = MFU_NODE_CUSTOM;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_CUSTOM_BACKWARD &&
+          f.model_self == 240 && f.model_backward == 0);
+    /* ... unless its node is a recomputed part of a compiled backward */
+    c.recomputed = 1;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_RECOMPUTE &&
+          f.model_self == 0);
+    c.recomputed = 0;
+    /* a reentrant checkpoint's recompute (grad on, no saved-tensor hooks):
+     * no model FLOPs of its own, the model backward of its nested backward */
+    c.node = MFU_NODE_CHECKPOINT;
+    c.grad_enabled = 1;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK &&
+          f.site == MFU_SITE_RECOMPUTE_BACKPROP && f.model_self == 0 &&
+          f.model_backward == 480);
+    /* a custom Function's forward inside it (grad off): recompute */
+    c.grad_enabled = 0;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_RECOMPUTE &&
+          f.model_self == 0 && f.model_backward == 0);
+    /* the non-reentrant checkpoint's recompute (saved-tensor hooks set),
+     * under any node: discarded, executed only */
+    c.saved_tensor_hooks = 1;
+    for (int node = MFU_NODE_BUILTIN; node <= MFU_NODE_CHECKPOINT; node++)
+        for (int grad = 0; grad <= 1; grad++) {
+            c.node = (mfu_op_node)node;
+            c.grad_enabled = grad;
+            CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_RECOMPUTE &&
+                  f.model_self == 0 && f.model_backward == 0 && f.executed == 240);
+        }
+    c.node = (mfu_op_node)4;
+    CHECK(count("aten::mm", &c, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_op_custom_flops(10, -1, 1, &c, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(strcmp(mfu_op_site_name(MFU_SITE_RECOMPUTE_BACKPROP), "recompute_backprop") == 0);
+    CHECK(mfu_op_site_name((mfu_op_site)9) == NULL && mfu_op_site_of(NULL) == MFU_SITE_FORWARD);
+
+    /* a custom formula follows the same sites */
+    mfu_op_call k = call_of(NULL, 0);
+    CHECK(mfu_op_custom_flops(100, -1, 1, &k, &f) == MFU_OK && f.model_self == 100 &&
+          f.model_backward == 200);
+    k.backward_phase = 1;
+    k.grad_enabled = 0;
+    k.node = MFU_NODE_CUSTOM;
+    CHECK(mfu_op_custom_flops(100, -1, 1, &k, &f) == MFU_OK && f.model_self == 100 &&
+          f.model_backward == 0 && f.site == MFU_SITE_CUSTOM_BACKWARD);
+    k.node = MFU_NODE_CHECKPOINT;
+    k.grad_enabled = 1;
+    CHECK(mfu_op_custom_flops(100, 50, 1, &k, &f) == MFU_OK && f.model_self == 0 &&
+          f.model_backward == 50);
+}
+
 int main(void)
 {
+    test_causal_half_on_every_path();
+    test_sites();
     test_compute_dtype();
     test_table_rows_are_well_formed();
     test_matmul_and_the_backward_rule();

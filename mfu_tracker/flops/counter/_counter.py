@@ -101,7 +101,8 @@ _DISABLE_ENV = "MFU_TRACKER_DISABLE_TORCH_EXT"
 _EXT_DISABLED = os.environ.get(_DISABLE_ENV) == "1"
 
 _COUNT_KEYS = ("executed_flops", "forward_flops", "model_flops", "backward_flops",
-               "counted_calls", "errors", "approximate_calls")
+               "recompute_flops", "overcompute_flops", "counted_calls", "errors",
+               "approximate_calls")
 # FLOPs by compute dtype: a sequence indexed like _C.dtype_names()
 _BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
 
@@ -116,12 +117,15 @@ class _ExtBackend:
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
+        from ._compiled import recompute_plan
+
         self.start = module.start
         self.stop = module.stop
         self.read = module.read
         self.reset = module.reset
         self.snapshot = module.snapshot
         self.sync = module.sync_kernels
+        module.set_recompute_planner(recompute_plan)
 
 
 _backend: Any = None
@@ -264,6 +268,19 @@ class ModuleFlops:
     calls: int
 
 
+def _under_fake_mode() -> bool:
+    """Whether the caller runs under a FakeTensorMode of its own (not
+    torch.compile's tracing): then ops on fake tensors count as real ones
+    would (``profile_flops`` on fake tensors)."""
+    import torch
+
+    if torch.compiler.is_compiling():
+        return False
+    key = torch._C._TorchDispatchModeKey
+    return (torch._C._get_dispatch_mode(key.FAKE) is not None
+            and torch._C._get_dispatch_mode(key.PROXY) is None)
+
+
 def _zero_totals() -> dict[str, Any]:
     totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
     totals["first_error"] = None
@@ -332,11 +349,12 @@ class FlopCounter:
 
     def __enter__(self) -> FlopCounter:
         backend = _get_backend()
+        fake = _under_fake_mode()
         with _enter_lock:  # two threads entering one counter: one wins, no observer slot lost
             if self._handle is not None:
                 raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
             self._backend = backend
-            self._handle = backend.start(self.causal_attention)
+            self._handle = backend.start(self.causal_attention, fake)
             self._thread = threading.get_ident()
         if self._table is not None:
             self._table.start()
@@ -433,6 +451,22 @@ class FlopCounter:
         return int(self._current()["backward_flops"])
 
     @property
+    def recompute_flops(self) -> int:
+        """The executed FLOPs of activation-checkpoint recompute (either
+        ``torch.utils.checkpoint`` mode, checkpointing inside a compiled
+        region): in executed FLOPs, never in model FLOPs."""
+        return int(self._current()["recompute_flops"])
+
+    @property
+    def overcompute_flops(self) -> int:
+        """Executed FLOPs beyond the model convention that are not recompute:
+        a kernel computing the full square of a causal attention that
+        ``causal_attention="half"`` counts half (the math SDPA path, forward
+        and its backward). The waterfall books them to ``compute``, never to
+        ``recompute``."""
+        return int(self._current()["overcompute_flops"])
+
+    @property
     def flops_by_dtype(self) -> dict[str, int]:
         """Model FLOPs by compute dtype: ``{"bf16": ..., "fp8": ...}``, only
         the dtypes that have FLOPs; the values (ints, so exact at any size)
@@ -516,6 +550,10 @@ class FlopCounter:
             f"    forward:             {t['forward_flops']:>28,}  {_format_flops(t['forward_flops'])}",
             f"    backward:            {t['backward_flops']:>28,}  {_format_flops(t['backward_flops'])}",
         ]
+        for key, label in (("recompute_flops", "of which recompute"),
+                           ("overcompute_flops", "over-compute (not model)")):
+            if t[key]:
+                lines.append(f"    {label + ':':<21}{t[key]:>28,}  {_format_flops(t[key])}")
         if t["errors"]:
             lines.append(f"  uncounted op calls: {t['errors']} (first: {t['first_error']})")
         if t["approximate_calls"]:

@@ -15,12 +15,12 @@ without a registered formula counts on the C++ observer, not here.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 from ... import _C
 from ..._dtypes import DTYPE_NAMES, normalize_dtype
 
-__all__ = ["DispatchBackend", "count_call", "tf32_bits"]
+__all__ = ["DispatchBackend", "Site", "count_call", "tf32_bits"]
 
 # op name -> the arguments its count reads: ((position, role, need), ...)
 _INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
@@ -140,11 +140,21 @@ def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool, st
     return tuple(values), any_grad, dtype
 
 
+class Site(NamedTuple):
+    """Where a call runs (``_C.op_count``'s phase and autograd keywords;
+    csrc/core/ops.h "Sites")."""
+
+    backward_phase: bool = False
+    grad_enabled: bool = True
+    node: str = "unknown"
+    saved_tensor_hooks: bool = False
+    recomputed: bool = False
+
+
 def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
-               backward_phase: bool, grad_enabled: bool) -> tuple[int, int, bool, str] | None:
-    """(executed, model backward, approximate, compute dtype name) of one
-    call; None: not counted. Raises when the call cannot be counted (the
-    caller records it)."""
+               site: Site) -> Any:
+    """The ``_C.OpFlops`` of one call; None: not counted. Raises when the
+    call cannot be counted (the caller records it)."""
     inputs = _INPUTS.get(name)
     if inputs is not None:
         a = _Args(func, args, kwargs)
@@ -152,13 +162,73 @@ def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
         for position, role, need in inputs:
             plain[position] = _plain(a[position], role, need)
         return _C.op_count(name, plain, causal_attention=causal,
-                           backward_phase=backward_phase, grad_enabled=grad_enabled,
-                           tf32=tf32_bits(args))
+                           backward_phase=site.backward_phase, grad_enabled=site.grad_enabled,
+                           tf32=tf32_bits(args), node=site.node,
+                           saved_tensor_hooks=site.saved_tensor_hooks,
+                           recomputed=site.recomputed)
     if _C.has_flop_formula(name):
         values, any_grad, dtype = _formula_args(func, args, kwargs)
-        return _C.flop_formula_count(name, values, any_grad, backward_phase, grad_enabled,
-                                     dtype, tf32_bits(args))
+        return _C.flop_formula_count(name, values, any_grad, site.backward_phase,
+                                     site.grad_enabled, dtype, tf32_bits(args), site.node,
+                                     site.saved_tensor_hooks, site.recomputed)
     return None
+
+
+class _NodeSites:
+    """Per thread: the autograd node being evaluated, what it is (as
+    csrc/torch/site.cpp tells it) and the recomputed calls of its compiled
+    backward still to run (``_compiled.recompute_plan``)."""
+
+    def __init__(self) -> None:
+        self.local = threading.local()
+        self.plans: dict[type, Any] = {}
+
+    def site(self, torch: Any, name: str, args: tuple, kwargs: dict, func: Any,
+             grad_enabled: bool) -> Site:
+        if torch._C._current_graph_task_id() == -1:
+            return Site(grad_enabled=grad_enabled)
+        hooks = torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
+        node = torch._C._current_autograd_node()
+        local = self.local
+        if getattr(local, "node", None) is not node:
+            local.node = node  # held: its id is not reused meanwhile
+            local.kind, local.budget = self._classify(torch, node)
+        recomputed = bool(local.budget) and _take(local.budget, name, args, kwargs, func)
+        return Site(True, grad_enabled, local.kind, hooks, recomputed)
+
+    def _classify(self, torch: Any, node: Any) -> tuple[str, list]:
+        if not isinstance(node, torch._C._FunctionBase):  # autograd's own node, or none
+            return "builtin", []
+        if type(node).__name__.endswith("CheckpointFunctionBackward"):
+            return "checkpoint", []
+        from ._compiled import recompute_plan
+
+        cls = type(node)
+        if cls not in self.plans:
+            self.plans[cls] = recompute_plan(node)
+        return "custom", list(self.plans[cls] or ())
+
+
+def _take(budget: list, name: str, args: tuple, kwargs: dict, func: Any) -> bool:
+    """Whether the call is one of the node's recomputed calls still to run
+    (and then consume it): the same op kind and role tensor shapes (-1: any)."""
+    from ._compiled import kind_of
+
+    kind = kind_of(name)
+    if kind is None:
+        return False
+    a = _Args(func, args, kwargs)
+    shapes = [getattr(a[pos], "shape", None) for pos, _role, need in _INPUTS[name]
+              if need == "tensor"]
+    for i, (want_kind, want) in enumerate(budget):
+        if want_kind != kind or len(want) != len(shapes):
+            continue
+        if all(w == (-2,) or (s is not None and len(s) == len(w)
+                                and all(x < 0 or x == y for x, y in zip(w, s)))
+               for s, w in zip(shapes, want)):
+            del budget[i]
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -168,7 +238,8 @@ def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
 def _new_totals() -> dict[str, Any]:
     return {
         "executed_flops": 0, "forward_flops": 0, "model_flops": 0,
-        "backward_flops": 0, "counted_calls": 0, "errors": 0,
+        "backward_flops": 0, "recompute_flops": 0, "overcompute_flops": 0,
+        "counted_calls": 0, "errors": 0,
         "approximate_calls": 0, "first_error": None, "ops": {},
         "model_flops_by_dtype": [0] * len(DTYPE_NAMES),
         "executed_flops_by_dtype": [0] * len(DTYPE_NAMES),
@@ -179,8 +250,10 @@ _DTYPE_INDEX = {name: i for i, name in enumerate(DTYPE_NAMES)}
 
 
 class _Session:
-    def __init__(self, causal: str) -> None:
+    def __init__(self, causal: str, count_fake: bool) -> None:
         self.causal = causal
+        self.count_fake = count_fake
+        self.sites = _NodeSites()
         self.owner = threading.get_ident()
         self.lock = threading.Lock()
         self.totals = _new_totals()
@@ -231,11 +304,24 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
             return stack[-1][1]
         return torch.is_grad_enabled()
 
+    from torch._subclasses.fake_tensor import FakeTensor
+
     plain = (torch.Tensor, torch.nn.Parameter)
     names: dict[Any, str] = {}
     prim_device = torch.ops.prim.device.default
+    key = torch._C._TorchDispatchModeKey
 
-    def commit(name: str, backward_phase: bool, result: Any) -> None:
+    def skip_subclass(args: tuple) -> bool:
+        """A tensor subclass among the arguments: the op it becomes counts --
+        unless they are fake tensors of the user's FakeTensorMode (the
+        counter was entered under it) and nothing traces."""
+        odd = [x for x in args if isinstance(x, torch.Tensor) and type(x) not in plain]
+        if not odd:
+            return False
+        return not (session.count_fake and all(isinstance(x, FakeTensor) for x in odd)
+                    and torch._C._get_dispatch_mode(key.PROXY) is None)
+
+    def commit(name: str, result: Any) -> None:
         with session.lock:
             t = session.totals
             if isinstance(result, Exception):
@@ -243,18 +329,18 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
                 if t["first_error"] is None:
                     t["first_error"] = f"{name}: {result}"
                 return
-            executed, model_backward, approximate, dtype = result
-            d = _DTYPE_INDEX[dtype]
+            executed, d = result.executed, _DTYPE_INDEX[result.dtype]
+            model = result.model_self + result.model_backward
             t["counted_calls"] += 1
             t["executed_flops"] += executed
             t["executed_flops_by_dtype"][d] += executed
-            if backward_phase:
-                t["backward_flops"] += executed
-            else:
-                t["forward_flops"] += executed
-                t["model_flops"] += executed + model_backward
-                t["model_flops_by_dtype"][d] += executed + model_backward
-            t["approximate_calls"] += int(approximate)
+            t["forward_flops" if result.site == "forward" else "backward_flops"] += executed
+            if result.site in ("recompute", "recompute_backprop"):
+                t["recompute_flops"] += executed
+            t["model_flops"] += model
+            t["model_flops_by_dtype"][d] += model
+            t["overcompute_flops"] += result.overcompute
+            t["approximate_calls"] += int(result.approximate)
             calls, flops = t["ops"].get(name, (0, 0))
             t["ops"][name] = (calls + 1, flops + executed)
 
@@ -265,17 +351,16 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
             if name is None:
                 name = names.setdefault(func, func._schema.name)
             if _counted(name):
-                if any(isinstance(x, torch.Tensor) and type(x) not in plain for x in args):
+                if skip_subclass(args):
                     return func(*args, **kwargs)  # a subclass: the op it becomes counts
-                backward_phase = torch._C._current_graph_task_id() != -1
                 try:
-                    result = count_call(name, func, args, kwargs, session.causal,
-                                        backward_phase, grad_mode_of(name))
+                    site = session.sites.site(torch, name, args, kwargs, func, grad_mode_of(name))
+                    result = count_call(name, func, args, kwargs, session.causal, site)
                 except Exception as exc:  # noqa: BLE001 - never raise into the op
                     result = exc
                 out = func(*args, **kwargs)
                 if result is not None:
-                    commit(name, backward_phase, result)  # only once the op ran
+                    commit(name, result)  # only once the op ran
                 return out
             if func is not prim_device:
                 # Composite ops reach a mode undecomposed when autograd is
@@ -302,7 +387,7 @@ class DispatchBackend:
         self._next = 0
         self._lock = threading.Lock()
 
-    def start(self, causal: str) -> int:
+    def start(self, causal: str, count_fake: bool = False) -> int:
         if causal not in ("full", "half"):
             raise ValueError(f"causal_attention must be 'full' or 'half', not {causal!r}")
         limit = _C.LIMIT_COUNTERS_MAX
@@ -311,7 +396,7 @@ class DispatchBackend:
                 raise RuntimeError(
                     f"too many FLOP counters active at once (at most {limit}, nested "
                     "or on other threads)")
-        session = _Session(causal)
+        session = _Session(causal, count_fake)
         session.modes = _make_modes(session)
         for mode in session.modes:
             mode.__enter__()

@@ -120,7 +120,8 @@ static int same(mfu_status s1, const mfu_op_flops *a, mfu_status s2,
 {
     return s1 == s2 && a->executed == b->executed &&
            a->model_backward == b->model_backward &&
-           a->approximate == b->approximate;
+           a->approximate == b->approximate && a->model_self == b->model_self &&
+           a->overcompute == b->overcompute && a->site == b->site;
 }
 
 static int is_role_name(const char *s)
@@ -190,8 +191,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fc.args[i].dtype = (flags >> 6) * 4; /* none, fp16, fp4, out of range */
     }
 
-    mfu_op_call call = {fc.args, fc.nargs, MFU_CAUSAL_FULL, (flags >> 2) & 1,
-                        !((flags >> 3) & 1), (flags >> 4) & 3, 0};
+    /* the autograd situation of a backward-phase call, read last (older
+     * corpus inputs end before it: the plain rule) */
+    const uint8_t node_bits = fi_u8(&in);
+    mfu_op_call call = {.args = fc.args,
+                        .nargs = fc.nargs,
+                        .causal = MFU_CAUSAL_FULL,
+                        .backward_phase = (flags >> 2) & 1,
+                        .grad_enabled = !((flags >> 3) & 1),
+                        .tf32 = (flags >> 4) & 3,
+                        .node = (mfu_op_node)(node_bits % 5), /* 4: out of range */
+                        .saved_tensor_hooks = (node_bits >> 3) & 1,
+                        .recomputed = (node_bits >> 4) & 1};
     const unsigned conv = flags & 3;
     call.causal = conv == 0 ? MFU_CAUSAL_FULL
                             : conv == 1 ? MFU_CAUSAL_HALF : (mfu_causal)(conv + 5);
@@ -201,7 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                st == MFU_ERR_OVERFLOW);
     if (st == MFU_OK)
         FUZZ_CHECK((unsigned)out.dtype < MFU_DTYPE_COUNT && out.dtype != MFU_DTYPE_INT8);
-    if (spec == NULL || conv >= 2)
+    if (spec == NULL || conv >= 2 || call.node > MFU_NODE_CHECKPOINT)
         FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
     if (st != MFU_OK) {
         FUZZ_CHECK(out.executed == SENTINEL && out.model_backward == 7 &&
@@ -215,8 +226,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(out.executed >= 0);
         FUZZ_CHECK(out.model_backward == 0 || out.model_backward == e ||
                    out.model_backward == 2 * e);
-        if (call.backward_phase || !call.grad_enabled || backward_kind)
+        FUZZ_CHECK(out.site == mfu_op_site_of(&call));
+        if ((out.site != MFU_SITE_FORWARD && out.site != MFU_SITE_RECOMPUTE_BACKPROP) ||
+            !call.grad_enabled || backward_kind)
             FUZZ_CHECK(out.model_backward == 0);
+        if (!call.backward_phase || call.node == MFU_NODE_UNKNOWN)
+            FUZZ_CHECK(out.site == (call.backward_phase ? MFU_SITE_BACKWARD
+                                                        : MFU_SITE_FORWARD));
+        /* model_self: at most executed, 0 where the site does not count it */
+        FUZZ_CHECK(out.model_self >= 0 && out.model_self <= out.executed);
+        if (out.site != MFU_SITE_FORWARD && out.site != MFU_SITE_CUSTOM_BACKWARD)
+            FUZZ_CHECK(out.model_self == 0);
+        /* overcompute: only a full-square kernel's, at most 2x executed */
+        FUZZ_CHECK(out.overcompute <= 2 * e);
+        if (!spec->full_square)
+            FUZZ_CHECK(out.overcompute == 0);
         FUZZ_CHECK(out.approximate == 0 || out.approximate == 1);
         if (out.approximate)
             FUZZ_CHECK(spec->kind == MFU_OP_ATTENTION ||
@@ -263,6 +287,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(st2 == MFU_OK);
                 FUZZ_CHECK(again.executed == out.executed ||
                            (big)again.executed * 2 == (big)out.executed);
+                FUZZ_CHECK(again.model_self == out.model_self ||
+                           (big)again.model_self * 2 == (big)out.model_self);
                 if (spec->kind != MFU_OP_ATTENTION &&
                     spec->kind != MFU_OP_ATTENTION_BACKWARD)
                     FUZZ_CHECK(same(st, &out, st2, &again));
