@@ -78,17 +78,23 @@ def transformer_flops(
 # ---- py_ops.c: the op table, mfu_op_count, the custom-formula registry ---------
 
 def op_table() -> tuple[dict[str, Any], ...]: ...
+
+# op_count() / flop_formula_count() return a struct sequence (its type is
+# not a module attribute): (executed, model_backward, approximate, dtype),
+# and by name model_self, overcompute and site (core/ops.h).
 def op_count(
     name: str, args: Sequence[Any], *, causal_attention: str = "full", backward_phase: bool = False,
-    grad_enabled: bool = True, tf32: int = 0,
-) -> tuple[int, int, bool, str]: ...
+    grad_enabled: bool = True, tf32: int = 0, node: Optional[str] = None,
+    saved_tensor_hooks: bool = False, recomputed: bool = False,
+) -> Any: ...
 def register_flop_formula(op_name: str, fn: Callable[..., Any], /) -> None: ...
 def unregister_flop_formula(op_name: str, /) -> None: ...
 def has_flop_formula(op_name: str, /) -> bool: ...
 def flop_formula_count(
     name: str, args: tuple[Any, ...], any_requires_grad: bool, backward_phase: bool, grad_enabled: bool,
-    input_dtype: Optional[str] = None, tf32: int = 0, /
-) -> tuple[int, int, bool, str]: ...
+    input_dtype: Optional[str] = None, tf32: int = 0, node: Optional[str] = None,
+    saved_tensor_hooks: bool = False, recomputed: bool = False, /
+) -> Any: ...
 
 # ---- py_track.c ---------------------------------------------------------------
 

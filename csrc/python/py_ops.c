@@ -646,9 +646,8 @@ int mfu_py_ops_exec(PyObject *module)
     if (PyModule_AddFunctions(module, ops_methods) < 0)
         return -1;
     mfu_module_state *state = mfu_module_get_state(module);
-    state->op_flops_type = PyStructSequence_NewType(&op_flops_desc);
-    if (state->op_flops_type == NULL ||
-        PyModule_AddObjectRef(module, "OpFlops", (PyObject *)state->op_flops_type) < 0)
+    state->op_flops_type = PyStructSequence_NewType(&op_flops_desc); /* not a module attribute */
+    if (state->op_flops_type == NULL)
         return -1;
     reg = PyMem_RawCalloc(1, sizeof *reg);
     if (reg == NULL) {

@@ -175,22 +175,37 @@ struct Totals {
   /* per op (dispatcher entries' names are stable pointers, one per
    * overload; merged by name when read): calls, executed */
   std::unordered_map<const char *, std::pair<int64_t, __int128>> per_op;
+  /* per module token (module_enter), for a count with a module table: the
+   * forward and model FLOPs of the forward-site calls run while it was the
+   * innermost module, and its calls */
+  struct Module {
+    __int128 forward = 0;
+    __int128 model = 0;
+    int64_t calls = 0;
+  };
+  std::unordered_map<int32_t, Module> per_module;
 };
 
 /* Start a count on the calling thread; the slot index, or -1 + exception.
- * With `count_fake`, ops on fake tensors count while a FakeTensorMode is
+ * With `modules`, its forward-site calls are also added per module token
+ * (module_enter). With `count_fake`, ops on fake tensors count while a FakeTensorMode is
  * active and no tracing (proxy) mode is: the counter was entered under a
  * FakeTensorMode, so fake tensors stand for real ones. */
-int start(mfu_causal causal, bool count_fake);
+int start(mfu_causal causal, bool count_fake, bool modules);
 /* Stop the count in `slot` (must be the starting thread) and copy its final
  * totals into *out: 0 / -1 + exception. */
 int stop(int slot, Totals *out);
-/* Copy the slot's totals (any thread); per_op only when `with_ops`. */
+/* Copy the slot's totals (any thread); per_op and per_module only when
+ * `with_ops`. */
 int read(int slot, bool with_ops, Totals *out);
 /* Zero the slot's totals. */
 int reset(int slot);
-/* (forward, model) of the slot, cheaply (module hooks call this). */
-int snapshot(int slot, __int128 *forward, __int128 *model);
+/* The module table's cheap stack (mfu_tracker/flops/counter/_module_table.py):
+ * `token` (> 0) is now this thread's innermost module; counts one call of it
+ * for every active count with `modules` on the thread. Returns the previous
+ * token, which module_exit() restores. */
+int32_t module_enter(int32_t token);
+void module_exit(int32_t previous);
 
 } // namespace mfu_torch
 

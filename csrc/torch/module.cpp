@@ -112,6 +112,27 @@ PyObject *totals_to_dict(const Totals &t) {
     if (set_item(dict, "ops", ops) < 0)
       goto error;
   }
+  {
+    // token -> (forward, model, calls)
+    PyObject *modules = PyDict_New();
+    if (modules == nullptr)
+      goto error;
+    for (const auto &kv : t.per_module) {
+      PyObject *key = PyLong_FromLong(kv.first);
+      PyObject *row = Py_BuildValue("(NNL)", int128_to_py(kv.second.forward),
+                                    int128_to_py(kv.second.model),
+                                    static_cast<long long>(kv.second.calls));
+      const int rc = key && row ? PyDict_SetItem(modules, key, row) : -1;
+      Py_XDECREF(key);
+      Py_XDECREF(row);
+      if (rc < 0) {
+        Py_DECREF(modules);
+        goto error;
+      }
+    }
+    if (set_item(dict, "modules", modules) < 0)
+      goto error;
+  }
   return dict;
 error:
   Py_DECREF(dict);
@@ -128,8 +149,8 @@ int slot_arg(PyObject *obj, int *slot) {
 
 PyObject *py_start(PyObject *, PyObject *args) {
   PyObject *arg;
-  int count_fake = 0;
-  if (!PyArg_ParseTuple(args, "O|p:start", &arg, &count_fake))
+  int count_fake = 0, modules = 0;
+  if (!PyArg_ParseTuple(args, "O|pp:start", &arg, &count_fake, &modules))
     return nullptr;
   if (!PyUnicode_Check(arg)) {
     PyErr_Format(PyExc_TypeError, "causal_attention must be a str, not %.80s",
@@ -146,7 +167,7 @@ PyObject *py_start(PyObject *, PyObject *args) {
                  "causal_attention must be 'full' or 'half', not %R", arg);
     return nullptr;
   }
-  const int slot = start(causal, count_fake != 0);
+  const int slot = start(causal, count_fake != 0, modules != 0);
   return slot < 0 ? nullptr : PyLong_FromLong(slot);
 }
 
@@ -173,12 +194,19 @@ PyObject *py_reset(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
-PyObject *py_snapshot(PyObject *, PyObject *arg) {
-  int slot;
-  __int128 forward = 0, model = 0;
-  if (slot_arg(arg, &slot) < 0 || snapshot(slot, &forward, &model) < 0)
+PyObject *py_module_enter(PyObject *, PyObject *arg) {
+  const long token = PyLong_AsLong(arg);
+  if (token == -1 && PyErr_Occurred())
     return nullptr;
-  return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
+  return PyLong_FromLong(module_enter(static_cast<int32_t>(token)));
+}
+
+PyObject *py_module_exit(PyObject *, PyObject *arg) {
+  const long token = PyLong_AsLong(arg);
+  if (token == -1 && PyErr_Occurred())
+    return nullptr;
+  module_exit(static_cast<int32_t>(token));
+  Py_RETURN_NONE;
 }
 
 PyObject *py_set_recompute_planner(PyObject *, PyObject *planner) {
@@ -194,9 +222,10 @@ PyObject *py_sync_kernels(PyObject *, PyObject *) {
 
 PyMethodDef methods[] = {
     {"start", py_start, METH_VARARGS,
-     "start(causal_attention, count_fake=False, /)\n--\n\nStart counting on this thread; "
-     "returns a slot. count_fake: count ops on fake tensors (the counter was entered "
-     "under a FakeTensorMode)."},
+     "start(causal_attention, count_fake=False, modules=False, /)\n--\n\nStart counting "
+     "on this thread; returns a slot. count_fake: count ops on fake tensors (the counter "
+     "was entered under a FakeTensorMode); modules: keep per-module totals (read()'s "
+     "'modules': token -> (forward, model, calls))."},
     {"set_recompute_planner", py_set_recompute_planner, METH_O,
      "set_recompute_planner(fn, /)\n--\n\nfn(node) plans the recomputed calls of a "
      "compiled backward node: None, or [(op name, (shape, ...)), ...] (-1: any size). "
@@ -208,8 +237,12 @@ PyMethodDef methods[] = {
     {"sync_kernels", py_sync_kernels, METH_NOARGS,
      "sync_kernels()\n--\n\nRegister the counting kernels of ops defined or given a "
      "custom formula since the last count started (start() does it too)."},
-    {"snapshot", py_snapshot, METH_O,
-     "snapshot(slot, /)\n--\n\n(forward_flops, model_flops) so far."},
+    {"module_enter", py_module_enter, METH_O,
+     "module_enter(token, /)\n--\n\nThe module `token` is now this thread's innermost; "
+     "counts one call of it for the active counts with a module table. Returns the "
+     "previous token (module_exit restores it)."},
+    {"module_exit", py_module_exit, METH_O,
+     "module_exit(previous, /)\n--\n\nRestore the innermost module token."},
     {nullptr, nullptr, 0, nullptr},
 };
 

@@ -19,6 +19,12 @@
 #include <thread>
 #include <utility>
 
+namespace torch {
+namespace autograd {
+int get_current_graph_task_id(); // libtorch_cpu (graph_task.h); site.cpp
+} // namespace autograd
+} // namespace torch
+
 namespace mfu_torch {
 namespace {
 
@@ -27,6 +33,7 @@ struct Slot {
   std::atomic<bool> active{false}; // counts
   mfu_causal causal = MFU_CAUSAL_FULL;
   bool count_fake = false; // started under a FakeTensorMode (start())
+  bool modules = false;    // keeps per-module totals (start())
   at::CallbackHandle marker = 0;
   std::thread::id owner;
   std::mutex mutex; // guards totals
@@ -39,6 +46,11 @@ Slot g_slots[kMaxSlots];
 // > 0), and whether a counted op is running (ops it calls are not counted).
 thread_local int tl_counts = 0;
 thread_local int tl_depth = 0;
+// The innermost module of this thread's forward (module_enter), 0: none;
+// and the slots this thread started with a module table (module calls are
+// made on the thread that started the count).
+thread_local int32_t tl_module = 0;
+thread_local unsigned tl_module_slots = 0;
 
 // The marker of slot S: a thread-local RecordFunction callback on a scope
 // that no op uses (it never runs). at::ThreadLocalState copies it into the
@@ -117,8 +129,8 @@ int tf32_bits(c10::ArrayRef<const c10::IValue> inputs) {
 }
 
 // Add one call by its site (ops.h: the core decided what it counts).
-void accumulate(Slot &slot, const char *name, bool ok, const mfu_op_flops &c,
-                const std::string &error) {
+void accumulate(Slot &slot, const char *name, int32_t module, bool ok,
+                const mfu_op_flops &c, const std::string &error) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   Totals &t = slot.totals;
   if (!ok) {
@@ -141,6 +153,11 @@ void accumulate(Slot &slot, const char *name, bool ok, const mfu_op_flops &c,
   auto &op = t.per_op[name];
   op.first++;
   op.second += c.executed;
+  if (slot.modules && module != 0 && c.site == MFU_SITE_FORWARD) {
+    Totals::Module &m = t.per_module[module];
+    m.forward += c.executed;
+    m.model += model;
+  }
 }
 
 struct DepthGuard {
@@ -173,8 +190,10 @@ void copy_totals(Slot &slot, bool with_ops, Totals *out) {
   out->errors = t.errors;
   out->approximate_calls = t.approximate_calls;
   out->first_error = t.first_error;
-  if (with_ops)
+  if (with_ops) {
     out->per_op = t.per_op;
+    out->per_module = t.per_module;
+  }
 }
 
 } // namespace
@@ -196,6 +215,7 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
   // convention in use.
   const char *name = op.operator_name().name.c_str();
   const Site site = site_of(spec, inputs);
+  const int32_t module = tl_module;
   const int tf32 = tf32_bits(inputs);
   mfu_op_flops counts[2] = {};
   bool ok[2] = {false, false}, done[2] = {false, false};
@@ -217,12 +237,12 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
     Slot &slot = g_slots[i];
     if ((mask & (1u << i)) && slot.active.load(std::memory_order_relaxed)) {
       const int c = slot.causal == MFU_CAUSAL_HALF ? 1 : 0;
-      accumulate(slot, name, ok[c], counts[c], errors[c]);
+      accumulate(slot, name, module, ok[c], counts[c], errors[c]);
     }
   }
 }
 
-int start(mfu_causal causal, bool count_fake) {
+int start(mfu_causal causal, bool count_fake, bool modules) {
   if (sync_kernels() < 0)
     return -1;
   for (int i = 0; i < kMaxSlots; i++) {
@@ -236,6 +256,9 @@ int start(mfu_causal causal, bool count_fake) {
     }
     slot.causal = causal;
     slot.count_fake = count_fake;
+    slot.modules = modules;
+    if (modules)
+      tl_module_slots |= 1u << i;
     slot.owner = std::this_thread::get_id();
     try {
       slot.marker = at::addThreadLocalCallback(
@@ -245,10 +268,14 @@ int start(mfu_causal causal, bool count_fake) {
       PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", e.what());
       return -1;
     }
-    if (tl_counts++ == 0) {
+    if (tl_counts++ == 0)
       tl_depth = 0;
-      include_key(true);
-    }
+    // Included from the thread's first count on, for good: torch.compile's
+    // guards hash the thread's included dispatch keys into every tensor
+    // check, so switching it per count would recompile a compiled model
+    // between counted and uncounted calls. Outside a count the kernel finds
+    // no active slot and passes the op on (mfu_torch.h).
+    include_key(true);
     slot.active.store(true);
     return i;
   }
@@ -270,9 +297,10 @@ int stop(int index, Totals *out) {
     return -1;
   }
   slot->active.store(false);
+  tl_module_slots &= ~(1u << index);
   at::removeCallback(slot->marker);
-  if (tl_counts > 0 && --tl_counts == 0)
-    include_key(false);
+  if (tl_counts > 0)
+    --tl_counts;
   copy_totals(*slot, true, out);
   slot->taken.store(false);
   return 0;
@@ -295,14 +323,25 @@ int reset(int index) {
   return 0;
 }
 
-int snapshot(int index, __int128 *forward, __int128 *model) {
-  Slot *slot = slot_at(index);
-  if (slot == nullptr)
-    return -1;
-  std::lock_guard<std::mutex> lock(slot->mutex);
-  *forward = slot->totals.forward;
-  *model = slot->totals.model;
-  return 0;
+int32_t module_enter(int32_t token) {
+  const int32_t previous = tl_module;
+  tl_module = token;
+  // a module called in a backward (checkpoint recompute) is not a forward
+  // call; its ops are not forward-site ops either
+  const unsigned mask =
+      tl_module_slots != 0 && torch::autograd::get_current_graph_task_id() == -1
+          ? tl_module_slots
+          : 0;
+  for (int i = 0; mask != 0 && i < kMaxSlots; i++) {
+    Slot &slot = g_slots[i];
+    if (mask & (1u << i)) {
+      std::lock_guard<std::mutex> lock(slot.mutex);
+      slot.totals.per_module[token].calls++;
+    }
+  }
+  return previous;
 }
+
+void module_exit(int32_t previous) { tl_module = previous; }
 
 } // namespace mfu_torch

@@ -84,7 +84,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from ... import _C
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
-from ._module_table import ModuleTable
+from ._module_table import ModuleTable, module_rows, table_rows
 
 __all__ = [
     "FlopCounter",
@@ -123,7 +123,8 @@ class _ExtBackend:
         self.stop = module.stop
         self.read = module.read
         self.reset = module.reset
-        self.snapshot = module.snapshot
+        self.module_enter = module.module_enter
+        self.module_exit = module.module_exit
         self.sync = module.sync_kernels
         module.set_recompute_planner(recompute_plan)
 
@@ -285,6 +286,7 @@ def _zero_totals() -> dict[str, Any]:
     totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
     totals["first_error"] = None
     totals["ops"] = {}
+    totals["modules"] = {}
     for key in _BY_DTYPE_KEYS:
         totals[key] = [0] * len(_C.dtype_names())
     return totals
@@ -300,6 +302,9 @@ def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for name, (calls, flops) in more["ops"].items():
         old_calls, old_flops = into["ops"].get(name, (0, 0))
         into["ops"][name] = (old_calls + calls, old_flops + flops)
+    for token, row in more.get("modules", {}).items():
+        old = into["modules"].get(token, (0, 0, 0))
+        into["modules"][token] = tuple(a + b for a, b in zip(old, row))
 
 
 def _format_flops(value: float) -> str:
@@ -319,7 +324,7 @@ class FlopCounter:
             attention, PaLM / FlopCounterMode) or ``"half"`` (Megatron).
         modules: attribute FLOPs to the modules whose forward ran them
             (``nn.Module.__call__`` is wrapped while such a counter is
-            active; see mfu_tracker/_module_table.py); ``table()`` and
+            active; see mfu_tracker/flops/counter/_module_table.py); ``table()`` and
             ``by_module`` need it.
 
     A counter may be entered again: counts add up over its blocks (gradient
@@ -343,7 +348,7 @@ class FlopCounter:
         self._handle: Any = None
         self._backend: Any = None
         self._thread: int | None = None
-        self._table = ModuleTable(self._snapshot) if modules else None
+        self._table = ModuleTable() if modules else None
 
     # -- context manager -----------------------------------------------------
 
@@ -354,10 +359,10 @@ class FlopCounter:
             if self._handle is not None:
                 raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
             self._backend = backend
-            self._handle = backend.start(self.causal_attention, fake)
+            self._handle = backend.start(self.causal_attention, fake, self._table is not None)
             self._thread = threading.get_ident()
         if self._table is not None:
-            self._table.start()
+            self._table.start(backend)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
@@ -404,15 +409,8 @@ class FlopCounter:
     def reset(self) -> None:
         """Zero every count (also while active)."""
         self._totals = _zero_totals()
-        if self._table is not None:
-            self._table.reset()
         if self._handle is not None:
             self._backend.reset(self._handle)
-
-    # -- module attribution ---------------------------------------------------
-
-    def _snapshot(self) -> tuple[int, int]:
-        return self._backend.snapshot(self._handle)
 
     # -- results ---------------------------------------------------------------
 
@@ -519,7 +517,8 @@ class FlopCounter:
         submodules included, in first-call order."""
         if self._table is None:
             return {}
-        return {name: ModuleFlops(*self._table.modules[name]) for name in self._table.order}
+        return {name: ModuleFlops(*row)
+                for name, row in module_rows(self._current()["modules"]).items()}
 
     @property
     def backend(self) -> str:
@@ -563,7 +562,8 @@ class FlopCounter:
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")
             for name, (calls, flops) in sorted(t["ops"].items(), key=lambda kv: -kv[1][1]):
                 lines.append(f"  {name:<56}{calls:>8}  {_format_flops(flops):>16}")
-        rows = self._table.rows(depth, collapse_repeats) if self._table is not None else []
+        rows = (table_rows(module_rows(t["modules"]), depth, collapse_repeats)
+                if self._table is not None else [])
         if rows:
             total_model = t["model_flops"] or 1
             lines.append("")

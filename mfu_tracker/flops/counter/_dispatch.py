@@ -240,7 +240,7 @@ def _new_totals() -> dict[str, Any]:
         "executed_flops": 0, "forward_flops": 0, "model_flops": 0,
         "backward_flops": 0, "recompute_flops": 0, "overcompute_flops": 0,
         "counted_calls": 0, "errors": 0,
-        "approximate_calls": 0, "first_error": None, "ops": {},
+        "approximate_calls": 0, "first_error": None, "ops": {}, "modules": {},
         "model_flops_by_dtype": [0] * len(DTYPE_NAMES),
         "executed_flops_by_dtype": [0] * len(DTYPE_NAMES),
     }
@@ -249,10 +249,15 @@ def _new_totals() -> dict[str, Any]:
 _DTYPE_INDEX = {name: i for i, name in enumerate(DTYPE_NAMES)}
 
 
+# Per thread: the innermost module token of its forward (module_enter).
+_module = threading.local()
+
+
 class _Session:
-    def __init__(self, causal: str, count_fake: bool) -> None:
+    def __init__(self, causal: str, count_fake: bool, modules: bool) -> None:
         self.causal = causal
         self.count_fake = count_fake
+        self.modules = modules
         self.sites = _NodeSites()
         self.owner = threading.get_ident()
         self.lock = threading.Lock()
@@ -343,6 +348,10 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
             t["approximate_calls"] += int(result.approximate)
             calls, flops = t["ops"].get(name, (0, 0))
             t["ops"][name] = (calls + 1, flops + executed)
+            token = getattr(_module, "token", 0)
+            if session.modules and token and result.site == "forward":
+                f, m, c = t["modules"].get(token, (0, 0, 0))
+                t["modules"][token] = (f + executed, m + model, c)
 
     class _CountingMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -378,7 +387,7 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
 class DispatchBackend:
     """The counter backend over a TorchDispatchMode (same interface and
     limits as the C++ ``_torch`` module: start / stop / read / reset /
-    snapshot)."""
+    module_enter / module_exit)."""
 
     name = "dispatch"
 
@@ -387,7 +396,7 @@ class DispatchBackend:
         self._next = 0
         self._lock = threading.Lock()
 
-    def start(self, causal: str, count_fake: bool = False) -> int:
+    def start(self, causal: str, count_fake: bool = False, modules: bool = False) -> int:
         if causal not in ("full", "half"):
             raise ValueError(f"causal_attention must be 'full' or 'half', not {causal!r}")
         limit = _C.LIMIT_COUNTERS_MAX
@@ -396,7 +405,7 @@ class DispatchBackend:
                 raise RuntimeError(
                     f"too many FLOP counters active at once (at most {limit}, nested "
                     "or on other threads)")
-        session = _Session(causal, count_fake)
+        session = _Session(causal, count_fake, modules)
         session.modes = _make_modes(session)
         for mode in session.modes:
             mode.__enter__()
@@ -429,6 +438,7 @@ class DispatchBackend:
         with session.lock:
             out = dict(session.totals)
             out["ops"] = dict(session.totals["ops"])
+            out["modules"] = dict(session.totals["modules"])
             for key in ("model_flops_by_dtype", "executed_flops_by_dtype"):
                 out[key] = tuple(session.totals[key])
         return out
@@ -441,7 +451,23 @@ class DispatchBackend:
         with session.lock:
             session.totals = _new_totals()
 
-    def snapshot(self, handle: int) -> tuple[int, int]:
-        session = self._session(handle)
-        with session.lock:
-            return session.totals["forward_flops"], session.totals["model_flops"]
+    def module_enter(self, token: int) -> int:
+        """``token`` is now this thread's innermost module; one call of it for
+        each of the thread's sessions with a module table. The previous token."""
+        import torch
+
+        previous = getattr(_module, "token", 0)
+        _module.token = token
+        if torch._C._current_graph_task_id() != -1:
+            return previous  # a recompute's module call is not a forward call
+        me = threading.get_ident()
+        for session in list(self._sessions.values()):
+            if session.modules and session.owner == me:
+                with session.lock:
+                    f, m, c = session.totals["modules"].get(token, (0, 0, 0))
+                    session.totals["modules"][token] = (f, m, c + 1)
+        return previous
+
+    @staticmethod
+    def module_exit(previous: int) -> None:
+        _module.token = previous

@@ -1,24 +1,33 @@
 """Per-module attribution of counted FLOPs (``FlopCounter.by_module`` and
-the module rows of ``FlopCounter.table()``).
+the module rows of ``FlopCounter.table()``), from a cheap stack.
 
 How modules are seen: while at least one counter with ``modules=True``
 exists in the process (from its first ``with`` block until it is garbage
 collected), ``torch.nn.Module.__call__`` is replaced by
-:func:`_counting_call`, which notes the counter's forward / model totals
-around the original call (``Module._wrapped_call_impl``) for the tables
-active on the calling thread; on a thread without an active table it adds
-one dict lookup (~0.25 us per module call). Global module hooks are not
-used: registering one sends every module call of the process through
-``_call_impl``'s slow path, which alone cost more than the whole count on a
-small model. Nor is ``__call__`` swapped per block: assigning a class
-attribute of ``nn.Module`` invalidates the attribute caches of every module
-class (~60 us per block with transformers loaded, and the interpreter's
-specialisations with them).
+:func:`_counting_call`. On a thread with an active table, a module call gets
+a *token* -- one per (parent token, module), named once -- and tells the
+backend that it is now the innermost module (``module_enter``: one C call
+setting a thread-local int; ``module_exit`` restores the previous one). The
+backend adds every forward counted op to the innermost module's token
+(csrc/torch/observer.cpp; ``_dispatch.py`` for the fallback), so nothing is
+snapshotted per module call: ~0.5 us per call, against ~2 us for the two
+totals snapshots of the first design. A module's row adds its submodules'
+rows when the table is read (:func:`module_rows`).
+
+The wrapper checks ``torch.compiler.is_compiling()`` first, so a model that
+torch.compile traces sees the plain call: no graph break, no guard on the
+table (tests/test_compile.py). On a thread without an active table a module
+call costs one dict lookup (~0.25 us). Global module hooks are not used:
+registering one sends every module call of the process through
+``_call_impl``'s slow path. Nor is ``__call__`` swapped per block: assigning
+a class attribute of ``nn.Module`` invalidates the attribute caches of every
+module class (~60 us per block with transformers loaded).
 
 Not attributed: calls on threads without an active table, calls during a
-backward (activation-checkpoint recompute), calls while ``torch.compile``
-traces (the compiled code's ops still count in the totals), and modules
-whose class overrides ``__call__`` without calling ``Module.__call__``.
+backward (activation-checkpoint recompute, a custom Function's backward),
+the inside of a compiled region (its ops still count in the totals, under
+the module that called it), and modules whose class overrides ``__call__``
+without calling ``Module.__call__``.
 
 A module's name is its path from the outermost module called
 (``Root.layers.0.mlp``), found once per (parent, child) pair.
@@ -28,41 +37,82 @@ from __future__ import annotations
 import re
 import threading
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
-__all__ = ["ModuleTable"]
+__all__ = ["ModuleTable", "module_path", "module_rows"]
 
 _lock = threading.Lock()
-_tables: dict[int, list[ModuleTable]] = {}  # thread id -> its active tables
-_users = 0                                     # live tables that installed the wrapper
-_original: Any = None                          # Module.__call__ while replaced
-_wrapped: Any = None                           # Module._wrapped_call_impl
-_graph_task_id: Any = None
+_threads: dict[int, _ThreadState] = {}  # thread id -> its active tables and stack
+_users = 0                                # live tables that installed the wrapper
+_original: Any = None                     # Module.__call__ while replaced
+_wrapped: Any = None                      # Module._wrapped_call_impl
 _compiling: Any = None
+_enter: Callable[[int], int] = lambda token: 0   # the backend's module_enter
+_exit: Callable[[int], None] = lambda token: None
 _get_ident = threading.get_ident
+
+# Tokens: (parent token, id(module)) -> (token, a weak reference to the
+# module: an id reused by another module is not taken for it); token ->
+# name and -> the module (to name its children). Token 0: no module.
+_tokens: dict[tuple[int, int], tuple[int, Any]] = {}
+_names: list[str] = [""]
+_refs: list[Any] = [None]
+
+
+class _ThreadState:
+    __slots__ = ("tables", "stack")
+
+    def __init__(self) -> None:
+        self.tables: list[ModuleTable] = []
+        self.stack: list[int] = []  # tokens of the open module calls
 
 
 def _counting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-    tables = _tables.get(_get_ident())
-    if not tables or _compiling() or _graph_task_id() != -1:
+    if _compiling():  # first: what torch.compile traces is the plain call
         return _wrapped(self, *args, **kwargs)
-    frames = [table.enter(self) for table in tables]
+    state = _threads.get(_get_ident())
+    if state is None:
+        return _wrapped(self, *args, **kwargs)
+    # (in a backward -- checkpoint recompute -- the backend counts no call
+    # and attributes no op)
+    stack = state.stack
+    parent = stack[-1] if stack else 0
+    entry = _tokens.get((parent, id(self)))
+    token = entry[0] if entry is not None and entry[1]() is self else _token(self, parent, state)
+    stack.append(token)
+    previous = _enter(token)
     try:
         return _wrapped(self, *args, **kwargs)
     finally:
-        for table, frame in zip(tables, frames):
-            table.exit(frame)
+        _exit(previous)
+        stack.pop()
 
 
-def _install() -> None:
-    global _users, _original, _wrapped, _graph_task_id, _compiling
+def _token(module: Any, parent: int, state: _ThreadState) -> int:
+    """A new token for ``module`` called inside ``parent`` (named now)."""
+    try:
+        name = _name_of(module, parent)
+    except Exception as exc:  # noqa: BLE001 - never raise into the model
+        for table in state.tables:
+            table.error = table.error or f"module table: {exc!r}"
+        name = type(module).__name__
+    with _lock:
+        token = len(_names)
+        _names.append(name)
+        _refs.append(weakref.ref(module))
+        _tokens[(parent, id(module))] = (token, _refs[token])
+    return token
+
+
+def _install(enter: Callable[[int], int], exit_: Callable[[int], None]) -> None:
+    global _users, _original, _wrapped, _compiling, _enter, _exit
     import torch
 
     with _lock:
         if _users == 0:
             _wrapped = torch.nn.Module._wrapped_call_impl
-            _graph_task_id = torch._C._current_graph_task_id
             _compiling = torch.compiler.is_compiling
+            _enter, _exit = enter, exit_
             _original = torch.nn.Module.__call__
             torch.nn.Module.__call__ = _counting_call  # type: ignore[method-assign]
         _users += 1
@@ -81,40 +131,35 @@ def _uninstall() -> None:
 
 def _activate(table: ModuleTable, on: bool) -> None:
     with _lock:
-        tables = [t for t in _tables.get(table.thread, ()) if t is not table]
+        state = _threads.get(table.thread)
         if on:
-            tables.append(table)
-        if tables:
-            _tables[table.thread] = tables  # replaced, never mutated: readers hold no lock
-        else:
-            _tables.pop(table.thread, None)
+            if state is None:
+                state = _threads[table.thread] = _ThreadState()
+            state.tables.append(table)
+        elif state is not None:
+            state.tables = [t for t in state.tables if t is not table]
+            if not state.tables:
+                del _threads[table.thread]
 
 
 class ModuleTable:
-    """The module attribution of one counter.
+    """The module attribution of one counter: installs the wrapper (until
+    the table is garbage collected) and activates it on the counter's
+    thread while the counter is active. The counts live in the backend
+    (``modules`` of its totals: token -> (forward, model, calls))."""
 
-    Args:
-        snapshot: returns the counter's (forward, model) FLOPs so far.
-    """
-
-    def __init__(self, snapshot: Callable[[], tuple[int, int]]) -> None:
-        self.snapshot = snapshot
+    def __init__(self) -> None:
         self.thread = 0
-        self.modules: dict[str, list[int]] = {}  # name -> [forward, model, calls]
-        self.order: list[str] = []
-        self.stack: list[list[Any]] = []         # open frames: [module, name, fwd0, model0]
-        self.names: dict[tuple[int, int], str] = {}
         self.error: str | None = None
         self.active = False
         self.installed = False
 
-    def start(self) -> None:
+    def start(self, backend: Any) -> None:
         if not self.installed:  # until this table is garbage collected
-            _install()
+            _install(backend.module_enter, backend.module_exit)
             weakref.finalize(self, _uninstall)
             self.installed = True
         self.thread = _get_ident()
-        self.stack.clear()
         _activate(self, True)
         self.active = True
 
@@ -122,78 +167,58 @@ class ModuleTable:
         if self.active:
             self.active = False
             _activate(self, False)
-        self.stack.clear()
 
-    def reset(self) -> None:
-        """Zero the table; open frames restart from zero."""
-        self.modules.clear()
-        self.order.clear()
-        for frame in self.stack:
-            frame[2] = frame[3] = 0
 
-    def enter(self, module: Any) -> list[Any] | None:
-        try:
-            parent = self.stack[-1] if self.stack else None
-            key = (id(parent[0]) if parent else 0, id(module))
-            name = self.names.get(key)
-            if name is None:
-                name = self.names[key] = _name_of(module, parent)
-            if name not in self.modules:
-                self.modules[name] = [0, 0, 0]
-                self.order.append(name)
-            forward, model = self.snapshot()
-            frame = [module, name, forward, model]
-            self.stack.append(frame)
-            return frame
-        except Exception as exc:  # noqa: BLE001 - never raise into the model
-            self.error = self.error or f"module hook: {exc!r}"
-            return None
-
-    def exit(self, frame: list[Any] | None) -> None:
-        if frame is None or not self.stack or self.stack[-1] is not frame:
-            return
-        try:
-            self.stack.pop()
-            forward, model = self.snapshot()
-            entry = self.modules[frame[1]]
-            entry[0] += forward - frame[2]
-            entry[1] += model - frame[3]
-            entry[2] += 1
-        except Exception as exc:  # noqa: BLE001
-            self.error = self.error or f"module hook: {exc!r}"
-
-    def rows(self, depth: int | None, collapse: bool) -> list[tuple[str, int, int, int, int]]:
-        """(label, level, calls, forward, model) per module (or per group of
-        numbered siblings), in first-call order."""
-        rows: dict[str, list[int]] = {}
-        order: list[str] = []
-        for name in self.order:
-            forward, model, calls = self.modules[name]
-            key = _INDEX.sub(".*", name) if collapse else name
-            if depth is not None and len(module_path(key)) > depth:
-                continue
-            if key not in rows:
-                rows[key] = [0, 0, 0]
-                order.append(key)
-            rows[key][0] += calls
-            rows[key][1] += forward
-            rows[key][2] += model
-        out = []
-        for key in order:
-            path = module_path(key)
-            out.append((path[-1], len(path) - 1, *rows[key]))
-        return out
+def module_rows(per_module: Mapping[int, tuple[int, int, int]]) -> dict[str, list[int]]:
+    """Name -> [forward, model, calls] from the backend's per-token counts:
+    each name's forward and model FLOPs include its submodules', calls are
+    its own; in first-call (token) order."""
+    own: dict[str, list[int]] = {}
+    for token in sorted(per_module):
+        name = _names[token] if 0 < token < len(_names) else "?"
+        forward, model, calls = per_module[token]
+        row = own.setdefault(name, [0, 0, 0])
+        row[0] += forward
+        row[1] += model
+        row[2] += calls
+    out: dict[str, list[int]] = {}
+    for name, (_, _, calls) in own.items():
+        prefix = name + "."
+        inner = [row for other, row in own.items() if other == name or other.startswith(prefix)]
+        out[name] = [sum(r[0] for r in inner), sum(r[1] for r in inner), calls]
+    return out
 
 
 _INDEX = re.compile(r"\.\d+(?=\.|$)")
 
 
-def _name_of(module: Any, parent: list[Any] | None) -> str:
+def table_rows(modules: Mapping[str, list[int]], depth: int | None,
+               collapse: bool) -> list[tuple[str, int, int, int, int]]:
+    """(label, level, calls, forward, model) per module (or per group of
+    numbered siblings), in first-call order."""
+    rows: dict[str, list[int]] = {}
+    for name, (forward, model, calls) in modules.items():
+        key = _INDEX.sub(".*", name) if collapse else name
+        if depth is not None and len(module_path(key)) > depth:
+            continue
+        row = rows.setdefault(key, [0, 0, 0])
+        row[0] += calls
+        row[1] += forward
+        row[2] += model
+    out = []
+    for key, row in rows.items():
+        path = module_path(key)
+        out.append((path[-1], len(path) - 1, *row))
+    return out
+
+
+def _name_of(module: Any, parent: int) -> str:
     name = type(module).__name__
-    if parent is not None:
-        for child_name, child in _named_children_deep(parent[0]):
+    owner = _refs[parent]() if parent else None
+    if owner is not None:
+        for child_name, child in _named_children_deep(owner):
             if child is module:
-                return f"{parent[1]}.{child_name}"
+                return f"{_names[parent]}.{child_name}"
     return name
 
 
