@@ -25,6 +25,7 @@ struct record {
     uint8_t model_known; /* the closed step's model FLOPs are known */
     mfu_work work;      /* the closed step's work (model_flops 0 if unknown) */
     double ideal_s;     /* mixed precision: its ideal seconds; NaN = unknown */
+    double overcompute; /* its overcompute FLOPs (steps.h), >= 0 */
 };
 
 struct mfu_steps {
@@ -69,6 +70,7 @@ struct mfu_steps {
     /* Mixed precision (mixed.h): the ideal seconds of the window's steps,
      * a ring of `window` slots indexed by push number after warm-up. */
     double *ideal_ring;
+    double *overcompute_ring; /* the same for overcompute FLOPs */
 
     uint32_t fallbacks;
     mfu_clock_kind failed_clock;
@@ -174,9 +176,11 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
             s->pushed++;
             if (!r->model_known)
                 s->last_unknown_model = s->pushed;
-            if (s->pushed > s->config.warmup)
-                s->ideal_ring[(s->pushed - s->config.warmup - 1) % s->config.window] =
-                    r->ideal_s;
+            if (s->pushed > s->config.warmup) {
+                const uint64_t slot = (s->pushed - s->config.warmup - 1) % s->config.window;
+                s->ideal_ring[slot] = r->ideal_s;
+                s->overcompute_ring[slot] = r->overcompute;
+            }
         } else {
             s->dropped++;
         }
@@ -318,6 +322,8 @@ static unsigned step_work(const mfu_steps *s, const mfu_step_report *report,
     *model_known = !isnan(work->model_flops);
     if (!*model_known)
         work->model_flops = 0.0; /* the window needs a number; masked */
+    if ((report->given & MFU_STEP_OVERCOMPUTE_FLOPS) && !usable(report->overcompute_flops))
+        bad |= MFU_STEP_OVERCOMPUTE_FLOPS;
     return bad;
 }
 
@@ -355,6 +361,10 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
         r->model_known = (uint8_t)model_known;
         r->work = work;
         r->ideal_s = ideal_s;
+        r->overcompute = (report->given & MFU_STEP_OVERCOMPUTE_FLOPS) &&
+                                 usable(report->overcompute_flops)
+                             ? report->overcompute_flops
+                             : 0.0;
         if (r->closes)
             s->pending++;
         s->step_open = 1;
@@ -503,6 +513,21 @@ static void window_ideal(const mfu_steps *s, mfu_steps_summary *out)
         out->mfu_mixed = sum / window_s / (double)s->config.peak.num_devices;
 }
 
+/* The window's overcompute FLOPs and their share at the peak (the waterfall
+ * books them to compute, not to recompute). */
+static void window_overcompute(const mfu_steps *s, mfu_steps_summary *out)
+{
+    const uint32_t steps = out->window.steps;
+    double sum = 0.0;
+    for (uint32_t i = 0; i < steps; i++)
+        sum += s->overcompute_ring[i];
+    out->overcompute_flops = steps > 0 ? sum : NAN;
+    /* as stats.c's hfu: FLOPs / window_s / (peak x devices); NaN propagates */
+    out->overcompute = steps > 0 && out->window.window_s > 0.0
+                           ? sum / out->window.window_s / out->peak_flops_per_sec
+                           : NAN;
+}
+
 void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
 {
     uint64_t floor;
@@ -521,6 +546,7 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
     out->peak_flops_per_sec =
         s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
     window_ideal(s, out);
+    window_overcompute(s, out);
     out->clock = s->clock;
     out->boundaries = s->boundaries;
     out->dropped = s->dropped;
@@ -602,6 +628,7 @@ void mfu_steps_destroy(mfu_steps *s)
     mfu_window_destroy(s->window);
     mfu_phase_window_destroy(s->phase_window);
     free(s->ideal_ring);
+    free(s->overcompute_ring);
     free(s->ring);
     free(s);
 }
@@ -654,7 +681,8 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
         s->ring_capacity = mfu_timer_events_max(s->timer) + 1;
         s->ring = calloc(s->ring_capacity, sizeof *s->ring);
         s->ideal_ring = calloc(config->window, sizeof *s->ideal_ring);
-        if (s->ring == NULL || s->ideal_ring == NULL)
+        s->overcompute_ring = calloc(config->window, sizeof *s->overcompute_ring);
+        if (s->ring == NULL || s->ideal_ring == NULL || s->overcompute_ring == NULL)
             status = MFU_ERR_NO_MEMORY;
     }
     if (status != MFU_OK) {

@@ -47,6 +47,12 @@
  *                   the per-step default unless model_flops was given.
  *                   Unknown or bad: NaN, and the window's mfu_mixed is NaN
  *                   while the step is in the window.
+ *   overcompute_flops  executed FLOPs beyond the model convention that are
+ *                   not recompute (a kernel computing the full square of a
+ *                   causal attention counted half; csrc/core/ops.h): the
+ *                   waterfall books them to compute. Absent or bad: 0 (a
+ *                   bad one sets its bit), i.e. all of hfu - mfu is taken
+ *                   for recompute, as before the counter told them apart.
  *
  * Unknown optional fields (executed FLOPs, bytes, tokens) enter the window as
  * NaN and make their totals and rates unavailable while the step is in the
@@ -169,7 +175,8 @@ enum {
     MFU_STEP_NUM_TOKENS = 1u << 0,
     MFU_STEP_MODEL_FLOPS = 1u << 1,
     MFU_STEP_EXECUTED_FLOPS = 1u << 2,
-    MFU_STEP_IDEAL_S = 1u << 3
+    MFU_STEP_IDEAL_S = 1u << 3,
+    MFU_STEP_OVERCOMPUTE_FLOPS = 1u << 4
 };
 
 /* What a boundary says about the step it closes (see "The work of a
@@ -180,6 +187,7 @@ typedef struct mfu_step_report {
     double model_flops;    /* replaces the per-step default */
     double executed_flops; /* replaces the per-step default */
     double ideal_s;        /* mixed precision: replaces the per-step default */
+    double overcompute_flops; /* see "The work of a step"; absent: 0 */
 } mfu_step_report;
 
 typedef struct mfu_steps_counters {
@@ -200,6 +208,11 @@ typedef struct mfu_steps_summary {
                                   ideal seconds; NaN = unknown */
     double mfu_mixed;          /* ideal_s / window_s / num_devices; NaN =
                                   unavailable */
+    double overcompute_flops;  /* sum of the window's steps' overcompute
+                                  FLOPs; NaN without steps */
+    double overcompute;        /* its share of the window at the peak:
+                                  overcompute_flops / window_s / peak (as
+                                  hfu); NaN = unavailable */
     double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
                                   NaN = unknown */
     mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */

@@ -25,8 +25,9 @@ typedef struct mfu_module_state {
     PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
     PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
-     * num_tokens, model_flops, executed_flops, flops_by_dtype. */
-    PyObject *step_kwnames[4];
+     * num_tokens, model_flops, executed_flops, flops_by_dtype,
+     * overcompute_flops. */
+    PyObject *step_kwnames[5];
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;

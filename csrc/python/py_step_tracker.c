@@ -20,7 +20,14 @@
 /* step()'s parameter names, interned in module state (step_kwnames). No
  * metric key is built here: Tracker.metrics() formats them in Python
  * (mfu_tracker/_metrics.py), the one place a key is spelled. */
-enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_FLOPS_BY_DTYPE, KW_COUNT };
+enum {
+    KW_NUM_TOKENS,
+    KW_MODEL_FLOPS,
+    KW_EXECUTED_FLOPS,
+    KW_FLOPS_BY_DTYPE,
+    KW_OVERCOMPUTE_FLOPS,
+    KW_COUNT
+};
 enum { STEP_PARAMETERS = KW_COUNT };
 
 /* ---- the lock and the warnings (py_step_tracker.h) -------------------------- */
@@ -122,13 +129,14 @@ static void report_value(PyObject *obj, const char *argument, unsigned bit,
 }
 
 /* step(num_tokens=None, *, model_flops=None, executed_flops=None,
- *      flops_by_dtype=None) */
+ *      flops_by_dtype=None, overcompute_flops=None) */
 static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
-    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None, Py_None};
-    mfu_step_report report = {0, NAN, NAN, NAN, NAN};
+    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None, Py_None, Py_None};
+    mfu_step_report report = {.num_tokens = NAN, .model_flops = NAN, .executed_flops = NAN,
+                              .ideal_s = NAN, .overcompute_flops = NAN};
     mfu_step_outcome outcome;
     int no_peak = 0;
     mfu_dtype missing = MFU_DTYPE_FP64;
@@ -150,6 +158,8 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     report_value(values[KW_EXECUTED_FLOPS], "executed_flops", MFU_STEP_EXECUTED_FLOPS,
                  &report, &report.executed_flops);
     report_mixed(s, values[KW_FLOPS_BY_DTYPE], &report, &no_peak, &missing);
+    report_value(values[KW_OVERCOMPUTE_FLOPS], "overcompute_flops",
+                 MFU_STEP_OVERCOMPUTE_FLOPS, &report, &report.overcompute_flops);
 
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) { /* __init__ never ran: nothing to time */
@@ -160,12 +170,18 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (outcome.bad != 0) {
         /* Named in parameter order, the last bad one. */
         const unsigned bad = outcome.bad;
-        const char *name = (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
+        const char *name = (bad & MFU_STEP_OVERCOMPUTE_FLOPS) ? "overcompute_flops"
+                           : (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
                            : (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
                            : (bad & MFU_STEP_MODEL_FLOPS)    ? "model_flops"
                                                              : "num_tokens";
         char message[300];
-        if (bad & MFU_STEP_IDEAL_S)
+        if (bad & MFU_STEP_OVERCOMPUTE_FLOPS)
+            PyOS_snprintf(message, sizeof message,
+                          "mfu_tracker: Tracker.step(): overcompute_flops must be a "
+                          "finite int or float >= 0; that step's over-compute is taken "
+                          "as 0 (the waterfall books all of hfu - mfu to recompute)");
+        else if (bad & MFU_STEP_IDEAL_S)
             PyOS_snprintf(message, sizeof message,
                           "mfu_tracker: Tracker.step(): flops_by_dtype must be a "
                           "dict from dtype names (fp8, bf16, fp16, tf32, fp32, "
@@ -244,12 +260,15 @@ static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
         mfu_py_float_or_none(peak * 1e-12),
         mfu_py_float_or_none(sum.mfu_mixed),
         mfu_py_float_or_none(sum.ideal_s),
+        mfu_py_float_or_none(sum.overcompute_flops),
+        mfu_py_float_or_none(sum.overcompute),
     };
     enum { NVALUES = sizeof values / sizeof values[0] };
     static const char *const names[NVALUES] = {
         "window_s", "step_time_s", "step_time_min_s", "step_time_max_s",
         "tokens_per_sec", "achieved_flops_per_sec", "achieved_tflops", "mfu",
-        "hfu", "mbu", "peak_flops_per_sec", "peak_tflops", "mfu_mixed", "ideal_s"};
+        "hfu", "mbu", "peak_flops_per_sec", "peak_tflops", "mfu_mixed", "ideal_s",
+        "overcompute_flops", "overcompute"};
     PyObject *result = Py_BuildValue(
         "{sIsKsKsIsKsKss}", "steps", (unsigned int)w->steps, "steps_seen",
         (unsigned long long)w->steps_seen, "steps_skipped",
@@ -526,12 +545,14 @@ static PyObject *step_get_closed(PyObject *self, void *Py_UNUSED(c))
 static PyMethodDef step_methods[] = {
     {"step", (PyCFunction)(void (*)(void))step_step, METH_FASTCALL | METH_KEYWORDS,
      "step($self, num_tokens=None, *, model_flops=None, executed_flops=None, "
-     "flops_by_dtype=None)\n--\n\n"
+     "flops_by_dtype=None, overcompute_flops=None)\n--\n\n"
      "Mark a step boundary (the first call starts the clock). The arguments "
      "describe the step this call closes: tokens processed, and model / "
      "executed FLOPs overriding the per-step defaults; flops_by_dtype "
      "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
-     "model FLOPs as its sum). Never blocks in steady "
+     "model FLOPs as its sum); overcompute_flops: executed FLOPs beyond the "
+     "model convention that are not recompute (FlopCounter.overcompute_flops; "
+     "the waterfall books them to compute). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
     {"summary", step_summary, METH_NOARGS,
      "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
@@ -654,8 +675,8 @@ static PyMethodDef step_module_methods[] = {
 
 int mfu_py_step_tracker_exec(PyObject *module)
 {
-    static const char *const names[] = {"num_tokens", "model_flops",
-                                        "executed_flops", "flops_by_dtype"};
+    static const char *const names[] = {"num_tokens", "model_flops", "executed_flops",
+                                        "flops_by_dtype", "overcompute_flops"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");

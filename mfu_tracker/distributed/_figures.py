@@ -107,8 +107,8 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: (Fields are only ever appended, and rows of different lengths cannot pair
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields of issue 12.)
-ROW_LAYOUT = 2.0
+#: telemetry fields of issue 12; 3.0 the over-compute of issue 22.)
+ROW_LAYOUT = 3.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
@@ -146,6 +146,8 @@ ROW_FIELDS: Tuple[str, ...] = (
     "sm_clock_mhz",
     "clock_ratio",
     "throttled",               # 1.0 / 0.0
+    # issue 22: executed FLOPs beyond the model convention, not recompute
+    "overcompute_flops_per_sec",  # over-compute FLOPs / window_s (the waterfall books it to compute)
 )
 #: The telemetry readings a row carries (the rest is derived in combine()).
 TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
@@ -194,6 +196,7 @@ class RankFigures:
     sm_clock_mhz: Optional[float] = None
     clock_ratio: Optional[float] = None
     throttled: Optional[float] = None
+    overcompute_flops_per_sec: Optional[float] = None
 
     @property
     def phase_s(self) -> Dict[str, float]:
@@ -209,6 +212,12 @@ class RankFigures:
     def hfu(self) -> Optional[float]:
         """Executed FLOP/s over the peak (None when either is unknown)."""
         return _ratio(self.executed_flops_per_sec, self.peak_flops_per_sec)
+
+    @property
+    def overcompute(self) -> Optional[float]:
+        """Over-compute FLOP/s over the peak (the waterfall's compute, not
+        recompute; None when either is unknown)."""
+        return _ratio(self.overcompute_flops_per_sec, self.peak_flops_per_sec)
 
     @property
     def busy_s(self) -> Optional[float]:
@@ -320,7 +329,7 @@ def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
     names = [name for name in PHASES if all(name in r.phase_s for r in ranks)]
     phase_s = {name: math.fsum(r.phase_s[name] for r in ranks) / len(ranks) for name in names}
     lost: Optional[Dict[str, float]] = None
-    shares = [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s) for r in ranks]
+    shares = [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s, r.overcompute) for r in ranks]
     peaks = [r.peak_flops_per_sec for r in ranks]
     if all(w is not None for w in shares) and all(p is not None and p > 0 for p in peaks):
         total_peak = math.fsum(peaks)  # type: ignore[arg-type]

@@ -24,22 +24,20 @@ Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
    without token counts. Profiled before the clock starts when it is the only
    source (``count_every=0`` and no analytic config), else when first needed.
 
-**Compiled models** (one rule, :meth:`StepFlops.counted`): under
-``torch.compile`` AOTAutograd runs the compiled forward without grad, so a
-counted step's model FLOPs hold only its forward while its executed FLOPs
-hold forward + backward (model <= forward < executed). The counter cannot
-split such executed FLOPs into model FLOPs and recompute, so the step's model
-FLOPs are its executed FLOPs x the model / executed ratio of the
-``sample_batch`` profile, counted on the eager model (``_orig_mod`` of a
-``torch.compile`` wrapper): the ratio is the share of executed work that
-training needs -- below 1 only through recompute -- and it does not depend
-on the batch. Without a usable profile the ratio is 1 (executed FLOPs, an
-upper bound that is exact without recompute), with one warning.
+**Compiled models** need no rule of their own: the counter counts a
+compiled region's backward as it runs (a custom autograd Function's
+backward, csrc/core/ops.h "Sites") and its recompute as HFU only, so a
+counted compiled step's model FLOPs equal the eager model's.
+
+**Over-compute** (the 4th figure of a step's FLOPs): executed FLOPs beyond
+the model convention that are not recompute (``FlopCounter.overcompute_flops``,
+e.g. the math SDPA path under ``causal_attention="half"``); the waterfall
+books them to compute. Counted steps carry the counter's; scaled steps scale
+it; analytic and profiled steps have none (0).
 
 **Mixed precision** (``mfu_mixed``): a counted step records the share of its
-model FLOPs in each compute dtype (``FlopCounter.flops_by_dtype``; its
-``executed_flops_by_dtype`` for a compiled step, whose model FLOPs come from
-the executed ones). A step's ``flops_by_dtype`` is its model FLOPs split by
+model FLOPs in each compute dtype (``FlopCounter.flops_by_dtype``). A step's
+``flops_by_dtype`` is its model FLOPs split by
 the shares of its own count, else of the last counted step (scaled,
 analytic and profiled steps run the same mix of dtypes); before any step was
 counted it is unknown and ``mfu_mixed`` is left out.
@@ -68,20 +66,14 @@ from ..peaks._resolve import dtype_peaks
 from ..timing._metrics import format_metrics
 from ..timing._waterfall import waterfall
 
-#: (model, executed, forward) FLOPs of a step or a block.
-Flops = Tuple[float, float, float]
+#: (model, executed, forward, overcompute) FLOPs of a step or a block.
+Flops = Tuple[float, float, float, float]
 #: warn_once(key, message): one warning per key and run.
 WarnOnce = Callable[[str, str], None]
 
 
 def _scale(flops: Flops, factor: float) -> Flops:
-    return (flops[0] * factor, flops[1] * factor, flops[2] * factor)
-
-
-def _looks_compiled(flops: Flops) -> bool:
-    """A backward ran but the model FLOPs hold only the forward (AOTAutograd)."""
-    model, executed, forward = flops
-    return executed > forward and model <= forward
+    return (flops[0] * factor, flops[1] * factor, flops[2] * factor, flops[3] * factor)
 
 
 def dtype_shares(by_dtype: Mapping[str, float]) -> Optional[Dict[str, float]]:
@@ -218,7 +210,7 @@ class StepCounter:
         self._policy = policy
         self._counter: Any = None
         self._active = False
-        self._before: Flops = (0.0, 0.0, 0.0)
+        self._before: Flops = (0.0, 0.0, 0.0, 0.0)
         self.ran = False      # a region was counted to its end
         self.failed = False   # a region could not be counted: the step is not counted
 
@@ -263,23 +255,23 @@ class StepCounter:
                                    "is low (not warned again)")
         self.ran = True
         before = self._before
-        return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+        return (after[0] - before[0], after[1] - before[1], after[2] - before[2],
+                after[3] - before[3])
 
     def shares(self) -> Optional[Dict[str, float]]:
-        """Each dtype's share of the model FLOPs counted so far (of the
-        executed FLOPs for a compiled forward, see the module doc)."""
+        """Each dtype's share of the model FLOPs counted so far."""
         c = self._counter
         if c is None:
             return None
-        by_dtype = c.executed_flops_by_dtype if _looks_compiled(self.totals()) else c.flops_by_dtype
-        return dtype_shares(by_dtype)
+        return dtype_shares(c.flops_by_dtype)
 
     def totals(self) -> Flops:
-        """Raw (model, executed, forward) FLOPs counted so far."""
+        """Raw (model, executed, forward, overcompute) FLOPs counted so far."""
         c = self._counter
         if c is None:
-            return (0.0, 0.0, 0.0)
-        return (float(c.model_flops), float(c.executed_flops), float(c.forward_flops))
+            return (0.0, 0.0, 0.0, 0.0)
+        return (float(c.model_flops), float(c.executed_flops), float(c.forward_flops),
+                float(c.overcompute_flops))
 
 
 class StepFlops:
@@ -361,7 +353,7 @@ class StepFlops:
             return
         finally:
             model.train(was_training)
-        self.profile = (float(full.flops), float(full.hfu_flops), float(forward))
+        self.profile = (float(full.flops), float(full.hfu_flops), float(forward), 0.0)
         self.profile_tokens = tokens
 
     # ---- counting -----------------------------------------------------------------
@@ -374,34 +366,13 @@ class StepFlops:
         """A counter for the step now open, or None when it is not counted."""
         return StepCounter(self) if self.counting() else None
 
-    def counted(self, flops: Flops) -> Flops:
-        """Counted raw FLOPs with the compiled-model rule applied."""
-        if not _looks_compiled(flops):
-            return flops
-        model, executed, forward = flops
-        ratio = self._profile_ratio()
-        if ratio is None:
-            self.warn_once("compiled", "the counted steps ran a compiled forward (torch.compile), "
-                           "whose model FLOPs the counter cannot split from recompute: MFU uses "
-                           "the executed FLOPs; give sample_batch (profiled once on the eager "
-                           "model) for the exact split")
-            ratio = 1.0
-        return (executed * ratio, executed, forward)
-
-    def _profile_ratio(self) -> Optional[float]:
-        self.profile_sample()
-        p = self.profile
-        if p is None or not p[1] > 0 or _looks_compiled(p):
-            return None
-        return p[0] / p[1]
-
     def close(self, record: StepRecord, counter: Optional[StepCounter]) -> None:
         """Close the step ``record`` describes: counted (its counter ran to the
         end of every region) or scaled from the last counted step."""
         if counter is not None:
             counter.stop()
         if counter is not None and counter.ran and not counter.failed:
-            record.counted = self.counted(counter.totals())
+            record.counted = counter.totals()
             self.reference = (record.counted, record.work_tokens)
             record.shares = self.reference_shares = counter.shares()
         else:
@@ -421,8 +392,8 @@ class StepFlops:
 
     def resolve(self, record: StepRecord, tokens: Optional[float] = None,
                 lengths: Optional[List[List[int]]] = None) -> Optional[Flops]:
-        """(model, executed, forward) FLOPs of a closed step (or block), the HFU
-        knobs applied; None when no source has them. ``tokens``: its real
+        """(model, executed, forward, overcompute) FLOPs of a closed step (or
+        block), the HFU knobs applied; None when no source has them. ``tokens``: its real
         tokens; ``lengths``: its micro-batches' sequence lengths
         (:func:`read_tokens`)."""
         flops = record.counted
@@ -437,7 +408,7 @@ class StepFlops:
         if flops is None:
             return None
         if self.hfu_factor is not None:
-            flops = (flops[0], flops[2] * self.hfu_factor, flops[2])
+            flops = (flops[0], flops[2] * self.hfu_factor, flops[2], 0.0)
         return flops
 
     def _analytic(self, batches: List[Tuple[int, int, Any]],
@@ -457,7 +428,7 @@ class StepFlops:
             model += f.model_flops
             executed += f.hardware_flops
             forward += f.forward_flops
-        return (model, executed, forward)
+        return (model, executed, forward, 0.0)
 
     def _profiled(self, tokens: Optional[float], micro_batches: int) -> Optional[Flops]:
         self.profile_sample()
@@ -492,6 +463,7 @@ class StepFlops:
             tokens=total_tokens,
             model_flops=sum(f[0] for f in step_flops) if known else 0.0,  # type: ignore[index]
             executed_flops=sum(f[1] for f in step_flops) if known else None,  # type: ignore[index]
+            overcompute_flops=sum(f[3] for f in step_flops) if known else None,  # type: ignore[index]
             step_flops=[f[0] if f else None for f in step_flops],
             flops_by_dtype=by_dtype, warn_once=self.warn_once,
         )
@@ -543,14 +515,16 @@ class StepRecords:
 class WindowWork:
     """The work of a tracker's window: ``steps``, ``window_s`` (s), ``known``
     (every step has FLOPs), ``tokens`` (real tokens or None), ``model_flops``
-    / ``executed_flops`` (sums, FLOPs), ``step_flops`` (model FLOPs per step)."""
+    / ``executed_flops`` / ``overcompute_flops`` (sums, FLOPs), ``step_flops``
+    (model FLOPs per step)."""
 
-    __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops", "step_flops",
-                 "flops_by_dtype", "warn_once")
+    __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops",
+                 "overcompute_flops", "step_flops", "flops_by_dtype", "warn_once")
 
     def __init__(self, *, steps: int, window_s: float, known: bool, tokens: Optional[float],
                  model_flops: float, executed_flops: Optional[float],
                  step_flops: List[Optional[float]],
+                 overcompute_flops: Optional[float] = None,
                  flops_by_dtype: Optional[Dict[str, float]] = None,
                  warn_once: Optional[WarnOnce] = None) -> None:
         self.steps = steps
@@ -559,6 +533,7 @@ class WindowWork:
         self.tokens = tokens
         self.model_flops = model_flops
         self.executed_flops = executed_flops
+        self.overcompute_flops = overcompute_flops
         self.step_flops = step_flops
         self.flops_by_dtype = flops_by_dtype  # the window's model FLOPs by dtype, or None
         self.warn_once = warn_once
@@ -594,8 +569,12 @@ class WindowWork:
             param_bytes=None if param_bytes is None else param_bytes * self.steps,
             num_tokens=self.tokens, peak_flops_per_sec=peak_flops_per_sec,
             peak_bytes_per_sec=peak_bytes_per_sec, num_gpus=num_gpus)
+        over = _C.compute_metrics(  # the over-compute share, as hfu is formed
+            0.0, self.window_s, executed_flops=self.overcompute_flops,
+            peak_flops_per_sec=peak_flops_per_sec, num_gpus=num_gpus)["hfu"]
+        figures["overcompute"] = over
         if not self.known:
-            figures.update(mfu=None, hfu=None, achieved_flops_per_sec=None)
+            figures.update(mfu=None, hfu=None, achieved_flops_per_sec=None, overcompute=None)
         figures["step_time_s"] = self.window_s / self.steps
         figures["peak_flops_per_sec"] = (None if peak_flops_per_sec is None
                                          else peak_flops_per_sec * num_gpus)
@@ -612,14 +591,16 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     a window, so no rank is left waiting at the gather; otherwise this
     process's figures over ``window``. None when there is nothing to log."""
     if tracker.distributed:
-        model_flops = executed_flops = tokens = ideal_s = None
+        model_flops = executed_flops = tokens = ideal_s = overcompute_flops = None
         if window is not None and window.known:
             model_flops, executed_flops = window.model_flops, window.executed_flops
+            overcompute_flops = window.overcompute_flops
             ideal_s = window.ideal_s(dtype_peaks(tracker.peak))
         if window is not None:
             tokens = window.tokens
         figures = tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
-                                    num_tokens=tokens, ideal_s=ideal_s)
+                                    num_tokens=tokens, ideal_s=ideal_s,
+                                    overcompute_flops=overcompute_flops)
         if figures is None or window is None:
             return None
         return figures.metrics(prefix)   # sum of work / sum of peaks, and the per-rank spread
@@ -634,7 +615,8 @@ def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
     if phases:  # the same window's steps: the waterfall at the window's own MFU
         figures["phase_s"] = phases
         figures["mfu_lost"] = waterfall(figures.get("mfu"), figures.get("hfu"),
-                                        figures.get("step_time_s"), phases)
+                                        figures.get("step_time_s"), phases,
+                                        figures.get("overcompute"))
     figures.update(tracker.read_telemetry(figures.get("achieved_flops_per_sec"),
                                           figures.get("tokens_per_sec")))
     return format_metrics(figures, prefix)

@@ -339,7 +339,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             block.add_block(num_tokens)
             if counter is not None:
                 raw = counter.stop()
-                block.counted = None if raw is None else self._policy.counted(raw)
+                block.counted = raw
             block.reference = self._policy.reference
             self._record.add_block(num_tokens)
             flops = self._flops_or_none(block, num_tokens)
@@ -408,7 +408,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                 self._tracker.step(num_tokens=tokens)
             else:
                 self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1],
-                                   flops_by_dtype=self._policy.flops_by_dtype(record, flops[0]))
+                                   flops_by_dtype=self._policy.flops_by_dtype(record, flops[0]),
+                                   overcompute_flops=flops[3])
             self.__dict__["_last_step_flops"] = flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")

@@ -9,9 +9,10 @@ integrations' automatic marks; seconds per step from the step engine,
     data           = t_data / T                 (the GPU waited for input)
     communication  = t_communication / T        (exposed, not overlapped)
     optimizer      = t_optimizer / T
-    recompute      = hfu - mfu                  (needs executed FLOPs)
+    recompute      = hfu - mfu - overcompute    (needs executed FLOPs)
     compute        = (t_forward + t_backward) / T - mfu - recompute
-                                                (kernels below peak, non-matmul work)
+                                                (kernels below peak, non-matmul work,
+                                                 over-compute)
     other          = 1 - mfu - the others       (host / launch bound idle,
                                                  logging, everything unmarked)
 
@@ -22,6 +23,14 @@ returns shares whose ``math.fsum`` with ``mfu`` is 1). Nothing is estimated:
   in ``other``;
 * ``recompute`` needs HFU (executed FLOPs); without it the key is left out
   and recomputation stays in ``compute``;
+* ``overcompute`` is the share of executed FLOPs beyond the model convention
+  that are *not* recompute (``FlopCounter.overcompute_flops``: a kernel
+  computing the full square of a causal attention that
+  ``causal_attention="half"`` counts half, the math SDPA path) at the peak:
+  executed FLOPs stay what ran, so it is inside ``hfu - mfu``, and it is
+  booked to ``compute`` (the kernels spent that time below the model's
+  useful work), never to ``recompute``. Unknown: 0 (all of ``hfu - mfu``
+  is recompute);
 * ``compute`` and ``recompute`` need forward or backward marked (the ideal
   time has to be placed somewhere): without, both are left out and ``other``
   holds the compute loss too.
@@ -46,12 +55,14 @@ LOSSES: Tuple[str, ...] = ("data", "communication", "optimizer", "recompute", "c
 
 
 def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[float],
-              phase_s: Optional[Mapping[str, float]]) -> Optional[Dict[str, float]]:
+              phase_s: Optional[Mapping[str, float]],
+              overcompute: Optional[float] = None) -> Optional[Dict[str, float]]:
     """The ``mfu_lost`` shares (fractions of the step period), or None when
     there is no waterfall: MFU unknown, no step time, or no phase marked.
 
     ``phase_s``: seconds per step of each *marked* phase (unmarked phases
-    absent), over the same steps as ``mfu`` / ``hfu`` / ``step_time_s``.
+    absent), over the same steps as ``mfu`` / ``hfu`` / ``step_time_s``;
+    ``overcompute``: the over-compute share over them (None / NaN: 0).
     """
     if mfu is None or not phase_s or not step_time_s or not step_time_s > 0:
         return None
@@ -65,7 +76,8 @@ def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[
     if "forward" in phase_s or "backward" in phase_s:
         compute = (phase_s.get("forward", 0.0) + phase_s.get("backward", 0.0)) / t - mfu
         if hfu is not None and not math.isnan(hfu):
-            lost["recompute"] = hfu - mfu
+            over = 0.0 if overcompute is None or math.isnan(overcompute) else overcompute
+            lost["recompute"] = hfu - mfu - over
             compute -= lost["recompute"]
         lost["compute"] = compute
     lost["other"] = closing_share([mfu, *lost.values()])

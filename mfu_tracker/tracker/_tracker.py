@@ -211,8 +211,9 @@ class Tracker(_C.StepTracker):
     ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
     ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
     ``{prefix}/mfu_lost/optimizer``       the optimizer phase
-    ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
+    ``{prefix}/mfu_lost/recompute``       hfu - mfu - over-compute (needs executed FLOPs)
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
+                                          (over-compute included: ``step(overcompute_flops=)``)
     ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
     ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
     ====================================  ===========================================================
@@ -512,7 +513,8 @@ class Tracker(_C.StepTracker):
         phases = _C.StepTracker.phases(self)["phase_s"]
         if phases:
             out["phase_s"] = phases
-            out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
+            out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases,
+                                        out.get("overcompute"))
         return out
 
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
@@ -551,6 +553,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        overcompute_flops: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
@@ -558,13 +561,14 @@ class Tracker(_C.StepTracker):
         process's figures as a one-rank aggregation (no communication).
         None when the aggregation failed (warned once).
 
-        ``model_flops``, ``executed_flops``, ``num_tokens``, ``ideal_s``:
-        totals over the steps now in the window, replacing the ones given to
-        ``step()`` -- for integrations that know a window's work only at
-        logging time (see :meth:`rank_figures`).
+        ``model_flops``, ``executed_flops``, ``num_tokens``, ``ideal_s``,
+        ``overcompute_flops``: totals over the steps now in the window,
+        replacing the ones given to ``step()`` -- for integrations that know a
+        window's work only at logging time (see :meth:`rank_figures`).
         """
         overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
-                         num_tokens=num_tokens, ideal_s=ideal_s)
+                         num_tokens=num_tokens, ideal_s=ideal_s,
+                         overcompute_flops=overcompute_flops)
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self.rank_figures(**overrides)])
@@ -592,14 +596,16 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        overcompute_flops: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
         Rates and peaks are divided by the model-parallel degree. The interval
         fields are the host time and step() calls since the previous
         aggregation (or construction); None / 0 when not distributed.
-        ``model_flops`` / ``executed_flops`` / ``num_tokens`` (totals over
-        the window's steps, finite >= 0) replace the window's own totals, and
+        ``model_flops`` / ``executed_flops`` / ``num_tokens`` /
+        ``overcompute_flops`` (totals over the window's steps, finite >= 0)
+        replace the window's own totals, and
         ``ideal_s`` (seconds the window's FLOPs need at each dtype's peak,
         for ``mfu_mixed``) goes with ``model_flops`` -- without it a
         ``model_flops`` override leaves ``mfu_mixed`` out; a
@@ -611,6 +617,7 @@ class Tracker(_C.StepTracker):
         executed_flops = _override(executed_flops, "executed_flops")
         num_tokens = _override(num_tokens, "num_tokens")
         ideal_s = _override(ideal_s, "ideal_s")
+        overcompute_flops = _override(overcompute_flops, "overcompute_flops")
         s = _C.StepTracker.summary(self)
         phases = _C.StepTracker.phases(self)["phase_s"]
         mp = self._model_parallel
@@ -631,6 +638,8 @@ class Tracker(_C.StepTracker):
         achieved = s["achieved_flops_per_sec"] if model_flops is None else per_sec(model_flops)
         executed = rate(s["hfu"], peak) if executed_flops is None else per_sec(executed_flops)
         tokens = s["tokens_per_sec"] if num_tokens is None else per_sec(num_tokens)
+        overcompute = (rate(s["overcompute"], peak) if overcompute_flops is None
+                       else per_sec(overcompute_flops))
         mfu = s["mfu"] if model_flops is None else (
             None if achieved is None or peak is None else achieved / peak)
         boundaries = int(s["boundaries"])
@@ -669,6 +678,7 @@ class Tracker(_C.StepTracker):
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
+            overcompute_flops_per_sec=share(overcompute),
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:

@@ -21,7 +21,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
 
 static mfu_steps_config config_on(mfu_clock_kind clock)
 {
@@ -54,7 +54,7 @@ static mfu_steps *create(const mfu_steps_config *c)
 static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double model,
                           double executed)
 {
-    mfu_step_report r = {given, tokens, model, executed, 0.0};
+    mfu_step_report r = {given, tokens, model, executed, 0.0, 0.0};
     mfu_step_outcome outcome = {99, 99, 99};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
@@ -297,6 +297,40 @@ static void test_masking_rules(void)
     mfu_steps_destroy(s);
 }
 
+/* Over-compute (steps.h "The work of a step"): summed over the window's
+ * steps, its share at the peak like hfu; absent or bad: 0. */
+static void test_overcompute(void)
+{
+    mfu_steps_summary sum;
+    mfu_step_outcome outcome;
+    mfu_steps *s = gpu_steps(2, 0);
+    if (s == NULL)
+        return;
+    step_with(s, 0, 0, 0, 0); /* opens the first step */
+    mfu_step_report r = {MFU_STEP_OVERCOMPUTE_FLOPS, 0, 0, 0, 0, 1e11};
+    CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK && outcome.bad == 0);
+    summarize_flushed(s, &sum);
+    /* one 2 ms step at 1e15 FLOP/s: 1e11 / 2e-3 / 1e15 = 0.05 */
+    CHECK_NEAR(sum.overcompute_flops, 1e11, 0.0);
+    CHECK_NEAR(sum.overcompute, 1e11 / 2e-3 / 1e15, 1e-12);
+    CHECK(step_with(s, 0, 0, 0, 0) == 0); /* absent: 0 */
+    summarize_flushed(s, &sum);
+    CHECK_NEAR(sum.overcompute_flops, 1e11, 0.0); /* 1e11 + 0 over the 2 steps */
+    CHECK_NEAR(sum.overcompute, 1e11 / 4e-3 / 1e15, 1e-12);
+    r.overcompute_flops = -3.0; /* bad: its bit, counted 0 */
+    CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
+    CHECK(outcome.bad == MFU_STEP_OVERCOMPUTE_FLOPS);
+    summarize_flushed(s, &sum);
+    CHECK(sum.overcompute_flops == 0.0 && sum.overcompute == 0.0); /* window of 2: both 0 */
+    mfu_steps_destroy(s);
+    s = gpu_steps(2, 0); /* no step yet: unavailable */
+    if (s == NULL)
+        return;
+    summarize_flushed(s, &sum);
+    CHECK(isnan(sum.overcompute_flops) && isnan(sum.overcompute));
+    mfu_steps_destroy(s);
+}
+
 enum { ALL_FIELDS = MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS };
 
 static void test_bad_values_are_unknown(void)
@@ -519,7 +553,7 @@ static void test_close(void)
     mfu_steps *s;
     mfu_step_outcome outcome = {0, 0, 0};
     long events_before;
-    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0};
+    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0, 0};
 
     fake.reset();
     events_before = fake.live_events();
@@ -632,6 +666,7 @@ int main(void)
     test_ring_sized_from_events_max();
     test_pool_full_wait_keeps_every_time();
     test_masking_rules();
+    test_overcompute();
     test_bad_values_are_unknown();
     test_unknown_model_flops_leave_the_window();
     test_cpu_clock();

@@ -490,7 +490,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     mfu_steps_close(s);
     {
-        mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0};
+        mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
         mfu_step_outcome outcome;
         FUZZ_CHECK(mfu_steps_step(s, &none, &outcome) == MFU_ERR_UNAVAILABLE);
     }
