@@ -105,8 +105,7 @@ def batch_tokens(batch: Any) -> Optional[int]:
 class StepRecord:
     """What one optimizer step (or one block of it) did, as an adapter saw it.
 
-    ``counted``: its counted FLOPs with the compiled rule applied (None: not
-    counted); ``reference``: the last counted step's (FLOPs, work tokens)
+    ``counted``: its counted FLOPs (None: not counted); ``reference``: the last counted step's (FLOPs, work tokens)
     when it closed uncounted; ``work_tokens``: tokens whose shapes ran (None:
     unknown); ``tokens``: real tokens per micro-batch (ints, floats or 0-d
     tensors still on the device); ``tokens_missing``: a micro-batch without a

@@ -36,7 +36,8 @@ How the numbers are made:
   Without the counter (``count_every=0``), FLOPs are analytic
   (``transformer_flops`` on ``model.config``, ``formula="matmul"``, each
   sequence at its real length), else the ``sample_batch`` profile scaled by
-  tokens. A compiled model's model FLOPs follow the policy's one rule.
+  tokens. A compiled model (``torch_compile=True``) is counted like the
+  eager one: its model FLOPs equal the eager model's.
 * **Tokens**: from the model's inputs (a forward pre-hook): the ones of
   ``attention_mask``, else every position of ``input_ids``. On a GPU they are
   summed on the device and read at the logging step, after the Trainer's own
@@ -74,9 +75,8 @@ class MFUCallback(CallbackCore, TrainerCallback):
     Args:
         sample_batch: a representative batch (dict, tensor, or tuple / list of
             inputs); profiled when steps are not counted and ``model.config``
-            is not a supported transformer, or for a compiled model's model /
-            executed split (the peer profiled it once; real batches are counted
-            here).
+            is not a supported transformer (the peer profiled it once; real
+            batches are counted here).
         dtype: the peak's dtype; ``None`` detects it (module docstring).
         num_gpus: devices the counted FLOPs ran on (keep 1: per-rank counts).
         hfu_backward_factor: override executed FLOPs as forward x (1 + factor)

@@ -100,8 +100,7 @@ class MFUCallback(CallbackCore, Callback):
 
     Args:
         sample_batch: a representative batch, profiled when steps are not
-            counted and the module has no supported ``config`` (or for a
-            compiled model's model / executed split).
+            counted and the module has no supported ``config``.
         dtype: the peak's dtype; ``None`` detects it from the precision plugin.
         num_gpus: devices the counted FLOPs ran on (keep 1: per-rank counts).
         hfu_backward_factor: executed FLOPs = forward x (1 + factor) (the

@@ -278,8 +278,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
         Call it before ``torch.compile`` (the peer's pattern). Needed only when
         steps are not counted (``count_every=0``, or ``step()`` without
-        ``track_step()``) or run compiled; idempotent. A failure gives one
-        warning.
+        ``track_step()``); idempotent. A failure gives one warning.
         """
         self._policy.profile_sample()
 

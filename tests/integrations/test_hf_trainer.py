@@ -549,13 +549,12 @@ def test_sample_batch_profile_is_used_when_nothing_else_is(tmp_path):
 
 # ---- one step-FLOPs policy: the optimizer wrapper and the callback agree ------------------
 #
-# Under torch.compile, AOTAutograd runs the compiled forward without grad: the
-# counter credits it no backward (model FLOPs = its forward) while the executed
-# FLOPs hold forward + recompute + backward. Both integrations apply one rule:
-# model FLOPs = executed x the model / executed ratio of the sample_batch
-# profile counted on the eager model, else the executed FLOPs (one warning).
-# They used to differ (the callback took the executed FLOPs, the wrapper the
-# profile's ratio).
+# Under torch.compile the counter gives a compiled region its eager model
+# FLOPs: the compiled backward counts as it runs (a custom autograd
+# Function's backward) and checkpoint recompute inside the compiled graph
+# stays HFU-only (mfu_tracker/flops/counter/_compiled.py). Both integrations
+# take the counted figures as they are (the earlier rule scaled a compiled
+# step's executed FLOPs by the eager profile's ratio).
 #
 # The model: x [4 x 16] -> Linear(16, 8) -> ReLU -> Linear(8, 8), x not requiring grad,
 # checkpointed: backward recomputes layer 1 (layer 2's output is not saved). Hand arithmetic:
@@ -563,57 +562,22 @@ def test_sample_batch_profile_is_used_when_nothing_else_is(tmp_path):
 #   model FLOPs    forward + weight grads (1024 + 512) + the input grad of layer 2 (512)
 #                                                  = 3584
 #   executed       model + the recompute of layer 1 (1024) = 4608
-# so the profile's ratio is 3584 / 4608 and the compiled step's model FLOPs are
-# 4608 x 3584 / 4608 = 3584 with sample_batch, 4608 (the executed) without.
 
 IN_F, HID = 16, 8
 FORWARD, MODEL, EXECUTED = 1536, 3584, 4608
 
 
-class _CompiledRegion(torch.autograd.Function):
-    """What a compiled, checkpointed region looks like to an op counter: the
-    forward runs without grad, the backward recomputes layer 1 then runs the
-    gradient matmuls."""
-
-    @staticmethod
-    def forward(ctx, x, w1, w2):
-        ctx.save_for_backward(x, w1, w2)
-        return torch.relu(x @ w1.t()) @ w2.t()
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, w1, w2 = ctx.saved_tensors
-        h = x @ w1.t()                                  # recompute
-        r = torch.relu(h)
-        grad_w2 = grad.t() @ r
-        grad_r = grad @ w2
-        grad_h = grad_r * (h > 0)
-        grad_w1 = grad_h.t() @ x
-        return None, grad_w1, grad_w2
-
-
-class _Eager(torch.nn.Module):
-    def __init__(self, layers):
-        super().__init__()
-        self.layers = layers
-
-    def forward(self, x):
-        return torch.utils.checkpoint.checkpoint(self.layers, x, use_reentrant=False)
-
-
-class SimulatedCompiled(torch.nn.Module):
-    """Stands in for ``torch.compile(model)``: runs the region above and, like
-    torch's OptimizedModule, keeps the eager module as ``_orig_mod``."""
+class _Checkpointed(torch.nn.Module):
+    """Takes input_ids= like a Trainer model; its body runs checkpointed."""
 
     def __init__(self):
         super().__init__()
         torch.manual_seed(0)
         self.layers = torch.nn.Sequential(torch.nn.Linear(IN_F, HID, bias=False), torch.nn.ReLU(),
                                           torch.nn.Linear(HID, HID, bias=False))
-        self.__dict__["_orig_mod"] = _Eager(self.layers)  # not a submodule: parameters once
 
     def forward(self, input_ids=None):
-        return _CompiledRegion.apply(input_ids, self.layers[0].weight, self.layers[2].weight)
+        return torch.utils.checkpoint.checkpoint(self.layers, input_ids, use_reentrant=False)
 
 
 def _x():
@@ -660,56 +624,31 @@ def _callback_step_flops(model, sample_batch):
     return entry["model_flops"], entry["executed_flops"]
 
 
-def test_the_simulated_compiled_region_counts_as_torch_compile_does():
+def test_a_compiled_checkpointed_model_gives_the_eager_figures_through_wrapper_and_callback():
+    """torch.compile (backend "aot_eager", CPU) of the checkpointed model:
+    the counter's model / executed FLOPs are the eager model's (recompute in
+    the compiled backward graph executed, not model), and both integrations
+    report them, with or without sample_batch, without a warning."""
     from mfu_tracker import FlopCounter
 
-    model = SimulatedCompiled()
-    for module, expected in ((model, (FORWARD, EXECUTED)), (model._orig_mod, (MODEL, EXECUTED))):
-        with FlopCounter(modules=False) as fc:
-            module(_x()).sum().backward()
-        assert (fc.model_flops, fc.executed_flops, fc.forward_flops) == (*expected, FORWARD)
-
-
-@pytest.mark.parametrize("sample, model_flops", [(None, EXECUTED), (_x(), MODEL)],
-                         ids=["no sample_batch: executed", "sample_batch: the eager profile's split"])
-def test_compiled_model_flops_are_the_same_through_wrapper_and_callback(sample, model_flops):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        (step_model, step_executed), block = _wrapper_step_flops(SimulatedCompiled(), sample)
-        cb_model, cb_executed = _callback_step_flops(SimulatedCompiled(), sample)
-    assert step_model == block[0] == cb_model == model_flops
-    assert step_executed == block[1] == cb_executed == EXECUTED
-    compiled = [w for w in caught if "compiled forward" in str(w.message)]
-    # one warning per integration without a profile, none with one
-    assert len(compiled) == (2 if sample is None else 0), [str(w.message) for w in caught]
-
-
-def test_torch_compile_gives_the_eager_model_flops_through_wrapper_and_callback():
-    """The same with a real torch.compile (backend "aot_eager", CPU): the
-    compiled forward is counted without its backward credit, and both
-    integrations recover the eager model FLOPs (no recompute: ratio 1)."""
-    torch.manual_seed(0)
-    eager = torch.nn.Sequential(torch.nn.Linear(IN_F, HID, bias=False), torch.nn.ReLU(),
-                                torch.nn.Linear(HID, HID, bias=False))
-
-    class Inputs(torch.nn.Module):   # takes input_ids= like a Trainer model
-        def __init__(self, body):
-            super().__init__()
-            self.body = body
-
-        def forward(self, input_ids=None):
-            return self.body(input_ids)
-
-    compiled = torch.compile(Inputs(eager), backend="aot_eager")
-    from mfu_tracker import FlopCounter
-
+    eager = _Checkpointed()
+    with FlopCounter(modules=False) as fc:
+        eager(input_ids=_x()).sum().backward()
+    assert (fc.model_flops, fc.executed_flops, fc.recompute_flops) == (MODEL, EXECUTED, 1024)
+    compiled = torch.compile(_Checkpointed(), backend="aot_eager")
+    with FlopCounter(modules=False):  # a tool set up before the first compiled call
+        pass
     compiled(input_ids=_x()).sum().backward()   # compile once, outside the counter
     with FlopCounter(modules=False) as fc:
         compiled(input_ids=_x()).sum().backward()
-    assert fc.model_flops == FORWARD and fc.executed_flops == MODEL  # forward only; no recompute
+    assert (fc.model_flops, fc.executed_flops, fc.forward_flops) == (MODEL, EXECUTED, FORWARD)
     for sample in (None, _x()):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            (step_model, step_executed), _ = _wrapper_step_flops(compiled, sample)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            (step_model, step_executed), block = _wrapper_step_flops(compiled, sample)
             cb_model, cb_executed = _callback_step_flops(compiled, sample)
-        assert step_model == cb_model == MODEL and step_executed == cb_executed == MODEL
+        assert step_model == block[0] == cb_model == MODEL
+        assert step_executed == block[1] == cb_executed == EXECUTED
+        assert not [w for w in caught if "compiled" in str(w.message)]
+
+
