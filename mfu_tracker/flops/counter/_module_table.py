@@ -16,7 +16,8 @@ rows when the table is read (:func:`module_rows`).
 
 The wrapper checks ``torch.compiler.is_compiling()`` first, so a model that
 torch.compile traces sees the plain call: no graph break, no guard on the
-table (tests/test_compile.py). On a thread without an active table a module
+table; and torch.compile skips its frame when it is the first one it sees,
+as it skips ``nn.Module.__call__`` (tests/test_compile.py). On a thread without an active table a module
 call costs one dict lookup (~0.25 us). Global module hooks are not used:
 registering one sends every module call of the process through
 ``_call_impl``'s slow path. Nor is ``__call__`` swapped per block: assigning
@@ -118,6 +119,30 @@ def _install(enter: Callable[[int], int], exit_: Callable[[int], None]) -> None:
         _users += 1
 
 
+def _skip_as_top_frame() -> None:
+    """Have torch.compile skip the wrapper's frame when it is the first frame
+    it sees (``torch.compile(model)`` calls ``model.__call__``), as it skips
+    ``nn.Module.__call__`` itself: it then compiles the model's forward, not
+    the wrapper (which would trace the same graphs through one frame more and
+    split them at each graph break of the model). Called from traced code the
+    wrapper is still inlined (its ``is_compiling()`` branch)."""
+    try:
+        from torch._dynamo.eval_frame import (
+            FrameAction,
+            FrameExecStrategy,
+            set_code_exec_strategy,
+        )
+
+        # its frame skipped, its callees (the model's forward) compiled ...
+        set_code_exec_strategy(_counting_call.__code__,
+                               FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT))
+        # ... but not the naming it runs eagerly then
+        set_code_exec_strategy(_token.__code__,
+                               FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+    except Exception:  # noqa: BLE001 -- another torch: only the frame count differs
+        pass
+
+
 def _uninstall() -> None:
     global _users, _original
     import torch
@@ -159,6 +184,7 @@ class ModuleTable:
             _install(backend.module_enter, backend.module_exit)
             weakref.finalize(self, _uninstall)
             self.installed = True
+        _skip_as_top_frame()  # every block: torch._dynamo.reset() may forget it
         self.thread = _get_ident()
         _activate(self, True)
         self.active = True
