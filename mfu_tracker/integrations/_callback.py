@@ -190,7 +190,7 @@ class CallbackCore:
         auto = self._phases
         if auto is None:
             return
-        if phase is None:
+        if phase is None or auto.traced:  # traced hooks: no phase at all (_auto_phases)
             auto.end()
         else:
             self._tracker.switch_phase(phase)

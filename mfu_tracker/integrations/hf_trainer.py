@@ -188,12 +188,19 @@ class MFUCallback(CallbackCore, TrainerCallback):
         device = self.device if self.device is not None else getattr(args, "device", None)
         recompute = "full" if getattr(args, "gradient_checkpointing", False) else "none"
         self._start(model, dtype=dtype, window=window, device=device, recompute=recompute)
+        from ..flops.counter._compiled import run_eagerly
+
+        run_eagerly(MFUCallback._record_inputs)  # under torch.compile(model): never compiled
         self._hook = model.register_forward_pre_hook(self._record_inputs, with_kwargs=True)
         if self._phases is not None:
             self._phases.attach(model)   # forward / backward from the model's hooks
 
     def _record_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
         """Forward pre-hook: the tokens and shapes of a training micro-batch."""
+        import torch
+
+        if torch.compiler.is_compiling():  # traced inside a compiled region: tokens unknown
+            return
         step = self._step
         if step is None or not module.training:
             return

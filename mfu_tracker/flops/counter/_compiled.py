@@ -1,4 +1,5 @@
-"""The recomputed calls of a compiled backward (torch.compile's AOTAutograd).
+"""torch.compile support: the recomputed calls of a compiled backward
+(AOTAutograd), and frames torch.compile must run eagerly.
 
 A compiled region runs as one custom autograd Function: its forward with
 grad mode off, its backward (``CompiledFunctionBackward``) as a custom
@@ -25,6 +26,15 @@ input-gradient and weight-gradient matmuls cost the same, so this is exact
 as long as the recomputed matmuls and the others of a backward have the
 same sizes.
 
+Frames run eagerly (:func:`run_eagerly`): ``torch.compile(model)`` evaluates
+every Python frame called under it -- ``nn.Module.__call__`` and
+``_call_impl`` are skipped by its rules, but a forward hook of ours that
+``_call_impl`` runs would be compiled on its own, and the tracker call in it
+would break that frame (an extra graph break). Marked, such a frame and the
+frames it calls run eagerly; traced *inline* (a hook inside a region that is
+itself compiled, ``module.compile()``) it is still traced, so each such
+function also checks ``torch.compiler.is_compiling()`` first.
+
 Importing this module does not import torch.
 """
 from __future__ import annotations
@@ -34,7 +44,7 @@ from typing import Any, Optional
 
 from ... import _C
 
-__all__ = ["recompute_plan"]
+__all__ = ["recompute_plan", "run_eagerly"]
 
 # op name -> (kind, positions of the tensors its count reads)
 _ROWS: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -118,3 +128,24 @@ def recompute_plan(ctx: Any) -> Optional[list[tuple[str, tuple[tuple[int, ...], 
 def kind_of(op_name: str) -> Optional[str]:
     """The op table kind of ``op_name`` ("mm", "attention", ...), or None."""
     return _KIND_OF_NAME.get(op_name)
+
+
+def run_eagerly(*functions: Any, callees: bool = False) -> None:
+    """Have torch.compile's frame evaluation run these functions' frames
+    eagerly -- and the frames they call, unless ``callees`` (then those are
+    compiled as usual: the module table's ``__call__`` wrapper, whose callee
+    is the model's forward). Never raises: on a torch without the API only
+    the frame counts differ."""
+    try:
+        from torch._dynamo.eval_frame import (
+            FrameAction,
+            FrameExecStrategy,
+            set_code_exec_strategy,
+        )
+
+        strategy = FrameExecStrategy(FrameAction.SKIP,
+                                     FrameAction.DEFAULT if callees else FrameAction.SKIP)
+        for fn in functions:
+            set_code_exec_strategy(getattr(fn, "__func__", fn).__code__, strategy)
+    except Exception:  # noqa: BLE001
+        pass

@@ -124,23 +124,13 @@ def _skip_as_top_frame() -> None:
     it sees (``torch.compile(model)`` calls ``model.__call__``), as it skips
     ``nn.Module.__call__`` itself: it then compiles the model's forward, not
     the wrapper (which would trace the same graphs through one frame more and
-    split them at each graph break of the model). Called from traced code the
-    wrapper is still inlined (its ``is_compiling()`` branch)."""
-    try:
-        from torch._dynamo.eval_frame import (
-            FrameAction,
-            FrameExecStrategy,
-            set_code_exec_strategy,
-        )
+    split them at each graph break of the model); and never compile the
+    naming it runs eagerly then. Called from traced code the wrapper is still
+    inlined (its ``is_compiling()`` branch)."""
+    from ._compiled import run_eagerly
 
-        # its frame skipped, its callees (the model's forward) compiled ...
-        set_code_exec_strategy(_counting_call.__code__,
-                               FrameExecStrategy(FrameAction.SKIP, FrameAction.DEFAULT))
-        # ... but not the naming it runs eagerly then
-        set_code_exec_strategy(_token.__code__,
-                               FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
-    except Exception:  # noqa: BLE001 -- another torch: only the frame count differs
-        pass
+    run_eagerly(_counting_call, callees=True)
+    run_eagerly(_token)
 
 
 def _uninstall() -> None:
