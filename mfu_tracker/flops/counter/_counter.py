@@ -28,16 +28,55 @@ Numbers (FLOPs, one multiply-add = 2):
 ``model_flops``     for every op run in forward: its FLOPs plus the backward
                     its grad-requiring inputs need (matmul / convolution:
                     +1x per such input; attention: +2x, the PaLM
-                    convention). Frozen weights cost less, recompute never
-                    counts, no_grad / inference_mode count forward only.
+                    convention); plus the backward of custom autograd
+                    Functions as it runs. Frozen weights cost less, recompute
+                    never counts, no_grad / inference_mode count forward only.
 ``backward_flops``  the counted ops run inside backward (executed).
+``recompute_flops`` activation-checkpoint recompute (in executed only).
+``overcompute_flops`` executed beyond the model convention, not recompute
+                    (the math SDPA path under ``causal_attention="half"``).
 ==================  ========================================================
 
+Where an op runs decides what it adds (csrc/core/ops.h "Sites"): in the
+forward, its FLOPs and the backward its inputs need; in autograd's own
+backward, executed only (paid for in the forward); in the backward of a
+**custom autograd Function** (Liger, Unsloth, flash-attn's Python API,
+Transformer Engine's Python modules; the forward of such a Function runs
+with grad mode off and charges no backward) its FLOPs count as model FLOPs
+as they run, each at the model convention (an attention backward kernel:
+2x its forward); a Function whose backward recomputes its forward by
+calling ops counts that recompute as model FLOPs (what its kernels do is
+its own business: an attention kernel's recompute is not). **Checkpointing**
+recomputes with grad mode on inside a backward: executed only, recompute;
+the reentrant kind (``use_reentrant=True``, Megatron's and DeepSpeed's
+``CheckpointFunction``) ran its forward without grad, so its recompute
+charges the backward its nested backward then runs. So model FLOPs with
+checkpointing (either mode) equal those without, and executed FLOPs add the
+recompute. NB: a backward with ``create_graph=True`` runs with grad mode on
+too: its ops are counted as recompute.
+
+**torch.compile**: a compiled region runs as one custom Function (AOTAutograd):
+its forward counts, its backward counts as it runs, so model FLOPs equal the
+eager model's; recompute the partitioner moved into the compiled backward
+(checkpointing inside the region) is found from the backward graph
+(``_compiled.py``) and stays HFU-only. The counter adds no graph break and
+no graph: its dispatch key stays included on a thread once it counted there
+(torch.compile's guards hash the included keys), and the module table's
+wrapper is transparent to tracing. A model compiled *and run* before the
+first counter of its thread recompiles once.
+
+**FakeTensorMode**: a counter entered under a FakeTensorMode counts ops on
+fake tensors as real ones (``profile_flops`` on a fake model); fake tensors
+are not counted otherwise (torch.compile's tracing uses them).
+
 Causal attention counts the full s² by default (PaLM / torchtitan /
-FlopCounterMode); ``causal_attention="half"`` halves the calls of fused
-attention kernels made with ``is_causal`` (Megatron / verl). Attention
-written as plain matmuls with a mask tensor cannot be told causal and counts
-in full.
+FlopCounterMode); ``causal_attention="half"`` halves the model FLOPs of
+calls made with ``is_causal`` (Megatron / verl), forward and backward. The
+executed FLOPs are what the kernel computes: the fused kernels (flash,
+efficient, cudnn, varlen) about half, the math path the full square both
+ways (its excess is ``overcompute_flops``; README "Causal attention").
+Attention written as plain matmuls with a mask tensor cannot be told causal
+and counts in full.
 
 Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
 (each has a test in tests/test_counter_zoo.py):
@@ -52,15 +91,12 @@ Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
   unpacked ``[b, s, h, d]`` inputs are read in that layout here
   (FlopCounterMode reads them as ``[b, h, s, d]``); CUDA only.
 
-What it cannot see: kernels launched without the dispatcher (CUDA graph
-replay, including ``torch.compile(mode="reduce-overhead")``), opaque kernels
-that are not torch ops, and ops on threads other than the one that entered
-the counter (autograd's own worker threads are seen). A custom torch op
-(``torch.library``) gets a formula with :func:`register_flop_formula`. Under
-``torch.compile`` the compiled kernels still call aten for matmuls and
-attention, so executed FLOPs are exact; AOTAutograd runs the compiled
-forward with grad disabled, so model FLOPs there count the forward only —
-count model FLOPs on the uncompiled model (or use :func:`profile_flops`).
+What it cannot see: kernels launched without the dispatcher -- CUDA graph
+replay (``torch.compile(mode="reduce-overhead")``, ``make_graphed_callables``)
+gives one warning while a counter is active, and its FLOPs are missing --,
+opaque kernels that are not torch ops, and ops on threads other than the one
+that entered the counter (autograd's own worker threads are seen). A custom
+torch op (``torch.library``) gets a formula with :func:`register_flop_formula`.
 
 A wheel installed without torch at build time carries the observer's
 sources: the first counter builds it against the installed torch into a
@@ -132,6 +168,41 @@ class _ExtBackend:
 _backend: Any = None
 _backend_lock = threading.Lock()
 _enter_lock = threading.Lock()
+_counting = threading.local()   # .active: FlopCounters active on this thread
+_graphs_watched = False
+
+
+def _watch_cuda_graphs() -> None:
+    """Warn once when a CUDA graph is replayed while a FlopCounter counts on
+    the thread: its kernels run without the dispatcher, so their FLOPs are
+    not in the count (torch.compile(mode="reduce-overhead"),
+    make_graphed_callables, a hand-captured graph). Replay is not counted as
+    capture x replays: what a graph captured, and whether capture ran inside
+    a counter, is not known reliably enough to multiply."""
+    global _graphs_watched
+    if _graphs_watched:
+        return
+    _graphs_watched = True
+    try:
+        from torch.cuda.graphs import CUDAGraph
+    except Exception:  # noqa: BLE001 -- a torch without CUDA graphs
+        return
+    replay = CUDAGraph.replay
+    warned: list[bool] = []
+
+    def watched_replay(self: Any) -> None:
+        if getattr(_counting, "active", 0) and not warned:
+            warned.append(True)
+            warnings.warn(
+                "mfu_tracker.FlopCounter: a CUDA graph was replayed while counting; its "
+                "kernels run without the dispatcher, so their FLOPs are missing from the "
+                "count (torch.compile(mode='reduce-overhead'), CUDA graphs). Count a step run "
+                "without CUDA graphs (profile_flops, or mode='default') and give those FLOPs "
+                "to the tracker.", RuntimeWarning, stacklevel=2)
+        return replay(self)
+
+    watched_replay.__wrapped__ = replay  # type: ignore[attr-defined]
+    CUDAGraph.replay = watched_replay  # type: ignore[method-assign]
 
 
 def _stale(module: Any, torch_version: str) -> Optional[str]:
@@ -355,12 +426,14 @@ class FlopCounter:
     def __enter__(self) -> FlopCounter:
         backend = _get_backend()
         fake = _under_fake_mode()
+        _watch_cuda_graphs()
         with _enter_lock:  # two threads entering one counter: one wins, no observer slot lost
             if self._handle is not None:
                 raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
             self._backend = backend
             self._handle = backend.start(self.causal_attention, fake, self._table is not None)
             self._thread = threading.get_ident()
+        _counting.active = getattr(_counting, "active", 0) + 1
         if self._table is not None:
             self._table.start(backend)
         return self
@@ -388,6 +461,7 @@ class FlopCounter:
                                "(libtorch's op observer is thread-local)")
         if self._table is not None:
             self._table.stop()
+        _counting.active -= 1
         handle, self._handle = self._handle, None
         totals = self._backend.stop(handle)
         errors_before = self._totals["errors"]
