@@ -11,11 +11,15 @@
    checks that the executed totals are identical (target: FlopCounterMode's
    added time >= 20x ours with the module table on).
 2. A real CPU training step (forward, backward, AdamW) of a small Llama
-   (batch 2 x 128, ~36 ms), uncounted vs counted every step with
-   ``FlopCounter(modules=False)`` and with the default ``FlopCounter()``
-   (module table), the three interleaved (targets: counting <= 1%, the
-   module table <= 2% more); then the same step on batch 16, to show how the
-   cost scales with the work per op.
+   (d=128, L=4, batch 2 x 128, ~30-40 ms), uncounted vs counted every step
+   with the defaults (``FlopCounter()``, module table on), interleaved, eager
+   and then compiled (``torch.compile``, inductor), each with two figures
+   (issue 22): (1) the per-call costs -- a counted op, a module call with the
+   table, an empty counted block, measured here against a thread that never
+   counted and a process with no wrapper installed -- times this step's
+   calls, over the uncounted step time: the estimate this machine's noise
+   does not move; (2) the median of the per-round counted / uncounted ratios
+   with its interquartile range (target <= 1%; the noise here is +-1-2%).
 3. Per op call (``--only ops``): a loop of one counted op (``mm`` of meta
    [64, 64] tensors, requiring grad, and a varlen
    ``_flash_attention_forward`` with host cumulative lengths) and one
@@ -24,7 +28,7 @@
    counter's own per-call work shows (parts 1 and 2 drown it in the model).
 
     .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--threads 1]
-        [--only meta|training]
+        [--only meta|training|ops]
 """
 from __future__ import annotations
 
@@ -157,65 +161,138 @@ def bench_ops(reps: int, calls: int = 20_000) -> None:
         print(f"  {label:<24}overhead ratio FlopCounterMode / FlopCounter(modules=False): {ratio}")
 
 
-def bench_training(steps: int, hidden: int, seq: int, batch: int) -> None:
+def _llama(hidden: int, batch: int, seq: int):
     torch.manual_seed(0)
     cfg = transformers.LlamaConfig(hidden_size=hidden, num_hidden_layers=4, num_attention_heads=4,
                                    num_key_value_heads=2, intermediate_size=hidden * 8 // 3,
                                    vocab_size=2048)
     model = transformers.LlamaForCausalLM._from_config(cfg, attn_implementation="sdpa")
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     ids = torch.randint(0, 2048, (batch, seq))
+    return model, ids
+
+
+def _per_call_costs(reps: int = 7, calls: int = 20_000) -> dict:
+    """ns each call adds, on this thread's CPU time: a counted op (an 8 x 8
+    CPU mm: the counter's own work, not the op's), against a thread that
+    never counted (the counting key also costs an uncounted mm once a thread
+    counted: that is in the figure); a module call with the module table
+    against the call with no wrapper installed; an empty counted block
+    (enter, exit, read model FLOPs, reset)."""
+    import contextlib
+    import threading
+
+    a = torch.randn(8, 8)
+
+    class Identity(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    ident = Identity()
+
+    def best(fn, ctx=contextlib.nullcontext) -> float:
+        out = []
+        for _ in range(reps):
+            with ctx():
+                gc.disable()
+                t0 = time.thread_time()
+                fn()
+                out.append(time.thread_time() - t0)
+                gc.enable()
+        return min(out) / calls * 1e9
+
+    def mm_loop():
+        for _ in range(calls):
+            torch.mm(a, a)
+
+    def module_loop():
+        for _ in range(calls):
+            ident(a)
+
+    costs = {}
+
+    def pristine() -> None:  # a fresh thread: the counting key not yet included
+        costs["mm plain"] = best(mm_loop)
+        costs["module plain"] = best(module_loop)  # no counter alive yet: no wrapper
+
+    worker = threading.Thread(target=pristine)
+    worker.start()
+    worker.join()
+    costs["mm counted"] = best(mm_loop, lambda: FlopCounter(modules=False))
+    costs["module table"] = best(module_loop, FlopCounter)
+
+    counter = FlopCounter()
+
+    def block_loop():
+        for _ in range(calls // 10):
+            with counter:
+                pass
+            counter.model_flops
+            counter.reset()
+
+    costs["block"] = best(block_loop) * 10
+    return {"op": costs["mm counted"] - costs["mm plain"],
+            "module": costs["module table"] - costs["module plain"],
+            "block": costs["block"]}
+
+
+def bench_step(steps: int, hidden: int, seq: int, batch: int, compiled: bool,
+               costs: dict) -> None:
+    """A small Llama CPU training step (forward, backward, AdamW), uncounted vs
+    counted every step with the defaults (``FlopCounter()``, module table on),
+    interleaved: (1) the per-call costs x this step's calls, over the step's
+    time; (2) the median of the per-round ratios counted / uncounted."""
+    model, ids = _llama(hidden, batch, seq)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    run = torch.compile(model) if compiled else model
+    counter = FlopCounter()
 
     def train_step():
-        loss = model(input_ids=ids, labels=ids).loss
+        loss = run(input_ids=ids, labels=ids).loss
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    def counted(counter):
-        def step():
-            with counter:
-                train_step()
-            flops = counter.model_flops
-            counter.reset()
-            return flops
-        return step
+    def counted():
+        with counter:
+            train_step()
+        flops = counter.model_flops
+        counter.reset()
+        return flops
 
-    variants = {
-        "uncounted": train_step,
-        "FlopCounter(modules=False)": counted(FlopCounter(modules=False)),
-        "FlopCounter() (module table)": counted(FlopCounter()),
-    }
-    for _ in range(3):
-        for fn in variants.values():
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    flops = 0
-    names = list(variants)
-    for i in range(steps):  # interleaved, rotating which goes first
-        for name in names[i % 3:] + names[:i % 3]:
+    for _ in range(3):  # compile (torch.compile) and warm up, the tool set up first
+        counted()
+        train_step()
+    with counter:
+        train_step()
+    ops = sum(calls for calls, _ in counter.by_op.values())
+    module_calls = sum(row.calls for row in counter.by_module.values())
+    flops = counter.model_flops
+    counter.reset()
+    times: dict[str, list[float]] = {"uncounted": [], "counted": []}
+    for i in range(steps):  # interleaved, alternating which goes first
+        order = ("uncounted", "counted") if i % 2 == 0 else ("counted", "uncounted")
+        for name in order:
+            gc.disable()
             t0 = time.thread_time()
-            out = variants[name]()
+            train_step() if name == "uncounted" else counted()
             times[name].append(time.thread_time() - t0)
-            if out:
-                flops = out
-    print(f"Small Llama CPU training step (d={hidden}, L=4, batch {batch} x {seq}, AdamW), "
-          f"{steps} steps each, interleaved, thread CPU time, {torch.get_num_threads()} thread; "
-          f"counted every step; model FLOPs/step {flops:,}")
-    for label, agg in (("best", min), ("median", statistics.median)):
-        base = agg(times["uncounted"])
-        nomod = agg(times["FlopCounter(modules=False)"])
-        mod = agg(times["FlopCounter() (module table)"])
-        print(f"  {label:<6} uncounted {base * 1e3:.2f} ms; modules=False {nomod * 1e3:.2f} ms "
-              f"({100 * (nomod / base - 1):+.2f}%); default (module table) {mod * 1e3:.2f} ms "
-              f"({100 * (mod / base - 1):+.2f}%; the table alone {100 * (mod - nomod) / base:+.2f}%)")
-    # per round: each variant against the uncounted step of the same round
-    # (robust to load that drifts over the run)
-    rel = {name: statistics.median(t / b for t, b in zip(times[name], times["uncounted"]))
-           for name in names[1:]}
-    nomod, mod = rel["FlopCounter(modules=False)"], rel["FlopCounter() (module table)"]
-    print(f"  median of per-round ratios: modules=False {100 * (nomod - 1):+.2f}%; default "
-          f"{100 * (mod - 1):+.2f}% (the table alone {100 * (mod - nomod):+.2f}%)")
+            gc.enable()
+    base = statistics.median(times["uncounted"])
+    added_ns = ops * costs["op"] + module_calls * costs["module"] + costs["block"]
+    ratios = sorted(c / u for c, u in zip(times["counted"], times["uncounted"]))
+    q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+    label = "compiled (inductor)" if compiled else "eager"
+    print(f"Small Llama CPU training step, {label} (d={hidden}, L=4, batch {batch} x {seq}, AdamW), "
+          f"{torch.get_num_threads()} thread, thread CPU time; counted every step with the defaults "
+          f"(FlopCounter(), module table on); model FLOPs/step {flops:,}")
+    print(f"  uncounted step: median {base * 1e3:.2f} ms over {steps} steps")
+    print(f"  (1) per-call cost x calls per step: {ops} counted ops x {costs['op']:.0f} ns + "
+          f"{module_calls} module calls x {costs['module']:.0f} ns + 1 block x "
+          f"{costs['block'] / 1e3:.1f} us = {added_ns / 1e3:.1f} us = "
+          f"{100 * added_ns / 1e9 / base:+.2f}% of the step")
+    print(f"  (2) median of {steps} interleaved counted / uncounted ratios: "
+          f"{100 * (statistics.median(ratios) - 1):+.2f}% (interquartile "
+          f"{100 * (q1 - 1):+.2f}% .. {100 * (q3 - 1):+.2f}%)")
 
 
 def main() -> None:
@@ -224,19 +301,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--only", choices=("meta", "training", "ops"), default=None,
-                        help="run one part (meta: GPT-2 on meta; training: the CPU training "
-                             "step; ops: the per-call cost, not run by default)")
+                        help="run one part (meta: GPT-2 on meta; training: the small Llama "
+                             "step, eager and compiled, with the per-call costs; ops: the "
+                             "per-op cost against FlopCounterMode, not run by default)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.only == "ops":
         bench_ops(args.reps)
         return
-    if args.only != "training":
+    if args.only is None:
         bench_meta(args.reps)
     if args.only == "meta":
         return
-    bench_training(args.steps, hidden=128, seq=128, batch=2)   # the issue's ~36 ms step
-    bench_training(args.steps, hidden=128, seq=128, batch=16)  # the same step, 8x the batch
+    costs = _per_call_costs()
+    print(f"Per call (thread CPU time, best of 7): counted op +{costs['op']:.0f} ns, module call "
+          f"with the table +{costs['module']:.0f} ns, empty counted block {costs['block'] / 1e3:.1f} us")
+    bench_step(args.steps, hidden=128, seq=128, batch=2, compiled=False, costs=costs)
+    bench_step(args.steps, hidden=128, seq=128, batch=2, compiled=True, costs=costs)
 
 
 if __name__ == "__main__":
