@@ -242,6 +242,24 @@ def test_the_waterfall_books_over_compute_to_compute():
         plain["throughput/hfu"] - plain["throughput/mfu"])
 
 
+def test_a_bad_overcompute_value_is_one_warning_and_counts_0():
+    tracker = Tracker(1e12, executed_flops_per_step=2e12, dtype="fp32", peak_tflops=1.0,
+                      clock="cpu", warmup=0)
+    tracker.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tracker.step(overcompute_flops=-5.0)
+        tracker.step(overcompute_flops=float("nan"))
+    ours = [w for w in caught if "overcompute_flops" in str(w.message)]
+    assert len(ours) == 1
+    summary = tracker.summary()
+    assert summary["overcompute_flops"] == 0.0 and summary["overcompute"] == 0.0
+    tracker.step(overcompute_flops=1e12)
+    # three steps in the window: 1e12 over-compute over their time at 1e12 FLOP/s
+    s = tracker.summary()
+    assert s["overcompute"] == pytest.approx(1e12 / s["window_s"] / 1e12)
+
+
 # ---- CUDA graph replay ------------------------------------------------------------------
 
 def test_cuda_graph_replay_while_counting_gives_one_warning():

@@ -128,6 +128,37 @@ static void report_value(PyObject *obj, const char *argument, unsigned bit,
     }
 }
 
+/* One warning for the bad per-step values of a step() call (`bad`: the
+ * MFU_STEP_* bits the core reported). */
+static void warn_bad_values(step_object *s, unsigned bad)
+{
+    /* Named in parameter order, the last bad one. */
+    const char *name = (bad & MFU_STEP_OVERCOMPUTE_FLOPS) ? "overcompute_flops"
+                       : (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
+                       : (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
+                       : (bad & MFU_STEP_MODEL_FLOPS)    ? "model_flops"
+                                                         : "num_tokens";
+    char message[300];
+    if (bad & MFU_STEP_OVERCOMPUTE_FLOPS)
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker.step(): overcompute_flops must be a "
+                      "finite int or float >= 0; that step's over-compute is taken "
+                      "as 0 (the waterfall books all of hfu - mfu to recompute)");
+    else if (bad & MFU_STEP_IDEAL_S)
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker.step(): flops_by_dtype must be a "
+                      "dict from dtype names (fp8, bf16, fp16, tf32, fp32, "
+                      "fp64) to finite FLOPs >= 0; that step's mfu_mixed is "
+                      "recorded as unknown and left out");
+    else
+        PyOS_snprintf(message, sizeof message,
+                      "mfu_tracker: Tracker.step(): %s must be a finite int or "
+                      "float >= 0 (a Python number, not a tensor); that step's "
+                      "%s is recorded as unknown and the figures using it are "
+                      "left out", name, name);
+    mfu_py_step_queue_warning(s, &s->warned_args, message);
+}
+
 /* step(num_tokens=None, *, model_flops=None, executed_flops=None,
  *      flops_by_dtype=None, overcompute_flops=None) */
 static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -167,34 +198,8 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_RETURN_NONE;
     }
     mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
-    if (outcome.bad != 0) {
-        /* Named in parameter order, the last bad one. */
-        const unsigned bad = outcome.bad;
-        const char *name = (bad & MFU_STEP_OVERCOMPUTE_FLOPS) ? "overcompute_flops"
-                           : (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
-                           : (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
-                           : (bad & MFU_STEP_MODEL_FLOPS)    ? "model_flops"
-                                                             : "num_tokens";
-        char message[300];
-        if (bad & MFU_STEP_OVERCOMPUTE_FLOPS)
-            PyOS_snprintf(message, sizeof message,
-                          "mfu_tracker: Tracker.step(): overcompute_flops must be a "
-                          "finite int or float >= 0; that step's over-compute is taken "
-                          "as 0 (the waterfall books all of hfu - mfu to recompute)");
-        else if (bad & MFU_STEP_IDEAL_S)
-            PyOS_snprintf(message, sizeof message,
-                          "mfu_tracker: Tracker.step(): flops_by_dtype must be a "
-                          "dict from dtype names (fp8, bf16, fp16, tf32, fp32, "
-                          "fp64) to finite FLOPs >= 0; that step's mfu_mixed is "
-                          "recorded as unknown and left out");
-        else
-            PyOS_snprintf(message, sizeof message,
-                          "mfu_tracker: Tracker.step(): %s must be a finite int or "
-                          "float >= 0 (a Python number, not a tensor); that step's "
-                          "%s is recorded as unknown and the figures using it are "
-                          "left out", name, name);
-        mfu_py_step_queue_warning(s, &s->warned_args, message);
-    }
+    if (outcome.bad != 0)
+        warn_bad_values(s, outcome.bad);
     if (no_peak && s->any_peak && !s->warned_mixed) {
         char message[300];
         no_peak_message(missing, message, sizeof message);

@@ -4,7 +4,8 @@
 (``mfu_tracker._torch``, built at first use by :mod:`._build`) or the
 ``TorchDispatchMode`` fallback (:mod:`._dispatch`) does the counting, both
 through the C core's ``_C.op_count``; :mod:`._module_table` attributes counts
-to modules.
+to modules; :mod:`._compiled` is torch.compile's side (the recomputed calls of
+a compiled backward, frames compile must run eagerly).
 """
 from ._counter import (
     FlopCounter,

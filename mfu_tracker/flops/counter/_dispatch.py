@@ -272,6 +272,51 @@ def _counted(name: str) -> bool:
     return name in _INPUTS or _C.has_flop_formula(name)
 
 
+def _skip_subclass(session: _Session, args: tuple) -> bool:
+    """A tensor subclass among the arguments: the op it becomes counts --
+    unless they are fake tensors of the user's FakeTensorMode (the counter
+    was entered under it) and nothing traces."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    odd = [x for x in args
+           if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter)]
+    if not odd:
+        return False
+    return not (session.count_fake and all(isinstance(x, FakeTensor) for x in odd)
+                and torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY) is None)
+
+
+def _commit(session: _Session, name: str, result: Any) -> None:
+    """Add one counted call (an ``_C.OpFlops``, or the exception it raised)
+    by its site: the core decided what it counts (csrc/core/ops.h)."""
+    with session.lock:
+        t = session.totals
+        if isinstance(result, Exception):
+            t["errors"] += 1
+            if t["first_error"] is None:
+                t["first_error"] = f"{name}: {result}"
+            return
+        executed, d = result.executed, _DTYPE_INDEX[result.dtype]
+        model = result.model_self + result.model_backward
+        t["counted_calls"] += 1
+        t["executed_flops"] += executed
+        t["executed_flops_by_dtype"][d] += executed
+        t["forward_flops" if result.site == "forward" else "backward_flops"] += executed
+        if result.site in ("recompute", "recompute_backprop"):
+            t["recompute_flops"] += executed
+        t["model_flops"] += model
+        t["model_flops_by_dtype"][d] += model
+        t["overcompute_flops"] += result.overcompute
+        t["approximate_calls"] += int(result.approximate)
+        calls, flops = t["ops"].get(name, (0, 0))
+        t["ops"][name] = (calls + 1, flops + executed)
+        token = getattr(_module, "token", 0)
+        if session.modules and token and result.site == "forward":
+            f, m, c = t["modules"].get(token, (0, 0, 0))
+            t["modules"][token] = (f + executed, m + model, c)
+
+
 def _make_modes(session: _Session) -> tuple[Any, Any]:
     """A TorchFunctionMode and the TorchDispatchMode that counts, to enter
     in that order.
@@ -309,50 +354,8 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
             return stack[-1][1]
         return torch.is_grad_enabled()
 
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    plain = (torch.Tensor, torch.nn.Parameter)
     names: dict[Any, str] = {}
     prim_device = torch.ops.prim.device.default
-    key = torch._C._TorchDispatchModeKey
-
-    def skip_subclass(args: tuple) -> bool:
-        """A tensor subclass among the arguments: the op it becomes counts --
-        unless they are fake tensors of the user's FakeTensorMode (the
-        counter was entered under it) and nothing traces."""
-        odd = [x for x in args if isinstance(x, torch.Tensor) and type(x) not in plain]
-        if not odd:
-            return False
-        return not (session.count_fake and all(isinstance(x, FakeTensor) for x in odd)
-                    and torch._C._get_dispatch_mode(key.PROXY) is None)
-
-    def commit(name: str, result: Any) -> None:
-        with session.lock:
-            t = session.totals
-            if isinstance(result, Exception):
-                t["errors"] += 1
-                if t["first_error"] is None:
-                    t["first_error"] = f"{name}: {result}"
-                return
-            executed, d = result.executed, _DTYPE_INDEX[result.dtype]
-            model = result.model_self + result.model_backward
-            t["counted_calls"] += 1
-            t["executed_flops"] += executed
-            t["executed_flops_by_dtype"][d] += executed
-            t["forward_flops" if result.site == "forward" else "backward_flops"] += executed
-            if result.site in ("recompute", "recompute_backprop"):
-                t["recompute_flops"] += executed
-            t["model_flops"] += model
-            t["model_flops_by_dtype"][d] += model
-            t["overcompute_flops"] += result.overcompute
-            t["approximate_calls"] += int(result.approximate)
-            calls, flops = t["ops"].get(name, (0, 0))
-            t["ops"][name] = (calls + 1, flops + executed)
-            token = getattr(_module, "token", 0)
-            if session.modules and token and result.site == "forward":
-                f, m, c = t["modules"].get(token, (0, 0, 0))
-                t["modules"][token] = (f + executed, m + model, c)
-
     class _CountingMode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
@@ -360,7 +363,7 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
             if name is None:
                 name = names.setdefault(func, func._schema.name)
             if _counted(name):
-                if skip_subclass(args):
+                if _skip_subclass(session, args):
                     return func(*args, **kwargs)  # a subclass: the op it becomes counts
                 try:
                     site = session.sites.site(torch, name, args, kwargs, func, grad_mode_of(name))
@@ -369,7 +372,7 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
                     result = exc
                 out = func(*args, **kwargs)
                 if result is not None:
-                    commit(name, result)  # only once the op ran
+                    _commit(session, name, result)  # only once the op ran
                 return out
             if func is not prim_device:
                 # Composite ops reach a mode undecomposed when autograd is
