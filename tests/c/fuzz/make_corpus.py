@@ -354,10 +354,19 @@ def ints(*vals):
     return u8(3) + u8(len(vals)) + b"".join(i64(v) for v in vals)
 
 
-def call(op, *args, causal="full", backward=False, grad=True):
+NODES = {"unknown": 0, "builtin": 1, "custom": 2, "checkpoint": 3, "bad": 4}
+
+
+def call(op, *args, causal="full", backward=False, grad=True, node=None, hooks=False,
+         recomputed=False):
+    """fuzz_ops' layout; `node` (ops.h mfu_op_node), `hooks` and `recomputed`
+    go in the byte after the arguments (absent: node unknown)."""
     row = OP_ROWS.index(op) if op is not None else 255
     flags = {"full": 0, "half": 1, "bad": 2}[causal] | (4 if backward else 0) | (0 if grad else 8)
-    return u8(row) + u8(flags) + u8(len(args)) + b"".join(args)
+    out = u8(row) + u8(flags) + u8(len(args)) + b"".join(args)
+    if node is not None:
+        out += u8(NODES[node] | (8 if hooks else 0) | (16 if recomputed else 0))
+    return out
 
 
 def conv_args(x, w, stride, padding, dilation, transposed, grad=True):
@@ -385,6 +394,21 @@ OPS = [
     ("mm_no_args", call("aten::mm")),
     ("mm_backward_phase", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True), backward=True)),
     ("mm_no_grad", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True), grad=False)),
+    # sites (ops.h): a custom Function's backward, the two recomputes, a
+    # compiled backward's recomputed node, a node kind out of range
+    ("mm_custom_backward", call("aten::mm", t(64, 64), t(64, 64), backward=True, grad=False,
+                                node="custom")),
+    ("mm_reentrant_recompute", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True),
+                                    backward=True, node="checkpoint")),
+    ("mm_non_reentrant_recompute", call("aten::mm", t(64, 64, grad=True), t(64, 64, grad=True),
+                                        backward=True, node="builtin", hooks=True)),
+    ("mm_compiled_recomputed", call("aten::mm", t(64, 64), t(64, 64), backward=True, grad=False,
+                                    node="custom", recomputed=True)),
+    ("mm_bad_node", call("aten::mm", t(64, 64), t(64, 64), backward=True, node="bad")),
+    # the math path under causal "half": executed full, model half, over-compute
+    ("sdpa_math_half", call("aten::_scaled_dot_product_attention_math",
+                            t(8, 32, 4096, 128, grad=True), t(8, 8, 4096, 128, grad=True),
+                            t(8, 8, 4096, 128, grad=True), NONE, NONE, n(1), causal="half")),
     # convolutions
     ("conv_resnet_stem", call("aten::convolution", *conv_args((32, 3, 224, 224), (64, 3, 7, 7),
                                                               (2, 2), (3, 3), (1, 1), False, grad=False))),
