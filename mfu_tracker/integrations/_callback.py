@@ -44,6 +44,7 @@ from .._validate import (
     check_prefix,
     check_sample_batch,
 )
+from ..flops.counter._compiled import apply_deferred
 from ..peaks._table import GPUSpec, check_spec
 from ..tracker._metrics_log import MetricsLog, check_log_path
 from ._auto_phases import AutoPhases
@@ -197,6 +198,7 @@ class CallbackCore:
 
     def _open_step(self) -> None:
         """An optimizer step's first micro-batch begins (the first starts the clock)."""
+        apply_deferred()  # the hooks run eagerly under a torch.compile started since
         if not self._started:
             self._started = True
             self._mark(None)            # nothing marked before the clock counts

@@ -41,6 +41,7 @@ from .._validate import (
 )
 from ..distributed._comm_hook import attach_ddp_or_warn
 from ..flops._analytic import param_bytes as count_param_bytes
+from ..flops.counter._compiled import apply_deferred
 from ..peaks._table import GPUSpec
 from ..timing._clock import block_clock
 from ..timing._track import UtilizationResult
@@ -374,6 +375,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     # ---- steps ------------------------------------------------------------------
 
     def _open_step(self) -> None:
+        apply_deferred()  # the hooks run eagerly under a torch.compile started since
         d = self.__dict__
         d["_record"] = StepRecord()
         d["_step_counter"] = None

@@ -39,12 +39,13 @@ Importing this module does not import torch.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any, Optional
 
 from ... import _C
 
-__all__ = ["recompute_plan", "run_eagerly"]
+__all__ = ["apply_deferred", "recompute_plan", "run_eagerly"]
 
 # op name -> (kind, positions of the tensors its count reads)
 _ROWS: dict[str, tuple[str, tuple[int, ...]]] = {
@@ -130,12 +131,31 @@ def kind_of(op_name: str) -> Optional[str]:
     return _KIND_OF_NAME.get(op_name)
 
 
+#: (code, callees) waiting for torch._dynamo to be imported (run_eagerly)
+_deferred: list[tuple[Any, bool]] = []
+
+
 def run_eagerly(*functions: Any, callees: bool = False) -> None:
     """Have torch.compile's frame evaluation run these functions' frames
     eagerly -- and the frames they call, unless ``callees`` (then those are
     compiled as usual: the module table's ``__call__`` wrapper, whose callee
-    is the model's forward). Never raises: on a torch without the API only
-    the frame counts differ."""
+    is the model's forward). When ``torch._dynamo`` is not imported yet
+    (importing it costs seconds: a run that never compiles does not pay it)
+    they wait for :func:`apply_deferred`, which the counter and the
+    integrations call before every step or block, and the module table's
+    wrapper before a compiled model's first call. Never raises: on a torch
+    without the API only the frame counts differ."""
+    for fn in functions:
+        entry = (getattr(fn, "__func__", fn).__code__, callees)
+        if entry not in _deferred:
+            _deferred.append(entry)
+    apply_deferred()
+
+
+def apply_deferred() -> None:
+    """Apply the waiting :func:`run_eagerly` marks once torch.compile is in use."""
+    if not _deferred or "torch._dynamo" not in sys.modules:
+        return
     try:
         from torch._dynamo.eval_frame import (
             FrameAction,
@@ -143,9 +163,9 @@ def run_eagerly(*functions: Any, callees: bool = False) -> None:
             set_code_exec_strategy,
         )
 
-        strategy = FrameExecStrategy(FrameAction.SKIP,
-                                     FrameAction.DEFAULT if callees else FrameAction.SKIP)
-        for fn in functions:
-            set_code_exec_strategy(getattr(fn, "__func__", fn).__code__, strategy)
+        for code, callees in _deferred:
+            set_code_exec_strategy(code, FrameExecStrategy(
+                FrameAction.SKIP, FrameAction.DEFAULT if callees else FrameAction.SKIP))
     except Exception:  # noqa: BLE001
         pass
+    _deferred.clear()

@@ -120,6 +120,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from ... import _C
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
+from ._compiled import apply_deferred
 from ._module_table import ModuleTable, module_rows, table_rows
 
 __all__ = [
@@ -427,6 +428,7 @@ class FlopCounter:
         backend = _get_backend()
         fake = _under_fake_mode()
         _watch_cuda_graphs()
+        apply_deferred()  # torch.compile came into use: its frames skip ours
         with _enter_lock:  # two threads entering one counter: one wins, no observer slot lost
             if self._handle is not None:
                 raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")

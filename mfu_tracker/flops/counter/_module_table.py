@@ -36,9 +36,12 @@ A module's name is its path from the outermost module called
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import weakref
 from typing import Any, Callable, Mapping
+
+from . import _compiled
 
 __all__ = ["ModuleTable", "module_path", "module_rows"]
 
@@ -51,6 +54,7 @@ _compiling: Any = None
 _enter: Callable[[int], int] = lambda token: 0   # the backend's module_enter
 _exit: Callable[[int], None] = lambda token: None
 _get_ident = threading.get_ident
+_modules = sys.modules
 
 # Tokens: (parent token, id(module)) -> (token, a weak reference to the
 # module: an id reused by another module is not taken for it); token ->
@@ -74,6 +78,8 @@ def _counting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
     state = _threads.get(_get_ident())
     if state is None:
         return _wrapped(self, *args, **kwargs)
+    if _compiled._deferred and "torch._dynamo" in _modules:  # compile came into use:
+        _compiled.apply_deferred()                             # before its first call
     # (in a backward -- checkpoint recompute -- the backend counts no call
     # and attributes no op)
     stack = state.stack
@@ -127,10 +133,8 @@ def _skip_as_top_frame() -> None:
     split them at each graph break of the model); and never compile the
     naming it runs eagerly then. Called from traced code the wrapper is still
     inlined (its ``is_compiling()`` branch)."""
-    from ._compiled import run_eagerly
-
-    run_eagerly(_counting_call, callees=True)
-    run_eagerly(_token)
+    _compiled.run_eagerly(_counting_call, callees=True)
+    _compiled.run_eagerly(_token)
 
 
 def _uninstall() -> None:
@@ -174,7 +178,7 @@ class ModuleTable:
             _install(backend.module_enter, backend.module_exit)
             weakref.finalize(self, _uninstall)
             self.installed = True
-        _skip_as_top_frame()  # every block: torch._dynamo.reset() may forget it
+        _skip_as_top_frame()  # every block: torch._dynamo.reset() may forget it (cheap)
         self.thread = _get_ident()
         _activate(self, True)
         self.active = True
