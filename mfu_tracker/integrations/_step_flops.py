@@ -305,10 +305,21 @@ class StepFlops:
 
     def attach(self, model: Any, *, analytic: bool = False, recompute: str = "none") -> None:
         """The model the steps train; with ``analytic``, its ``config`` is used
-        for the analytic count when it is a supported transformer."""
+        for the analytic count when it is a supported transformer. Steps to
+        count: the counting key goes on this thread now, before the model
+        can run compiled (an evaluation before training), so torch.compile
+        never recompiles for it (FlopCounter docs)."""
         self.model = model
         self.recompute = recompute
         self.config = None
+        if self.count_every > 0:
+            try:
+                from ..flops.counter._counter import FlopCounter
+
+                with FlopCounter(modules=False):
+                    pass
+            except Exception:  # noqa: BLE001 -- counting will warn when it fails
+                pass
         config = getattr(model, "config", None) if analytic else None
         if config is not None:
             from ..flops._analytic import transformer_flops
