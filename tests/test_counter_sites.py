@@ -221,7 +221,7 @@ def test_the_waterfall_books_over_compute_to_compute():
     q, k, v = (torch.randn(1, 2, 16, 8, requires_grad=True) for _ in range(3))
     results = {}
     for give in (True, False):
-        tracker = Tracker(dtype="fp32", peak_tflops=1e-6, clock="cpu", warmup=0)
+        tracker = Tracker(dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=0)
         for _ in range(3):
             with sdpa_kernel(SDPBackend.MATH), FlopCounter(causal_attention="half") as fc:
                 with tracker.phase("forward"):
@@ -243,7 +243,7 @@ def test_the_waterfall_books_over_compute_to_compute():
 
 
 def test_a_bad_overcompute_value_is_one_warning_and_counts_0():
-    tracker = Tracker(1e12, executed_flops_per_step=2e12, dtype="fp32", peak_tflops=1.0,
+    tracker = Tracker(1e12, executed_flops_per_step=2e12, dtype="fp32", peak_tflops=1e6,
                       clock="cpu", warmup=0)
     tracker.step()
     with warnings.catch_warnings(record=True) as caught:
@@ -255,9 +255,9 @@ def test_a_bad_overcompute_value_is_one_warning_and_counts_0():
     summary = tracker.summary()
     assert summary["overcompute_flops"] == 0.0 and summary["overcompute"] == 0.0
     tracker.step(overcompute_flops=1e12)
-    # three steps in the window: 1e12 over-compute over their time at 1e12 FLOP/s
+    # three steps in the window: 1e12 over-compute over their time at 1e18 FLOP/s
     s = tracker.summary()
-    assert s["overcompute"] == pytest.approx(1e12 / s["window_s"] / 1e12)
+    assert s["overcompute"] == pytest.approx(1e12 / s["window_s"] / 1e18)
 
 
 # ---- CUDA graph replay ------------------------------------------------------------------
