@@ -16,6 +16,11 @@ inductor, compiled once and reused by every loop):
   hf         transformers.Trainer(torch_compile=True) + MFUCallback
   lightning  lightning.Trainer with a LightningModule holding the compiled
              model + the Lightning MFUCallback
+  fabric     lightning.Fabric set up with the compiled model, fabric_tracker()
+             with phases around forward / fabric.backward / optimizer
+  accelerate accelerate.Accelerator preparing the compiled model and an
+             MFUOptimizerWrapper (wrapped first, as the README says), a
+             track_step(zero_grad=False) block inside accelerator.accumulate
 
 With the tool, each loop also returns the model FLOPs it reported per step,
 and ``eager`` is the eager model's count of one step (FlopCounter).
@@ -33,7 +38,7 @@ import torch
 
 B, S, VOCAB, STEPS = 2, 32, 256, 3
 PEAK_TFLOPS = 1.0  # a made-up CPU peak: MFU is defined, its value irrelevant here
-LOOPS = ("counter", "tracker", "wrapper", "hf", "lightning")
+LOOPS = ("counter", "tracker", "wrapper", "hf", "lightning", "fabric", "accelerate")
 
 
 def make_model(name: str) -> Any:
@@ -178,6 +183,67 @@ def _loop_lightning(compiled: Any, tool: bool, tmp: str) -> List[float]:
     return list(callbacks[0].history[-1]["step_flops"]) if tool else []
 
 
+def _loop_fabric(compiled: Any, tool: bool) -> List[float]:
+    import lightning as L
+
+    fabric = L.Fabric(accelerator="cpu", devices=1)
+    # the model stays the one compiled here (Fabric would re-compile it only
+    # when lightning was imported before torch.compile)
+    model, opt = fabric.setup(compiled, torch.optim.SGD(compiled.parameters(), lr=0.0),
+                              _reapply_compile=False)
+    if not tool:
+        for _ in range(STEPS + 1):
+            fabric.backward(model(input_ids=_ids(), labels=_ids()).loss)
+            opt.step()
+            opt.zero_grad()
+        return []
+    from mfu_tracker import FlopCounter
+    from mfu_tracker.integrations.fabric import fabric_tracker
+
+    tracker = fabric_tracker(fabric, peak_tflops=PEAK_TFLOPS, clock="cpu", warmup=0)
+    flops: List[float] = []
+    for _ in range(STEPS + 1):
+        with FlopCounter() as fc:
+            with tracker.phase("forward"):
+                loss = model(input_ids=_ids(), labels=_ids()).loss
+            with tracker.phase("backward"):
+                fabric.backward(loss)
+        with tracker.phase("optimizer"):
+            opt.step()
+            opt.zero_grad()
+        tracker.step(num_tokens=B * S, model_flops=fc.model_flops,
+                     executed_flops=fc.executed_flops, overcompute_flops=fc.overcompute_flops)
+        flops.append(fc.model_flops)
+    assert "throughput/mfu_lost/compute" in tracker.metrics()
+    return flops[1:]
+
+
+def _loop_accelerate(compiled: Any, tool: bool) -> List[float]:
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(cpu=True)
+    opt: Any = torch.optim.SGD(compiled.parameters(), lr=0.0)
+    if tool:
+        from mfu_tracker.optim import MFUOptimizerWrapper
+
+        opt = MFUOptimizerWrapper(opt, compiled, peak_tflops=PEAK_TFLOPS, clock="cpu",
+                                  count_every=1, warmup=0)
+    model, prepared = accelerator.prepare(compiled, opt)
+    flops = []
+    for _ in range(STEPS):
+        with accelerator.accumulate(model):
+            if tool:
+                with opt.track_step(zero_grad=False, num_tokens=B * S):
+                    accelerator.backward(model(input_ids=_ids(), labels=_ids()).loss)
+            else:
+                accelerator.backward(model(input_ids=_ids(), labels=_ids()).loss)
+            prepared.step()
+            prepared.zero_grad()
+        if tool:
+            flops.append(opt.last_step_flops[0])
+    return flops
+
+
 def run(name: str, tool: bool) -> Dict[str, Any]:
     """The loops on one model; {"eager": FLOPs or None, loop: {"counts":
     [frames, graphs, breaks] increments, "flops": [...]}}."""
@@ -213,8 +279,12 @@ def run(name: str, tool: bool) -> Dict[str, Any]:
                 flops = _loop_wrapper(compiled, opt, tool)
             elif loop == "hf":
                 flops = _loop_hf(model, tool, tmp)
-            else:
+            elif loop == "lightning":
                 flops = _loop_lightning(compiled, tool, tmp)
+            elif loop == "fabric":
+                flops = _loop_fabric(compiled, tool)
+            else:
+                flops = _loop_accelerate(compiled, tool)
             out[loop] = {"counts": [a - b for a, b in zip(_counts(), before)], "flops": flops}
     return out
 

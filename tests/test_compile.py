@@ -3,8 +3,9 @@ compiled region's model FLOPs equal the eager model's.
 
 A small GPT-2 and a small Llama (transformers configs, CPU, inductor) run the
 loops of tests/_compile_loops.py -- a FlopCounter every step, a Tracker with
-phases, MFUOptimizerWrapper, the HF Trainer with ``torch_compile=True`` and
-a Lightning Trainer holding the compiled model -- once here with the tool and
+phases, MFUOptimizerWrapper, the HF Trainer with ``torch_compile=True``, a
+Lightning Trainer holding the compiled model, Fabric with fabric_tracker()
+and Accelerate with MFUOptimizerWrapper -- once here with the tool and
 once in a child process that never imports mfu_tracker (started first, so
 the two compile side by side). Each loop's ``torch._dynamo`` counter
 increments (frames traced, graphs, graph breaks; HF models have graph breaks
