@@ -155,7 +155,7 @@ static void track_finalize(track_object *t)
                            : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
                                              : NAN);
     mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
-    t->mfu_mixed = elapsed_s > 0.0 ? t->ideal_s / elapsed_s / t->peak.num_devices : NAN;
+    t->mfu_mixed = mfu_mixed_utilization(t->ideal_s, elapsed_s, t->peak.num_devices);
     t->resolved = 1;
     if (t->metrics.mfu > 1.0 && claim_mfu_warning(t))
         warn_mfu_above_one(t);

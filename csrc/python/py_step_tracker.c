@@ -14,6 +14,7 @@
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "py_step_tracker.h"
 
@@ -200,11 +201,12 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* ---- the figures ------------------------------------------------------------ */
 
-/* Summarize under the lock, queueing the MFU > 1 and clock warnings. */
-static void summarize(step_object *s, mfu_steps_summary *sum)
+/* Summarize under the lock (with the window totals in `totals`), queueing
+ * the MFU > 1 and clock warnings. */
+static void summarize(step_object *s, const mfu_step_report *totals, mfu_steps_summary *sum)
 {
     mfu_py_lock_acquire(s->lock);
-    mfu_steps_summarize(s->steps, sum);
+    mfu_steps_summarize_with(s->steps, totals, sum);
     if (sum->window.metrics.mfu > 1.0 && !s->warned_mfu) {
         char message[300];
         PyOS_snprintf(message, sizeof message,
@@ -218,13 +220,48 @@ static void summarize(step_object *s, mfu_steps_summary *sum)
     mfu_py_step_unlock(s);
 }
 
-static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
+/* summary(model_flops=, executed_flops=, num_tokens=, ideal_s=): a window
+ * total given at logging time, None (not given), or NaN (unknown). */
+static int window_totals(PyObject *const values[4], mfu_step_report *totals)
 {
+    static const struct {
+        const char *name;
+        unsigned bit;
+        size_t offset;
+    } fields[] = {
+        {"model_flops", MFU_STEP_MODEL_FLOPS, offsetof(mfu_step_report, model_flops)},
+        {"executed_flops", MFU_STEP_EXECUTED_FLOPS, offsetof(mfu_step_report, executed_flops)},
+        {"num_tokens", MFU_STEP_NUM_TOKENS, offsetof(mfu_step_report, num_tokens)},
+        {"ideal_s", MFU_STEP_IDEAL_S, offsetof(mfu_step_report, ideal_s)},
+    };
+    memset(totals, 0, sizeof *totals);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        double *out = (double *)((char *)totals + fields[i].offset);
+        PyObject *value = values[i];
+        if (value == NULL || value == Py_None)
+            continue;
+        if (PyFloat_Check(value) && isnan(PyFloat_AS_DOUBLE(value)))
+            *out = NAN; /* an unknown total: given, and unknown */
+        else if (mfu_py_real_arg(value, fields[i].name, 0, 0.0, out) < 0)
+            return -1;
+        totals->given |= fields[i].bit;
+    }
+    return 0;
+}
+
+static PyObject *step_summary(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"model_flops", "executed_flops", "num_tokens", "ideal_s", NULL};
     step_object *s = (step_object *)self;
+    PyObject *given[4] = {NULL, NULL, NULL, NULL};
+    mfu_step_report totals;
     mfu_steps_summary sum;
-    if (mfu_py_step_require_init(s) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:summary", keywords, &given[0],
+                                     &given[1], &given[2], &given[3]))
         return NULL;
-    summarize(s, &sum);
+    if (window_totals(given, &totals) < 0 || mfu_py_step_require_init(s) < 0)
+        return NULL;
+    summarize(s, &totals, &sum);
 
     const mfu_window_summary *w = &sum.window;
     const mfu_metrics *m = &w->metrics;
@@ -533,9 +570,12 @@ static PyMethodDef step_methods[] = {
      "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
      "model FLOPs as its sum). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
-    {"summary", step_summary, METH_NOARGS,
-     "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
-     "steps after warm-up (None = unavailable)."},
+    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_VARARGS | METH_KEYWORDS,
+     "summary($self, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
+     "ideal_s=None)\n--\n\nWindowed figures over the last `window` resolved "
+     "steps after warm-up (None = unavailable). A window total given here (FLOPs, "
+     "tokens, ideal seconds; NaN = unknown) replaces the window's own and the "
+     "ratios are formed from it."},
     {"flush", step_flush, METH_NOARGS,
      "flush($self, /)\n--\n\nWait for every step taken so far (one wait)."},
     {"close", step_close, METH_NOARGS,

@@ -245,8 +245,7 @@ class CallbackCore:
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
         window = self._window_work() if new_steps else None
-        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
-                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
+        out = window_metrics(self._tracker, window, prefix=self.metric_prefix)
         if out is None or window is None:
             return None
         peak = self._tracker.peak
