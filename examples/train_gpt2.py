@@ -134,7 +134,7 @@ def main() -> None:
           f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
           f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
           f"MFU {summary['throughput/mfu']:.3f} vs measured peak")
-    # The waterfall: mfu + the shares lost to each cause add up to 1 (mfu_tracker/_phases.py).
+    # The waterfall: mfu + the shares lost to each cause add up to 1 (mfu_tracker/timing/_waterfall.py).
     lost = {key.rsplit("/", 1)[1]: value for key, value in summary.items()
             if key.startswith("throughput/mfu_lost/")}
     print("where the step went: " + ", ".join(

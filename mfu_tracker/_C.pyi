@@ -174,7 +174,7 @@ def compute_metrics(
     num_gpus: int = 1,
 ) -> dict[str, Optional[float]]: ...
 
-# ---- py_timer.c ---------------------------------------------------------------
+# ---- py_mark_timer.c, py_step_tracker.c, py_phases.c ----------------------------
 
 class MarkTimer:
     """A mark timer on the CPU or a GPU clock (core/timing.h)."""

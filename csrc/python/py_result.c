@@ -9,7 +9,7 @@
  * Figures are None until the block has exited, and None when they cannot be
  * computed (no peak known for the device/dtype, no token count given).
  *
- * GPU clock: given a MarkTimer (py_timer.c), entering and exiting each take
+ * GPU clock: given a MarkTimer (py_mark_timer.c), entering and exiting each take
  * a mark on the block's stream, without waiting. The figures then resolve
  * lazily: `ready` asks the GPU without blocking; reading a figure before the
  * GPU reached the block's end waits once (GIL released). The timer caches

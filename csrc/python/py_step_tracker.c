@@ -10,58 +10,21 @@
  * RuntimeWarning per kind -- bad per-step values, a clock failure, a step
  * after close(), MFU above 1 -- emitted after the lock is released. Nothing
  * raises into the training loop once the tracker is configured. The phase
- * marks of the waterfall are in py_phases.c.
+ * marks of the waterfall are in py_phases.c, the object's lock and queued
+ * warnings in py_step_object.c.
  */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
-#include "py_step_tracker.h"
+#include "py_phases.h"
+#include "py_step_object.h"
 
 /* step()'s parameter names, interned in module state (step_kwnames). No
  * metric key is built here: Tracker.metrics() formats them in Python
- * (mfu_tracker/_metrics.py), the one place a key is spelled. */
+ * (mfu_tracker/timing/_metrics.py), the one place a key is spelled. */
 enum { KW_NUM_TOKENS, KW_MODEL_FLOPS, KW_EXECUTED_FLOPS, KW_FLOPS_BY_DTYPE, KW_COUNT };
 enum { STEP_PARAMETERS = KW_COUNT };
-
-/* ---- the lock and the warnings (py_step_tracker.h) -------------------------- */
-
-void mfu_py_step_queue_warning(step_object *s, int *flag, const char *message)
-{
-    if (*flag || s->warn_pending)
-        return;
-    *flag = 1;
-    s->warn_pending = 1;
-    PyOS_snprintf(s->message, sizeof s->message, "%s", message);
-}
-
-void mfu_py_step_check_fallback(step_object *s)
-{
-    mfu_clock_kind clock;
-    mfu_gpu_error error;
-    char message[400];
-    if (s->warned_failure || mfu_steps_fallback(s->steps, &clock, &error) == 0)
-        return;
-    mfu_py_fallback_message(clock, "Tracker", &error, message, sizeof message);
-    mfu_py_step_queue_warning(s, &s->warned_failure, message);
-}
-
-void mfu_py_step_unlock(step_object *s)
-{
-    int warn = s->warn_pending;
-    s->warn_pending = 0;
-    PyThread_release_lock(s->lock);
-    if (warn)
-        mfu_py_warn_keep_exception(s->message);
-}
-
-int mfu_py_step_require_init(const step_object *s)
-{
-    if (s->steps != NULL)
-        return 0;
-    PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
-    return -1;
-}
 
 /* ---- mixed precision -------------------------------------------------------- */
 
