@@ -39,13 +39,14 @@ from .._validate import (
     check_flag,
     check_hfu_factor,
     check_int,
+    check_log_path,
     check_optional_number,
     check_peak_tflops,
     check_prefix,
     check_sample_batch,
 )
 from ..peaks._table import GPUSpec, check_spec
-from ..tracker._metrics_log import MetricsLog, check_log_path
+from ..tracker._metrics_log import MetricsLog
 from ._auto_phases import AutoPhases
 from ._step_flops import (
     StepCounter,

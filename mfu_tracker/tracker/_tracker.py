@@ -21,14 +21,15 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from .. import _C
 from .._validate import (
-    NUM_GPUS_MAX,
-    PARALLEL_DEGREE_MAX,
     WARMUP_MAX,
     WINDOW_MAX,
     check_clock,
+    check_instance,
     check_int,
+    check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_parallel_degrees,
     check_positive_number,
     check_prefix,
     check_stream,
@@ -50,7 +51,7 @@ from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
 from ..timing._waterfall import PHASES, waterfall
-from ._metrics_log import MetricsLog, check_log_path
+from ._metrics_log import MetricsLog
 
 __all__ = ["Tracker"]
 
@@ -407,20 +408,12 @@ class Tracker(_C.StepTracker):
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
-        num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
-        model_parallel = 1
-        for value, argument in ((tensor_parallel, "tensor_parallel"),
-                                (sequence_parallel, "sequence_parallel"),
-                                (context_parallel, "context_parallel"),
-                                (pipeline_parallel, "pipeline_parallel")):
-            model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
-        if num_gpus * model_parallel > NUM_GPUS_MAX:
-            raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
-                             f"got {num_gpus * model_parallel}")
+        num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
+            tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+            context_parallel=context_parallel, pipeline_parallel=pipeline_parallel))
         check_optional_flag(measure_peak, "measure_peak")
-        if not (telemetry is None or isinstance(telemetry, (bool, str))):
-            raise TypeError(f"telemetry must be None, a bool or an NVML device id (str), not "
-                            f"{type(telemetry).__name__}")
+        if telemetry is not None:
+            check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
