@@ -360,6 +360,55 @@ static int dtype_peaks_arg(PyObject *obj, double *out)
     return rc;
 }
 
+/* __init__'s flops_by_dtype: the per-step ideal seconds into config (NaN
+ * without it) and, when model_flops was not given, the split's sum as the
+ * per-step model FLOPs. *no_peak: a dtype has FLOPs but no peak (*missing
+ * names it). -1 with an exception for a bad dict or an overflow. */
+static int init_mixed(step_object *s, PyObject *mixed_obj, int model_from_split,
+                      mfu_steps_config *config, int *no_peak, mfu_dtype *missing)
+{
+    double flops[MFU_DTYPE_COUNT];
+    config->per_step_ideal_s = NAN;
+    if (mixed_obj == Py_None)
+        return 0;
+    if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
+        return -1;
+    mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config->per_step_ideal_s,
+                                         missing);
+    if (mixed == MFU_ERR_OVERFLOW) {
+        mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
+        return -1;
+    }
+    *no_peak = mixed != MFU_OK;
+    if (model_from_split) {
+        double sum = 0.0;
+        for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+            sum += flops[d];
+        config->per_step.model_flops = sum;
+    }
+    return 0;
+}
+
+/* The warnings of a successful __init__: a GPU clock that is unavailable
+ * (the CPU clock took over) and a mixed-precision dtype without a peak. */
+static void init_warnings(step_object *s, int no_peak, mfu_dtype missing)
+{
+    mfu_clock_kind failed;
+    mfu_gpu_error error;
+    if (mfu_steps_fallback(s->steps, &failed, &error) > 0) {
+        char message[400];
+        mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
+        s->warned_failure = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+    if (no_peak && s->any_peak) {
+        char message[300];
+        no_peak_message(missing, message, sizeof message);
+        s->warned_mixed = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+}
+
 /* StepTracker(*, clock="cpu", stream=0, model_flops=None, executed_flops=None,
  *             param_bytes=None, peak_flops_per_sec=None,
  *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1,
@@ -415,25 +464,8 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     for (int d = 0; d < MFU_DTYPE_COUNT; d++)
         s->any_peak |= !isnan(s->dtype_peaks[d]);
-    config.per_step_ideal_s = NAN;
-    if (mixed_obj != Py_None) {
-        double flops[MFU_DTYPE_COUNT];
-        if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
-            return -1;
-        mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks,
-                                             &config.per_step_ideal_s, &missing);
-        if (mixed == MFU_ERR_OVERFLOW) {
-            mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
-            return -1;
-        }
-        no_peak = mixed != MFU_OK;
-        if (model_obj == Py_None) { /* the split's sum is the model FLOPs */
-            double sum = 0.0;
-            for (int d = 0; d < MFU_DTYPE_COUNT; d++)
-                sum += flops[d];
-            config.per_step.model_flops = sum;
-        }
-    }
+    if (init_mixed(s, mixed_obj, model_obj == Py_None, &config, &no_peak, &missing) < 0)
+        return -1;
     config.per_step.num_tokens = NAN;
     config.peak.num_devices = (int)gpus;
     config.window = (uint32_t)window;
@@ -445,21 +477,7 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         mfu_py_raise(status, bad != NULL ? bad : "StepTracker", NULL);
         return -1;
     }
-    /* A GPU clock that is unavailable: the CPU clock, with one warning. */
-    mfu_clock_kind failed;
-    mfu_gpu_error error;
-    if (mfu_steps_fallback(s->steps, &failed, &error) > 0) {
-        char message[400];
-        mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
-        s->warned_failure = 1;
-        mfu_py_warn_keep_exception(message);
-    }
-    if (no_peak && s->any_peak) {
-        char message[300];
-        no_peak_message(missing, message, sizeof message);
-        s->warned_mixed = 1;
-        mfu_py_warn_keep_exception(message);
-    }
+    init_warnings(s, no_peak, missing);
     return 0;
 }
 
