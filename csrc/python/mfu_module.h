@@ -90,6 +90,14 @@ PyObject *mfu_py_raise(mfu_status status, const char *argument,
 /* A Python float, or None for NaN ("unavailable" in the core). */
 PyObject *mfu_py_float_or_none(double value);
 
+/* Py_tp_traverse of a heap type whose instances hold no Python object but
+ * their type (the timer, the step tracker). */
+int mfu_py_traverse_type(PyObject *self, visitproc visit, void *arg);
+
+/* The end of such a type's dealloc, after it freed its own core object:
+ * untrack, free `lock` (NULL: none), free the instance, release the type. */
+void mfu_py_dealloc_locked(PyObject *self, PyThread_type_lock lock);
+
 /* Convert an int/float argument (not bool) to double; None -> NaN when
  * `allow_none`. Returns -1 with TypeError naming `argument` otherwise. */
 int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,

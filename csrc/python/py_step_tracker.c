@@ -481,23 +481,11 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
     return 0;
 }
 
-/* A heap type's instances hold a reference to it; nothing else is held. */
-static int step_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
 static void step_dealloc(PyObject *self)
 {
     step_object *s = (step_object *)self;
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     mfu_steps_destroy(s->steps);
-    if (s->lock != NULL)
-        PyThread_free_lock(s->lock);
-    type->tp_free(self);
-    Py_DECREF(type);
+    mfu_py_dealloc_locked(self, s->lock);
 }
 
 /* ---- properties and the type ------------------------------------------------ */
@@ -613,7 +601,7 @@ static PyType_Slot step_slots[] = {
     {Py_tp_new, step_new},
     {Py_tp_init, step_init},
     {Py_tp_dealloc, step_dealloc},
-    {Py_tp_traverse, step_traverse},
+    {Py_tp_traverse, mfu_py_traverse_type},
     {Py_tp_methods, step_methods},
     {Py_tp_getset, step_getset},
     {0, NULL},
