@@ -124,8 +124,9 @@ class MFUCallback(CallbackCore, Callback):
             to the next batch's start, forward from there to
             ``on_before_backward``, backward to ``on_after_backward``,
             optimizer from ``on_before_optimizer_step``; time between them
-            (gradient clipping, zero_grad) is ``other``. Under DDP the
-            all-reduce that backward waits for stays in backward.
+            (gradient clipping, zero_grad) is ``other``. Under the DDP
+            strategy the exposed part of the gradient all-reduce is
+            ``communication`` (the tracker's hook marks it; see above).
         log_path: append each logged dict to this JSONL file, with ``step``
             (``trainer.global_step``) and ``time`` (rank 0 only; the input of
             ``mfu-tracker report``). None: no file.
