@@ -27,6 +27,7 @@ typedef struct mfu_module_state {
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
      * num_tokens, model_flops, executed_flops, flops_by_dtype. */
     PyObject *step_kwnames[4];
+    PyObject *summary_kwnames[4]; /* StepTracker.summary()'s window totals */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -51,6 +52,7 @@ typedef struct mfu_module_state {
     X(timer_type)                            \
     X(step_type)                             \
     X_ARRAY(step_kwnames)                    \
+    X_ARRAY(summary_kwnames)                 \
     X(phase_type)                            \
     X_ARRAY(phase_names)                     \
     X(track_resolver)                        \

@@ -212,15 +212,16 @@ static int window_totals(PyObject *const values[4], mfu_step_report *totals)
     return 0;
 }
 
-static PyObject *step_summary(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *step_summary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
 {
-    static char *keywords[] = {"model_flops", "executed_flops", "num_tokens", "ideal_s", NULL};
     step_object *s = (step_object *)self;
     PyObject *given[4] = {NULL, NULL, NULL, NULL};
     mfu_step_report totals;
     mfu_steps_summary sum;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:summary", keywords, &given[0],
-                                     &given[1], &given[2], &given[3]))
+    if ((nargs > 0 || kwnames != NULL) /* else nothing to bind: the common call */
+        && mfu_py_bind("summary", s->state->summary_kwnames, 4, 0, 0, args, nargs, kwnames,
+                       given) < 0)
         return NULL;
     if (window_totals(given, &totals) < 0 || mfu_py_step_require_init(s) < 0)
         return NULL;
@@ -539,7 +540,7 @@ static PyMethodDef step_methods[] = {
      "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
      "model FLOPs as its sum). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
-    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_VARARGS | METH_KEYWORDS,
+    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_FASTCALL | METH_KEYWORDS,
      "summary($self, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
      "ideal_s=None)\n--\n\nWindowed figures over the last `window` resolved "
      "steps after warm-up (None = unavailable). A window total given here (FLOPs, "
@@ -665,6 +666,9 @@ int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops",
                                         "executed_flops", "flops_by_dtype"};
+    /* summary()'s, in window_totals()' order */
+    static const char *const summary_names[] = {"model_flops", "executed_flops",
+                                                "num_tokens", "ideal_s"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
@@ -675,7 +679,8 @@ int mfu_py_step_tracker_exec(PyObject *module)
         return -1;
     for (int i = 0; i < KW_COUNT; i++) {
         state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);
-        if (state->step_kwnames[i] == NULL)
+        state->summary_kwnames[i] = PyUnicode_InternFromString(summary_names[i]);
+        if (state->step_kwnames[i] == NULL || state->summary_kwnames[i] == NULL)
             return -1;
     }
     return mfu_py_phases_exec(module);

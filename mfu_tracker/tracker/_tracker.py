@@ -56,12 +56,18 @@ from ._metrics_log import MetricsLog
 __all__ = ["Tracker"]
 
 
+#: No window totals given (never mutated).
+_NO_TOTALS: Dict[str, float] = {}
+
+
 def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
                    ideal_s: Any) -> Dict[str, float]:
     """The window totals given at logging time (``Tracker.metrics()``): each
     a finite number >= 0, or NaN (unknown) after one warning for anything
     else -- never an exception, which on one rank would leave the others
     waiting in the collective. Totals not given are left out."""
+    if model_flops is None and executed_flops is None and num_tokens is None and ideal_s is None:
+        return _NO_TOTALS  # the common call: nothing given, nothing to check
     given = dict(model_flops=model_flops, executed_flops=executed_flops,
                  num_tokens=num_tokens, ideal_s=ideal_s)
     totals: Dict[str, float] = {}
@@ -541,7 +547,8 @@ class Tracker(_C.StepTracker):
         and, when phases were marked in the window, their seconds per step
         (``phase_s``) and the waterfall (``mfu_lost``).
         """
-        out: Dict[str, Any] = _C.StepTracker.summary(self, **totals)
+        out: Dict[str, Any] = (_C.StepTracker.summary(self, **totals) if totals
+                               else _C.StepTracker.summary(self))
         measured = self._measured_flops_per_sec
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
