@@ -64,17 +64,21 @@ def check_device(device: Any, argument: str = "device") -> Any:
 
 
 def check_choice(value: Any, argument: str, choices: Sequence[str], *,
-                 ignore_case: bool = False, type_error: bool = True) -> str:
+                 ignore_case: bool = False, type_error: bool = True,
+                 supported_by: str = "") -> str:
     """``value``: one of ``choices`` (a str; with ``ignore_case`` compared, and
     returned, lower-cased). ``TypeError`` for a non-str (``ValueError`` with
     ``type_error=False``, where a caller's documented behaviour says so),
-    ``ValueError`` listing the choices for any other value."""
+    ``ValueError`` listing the choices for any other value (as "what
+    ``supported_by`` supports" when given)."""
     if not isinstance(value, str):
         if type_error:
             raise TypeError(f"{argument} must be a str ({', '.join(choices)}), "
                             f"not {type(value).__name__}")
         raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     key = value.lower() if ignore_case else value
+    if key not in choices and supported_by:
+        raise ValueError(f"{argument}: {supported_by} supports {', '.join(choices)}, not {value}")
     if key not in choices:
         raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return key

@@ -347,7 +347,8 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
     """
     import torch
 
-    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES))
+    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES),
+                        supported_by="measure_peak_flops")
     duration = check_at_most(check_positive_number(duration_s, "duration_s"), "duration_s", 60,
                              "seconds")
     dev = check_device(device)
