@@ -88,7 +88,7 @@ double mfu_attention_pair_flops(const mfu_transformer_dims *d)
     const double heads = (double)d->num_heads;
     if (d->attention == MFU_ATTENTION_MLA)
         /* QK^T over d_nope + d_rope, AV over d_v */
-        return 2.0 * heads * ((double)(d->qk_nope_head_dim + d->qk_rope_head_dim) +
+        return 2.0 * heads * ((double)d->qk_nope_head_dim + (double)d->qk_rope_head_dim +
                               (double)d->v_head_dim);
     return 2.0 * heads * 2.0 * head_dim_of(d);
 }
@@ -147,8 +147,8 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
 
 double mfu_linear_conv_channels(const mfu_transformer_dims *d)
 {
-    return 2.0 * (double)(d->linear_num_key_heads * d->linear_key_head_dim) +
-           (double)(d->linear_num_value_heads * d->linear_value_head_dim);
+    return 2.0 * (double)d->linear_num_key_heads * (double)d->linear_key_head_dim +
+           (double)d->linear_num_value_heads * (double)d->linear_value_head_dim;
 }
 
 /* Gated DeltaNet (Qwen3-Next, transformers Qwen3NextGatedDeltaNet):
@@ -158,8 +158,8 @@ double mfu_linear_conv_channels(const mfu_transformer_dims *d)
 mfu_tally mfu_linear_attention_tally(const mfu_transformer_dims *d)
 {
     const double h = (double)d->hidden_size;
-    const double kd = (double)(d->linear_num_key_heads * d->linear_key_head_dim);
-    const double vd = (double)(d->linear_num_value_heads * d->linear_value_head_dim);
+    const double kd = (double)d->linear_num_key_heads * (double)d->linear_key_head_dim;
+    const double vd = (double)d->linear_num_value_heads * (double)d->linear_value_head_dim;
     const double hv = (double)d->linear_num_value_heads;
     mfu_tally r = {0};
 
@@ -171,8 +171,8 @@ mfu_tally mfu_linear_attention_tally(const mfu_transformer_dims *d)
 
 double mfu_ssm_conv_channels(const mfu_transformer_dims *d)
 {
-    return (double)(d->ssm_num_heads * d->ssm_head_dim) +
-           2.0 * (double)(d->ssm_num_groups * d->ssm_state_size);
+    return (double)d->ssm_num_heads * (double)d->ssm_head_dim +
+           2.0 * (double)d->ssm_num_groups * (double)d->ssm_state_size;
 }
 
 /* Mamba-2 (Dao & Gu, arXiv:2405.21060; transformers Mamba2Mixer):
@@ -182,7 +182,7 @@ double mfu_ssm_conv_channels(const mfu_transformer_dims *d)
 mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
 {
     const double h = (double)d->hidden_size;
-    const double inner = (double)(d->ssm_num_heads * d->ssm_head_dim);
+    const double inner = (double)d->ssm_num_heads * (double)d->ssm_head_dim;
     const double conv = mfu_ssm_conv_channels(d), hs = (double)d->ssm_num_heads;
     const double proj_out = inner + conv + hs;
     mfu_tally r = {0};

@@ -31,21 +31,22 @@ static double causal_window_pairs(double n, double w)
     return w * (w + 1.0) / 2.0 + (n - w) * w;
 }
 
-/* One sequence of length s (as a double; exact below 2^53). */
-static double sequence_pairs(double s, mfu_span_kind kind, double w,
+/* One sequence of `len` tokens (doubles: exact below 2^53). */
+static double sequence_pairs(int64_t len, mfu_span_kind kind, int64_t window,
                              mfu_causal causal)
 {
     const int half = causal == MFU_CAUSAL_HALF;
+    const double s = (double)len, w = (double)window;
     double whole, rest;
 
     switch (kind) {
     case MFU_SPAN_SLIDING:
         /* full: each query charged the whole window it may see */
-        return half ? causal_window_pairs(s, w) : s * (s < w ? s : w);
+        return half ? causal_window_pairs(s, w) : s * (len < window ? s : w);
     case MFU_SPAN_CHUNKED:
-        /* floor(s / w) whole chunks of w and one of the rest */
-        whole = (double)(int64_t)(s / w);
-        rest = s - whole * w;
+        /* len / w whole chunks of w and one of the rest */
+        whole = (double)(len / window);
+        rest = (double)(len % window);
         return half ? whole * w * (w + 1.0) / 2.0 + rest * (rest + 1.0) / 2.0
                     : whole * w * w + rest * rest;
     case MFU_SPAN_FULL:
@@ -68,8 +69,7 @@ mfu_status mfu_span_pairs(const mfu_batch *batch, mfu_span_kind kind,
     if (kind != MFU_SPAN_FULL && window < 1)
         return MFU_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < batch->count; i++)
-        sum += sequence_pairs((double)batch->lengths[i], kind, (double)window,
-                              causal);
+        sum += sequence_pairs(batch->lengths[i], kind, window, causal);
     *pairs = (double)batch->repeat * sum;
     return MFU_OK;
 }

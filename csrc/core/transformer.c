@@ -121,7 +121,7 @@ static mfu_status check_attention(const mfu_transformer_dims *d, const char **bf
     if (d->attention == MFU_ATTENTION_MLA) {
         if (d->kv_lora_rank < 1)
             return bad(bf, "kv_lora_rank");
-        if (d->qk_nope_head_dim + d->qk_rope_head_dim < 1)
+        if (d->qk_nope_head_dim < 1 && d->qk_rope_head_dim < 1)
             return bad(bf, "qk_nope_head_dim");
         if (d->v_head_dim < 1)
             return bad(bf, "v_head_dim");
@@ -140,11 +140,12 @@ static mfu_status check_attention(const mfu_transformer_dims *d, const char **bf
 /* The layer partition and each mixer's dims. */
 static mfu_status check_layers(const mfu_transformer_dims *d, const char **bf)
 {
-    const int64_t mixers = d->num_linear_layers + d->num_ssm_layers;
-    const int64_t attention = d->num_layers - mixers;
-    if (d->num_linear_layers > d->num_layers || mixers > d->num_layers)
-        return bad(bf, d->num_linear_layers > d->num_layers ? "num_linear_layers"
-                                                            : "num_ssm_layers");
+    int64_t attention;
+    if (d->num_linear_layers > d->num_layers)
+        return bad(bf, "num_linear_layers");
+    if (d->num_ssm_layers > d->num_layers - d->num_linear_layers)
+        return bad(bf, "num_ssm_layers");
+    attention = d->num_layers - d->num_linear_layers - d->num_ssm_layers;
     if (d->num_sliding_layers > attention ||
         (d->sliding_window == 0 && d->num_sliding_layers != 0))
         return bad(bf, "num_sliding_layers");

@@ -119,13 +119,14 @@ static vision_stages stage_weights(const mfu_vision_dims *d,
                                    const vision_layout *lay, int matmul_only)
 {
     const double dd = (double)d->hidden_size, inter = (double)d->intermediate_size;
-    const double dm = dd * (double)(d->spatial_merge_size * d->spatial_merge_size);
+    const double m = (double)d->spatial_merge_size;
+    const double dm = dd * m * m;
     const double out = (double)d->out_hidden_size;
     const double norm = lay->layernorm ? 2.0 * dd : dd;
     vision_stages s;
 
-    s.patch = dd * (double)(d->in_channels * d->temporal_patch_size *
-                            d->patch_size * d->patch_size);
+    s.patch = dd * (double)d->in_channels * (double)d->temporal_patch_size *
+              (double)d->patch_size * (double)d->patch_size;
     /* qkv D -> 3D, proj D -> D, MLP */
     s.block = 4.0 * dd * dd + (lay->swiglu ? 3.0 : 2.0) * dd * inter;
     s.merger = s.deepstack_merger = dm * dm + dm * out;
@@ -149,7 +150,7 @@ static void grid_pairs(const mfu_vision_dims *d, const mfu_vision_grid *g,
     *windowed = 0.0;
     if (windows && window_tokens(d) >= 1) {
         const int64_t ws = window_tokens(d);
-        const double m4 = (double)(m * m) * (double)(m * m);
+        const double m4 = (double)m * (double)m * (double)m * (double)m;
         *windowed = (double)g->t * m4 * window_extents_sq(g->h / m, ws) *
                     window_extents_sq(g->w / m, ws);
     }
@@ -204,8 +205,8 @@ mfu_status mfu_vision_flops_compute(const mfu_vision_input *input,
                                 4.0 * (double)d->hidden_size * windowed_blocks * windowed
                           : 0.0;
     {
-        const double merged = patches / (double)(d->spatial_merge_size *
-                                                 d->spatial_merge_size);
+        const double merged = patches / ((double)d->spatial_merge_size *
+                                          (double)d->spatial_merge_size);
         const double patch_fwd = 2.0 * patches * w.patch;
         r.blocks_forward = 2.0 * patches * (double)d->depth * w.block + attn;
         r.forward_flops = patch_fwd + r.blocks_forward +
