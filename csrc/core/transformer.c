@@ -431,7 +431,7 @@ static mfu_status add_vision(const mfu_transformer_options *o,
     mfu_status st;
     if (vision == NULL || vision->dims.kind == MFU_VISION_NONE)
         return MFU_OK;
-    if (o->lora_rank > 0) /* which tower weights train is not known */
+    if (o->lora_rank > 0 && vision->num_grids > 0) /* which tower weights train: unknown */
         return bad(bad_field, "lora_rank");
     st = mfu_vision_flops_compute(vision, o->formula == MFU_FORMULA_MATMUL,
                                   o->formula != MFU_FORMULA_6N, &v, bad_field);

@@ -191,7 +191,10 @@ mfu_status mfu_transformer_validate(const mfu_transformer_dims *dims,
 /*
  * The analytic count of one batch (`batch`, T > 0 else bad field
  * "seq_lens"), with an optional vision tower (`vision` NULL or
- * vision->dims.kind NONE: none; else bad fields are vision.h's). Let W be
+ * vision->dims.kind NONE: none; else bad fields are vision.h's). A tower
+ * counts its parameters even for a batch without images (no grids); with
+ * images, LoRA is refused (bad field "lora_rank": which tower weights train
+ * is not known). Let W be
  * the weights a token meets (blocks.h; N_c for 6N / PALM: the active
  * parameters of the layers, final norm and MTP layers, + V*d per lm_head
  * application when included, + N_emb when the embedding is included; the

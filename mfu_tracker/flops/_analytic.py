@@ -217,7 +217,7 @@ def _call_core(model: ConfigDims, options: Mapping[str, Any], lengths: list[int]
     """The C count, its errors named by the config key a field came from."""
     batch = ({"seq_lens": lengths} if lengths is not None
              else {"batch_size": batch_size, "seq_len": seq_len})
-    vision = {"vision": model.vision, "grids": grids} if model.vision and grids else {}
+    vision = {"vision": model.vision, "grids": grids} if model.vision else {}
     try:
         return _C.transformer_flops(model.dims, dict(options), **batch, **vision)
     except (ValueError, TypeError) as exc:

@@ -303,6 +303,31 @@ class ConfigDims(NamedTuple):
     model_type: str
 
 
+def is_supported(config: Any) -> bool:
+    """Whether :func:`dims_from_config` knows ``config``'s model type."""
+    try:
+        _model_type(_Config(config))  # raises for a type it does not read
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def counter_notes(config: Any) -> list[str]:
+    """Where transformers' implementation of ``config``'s family runs other
+    FLOPs than the analytic count's (for ``mfu-tracker profile``)."""
+    cfg = _Config(config)
+    name = ALIASES.get(str(cfg.get("model_type")), str(cfg.get("model_type")))
+    notes = []
+    if cfg.int("num_mtp_layers", default=0):
+        notes.append("transformers builds no MTP layers: the analytic lines leave them out "
+                     "(num_mtp_layers=0; estimate counts them)")
+    if name == "llama4_text":
+        notes.append("transformers' Llama4TextMoe runs every expert on every token (routing by "
+                     "zero scores): the count holds num_experts / experts_per_token x the "
+                     "experts' FLOPs the analytic count (active experts) charges")
+    return notes
+
+
 def _model_type(cfg: _Config) -> str:
     model_type = cfg.get("model_type")
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
