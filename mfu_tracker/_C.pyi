@@ -174,7 +174,7 @@ def compute_metrics(
     num_gpus: int = 1,
 ) -> dict[str, Optional[float]]: ...
 
-# ---- py_timer.c ---------------------------------------------------------------
+# ---- py_mark_timer.c, py_step_tracker.c, py_phases.c ----------------------------
 
 class MarkTimer:
     """A mark timer on the CPU or a GPU clock (core/timing.h)."""
@@ -236,7 +236,15 @@ class StepTracker:
         executed_flops: Optional[float] = None,
         flops_by_dtype: Optional[Mapping[str, float]] = None,
     ) -> None: ...
-    def summary(self, /) -> dict[str, Any]: ...
+    def summary(
+        self,
+        /,
+        *,
+        model_flops: float | None = ...,
+        executed_flops: float | None = ...,
+        num_tokens: float | None = ...,
+        ideal_s: float | None = ...,
+    ) -> dict[str, Any]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
     def end_phase(self, /) -> None: ...
     def switch_phase(self, name: PhaseName, /) -> None: ...

@@ -9,7 +9,7 @@ range. Bounds are the C core's (``csrc/core/mfu_limits.h``, exported as
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from . import _C
 
@@ -163,6 +163,21 @@ def check_positive_number(value: Any, argument: str, unit: str = "") -> float:
     return float(value)
 
 
+def check_callable(value: Any, argument: str) -> Any:
+    """``argument``: None or a callable."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{argument} must be callable, not {type(value).__name__}")
+    return value
+
+
+def check_at_most(value: float, argument: str, high: float, unit: str = "") -> float:
+    """``value`` (already a number) <= ``high``."""
+    if value > high:
+        raise ValueError(f"{argument} must be <= {high:g}{' ' + unit if unit else ''}, "
+                         f"got {value!r}")
+    return value
+
+
 def check_peak_tflops(peak_tflops: Any) -> float:
     """A user's per-device peak: a finite number of TFLOP/s > 0."""
     return check_positive_number(peak_tflops, "peak_tflops", "TFLOP/s")
@@ -176,6 +191,71 @@ def check_clock(clock: Any) -> str:
 def check_causal_attention(value: Any, *, type_error: bool = True) -> str:
     """``causal_attention``: "full" (PaLM, the default) or "half" (Megatron)."""
     return check_choice(value, "causal_attention", CAUSAL_ATTENTION, type_error=type_error)
+
+
+def check_str(value: Any, argument: str) -> str:
+    """``argument``: a str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{argument} must be a str, not {type(value).__name__}")
+    return value
+
+
+def check_instance(value: Any, argument: str, cls: Any, what: str = "") -> Any:
+    """``argument``: an instance of ``cls`` (a type or tuple of types), named
+    ``what`` in the error (default: the class name)."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{argument} must be {what or 'a ' + cls.__name__}, "
+                        f"not {type(value).__name__}")
+    return value
+
+
+def check_int_pair(value: Any, argument: str) -> Optional[Tuple[int, int]]:
+    """None, or a (major, minor)-like pair of ints (a tuple or a list)."""
+    if value is None:
+        return None
+    if (not isinstance(value, (tuple, list)) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+        raise TypeError(f"{argument} must be a (major, minor) pair of ints or None")
+    return (value[0], value[1])
+
+
+def check_nonempty(value: Any, argument: str) -> Any:
+    """A mapping or sequence with at least one entry."""
+    if not value:
+        raise ValueError(f"{argument}: the mapping is empty")
+    return value
+
+
+def check_parallel_degrees(num_gpus: Any, degrees: Dict[str, Any]) -> Tuple[int, int]:
+    """``num_gpus`` and the model-parallel ``degrees`` ({argument: value}):
+    (num_gpus, the degrees' product), each in range and their product at
+    most ``_C.LIMIT_NUM_GPUS_MAX``."""
+    devices = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
+    model_parallel = 1
+    for argument, value in degrees.items():
+        model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
+    if devices * model_parallel > NUM_GPUS_MAX:
+        raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
+                         f"got {devices * model_parallel}")
+    return devices, model_parallel
+
+
+def check_log_path(path: Any, argument: str = "log_path") -> Optional[str]:
+    """``path`` (a str or os.PathLike naming a file, or None) as a str."""
+    import os
+
+    if path is None:
+        return None
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{argument} must be a str or os.PathLike path, got {type(path).__name__}")
+    text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"{argument} must be a text path, got {type(text).__name__}")
+    if not text or "\0" in text:
+        raise ValueError(f"{argument} must be a non-empty file name without NUL bytes, got {text!r}")
+    if os.path.isdir(text):
+        raise ValueError(f"{argument} {text!r} is a directory; give a file name (e.g. metrics.jsonl)")
+    return text
 
 
 def check_optional_instance(value: Any, argument: str, cls: type) -> Any:

@@ -98,6 +98,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .._validate import check_prefix
 from ..timing._metrics import format_metrics
+from ..timing._telemetry import power_figures
 from ..timing._waterfall import PHASES, busy_s, closing_share, waterfall
 
 __all__ = ["RankFigures", "DistributedFigures"]
@@ -366,9 +367,7 @@ def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool,
     out["mfu_vs_measured"] = _ratio(achieved, _total([r.measured_flops_per_sec for r in ranks]))
     if power is not None:
         out["power_w"] = power
-        out["energy_j_per_token"] = _ratio(power, tokens)
-        out["tflops_per_watt"] = (None if achieved is None or not power > 0
-                                  else achieved * 1e-12 / power)
+        out.update(power_figures(power, achieved, tokens))
     clocks = _total([r.sm_clock_mhz for r in ranks])
     out["sm_clock_mhz"] = None if clocks is None else clocks / len(ranks)
     ratios = [r.clock_ratio for r in ranks]

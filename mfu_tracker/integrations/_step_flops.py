@@ -65,8 +65,6 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from .. import _C
 from ..peaks._resolve import dtype_peaks
-from ..timing._metrics import format_metrics
-from ..timing._waterfall import waterfall
 
 #: (model, executed, forward) FLOPs of a step or a block.
 Flops = Tuple[float, float, float]
@@ -577,64 +575,28 @@ class WindowWork:
                            "mfu_mixed is left out")
         return ideal_s
 
-    def mfu_mixed(self, peaks: Sequence[Optional[float]], num_gpus: int) -> Optional[float]:
-        """:meth:`ideal_s` / window_s / num_gpus (None where it is None)."""
-        if not self.window_s > 0:
-            return None
-        ideal_s = self.ideal_s(peaks)
-        return None if ideal_s is None else ideal_s / self.window_s / num_gpus
-
-    def figures(self, *, peak_flops_per_sec: Optional[float], peak_bytes_per_sec: Optional[float],
-                param_bytes: Optional[float], num_gpus: int,
-                peaks: Optional[Sequence[Optional[float]]] = None) -> Dict[str, Optional[float]]:
-        """This process's figures over the window (the fields the metric
-        formatter reads), None where unavailable."""
-        figures = _C.compute_metrics(
-            self.model_flops, self.window_s, executed_flops=self.executed_flops,
-            param_bytes=None if param_bytes is None else param_bytes * self.steps,
-            num_tokens=self.tokens, peak_flops_per_sec=peak_flops_per_sec,
-            peak_bytes_per_sec=peak_bytes_per_sec, num_gpus=num_gpus)
-        if not self.known:
-            figures.update(mfu=None, hfu=None, achieved_flops_per_sec=None)
-        figures["step_time_s"] = self.window_s / self.steps
-        figures["peak_flops_per_sec"] = (None if peak_flops_per_sec is None
-                                         else peak_flops_per_sec * num_gpus)
-        if peaks is not None:
-            figures["mfu_mixed"] = self.mfu_mixed(peaks, num_gpus)
-        return figures
+    def totals(self, peaks: Sequence[Optional[float]]) -> Dict[str, float]:
+        """The window's known totals for ``Tracker.metrics()``: model and
+        executed FLOPs (when every step has FLOPs), real tokens and the ideal
+        seconds of :meth:`ideal_s` (``peaks``: :func:`dtype_peaks`). An unknown
+        total is left out: the integrations' tracker steps carry no work of
+        their own, so its window total stays unknown."""
+        given = {"num_tokens": self.tokens}
+        if self.known:
+            given.update(model_flops=self.model_flops, executed_flops=self.executed_flops,
+                         ideal_s=self.ideal_s(peaks))
+        return {name: value for name, value in given.items() if value is not None}
 
 
-def window_metrics(tracker: Any, window: Optional[WindowWork], *, prefix: str,
-                   param_bytes: Optional[float], num_gpus: int) -> Optional[Dict[str, float]]:
-    """The metric dict of a logging step: with a distributed ``tracker``, the
-    global figures of its collective (``Tracker.aggregate`` with the window's
-    work) -- every rank must call this at every logging step, with or without
-    a window, so no rank is left waiting at the gather; otherwise this
-    process's figures over ``window``. None when there is nothing to log."""
-    if tracker.distributed:
-        model_flops = executed_flops = tokens = ideal_s = None
-        if window is not None and window.known:
-            model_flops, executed_flops = window.model_flops, window.executed_flops
-            ideal_s = window.ideal_s(dtype_peaks(tracker.peak))
-        if window is not None:
-            tokens = window.tokens
-        figures = tracker.aggregate(model_flops=model_flops, executed_flops=executed_flops,
-                                    num_tokens=tokens, ideal_s=ideal_s)
-        if figures is None or window is None:
-            return None
-        return figures.metrics(prefix)   # sum of work / sum of peaks, and the per-rank spread
+def window_metrics(tracker: Any, window: Optional[WindowWork], *,
+                   prefix: str) -> Optional[Dict[str, float]]:
+    """The metric dict of a logging step: the tracker's figures over its
+    window with ``window``'s totals (``Tracker.metrics()``, the one metric
+    path). With a distributed ``tracker`` a collective: every rank must call
+    this at every logging step, with or without a window, so no rank is left
+    waiting at the gather. None when there is nothing to log."""
     if window is None:
+        if tracker.distributed:
+            tracker.metrics(prefix)   # this rank's part of the others' collective
         return None
-    peak = tracker.peak
-    figures: Dict[str, Any] = window.figures(peak_flops_per_sec=peak.flops_per_sec,
-                                             peak_bytes_per_sec=peak.bytes_per_sec,
-                                             param_bytes=param_bytes, num_gpus=num_gpus,
-                                             peaks=dtype_peaks(peak))
-    phases = tracker.phases()["phase_s"]
-    if phases:  # the same window's steps: the waterfall at the window's own MFU
-        figures["phase_s"] = phases
-        figures["mfu_lost"] = waterfall(figures.get("mfu"), figures.get("hfu"),
-                                        figures.get("step_time_s"), phases)
-    figures.update(tracker.read_telemetry(figures.get("achieved_flops_per_sec"),
-                                          figures.get("tokens_per_sec")))
-    return format_metrics(figures, prefix)
+    return tracker.metrics(prefix, **window.totals(dtype_peaks(tracker.peak)))

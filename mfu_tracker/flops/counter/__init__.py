@@ -6,24 +6,5 @@
 through the C core's ``_C.op_count``; :mod:`._module_table` attributes counts
 to modules.
 """
-from ._counter import (
-    FlopCounter,
-    FlopProfile,
-    ModuleFlops,
-    counter_backend,
-    profile_flops,
-    profile_flops_with_hfu,
-    register_flop_formula,
-    unregister_flop_formula,
-)
-
-__all__ = [
-    "FlopCounter",
-    "FlopProfile",
-    "ModuleFlops",
-    "profile_flops",
-    "profile_flops_with_hfu",
-    "register_flop_formula",
-    "unregister_flop_formula",
-    "counter_backend",
-]
+from ._counter import *  # noqa: F403 -- the names _counter.__all__ lists
+from ._counter import __all__  # noqa: F401
