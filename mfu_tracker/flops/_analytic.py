@@ -29,6 +29,7 @@ This module does not import transformers; torch is imported only by
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -166,8 +167,10 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
     """The config's dims (if any) with the explicit keyword dims over them."""
     unknown = sorted(set(dims) - set(_DIM_FIELDS))
     if unknown:
-        raise TypeError(f"transformer_flops() got unknown keyword(s) {', '.join(unknown)}; "
-                        f"dimensions are: {', '.join(_DIM_FIELDS)}")
+        close = sorted({m for u in unknown for m in difflib.get_close_matches(u, _DIM_FIELDS, 2)})
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise TypeError(f"transformer_flops() got unknown keyword(s) {', '.join(unknown)}{hint}; "
+                        "the dimensions are mfu_tracker._C.transformer_dim_names()")
     if config is not None:
         read = dims_from_config(config)
     else:
