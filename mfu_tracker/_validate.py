@@ -72,6 +72,24 @@ def check_int_list(value: Any, argument: str, low: int = 0, high: Optional[int] 
     return [check_whole_number(v, argument, low, high) for v in value]
 
 
+def check_given(value: Any, argument: str, detail: str = "") -> Any:
+    """``value`` is not None (a required config key, say); ``ValueError``
+    "``argument`` is missing``detail``" otherwise."""
+    if value is None:
+        raise ValueError(f"{argument} is missing{detail}")
+    return value
+
+
+def check_str_list(value: Any, argument: str) -> list:
+    """``value``: a list / tuple of str (a single str is not a list)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a list of str, not {type(value).__name__} ({value!r})")
+    for item in value:
+        if not isinstance(item, str):
+            raise TypeError(f"{argument} must hold str, got {item!r}")
+    return list(value)
+
+
 def check_non_decreasing(values: Sequence[int], argument: str) -> Sequence[int]:
     """``values`` (ints) never decrease."""
     if any(b < a for a, b in zip(values, values[1:])):

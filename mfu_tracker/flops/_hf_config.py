@@ -18,7 +18,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from .. import _C
-from .._validate import check_flag, check_int_list, check_whole_number
+from .._validate import (
+    check_choice,
+    check_flag,
+    check_given,
+    check_int_list,
+    check_str_list,
+    check_whole_number,
+)
 
 # dims field -> config keys holding it, first present wins.
 KEYS: dict[str, tuple[str, ...]] = {
@@ -137,11 +144,9 @@ class _Config:
 
     def require(self, field: str, keys: Iterable[str] | None = None, minimum: int = 1) -> int:
         keys = tuple(keys if keys is not None else KEYS[field])
-        value = self.int(field, keys, minimum=minimum)
-        if value is None:
-            raise ValueError(f"{self.prefix} is missing {' / '.join(repr(k) for k in keys)} "
-                             f"(needed for {field})")
-        return value
+        names = " / ".join(repr(k) for k in keys)
+        return check_given(self.int(field, keys, minimum=minimum), f"{self.prefix} {names}",
+                           f" (needed for {field})")
 
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.get(key)
@@ -153,11 +158,7 @@ class _Config:
 
     def str_list(self, key: str) -> list[str] | None:
         value = self.get(key)
-        if value is None:
-            return None
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-            raise TypeError(f"{self.prefix}.{key} must be a list of str, not {value!r}")
-        return [str(v) for v in value]
+        return None if value is None else check_str_list(value, f"{self.prefix}.{key}")
 
 
 # ---------------------------------------------------------------------------
@@ -332,16 +333,9 @@ def _model_type(cfg: _Config) -> str:
     model_type = cfg.get("model_type")
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
         return "nanogpt"  # nanoGPT's GPTConfig (no model_type)
-    if model_type is None:
-        raise ValueError("config.model_type is missing; supported: "
-                         f"{', '.join(supported_types())} (or pass explicit dims)")
-    if not isinstance(model_type, str):
-        raise TypeError(f"config.model_type must be a str, not {model_type!r}")
-    name = ALIASES.get(model_type, model_type)
-    if name not in FAMILIES:
-        raise ValueError(f"config.model_type {model_type!r} is not supported; supported: "
-                         f"{', '.join(supported_types())} (or pass explicit dims as keywords)")
-    return model_type
+    check_given(model_type, "config.model_type", " (or pass explicit dims as keywords)")
+    return check_choice(model_type, "config.model_type (supported; or pass explicit dims)",
+                        (*FAMILIES, *ALIASES))
 
 
 def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
@@ -475,6 +469,9 @@ def dims_from_config(config: Any) -> ConfigDims:
 _WINDOWED = {"sliding_window": "num_sliding_layers", "attention_chunk_size": "num_chunked_layers"}
 
 
+_ALL_LINEAR = ("all-linear", "all_linear", "all")
+
+
 def lora_target_names(targets: Any, mlp: str, model_type: str | None) -> list[str]:
     """peft target module names as the C core's target names."""
     if targets is None:
@@ -482,21 +479,16 @@ def lora_target_names(targets: Any, mlp: str, model_type: str | None) -> list[st
         return ["q", "k", "v"] if model_type in ("gpt2", "nanogpt") else ["q", "v"]
     if isinstance(targets, str):
         targets = [targets]
-    if isinstance(targets, (bytes, Mapping)) or not isinstance(targets, Iterable):
-        raise TypeError(f"lora_targets must be a list of module names, not {targets!r}")
     out: list[str] = []
-    for name in targets:
-        if not isinstance(name, str):
-            raise TypeError(f"lora_targets must hold str, got {name!r}")
-        key = name.strip().lower()
-        if key in ("all-linear", "all_linear", "all"):
+    for name in check_str_list(list(targets) if isinstance(targets, (set, frozenset)) else targets,
+                               "lora_targets"):
+        key = check_choice(name.strip(), "lora_targets (a module name)",
+                           (*sorted(LORA_ALIASES), *_ALL_LINEAR), ignore_case=True)
+        if key in _ALL_LINEAR:
             mapped: tuple[str, ...] = ("q", "k", "v", "o", "up", "down") + (
                 ("gate",) if mlp == "swiglu" else ())
-        elif key in LORA_ALIASES:
-            mapped = LORA_ALIASES[key]
         else:
-            raise ValueError(f"lora_targets: unknown module {name!r}; known: "
-                             f"{', '.join(sorted(LORA_ALIASES))}, all-linear")
+            mapped = LORA_ALIASES[key]
         for m in mapped:
             if m not in out:
                 out.append(m)

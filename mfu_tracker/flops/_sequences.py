@@ -62,9 +62,8 @@ def sequence_lengths(
     values = (seq_len, seq_lens, cu_seqlens, position_ids, attention_mask)
     source = check_exactly_one(tuple(zip(_SOURCES, values)),
                                " (seq_len with batch_size)")
-    check_int(batch_size, "batch_size", -(2 ** 63))
-    if source != "seq_len" and batch_size != 1:
-        raise TypeError(f"batch_size applies to seq_len only, not to {source}")
+    if source != "seq_len":  # the lengths give the batch: only the default 1 fits
+        check_int(batch_size, f"batch_size (it applies to seq_len only, not to {source})", 1, 1)
     if source == "seq_len":
         check_int(seq_len, "seq_len", 1)
         check_int(batch_size, "batch_size", 1)
