@@ -171,7 +171,10 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise TypeError(f"transformer_flops() got unknown keyword(s) {', '.join(unknown)}{hint}; "
                         "the dimensions are mfu_tracker._C.transformer_dim_names()")
-    if config is not None:
+    if isinstance(config, ConfigDims):  # read once by a caller that counts often
+        read = ConfigDims(dict(config.dims), dict(config.sources), config.vision,
+                          config.model_type)
+    elif config is not None:
         read = dims_from_config(config)
     else:
         missing = [f for f in ("hidden_size", "num_layers", "num_heads", "vocab_size")

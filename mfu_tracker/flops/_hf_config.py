@@ -144,9 +144,11 @@ class _Config:
 
     def require(self, field: str, keys: Iterable[str] | None = None, minimum: int = 1) -> int:
         keys = tuple(keys if keys is not None else KEYS[field])
+        value = self.int(field, keys, minimum=minimum)
+        if value is not None:
+            return value
         names = " / ".join(repr(k) for k in keys)
-        return check_given(self.int(field, keys, minimum=minimum), f"{self.prefix} {names}",
-                           f" (needed for {field})")
+        return check_given(value, f"{self.prefix} {names}", f" (needed for {field})")
 
     def flag(self, key: str, default: bool = False) -> bool:
         value = self.get(key)
@@ -222,7 +224,8 @@ def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
             "chunked_attention" if spec.span == "chunked" else "sliding_attention")
         types = [kind if spec.local is not None and spec.local(cfg, i) else "full_attention"
                  for i in range(layers)]
-    counts = {field: sum(1 for t in types[:layers] if t == name) for name, field in _SPAN_TYPES.items()}
+    types = types[:layers]
+    counts = {field: types.count(name) for name, field in _SPAN_TYPES.items()}
     if not cfg.int("sliding_window", default=0):
         counts["num_sliding_layers"] = 0
     if not cfg.int("attention_chunk_size", default=0):

@@ -353,9 +353,10 @@ class StepFlops:
             from ..flops._hf_config import dims_from_config
 
             try:
-                transformer_flops(config, seq_len=1, batch_size=1, formula="matmul")
-                self.config = config
-                self.vision = dims_from_config(config).vision is not None
+                read = dims_from_config(config)  # once: the analytic count reuses it
+                transformer_flops(read, seq_len=1, batch_size=1, formula="matmul")
+                self.config = read
+                self.vision = read.vision is not None
             except Exception:  # noqa: BLE001 -- not a supported transformer
                 self.config = None
 
