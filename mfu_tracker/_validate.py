@@ -48,6 +48,90 @@ def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -
     return value
 
 
+def check_whole_number(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
+    """``value``: an int (not a bool), or a float holding a whole number (as
+    JSON files sometimes write ints), >= ``low`` (and <= ``high``); as an int."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__} ({value!r})")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{argument} must be {bound}, got {value!r}")
+    return value
+
+
+def check_int_list(value: Any, argument: str, low: int = 0, high: Optional[int] = None) -> list:
+    """``value``: a list / tuple / tensor of ints (each a whole number in
+    [``low``, ``high``]), returned as a list of ints."""
+    if hasattr(value, "tolist") and callable(value.tolist):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a list of ints, not {type(value).__name__} "
+                        f"({value!r})")
+    return [check_whole_number(v, argument, low, high) for v in value]
+
+
+def check_given(value: Any, argument: str, detail: str = "") -> Any:
+    """``value`` is not None (a required config key, say); ``ValueError``
+    "``argument`` is missing``detail``" otherwise."""
+    if value is None:
+        raise ValueError(f"{argument} is missing{detail}")
+    return value
+
+
+def check_str_list(value: Any, argument: str) -> list:
+    """``value``: a list / tuple of str (a single str is not a list)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a list of str, not {type(value).__name__} ({value!r})")
+    for item in value:
+        if not isinstance(item, str):
+            raise TypeError(f"{argument} must hold str, got {item!r}")
+    return list(value)
+
+
+def check_non_decreasing(values: Sequence[int], argument: str) -> Sequence[int]:
+    """``values`` (ints) never decrease."""
+    if any(b < a for a, b in zip(values, values[1:])):
+        raise ValueError(f"{argument} must be non-decreasing, got {list(values)}")
+    return values
+
+
+def _nested_lists(value: Any, argument: str) -> Any:
+    """A tensor / array / nested sequence as nested Python lists."""
+    if hasattr(value, "tolist") and callable(value.tolist):
+        device = getattr(value, "device", None)
+        if device is not None and getattr(device, "type", None) == "meta":
+            raise ValueError(f"{argument} is on the meta device: its values are unknown")
+        return value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a tensor or a sequence, not {type(value).__name__}")
+    return [v if isinstance(v, (int, float, bool)) else _nested_lists(v, argument) for v in value]
+
+
+def check_int_rows(value: Any, argument: str) -> list:
+    """A 1-D or 2-D int tensor / sequence (bools read as 0 / 1) as a list of
+    rows of ints; a 1-D value is one row. Ranges are the caller's."""
+    data = _nested_lists(value, argument)
+    if not isinstance(data, list):
+        raise TypeError(f"{argument} must be 1-D or 2-D, got a scalar")
+    rows = data if data and isinstance(data[0], list) else [data]
+    if any(not isinstance(r, list) or (r and isinstance(r[0], list)) for r in rows):
+        raise ValueError(f"{argument} must be 1-D or 2-D")
+    return [check_int_list([int(v) if isinstance(v, bool) else v for v in r], argument,
+                           -(2 ** 63)) for r in rows]
+
+
+def check_exactly_one(argument_values: Sequence[tuple], hint: str) -> str:
+    """The name of the one (name, value) pair whose value is not None;
+    ``TypeError`` ("give exactly one of ...; ``hint``") otherwise."""
+    given = [name for name, value in argument_values if value is not None]
+    if len(given) != 1:
+        names = ", ".join(name for name, _ in argument_values)
+        raise TypeError(f"give exactly one of {names}{hint}; got {given or 'none'}")
+    return given[0]
+
+
 def check_device(device: Any, argument: str = "device") -> Any:
     """``device`` (a torch.device, "cuda:1"-style str or CUDA index) as a
     torch.device; TypeError / ValueError naming ``argument`` otherwise."""

@@ -193,6 +193,7 @@ PyObject *mfu_py_timer_counters_dict(const mfu_timer_counters *counters);
 int mfu_py_track_exec(PyObject *module);
 int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
+int mfu_py_transformer_exec(PyObject *module); /* called by flops_exec */
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);

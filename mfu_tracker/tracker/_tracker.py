@@ -61,15 +61,16 @@ _NO_TOTALS: Dict[str, float] = {}
 
 
 def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
-                   ideal_s: Any) -> Dict[str, float]:
+                   ideal_s: Any, language_flops: Any = None) -> Dict[str, float]:
     """The window totals given at logging time (``Tracker.metrics()``): each
     a finite number >= 0, or NaN (unknown) after one warning for anything
     else -- never an exception, which on one rank would leave the others
     waiting in the collective. Totals not given are left out."""
-    if model_flops is None and executed_flops is None and num_tokens is None and ideal_s is None:
+    if (model_flops is None and executed_flops is None and num_tokens is None
+            and ideal_s is None and language_flops is None):
         return _NO_TOTALS  # the common call: nothing given, nothing to check
     given = dict(model_flops=model_flops, executed_flops=executed_flops,
-                 num_tokens=num_tokens, ideal_s=ideal_s)
+                 num_tokens=num_tokens, ideal_s=ideal_s, language_flops=language_flops)
     totals: Dict[str, float] = {}
     for argument, value in given.items():
         if value is None:
@@ -81,6 +82,18 @@ def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
                           RuntimeWarning, stacklevel=4)
             totals[argument] = math.nan
     return totals
+
+
+def _mfu_language(figures: Mapping[str, Any], language_flops: float) -> Optional[float]:
+    """MFU of the language model alone (a VLM's tower left out: the
+    lmms-engine convention): ``mfu`` x language FLOPs / the window's model
+    FLOPs, so it shares every denominator with ``mfu``. None when either is
+    unknown."""
+    mfu, achieved, window_s = (figures.get("mfu"), figures.get("achieved_flops_per_sec"),
+                               figures.get("window_s"))
+    if mfu is None or not achieved or not window_s or language_flops != language_flops:
+        return None
+    return mfu * language_flops / (achieved * window_s)
 
 
 def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
@@ -199,6 +212,10 @@ class Tracker(_C.StepTracker):
     ``{prefix}/mfu_mixed``           (sum_d F_d / peak_d) / window time / ``num_gpus``:
                                      each dtype's FLOPs charged to its own peak (needs
                                      ``flops_by_dtype``; equals ``mfu`` for one dtype)
+    ``{prefix}/mfu_language``        MFU of the language model alone: a VLM's vision tower
+                                     left out (the lmms-engine convention; needs a
+                                     ``language_flops`` window total: the integrations
+                                     give it for a VLM config)
     ``{prefix}/mfu_vs_measured``     model FLOP/s / the measured GEMM peak
                                      (``measure_peak=True``)
     ``{prefix}/power_w``             mean board power since the previous ``metrics()``, W
@@ -276,6 +293,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
+    ``{prefix}/mfu_language``                       peak-weighted mean of the ranks' ``mfu_language``
     ``{prefix}/mfu_vs_measured``                    sum_r achieved_r / sum_r measured peak_r
     ``{prefix}/power_w``                            sum over ranks (each rank reads its own device)
     ``{prefix}/energy_j_per_token``                 ``power_w`` / the job's tokens per second
@@ -488,6 +506,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
@@ -504,10 +523,12 @@ class Tracker(_C.StepTracker):
         loops that know a window's work only at logging time (the
         integrations): each replaces the window's own total, and the ratios
         are formed from it. A bad one (negative, NaN, not a number) gives one
-        warning and leaves the figures that need it out.
+        warning and leaves the figures that need it out. ``language_flops``:
+        the part of the window's model FLOPs spent in the language model (a
+        VLM's vision tower left out), giving ``mfu_language``.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
-        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
         out = self._metrics(prefix, totals)
         log = self._log
         if log is not None and out:
@@ -543,12 +564,18 @@ class Tracker(_C.StepTracker):
         """This rank's figures over its window: the one place they are formed.
 
         The C summary (every ratio, ``mfu_mixed`` included, formed in C from
-        the window's totals or the ``totals`` given), ``mfu_vs_measured``,
+        the window's totals or the ``totals`` given), ``mfu_language`` (with a
+        ``language_flops`` total), ``mfu_vs_measured``,
         and, when phases were marked in the window, their seconds per step
         (``phase_s``) and the waterfall (``mfu_lost``).
         """
+        language = totals.get("language_flops")
+        if language is not None:  # not the C summary's: formed below
+            totals = {k: v for k, v in totals.items() if k != "language_flops"}
         out: Dict[str, Any] = (_C.StepTracker.summary(self, **totals) if totals
                                else _C.StepTracker.summary(self))
+        if language is not None:
+            out["mfu_language"] = _mfu_language(out, language)
         measured = self._measured_flops_per_sec
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
@@ -585,6 +612,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
@@ -593,7 +621,7 @@ class Tracker(_C.StepTracker):
         None when the aggregation failed (warned once). The window totals
         are those of :meth:`metrics`.
         """
-        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self._rank_figures(totals)])
@@ -618,6 +646,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
@@ -628,7 +657,8 @@ class Tracker(_C.StepTracker):
         warning and leaves its figures out -- never an exception, which on
         one rank would leave the others waiting in the collective.
         """
-        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s))
+        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s,
+                                                 language_flops))
 
     def _rank_figures(self, totals: Mapping[str, float]) -> RankFigures:
         w = self._window_figures(totals)
@@ -666,6 +696,7 @@ class Tracker(_C.StepTracker):
             mfu=w["mfu"],
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
             mfu_mixed=w["mfu_mixed"],
+            mfu_language=w.get("mfu_language"),
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
