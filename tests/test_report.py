@@ -130,13 +130,18 @@ def test_a_real_tracker_log_draws_mfu_and_says_what_is_missing(tmp_path, capsys)
         t.step(num_tokens=8)
         m = t.metrics()
         if m:
-            returned[i] = m["throughput/mfu"]   # i steps completed
+            returned[i] = m   # i steps completed
+    t.close()
     status, out, err = report(capsys, log, "--out", tmp_path / "t.png")
     assert status == 0, err
-    assert printed(out) == {(step, "throughput/mfu"): v for step, v in returned.items()}
+    # the MFU line and the step time on its second axis
+    assert printed(out) == {(step, key): m[key] for step, m in returned.items()
+                            for key in ("throughput/mfu", "throughput/step_time_s")}
     assert "missing: throughput/mfu_lost/*" in out
     assert "missing: throughput/mfu_rank_min" in out
-    assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(2)
+    # the run record's peak and its source; the job ledger is the third panel
+    assert "peak: 1 TFLOP/s per device, fp32 (user)" in out
+    assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(3)
 
 
 def float32(value: float) -> float:
@@ -194,16 +199,19 @@ def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
     history = {e["step"]: e["metrics"] for e in cb.history}
     assert sorted(history) == [2, 4, 6]
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # the metrics lines
     assert [line["step"] for line in lines] == [2, 4, 6]
     for line in lines:
-        assert {k: v for k, v in line.items() if k not in ("step", "time")} == history[line["step"]]
+        assert {k: v for k, v in line.items() if k not in ("step", "time", "ledger")} == \
+            history[line["step"]]
 
     status, out, err = report(capsys, log, "--out", tmp_path / "hf.png")
     assert status == 0, err
     # phases=True (the default) marks the waterfall: its shares are printed too
     shown = {(s, k): v for s, m in history.items() for k, v in m.items()
-             if k == "throughput/mfu" or k.startswith("throughput/mfu_lost/")}
-    assert len(shown) == 3 * 6  # mfu + five losses (no DDP hook: no communication key)
+             if k in ("throughput/mfu", "throughput/step_time_s")
+             or k.startswith("throughput/mfu_lost/")}
+    assert len(shown) == 3 * 7  # mfu, step time + five losses (no DDP hook: no communication)
     assert printed(out) == shown
 
     events = glob.glob(str(tmp_path / "out" / "**" / "*tfevents*"), recursive=True)
@@ -211,6 +219,7 @@ def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
     status, out, err = report(capsys, tmp_path / "out", "--out", tmp_path / "hf_tb.png")
     assert status == 0, err
     assert printed(out) == {key: float32(value) for key, value in shown.items()}
+    # TensorBoard has no run records: no ledger panel
     assert png_shape((tmp_path / "hf_tb.png").read_bytes()) == expected_shape(2)
 
 
@@ -299,6 +308,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # the metrics lines
     # warm-up 2: the loop's metrics() has figures after steps 0..2 complete (3 steps, at
     # the top of step 3), then 4; the final metrics() after the closing step() adds step 5
     assert [line["step"] for line in lines] == [3, 4, 5]
@@ -314,8 +324,9 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert printed(proc.stdout) == {(line["step"], key): value for line in lines
                                     for key, value in line.items()
-                                    if key == "throughput/mfu" or "/mfu_lost/" in key}
-    assert png_shape(out_png.read_bytes()) == expected_shape(2)
+                                    if key in ("throughput/mfu", "throughput/step_time_s")
+                                    or "/mfu_lost/" in key}
+    assert png_shape(out_png.read_bytes()) == expected_shape(3)   # + the job ledger
 
 
 def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
