@@ -365,6 +365,9 @@ def _head(report: Report) -> List[str]:
     drawn = ("all runs" if len(report.runs_drawn) == report.runs_total and report.runs_total > 1
              else f"run {report.runs_drawn[0]}")
     lines = [f"runs: the file holds {report.runs_total}; drawn: {drawn} (--run all|N to choose)"]
+    if len(report.run_starts) > 1:
+        lines.append("run starts (dashed lines): " + ", ".join(
+            f"run {number} at step {step}" for step, number in report.run_starts))
     if report.peak:
         lines.append(f"peak: {report.peak}")
     if report.caveat:
@@ -392,7 +395,10 @@ def numbers_text(report: Report) -> str:
     """Every number drawn, one ``step=N key=value ...`` line per step and panel."""
     lines = _head(report)
     lines.append(f"MFU over steps ({report.mfu_key}, the tracker's window MFU):")
-    lines += [f"  step={step} {report.mfu_key}={value!r}" for step, value in report.mfu]
+    for number, points in _by_run(report.mfu, report.mfu_run):
+        if len(report.runs_drawn) > 1:
+            lines.append(f"  run {number}:")
+        lines += [f"  step={step} {report.mfu_key}={value!r}" for step, value in points]
     if report.step_time:
         key = metric_key(report.prefix, STEP_TIME)
         lines.append(f"step time ({key}, the window's mean, second axis):")

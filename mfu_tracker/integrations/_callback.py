@@ -254,7 +254,8 @@ class CallbackCore:
         resolved. With ``step`` (the global step at a normal end), the steps
         since the last log are logged first -- on every rank, a collective
         when distributed -- so the job ledger has their FLOPs."""
-        if step is not None and self._tracker is not None and not self._tracker.closed:
+        if step is not None and self._tracker is not None and not self._tracker.closed \
+                and self._steps_done != self._steps_logged:   # the same on every rank
             try:
                 self._mark(None)
                 self._tracker.flush()
