@@ -41,10 +41,11 @@ class AutoPhases:
         self._compile_first = False   # the model is compiled: its first step compiles
         self._compiling = False       # the first step's forward / backward run now
 
-    def compiled(self, model: Any) -> None:
+    def compiled(self, model: Any, declared: bool = False) -> None:
         """Mark the first training step's forward and backward of ``model`` as
-        ``compile`` when it is compiled (module docstring)."""
-        self._compile_first = is_compiled(model)
+        ``compile`` when it is compiled, or ``declared`` so (the trainer
+        compiles a wrapper the hooks do not see: HF ``torch_compile=True``)."""
+        self._compile_first = declared or is_compiled(model)
 
     def switch(self, phase: str) -> None:
         """Phase ``phase`` starts now (forward and backward of the first

@@ -226,6 +226,7 @@ class MFUCallback(CallbackCore, TrainerCallback):
         self._hook = model.register_forward_pre_hook(self._record_inputs, with_kwargs=True)
         if self._phases is not None:
             self._phases.attach(model)   # forward / backward from the model's hooks
+            self._phases.compiled(model, declared=bool(getattr(args, "torch_compile", False)))
 
     def _record_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
         """Forward pre-hook: the tokens and shapes of a training micro-batch."""

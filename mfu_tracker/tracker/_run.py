@@ -143,13 +143,15 @@ class RunBook:
         """The interval as the log holds it."""
         return {key: value for key, value in interval.items() if not key.startswith("_")}
 
-    def logged(self, out: Mapping[str, float], interval: Dict[str, Any], *,
+    def logged(self, out: Mapping[str, float], interval: Optional[Dict[str, Any]], *,
                prefix: str, step: int) -> None:
         """A non-empty ``metrics()`` dict: its line (rank 0), its interval
-        committed (every rank), its values to the endpoint."""
-        self.commit(interval)
-        if self.log is not None:
-            self.log.write(out, step=step, ledger=self.record(interval))
+        committed (every rank; None: neither logged nor aggregated), its
+        values to the endpoint."""
+        if interval is not None:
+            self.commit(interval)
+            if self.log is not None:
+                self.log.write(out, step=step, ledger=self.record(interval))
         if self.endpoint is not None:
             self.endpoint.update(out, prefix=prefix, step=step, job=self.job, rank=self.rank)
 

@@ -539,7 +539,8 @@ class Tracker(_C.StepTracker):
         check_prefix(prefix)  # before the collective: the same on every rank
         totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s)
         run = self._run
-        interval = run.interval(self)
+        # The ledger's interval: for the log's line and the aggregation's row only.
+        interval = run.interval(self) if run.log is not None or self.distributed else None
         out = self._metrics(prefix, totals, interval)
         if out:
             run.logged(out, interval, prefix=prefix, step=self.global_step)
@@ -586,7 +587,7 @@ class Tracker(_C.StepTracker):
         self._run.compile_call()
 
     def _metrics(self, prefix: str, totals: Dict[str, float],
-                 interval: Dict[str, Any]) -> Dict[str, float]:
+                 interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -600,9 +601,9 @@ class Tracker(_C.StepTracker):
             if collective:
                 figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 if figures is not None:
-                    # the job's FLOPs of the interval: every rank's, summed
-                    interval["model_flops"] = figures.ledger_model_flops
-                    interval["flops_ranks"] = figures.world_size
+                    if interval is not None:   # the job's FLOPs of it: every rank's, summed
+                        interval["model_flops"] = figures.ledger_model_flops
+                        interval["flops_ranks"] = figures.world_size
                     return figures.metrics(prefix)
             local = self._window_figures(totals)
             if not local["steps"]:
