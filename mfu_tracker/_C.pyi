@@ -201,7 +201,8 @@ class MarkTimer:
     @property
     def error(self) -> Optional[str]: ...
 
-PhaseName = Literal["data", "forward", "backward", "optimizer", "communication"]
+PhaseName = Literal["data", "forward", "backward", "optimizer", "communication", "checkpoint",
+                    "eval", "compile"]
 
 class PhaseBlock:
     """A ``StepTracker.phase()`` block: begins the phase on entry, ends it on exit."""

@@ -222,6 +222,13 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
         line.pop("time")
         assert line == m
         assert "throughput/slowest_rank" in line
+    # the ledger's intervals hold the job's FLOPs: both ranks' 100 per step, summed
+    ledgers = [r["ledger"] for r in records(tmp_path / "m.jsonl") if "ledger" in r]
+    for ledger in ledgers:
+        steps = ledger["to_step"] - ledger["from_step"]
+        if ledger.get("flops_ranks") == 2:
+            assert ledger["model_flops"] == 2 * 100.0 * steps       # 2 ranks x 100 x steps
+    assert sum(ledger.get("flops_ranks") == 2 for ledger in ledgers) == len(got)
 
     from mfu_tracker.cli import main
 
