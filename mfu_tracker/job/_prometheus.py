@@ -15,7 +15,8 @@ replaces the cache with one reference assignment, so a scrape sees either the
 old values or the new ones, and a step never waits for a scrape.
 
 One server per port per process: a second tracker on the same port (a
-second ``trainer.train()``) takes the endpoint over. Port 0 picks a free
+second ``trainer.train()``) takes the endpoint over; after ``close()`` the
+last values stay served until the process exits (a daemon thread). Port 0 picks a free
 port (``Tracker.metrics_port`` says which). ``prometheus_client`` is the
 optional extra ``[prometheus]``; without it, asking for the endpoint raises
 one ``ImportError`` that says so.
