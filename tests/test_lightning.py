@@ -287,9 +287,11 @@ def test_phases_give_the_waterfall_on_the_gpu_timeline_and_the_jsonl_log(tmp_pat
     import json
 
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # not the run / run-end records
     assert [line["step"] for line in lines] == [2, 4, 6]
     for line, entry in zip(lines, cb.history):
-        assert {k: v for k, v in line.items() if k not in ("step", "time")} == entry["metrics"]
+        assert {k: v for k, v in line.items() if k not in ("step", "time", "ledger")} == \
+            entry["metrics"]
 
 
 def test_phases_false_gives_no_waterfall(tmp_path):
@@ -642,3 +644,104 @@ def test_import_mfu_tracker_is_free_of_lightning():
 def test_the_lightning_extra_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'lightning = ["lightning>=2.1"]' in text
+
+
+# ---- the job ledger: a fit resumed from a checkpoint (issue 28) ------------------
+
+
+class Validated(TokenMLP):
+    """TokenMLP with a validation loop, which clocks itself, and a clocked
+    checkpoint save (the phases the callback marks must hold them)."""
+
+    clocked = None
+
+    def validation_step(self, batch, batch_idx):
+        return self.training_step(batch, batch_idx)
+
+    # the epoch hooks run inside on_validation_start / _end (the callback's marks)
+    def on_validation_epoch_start(self):
+        import time
+
+        self._started = time.perf_counter()
+
+    def on_validation_epoch_end(self):
+        import time
+
+        if not self.trainer.sanity_checking:
+            self.clocked["eval"].append(time.perf_counter() - self._started)
+
+
+def _fit_resumable(tmp_path, log, max_steps, clocked, ckpt_path=None):
+    import time
+
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    saver = ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), every_n_train_steps=4, save_top_k=-1,
+                            filename="{step}")
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=max_steps, log_every_n_steps=2,
+                        enable_progress_bar=False, enable_model_summary=False, logger=False,
+                        default_root_dir=str(tmp_path), val_check_interval=3,
+                        num_sanity_val_steps=0, limit_val_batches=2,
+                        callbacks=[MFUCallback(peak_tflops=PEAK_TFLOPS, log_path=log), saver])
+    save = trainer.save_checkpoint
+
+    def clocked_save(*args, **kwargs):   # the Trainer's own method, clocked (under the callback's)
+        start = time.perf_counter()
+        try:
+            return save(*args, **kwargs)
+        finally:
+            clocked["checkpoint"].append(time.perf_counter() - start)
+
+    trainer.save_checkpoint = clocked_save
+    module = Validated()
+    module.clocked = clocked
+    loader = torch.utils.data.DataLoader(Tokens(), batch_size=B)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(module, loader, torch.utils.data.DataLoader(Tokens(8), batch_size=B),
+                    ckpt_path=ckpt_path)
+    return trainer
+
+
+def test_a_resumed_fit_shows_the_job_ledger(tmp_path, capsys):
+    """Run 1 fits 6 steps (a checkpoint at step 4, validation at 3 and 6); run
+    2 resumes from the step-4 checkpoint and fits to 8: steps 4, 5 twice."""
+    import json
+
+    from mfu_tracker.cli import main
+
+    log = tmp_path / "job.jsonl"
+    clocked = [{"checkpoint": [], "eval": []} for _ in range(2)]
+    _fit_resumable(tmp_path, log, 6, clocked[0])
+    assert os.path.exists(tmp_path / "ckpt" / "step=4.ckpt")
+    _fit_resumable(tmp_path, log, 8, clocked[1], ckpt_path=str(tmp_path / "ckpt" / "step=4.ckpt"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.get("record") == "run"]
+    runs = [lines[starts[0]:starts[1]], lines[starts[1]:]]
+    assert [run[0]["start_step"] for run in runs] == [0, 4]      # trainer.global_step
+    for run, clock, (first, end) in zip(runs, clocked, ((0, 6), (4, 8))):
+        spans = [(x["ledger"]["from_step"], x["ledger"]["to_step"]) for x in run if "ledger" in x]
+        assert spans[0][0] == first and spans[-1][1] == end
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert run[-1]["record"] == "run_end"
+        phases = [x["ledger"]["phase_s"] for x in run if "ledger" in x]
+        for phase in ("checkpoint", "eval"):
+            assert clock[phase]              # the wrapped save and the validation hooks bracket them
+            assert math.fsum(p.get(phase, 0.0) for p in phases) >= math.fsum(clock[phase])
+
+    status = main(["goodput", str(log), "--json", str(tmp_path / "g.json")])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    lost = math.fsum(x["ledger"]["step_s"] for x in runs[0]
+                     if "ledger" in x and x["ledger"]["from_step"] >= 4)
+    assert g["badput_s/lost_progress"] == pytest.approx(lost, rel=1e-12) and lost > 0
+    assert math.fsum([g["goodput"], *(v for k, v in g.items() if k.startswith("badput/"))]) == 1.0
+    # job MFU by hand: 8 kept steps of 245,760 FLOPs over the device-seconds x 5e11
+    device_s = (runs[0][-1]["time"] - runs[0][0]["process_start"]) + \
+        (runs[1][-1]["time"] - runs[0][-1]["time"])
+    assert g["job_mfu"] == pytest.approx(8 * MICRO_BATCH_FLOPS / device_s / PEAK, rel=1e-9)
+    status = main(["report", str(log), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "runs: the file holds 2" in out and "  run=2 start_step=4 " in out

@@ -4,10 +4,14 @@
  *
  * begin_phase / switch_phase / end_phase each put one mark on the tracker's
  * clock (never a sync); phase(name) is a small context manager doing the
- * same on entry and exit; phases() reads the window's seconds per phase.
+ * same on entry and exit; phases() reads the window's seconds per phase,
+ * ledger() the job ledger's running totals (core/steps.h, "The job
+ * ledger's totals").
  * Names are checked here: an unknown one is a ValueError naming it. Misuse
  * (an end without a phase, too deep a nesting) is one warning, ignored.
  */
+#include <math.h>
+
 #include "py_phases.h"
 
 static const mfu_py_choice phase_choices[] = {
@@ -16,6 +20,9 @@ static const mfu_py_choice phase_choices[] = {
     {"backward", MFU_PHASE_BACKWARD},
     {"optimizer", MFU_PHASE_OPTIMIZER},
     {"communication", MFU_PHASE_COMMUNICATION},
+    {"checkpoint", MFU_PHASE_CHECKPOINT},
+    {"eval", MFU_PHASE_EVAL},
+    {"compile", MFU_PHASE_COMPILE},
     {NULL, 0},
 };
 
@@ -217,6 +224,48 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* ledger(): the job ledger's running totals (core/steps.h): steps (closed,
+ * accounted for), dropped, step_s, phase_s (every phase, seconds), own_s,
+ * model_flops (known steps), unknown_flops_steps, first_boundary_unix_s
+ * (None before the first boundary). */
+PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    mfu_steps_ledger totals;
+    PyObject *seconds, *first;
+    if (mfu_py_step_require_init(s) < 0)
+        return NULL;
+    mfu_py_lock_acquire(s->lock);
+    mfu_steps_get_ledger(s->steps, &totals);
+    mfu_py_step_check_fallback(s);
+    mfu_py_step_unlock(s);
+    seconds = PyDict_New();
+    if (seconds == NULL)
+        return NULL;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++) {
+        PyObject *value = PyFloat_FromDouble(totals.phase_s[p]);
+        if (value == NULL
+            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(seconds);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    first = isnan(totals.first_boundary_unix_s)
+                ? Py_NewRef(Py_None)
+                : PyFloat_FromDouble(totals.first_boundary_unix_s);
+    if (first == NULL) {
+        Py_DECREF(seconds);
+        return NULL;
+    }
+    return Py_BuildValue("{sKsKsdsNsdsdsKsN}", "steps", (unsigned long long)totals.steps,
+                         "dropped", (unsigned long long)totals.dropped, "step_s",
+                         totals.step_s, "phase_s", seconds, "own_s", totals.own_s,
+                         "model_flops", totals.model_flops, "unknown_flops_steps",
+                         (unsigned long long)totals.unknown_flops_steps,
+                         "first_boundary_unix_s", first);
+}
 
 int mfu_py_phases_exec(PyObject *module)
 {

@@ -568,6 +568,10 @@ static PyMethodDef step_methods[] = {
     {"phases", mfu_py_step_phases, METH_NOARGS,
      "phases($self, /)\n--\n\nThe window's seconds per step of each marked "
      "phase ('phase_s') and the excluded seconds per step ('excluded_s')."},
+    {"ledger", mfu_py_step_ledger, METH_NOARGS,
+     "ledger($self, /)\n--\n\nThe job ledger's running totals since creation: "
+     "steps, dropped, step_s, phase_s, own_s, model_flops, unknown_flops_steps, "
+     "first_boundary_unix_s."},
     {"_exclude_begin", mfu_py_step_exclude_begin, METH_NOARGS,
      "_exclude_begin($self, /)\n--\n\nBegin the tracker's own time: left out "
      "of the step it falls in."},

@@ -5,7 +5,7 @@ Owns the commands (:mod:`._main`: the parser, ``gpus``, ``estimate``,
 for them (:mod:`._model`), the report's picture (:mod:`._report`) and the
 machine check (:mod:`.doctor`).
 
-Layer 7, the top (peaks -> flops -> timing -> distributed -> tracker ->
+Layer 8, the top (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import every layer; none imports it.
 """
 from ._main import main

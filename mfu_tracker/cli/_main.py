@@ -308,7 +308,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from ._report import run
 
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or ""))
+    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
     print(f"wrote {args.out}")
     return 0
 
@@ -387,7 +387,14 @@ def _build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--prefix", default=None,
                      help="metric key prefix (default: found from the <prefix>/mfu key)")
     rep.add_argument("--title", default=None, help="the picture's title")
+    rep.add_argument("--run", default="last",
+                     help="which run of the log to draw: the last (default), N (1 = the first), "
+                          "or all (each run its own line, its start marked)")
     rep.set_defaults(func=_cmd_report)
+
+    from ._goodput import add_parser as add_goodput_parser
+
+    add_goodput_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser
 

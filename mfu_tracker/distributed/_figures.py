@@ -110,7 +110,8 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: (Fields are only ever appended, and rows of different lengths cannot pair
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields of issue 12.)
+#: telemetry fields of issue 12; 3.0 mfu_language (issue 27) and the job
+#: ledger's interval FLOPs (issue 28).)
 ROW_LAYOUT = 3.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
@@ -151,6 +152,9 @@ ROW_FIELDS: Tuple[str, ...] = (
     "throttled",               # 1.0 / 0.0
     # issue 27 (NaN = unavailable on this rank)
     "mfu_language",            # this rank's MFU of the language model alone (a VLM's tower out)
+    # issue 28: model FLOPs of the steps since this rank's previous logged
+    # metrics() (its share), for the job ledger (NaN = unknown)
+    "ledger_model_flops",
 )
 #: The telemetry readings a row carries (the rest is derived in combine()).
 TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
@@ -200,6 +204,7 @@ class RankFigures:
     clock_ratio: Optional[float] = None
     throttled: Optional[float] = None
     mfu_language: Optional[float] = None
+    ledger_model_flops: Optional[float] = None
 
     @property
     def phase_s(self) -> Dict[str, float]:
@@ -298,6 +303,8 @@ class DistributedFigures:
     clock_ratio: Optional[float] = None        # lowest over ranks (the most held back)
     throttled: Optional[float] = None          # 1 when any rank reports a throttle reason
     mfu_language: Optional[float] = None       # peak-weighted mean of the ranks' mfu_language
+    mfu_lost_rank: Optional[Dict[str, float]] = None  # per loss: the rank with the largest share
+    ledger_model_flops: Optional[float] = None  # sum over ranks (the job ledger's interval)
 
     @property
     def world_size(self) -> int:
@@ -307,6 +314,18 @@ class DistributedFigures:
         """The ``Tracker.metrics()`` keys of these figures (the one formatter,
         :mod:`mfu_tracker.timing._metrics`); unavailable ones left out."""
         return format_metrics(self.__dict__, check_prefix(prefix))
+
+
+def _concentrated(ranks: Tuple[RankFigures, ...],
+                  shares: List[Optional[Dict[str, float]]]) -> Optional[Dict[str, float]]:
+    """Per waterfall loss, the rank with the largest share of its own step
+    (lowest rank on ties; issue 28's diagnosis): only across ranks that all
+    have the loss, and only with more than one rank."""
+    if len(ranks) < 2 or not all(w is not None for w in shares):
+        return None
+    common = [k for k in shares[0] if all(k in w for w in shares)]  # type: ignore[union-attr]
+    return {k: float(max(zip(shares, ranks), key=lambda wr: (wr[0][k], -wr[1].rank))[1].rank)  # type: ignore[index]
+            for k in common}
 
 
 def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
@@ -426,7 +445,11 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
 
     lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
     power = _total([r.power_w for r in ranks])
+    concentrated = _concentrated(ranks, [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s)
+                                         for r in ranks]) if lost is not None else None
     return DistributedFigures(
+        mfu_lost_rank=concentrated,
+        ledger_model_flops=_total([r.ledger_model_flops for r in ranks]),
         **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
         mfu_language=_mfu_language(ranks, with_steps),
         mfu_lost=lost,

@@ -10,7 +10,7 @@ Owns two ways to the same numbers, both applying the C core's formulas
   module table, its dispatch fallback and the first-use build of its C++
   observer.
 
-Layer 2 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 2 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation (``_C``, ``_validate``, ``_dtypes``,
 ``_version``) only; ``flops.counter`` may import ``flops``.
 """

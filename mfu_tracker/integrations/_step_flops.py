@@ -518,6 +518,17 @@ class StepFlops:
             return _scale(self.profile, tokens / self.profile_tokens)
         return _scale(self.profile, float(max(1, micro_batches)))
 
+    def steps_model_flops(self, records: Sequence[StepRecord]) -> Optional[float]:
+        """The model FLOPs of ``records`` summed (the job ledger's steps: one
+        token read for all of them), or None when a step has none."""
+        if not records:
+            return 0.0
+        tokens, lengths = read_tokens(records)
+        flops = [self.resolve(r, t, l) for r, t, l in zip(records, tokens, lengths)]
+        if any(f is None for f in flops):
+            return None
+        return float(sum(f[0] for f in flops))  # type: ignore[index]
+
     def window_work(self, records: "StepRecords", summary: Mapping[str, Any]) -> Optional["WindowWork"]:
         """The work of the steps now in a tracker's window (its ``summary()``);
         None when the window is empty or reaches past the recorded steps."""
@@ -577,9 +588,20 @@ class StepRecords:
 
     def __init__(self, window: int) -> None:
         self._records: Deque[StepRecord] = deque(maxlen=window)
+        self.total = 0   # records ever appended: the next record's index
 
     def append(self, record: StepRecord) -> None:
         self._records.append(record)
+        self.total += 1
+
+    def between(self, first: int, end: int) -> Optional[List[StepRecord]]:
+        """The records of steps ``first <= i < end`` (indices in append order);
+        None when some are no longer kept."""
+        kept_from = self.total - len(self._records)
+        if first < kept_from or end > self.total:
+            return None
+        records = list(self._records)
+        return records[first - kept_from:end - kept_from]
 
     def in_window(self, summary: Mapping[str, Any]) -> Optional[List[StepRecord]]:
         """The records of the steps in the tracker's window (``summary()``:

@@ -45,13 +45,16 @@ from ..distributed._figures import (
     RankFigures,
     combine,
 )
+from ..job._log import MetricsLog, rank_world
+from ..job._prometheus import metrics_port as check_metrics_port
+from ..job._prometheus import serve as serve_metrics
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
-from ..timing._waterfall import PHASES, waterfall
-from ._metrics_log import MetricsLog
+from ..timing._waterfall import BADPUT_PHASES, PHASES, waterfall
+from ._run import RunBook
 
 __all__ = ["Tracker"]
 
@@ -385,11 +388,37 @@ class Tracker(_C.StepTracker):
             (on when the tracker's clock is a CUDA device), True (the same,
             warning when the device cannot be identified), False (off), or
             an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
-        log_path: a file to append each non-empty ``metrics()`` dict to, one
-            JSON line with ``step`` (steps completed) and ``time`` (wall
-            seconds) -- the input of ``mfu-tracker report``. Only rank 0
-            writes; a failing write gives one warning and stops the logging
-            (:mod:`mfu_tracker.tracker._metrics_log`). None: no log.
+        log_path: a file to append the run's records to: a run record now
+            (run id, host, ranks, the process's start time from the OS,
+            ``start_step``, the peak), one JSON line per non-empty
+            ``metrics()`` dict with ``step`` (the global step: ``start_step``
+            + steps completed), ``time`` (wall seconds) and the job ledger's
+            interval (the steps since the previous line, their time and
+            phase seconds), and a run-end record at ``close()`` (or the
+            interpreter's exit) -- the input of ``mfu-tracker report`` and
+            ``mfu-tracker goodput``. Runs of one job (restarts) append to the
+            same file. Only rank 0 writes; a failing write gives one warning
+            and stops the logging (:mod:`mfu_tracker.job`). None: no log.
+        start_step: the global step this run resumes from (after loading a
+            checkpoint: the steps before it were trained by earlier runs);
+            steps an earlier run logged at or beyond it are lost progress in
+            the job ledger. The integrations take it from the trainer.
+        metrics_port: serve the latest ``metrics()`` values on this port, on
+            rank 0, as Prometheus gauges ``mfu_tracker_*`` (labels ``job``,
+            ``rank``, ``prefix``; :mod:`mfu_tracker.job._prometheus`); 0 picks
+            a free port (:attr:`metrics_port`). Default: the
+            ``MFU_TRACKER_METRICS_PORT`` environment variable, else none.
+            Needs ``prometheus_client`` (the ``[prometheus]`` extra).
+
+    **The job** (issue 28). A step is numbered by the boundaries: the first
+    ``step()`` starts the clock, the i-th step it closes is global step
+    ``start_step + i`` -- call ``step()`` once before the loop and once after
+    each step (what the integrations do), or the first loop iteration is part
+    of the run's startup. ``phase("checkpoint")``, ``phase("eval")`` and
+    ``phase("compile")`` mark the job's badput: their time leaves the step it
+    falls in (like ``metrics()``' own), so no step's MFU is charged for it,
+    and the ledger books it; marked before the first ``step()`` they are part
+    of startup (no step is open to charge).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -398,7 +427,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log")
+                 "_measured_flops_per_sec", "_telemetry", "_run", "__weakref__")
 
     def __init__(
         self,
@@ -425,8 +454,12 @@ class Tracker(_C.StepTracker):
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
         log_path: Any = None,
+        start_step: int = 0,
+        metrics_port: Optional[int] = None,
     ) -> None:
         log_file = check_log_path(log_path)
+        start_step = check_int(start_step, "start_step", 0)
+        port = check_metrics_port(metrics_port)
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
         executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
@@ -474,7 +507,10 @@ class Tracker(_C.StepTracker):
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
-        self._log = None if log_file is None else MetricsLog(log_file)
+        endpoint = serve_metrics(port) if port is not None and rank_world()[0] == 0 else None
+        self._run = RunBook(start_step=start_step, endpoint=endpoint,
+                            log=None if log_file is None else MetricsLog(log_file))
+        self._run.start(self, peak=peak, num_gpus=num_gpus)
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -529,13 +565,56 @@ class Tracker(_C.StepTracker):
         """
         check_prefix(prefix)  # before the collective: the same on every rank
         totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
-        out = self._metrics(prefix, totals)
-        log = self._log
-        if log is not None and out:
-            log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
+        run = self._run
+        # The ledger's interval: for the log's line and the aggregation's row only.
+        interval = run.interval(self) if run.log is not None or self.distributed else None
+        out = self._metrics(prefix, totals, interval)
+        if out:
+            run.logged(out, interval, prefix=prefix, step=self.global_step)
         return out
 
-    def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
+    @property
+    def global_step(self) -> int:
+        """``start_step`` + the steps completed (``step()`` calls - 1): the
+        ``step`` of the run's log lines."""
+        return self._run.start_step + max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0)
+
+    @property
+    def start_step(self) -> int:
+        """The global step this run resumed from (``start_step=``)."""
+        return self._run.start_step
+
+    @property
+    def run_id(self) -> str:
+        """This run's id in the log's run record (a fresh random id per tracker)."""
+        return self._run.run_id
+
+    @property
+    def metrics_port(self) -> Optional[int]:
+        """The port the Prometheus endpoint serves on (None: no endpoint here)."""
+        endpoint = self._run.endpoint
+        return None if endpoint is None else endpoint.port
+
+    def peak_check(self, measured_flops_per_sec: float) -> bool:
+        """A second measurement of the peak (FLOP/s per device, e.g. measured
+        again after training): logged as a ``peak_check`` record, so the
+        report can carry a caveat; True when it and the tracker's peak differ
+        by more than 25% (the machine was busy during one of them)."""
+        value = check_positive_number(measured_flops_per_sec, "measured_flops_per_sec", "FLOP/s")
+        return self._run.peak_check(value)
+
+    def _book_flops(self, model_flops: float, steps: int) -> None:
+        """An integration's model FLOPs of ``steps`` closed steps it resolved
+        late (:meth:`RunBook.book_flops`)."""
+        self._run.book_flops(model_flops, steps)
+
+    def _compile_call(self) -> None:
+        """An integration marked a whole compiled call as compile
+        (:meth:`RunBook.compile_call`)."""
+        self._run.compile_call()
+
+    def _metrics(self, prefix: str, totals: Dict[str, float],
+                 interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -547,8 +626,11 @@ class Tracker(_C.StepTracker):
             self._exclude_begin()
         try:
             if collective:
-                figures = self._aggregate(agg, totals)  # type: ignore[arg-type]
+                figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 if figures is not None:
+                    if interval is not None:   # the job's FLOPs of it: every rank's, summed
+                        interval["model_flops"] = figures.ledger_model_flops
+                        interval["flops_ranks"] = figures.world_size
                     return figures.metrics(prefix)
             local = self._window_figures(totals)
             if not local["steps"]:
@@ -580,7 +662,9 @@ class Tracker(_C.StepTracker):
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
             out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
-        phases = _C.StepTracker.phases(self)["phase_s"]
+        # The badput phases left the step: the ledger books them, not the waterfall.
+        phases = {name: seconds for name, seconds in _C.StepTracker.phases(self)["phase_s"].items()
+                  if name not in BADPUT_PHASES}
         if phases:
             out["phase_s"] = phases
             out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
@@ -631,13 +715,14 @@ class Tracker(_C.StepTracker):
         finally:
             self._exclude_end()
 
-    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float]) -> Optional[DistributedFigures]:
+    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float],
+                   interval: Optional[Mapping[str, Any]] = None) -> Optional[DistributedFigures]:
         if not process_group_initialized():
             # destroy_process_group() ran: nothing to aggregate with.
             agg.close()
             agg.failed = "the process group was destroyed"
             return None
-        return agg.aggregate(self._rank_figures(totals))
+        return agg.aggregate(self._rank_figures(totals, interval))
 
     def rank_figures(
         self,
@@ -660,8 +745,11 @@ class Tracker(_C.StepTracker):
         return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s,
                                                  language_flops))
 
-    def _rank_figures(self, totals: Mapping[str, float]) -> RankFigures:
+    def _rank_figures(self, totals: Mapping[str, float],
+                      interval: Optional[Mapping[str, Any]] = None) -> RankFigures:
         w = self._window_figures(totals)
+        if interval is None:
+            interval = self._run.interval(self)
         mp = self._model_parallel
         peak = w["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
         bandwidth = self._peak.bytes_per_sec
@@ -700,6 +788,7 @@ class Tracker(_C.StepTracker):
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
+            ledger_model_flops=_share(interval["model_flops"], mp),
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
@@ -725,11 +814,14 @@ class Tracker(_C.StepTracker):
         return agg.counters()
 
     def close(self) -> None:
-        """Resolve every step taken (one wait), stop timing, drop the side group.
+        """Resolve every step taken (one wait), stop timing, drop the side group;
+        with ``log_path``, write the run-end record (its interval holds this
+        rank's FLOPs only: no collective runs here) and close the log.
 
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         super().close()
+        self._run.end(self, self.global_step)
         agg = self._dist
         if agg is not None and agg.failed is None:
             agg.close()

@@ -841,14 +841,23 @@ STEPS = [
     ("cuda_phases_pool_full", steps_config(sizes=(2, 4, 4), window=8, warmup=0) + gpu(3, 0)
      + b"".join(step(1) + phase_switch(0) + phase_switch(2) + PHASE_END for _ in range(20))
      + PHASE_SUMMARY + FLUSH + PHASE_SUMMARY),
-    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(5)
-     + phase_switch(6) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
+    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(8)
+     + phase_switch(9) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
      + PHASE_END + step(1) + PHASE_SUMMARY),
     ("cuda_phases_fail_record", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + fail(0) + phase_switch(1) + PHASE_END + step(1) + phase_begin(2) + step(1)
      + PHASE_SUMMARY),
     ("cuda_phases_then_close", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + CLOSE + PHASE_END + EXCLUDE_BEGIN + PHASE_SUMMARY),
+    # badput phases (issue 28: 5 checkpoint, 6 eval, 7 compile) leave the periods
+    ("cuda_badput_phases", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(7)
+     + advance_ms(20) + PHASE_END + step(1) + phase_begin(5) + advance_ms(30) + EXCLUDE_BEGIN
+     + advance_ms(2) + EXCLUDE_END + PHASE_END + step(1) + phase_switch(6) + advance_ms(10)
+     + PHASE_SUMMARY + FLUSH + SUMMARY),
+    # a clock failure inside an exclusion inside a badput phase (found by fuzzing)
+    ("cuda_badput_fail_inside", steps_config(warmup=0) + gpu(1, 0) + advance_ms(50) + step(1)
+     + phase_begin(5) + EXCLUDE_BEGIN + advance_ms(1) + fail(0) + EXCLUDE_END + step(1)
+     + step(1) + SUMMARY),
     # refused configurations, one field each
     ("bad_clock", steps_config(mode=3 | 0x50)),
     ("bad_window_zero", steps_config(window=0)),
