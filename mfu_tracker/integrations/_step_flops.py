@@ -523,8 +523,8 @@ class StepFlops:
         token read for all of them), or None when a step has none."""
         if not records:
             return 0.0
-        tokens, lengths = read_tokens(records)
-        flops = [self.resolve(r, t, l) for r, t, l in zip(records, tokens, lengths)]
+        tokens, lengths, grids = read_tokens(records)
+        flops = [self.resolve(r, t, l, g) for r, t, l, g in zip(records, tokens, lengths, grids)]
         if any(f is None for f in flops):
             return None
         return float(sum(f[0] for f in flops))  # type: ignore[index]
