@@ -311,3 +311,42 @@ def test_row_round_trip_keeps_phases():
     r = _row(2, 0.1, {"data": 0.01, "communication": 0.02})
     assert RankFigures.from_row(r.to_row()) == r
     assert r.phase_s == {"data": 0.01, "communication": 0.02}
+
+
+# ---- the straggler tie-break: the lowest rank wins (docs) --------------------------------
+
+
+def _busy_row(rank, communication_s, step_s=0.1):
+    """A rank whose busy time is step_s - communication_s (forward holds the rest)."""
+    return _row(rank, step_s, {"forward": step_s - communication_s,
+                               "communication": communication_s})
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_straggler_tie_on_two_ranks_is_rank_0(order):
+    # busy 0.1 - 0.02 = 0.08 s on both ranks (the same double): a tie
+    rows = {0: _busy_row(0, 0.02), 1: _busy_row(1, 0.02)}
+    assert rows[0].busy_s == rows[1].busy_s
+    g = combine([rows[r] for r in order])
+    assert g.straggler_rank == 0
+    assert g.straggler_lost == 0.0                     # (0.08 - 0.08) / 1 rank / 0.1 s
+    assert g.metrics()["throughput/straggler_rank"] == 0.0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_straggler_tie_on_ranks_1_and_2_of_3_is_rank_1(order):
+    # busy: rank 0 0.1 - 0.04 = 0.06 s; ranks 1 and 2 0.1 - 0.01 = 0.09 s (a tie)
+    rows = {0: _busy_row(0, 0.04), 1: _busy_row(1, 0.01), 2: _busy_row(2, 0.01)}
+    g = combine([rows[r] for r in order])              # any row order: the rule is the rank's
+    assert g.straggler_rank == 1
+    # the others' mean wait for rank 1: ((0.09 - 0.06) + (0.09 - 0.09)) / 2 / 0.1 = 0.15
+    assert g.straggler_lost == pytest.approx(0.15, rel=1e-12)
+    assert g.metrics()["throughput/straggler_rank"] == 1.0
+
+
+def test_straggler_is_the_most_busy_rank_not_the_highest():
+    # no tie: rank 0 is the busiest (0.1 - 0.0 = 0.1 s) against 0.07 and 0.09
+    g = combine([_busy_row(2, 0.01), _busy_row(1, 0.03), _busy_row(0, 0.0)])
+    assert g.straggler_rank == 0
+    # ((0.1 - 0.07) + (0.1 - 0.09)) / 2 / 0.1 = 0.2
+    assert g.straggler_lost == pytest.approx(0.2, rel=1e-12)
