@@ -31,6 +31,7 @@ L = pytest.importorskip("lightning")
 from lightning.fabric import Fabric  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
 
+from mfu_tracker import user_gpu_spec  # noqa: E402
 from mfu_tracker.integrations._lightning_precision import PRECISION_DTYPES  # noqa: E402
 from mfu_tracker.integrations.fabric import (  # noqa: E402
     dtype_from_precision,
@@ -342,6 +343,107 @@ def test_count_every_scales_the_uncounted_steps(tmp_path):
     check_entry(entry, MICRO_BATCH_FLOPS, B * S)
 
 
+class SingleTokens(Tokens):
+    """One token id per item: a batch is a 1-D tensor of B ids."""
+
+    def __getitem__(self, i: int):
+        return self.ids[i][0]
+
+
+def test_one_dimensional_integer_batches_count_their_elements_as_tokens(tmp_path):
+    # N = B = 2 token rows per micro-batch: 6 · 2 · 16 · 32 + 6 · 2 · 32 · 64 = 30,720 FLOPs
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
+    fit(tmp_path, [cb], dataset=SingleTokens(), max_steps=4)
+    assert [e["step"] for e in cb.history] == [2, 4]
+    for entry in cb.history:
+        check_entry(entry, 30_720, B)
+
+
+def test_window_sets_the_steps_each_log_covers(tmp_path):
+    # logs every 2 optimizer steps; window=1: each log covers its last step only
+    # (the default window, log_every_n_steps, covers 2: 1, 2 after the warm-up step)
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS, window=1)
+    fit(tmp_path, [cb], max_steps=4)
+    assert [e["step"] for e in cb.history] == [2, 4]
+    assert [e["steps"] for e in cb.history] == [1, 1]
+    for entry in cb.history:
+        check_entry(entry, MICRO_BATCH_FLOPS, B * S)
+
+
+# ---- mixed precision: each dtype at its own peak; the optimizer's own work ---------------
+
+# The first Linear under bf16 autocast, the second in fp32 (hand count as above):
+# bf16 6 · 16 · 16 · 32 = 49,152 and fp32 6 · 16 · 32 · 64 = 196,608 FLOPs per micro-batch.
+BF16_FLOPS, FP32_FLOPS = 6 * B * S * EMB * HIDDEN, 6 * B * S * HIDDEN * VOCAB
+MIXED_SPEC_TFLOPS = {"bf16": 2.0, "fp32": 0.5}   # a made-up device with two peaks
+
+
+class MatmulSGD(torch.optim.SGD):
+    """SGD whose step also runs a matmul after the closure (as Shampoo's or Muon's
+    preconditioning does): 2 · 32 · 16 · 32 = 32,768 FLOPs per step that are the
+    optimizer's, never model FLOPs. (Lightning runs forward and backward inside
+    optimizer.step's closure; on_before_optimizer_step follows it.)"""
+
+    def step(self, closure=None):
+        loss = super().step(closure)
+        with torch.no_grad():
+            weight = self.param_groups[0]["params"][1]      # Linear(16, 32).weight [32, 16]
+            weight @ weight.T                                # [32, 16] @ [16, 32]
+        return loss
+
+
+class TwoDtypeMLP(TokenMLP):
+    def training_step(self, batch, batch_idx):
+        ids = batch["input_ids"]
+        embedding, first, relu, last = self.net
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = relu(first(embedding(ids)))
+        logits = last(hidden.float())
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ids.reshape(-1))
+
+    def configure_optimizers(self):
+        return MatmulSGD(self.parameters(), lr=0.1)
+
+
+def fit_two_dtypes(tmp_path, cb):
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=6, log_every_n_steps=3,
+                        enable_progress_bar=False, enable_checkpointing=False,
+                        enable_model_summary=False, default_root_dir=str(tmp_path), logger=False,
+                        callbacks=[cb])
+    trainer.fit(TwoDtypeMLP(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
+
+
+def test_mfu_mixed_charges_each_dtype_to_its_peak_and_the_optimizer_nothing(tmp_path):
+    cb = MFUCallback(spec=user_gpu_spec(MIXED_SPEC_TFLOPS, name="two peaks"), dtype="fp32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_two_dtypes(tmp_path, cb)
+    assert [e["steps"] for e in cb.history] == [2, 3]       # warm-up 1, window 3
+    for entry in cb.history:
+        steps, window_s, m = entry["steps"], entry["window_s"], entry["metrics"]
+        # the model's FLOPs only: MatmulSGD's 32,768 per step are not in them
+        assert entry["step_flops"] == [BF16_FLOPS + FP32_FLOPS] * steps
+        # mfu: every FLOP at the fp32 peak; mfu_mixed: bf16 FLOPs at 2e12, fp32 at 5e11
+        assert m["throughput/mfu"] == pytest.approx(
+            (BF16_FLOPS + FP32_FLOPS) * steps / window_s / 0.5e12, rel=1e-9)
+        ideal_s = steps * (BF16_FLOPS / 2e12 + FP32_FLOPS / 0.5e12)   # 4.1779e-7 s per step
+        assert m["throughput/mfu_mixed"] == pytest.approx(ideal_s / window_s, rel=1e-9)
+
+
+def test_a_dtype_without_a_peak_warns_once_and_leaves_mfu_mixed_out(tmp_path):
+    # the device has an fp32 peak only: the bf16 FLOPs have none -> no mfu_mixed, one warning
+    cb = MFUCallback(spec=user_gpu_spec({"fp32": 0.5}, name="fp32 only"), dtype="fp32")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_two_dtypes(tmp_path, cb)
+    ours = [str(w.message) for w in caught if "no peak for" in str(w.message)]
+    assert len(ours) == 1 and "bf16" in ours[0] and "mfu_mixed is left out" in ours[0]
+    assert len(cb.history) == 2
+    for entry in cb.history:
+        assert "throughput/mfu_mixed" not in entry["metrics"]
+        assert entry["metrics"]["throughput/mfu"] > 0
+
+
 # ---- no peak, failing loggers and hooks, bad input --------------------------------------
 
 
@@ -477,6 +579,11 @@ def test_bad_arguments_raise_at_construction(kwargs, error, match):
 ])
 def test_dtype_from_precision_strings(precision, dtype):
     assert dtype_from_precision(precision) == dtype
+
+
+@pytest.mark.parametrize("text", ["BF16-Mixed", " bf16-mixed ", "BF16-MIXED\n"])
+def test_precision_strings_are_read_whatever_their_case_and_blanks(text):
+    assert dtype_from_precision(text) == "bf16"
 
 
 def test_every_lightning_precision_string_has_a_dtype():

@@ -111,6 +111,28 @@ def test_steps_mismatch_and_interval_per_step():
     assert g.slowest_rank == 0 and g.step_time_rank_max == pytest.approx(0.1)  # 0.1 > 0.08
 
 
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_slowest_rank_tie_on_two_ranks_is_rank_0(order):
+    # interval step time 1.5 s / 10 = 0.15 s on both ranks: a tie, the lowest rank wins
+    rows = {r: row(r, achieved=1e11, interval=1.5) for r in (0, 1)}
+    g = combine([rows[r] for r in order])
+    assert g.slowest_rank == 0
+    assert g.step_time_rank_max == pytest.approx(0.15) and g.step_time_rank_min == pytest.approx(0.15)
+    assert g.metrics()["throughput/slowest_rank"] == 0.0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_slowest_rank_tie_on_ranks_1_and_2_of_3_is_rank_1(order):
+    # rank 0: 1.0 s / 10 = 0.1 s per step; ranks 1 and 2: 1.2 s / 8 = 0.15 s (a tie)
+    rows = {0: row(0, achieved=1e11, interval=1.0),
+            1: row(1, achieved=1e11, interval=1.2, interval_steps=8),
+            2: row(2, achieved=1e11, interval=1.2, interval_steps=8)}
+    g = combine([rows[r] for r in order])              # any row order: the rule is the rank's
+    assert g.slowest_rank == 1
+    assert g.step_time_rank_max == pytest.approx(0.15) and g.step_time_rank_min == pytest.approx(0.1)
+    assert g.metrics()["throughput/slowest_rank"] == 1.0
+
+
 def test_no_interval_steps_means_no_straggler_figure():
     g = combine([row(0, achieved=1e11, interval_steps=0), row(1, achieved=1e11)])
     assert g.slowest_rank is None and "throughput/slowest_rank" not in g.metrics()
