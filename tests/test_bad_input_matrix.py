@@ -541,7 +541,7 @@ CLI = [
     (["estimate", "--model", "no-such-model", "--gpu", "H100 SXM", "--seq-len", "8", "--tokens-per-sec", "1"],
      "no-such-model"),
     (["estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM", "--seq-len", "0", "--tokens-per-sec", "1"],
-     "seq_len"),
+     "--seq-len"),
     (["estimate", "--model", "llama-3.1-8b", "--gpu", "H100 SXM", "--tokens-per-sec", "1"], "--seq-len"),
     (["estimate", "--model", "{bad_json}", "--gpu", "H100 SXM", "--seq-len", "8", "--tokens-per-sec", "1"],
      "JSON"),

@@ -13,82 +13,21 @@ global throughput. MFU is per GPU: global model FLOP/s / (peak x num_gpus).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 from .._dtypes import normalize_dtype
-from ..peaks._table import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
+from ._flag_types import int_at_least, positive_float
+from ._gpus import add_parser as add_gpus_parser
+from ._peak_flags import resolve_peak_flags
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
 # point (pyproject.toml), run as a program, not a library function.
 __all__: List[str] = []
 
-_TABLE_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
-
 
 class CliError(Exception):
     """A user error on the command line: printed as one line, exit status 2."""
-
-
-def _format_tflops(spec: GPUSpec, dtype: str) -> str:
-    return f"{spec.peak_tflops(dtype):g}" if spec.has_peak(dtype) else "-"
-
-
-def _print_table(specs: Sequence[GPUSpec]) -> None:
-    out = sys.stdout  # looked up at call time, so redirection (capsys, contextlib) works
-    header = f"{'device':<28}" + "".join(f"{d:>9}" for d in _TABLE_DTYPES) + f"{'TB/s':>7}  SMs"
-    print("Dense peak TFLOP/s per dtype ('-': the hardware has none), memory bandwidth, SM/CU count", file=out)
-    print(header, file=out)
-    for spec in specs:
-        row = f"{spec.name:<28}" + "".join(f"{_format_tflops(spec, d):>9}" for d in _TABLE_DTYPES)
-        print(f"{row}{spec.peak_memory_bandwidth_tbs:>7.2f}  {spec.num_sms}", file=out)
-
-
-def _cmd_gpus(args: argparse.Namespace) -> int:
-    if not args.detect:
-        specs = gpu_spec_table()
-        _print_table(specs)
-        print("\nSources (one datasheet per row):")
-        for spec in specs:
-            print(f"  {spec.name}: {spec.citation}")
-        return 0
-    import torch
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if count == 0:
-        print("no CUDA/ROCm device visible to torch; MFU on this machine needs a peak given by "
-              "--peak-tflops / MFU_TRACKER_PEAK_TFLOPS or a measured one (measured_gpu_spec)")
-        return 0
-    for index in range(count):
-        spec = get_gpu_spec(torch.device("cuda", index))
-        props = torch.cuda.get_device_properties(index)
-        print(f"cuda:{index}: {props.name} (SMs {props.multi_processor_count}, "
-              f"{props.total_memory / 2**30:.1f} GiB) -> {spec.name} [{spec.source}]")
-        if spec.peak_flops_by_dtype:
-            _print_table([spec])
-    return 0
-
-
-def _resolve_gpu(args: argparse.Namespace, dtype: str) -> tuple[Optional[GPUSpec], float, str]:
-    """(spec, per-GPU peak FLOP/s, description of where the peak came from)."""
-    spec: Optional[GPUSpec] = None
-    if args.gpu:
-        spec = lookup_gpu_spec(args.gpu)
-        if spec is None and args.peak_tflops is None:
-            raise CliError(f"--gpu {args.gpu!r}: not in the peak table (see `mfu-tracker gpus`); "
-                           "give --peak-tflops")
-    if args.peak_tflops is not None:
-        if not (math.isfinite(args.peak_tflops) and args.peak_tflops > 0):
-            raise CliError(f"--peak-tflops must be a finite number > 0, got {args.peak_tflops}")
-        return spec, args.peak_tflops * 1e12, f"{args.peak_tflops:g} TFLOP/s {dtype} (given by --peak-tflops)"
-    if spec is None:
-        raise CliError("give --gpu NAME or --peak-tflops to set the MFU denominator")
-    if not spec.has_peak(dtype):
-        spec.peak_tflops(dtype)  # raises ValueError listing the dtypes it has
-    return spec, spec.peak_flops_per_sec(dtype), (
-        f"{spec.peak_tflops(dtype):g} TFLOP/s dense {dtype}, {spec.name} (datasheet: {spec.citation})"
-    )
 
 
 def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> tuple[float, str]:
@@ -98,8 +37,6 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
     if args.lora_rank is not None and not args.lora:
         raise CliError("--lora-rank needs --lora")
     if args.params is not None:
-        if not (math.isfinite(args.params) and args.params > 0):
-            raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
         if args.formula not in (None, "6n"):
             raise CliError("--params gives a bare parameter count: only --formula 6n applies")
         if args.lora_rank is not None:
@@ -129,29 +66,23 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
 def _cmd_estimate(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.params is None):
         raise CliError("give exactly one of --model (preset or config.json) and --params")
-    if args.num_gpus < 1:
-        raise CliError(f"--num-gpus must be >= 1, got {args.num_gpus}")
     dtype = normalize_dtype(args.dtype, "--dtype")
 
     if args.tokens_per_sec is not None:
         if args.step_time is not None:
             raise CliError("give --tokens-per-sec or --step-time, not both")
-        if not (math.isfinite(args.tokens_per_sec) and args.tokens_per_sec > 0):
-            raise CliError(f"--tokens-per-sec must be > 0, got {args.tokens_per_sec}")
         tokens_per_sec = args.tokens_per_sec
     elif args.step_time is not None:
         if args.batch_size is None or args.seq_len is None:
             raise CliError("--step-time needs --batch-size (global) and --seq-len")
-        if not (math.isfinite(args.step_time) and args.step_time > 0):
-            raise CliError(f"--step-time must be > 0 seconds, got {args.step_time}")
-        if args.batch_size < 1 or args.seq_len < 1:
-            raise CliError("--batch-size and --seq-len must be >= 1")
         tokens_per_sec = args.batch_size * args.seq_len / args.step_time
     else:
         raise CliError("give the throughput: --tokens-per-sec, or --step-time with --batch-size and --seq-len")
 
+    # The peak first: a bad --gpu / --dtype is reported before the model is read.
+    peak = resolve_peak_flags(args.gpu, args.peak_tflops, dtype)
     flops_per_token, conventions = _model_flops_per_token(args, args.seq_len)
-    spec, peak_per_gpu, peak_text = _resolve_gpu(args, dtype)
+    peak_per_gpu, peak_text = peak.flops_per_sec, peak.text
 
     from .. import _C
 
@@ -165,6 +96,8 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     print(f"achieved per GPU:      {per_gpu_tflops:,.1f} TFLOP/s")
     print(f"MFU:                   {metrics['mfu'] * 100:.2f}%")
     print(f"peak used (per GPU):   {peak_text}")
+    for note in peak.notes:
+        print(f"note:                  {note}")
     print(f"GPUs:                  {args.num_gpus}")
     print(f"conventions:           {conventions}")
     if metrics["mfu"] > 1:
@@ -201,10 +134,6 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from ..flops.counter._counter import FlopCounter
     from ..flops.presets import resolve_model_config
 
-    if args.batch_size < 1 or args.seq_len < 1:
-        raise CliError("--batch-size and --seq-len must be >= 1")
-    if args.depth < 1:
-        raise CliError(f"--depth must be >= 1, got {args.depth}")
     config = resolve_model_config(args.model)
     import torch
 
@@ -279,42 +208,42 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    gpus = sub.add_parser("gpus", help="print the dense peak table, or what this machine has")
-    gpus.add_argument("--detect", action="store_true", help="look up the GPUs torch sees here")
-    gpus.set_defaults(func=_cmd_gpus)
+    add_gpus_parser(sub)
 
     est = sub.add_parser("estimate", help="MFU from a model, a throughput and a GPU")
     what = est.add_argument_group("model")
     what.add_argument("--model", help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
-    what.add_argument("--params", type=float, help="bare parameter count N (6N rule)")
+    what.add_argument("--params", type=positive_float, help="bare parameter count N (6N rule)")
     what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
     what.add_argument("--causal-attention", choices=["full", "half"], default="full",
                       help="count the causal attention square in full (PaLM, default) or half (Megatron)")
     what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
-    what.add_argument("--lora-rank", type=int, default=None, help="adapter rank (adds the adapters' FLOPs)")
+    what.add_argument("--lora-rank", type=int_at_least(1), default=None,
+                      help="adapter rank (adds the adapters' FLOPs)")
     hw = est.add_argument_group("hardware")
     hw.add_argument("--gpu", help="device name as in `mfu-tracker gpus` (e.g. B200, 'H100 SXM', MI300X)")
-    hw.add_argument("--num-gpus", type=int, default=1)
+    hw.add_argument("--num-gpus", type=int_at_least(1), default=1)
     hw.add_argument("--dtype", default="bf16")
-    hw.add_argument("--peak-tflops", type=float, help="per-GPU peak, overriding the table")
+    hw.add_argument("--peak-tflops", type=positive_float, help="per-GPU peak, overriding the table")
     tp = est.add_argument_group("throughput")
-    tp.add_argument("--tokens-per-sec", type=float, help="global tokens per second")
-    tp.add_argument("--step-time", type=float, help="seconds per optimizer step")
-    tp.add_argument("--batch-size", type=int, help="global batch size (sequences per step, all GPUs)")
-    tp.add_argument("--seq-len", type=int, help="tokens per sequence")
+    tp.add_argument("--tokens-per-sec", type=positive_float, help="global tokens per second")
+    tp.add_argument("--step-time", type=positive_float, help="seconds per optimizer step")
+    tp.add_argument("--batch-size", type=int_at_least(1),
+                    help="global batch size (sequences per step, all GPUs)")
+    tp.add_argument("--seq-len", type=int_at_least(1), help="tokens per sequence")
     est.set_defaults(func=_cmd_estimate)
 
     prof = sub.add_parser("profile", help="count a full-size model's FLOPs on the meta device")
     prof.add_argument("--model", required=True,
                       help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
-    prof.add_argument("--batch-size", type=int, default=1, help="sequences per step")
-    prof.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
+    prof.add_argument("--batch-size", type=int_at_least(1), default=1, help="sequences per step")
+    prof.add_argument("--seq-len", type=int_at_least(1), required=True, help="tokens per sequence")
     prof.add_argument("--causal-attention", choices=["full", "half"], default="full",
                       help="count the causal attention square in full (default) or half")
     prof.add_argument("--attn-implementation", default="sdpa",
                       help="transformers attention implementation (default sdpa)")
     prof.add_argument("--forward-only", action="store_true", help="count inference (no backward)")
-    prof.add_argument("--depth", type=int, default=3, help="module levels in the table")
+    prof.add_argument("--depth", type=int_at_least(1), default=3, help="module levels in the table")
     prof.set_defaults(func=_cmd_profile)
 
     rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
@@ -345,7 +274,10 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 usage error)."""
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed its usage line and error (--help: 0)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         return int(args.func(args))
     except (CliError, ValueError, LookupError, FileNotFoundError) as exc:
