@@ -39,6 +39,9 @@ $(STAMP): pyproject.toml setup.py constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 	$(PIP) install torch==2.13.0
+	# "mfu-tracker" is the pure-Python peer's name (and this project's old one):
+	# both install mfu_tracker/, so never keep it beside torch-mfu.
+	$(PIP) uninstall -y -q mfu-tracker 2>/dev/null || true
 	MFU_TRACKER_WERROR=1 $(PIP) install --no-build-isolation -c constraints-test.txt -e '.[test]'
 	touch $@
 
@@ -187,7 +190,8 @@ pytest: build
 
 # ---- the package as users install it (tests/install/smoke.py) --------------
 # An sdist and a wheel (python -m build, isolated: no torch, so no _torch),
-# the wheel repaired to manylinux (auditwheel). Each goes into a fresh venv
+# the wheel repaired to manylinux (auditwheel) and checked (check_wheel.py:
+# no _torch binary; the distribution the README's install lines name). Each goes into a fresh venv
 # by a plain `pip install`, then the smoke script runs there: the sdist's
 # check builds the C++ observer at first use into a cache made empty here;
 # the wheel's check finds that build (same sources, same torch) and loads it.
@@ -212,6 +216,7 @@ install-check: $(IC_TOOLS)/.stamp $(IC_TORCH)/.stamp
 	rm -rf $(IC)/dist $(IC)/wheelhouse $(IC)/venv-sdist $(IC)/venv-wheel $(IC)/cache
 	$(IC_TOOLS)/bin/python -m build -q --outdir $(IC)/dist .
 	PATH=$(abspath $(IC_TOOLS))/bin:$$PATH auditwheel repair -w $(IC)/wheelhouse $(IC)/dist/*.whl
+	$(IC_TOOLS)/bin/python tests/install/check_wheel.py $(IC)/wheelhouse/*manylinux*.whl --readme README.md
 	@set -e; for kind in sdist wheel; do \
 	  venv=$(abspath $(IC))/venv-$$kind; \
 	  $(PYTHON) -m venv $$venv; \

@@ -17,6 +17,7 @@ import sys
 from typing import List, Optional
 
 from .._dtypes import normalize_dtype
+from .._install import DISTRIBUTION
 from ._flag_types import int_at_least, positive_float
 from ._gpus import add_parser as add_gpus_parser
 from ._peak_flags import resolve_peak_flags
@@ -112,7 +113,7 @@ def _build_meta_model(config: dict, attn_implementation: str):
     try:
         import transformers
     except ImportError as exc:
-        raise CliError("profile needs transformers: pip install 'mfu-tracker[hf]'") from exc
+        raise CliError(f"profile needs transformers: pip install '{DISTRIBUTION}[hf]'") from exc
     fields = dict(config)
     model_type = fields.pop("model_type", None)
     if not isinstance(model_type, str):

@@ -36,6 +36,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .._install import DISTRIBUTION
 from ..timing._metrics import FAMILIES, KEYS, metric_key
 
 __all__ = ["ReportError", "Report", "load", "plan", "numbers_text", "render", "run"]
@@ -266,7 +267,7 @@ def _pyplot() -> Any:
         import matplotlib
     except ImportError:
         raise ReportError("drawing the report needs matplotlib, the optional extra [report]: "
-                          "pip install 'mfu-tracker[report]'") from None
+                          f"pip install '{DISTRIBUTION}[report]'") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

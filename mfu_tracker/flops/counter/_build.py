@@ -1,6 +1,6 @@
 """Build of the C++ op observer ``mfu_tracker._torch`` at first use.
 
-A plain ``pip install mfu-tracker`` builds in an isolated environment with no
+A plain ``pip install torch-mfu`` builds in an isolated environment with no
 torch, so the wheel carries only ``_C`` plus the observer's sources
 (``mfu_tracker/_csrc``; a checkout reads ``csrc/``). The first
 :class:`~mfu_tracker.FlopCounter` then compiles them against the installed
