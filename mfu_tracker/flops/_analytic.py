@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .. import _C
@@ -174,7 +174,9 @@ def transformer_flops(
 
     Args:
         config: a HuggingFace config (``PretrainedConfig`` or any object with
-            the attributes) or a ``config.json`` dict, of model type gpt2,
+            the attributes), a ``config.json`` dict, a preset name
+            (``"llama-3.1-8b"``, :func:`~mfu_tracker.preset_names`) or a path to
+            a ``config.json``, of model type gpt2,
             llama, mistral, qwen2, qwen3, mixtral, qwen2_moe or qwen3_moe; or
             None with the dimensions given as keywords (``hidden_size``,
             ``num_layers``, ``num_heads``, ``vocab_size``,
@@ -445,14 +447,23 @@ def flash_attn_flops(
     return 3 * forward if with_backward else forward
 
 
-def _parameters(model: Any) -> Iterable[Any]:
+def _parameters(model: Any) -> list[Any]:
+    """The model's parameters; a model without any is a ValueError, since its
+    bytes (the MBU numerator) or count (6N) would be 0 by definition."""
     parameters = getattr(model, "parameters", None)
     if not callable(parameters):
         raise TypeError(
             f"model must be a torch.nn.Module (with .parameters()), not "
             f"{type(model).__name__}"
         )
-    return parameters()
+    found = list(parameters())
+    if not found:
+        raise ValueError(
+            f"model has no parameters ({type(model).__name__}): its weights' bytes and "
+            "count would be 0, and MBU 0 by definition; pass the model whose weights the "
+            "step reads (or param_bytes=None to leave MBU out)"
+        )
+    return found
 
 
 def param_bytes(model: Any, trainable_only: bool = False) -> int:
@@ -460,7 +471,8 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
 
     Shared (tied) parameters count once. ``trainable_only=True`` counts only
     parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
-    Works for models on the ``meta`` device.
+    Works for models on the ``meta`` device. A model with no parameters at
+    all is a ``ValueError`` (not 0, which would make MBU 0).
     """
     trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(

@@ -7,8 +7,11 @@ sliding-window layouts, and the LoRA target names peft uses.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .presets import resolve_model_config
 
 SUPPORTED_TYPES = (
     "gpt2",
@@ -116,9 +119,19 @@ class _Config:
         return out
 
 
+def named_config(config: Any) -> Any:
+    """A preset name ("llama-3.1-8b") or a ``config.json`` path, read into its
+    dict (:func:`mfu_tracker.flops.presets.resolve_model_config`); any other
+    config as given. The one place a name becomes a config."""
+    if isinstance(config, (str, os.PathLike)):
+        return resolve_model_config(config, argument="config")
+    return config
+
+
 def dims_from_config(config: Any) -> tuple[dict[str, Any], dict[str, str], bool, str]:
-    """(dims, dims-field -> config-key, tie_word_embeddings, model_type)."""
-    cfg = _Config(config)
+    """(dims, dims-field -> config-key, tie_word_embeddings, model_type) of a
+    config object or dict, or of a preset name or config.json path."""
+    cfg = _Config(named_config(config))
     model_type = cfg.get("model_type")
     if model_type is None:
         raise ValueError(

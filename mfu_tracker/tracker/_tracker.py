@@ -29,6 +29,7 @@ from .._validate import (
     check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_optional_work,
     check_parallel_degrees,
     check_positive_number,
     check_prefix,
@@ -374,7 +375,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log")
+                 "_measured_flops_per_sec", "_telemetry", "_log", "_said_why_empty")
 
     def __init__(
         self,
@@ -403,9 +404,9 @@ class Tracker(_C.StepTracker):
         log_path: Any = None,
     ) -> None:
         log_file = check_log_path(log_path)
-        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
-        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
-        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
+        executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
+        bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
@@ -451,6 +452,7 @@ class Tracker(_C.StepTracker):
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
         self._log = None if log_file is None else MetricsLog(log_file)
+        self._said_why_empty = False
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -506,7 +508,23 @@ class Tracker(_C.StepTracker):
         log = self._log
         if log is not None and out:
             log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
+        if not out and not self._said_why_empty:
+            self._said_why_empty = True
+            warnings.warn(self._why_empty(), UserWarning, stacklevel=2)
         return out
+
+    def _why_empty(self) -> str:
+        """Why ``metrics()`` has no figures yet: the steps closed so far
+        against the warm-up, and those the GPU has not reached."""
+        counters = _C.StepTracker.counters(self)
+        closed = max(int(counters["boundaries"]) - 1, 0)
+        waiting = int(counters["pending"])
+        gpu = f"; {waiting} of them not yet reached by the GPU" if waiting else ""
+        return (f"mfu_tracker: no figures yet: metrics() returns {{}} until a measured step has "
+                f"closed (said once per tracker): {closed} step(s) closed so far, and the first "
+                f"warmup={self.warmup} are not measured{gpu}. The first step() starts the clock "
+                f"and each later step() closes a step, so figures start after step() call "
+                f"{self.warmup + 2}.")
 
     def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
         agg = self._dist

@@ -73,11 +73,12 @@ def load_preset(name: str) -> dict[str, Any]:
         return json.load(f)
 
 
-def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]:
+def resolve_model_config(name_or_path: str | os.PathLike[str], argument: str = "model") -> dict[str, Any]:
     """A model configuration dict from a preset name or a ``config.json`` path.
 
     ``name_or_path`` is tried as a preset name first, then as a path to a
-    ``config.json`` file (or to a directory holding one).
+    ``config.json`` file (or to a directory holding one). Errors name
+    ``argument`` (the caller's argument or flag).
 
     Raises:
         TypeError: not a str / path.
@@ -86,7 +87,7 @@ def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]
     """
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(
-            "model must be a preset name or a path to a config.json, not "
+            f"{argument} must be a preset name or a path to a config.json, not "
             f"{type(name_or_path).__name__}"
         )
     text = os.fspath(name_or_path)
@@ -100,17 +101,17 @@ def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]
         path = path / "config.json"
     if not path.is_file():
         raise ValueError(
-            f"model {text!r} is neither a preset ({', '.join(preset_names())}) "
+            f"{argument} {text!r} is neither a preset ({', '.join(preset_names())}) "
             "nor a path to a config.json"
         )
     try:
         with path.open(encoding="utf-8") as f:
             config = json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"model {text!r}: cannot read a JSON config: {exc}") from exc
+        raise ValueError(f"{argument} {text!r}: cannot read a JSON config: {exc}") from exc
     if not isinstance(config, dict):
         raise ValueError(
-            f"model {text!r}: config.json must hold a JSON object, not "
+            f"{argument} {text!r}: config.json must hold a JSON object, not "
             f"{type(config).__name__}"
         )
     return config
