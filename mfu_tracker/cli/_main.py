@@ -166,7 +166,8 @@ def _cmd_profile(args: argparse.Namespace) -> int:
                 config, seq_len=args.seq_len, batch_size=args.batch_size, formula=formula,
                 causal_attention=args.causal_attention)
             value = analytic.forward_flops if args.forward_only else analytic.model_flops
-            print(f"analytic ({formula + '):':<8}    {value:,.0f}  "
+            label = f"analytic ({formula}):"  # values start in column 24, like the lines above
+            print(f"{label:<23}{value:,.0f}  "
                   f"({value / tokens / 1e9:,.3f} GFLOP/token; counted / analytic = "
                   f"{model_flops / value:.6f})", file=out)
     except (ValueError, TypeError) as exc:

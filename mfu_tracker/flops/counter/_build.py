@@ -194,7 +194,7 @@ class _Plan:
         assert self.final is not None
         if not quiet:
             print(f"mfu_tracker: building the C++ FLOP counter for torch {self.torch_version} "
-                  f"(once; about a minute) into {self.final}", file=sys.stderr, flush=True)
+                  f"(once; ~20 s on 2 idle cores) into {self.final}", file=sys.stderr, flush=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.base))
         try:
             out = tmp / f"_torch{self.suffix}"
