@@ -76,8 +76,9 @@ def mixed_install_message(package_dir: Path, peer: List[str]) -> str:
     return (
         f"mfu_tracker: two packages are installed into one directory, {package_dir}: "
         f"{DISTRIBUTION} (this project) and the pure-Python {PEER_DISTRIBUTION} package, which "
-        f"has the same import name ({'; '.join(peer)}). Each overwrote the other's files, and "
-        "uninstalling either deletes files the other needs. Remove both, then install one: "
+        f"has the same import name ({'; '.join(peer)}). The second one installed wrote over "
+        "the first one's files, and uninstalling either deletes files the other needs. Remove "
+        "both, then install one: "
         f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && pip install {DISTRIBUTION}"
     )
 

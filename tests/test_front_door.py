@@ -186,20 +186,22 @@ def test_a_preset_name_is_a_config():
         transformer_flops("llama-9", seq_len=8)
 
 
-def test_metrics_says_once_why_it_is_empty():
+def test_metrics_is_empty_for_the_first_steps_and_the_docs_say_why():
     tracker = Tracker(1e9, peak_tflops=1.0, clock="cpu", warmup=1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # by design, not a failure: no warning
         tracker.step(10)
-        assert tracker.metrics() == {}
+        assert tracker.metrics() == {}  # the clock started
         tracker.step(10)
         assert tracker.metrics() == {}  # one step closed: the warm-up one
         tracker.step(10)
         assert "throughput/mfu" in tracker.metrics()  # the third step() call
-    said = [str(w.message) for w in caught if "metrics() returns {}" in str(w.message)]
-    assert len(said) == 1  # once per tracker, not every call
-    assert "0 step(s) closed so far" in said[0] and "warmup=1" in said[0]
-    assert "figures start after step() call 3" in said[0]
+    doc = " ".join(Tracker.metrics.__doc__.split())
+    assert "``{}`` until a measured step is in the window" in doc
+    assert "with ``warmup=1`` the first figures come after the third ``step()`` call" in doc
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "`metrics()` is `{}` until one step after the warm-up has closed" in readme
+    assert "so the first figures come at the third `step()` call" in readme
 
 
 def test_zero_flops_or_a_model_without_parameters_is_not_a_silent_zero():

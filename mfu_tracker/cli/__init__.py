@@ -1,8 +1,10 @@
 """The ``mfu-tracker`` command line (also ``python -m mfu_tracker``).
 
-Owns the commands (:mod:`._main`: the parser, ``gpus``, ``estimate``,
-``profile``, ``build-ext``), the report's picture (:mod:`._report`) and the
-machine check (:mod:`.doctor`).
+Owns the commands (:mod:`._main`: the parser, ``estimate``, ``profile``,
+``build-ext``; :mod:`._gpus`: ``gpus``), the flags' value checks
+(:mod:`._flag_types`), the ``--gpu`` / ``--peak-tflops`` peak in the command
+line's words (:mod:`._peak_flags`), the report's picture (:mod:`._report`)
+and the machine check (:mod:`.doctor`).
 
 Layer 7, the top (peaks -> flops -> timing -> distributed -> tracker ->
 integrations -> cli). May import every layer; none imports it.

@@ -375,7 +375,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log", "_said_why_empty")
+                 "_measured_flops_per_sec", "_telemetry", "_log")
 
     def __init__(
         self,
@@ -452,7 +452,6 @@ class Tracker(_C.StepTracker):
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
         self._log = None if log_file is None else MetricsLog(log_file)
-        self._said_why_empty = False
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -489,6 +488,14 @@ class Tracker(_C.StepTracker):
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
 
+        ``{}`` until a measured step is in the window -- not an error, and not
+        warned about: the first ``step()`` starts the clock, each later one
+        closes a step, and the first ``warmup`` closed steps are not measured,
+        so with ``warmup=1`` the first figures come after the third ``step()``
+        call (on a GPU clock, once the GPU has passed that step's end: about
+        one step later). A figure the window cannot give (MFU without a
+        peak, tokens/s without ``num_tokens``) is left out, never 0.
+
         Local and never blocking without a process group; with one, a
         collective returning the global figures on every rank. The time
         spent inside (the collective's wait above all) is left out of the
@@ -508,23 +515,7 @@ class Tracker(_C.StepTracker):
         log = self._log
         if log is not None and out:
             log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
-        if not out and not self._said_why_empty:
-            self._said_why_empty = True
-            warnings.warn(self._why_empty(), UserWarning, stacklevel=2)
         return out
-
-    def _why_empty(self) -> str:
-        """Why ``metrics()`` has no figures yet: the steps closed so far
-        against the warm-up, and those the GPU has not reached."""
-        counters = _C.StepTracker.counters(self)
-        closed = max(int(counters["boundaries"]) - 1, 0)
-        waiting = int(counters["pending"])
-        gpu = f"; {waiting} of them not yet reached by the GPU" if waiting else ""
-        return (f"mfu_tracker: no figures yet: metrics() returns {{}} until a measured step has "
-                f"closed (said once per tracker): {closed} step(s) closed so far, and the first "
-                f"warmup={self.warmup} are not measured{gpu}. The first step() starts the clock "
-                f"and each later step() closes a step, so figures start after step() call "
-                f"{self.warmup + 2}.")
 
     def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
         agg = self._dist
