@@ -13,7 +13,7 @@ the last steps at the end, with the waterfall: where the step time that is
 not MFU went. With ``--log-path FILE`` the tracker's
 figures are read every step (over the steps so far after the warm-up) and
 appended to FILE, one JSON line each: the input of ``mfu-tracker report``
-(``make run`` draws ``docs/report.png`` from it).
+(``make run`` draws ``build/run/report.png`` from it).
 
     python examples/train_gpt2.py [--steps 12] [--batch-size 8] [--seq-len 128] [--log-path FILE]
 """

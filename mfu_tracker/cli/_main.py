@@ -52,7 +52,7 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
     if args.lora and args.lora_rank is None:
         # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
         raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
-    config = resolve_model_config(args.model)
+    config = resolve_model_config(args.model, argument="--model")
     counted = transformer_flops(
         config,
         seq_len=seq_len,
@@ -135,7 +135,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     from ..flops.counter._counter import FlopCounter
     from ..flops.presets import resolve_model_config
 
-    config = resolve_model_config(args.model)
+    config = resolve_model_config(args.model, argument="--model")
     import torch
 
     model = _build_meta_model(config, args.attn_implementation)
