@@ -243,3 +243,17 @@ def test_the_distribution_is_torch_mfu_and_the_console_script_mfu_tracker():
     proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "gpus"], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0 and "H100 SXM" in proc.stdout
+
+
+def test_the_readme_install_section_serves_a_cpu_box_and_warns_of_the_peer():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = text[text.index("## Install\n"):text.index("\n## ", text.index("## Install\n") + 1)]
+    # a CPU box gets torch's CPU build, not the default CUDA wheel
+    assert "pip install torch --index-url https://download.pytorch.org/whl/cpu\npip install torch-mfu" \
+        in install
+    # the peer: what it is, to uninstall it first, the fix for a mixed environment, the check
+    assert "pip uninstall mfu-tracker" in install
+    assert "pip uninstall -y mfu-tracker torch-mfu && pip install\ntorch-mfu" in install
+    assert "https://pypi.org/pypi/torch-mfu/json` answered 404" in " ".join(install.split("\n"))
+    for extra in ("hf", "lightning", "report"):
+        assert f'pip install "torch-mfu[{extra}]"' in install
