@@ -57,7 +57,12 @@ def _harness() -> Dict[str, Any]:
     loader = [batch] + [{"input_ids": i, "labels": i} for i in torch.randint(0, 256, (2, 2, 16))]
     dataset = [{"input_ids": row, "labels": row} for row in torch.randint(0, 256, (4, 16))]
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    return dict(model=model, batch=batch, optimizer=optimizer, loader=loader, dataset=dataset)
+    # Placeholders a loop snippet may leave to the user's own code (a resumed
+    # run's step counter, a checkpoint writer, a logger): defined, doing little.
+    placeholders = dict(resumed_step=2, total_steps=4, save_checkpoint=lambda step: None,
+                        log=print)
+    return dict(model=model, batch=batch, optimizer=optimizer, loader=loader, dataset=dataset,
+                **placeholders)
 
 
 def _run(code: str, where: str) -> str:
