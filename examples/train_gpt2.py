@@ -14,7 +14,7 @@ not MFU went. With ``--log-path FILE`` the tracker's
 figures are read every step (over the steps so far after the warm-up) and
 appended to FILE, one JSON line each, after the run's record and before its
 end record, with the peak re-measured after training: the input of
-``mfu-tracker report`` (``make run`` draws ``docs/report.png`` from it) and
+``mfu-tracker report`` (``make run`` draws ``build/run/report.png`` from it) and
 ``mfu-tracker goodput``.
 
     python examples/train_gpt2.py [--steps 12] [--batch-size 8] [--seq-len 128] [--log-path FILE]

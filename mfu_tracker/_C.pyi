@@ -20,6 +20,7 @@ LIMIT_GPU_CC_MAX: int
 LIMIT_DTYPE_NAME_MAX: int
 LIMIT_PEAK_OVERRIDE_MAX: int
 LIMIT_PHASE_DEPTH_MAX: int
+LIMIT_GPU_CANDIDATES_MAX: int
 # The environment variables naming the dlopen'd libraries (the driver, NVML).
 CUDA_LIBRARY_ENV: str
 HIP_LIBRARY_ENV: str
@@ -28,6 +29,13 @@ NVML_LIBRARY_ENV: str
 # ---- py_gpu_specs.c ----------------------------------------------------------
 
 def lookup_gpu_spec(
+    name: str,
+    cc_major: Optional[int] = None,
+    cc_minor: Optional[int] = None,
+    num_sms: Optional[int] = None,
+    total_memory_bytes: Optional[int] = None,
+) -> Optional[dict[str, Any]]: ...
+def gpu_candidates(
     name: str,
     cc_major: Optional[int] = None,
     cc_minor: Optional[int] = None,

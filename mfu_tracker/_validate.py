@@ -37,6 +37,17 @@ def check_optional_number(value: Any, argument: str, low: float) -> Optional[flo
     return float(value)
 
 
+def check_optional_work(value: Any, argument: str, figure: str) -> Optional[float]:
+    """``value``: None or a finite number > 0. Zero is refused, naming the
+    figure it would make 0 by definition ("MFU", "MBU"): a count that is
+    missing, never a measurement."""
+    number = check_optional_number(value, argument, 0)
+    if number == 0:
+        raise ValueError(f"{argument} must be > 0 or None, got {value!r}: 0 would make "
+                         f"{figure} 0 by definition (a missing count, not a measurement)")
+    return number
+
+
 def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
     """``value``: an int (not a bool) >= ``low`` (and <= ``high`` if given)."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -134,17 +145,39 @@ def check_exactly_one(argument_values: Sequence[tuple], hint: str) -> str:
 
 def check_device(device: Any, argument: str = "device") -> Any:
     """``device`` (a torch.device, "cuda:1"-style str or CUDA index) as a
-    torch.device; TypeError / ValueError naming ``argument`` otherwise."""
+    torch.device; TypeError / ValueError naming ``argument`` otherwise --
+    also for a CUDA device this process does not have (checked here, before
+    any work, rather than surfacing as torch's "Found no NVIDIA driver")."""
     import torch
 
     if isinstance(device, torch.device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        dev = device
+    elif isinstance(device, bool) or not isinstance(device, (str, int)):
         raise TypeError(f"{argument} must be a torch.device, str, int or None, not {type(device).__name__}")
+    else:
+        try:
+            dev = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
+            raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
+    if dev.type == "cuda":
+        _check_cuda_present(torch, dev, device, argument)
+    return dev
+
+
+def _check_cuda_present(torch: Any, dev: Any, given: Any, argument: str) -> None:
     try:
-        return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
-        raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 -- a broken CUDA install is "no device" here
+        count = 0
+    if count == 0:
+        why = ("this torch is a CPU-only build" if torch.version.cuda is None
+               and getattr(torch.version, "hip", None) is None
+               else "torch sees no CUDA/ROCm device: no driver, or CUDA_VISIBLE_DEVICES hides them")
+        raise ValueError(f"{argument}={given!r}: no CUDA device is available ({why}); leave "
+                         f"{argument} unset (or pass 'cpu') to measure on the CPU")
+    if dev.index is not None and dev.index >= count:
+        raise ValueError(f"{argument}={given!r}: torch sees {count} CUDA device(s), "
+                         f"cuda:0 .. cuda:{count - 1}")
 
 
 def check_choice(value: Any, argument: str, choices: Sequence[str], *,

@@ -66,7 +66,7 @@ def test_profile_gpt2_preset(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--model", "no-such-model", "--seq-len", "8"], "neither a preset"),
-    (["--model", "gpt2", "--seq-len", "0"], "must be >= 1"),
+    (["--model", "gpt2", "--seq-len", "0"], "argument --seq-len: must be an integer >= 1"),
     (["--model", "gpt2", "--seq-len", "8", "--depth", "0"], "--depth"),
 ])
 def test_profile_errors(capsys, argv, message):

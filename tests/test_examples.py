@@ -39,6 +39,10 @@ def test_bare_loop_runs_both_readme_patterns(tmp_path):
     wrapper_lines = re.findall(rf"^MFU ({NUMBER})  MBU ({NUMBER})$", out, re.M)
     assert len(wrapper_lines) == 2 and all(mfu != "n/a" for mfu, _ in wrapper_lines)
     assert "end to end over 1 optimizer steps" in out   # 2 steps, warm-up 1
+    # every key after its prefix, the waterfall's included (not collapsed into one "mfu_lost")
+    summary = out[out.index("end to end over"):]
+    for key in ("'mfu'", "'mfu_lost/compute'", "'mfu_lost/optimizer'", "'phase_s/forward'"):
+        assert key in summary, summary
 
 
 def test_hf_trainer_example_logs_mfu_with_accumulation_and_checkpointing(tmp_path):

@@ -4,7 +4,7 @@ documented import path still working.
 
 The layers, in the order the data flows (README, "Architecture")::
 
-    foundation (_C, _version, _validate, _dtypes)
+    foundation (_C, _version, _validate, _dtypes, _install)
       -> peaks -> flops -> timing -> distributed -> job -> tracker -> integrations -> cli
 
 A module may import the foundation, its own subpackage and the layers below
@@ -28,7 +28,7 @@ import mfu_tracker
 
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
 LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "cli")
-FOUNDATION = {"_C", "_torch", "_version", "_validate", "_dtypes"}
+FOUNDATION = {"_C", "_torch", "_version", "_validate", "_dtypes", "_install"}
 FACE = {"", "__main__", "gpu", "counter", "utilization", "optim", "presets", "step"}
 MAX_FUNCTION_LINES = 80
 

@@ -293,7 +293,7 @@ def test_without_matplotlib_the_error_names_the_extra(tmp_path):
             f"sys.exit(main(['report', {str(path)!r}, '--out', {str(tmp_path / 'r.png')!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "mfu-tracker[report]" in proc.stderr and "matplotlib" in proc.stderr
+    assert "torch-mfu[report]" in proc.stderr and "matplotlib" in proc.stderr
 
 
 def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):

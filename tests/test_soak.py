@@ -292,6 +292,9 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("lookup_gpu_spec", _C.lookup_gpu_spec, S("H100"), I(-1), exc=ValueError)
     add("lookup_gpu_spec", _C.lookup_gpu_spec, [S("H100")], exc=TypeError)
     add("lookup_gpu_spec", _C.lookup_gpu_spec, S("H100"), num_sms=F(1.5), exc=TypeError)
+    add("gpu_candidates", _C.gpu_candidates, S("A100"))  # four rows: lists and dicts
+    add("gpu_candidates", _C.gpu_candidates, S("H100 SXM"))  # one row: None
+    add("gpu_candidates", _C.gpu_candidates, S("H100"), I(-1), exc=ValueError)
     add("gpu_spec_table", _C.gpu_spec_table)
     add("normalize_gpu_name", _C.normalize_gpu_name, S("NVIDIA  A100-SXM4-80GB"))
     add("normalize_gpu_name", _C.normalize_gpu_name, I(12345), exc=TypeError)

@@ -97,6 +97,7 @@ static int add_limits(PyObject *module)
         {"LIMIT_DTYPE_NAME_MAX", MFU_DTYPE_NAME_MAX},
         {"LIMIT_PEAK_OVERRIDE_MAX", MFU_PEAK_OVERRIDE_MAX},
         {"LIMIT_PHASE_DEPTH_MAX", MFU_PHASE_DEPTH_MAX},
+        {"LIMIT_GPU_CANDIDATES_MAX", MFU_GPU_CANDIDATES_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);

@@ -551,16 +551,16 @@ static PyMethodDef step_methods[] = {
     {"close", step_close, METH_NOARGS,
      "close($self, /)\n--\n\nFlush and release the GPU events; the figures "
      "stay readable."},
-    {"begin_phase", mfu_py_step_begin_phase, METH_O,
+    {"begin_phase", (PyCFunction)(void (*)(void))mfu_py_step_begin_phase, METH_FASTCALL | METH_KEYWORDS,
      "begin_phase($self, name, /)\n--\n\nBegin phase `name` ('data', 'forward', "
      "'backward', 'optimizer', 'communication') inside the running one (the inner "
      "phase wins; the outer resumes at end_phase()). One mark, never blocks."},
-    {"end_phase", mfu_py_step_end_phase, METH_NOARGS,
+    {"end_phase", (PyCFunction)(void (*)(void))mfu_py_step_end_phase, METH_FASTCALL | METH_KEYWORDS,
      "end_phase($self, /)\n--\n\nEnd the innermost phase (none open: one warning)."},
-    {"switch_phase", mfu_py_step_switch_phase, METH_O,
+    {"switch_phase", (PyCFunction)(void (*)(void))mfu_py_step_switch_phase, METH_FASTCALL | METH_KEYWORDS,
      "switch_phase($self, name, /)\n--\n\nRelabel the innermost phase `name` "
      "(begin it when none is open): one mark, for hooks."},
-    {"phase", mfu_py_step_phase, METH_O,
+    {"phase", (PyCFunction)(void (*)(void))mfu_py_step_phase, METH_FASTCALL | METH_KEYWORDS,
      "phase($self, name, /)\n--\n\nA context manager: begin_phase(name) on "
      "entry, end_phase() on exit."},
     {"phase_depth", mfu_py_step_phase_depth, METH_NOARGS,

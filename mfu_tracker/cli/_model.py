@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .._install import DISTRIBUTION
 from ..flops.counter._counter import FlopCounter
 
 
@@ -47,7 +48,8 @@ def build_meta_model(config: Mapping[str, Any], attn_implementation: str) -> Any
     try:
         import transformers
     except ImportError as exc:
-        raise ModelError("profiling a model needs transformers: pip install 'mfu-tracker[hf]'") from exc
+        raise ModelError("profiling a model needs transformers: "
+                         f"pip install '{DISTRIBUTION}[hf]'") from exc
     hf_config = _hf_config(transformers, config)
     auto = (transformers.AutoModelForImageTextToText if "vision_config" in config
             else transformers.AutoModelForCausalLM)

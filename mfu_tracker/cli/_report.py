@@ -49,6 +49,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .._install import DISTRIBUTION
 from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
 from ..job._records import Log, LogError, Run, invalid_reason, peak_disagrees, read_log
 from ..timing._metrics import FAMILIES, KEYS, metric_key
@@ -436,7 +437,7 @@ def _pyplot() -> Any:
         import matplotlib
     except ImportError:
         raise ReportError("drawing the report needs matplotlib, the optional extra [report]: "
-                          "pip install 'mfu-tracker[report]'") from None
+                          f"pip install '{DISTRIBUTION}[report]'") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

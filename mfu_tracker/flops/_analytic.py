@@ -31,7 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .. import _C
@@ -267,8 +267,10 @@ def transformer_flops(
 
     Args:
         config: a HuggingFace config (``PretrainedConfig`` or any object with
-            the attributes) or a ``config.json`` dict, as transformers 4 or 5
-            saves it, of a model type in ``_C.transformer_families()``: dense
+            the attributes), a ``config.json`` dict as transformers 4 or 5
+            saves it, a preset name (``"llama-3.1-8b"``,
+            :func:`~mfu_tracker.preset_names`) or a path to a ``config.json``,
+            of a model type in ``_C.transformer_families()``: dense
             (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma2, gemma3_text,
             olmo2), MoE (mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v3,
             glm4_moe, llama4_text), hybrid / SSM (qwen3_next, mamba2), VLM
@@ -491,14 +493,23 @@ def flash_attn_flops(
                               with_backward=with_backward)
 
 
-def _parameters(model: Any) -> Iterable[Any]:
+def _parameters(model: Any) -> list[Any]:
+    """The model's parameters; a model without any is a ValueError, since its
+    bytes (the MBU numerator) or count (6N) would be 0 by definition."""
     parameters = getattr(model, "parameters", None)
     if not callable(parameters):
         raise TypeError(
             f"model must be a torch.nn.Module (with .parameters()), not "
             f"{type(model).__name__}"
         )
-    return parameters()
+    found = list(parameters())
+    if not found:
+        raise ValueError(
+            f"model has no parameters ({type(model).__name__}): its weights' bytes and "
+            "count would be 0, and MBU 0 by definition; pass the model whose weights the "
+            "step reads (or param_bytes=None to leave MBU out)"
+        )
+    return found
 
 
 def param_bytes(model: Any, trainable_only: bool = False) -> int:
@@ -506,7 +517,8 @@ def param_bytes(model: Any, trainable_only: bool = False) -> int:
 
     Shared (tied) parameters count once. ``trainable_only=True`` counts only
     parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
-    Works for models on the ``meta`` device.
+    Works for models on the ``meta`` device. A model with no parameters at
+    all is a ``ValueError`` (not 0, which would make MBU 0).
     """
     trainable_only = check_flag(trainable_only, "trainable_only")
     return sum(

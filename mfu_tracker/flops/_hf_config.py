@@ -14,6 +14,7 @@ linear-attention layers and dense / MoE layers, a VLM's ``text_config`` and
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ from .._validate import (
     check_str_list,
     check_whole_number,
 )
+from .presets import resolve_model_config
 
 # dims field -> config keys holding it, first present wins.
 KEYS: dict[str, tuple[str, ...]] = {
@@ -332,6 +334,15 @@ def counter_notes(config: Any) -> list[str]:
     return notes
 
 
+def named_config(config: Any) -> Any:
+    """A preset name ("llama-3.1-8b") or a ``config.json`` path, read into its
+    dict (:func:`mfu_tracker.flops.presets.resolve_model_config`); any other
+    config as given. The one place a name becomes a config."""
+    if isinstance(config, (str, os.PathLike)):
+        return resolve_model_config(config, argument="config")
+    return config
+
+
 def _model_type(cfg: _Config) -> str:
     model_type = cfg.get("model_type")
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
@@ -435,8 +446,9 @@ def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | Non
 
 
 def dims_from_config(config: Any) -> ConfigDims:
-    """Read ``config`` (dict or object) into the C core's dims."""
-    top = _Config(config)
+    """Read ``config`` (dict or object, or a preset name or config.json path)
+    into the C core's dims."""
+    top = _Config(named_config(config))
     model_type = _model_type(top)
     name = ALIASES.get(model_type, model_type)
     spec = FAMILIES[name]

@@ -444,7 +444,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """End-to-end figures of the last ``window`` optimizer steps
-        (:meth:`mfu_tracker.Tracker.metrics`); never blocks.
+        (:meth:`mfu_tracker.Tracker.metrics`); never blocks. ``{}`` until a
+        measured optimizer step has closed (after the ``warmup`` ones), as
+        there.
 
         With ``distributed=True`` (or None under an initialized process group)
         it is a collective giving global figures: every rank must call it at

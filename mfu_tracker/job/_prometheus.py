@@ -28,6 +28,7 @@ import re
 import threading
 from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
 
+from .._install import DISTRIBUTION
 from .._validate import check_int
 from ..timing._metrics import FAMILIES, KEYS
 
@@ -80,7 +81,7 @@ def _client() -> Any:
     except ImportError:
         raise ImportError("Tracker(metrics_port=...) / MFU_TRACKER_METRICS_PORT needs "
                           "prometheus_client, the optional extra [prometheus]: "
-                          "pip install 'mfu-tracker[prometheus]'") from None
+                          f"pip install '{DISTRIBUTION}[prometheus]'") from None
     return prometheus_client
 
 

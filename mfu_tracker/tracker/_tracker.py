@@ -29,6 +29,7 @@ from .._validate import (
     check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_optional_work,
     check_parallel_degrees,
     check_positive_number,
     check_prefix,
@@ -460,9 +461,9 @@ class Tracker(_C.StepTracker):
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
         port = check_metrics_port(metrics_port)
-        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
-        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
-        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
+        executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
+        bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
@@ -547,6 +548,14 @@ class Tracker(_C.StepTracker):
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
+
+        ``{}`` until a measured step is in the window -- not an error, and not
+        warned about: the first ``step()`` starts the clock, each later one
+        closes a step, and the first ``warmup`` closed steps are not measured,
+        so with ``warmup=1`` the first figures come after the third ``step()``
+        call (on a GPU clock, once the GPU has passed that step's end: about
+        one step later). A figure the window cannot give (MFU without a
+        peak, tokens/s without ``num_tokens``) is left out, never 0.
 
         Local and never blocking without a process group; with one, a
         collective returning the global figures on every rank. The time

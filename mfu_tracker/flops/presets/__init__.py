@@ -126,10 +126,11 @@ def _config_path(text: str) -> Path | None:
     return hf_cache_config(text)
 
 
-def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]:
+def resolve_model_config(name_or_path: str | os.PathLike[str], argument: str = "model") -> dict[str, Any]:
     """A model configuration dict from a preset name, a ``config.json`` path
     (or a directory holding one) or a HuggingFace repository id
     (``org/name``) already in the local HF cache, tried in that order.
+    Errors name ``argument`` (the caller's argument or flag).
 
     Raises:
         TypeError: not a str / path.
@@ -138,7 +139,7 @@ def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]
     """
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(
-            "model must be a preset name, a path to a config.json or an org/name in "
+            f"{argument} must be a preset name, a path to a config.json or an org/name in "
             f"the HF cache, not {type(name_or_path).__name__}"
         )
     text = os.fspath(name_or_path)
@@ -150,17 +151,17 @@ def resolve_model_config(name_or_path: str | os.PathLike[str]) -> dict[str, Any]
     path = _config_path(text)
     if path is None:
         raise ValueError(
-            f"model {text!r} is neither a preset ({', '.join(preset_names())}), a path to a "
-            f"config.json, nor an org/name in the local HF cache ({hf_cache_root()})"
+            f"{argument} {text!r} is neither a preset ({', '.join(preset_names())}), a path to "
+            f"a config.json, nor an org/name in the local HF cache ({hf_cache_root()})"
         )
     try:
         with path.open(encoding="utf-8") as f:
             config = json.load(f, object_hook=_decode_floats)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"model {text!r}: cannot read a JSON config: {exc}") from exc
+        raise ValueError(f"{argument} {text!r}: cannot read a JSON config: {exc}") from exc
     if not isinstance(config, dict):
         raise ValueError(
-            f"model {text!r}: config.json must hold a JSON object, not "
+            f"{argument} {text!r}: config.json must hold a JSON object, not "
             f"{type(config).__name__}"
         )
     return config

@@ -64,6 +64,13 @@ LOOKUP = [
     ("h100_pcie", lookup("NVIDIA H100 PCIe", (9, 0), 114, 80 * GIB)),
     ("h100_nvl", lookup("NVIDIA H100 NVL", (9, 0), 132, 94 * GIB)),
     ("h100_bare_ambiguous", lookup("NVIDIA H100")),
+    # rule 3: ambiguous names whose rows agree (A100: every peak; 40GB: the
+    # bandwidth too) or do not (H100 80GB); many model tokens: more rows
+    # fit than are listed
+    ("a100_bare_agreeing", lookup("A100")),
+    ("a100_40gb_bandwidth_agrees", lookup("A100 40GB")),
+    ("h100_80gb_differs", lookup("H100 80GB")),
+    ("many_models_over_the_list", lookup("a100 a800 h100 h800 v100 mi300x")),
     ("h200", lookup("NVIDIA H200", (9, 0), 132, 140 * GIB)),
     ("gh200", lookup("NVIDIA GH200 480GB", (9, 0), 132, 95 * GIB)),
     ("h800", lookup("NVIDIA H800", (9, 0), 132, 80 * GIB)),
