@@ -61,8 +61,8 @@ def worker(out: Path, accumulate: int) -> None:
     rows = []
     rank_figures = Tracker._rank_figures
 
-    def recording(self, totals):
-        figures = rank_figures(self, totals)
+    def recording(self, totals, *interval):
+        figures = rank_figures(self, totals, *interval)
         rows.append(dataclasses.asdict(figures))
         return figures
 
