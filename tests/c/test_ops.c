@@ -74,7 +74,7 @@ static int has(const mfu_op_spec *s, mfu_op_role r)
 static void test_table_rows_are_well_formed(void)
 {
     const size_t n = mfu_op_table_size();
-    CHECK(n == 30);
+    CHECK(n == 40);
     for (size_t i = 0; i < n; i++) {
         const mfu_op_spec *s = mfu_op_table_row(i);
         mfu_op_input in[MFU_ROLE_COUNT];
@@ -109,14 +109,22 @@ static void test_table_rows_are_well_formed(void)
         case MFU_OP_ATTENTION_BACKWARD:
             CHECK(has(s, MFU_ROLE_QUERY) && has(s, MFU_ROLE_KEY) &&
                   has(s, MFU_ROLE_VALUE));
-            /* exactly one way to say causal */
-            CHECK(has(s, MFU_ROLE_IS_CAUSAL) != has(s, MFU_ROLE_CUSTOM_MASK_TYPE));
+            /* exactly one way to say causal, or a block mask that says it
+             * all (with its block sizes) */
+            CHECK(has(s, MFU_ROLE_IS_CAUSAL) + has(s, MFU_ROLE_CUSTOM_MASK_TYPE) +
+                      has(s, MFU_ROLE_KV_NUM_BLOCKS) == 1);
+            CHECK(has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_KV_INDICES) &&
+                  has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_Q_BLOCK_SIZE) &&
+                  has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_KV_BLOCK_SIZE));
+            /* a window has both sides */
+            CHECK(has(s, MFU_ROLE_WINDOW_LEFT) == has(s, MFU_ROLE_WINDOW_RIGHT));
             CHECK(mfu_op_layout_name(s->layout) != NULL);
             CHECK(has(s, MFU_ROLE_CU_SEQLENS_Q) == has(s, MFU_ROLE_CU_SEQLENS_K));
             CHECK(s->layout != MFU_LAYOUT_THD || has(s, MFU_ROLE_CU_SEQLENS_Q));
             /* a backward kernel is named so */
             CHECK((s->kind == MFU_OP_ATTENTION_BACKWARD) ==
-                  (strstr(s->name, "backward") != NULL));
+                  (strstr(s->name, "backward") != NULL ||
+                   strcmp(s->name, "flash_attn_3::bwd") == 0));
             break;
         }
     }
