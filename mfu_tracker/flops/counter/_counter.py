@@ -84,12 +84,14 @@ from typing import Any, Callable, NamedTuple, Optional
 from ... import _C
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
+from ._audit import UncountedOp, heavy_message, merge_uncounted, uncounted_ops
 from ._module_table import ModuleTable
 
 __all__ = [
     "FlopCounter",
     "FlopProfile",
     "ModuleFlops",
+    "UncountedOp",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",
@@ -111,12 +113,20 @@ _BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
 # ---------------------------------------------------------------------------
 
 class _ExtBackend:
-    """The C++ observer (mfu_tracker._torch)."""
+    """The C++ observer (mfu_tracker._torch), with the Python kernels of the
+    higher-order operators (:mod:`._hops`)."""
 
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
-        self.start = module.start
+        from . import _hops
+
+        def start(causal: str) -> int:
+            _hops.sync(module)  # higher-order ops defined since the last count
+            return module.start(causal)
+
+        self.start = start
+        self.audit = module.audit
         self.stop = module.stop
         self.read = module.read
         self.reset = module.reset
@@ -268,6 +278,7 @@ def _zero_totals() -> dict[str, Any]:
     totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
     totals["first_error"] = None
     totals["ops"] = {}
+    totals["uncounted"] = {}
     for key in _BY_DTYPE_KEYS:
         totals[key] = [0] * len(_C.dtype_names())
     return totals
@@ -283,6 +294,7 @@ def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for name, (calls, flops) in more["ops"].items():
         old_calls, old_flops = into["ops"].get(name, (0, 0))
         into["ops"][name] = (old_calls + calls, old_flops + flops)
+    merge_uncounted(into["uncounted"], more.get("uncounted", {}))
 
 
 def _format_flops(value: float) -> str:
@@ -304,6 +316,15 @@ class FlopCounter:
             (``nn.Module.__call__`` is wrapped while such a counter is
             active; see mfu_tracker/_module_table.py); ``table()`` and
             ``by_module`` need it.
+        audit: also record the ops outside the FLOP table that took
+            tensors and during which nothing was counted (a composite op
+            whose parts count is covered): :meth:`uncounted` lists them,
+            and the first block that saw one that looks FLOP-heavy (a
+            custom op, a higher-order op, a name with attn / attention /
+            gemm / matmul / mm / conv) warns once naming them. Every op
+            pays to be seen while it is on (the integrations audit their
+            first counted step); off, uncounted ops cost nothing. The
+            attribute may be changed between blocks.
 
     A counter may be entered again: counts add up over its blocks (gradient
     accumulation: one counter around every micro-batch), until
@@ -318,10 +339,14 @@ class FlopCounter:
     exiting it on another thread (``RuntimeError``).
     """
 
-    def __init__(self, *, causal_attention: str = "full", modules: bool = True) -> None:
+    def __init__(self, *, causal_attention: str = "full", modules: bool = True,
+                 audit: bool = False) -> None:
         check_causal_attention(causal_attention)
         check_flag(modules, "modules")
+        check_flag(audit, "audit")
         self.causal_attention = causal_attention
+        self.audit = audit
+        self._audit_warned = False
         self._totals = _zero_totals()
         self._handle: Any = None
         self._backend: Any = None
@@ -338,6 +363,13 @@ class FlopCounter:
             self._backend = backend
             self._handle = backend.start(self.causal_attention)
             self._thread = threading.get_ident()
+            if self.audit:
+                try:
+                    backend.audit(self._handle)
+                except BaseException:
+                    backend.stop(self._handle)
+                    self._handle = None
+                    raise
         if self._table is not None:
             self._table.start()
         return self
@@ -374,6 +406,10 @@ class FlopCounter:
             if self._totals["first_error"] is None:
                 self._totals["first_error"] = self._table.error
             self._table.error = None
+        heavy = None if self._audit_warned else self.audit_warning()
+        if heavy is not None and warn:
+            self._audit_warned = True
+            warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=3)
         new_errors = self._totals["errors"] - errors_before
         if not new_errors:
             return None
@@ -473,6 +509,19 @@ class FlopCounter:
         """True when a varlen attention's lengths were unknown (meta
         tensors) and counted as max_seqlen each (an upper bound)."""
         return self._current()["approximate_calls"] > 0
+
+    def uncounted(self) -> list[UncountedOp]:
+        """The ops outside the FLOP table that ran while the audit was on
+        (``audit=True``) and that no count covered: name, calls, largest
+        input, and whether it looks FLOP-heavy; FLOP-heavy ones first.
+        Empty without an audit."""
+        return uncounted_ops(self._current()["uncounted"])
+
+    def audit_warning(self) -> str | None:
+        """The warning about the FLOP-heavy ops of :meth:`uncounted` (None
+        when there are none); leaving a block warns with it once per
+        counter."""
+        return heavy_message(self.uncounted())
 
     @property
     def by_op(self) -> dict[str, tuple[int, int]]:
