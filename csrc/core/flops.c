@@ -536,7 +536,9 @@ static mfu_status sequence_pairs(int64_t s_q, int64_t s_k,
     }
     if (s_q >= SPAN_LIMIT || s_k >= SPAN_LIMIT)
         return MFU_ERR_OVERFLOW;
-    st = chunk > 0 ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right, chunk, causal, &pairs)
+    /* a chunk past every position splits them as any longer one does */
+    st = chunk > 0 ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right,
+                                 min_i64(chunk, SPAN_LIMIT), causal, &pairs)
                    : region_pairs(s_k - s_q, s_k - 1, left, right, 0, s_k - 1, causal, &pairs);
     return st != MFU_OK ? st : mul_i64(2, pairs, twice);
 }
@@ -640,19 +642,28 @@ mfu_status mfu_varlen_masked_attention_backward_flop(
                          flops);
 }
 
+/* Whether every row lists 0..width blocks with indices >= 0. */
+static int rows_ok(const int64_t *num, const int64_t *indices, int64_t rows, int64_t width)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (num[r] < 0 || num[r] > width)
+            return 0;
+        for (int64_t i = 0; i < num[r]; i++)
+            if (indices[r * width + i] < 0)
+                return 0;
+    }
+    return 1;
+}
+
 /* The key tokens of the listed blocks of one row (the first `num` of
  * `indices`), each clipped to s_kv; an index past the keys adds none. */
-static mfu_status row_columns(const int64_t *indices, int64_t num, int64_t width,
-                              int64_t s_kv, int64_t block, int64_t *out)
+static mfu_status row_columns(const int64_t *indices, int64_t num, int64_t s_kv,
+                              int64_t block, int64_t *out)
 {
     int64_t cols = 0;
     mfu_status st;
-    if (num < 0 || num > width)
-        return MFU_ERR_INVALID_ARGUMENT;
     for (int64_t i = 0; i < num; i++) {
         const int64_t kb = indices[i];
-        if (kb < 0)
-            return MFU_ERR_INVALID_ARGUMENT;
         if (kb > (s_kv - 1) / block)
             continue;
         if ((st = add_i64(cols, min_i64(block, s_kv - kb * block), &cols)) != MFU_OK)
@@ -674,17 +685,22 @@ static mfu_status block_pairs(const mfu_attention_shape *s, const mfu_block_mask
                            (m->full_num_blocks != NULL && m->full_kv_blocks > 0 &&
                             m->full_indices == NULL)))
         return MFU_ERR_INVALID_ARGUMENT;
+    /* every row checked before any sum: bad input is refused as such */
+    if (!rows_ok(m->num_blocks, m->indices, rows_total, m->kv_blocks) ||
+        (m->full_num_blocks != NULL &&
+         !rows_ok(m->full_num_blocks, m->full_indices, rows_total, m->full_kv_blocks)))
+        return MFU_ERR_INVALID_ARGUMENT;
     for (int64_t r = 0; r < rows_total; r++) {
         const int64_t qb = r % m->q_blocks;
         /* the query tokens of block qb, clipped to s_q */
         const int64_t rows = qb > (s->seq_q - 1) / m->q_block_size || s->seq_q == 0
                                  ? 0 : min_i64(m->q_block_size, s->seq_q - qb * m->q_block_size);
-        st = row_columns(m->indices + r * m->kv_blocks, m->num_blocks[r], m->kv_blocks,
-                         s->seq_kv, m->kv_block_size, &cols);
+        st = row_columns(m->indices + r * m->kv_blocks, m->num_blocks[r], s->seq_kv,
+                         m->kv_block_size, &cols);
         full_cols = 0;
         if (st == MFU_OK && m->full_num_blocks != NULL)
             st = row_columns(m->full_indices + r * m->full_kv_blocks, m->full_num_blocks[r],
-                             m->full_kv_blocks, s->seq_kv, m->kv_block_size, &full_cols);
+                             s->seq_kv, m->kv_block_size, &full_cols);
         if (st != MFU_OK || (st = add_i64(cols, full_cols, &cols)) != MFU_OK ||
             (st = mul_i64(rows, cols, &part)) != MFU_OK ||
             (st = add_i64(pairs, part, &pairs)) != MFU_OK)
