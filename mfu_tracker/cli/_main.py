@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from .._dtypes import normalize_dtype
 from ..peaks._table import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
@@ -211,7 +211,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     model = _build_meta_model(config, args.attn_implementation)
     tokens = args.batch_size * args.seq_len
     ids = torch.zeros(args.batch_size, args.seq_len, dtype=torch.long, device="meta")
-    with FlopCounter(causal_attention=args.causal_attention) as fc:
+    with FlopCounter(causal_attention=args.causal_attention, audit=True) as fc:
         if args.forward_only:
             with torch.no_grad():
                 model(input_ids=ids)
@@ -246,7 +246,23 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
     print("", file=out)
     print(fc.table(depth=args.depth), file=out)
+    _print_uncounted(fc.uncounted(), out)
     return 0
+
+
+def _print_uncounted(rows: list, out: Any, limit: int = 20) -> None:
+    """The audit of `profile`: the ops outside the FLOP table that ran with
+    nothing counted inside them, FLOP-heavy ones (marked !) first."""
+    print("", file=out)
+    heavy = sum(1 for r in rows if r.heavy)
+    print(f"uncounted ops: {len(rows)} ({heavy} look FLOP-heavy: their FLOPs are missing above)",
+          file=out)
+    shown = [r for r in rows if r.heavy] + [r for r in rows if not r.heavy][:limit]
+    for r in shown:
+        print(f"  {'!' if r.heavy else ' '} {r.name:<54}{r.calls:>8}  "
+              f"largest input {list(r.largest_input)}", file=out)
+    if len(rows) > len(shown):
+        print(f"    ... and {len(rows) - len(shown)} more", file=out)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

@@ -118,15 +118,19 @@ def _values(t: Any) -> list[int]:
     the host, which waits for it (as the observer does); a block mask read
     by every layer of a step is copied once (kept until it changes or
     goes)."""
+    try:
+        version = t._version
+    except RuntimeError:  # an inference tensor: no version counter, no reuse
+        return [int(v) for v in t.reshape(-1).tolist()]
     with _VALUES_LOCK:
         hit = _VALUES.get(id(t))
-        if hit is not None and hit[0]() is t and hit[1] == t._version:
+        if hit is not None and hit[0]() is t and hit[1] == version:
             return hit[2]
     values = [int(v) for v in t.reshape(-1).tolist()]
     with _VALUES_LOCK:
         if len(_VALUES) >= 16:
             _VALUES.pop(next(iter(_VALUES)))
-        _VALUES[id(t)] = (weakref.ref(t), t._version, values)
+        _VALUES[id(t)] = (weakref.ref(t), version, values)
     return values
 
 
