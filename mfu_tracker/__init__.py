@@ -30,6 +30,7 @@ from .counter import (
     FlopCounter,
     FlopProfile,
     ModuleFlops,
+    UncountedOp,
     counter_backend,
     profile_flops,
     profile_flops_with_hfu,

@@ -52,11 +52,20 @@ Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
   unpacked ``[b, s, h, d]`` inputs are read in that layout here
   (FlopCounterMode reads them as ``[b, h, s, d]``); CUDA only.
 
+Beyond aten: flash-attn 2 and FlashAttention-3's custom ops (windows,
+chunks and cumulative lengths included) and ``flex_attention`` with its
+backward (the blocks its BlockMask computes) are rows of the op table;
+higher-order ops are counted or passed on by Python kernels of the counting
+key (:mod:`._hops`), so none of them ever fails inside a counter.
+
 What it cannot see: kernels launched without the dispatcher (CUDA graph
-replay, including ``torch.compile(mode="reduce-overhead")``), opaque kernels
-that are not torch ops, and ops on threads other than the one that entered
-the counter (autograd's own worker threads are seen). A custom torch op
-(``torch.library``) gets a formula with :func:`register_flop_formula`. Under
+replay, including ``torch.compile(mode="reduce-overhead")``; inductor's
+generated kernels, flex_attention's included), opaque kernels that are not
+torch ops, and ops on threads other than the one that entered the counter
+(autograd's own worker threads are seen). A custom torch op
+(``torch.library``) gets a formula with :func:`register_flop_formula`.
+``FlopCounter(audit=True)`` lists the ops a count did not cover
+(:meth:`FlopCounter.uncounted`) and warns once about FLOP-heavy ones. Under
 ``torch.compile`` the compiled kernels still call aten for matmuls and
 attention, so executed FLOPs are exact; AOTAutograd runs the compiled
 forward with grad disabled, so model FLOPs there count the forward only —
@@ -544,10 +553,12 @@ class FlopCounter:
     @property
     def conventions(self) -> str:
         """How the numbers were counted, as one line."""
-        causal = ("causal attention in full (PaLM / FlopCounterMode)" if self.causal_attention == "full"
-                  else "causal attention halved (Megatron)")
-        return (f"{causal}; attention model backward = 2x forward; matmul / conv model backward = "
-                "1x forward per grad-requiring input; recompute not in model FLOPs")
+        causal = ("causal attention in full (PaLM / FlopCounterMode), windows whole per query"
+                  if self.causal_attention == "full"
+                  else "causal attention halved (Megatron), windows as the pairs they keep")
+        return (f"{causal}; block masks: the computed blocks; attention model backward = 2x "
+                "forward; matmul / conv model backward = 1x forward per grad-requiring input; "
+                "recompute not in model FLOPs")
 
     def table(self, depth: int | None = 3, *, collapse_repeats: bool = True) -> str:
         """A readable table: totals, per op, and per module.
