@@ -326,12 +326,15 @@ def test_audit_lists_uncounted_ops_and_warns_once_for_heavy_ones():
     assert fc.uncounted() == []
 
 
-def test_without_audit_nothing_is_listed_and_nothing_warned():
+def test_without_audit_only_higher_order_ops_are_noted_and_nothing_warned():
+    """Ops stay free without an audit; a higher-order op the counter passed
+    on with nothing counted inside is noted all the same (it is rare and
+    already runs a Python kernel), but only an audit warns."""
     a, b = torch.randn(16, 32), torch.randn(32, 32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fc = count(lambda: step(a, b))
-    assert fc.uncounted() == [] and fc.audit_warning() is None
+    assert [(r.name, r.calls) for r in fc.uncounted()] == [("higher_order::mfu_test_scale", 1)]
     assert not [w for w in caught if "FLOP-heavy" in str(w.message)]
 
 

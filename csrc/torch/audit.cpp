@@ -68,7 +68,7 @@ template <int S>
 void audit_exit(const at::RecordFunction &fn, at::ObserverContext *ctx) {
   const auto *frame = static_cast<const Frame *>(ctx);
   if (frame != nullptr && frame->counted == tl_counted_calls)
-    record_uncounted(S, fn.name(), frame->largest);
+    record_uncounted(S, fn.name(), frame->largest, false);
 }
 
 template <size_t... I>

@@ -216,8 +216,10 @@ void nest(int delta);
 void add_external(unsigned mask, const char *name, bool backward_phase,
                   const mfu_op_flops counts[2], const bool ok[2],
                   const std::string errors[2]);
-/* Record an uncounted op of `slot` (the audit). */
-void record_uncounted(int slot, const char *name, const std::vector<int64_t> &largest);
+/* Record an uncounted op of `slot`: only while it audits, or `always`
+ * (a higher-order op passed on with nothing counted inside). */
+void record_uncounted(int slot, const char *name, const std::vector<int64_t> &largest,
+                      bool always);
 
 } // namespace mfu_torch
 

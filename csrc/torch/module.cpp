@@ -291,7 +291,7 @@ PyObject *py_audit_record(PyObject *, PyObject *args) {
   const unsigned mask = thread_slots();
   for (int i = 0; i < kMaxSlots; i++)
     if (mask & (1u << i))
-      record_uncounted(i, name, shape);
+      record_uncounted(i, name, shape, true);
   Py_RETURN_NONE;
 }
 
@@ -336,8 +336,8 @@ PyMethodDef methods[] = {
      "dispatcher (a higher-order operator) to this thread's counts: per convention None, "
      "an error message, or (executed, model_backward, approximate, dtype index)."},
     {"audit_record", py_audit_record, METH_VARARGS,
-     "audit_record(name, largest_shape, /)\n--\n\nRecord an uncounted call in this thread's "
-     "auditing counts."},
+     "audit_record(name, largest_shape, /)\n--\n\nRecord an uncounted call (a higher-order "
+     "op with nothing counted inside) in this thread's counts, auditing or not."},
     {"nest", py_nest, METH_O,
      "nest(delta, /)\n--\n\nA call counted outside the dispatcher starts (1) / ends (-1) "
      "on this thread: the ops it runs are its own (not counted, not audited)."},

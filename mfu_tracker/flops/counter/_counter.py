@@ -415,7 +415,7 @@ class FlopCounter:
             if self._totals["first_error"] is None:
                 self._totals["first_error"] = self._table.error
             self._table.error = None
-        heavy = None if self._audit_warned else self.audit_warning()
+        heavy = None if self._audit_warned or not self.audit else self.audit_warning()
         if heavy is not None and warn:
             self._audit_warned = True
             warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=3)
@@ -523,7 +523,8 @@ class FlopCounter:
         """The ops outside the FLOP table that ran while the audit was on
         (``audit=True``) and that no count covered: name, calls, largest
         input, and whether it looks FLOP-heavy; FLOP-heavy ones first.
-        Empty without an audit."""
+        Higher-order ops inside which nothing was counted are listed with
+        or without an audit (they never fail a count: they are noted)."""
         return uncounted_ops(self._current()["uncounted"])
 
     def audit_warning(self) -> str | None:

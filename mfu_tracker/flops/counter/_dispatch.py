@@ -21,7 +21,8 @@ is not seen here (the C++ observer counts it). The mode lets torch.compile
 run under it (``ignore_compile_internals``: flex_attention and cond compile
 themselves even in eager); the compiled code's ops reach it. The audit
 (``audit=True``) records the ops outside the table that took tensors and
-during which nothing was counted (:mod:`._audit`).
+during which nothing was counted (:mod:`._audit`); an uncounted higher-order
+op is recorded so, audit or not.
 """
 from __future__ import annotations
 
@@ -395,8 +396,8 @@ def _counting_mode(session: _Session) -> Any:
                 if any(isinstance(x, torch.Tensor) and type(x) not in plain for x in args):
                     return func(*args, **kwargs)  # a subclass: the op it becomes counts
                 return count_and_run(name, func, args, kwargs)
-            if not session.audit:
-                return self._run(func, args, kwargs)
+            if not session.audit and not isinstance(func, HigherOrderOperator):
+                return self._run(func, args, kwargs)  # free, as ever
             before = session.counted()
             out = self._run(func, args, kwargs)
             if session.counted() == before:

@@ -17,8 +17,9 @@ later fall through it:
   autograd, are theirs, neither counted nor audited), and add the count to
   the thread's counters (``_torch.add_count``) once they ran;
 * any other runs on at its next dispatch key with the counting key still
-  on, so the ops inside it count; with an audit, one inside which nothing
-  was counted is recorded (``_torch.audit_record``).
+  on, so the ops inside it count; one inside which nothing was counted is
+  recorded as uncounted (``_torch.audit_record``), audit or not: the counter
+  notes every op it could not handle.
 
 Calls on fake or subclass tensors (``torch.compile`` tracing) and calls
 outside a count pass straight on.
