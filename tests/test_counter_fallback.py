@@ -170,19 +170,19 @@ def test_rows_hand_arithmetic(rows_on_both_backends):
     assert row("flash_attn::_flash_attn_forward window grad/full") == (12_288, 36_864, False)
     assert row("flash_attn::_flash_attn_forward window grad/half") == (10_752, 32_256, False)
     # varlen, sequences 3 and 7, 4 heads of d 8 (2 * 4 * 16 = 128 FLOPs a pair),
-    # causal window (2, 0): the 3 fits it (plain causal: 9, half 4.5), the 7
-    # counts 7 * 3 = 21 (half 1 + 2 + 3 * 5 = 18): 128 * 30 = 3,840, 128 * 22.5 = 2,880
+    # causal window (2, 0) of 3 keys: the 3 counts 3 * 3 = 9 (half 1 + 2 + 3 = 6),
+    # the 7 counts 7 * 3 = 21 (half 1 + 2 + 3 * 5 = 18): 128 * 30 = 3,840, 128 * 24 = 3,072
     assert row("flash_attn::_flash_attn_varlen_forward grad/full") == (3_840, 11_520, False)
-    assert row("flash_attn::_flash_attn_varlen_forward grad/half") == (2_880, 8_640, False)
+    assert row("flash_attn::_flash_attn_varlen_forward grad/half") == (3_072, 9_216, False)
     # varlen backward, window (2, 2) not causal: 9 + 7 * 5 = 44 pairs (half:
     # 9 + 3 + 4 + 5 + 5 + 5 + 4 + 3 = 38), 2 * 4 * (3 * 8 + 2 * 8) = 320 a pair
     assert row("flash_attn::_flash_attn_varlen_backward grad/full") == (14_080, 14_080, False)
     assert row("flash_attn::_flash_attn_varlen_backward grad/half") == (12_160, 12_160, False)
-    # FlashAttention-3, chunk 4, causal: the 3 fits a chunk (9, half 4.5), the
-    # 7 counts chunks of 4 and 3 (4 * 4 + 3 * 3 = 25; half 10 + 6 = 16):
-    # 128 * 34 = 4,352, 128 * 20.5 = 2,624
+    # FlashAttention-3, chunk 4, causal: the 3 is one chunk (9, half 6), the 7
+    # counts chunks of 4 and 3 (4 * 4 + 3 * 3 = 25; half 10 + 6 = 16):
+    # 128 * 34 = 4,352, 128 * 22 = 2,816
     assert row("flash_attn_3::_flash_attn_forward packed chunk grad/full") == (4_352, 13_056, False)
-    assert row("flash_attn_3::_flash_attn_forward packed chunk grad/half") == (2_624, 7_872, False)
+    assert row("flash_attn_3::_flash_attn_forward packed chunk grad/half") == (2_816, 8_448, False)
     # flex_attention [b 1, h 2, s 8, d 16], no mask: the SDPA formula
     # 2 * 1 * 2 * 8 * 8 * 32 = 8,192 under both conventions; blocks of 4 x 4,
     # row 0 computing block 0, row 1 blocks 0 and 1: 16 + 32 = 48 pairs ->

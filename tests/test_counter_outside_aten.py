@@ -170,7 +170,10 @@ def fa2_backward(causal, left=-1):
     ("dense", fa2_forward(False), DENSE, DENSE),
     ("causal", fa2_forward(True), DENSE, HALF_CAUSAL),
     ("window", fa2_forward(True, 15), WINDOW_FULL, WINDOW_HALF),
-    ("window wider than s", fa2_forward(True, 100), DENSE, HALF_CAUSAL),
+    # a window wider than the sequence keeps every earlier key: the square,
+    # half the kept pairs 64 * 65 / 2 = 2,080 (a call that carries a window
+    # counts by the window rule, as the analytic count does)
+    ("window wider than s", fa2_forward(True, 100), DENSE, 64 * 65 // 2),
     ("fa3 causal", lambda: FA3._flash_attn_forward(t(B, S, H, D, grad=True), t(B, S, H, D),
                                                    t(B, S, H, D), causal=True), DENSE, HALF_CAUSAL),
     ("fa3 fwd window", lambda: FA3.fwd(t(B, S, H, D, grad=True), t(B, S, H, D), t(B, S, H, D),
@@ -207,11 +210,12 @@ def test_flash_attn_backward(case, call, full, half):
 
 # Packed sequences of 10, 30 and 24 tokens (cu_seqlens 0, 10, 40, 64), 4
 # heads of 32: 2 * 4 * 64 = 512 FLOPs a pair forward. A causal window of 16:
-# the 10 fits it (plain causal: 100, half 50); the 30 counts 30 * 16 = 480
-# (half 136 + 14 * 16 = 360), the 24 24 * 16 = 384 (half 136 + 8 * 16 = 264)
+# the 10 counts 10 * 10 = 100 (half 10 * 11 / 2 = 55); the 30 counts
+# 30 * 16 = 480 (half 136 + 14 * 16 = 360), the 24 24 * 16 = 384 (half
+# 136 + 8 * 16 = 264)
 CU = [0, 10, 40, 64]
 VARLEN_DENSE = 100 + 900 + 576
-VARLEN_WINDOW_FULL, VARLEN_WINDOW_HALF = 100 + 480 + 384, 50 + 360 + 264
+VARLEN_WINDOW_FULL, VARLEN_WINDOW_HALF = 100 + 480 + 384, 55 + 360 + 264
 
 
 def packed(grad=False):

@@ -508,14 +508,6 @@ static mfu_status sequence_pairs(int64_t s_q, int64_t s_k,
                                  const mfu_attention_mask *mask,
                                  mfu_causal causal, int64_t *twice)
 {
-    /* sides and chunks that remove no key are none (flash-attn's rule) */
-    const int64_t left = mask->window_left < 0 || mask->window_left >= s_k - 1
-                             ? -1 : mask->window_left;
-    const int64_t right = mask->window_right < 0 ||
-                                  (mask->window_right > 0 && mask->window_right >= s_q - 1)
-                              ? -1 : mask->window_right;
-    const int64_t chunk = mask->chunk <= 0 || (mask->chunk >= s_k && s_q <= s_k)
-                              ? 0 : mask->chunk;
     int64_t pairs;
     mfu_status st;
 
@@ -523,12 +515,12 @@ static mfu_status sequence_pairs(int64_t s_q, int64_t s_k,
         *twice = 0;
         return MFU_OK;
     }
-    if (left < 0 && chunk == 0 && right <= 0) {
+    if (mask->window_left < 0 && mask->chunk <= 0 && mask->window_right <= 0) {
         /* no mask, or plain causal: the whole rectangle (HALF of causal:
          * half of it) */
         if ((st = mul_i64(s_q, s_k, &pairs)) != MFU_OK)
             return st;
-        if (right == 0 && causal == MFU_CAUSAL_HALF) {
+        if (mask->window_right == 0 && causal == MFU_CAUSAL_HALF) {
             *twice = pairs;
             return MFU_OK;
         }
@@ -536,10 +528,15 @@ static mfu_status sequence_pairs(int64_t s_q, int64_t s_k,
     }
     if (s_q >= SPAN_LIMIT || s_k >= SPAN_LIMIT)
         return MFU_ERR_OVERFLOW;
-    /* a chunk past every position splits them as any longer one does */
-    st = chunk > 0 ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right,
-                                 min_i64(chunk, SPAN_LIMIT), causal, &pairs)
-                   : region_pairs(s_k - s_q, s_k - 1, left, right, 0, s_k - 1, causal, &pairs);
+    /* a side or a chunk past every key keeps them all, as any longer one
+     * does: clamped, the span arithmetic stays in int64 */
+    const int64_t left = mask->window_left < 0 ? -1 : min_i64(mask->window_left, s_k);
+    const int64_t right = mask->window_right < 0 ? -1
+                                                 : min_i64(mask->window_right, max_i64(s_q, s_k));
+    st = mask->chunk > 0
+             ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right,
+                           min_i64(mask->chunk, SPAN_LIMIT), causal, &pairs)
+             : region_pairs(s_k - s_q, s_k - 1, left, right, 0, s_k - 1, causal, &pairs);
     return st != MFU_OK ? st : mul_i64(2, pairs, twice);
 }
 

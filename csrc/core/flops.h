@@ -221,14 +221,12 @@ typedef struct mfu_attention_mask {
  *             s_q * min(s_kv, w).
  *     HALF    the pairs the mask keeps. A causal window of w keys,
  *             s_q == s_kv == s: sum over queries i of min(i + 1, w).
- * A window side that removes no key (left >= s_kv - 1, right >=
- * max(s_q, s_kv) - 1) is unbounded, and a chunk >= s_kv (with s_q <= s_kv)
- * is none, as flash-attn normalises them: a sliding-window call on a
- * sequence shorter than its window counts as plain causal.
- * FULL >= HALF always. NB: at the edge, a causal window of w = s - 1
- * keys counts s(s - 1) (FULL) and s(s + 1)/2 - 1 (HALF), a window of
- * w >= s, plain causal, s^2 and s^2 / 2: the HALF convention of plain
- * causal is half the square, not the kept pairs (Megatron's).
+ * A call that carries a window or a chunk counts by the window rule even
+ * when it keeps every key (w >= s: FULL s^2, HALF s(s + 1)/2), as the
+ * analytic count does for a windowed layer (spans.h): only a plain causal
+ * call (or one whose framework dropped the window, as transformers does at
+ * s <= w) takes the HALF convention of plain causal, half the square
+ * (Megatron's), not the kept pairs. FULL >= HALF always.
  * NB: s_q or s_kv >= 2^62 (with pairs to count) is refused as
  * MFU_ERR_OVERFLOW (the span arithmetic stays in int64).
  */

@@ -323,30 +323,27 @@ static void fuzz_varlen(fuzz_input *in, int backward, int consistent)
  * (flops.h's normalisation and rules, query by query); small sizes. */
 static big brute_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int half)
 {
-    const int64_t l = m.window_left < 0 || m.window_left >= sk - 1 ? -1 : m.window_left;
-    const int64_t r = m.window_right < 0 || (m.window_right > 0 && m.window_right >= sq - 1)
-                          ? -1 : m.window_right;
-    const int64_t c = m.chunk <= 0 || (m.chunk >= sk && sq <= sk) ? 0 : m.chunk;
+    const big l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
     big total = 0;
     if (sq == 0 || sk == 0)
         return 0;
-    if (l < 0 && c == 0 && r <= 0)
+    if (l < 0 && c == 0 && r <= 0) /* none, or plain causal */
         return r == 0 && half ? (big)sq * sk : (big)2 * sq * sk;
     for (int64_t i = 0; i < sq; i++) {
-        const int64_t p = i + sk - sq;
-        int64_t lo = 0, hi = sk - 1, kept = 0;
+        const big p = (big)i + sk - sq;
+        big lo = 0, hi = sk - 1, kept = 0;
         if (c > 0) {
-            const big c0 = (p >= 0 ? p / c : -(((big)-p + c - 1) / c)) * (big)c;
-            lo = c0 > lo ? (int64_t)c0 : lo;
-            hi = c0 + c - 1 < hi ? (int64_t)(c0 + c - 1) : hi;
+            const big c0 = (p >= 0 ? p / c : -((-p + c - 1) / c)) * c;
+            lo = c0 > lo ? c0 : lo;
+            hi = c0 + c - 1 < hi ? c0 + c - 1 : hi;
         }
-        for (int64_t j = lo; j <= hi; j++)
+        for (big j = lo; j <= hi; j++)
             kept += (l < 0 || j >= p - l) && (r < 0 || j <= p + r);
         if (half) {
             total += kept;
         } else {
-            const int64_t region = hi - lo + 1 > 0 ? hi - lo + 1 : 0;
-            const int64_t span = l < 0 || r < 0 ? region : l + 1 + r;
+            const big region = hi - lo + 1 > 0 ? hi - lo + 1 : 0;
+            const big span = l < 0 || r < 0 ? region : l + 1 + r;
             total += span < region ? span : region;
         }
     }
