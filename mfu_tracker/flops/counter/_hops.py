@@ -62,15 +62,25 @@ def sync(ext: Any) -> None:
 
 
 def _plain_call(args: tuple, kwargs: dict) -> bool:
-    """No fake, functional or subclass tensor among the arguments, and not
-    tracing for torch.compile: a call that really runs."""
+    """No fake, functional or subclass tensor among the arguments (nested in
+    tuples, lists and dicts), and not tracing for torch.compile: a call that
+    really runs."""
     import torch
-    from torch.utils._pytree import tree_leaves
 
     if torch.compiler.is_compiling():
         return False
-    return all(type(x) in (torch.Tensor, torch.nn.Parameter)
-               for x in tree_leaves((args, kwargs)) if isinstance(x, torch.Tensor))
+    plain = (torch.Tensor, torch.nn.Parameter)
+    todo: list[Any] = [args, kwargs]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, torch.Tensor):
+            if type(value) not in plain:
+                return False
+        elif isinstance(value, (tuple, list)):
+            todo.extend(value)
+        elif isinstance(value, dict):
+            todo.extend(value.values())
+    return True
 
 
 def _next(hop: Any, key: Any, args: tuple, kwargs: dict) -> Any:
