@@ -4,7 +4,10 @@ what a count does not cover (the audit).
 flash-attn's ops are STAND-INS here (tests/_kernel_standins.py): torch.library
 ops with the real names and schemas (flash-attn v2.8.3, FlashAttention-3's
 hopper/) whose bodies return empty outputs, so only the op table's formula
-counts them; on a machine with flash-attn installed the real ops are used.
+counts them; they are called on meta tensors (cumulative lengths on the
+CPU), where the real packages' fake kernels run too, so with flash-attn
+installed the same tests run on the real ops, and test_real_flash_attn runs
+its Python API on a GPU.
 flex_attention's forward runs for real on the CPU; torch refuses its backward
 on the CPU, so both directions run on meta through the higher-order ops. The
 fallback backend (chosen at import) runs the same checks in a subprocess.
@@ -152,7 +155,14 @@ DENSE, HALF_CAUSAL, WINDOW_FULL, WINDOW_HALF = 64 * 64, 64 * 64 // 2, 64 * 16, 9
 
 
 def t(*shape, grad=False):
-    return torch.empty(*shape).requires_grad_(grad)
+    """A meta tensor: the stand-ins' and the real ops' fake kernels run on it."""
+    return torch.empty(*shape, device="meta").requires_grad_(grad)
+
+
+# FlashAttention-3's fwd / bwd (TORCH_LIBRARY ops) have no meta kernel in the
+# real package: with it installed, those cases need a GPU (test_real_flash_attn)
+needs_fa3_standin = pytest.mark.skipif(_kernel_standins.real_flash_attn_3(),
+                                       reason="FlashAttention-3 is installed: no meta kernel")
 
 
 def fa2_forward(causal, left=-1, grad=True):
@@ -176,12 +186,13 @@ def fa2_backward(causal, left=-1):
     ("window wider than s", fa2_forward(True, 100), DENSE, 64 * 65 // 2),
     ("fa3 causal", lambda: FA3._flash_attn_forward(t(B, S, H, D, grad=True), t(B, S, H, D),
                                                    t(B, S, H, D), causal=True), DENSE, HALF_CAUSAL),
-    ("fa3 fwd window", lambda: FA3.fwd(t(B, S, H, D, grad=True), t(B, S, H, D), t(B, S, H, D),
+    pytest.param("fa3 fwd window", lambda: FA3.fwd(t(B, S, H, D, grad=True), t(B, S, H, D), t(B, S, H, D),
                                        is_causal=True, window_size_left=15),
-     WINDOW_FULL, WINDOW_HALF),
+                 WINDOW_FULL, WINDOW_HALF, marks=needs_fa3_standin),
     # chunks of 16, causal: full 4 chunks of 16 * 16; half 4 x (1 + ... + 16)
-    ("fa3 chunk", lambda: FA3.fwd(t(B, S, H, D, grad=True), t(B, S, H, D), t(B, S, H, D),
-                                  is_causal=True, attention_chunk=16), 4 * 256, 4 * 136),
+    pytest.param("fa3 chunk", lambda: FA3.fwd(t(B, S, H, D, grad=True), t(B, S, H, D),
+                                              t(B, S, H, D), is_causal=True, attention_chunk=16),
+                 4 * 256, 4 * 136, marks=needs_fa3_standin),
 ])
 def test_flash_attn_forward(case, call, full, half):
     for convention, pairs in (("full", full), ("half", half)):
@@ -198,8 +209,9 @@ def test_flash_attn_forward(case, call, full, half):
                                              t(B, S, H, D), t(B, S, H, D), t(B, H, S),
                                              is_causal=True, window_size_left=15),
      WINDOW_FULL, WINDOW_HALF),
-    ("fa3 bwd", lambda: FA3.bwd(t(B, S, H, D), t(B, S, H, D), t(B, S, H, D), t(B, S, H, D),
-                                t(B, S, H, D), t(B, H, S)), DENSE, DENSE),
+    pytest.param("fa3 bwd", lambda: FA3.bwd(t(B, S, H, D), t(B, S, H, D), t(B, S, H, D),
+                                            t(B, S, H, D), t(B, S, H, D), t(B, H, S)),
+                 DENSE, DENSE, marks=needs_fa3_standin),
 ])
 def test_flash_attn_backward(case, call, full, half):
     for convention, pairs in (("full", full), ("half", half)):
@@ -241,10 +253,10 @@ def lengths():
         packed(True), packed(), packed(), cu_seqlens_q=lengths(), cu_seqlens_k=lengths(),
         max_seqlen_q=30, max_seqlen_k=30, causal=True, window_size_left=15),
      VARLEN_WINDOW_FULL, VARLEN_WINDOW_HALF, 512),
-    ("fa3 bwd varlen", lambda: FA3.bwd(
+    pytest.param("fa3 bwd varlen", lambda: FA3.bwd(
         packed(), packed(), packed(), packed(), packed(), t(H, 64), cu_seqlens_q=lengths(),
         cu_seqlens_k=lengths(), max_seqlen_q=30, max_seqlen_k=30),
-     VARLEN_DENSE, VARLEN_DENSE, 2 * 4 * (3 * 32 + 2 * 32)),
+        VARLEN_DENSE, VARLEN_DENSE, 2 * 4 * (3 * 32 + 2 * 32), marks=needs_fa3_standin),
 ])
 def test_flash_attn_varlen(case, call, full, half, per_pair):
     for convention, pairs in (("full", full), ("half", half)):
@@ -262,6 +274,29 @@ def test_flash_attn_call_that_cannot_be_counted_runs_and_is_reported():
             q, kv, kv, lengths(), lengths(), 30, 30, 0.0, 0.18, True,
             block_table=torch.zeros(3, 4, dtype=torch.int32)))
     assert fc.errors == 1 and fc.executed_flops == 0
+
+
+@pytest.mark.skipif(not (torch.cuda.is_available() and _kernel_standins.real_flash_attn()),
+                    reason="needs a GPU and the real flash-attn")
+def test_real_flash_attn():
+    """The real package on a GPU, through its Python API (bf16): the same
+    hand arithmetic as the stand-ins, forward (no grad) and backward."""
+    from flash_attn import flash_attn_func, flash_attn_varlen_func
+
+    q, k, v = (torch.randn(B, S, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    with torch.no_grad():
+        fc = count(lambda: flash_attn_func(q, k, v, causal=True, window_size=(15, 0)))
+    assert fc.executed_flops == WINDOW_FULL * FA_PAIR and fc.errors == 0
+    qg = q.clone().requires_grad_(True)
+    fc = count(lambda: flash_attn_func(qg, k, v, causal=True).sum().backward())
+    assert fc.forward_flops == DENSE * FA_PAIR
+    assert fc.backward_flops == DENSE * FA_PAIR_BWD
+    qp, kp, vp = (torch.randn(64, H, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    cu = lengths().cuda()
+    with torch.no_grad():
+        fc = count(lambda: flash_attn_varlen_func(qp, kp, vp, cu, cu, 30, 30, causal=True,
+                                                  window_size=(15, 0)), "half")
+    assert fc.executed_flops == VARLEN_WINDOW_HALF * 512
 
 
 # ---------------------------------------------------------------------------
@@ -410,6 +445,7 @@ fc = m.count(lambda: m.step(a, b), audit=True)
 out["heavy"] = sorted(r.name for r in fc.uncounted() if r.heavy)
 out["compiled"] = m.count(lambda: torch.compile(m.flex_attention, backend="aot_eager")(
     q, k, v, block_mask=mask)).executed_flops
+out["inductor_errors"] = m.count(lambda: torch.compile(m.flex_attention)(q, k, v)).errors
 print(json.dumps(out))
 """
 
@@ -431,4 +467,5 @@ def test_fallback_counts_the_same_and_never_crashes():
         # mode (its dense kernel refuses modes): listed, as the custom op
         "heavy": ["higher_order::mfu_test_scale", "mfu_test::fused_gemm"],
         "compiled": forward,
+        "inductor_errors": 0,  # runs (a generated kernel: not seen)
     }
