@@ -34,8 +34,8 @@ from ... import _C
 from ..._dtypes import DTYPE_NAMES, normalize_dtype
 from ._audit import merge_uncounted
 
-__all__ = ["DispatchBackend", "count_call", "hop_args", "hop_name", "largest_input",
-           "tf32_bits"]
+__all__ = ["DispatchBackend", "count_call", "hop_args", "hop_name", "is_compiling",
+           "largest_input", "tf32_bits"]
 
 # op name -> the arguments its count reads: ((position, role, need), ...)
 _INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
@@ -178,6 +178,14 @@ def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool, st
             item = None
         values.append(item)
     return tuple(values), any_grad, dtype
+
+
+def is_compiling() -> bool:
+    """Whether torch.compile is tracing (older torch: torch._dynamo's flag)."""
+    import torch
+
+    check = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
+    return bool(check())
 
 
 def hop_name(hop: Any) -> str:
@@ -330,7 +338,7 @@ def _grad_mode_notes(calls: threading.local) -> Any:
     import torch
     from torch.overrides import TorchFunctionMode
 
-    compiling = torch.compiler.is_compiling
+    compiling = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
 
     class _NoteGradMode(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -30,7 +30,7 @@ import threading
 from typing import Any, Callable
 
 from ... import _C
-from ._dispatch import count_call, hop_name, largest_input
+from ._dispatch import count_call, hop_name, is_compiling, largest_input
 
 __all__ = ["sync"]
 
@@ -53,11 +53,15 @@ def sync(ext: Any) -> None:
     with _lock:
         if len(_ops._higher_order_ops) == _synced:
             return
-        if key not in _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS:
-            _ops._HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS.append(key)
+        later = getattr(_ops, "_HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS", None)
+        if later is not None and key not in later:
+            later.append(key)  # higher-order ops defined from now on fall through
         for hop in list(_ops._higher_order_ops.values()):
-            if key not in hop.py_kernels:
-                hop.py_impl(key)(_kernel(hop, ext, key))
+            try:
+                if key not in hop.py_kernels:
+                    hop.py_impl(key)(_kernel(hop, ext, key))
+            except Exception:  # noqa: BLE001 -- an odd op must not stop counting
+                continue
         _synced = len(_ops._higher_order_ops)
 
 
@@ -67,7 +71,7 @@ def _plain_call(args: tuple, kwargs: dict) -> bool:
     really runs."""
     import torch
 
-    if torch.compiler.is_compiling():
+    if is_compiling():
         return False
     plain = (torch.Tensor, torch.nn.Parameter)
     todo: list[Any] = [args, kwargs]
