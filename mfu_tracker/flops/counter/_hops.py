@@ -106,15 +106,16 @@ def _kernel(hop: Any, ext: Any, key: Any) -> Callable[..., Any]:
         backward_phase = torch._C._current_graph_task_id() != -1
         grad = torch.is_grad_enabled()
         results: dict[str, Any] = {}
-        for causal in conventions:
-            try:
-                executed, model_backward, approximate, dtype = count_call(
-                    name, hop, args, kwargs, causal, backward_phase, grad)
-                results[causal] = (executed, model_backward, approximate, _DTYPE_INDEX[dtype])
-            except Exception as exc:  # noqa: BLE001 - never raise into the op
-                results[causal] = str(exc) or type(exc).__name__
-        ext.nest(1)
+        ext.nest(1)  # from here the ops run are the count's and the op's own
         try:
+            for causal in conventions:
+                try:
+                    executed, model_backward, approximate, dtype = count_call(
+                        name, hop, args, kwargs, causal, backward_phase, grad)
+                    results[causal] = (executed, model_backward, approximate,
+                                       _DTYPE_INDEX[dtype])
+                except Exception as exc:  # noqa: BLE001 - never raise into the op
+                    results[causal] = str(exc) or type(exc).__name__
             with torch._C._ExcludeDispatchKeyGuard(exclude):
                 out = hop(*args, **kwargs)
         finally:
