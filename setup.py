@@ -68,7 +68,7 @@ def _torch_extensions() -> list[Extension]:
 
     Without torch (or without csrc/torch sources) it returns [] with a note:
     ``_C`` still builds, and FLOP counting falls back to a TorchDispatchMode
-    path until the first counter builds it (mfu_tracker/_build.py) from the
+    path until the first counter builds it (mfu_tracker/flops/counter/_build.py) from the
     sources ``BuildPyWithSources`` ships. ``pip install --no-build-isolation``
     builds it here against the installed torch. ``MFU_TRACKER_NO_TORCH_EXT=1``
     skips it on purpose.

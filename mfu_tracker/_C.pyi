@@ -70,10 +70,22 @@ def varlen_attention_flop(
     cu_seqlens_q: Sequence[int], cu_seqlens_k: Optional[Sequence[int]], heads_q: int, heads_kv: int,
     head_dim_qk: int, head_dim_v: int, *, causal_attention: str = "full", backward: bool = False,
 ) -> int: ...
+def sdpa_model_flop(
+    batch: int, heads_q: int, heads_kv: int, seq_q: int, seq_kv: int, head_dim_qk: int, head_dim_v: int,
+    *, causal_attention: str = "full", with_backward: bool = False,
+) -> int: ...
+
+# ---- py_transformer.c: the analytic count, the family table, the 6N rule ---------
+
 def transformer_flops(
     dims: dict[str, Any], options: dict[str, Any], *, seq_lens: Optional[Sequence[int]] = None,
     batch_size: Optional[int] = None, seq_len: Optional[int] = None,
+    vision: Optional[dict[str, Any]] = None, grids: Optional[Sequence[Sequence[int]]] = None,
 ) -> dict[str, float]: ...
+def transformer_family(model_type: str, /) -> Optional[dict[str, Any]]: ...
+def transformer_families() -> tuple[str, ...]: ...
+def transformer_dim_names() -> tuple[str, ...]: ...
+def params_flops(num_params: float, num_tokens: float, *, lora: bool = False) -> dict[str, float]: ...
 
 # ---- py_ops.c: the op table, mfu_op_count, the custom-formula registry ---------
 
@@ -174,7 +186,7 @@ def compute_metrics(
     num_gpus: int = 1,
 ) -> dict[str, Optional[float]]: ...
 
-# ---- py_timer.c ---------------------------------------------------------------
+# ---- py_mark_timer.c, py_step_tracker.c, py_phases.c ----------------------------
 
 class MarkTimer:
     """A mark timer on the CPU or a GPU clock (core/timing.h)."""
@@ -236,7 +248,15 @@ class StepTracker:
         executed_flops: Optional[float] = None,
         flops_by_dtype: Optional[Mapping[str, float]] = None,
     ) -> None: ...
-    def summary(self, /) -> dict[str, Any]: ...
+    def summary(
+        self,
+        /,
+        *,
+        model_flops: float | None = ...,
+        executed_flops: float | None = ...,
+        num_tokens: float | None = ...,
+        ideal_s: float | None = ...,
+    ) -> dict[str, Any]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
     def end_phase(self, /) -> None: ...
     def switch_phase(self, name: PhaseName, /) -> None: ...

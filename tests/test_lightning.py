@@ -31,8 +31,8 @@ L = pytest.importorskip("lightning")
 from lightning.fabric import Fabric  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
 
+from mfu_tracker.integrations._lightning_precision import PRECISION_DTYPES  # noqa: E402
 from mfu_tracker.integrations.fabric import (  # noqa: E402
-    PRECISION_DTYPES,
     dtype_from_precision,
     fabric_dtype,
     fabric_tracker,

@@ -3,7 +3,7 @@
  *
  * This is the only place that knows how an op's arguments become FLOPs.
  * Both FLOP counters (the libtorch observer in csrc/torch and the
- * TorchDispatchMode fallback in mfu_tracker/_dispatch_counter.py) only turn
+ * TorchDispatchMode fallback in mfu_tracker/flops/counter/_dispatch.py) only turn
  * torch arguments into an mfu_op_call -- shapes, requires-grad flags, ints,
  * int lists, the values of cumulative-length tensors -- and add up what
  * mfu_op_count returns. The arithmetic underneath is flops.h's.

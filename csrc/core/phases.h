@@ -21,7 +21,7 @@
 
 /* The phases, in the order their keys are reported. COMMUNICATION is the
  * exposed (not overlapped) communication inside backward, marked by a
- * communication hook (mfu_tracker/_comm_hook.py) or by hand. */
+ * communication hook (mfu_tracker/distributed/_comm_hook.py) or by hand. */
 typedef enum mfu_phase {
     MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD, MFU_PHASE_OPTIMIZER,
     MFU_PHASE_COMMUNICATION,

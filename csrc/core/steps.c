@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "mfu_limits.h"
+#include "mixed.h"
 #include "steps.h"
 
 /* The kind of mark a record is for (steps.h, "Phases", "Excluded
@@ -498,9 +499,7 @@ static void window_ideal(const mfu_steps *s, mfu_steps_summary *out)
     for (uint32_t i = 0; i < steps; i++)
         sum += s->ideal_ring[i];
     out->ideal_s = steps > 0 ? sum : NAN;
-    out->mfu_mixed = NAN;
-    if (steps > 0 && window_s > 0.0)
-        out->mfu_mixed = sum / window_s / (double)s->config.peak.num_devices;
+    out->mfu_mixed = mfu_mixed_utilization(out->ideal_s, window_s, s->config.peak.num_devices);
 }
 
 void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
@@ -525,6 +524,34 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
     out->boundaries = s->boundaries;
     out->dropped = s->dropped;
     out->pending = s->pending;
+}
+
+/* A window total given at logging time: NaN (unknown) unless finite >= 0. */
+static double given_total(double value)
+{
+    return usable(value) ? value : NAN;
+}
+
+void mfu_steps_summarize_with(mfu_steps *s, const mfu_step_report *totals,
+                              mfu_steps_summary *out)
+{
+    mfu_work *w = &out->window.totals;
+    mfu_steps_summarize(s, out);
+    if (totals->given & MFU_STEP_MODEL_FLOPS) {
+        w->model_flops = given_total(totals->model_flops);
+        out->ideal_s = NAN; /* the window's ideal seconds no longer pair with it */
+    }
+    if (totals->given & MFU_STEP_EXECUTED_FLOPS)
+        w->executed_flops = given_total(totals->executed_flops);
+    if (totals->given & MFU_STEP_NUM_TOKENS)
+        w->num_tokens = given_total(totals->num_tokens);
+    if (totals->given & MFU_STEP_IDEAL_S)
+        out->ideal_s = given_total(totals->ideal_s);
+    if (out->window.steps == 0)
+        return; /* an empty window has no figures, whatever was given */
+    mfu_metrics_compute(w, &s->config.peak, out->window.window_s, &out->window.metrics);
+    out->mfu_mixed = mfu_mixed_utilization(out->ideal_s, out->window.window_s,
+                                           s->config.peak.num_devices);
 }
 
 void mfu_steps_get_counters(const mfu_steps *s, mfu_steps_counters *out)

@@ -258,6 +258,18 @@ void mfu_steps_close(mfu_steps *steps);
 /* Poll, then the windowed figures (see "The work of a step" for MFU). */
 void mfu_steps_summarize(mfu_steps *steps, mfu_steps_summary *out);
 
+/* The same figures with window *totals* given at logging time, by callers
+ * that learn a window's work only then (the integrations resolve their
+ * steps' FLOPs late; a distributed row reports them). Each field whose
+ * MFU_STEP_* bit is in totals->given replaces the window's total -- NaN, a
+ * negative or an infinite value as unknown -- and every ratio (MFU, HFU,
+ * achieved FLOP/s, tokens/s, mfu_mixed) is formed again from the totals by
+ * the same arithmetic as the window's own. Given model FLOPs without ideal
+ * seconds leave mfu_mixed unknown (they would not pair); executed FLOPs and
+ * tokens not given keep the window's. Cannot fail. */
+void mfu_steps_summarize_with(mfu_steps *steps, const mfu_step_report *totals,
+                              mfu_steps_summary *out);
+
 void mfu_steps_get_counters(const mfu_steps *steps, mfu_steps_counters *out);
 
 /* The clock timing the steps now (the CPU clock after a fallback). */

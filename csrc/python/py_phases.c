@@ -1,6 +1,6 @@
 /*
  * py_phases.c -- the phase marks of _C.StepTracker, for the MFU waterfall
- * (core/phases.h, mfu_tracker/_phases.py).
+ * (core/phases.h, mfu_tracker/timing/_waterfall.py).
  *
  * begin_phase / switch_phase / end_phase each put one mark on the tracker's
  * clock (never a sync); phase(name) is a small context manager doing the
@@ -8,7 +8,7 @@
  * Names are checked here: an unknown one is a ValueError naming it. Misuse
  * (an end without a phase, too deep a nesting) is one warning, ignored.
  */
-#include "py_step_tracker.h"
+#include "py_phases.h"
 
 static const mfu_py_choice phase_choices[] = {
     {"data", MFU_PHASE_DATA},

@@ -1,6 +1,6 @@
 // module.cpp -- the CPython module mfu_tracker._torch: method table and init
 // only; the work is in observer.cpp, classify.cpp, convert.cpp. Import it
-// after `import torch` (it links libtorch); mfu_tracker/counter.py does.
+// after `import torch` (it links libtorch); mfu_tracker/flops/counter/_counter.py does.
 #include "mfu_torch.h"
 
 #ifndef MFU_TRACKER_VERSION

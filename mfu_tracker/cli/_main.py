@@ -91,22 +91,70 @@ def _resolve_gpu(args: argparse.Namespace, dtype: str) -> tuple[Optional[GPUSpec
     )
 
 
-def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> tuple[float, str]:
-    from ..flops._analytic import params_flops, transformer_flops
+class _Counted:
+    """FLOPs per language token for `estimate`, and how they were counted."""
 
-    causal = args.causal_attention
-    if args.lora_rank is not None and not args.lora:
-        raise CliError("--lora-rank needs --lora")
-    if args.params is not None:
-        if not (math.isfinite(args.params) and args.params > 0):
-            raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
-        if args.formula not in (None, "6n"):
-            raise CliError("--params gives a bare parameter count: only --formula 6n applies")
-        if args.lora_rank is not None:
-            raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
-                           "not the adapters)")
-        counted = params_flops(args.params, lora=args.lora)
-        return counted.flops_per_token, counted.conventions_str
+    def __init__(self, flops_per_token: float, conventions: str, notes: Sequence[str] = (),
+                 language_per_token: Optional[float] = None) -> None:
+        self.flops_per_token = flops_per_token
+        self.conventions = conventions
+        self.notes = list(notes)
+        self.language_per_token = language_per_token  # VLM: the tower left out
+
+
+def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]]]:
+    """Each T,H,W (patches), or NxT,H,W for N of them."""
+    grids: List[List[int]] = []
+    for text in texts or ():
+        count, _, grid_text = text.rpartition("x")
+        try:
+            grid = [int(p) for p in grid_text.split(",")]
+            n = int(count) if count else 1
+        except ValueError:
+            grid, n = [], 0
+        if len(grid) != 3 or min(grid) < 1 or n < 1:
+            raise CliError(f"{flag} takes T,H,W or NxT,H,W (patches, each >= 1), got {text!r}")
+        grids.extend([grid] * n)
+    return grids or None
+
+
+def _params_counted(args: argparse.Namespace) -> _Counted:
+    from ..flops._analytic import params_flops
+
+    if not (math.isfinite(args.params) and args.params > 0):
+        raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
+    if args.formula not in (None, "6n"):
+        raise CliError("--params gives a bare parameter count: only --formula 6n applies")
+    if args.lora_rank is not None:
+        raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
+                       "not the adapters)")
+    if args.image_grid or args.video_grid:
+        raise CliError("--image-grid / --video-grid need --model (a VLM config)")
+    counted = params_flops(args.params, lora=args.lora)
+    return _Counted(counted.flops_per_token, counted.conventions_str)
+
+
+def _meta_counted(config: dict, args: argparse.Namespace, seq_len: int) -> _Counted:
+    """The exact meta count, for a model_type the analytic formula lacks."""
+    from ._model import ModelError, meta_count
+
+    if args.lora or args.image_grid or args.video_grid or args.formula not in (None, "matmul"):
+        raise CliError(f"model_type {config.get('model_type')!r} has no analytic formula; its "
+                       "exact meta count takes no --lora, --formula or grids")
+    try:
+        fc, model = meta_count(config, batch_size=1, seq_len=seq_len,
+                               causal_attention=args.causal_attention)
+    except ModelError as exc:
+        raise CliError(str(exc)) from exc
+    note = (f"note: model_type {config.get('model_type')!r} has no analytic formula: "
+            f"counted exactly instead ({type(model).__name__} on meta, one forward + backward "
+            f"of {seq_len} tokens)")
+    return _Counted(fc.model_flops / seq_len, fc.conventions, [note])
+
+
+def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted:
+    from ..flops._analytic import transformer_flops
+    from ..flops._hf_config import is_supported
     from ..flops.presets import resolve_model_config
 
     if seq_len is None:
@@ -115,23 +163,55 @@ def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> 
         # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
         raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
     config = resolve_model_config(args.model)
+    if not is_supported(config) and isinstance(config.get("model_type"), str):
+        return _meta_counted(config, args, seq_len)
+    images = _grids(args.image_grid, "--image-grid")
+    videos = _grids(args.video_grid, "--video-grid")
     counted = transformer_flops(
-        config,
-        seq_len=seq_len,
-        batch_size=1,
-        formula=args.formula or "palm",
-        causal_attention=causal,
+        config, seq_len=seq_len, batch_size=1, formula=args.formula or "palm",
+        causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
+        image_grid_thw=images, video_grid_thw=videos,
     )
-    return counted.flops_per_token, counted.conventions_str
+    language = counted.language_flops / seq_len if counted.vision_flops else None
+    return _Counted(counted.flops_per_token, counted.conventions_str, language_per_token=language)
+
+
+def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
+                    peak_per_gpu: float, peak_text: str) -> float:
+    """The estimate's lines; returns the MFU."""
+    from .. import _C
+
+    out = sys.stdout
+    global_flops_per_sec = counted.flops_per_token * tokens_per_sec
+    mfu = _C.compute_metrics(global_flops_per_sec, 1.0, peak_flops_per_sec=peak_per_gpu,
+                             num_gpus=num_gpus)["mfu"]
+    print(f"FLOP/token:            {counted.flops_per_token / 1e9:.2f} GFLOP", file=out)
+    print(f"tokens/s (global):     {tokens_per_sec:,.0f}", file=out)
+    print(f"achieved per GPU:      {global_flops_per_sec / num_gpus / 1e12:,.1f} TFLOP/s", file=out)
+    print(f"MFU:                   {mfu * 100:.2f}%", file=out)
+    if counted.language_per_token is not None:
+        language = _C.compute_metrics(counted.language_per_token * tokens_per_sec, 1.0,
+                                      peak_flops_per_sec=peak_per_gpu, num_gpus=num_gpus)["mfu"]
+        print(f"MFU (language only):   {language * 100:.2f}%  (mfu_language: the vision tower "
+              f"left out, the lmms-engine convention; "
+              f"{counted.language_per_token / 1e9:.2f} GFLOP/token)", file=out)
+    print(f"peak used (per GPU):   {peak_text}", file=out)
+    print(f"GPUs:                  {num_gpus}", file=out)
+    print(f"conventions:           {counted.conventions}", file=out)
+    for note in counted.notes:
+        print(note, file=out)
+    return mfu
 
 
 def _cmd_estimate(args: argparse.Namespace) -> int:
     if (args.model is None) == (args.params is None):
-        raise CliError("give exactly one of --model (preset or config.json) and --params")
+        raise CliError("give exactly one of --model (preset, config.json or org/name) and --params")
     if args.num_gpus < 1:
         raise CliError(f"--num-gpus must be >= 1, got {args.num_gpus}")
     dtype = normalize_dtype(args.dtype, "--dtype")
+    if args.lora_rank is not None and not args.lora:
+        raise CliError("--lora-rank needs --lora")
 
     if args.tokens_per_sec is not None:
         if args.step_time is not None:
@@ -150,97 +230,73 @@ def _cmd_estimate(args: argparse.Namespace) -> int:
     else:
         raise CliError("give the throughput: --tokens-per-sec, or --step-time with --batch-size and --seq-len")
 
-    flops_per_token, conventions = _model_flops_per_token(args, args.seq_len)
-    spec, peak_per_gpu, peak_text = _resolve_gpu(args, dtype)
-
-    from .. import _C
-
-    global_flops_per_sec = flops_per_token * tokens_per_sec
-    metrics = _C.compute_metrics(
-        global_flops_per_sec, 1.0, peak_flops_per_sec=peak_per_gpu, num_gpus=args.num_gpus
-    )
-    per_gpu_tflops = global_flops_per_sec / args.num_gpus / 1e12
-    print(f"FLOP/token:            {flops_per_token / 1e9:.2f} GFLOP")
-    print(f"tokens/s (global):     {tokens_per_sec:,.0f}")
-    print(f"achieved per GPU:      {per_gpu_tflops:,.1f} TFLOP/s")
-    print(f"MFU:                   {metrics['mfu'] * 100:.2f}%")
-    print(f"peak used (per GPU):   {peak_text}")
-    print(f"GPUs:                  {args.num_gpus}")
-    print(f"conventions:           {conventions}")
-    if metrics["mfu"] > 1:
+    counted = (_params_counted(args) if args.params is not None
+               else _model_counted(args, args.seq_len))
+    _, peak_per_gpu, peak_text = _resolve_gpu(args, dtype)
+    if _print_estimate(counted, tokens_per_sec, args.num_gpus, peak_per_gpu, peak_text) > 1:
         print("warning: MFU > 1 means the peak or the FLOP count is wrong", file=sys.stderr)
     return 0
 
 
-def _build_meta_model(config: dict, attn_implementation: str):
-    """A transformers causal LM from a config dict, on the meta device."""
-    import torch
+def _profile_analytic(config: dict, args: argparse.Namespace, counted: int, tokens: int) -> None:
+    """The analytic formulas beside the count (what transformers builds: no
+    MTP layers; a VLM's language model, no images)."""
+    from ..flops._analytic import transformer_flops
+    from ..flops._hf_config import counter_notes, is_supported
 
-    try:
-        import transformers
-    except ImportError as exc:
-        raise CliError("profile needs transformers: pip install 'mfu-tracker[hf]'") from exc
-    fields = dict(config)
-    model_type = fields.pop("model_type", None)
-    if not isinstance(model_type, str):
-        raise CliError("the model config has no model_type")
-    try:
-        hf_config = transformers.AutoConfig.for_model(model_type, **fields)
-    except (ValueError, KeyError) as exc:
-        raise CliError(f"transformers cannot build a config of type {model_type!r}: {exc}") from exc
-    with torch.device("meta"):
+    out = sys.stdout
+    if not is_supported(config):
+        print(f"analytic:              n/a (model_type {config.get('model_type')!r} has no "
+              "analytic formula; the count above is exact)", file=out)
+        return
+    for formula in ("matmul", "palm"):
         try:
-            model = transformers.AutoModelForCausalLM.from_config(
-                hf_config, attn_implementation=attn_implementation)
-        except ValueError as exc:
-            raise CliError(f"transformers cannot build a causal LM for {model_type!r}: {exc}") from exc
-    return model
+            analytic = transformer_flops(config, seq_len=args.seq_len, batch_size=args.batch_size,
+                                         formula=formula, causal_attention=args.causal_attention,
+                                         num_mtp_layers=0)
+        except (ValueError, TypeError) as exc:
+            print(f"analytic:              n/a ({exc})", file=out)
+            return
+        value = analytic.forward_flops if args.forward_only else analytic.model_flops
+        print(f"analytic ({formula + '):':<8}    {value:,.0f}  "
+              f"({value / tokens / 1e9:,.3f} GFLOP/token; counted / analytic = "
+              f"{counted / value:.6f})", file=out)
+    for note in counter_notes(config):
+        print(f"note: {note}", file=out)
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from ..flops.counter._counter import FlopCounter
     from ..flops.presets import resolve_model_config
+    from ._model import ModelError, meta_count
 
     if args.batch_size < 1 or args.seq_len < 1:
         raise CliError("--batch-size and --seq-len must be >= 1")
     if args.depth < 1:
         raise CliError(f"--depth must be >= 1, got {args.depth}")
     config = resolve_model_config(args.model)
-    import torch
-
-    model = _build_meta_model(config, args.attn_implementation)
+    try:
+        fc, model = meta_count(config, batch_size=args.batch_size, seq_len=args.seq_len,
+                               causal_attention=args.causal_attention,
+                               attn_implementation=args.attn_implementation,
+                               forward_only=args.forward_only, audit=True)
+    except ModelError as exc:
+        raise CliError(str(exc)) from exc
     tokens = args.batch_size * args.seq_len
-    ids = torch.zeros(args.batch_size, args.seq_len, dtype=torch.long, device="meta")
-    with FlopCounter(causal_attention=args.causal_attention, audit=True) as fc:
-        if args.forward_only:
-            with torch.no_grad():
-                model(input_ids=ids)
-        else:
-            logits = model(input_ids=ids).logits
-            logits.float().sum().backward()  # meta: no memory, grads are meta too
     model_flops = fc.model_flops
     out = sys.stdout
+    attention = getattr(model.config, "_attn_implementation", None) or args.attn_implementation
     print(f"model:                 {args.model} ({type(model).__name__} on meta, "
-          f"attention {args.attn_implementation})", file=out)
+          f"attention {attention})", file=out)
     print(f"batch:                 {args.batch_size} x {args.seq_len} = {tokens:,} tokens "
           f"({'forward only' if args.forward_only else 'forward + backward'})", file=out)
     print(f"model FLOPs (MFU):     {model_flops:,}  ({model_flops / 1e12:,.2f} TFLOP)", file=out)
     print(f"executed FLOPs (HFU):  {fc.executed_flops:,}", file=out)
     print(f"forward FLOPs:         {fc.forward_flops:,}", file=out)
     print(f"FLOP/token (model):    {model_flops / tokens / 1e9:,.3f} GFLOP", file=out)
-    try:
-        from ..flops._analytic import transformer_flops
-
-        for formula in ("matmul", "palm"):
-            analytic = transformer_flops(
-                config, seq_len=args.seq_len, batch_size=args.batch_size, formula=formula,
-                causal_attention=args.causal_attention)
-            value = analytic.forward_flops if args.forward_only else analytic.model_flops
-            print(f"analytic ({formula + '):':<8}    {value:,.0f}  "
-                  f"({value / tokens / 1e9:,.3f} GFLOP/token; counted / analytic = "
-                  f"{model_flops / value:.6f})", file=out)
-    except (ValueError, TypeError) as exc:
-        print(f"analytic:              n/a ({exc})", file=out)
+    _profile_analytic(config, args, model_flops, tokens)
+    if "vision_config" in config:
+        print("note: text only: the vision tower did not run (estimate --image-grid counts it)",
+              file=out)
     print(f"conventions:           {fc.conventions}", file=out)
     if fc.errors:
         print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
@@ -301,13 +357,19 @@ def _build_parser() -> argparse.ArgumentParser:
 
     est = sub.add_parser("estimate", help="MFU from a model, a throughput and a GPU")
     what = est.add_argument_group("model")
-    what.add_argument("--model", help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
+    what.add_argument("--model", help="preset name (e.g. llama-3.1-8b), path to a HuggingFace "
+                      "config.json, or org/name in the local HF cache")
     what.add_argument("--params", type=float, help="bare parameter count N (6N rule)")
     what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
     what.add_argument("--causal-attention", choices=["full", "half"], default="full",
                       help="count the causal attention square in full (PaLM, default) or half (Megatron)")
     what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
     what.add_argument("--lora-rank", type=int, default=None, help="adapter rank (adds the adapters' FLOPs)")
+    what.add_argument("--image-grid", action="append", metavar="T,H,W",
+                      help="a VLM image's grid in patches (an image_grid_thw row), or NxT,H,W for N "
+                      "images; repeatable")
+    what.add_argument("--video-grid", action="append", metavar="T,H,W",
+                      help="a VLM video's grid in patches (a video_grid_thw row), or NxT,H,W; repeatable")
     hw = est.add_argument_group("hardware")
     hw.add_argument("--gpu", help="device name as in `mfu-tracker gpus` (e.g. B200, 'H100 SXM', MI300X)")
     hw.add_argument("--num-gpus", type=int, default=1)
@@ -322,7 +384,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
     prof = sub.add_parser("profile", help="count a full-size model's FLOPs on the meta device")
     prof.add_argument("--model", required=True,
-                      help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
+                      help="preset name (e.g. llama-3.1-8b), path to a HuggingFace config.json, "
+                      "or org/name in the local HF cache")
     prof.add_argument("--batch-size", type=int, default=1, help="sequences per step")
     prof.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
     prof.add_argument("--causal-attention", choices=["full", "half"], default="full",

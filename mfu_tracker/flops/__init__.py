@@ -14,20 +14,5 @@ Layer 2 (peaks -> flops -> timing -> distributed -> tracker -> integrations
 -> cli). May import: the foundation (``_C``, ``_validate``, ``_dtypes``,
 ``_version``) only; ``flops.counter`` may import ``flops``.
 """
-from ._analytic import (
-    TransformerFlops,
-    flash_attn_flops,
-    num_params,
-    param_bytes,
-    params_flops,
-    transformer_flops,
-)
-
-__all__ = [
-    "TransformerFlops",
-    "transformer_flops",
-    "params_flops",
-    "flash_attn_flops",
-    "param_bytes",
-    "num_params",
-]
+from ._analytic import *  # noqa: F403 -- the names _analytic.__all__ lists
+from ._analytic import __all__  # noqa: F401

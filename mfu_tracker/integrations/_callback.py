@@ -39,13 +39,14 @@ from .._validate import (
     check_flag,
     check_hfu_factor,
     check_int,
+    check_log_path,
     check_optional_number,
     check_peak_tflops,
     check_prefix,
     check_sample_batch,
 )
 from ..peaks._table import GPUSpec, check_spec
-from ..tracker._metrics_log import MetricsLog, check_log_path
+from ..tracker._metrics_log import MetricsLog
 from ._auto_phases import AutoPhases
 from ._step_flops import (
     StepCounter,
@@ -245,8 +246,7 @@ class CallbackCore:
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
         window = self._window_work() if new_steps else None
-        out = window_metrics(self._tracker, window, prefix=self.metric_prefix,
-                             param_bytes=self._param_bytes, num_gpus=self.num_gpus)
+        out = window_metrics(self._tracker, window, prefix=self.metric_prefix)
         if out is None or window is None:
             return None
         peak = self._tracker.peak

@@ -51,7 +51,7 @@ How the numbers are made:
   "bf16-mixed"/"bf16-true" bf16, "16-mixed"/"16-true" fp16,
   "transformer-engine[-float16]" fp8, "64-true" fp64, bitsandbytes its
   compute dtype, "32-true" fp32, or tf32 on CUDA when matmuls may use it;
-  see :func:`~mfu_tracker.integrations.fabric.dtype_from_precision`).
+  see :func:`~mfu_tracker.integrations._lightning_precision.dtype_from_precision`).
 * **Phases** (``phases=True``): data from a batch's end to the next batch's
   start, forward from ``on_train_batch_start`` to ``on_before_backward``,
   backward to ``on_after_backward``, optimizer from
@@ -81,7 +81,7 @@ from .._validate import WINDOW_MAX, check_int
 from ..distributed._comm_hook import attach_ddp_or_warn
 from ._callback import CallbackCore, guarded
 from ._step_flops import StepRecord
-from .fabric import dtype_from_precision
+from ._lightning_precision import dtype_from_precision
 
 __all__ = ["MFUCallback"]
 
@@ -124,8 +124,9 @@ class MFUCallback(CallbackCore, Callback):
             to the next batch's start, forward from there to
             ``on_before_backward``, backward to ``on_after_backward``,
             optimizer from ``on_before_optimizer_step``; time between them
-            (gradient clipping, zero_grad) is ``other``. Under DDP the
-            all-reduce that backward waits for stays in backward.
+            (gradient clipping, zero_grad) is ``other``. Under the DDP
+            strategy the exposed part of the gradient all-reduce is
+            ``communication`` (the tracker's hook marks it; see above).
         log_path: append each logged dict to this JSONL file, with ``step``
             (``trainer.global_step``) and ``time`` (rank 0 only; the input of
             ``mfu-tracker report``). None: no file.

@@ -35,6 +35,7 @@ from .._validate import (
     check_causal_attention,
     check_flag,
     check_hfu_factor,
+    check_instance,
     check_int,
     check_optional_number,
     check_sample_batch,
@@ -170,10 +171,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         # (properties below), never copies.
         if isinstance(optimizer, MFUOptimizerWrapper):
             raise TypeError("optimizer is already an MFUOptimizerWrapper")
-        if not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(f"optimizer must be a torch.optim.Optimizer, not {type(optimizer).__name__}")
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
+        check_instance(optimizer, "optimizer", torch.optim.Optimizer, "a torch.optim.Optimizer")
+        check_instance(model, "model", torch.nn.Module, "a torch.nn.Module")
         if next(model.parameters(), None) is None:
             raise ValueError("model has no parameters: there is nothing for the optimizer to train "
                              "(pass the model whose parameters the optimizer updates)")

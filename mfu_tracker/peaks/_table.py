@@ -25,7 +25,16 @@ from typing import Any, Optional, Union
 
 from .. import _C
 from .._dtypes import DTYPE_NAMES, normalize_dtype
-from .._validate import check_device, check_optional_instance, check_positive_number
+from .._validate import (
+    check_at_most,
+    check_choice,
+    check_device,
+    check_int_pair,
+    check_nonempty,
+    check_optional_instance,
+    check_positive_number,
+    check_str,
+)
 
 __all__ = [
     "GPUSpec",
@@ -161,13 +170,8 @@ def _lookup(name: str, compute_capability: Any, num_sms: Any,
             total_memory_bytes: Any) -> Optional[GPUSpec]:
     """The C lookup (every rule, display names included, lives there); the C
     binding checks ``name``, ``num_sms`` and ``total_memory_bytes``."""
-    cc_major = cc_minor = None
-    if compute_capability is not None:
-        if (not isinstance(compute_capability, (tuple, list)) or len(compute_capability) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool)
-                           for v in compute_capability)):
-            raise TypeError("compute_capability must be a (major, minor) pair of ints or None")
-        cc_major, cc_minor = compute_capability
+    cc = check_int_pair(compute_capability, "compute_capability")
+    cc_major, cc_minor = (None, None) if cc is None else cc
     row = _C.lookup_gpu_spec(name, cc_major, cc_minor, num_sms, total_memory_bytes)
     return None if row is None else _spec_from_row(row)
 
@@ -307,11 +311,9 @@ def user_gpu_spec(
     {dtype: TFLOP/s}. ``memory_bandwidth_tbs``: TB/s, optional.
     Non-finite or non-positive values raise ``ValueError`` naming the argument.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    check_str(name, "name")
     if isinstance(peak_tflops, dict):
-        if not peak_tflops:
-            raise ValueError("peak_tflops: the mapping is empty")
+        check_nonempty(peak_tflops, "peak_tflops")
         peaks = {}
         for key, value in peak_tflops.items():
             dtype = normalize_dtype(key, "peak_tflops")
@@ -345,12 +347,10 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
     """
     import torch
 
-    name = normalize_dtype(dtype)
-    if name not in _TORCH_DTYPES:
-        raise ValueError(f"dtype: measure_peak_flops supports {', '.join(_TORCH_DTYPES)}, not {name}")
-    duration = check_positive_number(duration_s, "duration_s")
-    if duration > 60:
-        raise ValueError(f"duration_s must be <= 60 seconds, got {duration_s!r}")
+    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES),
+                        supported_by="measure_peak_flops")
+    duration = check_at_most(check_positive_number(duration_s, "duration_s"), "duration_s", 60,
+                             "seconds")
     dev = check_device(device)
     if name == "tf32" and dev.type != "cuda":
         raise ValueError("dtype: tf32 is measured on CUDA devices only")
@@ -378,7 +378,7 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
                 sync()
                 if time.perf_counter() - start >= 5e-3:
                     break
-            flops = 2.0 * n ** 3
+            flops = float(_C.mm_flop(n, n, n))  # the core's GEMM rule
             best = 0.0
             deadline = time.perf_counter() + duration
             iterations = 0

@@ -49,6 +49,8 @@ KEYS: Tuple[MetricKey, ...] = (
     # issue 12: mixed precision, the measured ceiling, device telemetry (below)
     *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
         ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
+        # issue 27: a VLM's language model alone (lmms-engine's convention)
+        ("mfu_language", "ratio", "language-model FLOPs / time / peak: the vision tower left out"),
         ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
         # device telemetry (mfu_tracker.timing._telemetry), read at logging time
         ("power_w", "W", "mean board power since the last reading"),

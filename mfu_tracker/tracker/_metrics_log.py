@@ -37,26 +37,10 @@ import time
 import warnings
 from typing import IO, Any, Mapping, Optional, Tuple, Union
 
+from .._validate import check_log_path
 from ..distributed._collective import process_group_initialized
 
 PathLike = Union[str, "os.PathLike[str]"]
-
-
-def check_log_path(path: Any, argument: str = "log_path") -> Optional[str]:
-    """``path`` as a string (None stays None); TypeError / ValueError naming
-    ``argument`` for anything else, an empty name or an existing directory."""
-    if path is None:
-        return None
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{argument} must be a str or os.PathLike path, got {type(path).__name__}")
-    text = os.fspath(path)
-    if not isinstance(text, str):
-        raise TypeError(f"{argument} must be a text path, got {type(text).__name__}")
-    if not text or "\0" in text:
-        raise ValueError(f"{argument} must be a non-empty file name without NUL bytes, got {text!r}")
-    if os.path.isdir(text):
-        raise ValueError(f"{argument} {text!r} is a directory; give a file name (e.g. metrics.jsonl)")
-    return text
 
 
 def _rank_world() -> Tuple[int, int]:

@@ -21,14 +21,15 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from .. import _C
 from .._validate import (
-    NUM_GPUS_MAX,
-    PARALLEL_DEGREE_MAX,
     WARMUP_MAX,
     WINDOW_MAX,
     check_clock,
+    check_instance,
     check_int,
+    check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_parallel_degrees,
     check_positive_number,
     check_prefix,
     check_stream,
@@ -50,22 +51,59 @@ from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
 from ..timing._waterfall import PHASES, waterfall
-from ._metrics_log import MetricsLog, check_log_path
+from ._metrics_log import MetricsLog
 
 __all__ = ["Tracker"]
 
 
-def _override(value: Any, argument: str) -> Optional[float]:
-    """A window total given at logging time: None, a finite number >= 0, or
-    NaN (unknown) after one warning for anything else."""
-    if value is None:
+#: No window totals given (never mutated).
+_NO_TOTALS: Dict[str, float] = {}
+
+
+def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
+                   ideal_s: Any, language_flops: Any = None) -> Dict[str, float]:
+    """The window totals given at logging time (``Tracker.metrics()``): each
+    a finite number >= 0, or NaN (unknown) after one warning for anything
+    else -- never an exception, which on one rank would leave the others
+    waiting in the collective. Totals not given are left out."""
+    if (model_flops is None and executed_flops is None and num_tokens is None
+            and ideal_s is None and language_flops is None):
+        return _NO_TOTALS  # the common call: nothing given, nothing to check
+    given = dict(model_flops=model_flops, executed_flops=executed_flops,
+                 num_tokens=num_tokens, ideal_s=ideal_s, language_flops=language_flops)
+    totals: Dict[str, float] = {}
+    for argument, value in given.items():
+        if value is None:
+            continue
+        try:
+            totals[argument] = check_optional_number(value, argument, 0)  # type: ignore[assignment]
+        except (TypeError, ValueError) as exc:
+            warnings.warn(f"mfu_tracker: Tracker: {exc}; the figures using it are left out",
+                          RuntimeWarning, stacklevel=4)
+            totals[argument] = math.nan
+    return totals
+
+
+def _mfu_language(figures: Mapping[str, Any], language_flops: float) -> Optional[float]:
+    """MFU of the language model alone (a VLM's tower left out: the
+    lmms-engine convention): ``mfu`` x language FLOPs / the window's model
+    FLOPs, so it shares every denominator with ``mfu``. None when either is
+    unknown."""
+    mfu, achieved, window_s = (figures.get("mfu"), figures.get("achieved_flops_per_sec"),
+                               figures.get("window_s"))
+    if mfu is None or not achieved or not window_s or language_flops != language_flops:
         return None
-    try:
-        return check_optional_number(value, argument, 0)
-    except (TypeError, ValueError) as exc:
-        warnings.warn(f"mfu_tracker: Tracker.aggregate(): {exc}; the figures using it are "
-                      f"left out", RuntimeWarning, stacklevel=4)
-        return math.nan
+    return mfu * language_flops / (achieved * window_s)
+
+
+def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
+    """A rank's share of a replica's figure (None stays None)."""
+    return None if value is None else float(value) / model_parallel
+
+
+def _times(ratio: Optional[float], ceiling: Optional[float]) -> Optional[float]:
+    """A utilization back to its rate: ratio x ceiling (None when either is)."""
+    return None if ratio is None or ceiling is None else float(ratio) * ceiling
 
 
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
@@ -174,6 +212,10 @@ class Tracker(_C.StepTracker):
     ``{prefix}/mfu_mixed``           (sum_d F_d / peak_d) / window time / ``num_gpus``:
                                      each dtype's FLOPs charged to its own peak (needs
                                      ``flops_by_dtype``; equals ``mfu`` for one dtype)
+    ``{prefix}/mfu_language``        MFU of the language model alone: a VLM's vision tower
+                                     left out (the lmms-engine convention; needs a
+                                     ``language_flops`` window total: the integrations
+                                     give it for a VLM config)
     ``{prefix}/mfu_vs_measured``     model FLOP/s / the measured GEMM peak
                                      (``measure_peak=True``)
     ``{prefix}/power_w``             mean board power since the previous ``metrics()``, W
@@ -251,6 +293,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
+    ``{prefix}/mfu_language``                       peak-weighted mean of the ranks' ``mfu_language``
     ``{prefix}/mfu_vs_measured``                    sum_r achieved_r / sum_r measured peak_r
     ``{prefix}/power_w``                            sum over ranks (each rank reads its own device)
     ``{prefix}/energy_j_per_token``                 ``power_w`` / the job's tokens per second
@@ -389,20 +432,12 @@ class Tracker(_C.StepTracker):
         bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
-        num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
-        model_parallel = 1
-        for value, argument in ((tensor_parallel, "tensor_parallel"),
-                                (sequence_parallel, "sequence_parallel"),
-                                (context_parallel, "context_parallel"),
-                                (pipeline_parallel, "pipeline_parallel")):
-            model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
-        if num_gpus * model_parallel > NUM_GPUS_MAX:
-            raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
-                             f"got {num_gpus * model_parallel}")
+        num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
+            tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+            context_parallel=context_parallel, pipeline_parallel=pipeline_parallel))
         check_optional_flag(measure_peak, "measure_peak")
-        if not (telemetry is None or isinstance(telemetry, (bool, str))):
-            raise TypeError(f"telemetry must be None, a bool or an NVML device id (str), not "
-                            f"{type(telemetry).__name__}")
+        if telemetry is not None:
+            check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
@@ -463,7 +498,16 @@ class Tracker(_C.StepTracker):
         """tensor x sequence x context x pipeline parallel degree."""
         return self._model_parallel
 
-    def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
+    def metrics(
+        self,
+        prefix: str = "throughput",
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+        ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
+    ) -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
@@ -472,15 +516,26 @@ class Tracker(_C.StepTracker):
         collective returning the global figures on every rank. The time
         spent inside (the collective's wait above all) is left out of the
         step it falls in, on either clock.
+
+        ``model_flops``, ``executed_flops`` (FLOPs), ``num_tokens`` and
+        ``ideal_s`` (seconds the model FLOPs need at each dtype's peak, for
+        ``mfu_mixed``) are totals over the steps now in the window, for
+        loops that know a window's work only at logging time (the
+        integrations): each replaces the window's own total, and the ratios
+        are formed from it. A bad one (negative, NaN, not a number) gives one
+        warning and leaves the figures that need it out. ``language_flops``:
+        the part of the window's model FLOPs spent in the language model (a
+        VLM's vision tower left out), giving ``mfu_language``.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
-        out = self._metrics(prefix)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
+        out = self._metrics(prefix, totals)
         log = self._log
         if log is not None and out:
             log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
         return out
 
-    def _metrics(self, prefix: str) -> Dict[str, float]:
+    def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -492,23 +547,39 @@ class Tracker(_C.StepTracker):
             self._exclude_begin()
         try:
             if collective:
-                figures = self._aggregate(agg)  # type: ignore[arg-type]
+                figures = self._aggregate(agg, totals)  # type: ignore[arg-type]
                 if figures is not None:
                     return figures.metrics(prefix)
-            local = self._local_figures()
-            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
-                                             local["tokens_per_sec"]))
+            local = self._window_figures(totals)
             if not local["steps"]:
                 return {}
+            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
+                                             local["tokens_per_sec"]))
             return format_metrics(local, prefix)
         finally:
             if exclude:
                 self._exclude_end()
 
-    def _local_figures(self) -> Dict[str, Any]:
-        """The C summary, ``mfu_vs_measured``, plus the window's phase seconds per step
-        (``phase_s``) and the waterfall (``mfu_lost``) when phases were marked."""
-        out = self._figures()
+    def _window_figures(self, totals: Mapping[str, float]) -> Dict[str, Any]:
+        """This rank's figures over its window: the one place they are formed.
+
+        The C summary (every ratio, ``mfu_mixed`` included, formed in C from
+        the window's totals or the ``totals`` given), ``mfu_language`` (with a
+        ``language_flops`` total), ``mfu_vs_measured``,
+        and, when phases were marked in the window, their seconds per step
+        (``phase_s``) and the waterfall (``mfu_lost``).
+        """
+        language = totals.get("language_flops")
+        if language is not None:  # not the C summary's: formed below
+            totals = {k: v for k, v in totals.items() if k != "language_flops"}
+        out: Dict[str, Any] = (_C.StepTracker.summary(self, **totals) if totals
+                               else _C.StepTracker.summary(self))
+        if language is not None:
+            out["mfu_language"] = _mfu_language(out, language)
+        measured = self._measured_flops_per_sec
+        achieved = out["achieved_flops_per_sec"]
+        if measured and achieved is not None:
+            out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
         phases = _C.StepTracker.phases(self)["phase_s"]
         if phases:
             out["phase_s"] = phases
@@ -522,21 +593,11 @@ class Tracker(_C.StepTracker):
         ``energy_j_per_token`` (needs ``tokens_per_sec``), ``tflops_per_watt``
         (needs ``achieved_flops_per_sec``, FLOP/s), ``sm_clock_mhz``,
         ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
-        calls it; integrations that format their own window call it once per
-        logging step. Never raises (a failing read: one warning, figures out).
+        calls it. Never raises (a failing read: one warning, figures out).
         """
         if self._telemetry is None:
             return {}
         return self._telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
-
-    def _figures(self) -> Dict[str, Any]:
-        """The core's summary plus the figures computed here (mfu_vs_measured)."""
-        out: Dict[str, Any] = _C.StepTracker.summary(self)
-        measured = self._measured_flops_per_sec
-        achieved = out["achieved_flops_per_sec"]
-        if measured and achieved is not None:
-            out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
-        return out
 
     @property
     def measured_peak_flops_per_sec(self) -> Optional[float]:
@@ -551,39 +612,32 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
         A collective like ``metrics()`` when distributed; otherwise this
         process's figures as a one-rank aggregation (no communication).
-        None when the aggregation failed (warned once).
-
-        ``model_flops``, ``executed_flops``, ``num_tokens``, ``ideal_s``:
-        totals over the steps now in the window, replacing the ones given to
-        ``step()`` -- for integrations that know a window's work only at
-        logging time (see :meth:`rank_figures`).
+        None when the aggregation failed (warned once). The window totals
+        are those of :meth:`metrics`.
         """
-        overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
-                         num_tokens=num_tokens, ideal_s=ideal_s)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
         agg = self._dist
         if agg is None or agg.failed is not None:
-            return combine([self.rank_figures(**overrides)])
+            return combine([self._rank_figures(totals)])
         self._exclude_begin()
         try:
-            return self._aggregate(agg, overrides)
+            return self._aggregate(agg, totals)
         finally:
             self._exclude_end()
 
-    def _aggregate(self, agg: Aggregator,
-                   overrides: Optional[Dict[str, Optional[float]]] = None
-                   ) -> Optional[DistributedFigures]:
+    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float]) -> Optional[DistributedFigures]:
         if not process_group_initialized():
             # destroy_process_group() ran: nothing to aggregate with.
             agg.close()
             agg.failed = "the process group was destroyed"
             return None
-        local = self.rank_figures(**(overrides or {}))
-        return agg.aggregate(local)
+        return agg.aggregate(self._rank_figures(totals))
 
     def rank_figures(
         self,
@@ -592,80 +646,57 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
         Rates and peaks are divided by the model-parallel degree. The interval
         fields are the host time and step() calls since the previous
-        aggregation (or construction); None / 0 when not distributed.
-        ``model_flops`` / ``executed_flops`` / ``num_tokens`` (totals over
-        the window's steps, finite >= 0) replace the window's own totals, and
-        ``ideal_s`` (seconds the window's FLOPs need at each dtype's peak,
-        for ``mfu_mixed``) goes with ``model_flops`` -- without it a
-        ``model_flops`` override leaves ``mfu_mixed`` out; a
-        bad one (negative, NaN, not a number) gives one warning and leaves its
-        figures out -- never an exception, which on one rank would leave the
-        others waiting in the collective.
+        aggregation (or construction); None / 0 when not distributed. The
+        window totals are those of :meth:`metrics`; a bad one gives one
+        warning and leaves its figures out -- never an exception, which on
+        one rank would leave the others waiting in the collective.
         """
-        model_flops = _override(model_flops, "model_flops")
-        executed_flops = _override(executed_flops, "executed_flops")
-        num_tokens = _override(num_tokens, "num_tokens")
-        ideal_s = _override(ideal_s, "ideal_s")
-        s = _C.StepTracker.summary(self)
-        phases = _C.StepTracker.phases(self)["phase_s"]
+        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s,
+                                                 language_flops))
+
+    def _rank_figures(self, totals: Mapping[str, float]) -> RankFigures:
+        w = self._window_figures(totals)
         mp = self._model_parallel
-        window_s = s["window_s"]
-
-        def share(value: Any) -> Optional[float]:
-            return None if value is None else float(value) / mp
-
-        def rate(ratio: Any, ceiling: Optional[float]) -> Optional[float]:
-            return None if ratio is None or ceiling is None else float(ratio) * ceiling
-
-        def per_sec(total: float) -> Optional[float]:
-            return total / window_s if window_s and not math.isnan(total) else None
-
-        peak = s["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
+        peak = w["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
         bandwidth = self._peak.bytes_per_sec
         bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
-        achieved = s["achieved_flops_per_sec"] if model_flops is None else per_sec(model_flops)
-        executed = rate(s["hfu"], peak) if executed_flops is None else per_sec(executed_flops)
-        tokens = s["tokens_per_sec"] if num_tokens is None else per_sec(num_tokens)
-        mfu = s["mfu"] if model_flops is None else (
-            None if achieved is None or peak is None else achieved / peak)
-        boundaries = int(s["boundaries"])
-        # This rank's own device (the rates are per rank, so J/token and
-        # TFLOP/s per W are formed over the job in combine()).
-        telemetry = self.read_telemetry()
         agg = self._dist
         if agg is not None and agg.failed is None:
-            interval_s, interval_steps = agg.interval(boundaries)
+            interval_s, interval_steps = agg.interval(int(w["boundaries"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0
+        phases = w.get("phase_s", {})
+        # This rank's own device: the per-work figures are the job's (combine()).
+        telemetry = self._telemetry.reading() if self._telemetry is not None else {}
         return RankFigures(
             rank=rank,
-            boundaries=boundaries,
-            steps=int(s["steps"]),
-            window_s=window_s,
-            step_time_s=s["step_time_s"],
-            step_time_min_s=s["step_time_min_s"],
-            step_time_max_s=s["step_time_max_s"],
-            achieved_flops_per_sec=share(achieved),
-            executed_flops_per_sec=share(executed),
-            achieved_bytes_per_sec=share(rate(s["mbu"], bandwidth)),
-            tokens_per_sec=share(tokens),
-            peak_flops_per_sec=share(peak),
-            peak_bytes_per_sec=share(bandwidth),
+            boundaries=int(w["boundaries"]),
+            steps=int(w["steps"]),
+            window_s=w["window_s"],
+            step_time_s=w["step_time_s"],
+            step_time_min_s=w["step_time_min_s"],
+            step_time_max_s=w["step_time_max_s"],
+            achieved_flops_per_sec=_share(w["achieved_flops_per_sec"], mp),
+            executed_flops_per_sec=_share(_times(w["hfu"], peak), mp),
+            achieved_bytes_per_sec=_share(_times(w["mbu"], bandwidth), mp),
+            tokens_per_sec=_share(w["tokens_per_sec"], mp),
+            peak_flops_per_sec=_share(peak, mp),
+            peak_bytes_per_sec=_share(bandwidth, mp),
             num_devices=self._num_gpus,
             model_parallel=mp,
             interval_s=interval_s,
             interval_steps=interval_steps,
-            mfu=mfu,
+            mfu=w["mfu"],
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
-            mfu_mixed=(s.get("mfu_mixed") if model_flops is None
-                       else None if ideal_s is None or not window_s
-                       else ideal_s / window_s / (self._num_gpus * mp)),
+            mfu_mixed=w["mfu_mixed"],
+            mfu_language=w.get("mfu_language"),
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
@@ -721,7 +752,7 @@ class Tracker(_C.StepTracker):
         ``ideal_s`` (the window's seconds at each dtype's peak,
         ``flops_by_dtype``) and ``mfu_vs_measured`` (``measure_peak``).
         """
-        out: Dict[str, Any] = self._local_figures()
+        out: Dict[str, Any] = self._window_figures({})
         for key in ("mfu_mixed", "ideal_s"):
             if out.get(key, 0) is None:
                 del out[key]

@@ -225,21 +225,6 @@ static void test_varlen(void)
                                     &f) == MFU_ERR_INVALID_ARGUMENT);
 }
 
-/* Llama-3.1-8B dims. */
-static mfu_transformer_dims llama8b(void)
-{
-    mfu_transformer_dims d;
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 4096;
-    d.num_layers = 32;
-    d.num_heads = 32;
-    d.num_kv_heads = 8;
-    d.head_dim = 128;
-    d.intermediate_size = 14336;
-    d.vocab_size = 128256;
-    return d;
-}
-
 /* ---- masked and block attention ------------------------------------------- */
 
 /* Twice the pairs a (s_q, s_k) sequence counts, by brute force: the
@@ -396,233 +381,6 @@ static void test_block_attention(void)
     CHECK(mfu_block_attention_flop(&s, NULL, &f) == MFU_ERR_INVALID_ARGUMENT);
 }
 
-static void test_transformer_lambda(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    mfu_transformer_options_init(&o);
-    CHECK(mfu_sequences_uniform(1, 8192, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* N: layer = q 16,777,216 + k 4,194,304 + v 4,194,304 + o 16,777,216
-     *   + mlp 3*4096*14336 = 176,160,768 + norms 8,192 = 218,112,000;
-     *   32 layers 6,979,584,000 + final norm 4,096 + embed 525,336,576
-     *   + lm_head 525,336,576 = 8,030,261,248 */
-    CHECK(r.num_params == 8030261248.0);
-    CHECK(r.num_embedding_params == 525336576.0); /* 128,256 * 4,096 */
-    /* 6 * (8,030,261,248 - 525,336,576) = 45,029,548,032
-     * + 12 * 32 * 32 * 128 * 8,192 = 12,884,901,888 -> 57,914,449,920
-     * per token; the batch total is that * 8,192 tokens (exact: 2^13) */
-    CHECK(r.model_flops == 57914449920.0 * 8192.0);
-    CHECK(r.num_tokens == 8192.0);
-    CHECK(r.hardware_flops == r.model_flops);
-    /* forward: 2 * 7,504,924,672 + 4 * 32 * 32 * 128 * 8,192 */
-    CHECK(r.forward_flops == (15009849344.0 + 4294967296.0) * 8192.0);
-
-    /* HALF: the attention term 12,884,901,888 halves */
-    o.causal = MFU_CAUSAL_HALF;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == (45029548032.0 + 6442450944.0) * 8192.0);
-
-    /* 6N: no attention term */
-    o.causal = MFU_CAUSAL_FULL;
-    o.formula = MFU_FORMULA_6N;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 45029548032.0 * 8192.0);
-    CHECK(r.attention_flops == 0.0);
-}
-
-static void test_transformer_matmul_and_moe(void)
-{
-    /* tiny GQA SwiGLU: d 8, L 2, H 4, H_kv 2, Q 2, I 16, V 10 */
-    mfu_transformer_dims d;
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 8;
-    d.num_layers = 2;
-    d.num_heads = 4;
-    d.num_kv_heads = 2;
-    d.intermediate_size = 16;
-    d.vocab_size = 10;
-    mfu_transformer_options_init(&o);
-    o.formula = MFU_FORMULA_MATMUL;
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){3, 5}, 2, 0, &seqs) ==
-          MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* per token per layer: q 8*8 = 64, k 8*4 = 32, v 32, o 64 -> 192;
-     * mlp 3*8*16 = 384; 2 layers -> 1,152; lm_head 80 -> W = 1,232
-     * T = 8: 2*1,232*8 = 19,712
-     * attention: 4*4*2*(9 + 25) = 1,088 per layer, 2 layers 2,176
-     * forward 21,888, model 3x = 65,664 */
-    CHECK(r.forward_flops == 21888.0);
-    CHECK(r.attention_flops == 2176.0);
-    CHECK(r.model_flops == 65664.0);
-    /* recompute: selective adds the attention forward, full adds the layers'
-     * forward 2*1,152*8 + 2,176 = 20,608 */
-    o.recompute = MFU_RECOMPUTE_SELECTIVE;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 2176.0);
-    o.recompute = MFU_RECOMPUTE_FULL;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 20608.0);
-    o.recompute = MFU_RECOMPUTE_NONE;
-
-    /* MoE: 4 experts of width 4, 2 active: per layer router 8*4 = 32 +
-     * 2 * 3*8*4 = 192 -> 224 active (all: 32 + 384 = 416) */
-    d.num_experts = 4;
-    d.experts_per_token = 2;
-    d.moe_intermediate_size = 4;
-    d.intermediate_size = 0;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* W = 2*(192 + 224) + 80 = 912; forward 2*912*8 + 2,176 = 16,768 */
-    CHECK(r.forward_flops == 16768.0);
-    /* N = 2*(192 + 2*8 norms + 416) + 8 + 80 embed + 80 head = 1,416 */
-    CHECK(r.num_params == 1416.0);
-    CHECK(r.num_active_params == 1416.0 - 2.0 * 192.0);
-}
-
-static void test_transformer_lora(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops full, lora;
-    const char *field = NULL;
-
-    mfu_transformer_options_init(&o);
-    o.formula = MFU_FORMULA_6N;
-    CHECK(mfu_sequences_uniform(2, 64, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &full, &field) == MFU_OK);
-    o.lora_rank = 8;
-    o.lora_targets = MFU_LORA_Q | MFU_LORA_V;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &lora, &field) == MFU_OK);
-    /* adapters per layer: q 8*(4096 + 4096) = 65,536, v 8*(4096 + 1024)
-     * = 40,960 -> 106,496; 32 layers 3,407,872 */
-    CHECK(lora.num_adapter_params == 3407872.0);
-    /* 4 * W * T + 6 * N_a * T against 6 * W * T, W = 7,504,924,672, T = 128 */
-    CHECK(lora.model_flops == 4.0 * 7504924672.0 * 128 + 6.0 * 3407872.0 * 128);
-    CHECK(full.model_flops == 6.0 * 7504924672.0 * 128);
-    CHECK_NEAR(lora.model_flops / full.model_flops, 2.0 / 3.0, 1e-3);
-}
-
-static void test_transformer_sliding_window(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    d.sliding_window = 4096;
-    d.num_sliding_layers = 32;
-    mfu_transformer_options_init(&o);
-    /* lengths 8192 and 1000, window 4096:
-     * sum s*min(s, w) = 8192*4096 + 1000*1000 = 33,554,432 + 1,000,000 */
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){8192, 1000}, 2, 4096,
-                                     &seqs) == MFU_OK);
-    CHECK(seqs.sum_windowed == 34554432.0);
-    CHECK(seqs.sum_sq == 8192.0 * 8192.0 + 1e6);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* 4 * 32 heads * 128 * 32 layers * 34,554,432 */
-    CHECK(r.attention_flops == 4.0 * 32 * 128 * 32 * 34554432.0);
-
-    /* a sequences struct built for another window is refused */
-    CHECK(mfu_sequences_uniform(1, 10, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field != NULL && field[0] == 's');
-}
-
-static int field_is(const char *field, const char *want)
-{
-    if (field == NULL)
-        return 0;
-    while (*field != '\0' && *field == *want) {
-        field++;
-        want++;
-    }
-    return *field == *want;
-}
-
-static void test_transformer_validation(void)
-{
-    mfu_transformer_dims d;
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    mfu_transformer_options_init(&o);
-    CHECK(mfu_sequences_uniform(1, 16, 0, &seqs) == MFU_OK);
-
-    d = llama8b();
-    d.hidden_size = 0;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "hidden_size"));
-    d = llama8b();
-    d.num_kv_heads = 5; /* 32 % 5 != 0 */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_kv_heads"));
-    d = llama8b();
-    d.num_kv_heads = -1;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_kv_heads"));
-    d = llama8b();
-    d.num_kv_heads = 0; /* = num_heads: valid */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
-    d = llama8b();
-    d.head_dim = 0;
-    d.num_heads = 24; /* 4096 % 24 != 0 */
-    d.num_kv_heads = 8;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_heads"));
-    d = llama8b();
-    d.num_experts = 4;
-    d.experts_per_token = 5;
-    d.moe_intermediate_size = 8;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "experts_per_token"));
-    d = llama8b();
-    d.num_layers = -2;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_layers"));
-    d = llama8b();
-    d.intermediate_size = 0;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "intermediate_size"));
-    d = llama8b();
-    d.mlp = MFU_MLP_GELU;
-    o.lora_rank = 4;
-    o.lora_targets = MFU_LORA_GATE;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "lora_targets"));
-    o.lora_targets = 0; /* rank without targets */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "lora_targets"));
-    mfu_transformer_options_init(&o);
-    o.formula = (mfu_flops_formula)9;
-    d = llama8b();
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "formula"));
-    mfu_transformer_options_init(&o);
-
-    /* no tokens */
-    CHECK(mfu_sequences_uniform(0, 16, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "seq_lens"));
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){4, -1}, 2, 0, &seqs) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(mfu_sequences_uniform(-1, 16, 0, &seqs) == MFU_ERR_INVALID_ARGUMENT);
-}
-
 /* Regressions found by tests/c/fuzz/fuzz_flops.c: overflow is judged on
  * the exact count, never on a partial product, and every dimension is
  * checked. Each case is a corpus entry of fuzz_flops too. */
@@ -675,6 +433,27 @@ static void test_fuzz_regressions(void)
     CHECK(mfu_mm_flop(1, 1, two62 - 1, &f) == MFU_OK && f == INT64_MAX - 1);
 }
 
+static void test_sdpa_model_flop(void)
+{
+    /* b 2, h 8, s 128, d 64: forward 4 * 2 * 128^2 * 8 * 64 = 67,108,864 */
+    const mfu_attention_shape s = {2, 8, 8, 128, 128, 64, 64};
+    int64_t f = -1;
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 0, &f) == MFU_OK && f == 67108864);
+    /* + MFU_ATTENTION_MODEL_BACKWARD (2) forwards = 3x */
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 1, &f) == MFU_OK &&
+          f == 3 * INT64_C(67108864));
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_HALF, 1, &f) == MFU_OK &&
+          f == 3 * INT64_C(33554432));
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 2, &f) == MFU_ERR_INVALID_ARGUMENT);
+    {
+        /* forward 2^62 fits, 3x does not */
+        const mfu_attention_shape big = {1, 1, 1, INT64_C(1) << 30, INT64_C(1) << 30, 1, 1};
+        CHECK(mfu_sdpa_model_flop(&big, MFU_CAUSAL_FULL, 0, &f) == MFU_OK &&
+              f == INT64_C(1) << 62);
+        CHECK(mfu_sdpa_model_flop(&big, MFU_CAUSAL_FULL, 1, &f) == MFU_ERR_OVERFLOW);
+    }
+}
+
 int main(void)
 {
     test_matmul_family();
@@ -685,11 +464,7 @@ int main(void)
     test_varlen();
     test_masked_attention();
     test_block_attention();
-    test_transformer_lambda();
-    test_transformer_matmul_and_moe();
-    test_transformer_lora();
-    test_transformer_sliding_window();
-    test_transformer_validation();
+    test_sdpa_model_flop();
     test_fuzz_regressions();
     return check_summary("test_flops");
 }

@@ -149,10 +149,26 @@ def test_issue12_figures_missing_on_one_rank_are_left_out():
     assert not keys(g.metrics()) & {"mfu_mixed", "mfu_vs_measured", "power_w", "clock_ratio"}
 
 
+def test_mfu_language_is_peak_weighted_like_mfu():
+    # rank 0: peak 1e12, mfu 0.4 of which language 0.3; rank 1: peak 3e12,
+    # mfu 0.2, language 0.1 -> (1e12 * 0.3 + 3e12 * 0.1) / 4e12 = 0.15, the
+    # job's language FLOP/s (3e11 + 3e11) over its peak (4e12)
+    r0 = dataclasses.replace(row(0, achieved=4e11), mfu_language=0.3)
+    r1 = dataclasses.replace(row(1, achieved=6e11, peak=3e12), mfu_language=0.1)
+    g = combine([r0, r1])
+    assert g.mfu_language == pytest.approx(0.15)
+    assert g.mfu == pytest.approx(1e12 / 4e12)
+    assert g.metrics("t")["t/mfu_language"] == pytest.approx(0.15)
+    # a rank without it (not a VLM step there): left out
+    assert combine([r0, row(1, achieved=6e11, peak=3e12)]).mfu_language is None
+    r = dataclasses.replace(row(3, achieved=1.5e11), mfu_language=0.1)
+    assert RankFigures.from_row(r.to_row()) == r
+
+
 def test_row_round_trip():
     r = row(3, achieved=1.5e11, tokens=None, executed=2e11)
     values = r.to_row()
-    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 2.0
+    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 3.0
     assert math.isnan(values[ROW_FIELDS.index("tokens_per_sec")])
     assert RankFigures.from_row(values) == r
 

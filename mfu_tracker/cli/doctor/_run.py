@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..._version import __version__
 from ._checks import Doctor
-from ._report import SECTIONS, STATUSES, Check, Report
+from ._report import SECTIONS, Check, Report
 
 
 def _run_section(report: Report, section: str, run: Callable[[], None]) -> None:

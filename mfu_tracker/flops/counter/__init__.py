@@ -8,26 +8,5 @@ through the C core's ``_C.op_count``; :mod:`._module_table` attributes counts
 to modules; :mod:`._audit` lists what a count did not cover. Imports only
 the foundation (``_C``, ``_validate``, ``_version``, ``_dtypes``).
 """
-from ._counter import (
-    FlopCounter,
-    FlopProfile,
-    ModuleFlops,
-    UncountedOp,
-    counter_backend,
-    profile_flops,
-    profile_flops_with_hfu,
-    register_flop_formula,
-    unregister_flop_formula,
-)
-
-__all__ = [
-    "FlopCounter",
-    "FlopProfile",
-    "ModuleFlops",
-    "UncountedOp",
-    "profile_flops",
-    "profile_flops_with_hfu",
-    "register_flop_formula",
-    "unregister_flop_formula",
-    "counter_backend",
-]
+from ._counter import *  # noqa: F403 -- the names _counter.__all__ lists
+from ._counter import __all__  # noqa: F401

@@ -73,7 +73,7 @@ count model FLOPs on the uncompiled model (or use :func:`profile_flops`).
 
 A wheel installed without torch at build time carries the observer's
 sources: the first counter builds it against the installed torch into a
-per-user cache (``mfu_tracker/_build.py``; ahead of time: ``mfu-tracker
+per-user cache (``mfu_tracker/flops/counter/_build.py``; ahead of time: ``mfu-tracker
 build-ext``). If it can neither load nor build (no compiler, built against
 another torch) counting falls back, with one warning, to a
 ``TorchDispatchMode`` over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
@@ -176,7 +176,7 @@ def _load_backend() -> Any:
             module = None
         if module is not None and _stale(module, torch.__version__) is None:
             return _ExtBackend(module)
-        # 2. the per-user cache, built there now if need be (mfu_tracker/_build.py)
+        # 2. the per-user cache, built there now if need be (mfu_tracker/flops/counter/_build.py)
         try:
             module = _build.load(_build.ensure_built(__version__))
         except _build.BuildError as exc:
@@ -323,7 +323,7 @@ class FlopCounter:
             attention, PaLM / FlopCounterMode) or ``"half"`` (Megatron).
         modules: attribute FLOPs to the modules whose forward ran them
             (``nn.Module.__call__`` is wrapped while such a counter is
-            active; see mfu_tracker/_module_table.py); ``table()`` and
+            active; see mfu_tracker/flops/counter/_module_table.py); ``table()`` and
             ``by_module`` need it.
         audit: also record the ops outside the FLOP table that took
             tensors and during which nothing was counted (a composite op
