@@ -488,12 +488,14 @@ static mfu_status count_attention(const mfu_op_spec *spec,
                                   error);
     if (st != MFU_OK)
         return st;
-    /* model backward of attention: 2x its forward (PaLM), whatever the
-     * kernel recomputes; a backward kernel is backward work */
+    /* model backward of attention: MFU_ATTENTION_MODEL_BACKWARD (2) x its
+     * forward (PaLM), whatever the kernel recomputes; a backward kernel is
+     * backward work */
     const int any_grad = qkv[0]->requires_grad || qkv[1]->requires_grad ||
                          qkv[2]->requires_grad;
     set_flops(out, flops,
-              !backward && counts_model_backward(call) && any_grad ? 2u : 0u,
+              !backward && counts_model_backward(call) && any_grad
+                  ? (unsigned)MFU_ATTENTION_MODEL_BACKWARD : 0u,
               approximate);
     return MFU_OK;
 }
