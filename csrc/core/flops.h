@@ -187,6 +187,105 @@ mfu_status mfu_varlen_attention_backward_flop(
     int64_t head_dim_v, mfu_causal causal, int64_t *flops);
 
 /*
+ * The mask of an attention call as the fused kernels that take a window
+ * describe it: flash-attn's causal and window_size = (left, right),
+ * FlashAttention-3's attention_chunk. Query i of s_q sits at key position
+ * p = i + s_k - s_q (aligned to the end of the keys, as flash-attn aligns
+ * its masks) and sees the keys j, 0 <= j < s_k, with
+ *     p - left <= j <= p + right               (a side < 0: unbounded)
+ * and, with chunk > 0, j in p's chunk [floor(p / chunk) * chunk, + chunk).
+ * Causal is right = 0 (flash-attn sets it so for causal calls).
+ */
+typedef struct mfu_attention_mask {
+    int64_t window_left;  /* keys before p; < 0: unbounded */
+    int64_t window_right; /* keys after p; < 0: unbounded; 0: causal */
+    int64_t chunk;        /* > 0: chunked attention (Llama 4); 0: none */
+} mfu_attention_mask;
+
+/*
+ * Masked attention forward / backward: mfu_sdpa_flop's formula with
+ * s_q * s_kv replaced by the query-key pairs a convention counts per
+ * sequence (the one rule for windows, DESIGN.md §6):
+ *   no mask   (left < 0, right < 0, no chunk)  s_q * s_kv, either convention
+ *   causal    (left < 0, right == 0, no chunk) s_q * s_kv; HALF: exactly half
+ *                                              (the convention at the top)
+ *   a window or a chunk (anything else):
+ *     FULL    every query counts its whole span, its edges not clipped:
+ *             min(left + 1 + right, its region), an unbounded side adding
+ *             no limit, the region being its chunk's keys (all s_kv keys
+ *             without a chunk). A causal window of w = left + 1 keys:
+ *             s_q * min(s_kv, w).
+ *     HALF    the pairs the mask keeps. A causal window of w keys,
+ *             s_q == s_kv == s: sum over queries i of min(i + 1, w).
+ * A call that carries a window or a chunk counts by the window rule even
+ * when it keeps every key (w >= s: FULL s^2, HALF s(s + 1)/2), as the
+ * analytic count does for a windowed layer (spans.h): only a plain causal
+ * call (or one whose framework dropped the window, as transformers does at
+ * s <= w) takes the HALF convention of plain causal, half the square
+ * (Megatron's), not the kept pairs. FULL >= HALF always.
+ * NB: s_q or s_kv >= 2^62 (with pairs to count) is refused as
+ * MFU_ERR_OVERFLOW (the span arithmetic stays in int64).
+ */
+mfu_status mfu_masked_attention_flop(const mfu_attention_shape *shape,
+                                     const mfu_attention_mask *mask,
+                                     mfu_causal causal, int64_t *flops);
+mfu_status mfu_masked_attention_backward_flop(const mfu_attention_shape *shape,
+                                              const mfu_attention_mask *mask,
+                                              mfu_causal causal,
+                                              int64_t *flops);
+
+/* Variable-length masked attention: each sequence of the cumulative
+ * lengths (as mfu_varlen_attention_flop) under `mask`, counted as
+ * mfu_masked_attention_flop / _backward_flop counts it. */
+mfu_status mfu_varlen_masked_attention_flop(
+    const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+    size_t num_offsets, int64_t heads_q, int64_t heads_kv, int64_t head_dim_qk,
+    int64_t head_dim_v, const mfu_attention_mask *mask, mfu_causal causal,
+    int64_t *flops);
+mfu_status mfu_varlen_masked_attention_backward_flop(
+    const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+    size_t num_offsets, int64_t heads_q, int64_t heads_kv, int64_t head_dim_qk,
+    int64_t head_dim_v, const mfu_attention_mask *mask, mfu_causal causal,
+    int64_t *flops);
+
+/*
+ * A block-sparse attention mask as flex_attention's BlockMask holds it:
+ * per (batch, head, query block) row, the key blocks the kernel computes.
+ * `partial` blocks are computed and then masked element by element, `full`
+ * blocks are computed unmasked; the kernel does the same work for both.
+ *   num_blocks:  [batch, heads, q_blocks]            (row-major values)
+ *   indices:     [batch, heads, q_blocks, kv_blocks] (the first
+ *                num_blocks[row] of each row are read)
+ * batch and heads are 1 (broadcast over the query's) or divide the
+ * query's batch and heads.
+ */
+typedef struct mfu_block_mask {
+    int64_t batch, heads, q_blocks;
+    int64_t q_block_size, kv_block_size;     /* tokens per block, >= 1 */
+    const int64_t *num_blocks, *indices;     /* partial blocks */
+    int64_t kv_blocks;                       /* indices' last dim */
+    const int64_t *full_num_blocks, *full_indices; /* NULL: none */
+    int64_t full_kv_blocks;                  /* full_indices' last dim */
+} mfu_block_mask;
+
+/*
+ * Block-sparse attention (flex_attention with a BlockMask): the blocks the
+ * kernel computes, each query block qb x key block kb counting
+ * rows(qb) * cols(kb) pairs, the tiles clipped to s_q and s_kv, in place of
+ * s_q * s_kv in mfu_sdpa_flop / mfu_sdpa_backward_flop; a broadcast mask
+ * counts once per query batch and head. There is no causal convention
+ * here: the mask says what is computed (DESIGN.md §6). flex_attention
+ * without a mask is one block over everything: the SDPA formula.
+ * MFU_ERR_INVALID_ARGUMENT for a count outside [0, kv_blocks], an index
+ * outside the key blocks of s_kv, or dims that do not broadcast.
+ */
+mfu_status mfu_block_attention_flop(const mfu_attention_shape *shape,
+                                    const mfu_block_mask *mask, int64_t *flops);
+mfu_status mfu_block_attention_backward_flop(const mfu_attention_shape *shape,
+                                             const mfu_block_mask *mask,
+                                             int64_t *flops);
+
+/*
  * Model FLOPs of an attention forward: its forward plus, `with_backward`,
  * the model-convention backward, MFU_ATTENTION_MODEL_BACKWARD x the forward
  * (PaLM: the score recompute a kernel may do is not model work). The one

@@ -68,15 +68,16 @@ def build_meta_model(config: Mapping[str, Any], attn_implementation: str) -> Any
 
 def meta_count(config: Mapping[str, Any], *, batch_size: int, seq_len: int,
                causal_attention: str, attn_implementation: str = "sdpa",
-               forward_only: bool = False) -> tuple[FlopCounter, Any]:
+               forward_only: bool = False, audit: bool = False) -> tuple[FlopCounter, Any]:
     """The exact count of one step (forward + backward, or forward only) of
     ``batch_size`` x ``seq_len`` tokens on the meta device (text only: a
-    VLM's vision tower does not run)."""
+    VLM's vision tower does not run); ``audit``: with the counter's audit
+    (``fc.uncounted()``)."""
     import torch
 
     model = build_meta_model(config, attn_implementation)
     ids = torch.zeros(batch_size, seq_len, dtype=torch.long, device="meta")
-    with FlopCounter(causal_attention=causal_attention) as fc:
+    with FlopCounter(causal_attention=causal_attention, audit=audit) as fc:
         if forward_only:
             with torch.no_grad():
                 model(input_ids=ids)

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         fc, model = meta_count(config, batch_size=args.batch_size, seq_len=args.seq_len,
                                causal_attention=args.causal_attention,
                                attn_implementation=args.attn_implementation,
-                               forward_only=args.forward_only)
+                               forward_only=args.forward_only, audit=True)
     except ModelError as exc:
         raise CliError(str(exc)) from exc
     tokens = args.batch_size * args.seq_len
@@ -71,7 +71,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
     print("", file=out)
     print(fc.table(depth=args.depth), file=out)
+    _print_uncounted(fc.uncounted(), out)
     return 0
+
+
+def _print_uncounted(rows: list, out: Any, limit: int = 20) -> None:
+    """The audit of `profile`: the ops outside the FLOP table that ran with
+    nothing counted inside them, FLOP-heavy ones (marked !) first."""
+    print("", file=out)
+    heavy = sum(1 for r in rows if r.heavy)
+    print(f"uncounted ops: {len(rows)} ({heavy} look FLOP-heavy: their FLOPs are missing above)",
+          file=out)
+    shown = [r for r in rows if r.heavy] + [r for r in rows if not r.heavy][:limit]
+    for r in shown:
+        print(f"  {'!' if r.heavy else ' '} {r.name:<54}{r.calls:>8}  "
+              f"largest input {list(r.largest_input)}", file=out)
+    if len(rows) > len(shown):
+        print(f"    ... and {len(rows) - len(shown)} more", file=out)
 
 
 def add_parser(sub: Any) -> None:

@@ -10,7 +10,9 @@ Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
 
 1. **Counted**: every ``count_every``-th optimizer step runs under a
    :class:`~mfu_tracker.counter.FlopCounter` (:class:`StepCounter`) around
-   all its micro-batches, on their real shapes.
+   all its micro-batches, on their real shapes. The first counted step runs
+   with the counter's audit on: one warning per run names the ops outside
+   the FLOP table that look FLOP-heavy and ran uncounted.
 2. **Scaled**: a step in between takes the last counted step's FLOPs scaled
    by its work tokens (the tokens whose shapes ran: padded tokens where the
    integration sees the inputs, the user's ``num_tokens`` otherwise); equal
@@ -259,8 +261,9 @@ class StepCounter:
                     FlopCounter,  # lazy: the counter loads its extension
                 )
 
+                # the first counted step audits what the count does not cover
                 self._counter = FlopCounter(causal_attention=self._policy.causal_attention,
-                                            modules=False)
+                                            modules=False, audit=not self._policy.audited)
             self._before = self.totals()
             self._counter.__enter__()
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
@@ -291,6 +294,13 @@ class StepCounter:
         self.ran = True
         before = self._before
         return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+
+    def warn_audit(self) -> None:
+        """One warning per run naming the FLOP-heavy ops the audited step
+        ran without counting them (FlopCounter.audit_warning)."""
+        heavy = self._counter.audit_warning() if self._counter is not None else None
+        if heavy is not None:
+            self._policy.warn_once("audit", f"FlopCounter (first counted step): {heavy}")
 
     def shares(self) -> Optional[Dict[str, float]]:
         """Each dtype's share of the model FLOPs counted so far (of the
@@ -337,6 +347,7 @@ class StepFlops:
         self.profile: Optional[Flops] = None
         self.profile_tokens: Optional[int] = None
         self._profile_failed = False
+        self.audited = False               # a counted step ran with the audit on
 
     # ---- set-up -------------------------------------------------------------------
 
@@ -432,6 +443,9 @@ class StepFlops:
         end of every region) or scaled from the last counted step."""
         if counter is not None:
             counter.stop()
+        if counter is not None and counter.ran and not self.audited:
+            self.audited = True
+            counter.warn_audit()
         if counter is not None and counter.ran and not counter.failed:
             record.counted = self.counted(counter.totals())
             self.reference = (record.counted, record.work_tokens)

@@ -225,6 +225,162 @@ static void test_varlen(void)
                                     &f) == MFU_ERR_INVALID_ARGUMENT);
 }
 
+/* ---- masked and block attention ------------------------------------------- */
+
+/* Twice the pairs a (s_q, s_k) sequence counts, by brute force: the
+ * normalisation and the two rules of flops.h, query by query. */
+static int64_t brute_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int half)
+{
+    const int64_t l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
+    int64_t total = 0;
+    if (sq == 0 || sk == 0)
+        return 0;
+    if (l < 0 && c == 0 && r <= 0) /* none, or plain causal */
+        return r == 0 && half ? sq * sk : 2 * sq * sk;
+    for (int64_t i = 0; i < sq; i++) {
+        const int64_t p = i + sk - sq;
+        int64_t lo = 0, hi = sk - 1, kept = 0;
+        if (c > 0) {
+            const int64_t c0 = (p >= 0 ? p / c : -((-p + c - 1) / c)) * c;
+            lo = c0 > lo ? c0 : lo;
+            hi = c0 + c - 1 < hi ? c0 + c - 1 : hi;
+        }
+        for (int64_t j = lo; j <= hi; j++)
+            kept += (l < 0 || j >= p - l) && (r < 0 || j <= p + r);
+        if (half) {
+            total += kept;
+        } else {
+            const int64_t region = hi - lo + 1 > 0 ? hi - lo + 1 : 0;
+            const int64_t span = l < 0 || r < 0 ? region : l + 1 + r;
+            total += span < region ? span : region;
+        }
+    }
+    return 2 * total;
+}
+
+static void test_masked_attention(void)
+{
+    /* d_qk 1, d_v 0, b 1, h 1: the flops are twice the pairs */
+    const mfu_attention_shape unit = {1, 1, 1, 8, 8, 1, 0};
+    mfu_attention_shape s = {2, 4, 2, 8, 8, 16, 16};
+    const mfu_attention_mask none = {-1, -1, 0}, causal = {-1, 0, 0};
+    const mfu_attention_mask window3 = {2, 0, 0}; /* causal, 3 keys */
+    int64_t f = -1, g = -1;
+
+    /* no mask and plain causal: the SDPA formula, half halving causal only */
+    for (int half = 0; half < 2; half++) {
+        const mfu_causal cv = half ? MFU_CAUSAL_HALF : MFU_CAUSAL_FULL;
+        CHECK(mfu_masked_attention_flop(&s, &none, cv, &f) == MFU_OK &&
+              mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+        CHECK(mfu_masked_attention_flop(&s, &causal, cv, &f) == MFU_OK &&
+              mfu_sdpa_flop(&s, cv, &g) == MFU_OK && f == g);
+        CHECK(mfu_masked_attention_backward_flop(&s, &causal, cv, &f) == MFU_OK &&
+              mfu_sdpa_backward_flop(&s, cv, &g) == MFU_OK && f == g);
+    }
+    /* causal window of 3 keys, s 8: full 8 * 3 = 24 pairs,
+     * 2 * 2 * 4 * 24 * (16 + 16) = 12,288; half 1 + 2 + 3 * 6 = 21: 10,752 */
+    CHECK(mfu_masked_attention_flop(&s, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 12288);
+    CHECK(mfu_masked_attention_flop(&s, &window3, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 10752);
+    /* backward: 2 * 2 * 4 * 24 * (3 * 16 + 2 * 16) = 30,720 */
+    CHECK(mfu_masked_attention_backward_flop(&s, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK &&
+          f == 30720);
+    /* a window as wide as the sequence keeps every earlier key: full the
+     * square, half the kept pairs 8 * 9 / 2 = 36 (not plain causal's 32) */
+    const mfu_attention_mask wide = {7, 0, 0};
+    CHECK(mfu_masked_attention_flop(&s, &wide, MFU_CAUSAL_FULL, &f) == MFU_OK &&
+          mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+    CHECK(mfu_masked_attention_flop(&s, &wide, MFU_CAUSAL_HALF, &f) == MFU_OK &&
+          f == 2 * 2 * 4 * 36 * 32);
+    /* s 7: a two-sided window (2, 2): full 7 * 5 = 35, half 3+4+5+5+5+4+3 = 29;
+     * chunks of 4, causal: full 4 * 4 + 3 * 3 = 25, half 10 + 6 = 16 */
+    const mfu_attention_shape u7 = {1, 1, 1, 7, 7, 1, 0};
+    const mfu_attention_mask sides = {2, 2, 0}, chunk4 = {-1, 0, 4};
+    CHECK(mfu_masked_attention_flop(&u7, &sides, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 70);
+    CHECK(mfu_masked_attention_flop(&u7, &sides, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 58);
+    CHECK(mfu_masked_attention_flop(&u7, &chunk4, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 50);
+    CHECK(mfu_masked_attention_flop(&u7, &chunk4, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 32);
+    /* 2 queries at the end of 8 keys, causal window of 3: keys 4..6 and
+     * 5..7, 3 each, under both conventions */
+    const mfu_attention_shape q2 = {1, 1, 1, 2, 8, 1, 0};
+    CHECK(mfu_masked_attention_flop(&q2, &window3, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 12);
+    CHECK(mfu_masked_attention_flop(&q2, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 12);
+    /* every small case against the brute force */
+    for (int64_t sq = 0; sq <= 9; sq++)
+        for (int64_t sk = 0; sk <= 9; sk++)
+            for (int64_t l = -1; l <= 9; l++)
+                for (int64_t r = -1; r <= 9; r++)
+                    for (int64_t c = 0; c <= 5; c++)
+                        for (int half = 0; half < 2; half++) {
+                            const mfu_attention_mask m = {l, r, c};
+                            mfu_attention_shape x = unit;
+                            x.seq_q = sq;
+                            x.seq_kv = sk;
+                            CHECK(mfu_masked_attention_flop(
+                                      &x, &m, half ? MFU_CAUSAL_HALF : MFU_CAUSAL_FULL, &f) ==
+                                      MFU_OK &&
+                                  f == brute_twice_pairs(sq, sk, m, half));
+                        }
+    /* varlen: the sum over sequences (3 and 7, causal window 3): full 9 + 21,
+     * half 6 + 18 (twice: 48) */
+    const int64_t cu[3] = {0, 3, 10};
+    CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
+                                           MFU_CAUSAL_FULL, &f) == MFU_OK && f == 60);
+    CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
+                                           MFU_CAUSAL_HALF, &f) == MFU_OK && f == 48);
+    /* errors: no mask, a bad shape, decreasing offsets; overflow beyond 2^62 */
+    CHECK(mfu_masked_attention_flop(&s, NULL, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+    const int64_t down[3] = {0, 5, 3};
+    CHECK(mfu_varlen_masked_attention_flop(down, NULL, 3, 1, 1, 1, 0, &window3, MFU_CAUSAL_FULL,
+                                           &f) == MFU_ERR_INVALID_ARGUMENT);
+    mfu_attention_shape huge = unit;
+    huge.seq_q = huge.seq_kv = (int64_t)1 << 62;
+    CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_ERR_OVERFLOW);
+    huge.batch = 0; /* no work: 0, never refused */
+    CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 0);
+}
+
+static void test_block_attention(void)
+{
+    /* 10 queries, 8 keys, blocks of 4 queries x 4 keys: query blocks of 4,
+     * 4 and 2 tokens; row 0 computes key block 0, row 1 blocks 0 and 1
+     * (block 1 full), row 2 block 1: 4*4 + 4*8 + 2*4 = 56 pairs */
+    const mfu_attention_shape s = {2, 4, 2, 10, 8, 16, 16};
+    const int64_t num[3] = {1, 1, 1}, idx[6] = {0, 9, 0, 9, 1, 9};
+    const int64_t full_num[3] = {0, 1, 0}, full_idx[6] = {9, 9, 1, 9, 9, 9};
+    mfu_block_mask m = {.batch = 1, .heads = 1, .q_blocks = 3, .q_block_size = 4,
+                        .kv_block_size = 4, .num_blocks = num, .indices = idx, .kv_blocks = 2,
+                        .full_num_blocks = full_num, .full_indices = full_idx,
+                        .full_kv_blocks = 2};
+    int64_t f = -1;
+    /* broadcast over b 2 and h 4: 2 * 2 * 4 * 56 * (16 + 16) = 28,672 */
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_OK && f == 28672);
+    /* backward: 2 * 2 * 4 * 56 * (3 * 16 + 2 * 16) = 71,680 */
+    CHECK(mfu_block_attention_backward_flop(&s, &m, &f) == MFU_OK && f == 71680);
+    /* one block over everything: the SDPA formula */
+    const int64_t one[1] = {1}, zero[1] = {0};
+    const mfu_block_mask all = {.batch = 1, .heads = 1, .q_blocks = 1,
+                                .q_block_size = (int64_t)1 << 30, .kv_block_size = (int64_t)1 << 30,
+                                .num_blocks = one, .indices = zero, .kv_blocks = 1};
+    int64_t g = -1;
+    CHECK(mfu_block_attention_flop(&s, &all, &f) == MFU_OK &&
+          mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+    /* an index past the keys adds nothing; a negative one or a count past
+     * the row is refused; so is a mask batch that does not divide */
+    const int64_t past[6] = {5, 9, 0, 9, 1, 9};
+    m.indices = past;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_OK && f == 2 * 2 * 4 * 40 * 32);
+    const int64_t negative[6] = {-1, 9, 0, 9, 1, 9}, too_many[3] = {3, 1, 1};
+    m.indices = negative;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    m.indices = idx;
+    m.num_blocks = too_many;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    m.num_blocks = num;
+    m.batch = 3;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_block_attention_flop(&s, NULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+}
+
 /* Regressions found by tests/c/fuzz/fuzz_flops.c: overflow is judged on
  * the exact count, never on a partial product, and every dimension is
  * checked. Each case is a corpus entry of fuzz_flops too. */
@@ -306,6 +462,8 @@ int main(void)
     test_convolution();
     test_attention();
     test_varlen();
+    test_masked_attention();
+    test_block_attention();
     test_sdpa_model_flop();
     test_fuzz_regressions();
     return check_summary("test_flops");

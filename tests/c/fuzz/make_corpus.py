@@ -268,6 +268,21 @@ def varlen(op, causal, hq, hkv, dqk, dv, cu_q, cu_k=None, null_q=False, flags=0)
             + shape(hq, hkv, dqk, dv) + body)
 
 
+def masked(op, causal, b, hq, hkv, sq, skv, dqk, dv, left, right, chunk, flags=0):
+    c = {0: 0, 1: 120}[causal]
+    return (u8(op) + u8(flags) + u8(c) + shape(b, hq, hkv, sq, skv, dqk, dv)
+            + shape(left, right, chunk))
+
+
+def block(op, dims, mb, mh, qb, kvb, full, qsize, kvsize, counts, cells, flags=0):
+    """counts: per row (partial, full); cells: per row ([partial indices],
+    [full indices]); values are sent as byte = value + 2 (fuzz_block)."""
+    body = b"".join(u8(p + 2) + u8(f + 2) for p, f in counts)
+    body += b"".join(u8(a + 2) + u8(b + 2) for pi, fi in cells for a, b in zip(pi, fi))
+    return (u8(op) + u8(flags) + shape(*dims) + u8(mb - 1) + u8(mh - 1) + u8(qb) + u8(kvb)
+            + u8(1 if full else 0) + shape(qsize, kvsize) + body)
+
+
 FLOPS = [
     # mm / addmm (b unused) / bmm / baddbmm: b, m, k, n
     ("mm_llama_mlp", flop(0, 0, shape(0, 4096, 4096, 11008))),
@@ -332,6 +347,30 @@ FLOPS = [
     ("varlen_overflow_then_decrease", varlen(9, 0, 1, 1, 1, 1, [0, 2**62, 0])),
     ("varlen_bwd", varlen(10, 0, 32, 8, 128, 128, [0, 100, 612, 1024])),
     ("varlen_bwd_half_mono", varlen(10, 1, 4, 2, 64, 64, [0, 3, 4, 9, 9, 16], flags=1)),
+    # masked attention: causal, b, h, h_kv, s_q, s_kv, d_qk, d_v, left, right, chunk
+    ("masked_mistral_window", masked(11, 0, 8, 32, 8, 8192, 8192, 128, 128, 4095, 0, 0)),
+    ("masked_mistral_half", masked(11, 1, 8, 32, 8, 8192, 8192, 128, 128, 4095, 0, 0)),
+    ("masked_gemma_local", masked(11, 1, 4, 8, 4, 2048, 2048, 256, 256, 1023, 0, 0)),
+    ("masked_window_wider", masked(11, 1, 1, 1, 1, 64, 64, 8, 8, 4096, 0, 0)),
+    ("masked_llama4_chunk", masked(11, 1, 1, 40, 8, 16384, 16384, 128, 128, -1, 0, 8192)),
+    ("masked_chunk_small", masked(11, 0, 1, 1, 1, 37, 37, 1, 1, -1, 0, 5, flags=1)),
+    ("masked_two_sided", masked(11, 1, 1, 1, 1, 33, 33, 1, 1, 3, 4, 0)),
+    ("masked_decode", masked(11, 1, 1, 1, 1, 3, 40, 1, 1, 7, 0, 16)),
+    ("masked_more_queries", masked(11, 0, 1, 1, 1, 40, 9, 1, 1, 2, 0, 4)),
+    ("masked_chunk_huge", masked(11, 0, 1, 1, 1, 40, 9, 1, 1, -1, -1, I64_MAX)),
+    ("masked_span_limit", masked(11, 0, 1, 1, 1, 2**62, 2**62, 1, 1, 7, 0, 0)),
+    ("masked_no_work_huge", masked(11, 1, 0, 1, 1, I64_MAX, I64_MAX, 1, 1, 7, 0, 3)),
+    ("masked_bwd", masked(12, 1, 2, 16, 4, 4096, 4096, 128, 128, 511, 0, 0)),
+    # block attention: b, h, h_kv, s_q, s_kv, d_qk, d_v, then the mask
+    ("block_causal_256", block(13, (1, 2, 2, 256, 256, 16, 16), 1, 1, 2, 2, True, 128, 128,
+                               [(1, 0), (1, 1)], [([0, 0], [0, 0]), ([1, 0], [0, 0])])),
+    ("block_ragged_tiles", block(13, (2, 4, 2, 10, 8, 16, 16), 1, 1, 3, 2, True, 4, 4,
+                                 [(1, 0), (1, 1), (1, 0)],
+                                 [([0, 0], [0, 0]), ([0, 0], [1, 0]), ([1, 0], [0, 0])])),
+    ("block_negative_index", block(13, (1, 1, 1, 8, 8, 1, 1), 1, 1, 2, 2, False, 4, 4,
+                                   [(1, 0), (2, 0)], [([-1, 0], [0, 0]), ([0, 1], [0, 0])])),
+    ("block_count_past_row", block(14, (1, 1, 1, 8, 8, 1, 1), 1, 1, 1, 2, False, 4, 4,
+                                   [(3, 0)], [([0, 1], [0, 0])])),
 ]
 
 # ---- fuzz_ops: row, flags, nargs, then each argument ---------------------------
@@ -340,7 +379,8 @@ def _op_rows():
     """The table's op names in row order (csrc/core/op_table.c)."""
     import re
     with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "op_table.c")) as f:
-        return re.findall(r'"((?:aten|torch_attn)::\w+)"', f.read())
+        return re.findall(r'"((?:aten|torch_attn|flash_attn|flash_attn_3|higher_order)::\w+)"',
+                          f.read())
 
 
 OP_ROWS = _op_rows()
@@ -468,6 +508,30 @@ OPS = [
     ("efficient_packed_4d", call("aten::_efficient_attention_forward", t(1, 10, 4, 8), t(1, 10, 4, 8),
                                  t(1, 10, 4, 8), NONE, t(3, values=[0, 4, 10]), t(3, values=[0, 4, 10]),
                                  n(6), n(6), NONE, n(1))),
+    # flash-attn 2 / 3: causal and window_size, chunks
+    ("fa2_window", call("flash_attn::_flash_attn_forward", t(2, 8192, 32, 128, grad=True),
+                        t(2, 8192, 8, 128), t(2, 8192, 8, 128), NONE, NONE, n(1), n(4095), n(-1),
+                        causal="half")),
+    ("fa2_varlen_window", call("flash_attn::_flash_attn_varlen_forward", t(10, 4, 8), t(10, 2, 8),
+                               t(10, 2, 8), t(3, values=[0, 3, 10]), t(3, values=[0, 3, 10]),
+                               n(7), n(7), NONE, NONE, n(1), n(2), n(0))),
+    ("fa2_varlen_bwd_meta", call("flash_attn::_flash_attn_varlen_backward", t(10, 4, 8),
+                                 t(10, 4, 8), t(10, 4, 8), t(10, 4, 8), NONE, NONE, NONE, NONE,
+                                 NONE, t(3), t(3), n(7), n(7), NONE, NONE, n(0), n(2), n(2),
+                                 backward=True)),
+    ("fa3_chunk", call("flash_attn_3::fwd", t(1, 64, 8, 64), t(1, 64, 8, 64), t(1, 64, 8, 64),
+                       *[NONE] * 21, n(1), n(-1), n(0), n(16), causal="half")),
+    # flex_attention flattened: q, k, v, counts, indices, full counts, full indices, blocks
+    ("flex_blocks", call("higher_order::flex_attention", t(1, 2, 8, 16), t(1, 2, 8, 16),
+                         t(1, 2, 8, 16), t(1, 1, 2, values=[1, 2]),
+                         t(1, 1, 2, 2, values=[0, 0, 0, 1]), NONE, NONE, n(4), n(4))),
+    ("flex_blocks_meta", call("higher_order::flex_attention", t(1, 2, 8, 16), t(1, 2, 8, 16),
+                              t(1, 2, 8, 16), t(1, 1, 2), t(1, 1, 2, 2), NONE, NONE, n(4), n(4))),
+    ("flex_bwd_full_blocks", call("higher_order::flex_attention_backward", t(1, 2, 8, 16),
+                                  t(1, 2, 8, 16), t(1, 2, 8, 16), t(1, 1, 2, values=[1, 0]),
+                                  t(1, 1, 2, 2, values=[0, 0, 0, 0]), t(1, 1, 2, values=[0, 2]),
+                                  t(1, 1, 2, 2, values=[0, 0, 0, 1]), n(4), n(4),
+                                  backward=True)),
     ("varlen_thd", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
                         t(3, values=[0, 3, 10]), NONE, n(7), n(7), n(1), causal="half")),
     ("varlen_no_lengths", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8))),
