@@ -58,6 +58,101 @@ def _best(fn, calls: int, rounds: int, barrier=None) -> float:
     return best
 
 
+def count_gathers(dist) -> list:
+    """Wrap torch.distributed's all-gather functions; the returned one-item
+    list counts the all-gathers started."""
+    gathers = [0]
+    for name in ("all_gather_single", "all_gather_into_tensor", "all_gather"):
+        original = getattr(dist, name, None)
+        if original is None:
+            continue
+
+        def counted(*a, __original=original, **k):
+            gathers[0] += 1
+            return __original(*a, **k)
+
+        setattr(dist, name, counted)
+    return gathers
+
+
+def measure(args, torch, dist, Tracker, common: dict) -> dict:
+    """Seconds per call of each row of the table."""
+    from mfu_tracker import _C
+    from mfu_tracker.distributed import ROW_FIELDS, RankFigures, combine
+
+    def filled(tracker):
+        tracker.step()
+        for _ in range(100):
+            tracker.step(4096)
+        return tracker
+
+    local = filled(Tracker(1e9, distributed=False, **common))
+    shared = filled(Tracker(1e9, **common))
+    assert shared.distributed and not local.distributed
+    barrier = dist.barrier
+    out = {"c": _best(lambda: _C.StepTracker.summary(local), args.local_calls, args.rounds),
+           "local": _best(local.metrics, args.local_calls, args.rounds),
+           "agg": _best(shared.metrics, args.calls, args.rounds, barrier)}
+    n = len(ROW_FIELDS)
+    group = dist.new_group(backend="gloo")
+    send = torch.zeros(n, dtype=torch.float64)
+    recv = torch.empty(2 * n, dtype=torch.float64)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    out["raw"] = _best(lambda: gather(recv, send, group=group), args.calls, args.rounds, barrier)
+
+    def python_only() -> None:  # what an aggregation does around the collective
+        row = shared.rank_figures().to_row()
+        rows = [RankFigures.from_row(row), RankFigures.from_row(row)]
+        combine(rows).metrics()
+
+    out["py"] = _best(python_only, args.calls * 10, args.rounds)
+    out["step_local"] = _best(lambda: local.step(4096), args.local_calls, args.rounds)
+    out["step_shared"] = _best(lambda: shared.step(4096), args.local_calls, args.rounds)
+    out["row_floats"] = n
+    return out
+
+
+def count_collectives(dist, Tracker, common: dict, gathers: list) -> dict:
+    """All-gathers over a loop: none without metrics(), one per metrics() call."""
+    dist.barrier()
+    counting = Tracker(1e9, **common)
+    before = gathers[0]
+    for _ in range(10_000):
+        counting.step(4096)
+    no_logging = gathers[0] - before
+    before = gathers[0]
+    for i in range(1, 10_001):
+        counting.step(4096)
+        if i % 100 == 0:
+            metrics = counting.metrics()
+    every_100 = gathers[0] - before
+    out = dict(no_logging=no_logging, every_100=every_100, metrics=metrics,
+               counters=counting.distributed_counters())
+    dist.barrier()
+    return out
+
+
+def print_table(args, torch, dist, t: dict, c: dict) -> None:
+    us = lambda s: f"{s * 1e6:9.2f}"  # noqa: E731
+    print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, world size "
+          f"{dist.get_world_size()}, gloo, CPU; best of {args.rounds} rounds")
+    print("| call                                              |   us/call | vs local metrics() |")
+    print("|---------------------------------------------------|----------:|-------------------:|")
+    print(f"| `_C.StepTracker.summary()` (the C figures)        | {us(t['c'])} | {t['c'] / t['local']:17.2f}x |")
+    print(f"| `Tracker.metrics()`, local (`distributed=False`)  | {us(t['local'])} | {1.0:17.2f}x |")
+    print(f"| `Tracker.metrics()`, aggregation over 2 ranks     | {us(t['agg'])} | {t['agg'] / t['local']:17.1f}x |")
+    print(f"| its Python: row, 2 rows parsed, combine, dict     | {us(t['py'])} | {t['py'] / t['local']:17.1f}x |")
+    print(f"| bare gloo all-gather of the {t['row_floats']}-float64 row       | {us(t['raw'])} | {t['raw'] / t['local']:17.1f}x |")
+    print(f"| `Tracker.step()`, local                           | {us(t['step_local'])} |                    |")
+    print(f"| `Tracker.step()`, distributed tracker             | {us(t['step_shared'])} |                    |")
+    print()
+    print(f"all-gathers over 10,000 steps without metrics(): {c['no_logging']}")
+    print(f"all-gathers over 10,000 steps with metrics() every 100 steps: {c['every_100']} "
+          f"(tracker counters: {c['counters']})")
+    metrics = c["metrics"]
+    print(f"keys of an aggregation: {len(metrics)} ({', '.join(sorted(k.split('/')[1] for k in metrics))})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="aggregations per round")
@@ -72,94 +167,20 @@ def main() -> None:
     import torch
     import torch.distributed as dist
 
-    from mfu_tracker import _C, user_gpu_spec
-    from mfu_tracker.distributed import ROW_FIELDS, RankFigures, combine
+    from mfu_tracker import user_gpu_spec
     from mfu_tracker.step import Tracker
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    spec = user_gpu_spec(1000.0, name="bench", memory_bandwidth_tbs=1.0)
-
-    gathers = [0]
-    for name in ("all_gather_single", "all_gather_into_tensor", "all_gather"):
-        original = getattr(dist, name, None)
-        if original is None:
-            continue
-
-        def counted(*a, __original=original, **k):
-            gathers[0] += 1
-            return __original(*a, **k)
-
-        setattr(dist, name, counted)
-
-    def filled(tracker: Tracker) -> Tracker:
-        tracker.step()
-        for _ in range(100):
-            tracker.step(4096)
-        return tracker
-
-    common = dict(spec=spec, dtype="bf16", window=100, warmup=0, param_bytes=1e9,
+    gathers = count_gathers(dist)
+    common = dict(spec=user_gpu_spec(1000.0, name="bench", memory_bandwidth_tbs=1.0),
+                  dtype="bf16", window=100, warmup=0, param_bytes=1e9,
                   executed_flops_per_step=1.2e9)
-    local = filled(Tracker(1e9, distributed=False, **common))
-    shared = filled(Tracker(1e9, **common))
-    assert shared.distributed and not local.distributed
-
-    barrier = dist.barrier
-    t_c = _best(lambda: _C.StepTracker.summary(local), args.local_calls, args.rounds)
-    t_local = _best(local.metrics, args.local_calls, args.rounds)
-    t_agg = _best(shared.metrics, args.calls, args.rounds, barrier)
-    n = len(ROW_FIELDS)
-    group = dist.new_group(backend="gloo")
-    send = torch.zeros(n, dtype=torch.float64)
-    recv = torch.empty(2 * n, dtype=torch.float64)
-    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-    t_raw = _best(lambda: gather(recv, send, group=group), args.calls, args.rounds, barrier)
-
-    def python_only() -> None:  # what an aggregation does around the collective
-        row = shared.rank_figures().to_row()
-        rows = [RankFigures.from_row(row), RankFigures.from_row(row)]
-        combine(rows).metrics()
-
-    t_py = _best(python_only, args.calls * 10, args.rounds)
-    t_step_local = _best(lambda: local.step(4096), args.local_calls, args.rounds)
-    t_step_shared = _best(lambda: shared.step(4096), args.local_calls, args.rounds)
-
-    # Collectives over a loop: none without metrics(), one per metrics() call.
-    barrier()
-    counting = Tracker(1e9, **common)
-    before = gathers[0]
-    for _ in range(10_000):
-        counting.step(4096)
-    no_logging = gathers[0] - before
-    before = gathers[0]
-    for i in range(1, 10_001):
-        counting.step(4096)
-        if i % 100 == 0:
-            metrics = counting.metrics()
-    every_100 = gathers[0] - before
-    counters = counting.distributed_counters()
-    dist.barrier()
-
-    if rank == 0:
-        us = lambda s: f"{s * 1e6:9.2f}"  # noqa: E731
-        print(f"torch {torch.__version__}, Python {sys.version.split()[0]}, world size "
-              f"{dist.get_world_size()}, gloo, CPU; best of {args.rounds} rounds")
-        print("| call                                              |   us/call | vs local metrics() |")
-        print("|---------------------------------------------------|----------:|-------------------:|")
-        print(f"| `_C.StepTracker.summary()` (the C figures)        | {us(t_c)} | {t_c / t_local:17.2f}x |")
-        print(f"| `Tracker.metrics()`, local (`distributed=False`)  | {us(t_local)} | {1.0:17.2f}x |")
-        print(f"| `Tracker.metrics()`, aggregation over 2 ranks     | {us(t_agg)} | {t_agg / t_local:17.1f}x |")
-        print(f"| its Python: row, 2 rows parsed, combine, dict     | {us(t_py)} | {t_py / t_local:17.1f}x |")
-        print(f"| bare gloo all-gather of the {n}-float64 row       | {us(t_raw)} | {t_raw / t_local:17.1f}x |")
-        print(f"| `Tracker.step()`, local                           | {us(t_step_local)} |                    |")
-        print(f"| `Tracker.step()`, distributed tracker             | {us(t_step_shared)} |                    |")
-        print()
-        print(f"all-gathers over 10,000 steps without metrics(): {no_logging}")
-        print(f"all-gathers over 10,000 steps with metrics() every 100 steps: {every_100} "
-              f"(tracker counters: {counters})")
-        print(f"keys of an aggregation: {len(metrics)} ({', '.join(sorted(k.split('/')[1] for k in metrics))})")
+    timings = measure(args, torch, dist, Tracker, common)
+    counts = count_collectives(dist, Tracker, common, gathers)
+    if dist.get_rank() == 0:
+        print_table(args, torch, dist, timings, counts)
     dist.destroy_process_group()
 
 

@@ -157,31 +157,10 @@ def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
     print(f"synchronizing driver calls during the cuda-clock steps, every run: {sorted(set(syncs))}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--json", action="store_true",
-                        help="print the figures as one JSON line (for --compare)")
-    parser.add_argument("--compare", metavar="OTHER_CHECKOUT",
-                        help="interleave child runs against another checkout's build")
-    parser.add_argument("--pairs", type=int, default=7)
-    args = parser.parse_args()
-    n, rounds = args.calls, args.rounds
-    if args.compare:
-        compare(args.compare, args.pairs, n, rounds)
-        return
-
-    import ctypes
-
-    from mfu_tracker import Tracker, lookup_gpu_spec, track, user_gpu_spec
-
-    fake = ctypes.CDLL(os.environ["MFU_TRACKER_CUDA_LIBRARY"])
-    fake.fake_reset()  # no lag, no work: every event is done when recorded
-
-    spec = user_gpu_spec(989.4, name="fixed", memory_bandwidth_tbs=3.35)
-    h100 = lookup_gpu_spec("NVIDIA H100 80GB HBM3", num_sms=132)  # fp8 and bf16 peaks
-    baseline = per_call_ns(id, n, rounds)
+def measure_steps(fake, spec, n: int, rounds: int) -> dict:
+    """step() on both clocks and the Python shape; the cuda tracker's counters
+    and sync calls; metrics() on the cuda tracker."""
+    from mfu_tracker import Tracker
 
     cpu_tracker = Tracker(1e6, spec=spec, clock="cpu", param_bytes=1e9)
     cuda_tracker = Tracker(1e6, spec=spec, clock="cuda", stream=0, param_bytes=1e9)
@@ -192,12 +171,14 @@ def main() -> None:
         "Tracker.step(), cuda clock (fake driver)": per_call_ns(cuda_tracker.step, n, rounds),
         "Python perf_counter + deque step()": per_call_ns(py_tracker.step, n, rounds),
     }
-    counters = cuda_tracker.counters()
-    syncs = fake.fake_sync_calls()
-    metrics_ns = per_call_ns(lambda _: cuda_tracker.metrics(), n // 10, rounds)
+    return dict(steps=steps, counters=cuda_tracker.counters(), syncs=fake.fake_sync_calls(),
+                metrics_ns=per_call_ns(lambda _: cuda_tracker.metrics(), n // 10, rounds),
+                cpu_tracker=cpu_tracker, cuda_tracker=cuda_tracker)
 
-    # Phase marks: a step is open on each tracker (step() above), so every
-    # call takes a mark. Per mark = per pair (or block) / 2.
+
+def measure_marks(fake, cpu_tracker, cuda_tracker, n: int, rounds: int) -> tuple:
+    """Phase marks: a step is open on each tracker (step() above), so every
+    call takes a mark. Per mark = per pair (or block) / 2."""
     def pair(tracker):
         begin, end = tracker.begin_phase, tracker.end_phase
 
@@ -215,16 +196,22 @@ def main() -> None:
         return call
 
     fake.fake_reset()
-    phase_syncs_before = fake.fake_sync_calls()
-    has_phases = hasattr(cpu_tracker, "begin_phase")  # --compare against an older build
-    marks = {} if not has_phases else {
+    before = fake.fake_sync_calls()
+    marks = {} if not hasattr(cpu_tracker, "begin_phase") else {  # --compare: an older build
         "phase mark (begin/end_phase), cpu clock": per_call_ns(pair(cpu_tracker), n, rounds) / 2,
         "phase mark (with phase()), cpu clock": per_call_ns(block(cpu_tracker), n, rounds) / 2,
         "phase mark (begin/end_phase), cuda clock (fake)":
             per_call_ns(pair(cuda_tracker), n // 10, rounds) / 2,
     }
-    phase_syncs = fake.fake_sync_calls() - phase_syncs_before
+    return marks, fake.fake_sync_calls() - before
 
+
+def measure_metrics(spec, cpu_tracker, n: int, rounds: int) -> tuple:
+    """metrics() without phases and with the waterfall (every phase marked in
+    a 100-step window); the number of waterfall keys."""
+    from mfu_tracker import Tracker
+
+    has_phases = hasattr(cpu_tracker, "begin_phase")
     waterfall_tracker = Tracker(1e6, spec=spec, clock="cpu", param_bytes=1e9)
     waterfall_tracker.step()
     for _ in range(101):
@@ -233,16 +220,22 @@ def main() -> None:
         if has_phases:
             waterfall_tracker.end_phase()
         waterfall_tracker.step()
-    waterfall_keys = len(waterfall_tracker.metrics())
-    plain_metrics_ns = per_call_ns(lambda _: cpu_tracker.metrics(), n // 10, rounds)
-    waterfall_ns = per_call_ns(lambda _: waterfall_tracker.metrics(), n // 10, rounds)
+    return (per_call_ns(lambda _: cpu_tracker.metrics(), n // 10, rounds),
+            per_call_ns(lambda _: waterfall_tracker.metrics(), n // 10, rounds),
+            len(waterfall_tracker.metrics()))
 
-    # --compare against an older build: no flops_by_dtype there
-    has_mixed = "flops_by_dtype" in inspect.signature(Tracker).parameters
+
+def measure_mixed(n: int, rounds: int) -> dict:
+    """step() and track() with flops_by_dtype beside the same calls without."""
+    from mfu_tracker import Tracker, lookup_gpu_spec, track
+
+    if "flops_by_dtype" not in inspect.signature(Tracker).parameters:
+        return {}  # --compare against an older build
+    h100 = lookup_gpu_spec("NVIDIA H100 80GB HBM3", num_sms=132)  # fp8 and bf16 peaks
     by_dtype = {"fp8": 6e5, "bf16": 4e5}
     mixed_tracker = Tracker(1e6, spec=h100, clock="cpu", dtype="bf16")
     mixed_tracker.step()
-    mixed = {} if not has_mixed else {
+    return {
         "Tracker.step(), cpu clock, H100 spec": per_call_ns(mixed_tracker.step, n, rounds),
         "Tracker.step(flops_by_dtype=2 dtypes), cpu clock":
             per_call_ns(lambda t: mixed_tracker.step(t, flops_by_dtype=by_dtype), n, rounds),
@@ -254,7 +247,12 @@ def main() -> None:
             read="mfu"),
     }
 
-    blocks = {
+
+def measure_blocks(n: int, rounds: int) -> dict:
+    """track() blocks on both clocks beside nullcontext() and the Python shape."""
+    from mfu_tracker import track
+
+    return {
         "nullcontext()": per_block_ns(contextlib.nullcontext, n, rounds, read=None),
         "Python perf_counter block": per_block_ns(PyBlock, n, rounds, read="elapsed_sec"),
         # peak_tflops + device: the cached peak (an explicit spec= is resolved every call)
@@ -267,22 +265,22 @@ def main() -> None:
             n, rounds, read="elapsed_sec"),
     }
 
-    if args.json:
-        figures = {**steps, "Tracker.metrics()": metrics_ns, **blocks, **marks, **mixed,
-                   "Tracker.metrics(), cpu clock, no phases": plain_metrics_ns,
-                   "Tracker.metrics(), cpu clock, waterfall": waterfall_ns,
-                   "_cuda_syncs": syncs + phase_syncs, "_baseline": baseline}
-        print(json.dumps(figures))
-        return
+
+def print_figures(n: int, rounds: int, baseline: float, run: dict, blocks: dict, marks: dict,
+                  phase_syncs: int, metrics: tuple, mixed: dict) -> None:
+    """The human-readable table."""
+    steps = run["steps"]
+    plain_metrics_ns, waterfall_ns, waterfall_keys = metrics
     print(f"{n} calls per round, best of {rounds} rounds; Python {sys.version.split()[0]}")
     print(f"loop + call of builtin id(): {baseline:6.1f} ns (subtracted as 'net')")
     py_step = steps["Python perf_counter + deque step()"]
     for name, ns in steps.items():
         print(f"{name:45s} {ns:7.1f} ns/call  net {ns - baseline:6.1f} ns  "
               f"({ns / py_step:.2f}x the Python shape)")
+    counters = run["counters"]
     print(f"  cuda steps: {counters['marks']} marks, {counters['waits']} waits, "
-          f"{syncs} synchronizing driver calls, {counters['events']} events")
-    print(f"Tracker.metrics() (dict of 9 floats, window 100) {metrics_ns:7.1f} ns/call")
+          f"{run['syncs']} synchronizing driver calls, {counters['events']} events")
+    print(f"Tracker.metrics() (dict of 9 floats, window 100) {run['metrics_ns']:7.1f} ns/call")
     null = blocks["nullcontext()"]
     for name, ns in blocks.items():
         print(f"{name:45s} {ns:7.1f} ns/block ({ns / null:.2f}x nullcontext, "
@@ -296,6 +294,44 @@ def main() -> None:
         print(f"{name:50s} {ns:7.1f} ns/call")
     print("torch.cuda.Event equivalent: not measurable without a GPU "
           "(torch.cuda.Event(enable_timing=True) raises on a CPU build)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as one JSON line (for --compare)")
+    parser.add_argument("--compare", metavar="OTHER_CHECKOUT",
+                        help="interleave child runs against another checkout's build")
+    parser.add_argument("--pairs", type=int, default=7)
+    args = parser.parse_args()
+    n, rounds = args.calls, args.rounds
+    if args.compare:
+        compare(args.compare, args.pairs, n, rounds)
+        return
+
+    import ctypes
+
+    from mfu_tracker import user_gpu_spec
+
+    fake = ctypes.CDLL(os.environ["MFU_TRACKER_CUDA_LIBRARY"])
+    fake.fake_reset()  # no lag, no work: every event is done when recorded
+    spec = user_gpu_spec(989.4, name="fixed", memory_bandwidth_tbs=3.35)
+    baseline = per_call_ns(id, n, rounds)
+    run = measure_steps(fake, spec, n, rounds)
+    marks, phase_syncs = measure_marks(fake, run["cpu_tracker"], run["cuda_tracker"], n, rounds)
+    metrics = measure_metrics(spec, run["cpu_tracker"], n, rounds)
+    mixed = measure_mixed(n, rounds)
+    blocks = measure_blocks(n, rounds)
+    if args.json:
+        figures = {**run["steps"], "Tracker.metrics()": run["metrics_ns"], **blocks, **marks,
+                   **mixed, "Tracker.metrics(), cpu clock, no phases": metrics[0],
+                   "Tracker.metrics(), cpu clock, waterfall": metrics[1],
+                   "_cuda_syncs": run["syncs"] + phase_syncs, "_baseline": baseline}
+        print(json.dumps(figures))
+        return
+    print_figures(n, rounds, baseline, run, blocks, marks, phase_syncs, metrics, mixed)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,12 @@ function needs it.
 """
 from typing import Any
 
-from . import _C
-from ._version import __version__
+from ._install import check_single_install
+
+check_single_install()  # this project and the peer in one directory: ImportError with the fix
+
+from . import _C  # noqa: E402
+from ._version import __version__  # noqa: E402
 
 if getattr(_C, "__version__", None) != __version__:
     raise ImportError(
@@ -26,38 +30,14 @@ if getattr(_C, "__version__", None) != __version__:
     )
 
 from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
-from .counter import (
-    FlopCounter,
-    FlopProfile,
-    ModuleFlops,
-    counter_backend,
-    profile_flops,
-    profile_flops_with_hfu,
-    register_flop_formula,
-    unregister_flop_formula,
-)
-from .distributed import DistributedFigures, RankFigures
-from .flops import (
-    TransformerFlops,
-    flash_attn_flops,
-    num_params,
-    param_bytes,
-    params_flops,
-    transformer_flops,
-)
-from .gpu import (
-    PEAK_ENV_VAR,
-    GPUSpec,
-    get_gpu_spec,
-    gpu_spec_table,
-    lookup_gpu_spec,
-    measure_peak_flops,
-    measured_gpu_spec,
-    user_gpu_spec,
-)
-from .presets import load_preset, preset_names
-from .tracker import Tracker
-from .utilization import UtilizationResult, compute_mbu, compute_mfu, track
+# Each public name is listed once, in its module's __all__.
+from .counter import *  # noqa: E402, F403
+from .distributed import *  # noqa: E402, F403
+from .flops import *  # noqa: E402, F403
+from .gpu import *  # noqa: E402, F403
+from .presets import *  # noqa: E402, F403
+from .tracker import *  # noqa: E402, F403
+from .utilization import *  # noqa: E402, F403
 
 #: Everything the public submodules list in their ``__all__`` (so the two can
 #: never disagree), and the lazily imported optimizer wrapper.

@@ -3,7 +3,7 @@
 There is no GPU here: the doctor's GPU paths run on the fake, which answers the
 driver API's device queries (an H100 SXM by default) and runs *programmed* GPU
 work -- a GEMM of F FLOPs takes F / (0.7 x the datasheet peak) on its timeline
-(``_doctor_platform.FAKE_SPEED``). The independent references are therefore:
+(``mfu_tracker.cli.doctor._platform.FAKE_SPEED``). The independent references are therefore:
 the programmed kernel times (the event timer's reference, as
 ``torch.cuda.Event`` is on a GPU), the programmed speed (measured peaks and
 MFU must come out at exactly 70%), the fake's own count of synchronizing calls
@@ -317,3 +317,96 @@ def test_the_driver_library_name_is_the_cores_rule(monkeypatch):
         _C.gpu_driver_library("cpu")
     with pytest.raises(ValueError, match="api"):
         _C.gpu_driver_library("rocm")
+
+
+# ---- the end-to-end rows compare with an independent clock, and can FAIL ----
+
+def test_a_timer_that_disagrees_fails_the_training_row_not_the_waterfall(tmp_path):
+    # elapsed times reported 1.1x their length: the tracker's step time is 10%
+    # longer than the programmed GPU time of the same steps -> training FAILs;
+    # every phase stretches alike, so the shares (the waterfall) still agree.
+    rc, text, report = _doctor(tmp_path, "--only", "end_to_end",
+                               env={"MFU_FAKE_CUDA_ELAPSED_SCALE": "1.1"})
+    assert rc == 1, text
+    rows = _rows(report)
+    training = rows["end_to_end/training"]
+    assert training["status"] == "FAIL"
+    assert "step_time_s off by 10.0%" in training["detail"]
+    assert "mfu off by 9.1%" in training["detail"]          # 1 - 1 / 1.1 = 9.09%
+    assert training["data"]["metrics"]["step_time_s"] == pytest.approx(
+        1.1 * training["data"]["reference_step_s"], rel=1e-6)
+    assert rows["end_to_end/waterfall"]["status"] == "PASS"
+
+
+def _measured(mfu=0.5, step=0.1, forward=0.03, backward=0.05, optimizer=0.01, **lost):
+    """Tracker-like metrics: phases in seconds per step, shares by the definition
+    (compute = (0.03 + 0.05) / 0.1 - 0.5 = 0.3, optimizer 0.1, other 0.1)."""
+    metrics = {"mfu": mfu, "step_time_s": step, "phase_s/forward": forward,
+               "phase_s/backward": backward, "phase_s/optimizer": optimizer,
+               "mfu_lost/optimizer": optimizer / step,
+               "mfu_lost/compute": (forward + backward) / step - mfu}
+    metrics["mfu_lost/other"] = 1.0 - math.fsum(
+        [mfu, metrics["mfu_lost/optimizer"], metrics["mfu_lost/compute"]])
+    metrics.update({f"mfu_lost/{k}": v for k, v in lost.items()})
+    return metrics
+
+
+def _waterfall_status(metrics, step_s=0.1, phase_s=None):
+    from mfu_tracker.cli.doctor import Report
+    from mfu_tracker.cli.doctor._end_to_end import waterfall_row
+
+    report = Report()
+    waterfall_row(report, metrics, step_s,
+                  phase_s or {"forward": 0.03, "backward": 0.05, "optimizer": 0.01})
+    (row,) = report.checks
+    return row
+
+
+def test_the_waterfall_row_passes_when_the_independent_clock_agrees():
+    row = _waterfall_status(_measured())
+    assert row.status == "PASS", row.detail
+    # 1% of the step off on the independent clock: within the 2% tolerance
+    assert _waterfall_status(_measured(), phase_s={"forward": 0.031, "backward": 0.05,
+                                                   "optimizer": 0.01}).status == "PASS"
+
+
+def test_the_waterfall_row_fails_when_a_share_disagrees_with_the_independent_clock():
+    # the independent clock saw 30 ms of optimizer (30% of the step); the tracker 10%
+    row = _waterfall_status(_measured(), phase_s={"forward": 0.03, "backward": 0.05,
+                                                  "optimizer": 0.03})
+    assert row.status == "FAIL"
+    assert "optimizer 10.00% vs 30.00% on the independent clock" in row.detail
+    # a waterfall that books compute as recompute still adds up -- and still
+    # sums forward + backward right: PASS; one that moves compute into other FAILs
+    moved = _measured()
+    moved["mfu_lost/other"] += 0.05
+    moved["mfu_lost/compute"] -= 0.05
+    row = _waterfall_status(moved)
+    assert row.status == "FAIL" and "mfu+recompute+compute 75.00% vs 80.00%" in row.detail
+
+
+def test_the_waterfall_row_fails_when_the_shares_do_not_add_up_to_exactly_1():
+    metrics = _measured()
+    metrics["mfu_lost/other"] += 1e-12   # within every tolerance but the exact sum
+    row = _waterfall_status(metrics)
+    assert row.status == "FAIL" and "not exactly 1" in row.detail
+
+
+def test_the_training_row_fails_an_mfu_above_1_and_a_missing_figure():
+    from mfu_tracker.cli.doctor import Report
+    from mfu_tracker.cli.doctor._end_to_end import Loop, training_row
+    from mfu_tracker.cli.doctor._platform import Platform
+
+    loop = Loop(Platform(0), None, {}, None, None, steps=6, tokens=1000, what="stub", fake=None)
+    # 1e12 FLOPs per 10 ms step on a 50 TFLOP/s peak: MFU = 1e14 / 5e13 = 2
+    good = {"step_time_s": 0.01, "tokens_per_sec": 1e5, "mfu": 2.0, "peak_tflops": 50.0}
+    report = Report()
+    training_row(report, loop, good, 1e12, 0.01, "cpu")
+    row = report.checks[0]
+    assert row.status == "FAIL" and "MFU 2.000 > 1" in row.detail
+    report = Report()
+    training_row(report, loop, {"step_time_s": 0.01}, 1e12, 0.01, "cpu")  # no tokens/s
+    assert report.checks[0].status == "FAIL" and "tokens_per_sec missing" in report.checks[0].detail
+    report = Report()
+    training_row(report, loop, {"step_time_s": 0.01, "tokens_per_sec": 1e5}, 1e12, 0.01, "cpu")
+    assert report.checks[0].status == "PASS"   # no peak: MFU out, nothing to compare

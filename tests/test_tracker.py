@@ -42,7 +42,7 @@ def test_track_figures_follow_from_elapsed_time():
 
 
 def test_track_clock_measures_cpu_work():
-    with track(1.0, 0, peak_tflops=1.0, device="cpu") as r:
+    with track(1.0, peak_tflops=1.0, device="cpu") as r:  # no param_bytes: no MBU
         _busy_sleep(0.02)
     assert 0.02 <= r.elapsed_sec < 2.0
 
@@ -312,3 +312,61 @@ def test_user_peak_on_cpu_gives_no_unavailable_warning():
             pass
     assert r.mfu is not None
     assert not [w for w in caught if "unavailable" in str(w.message)]
+
+
+# ---- window totals given at logging time (the integrations' one call) -------
+
+def _stepped(steps: int = 3, **kwargs):
+    from mfu_tracker import Tracker
+
+    tracker = Tracker(None, dtype="bf16", spec=user_gpu_spec(100.0), clock="cpu", warmup=0,
+                      **kwargs)
+    tracker.step()
+    for _ in range(steps):
+        _busy_sleep(0.002)
+        tracker.step()
+    return tracker
+
+
+def test_metrics_with_window_totals_forms_every_ratio_from_them():
+    tracker = _stepped()
+    window_s = tracker.summary()["window_s"]
+    assert "throughput/mfu" not in tracker.metrics()     # no FLOPs per step: no MFU
+    m = tracker.metrics(model_flops=6e11, executed_flops=9e11, num_tokens=3000)
+    peak = 100e12
+    assert m["throughput/mfu"] == pytest.approx(6e11 / window_s / peak, rel=1e-12)
+    assert m["throughput/hfu"] == pytest.approx(9e11 / window_s / peak, rel=1e-12)
+    assert m["throughput/tokens_per_sec"] == pytest.approx(3000 / window_s, rel=1e-12)
+    assert m["throughput/achieved_tflops"] == pytest.approx(6e11 / window_s * 1e-12, rel=1e-12)
+    # mfu_mixed needs the ideal seconds with the FLOPs: 3e-3 s of the window's devices' time
+    assert "throughput/mfu_mixed" not in m
+    m = tracker.metrics(model_flops=6e11, ideal_s=3e-3)
+    assert m["throughput/mfu_mixed"] == pytest.approx(3e-3 / window_s, rel=1e-12)
+    # the same totals through aggregate() give the same figures (one path)
+    agg = tracker.aggregate(model_flops=6e11, ideal_s=3e-3)
+    assert agg.mfu == pytest.approx(m["throughput/mfu"], rel=1e-12)
+    assert agg.mfu_mixed == pytest.approx(m["throughput/mfu_mixed"], rel=1e-12)
+
+
+def test_a_bad_window_total_warns_and_leaves_its_figures_out():
+    tracker = _stepped()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = tracker.metrics(model_flops=-1.0, num_tokens=3000)
+    assert "throughput/mfu" not in m and "throughput/tokens_per_sec" in m
+    assert len(caught) == 1 and "model_flops" in str(caught[0].message)
+
+
+def test_mfu_language_from_a_language_flops_total():
+    """A VLM window: mfu_language = the language model's FLOPs over the
+    same time and peak as mfu (the tower's FLOPs left out)."""
+    t = mfu_tracker.Tracker(peak_tflops=1.0, clock="cpu", window=4, warmup=0)
+    for _ in range(3):
+        t.step(num_tokens=10)
+    m = t.metrics("t", model_flops=1e9, language_flops=4e8)
+    # 4e8 of the window's 1e9 model FLOPs: 0.4 x mfu, exactly
+    assert m["t/mfu_language"] == pytest.approx(0.4 * m["t/mfu"], rel=1e-12)
+    assert "t/mfu_language" not in t.metrics("t", model_flops=1e9)
+    with pytest.warns(RuntimeWarning, match="language_flops"):
+        bad = t.metrics("t", model_flops=1e9, language_flops=-1.0)
+    assert "t/mfu_language" not in bad and "t/mfu" in bad

@@ -33,6 +33,10 @@
  *   MFU_PHASE_DEPTH_MAX   phases open at once in a step tracker (nested
  *                         phase() blocks); one per phase name nests every
  *                         phase in every other, twice over.
+ *   MFU_GPU_CANDIDATES_MAX  rows an ambiguous device name lists (gpu_lookup.h):
+ *                         a model has at most 4 rows (A100: SXM4/PCIe x
+ *                         40/80 GB); a name carrying several model tokens
+ *                         can fit more, which are counted, not listed.
  */
 #ifndef MFU_LIMITS_H
 #define MFU_LIMITS_H
@@ -55,5 +59,7 @@
 #define MFU_PEAK_OVERRIDE_MAX 1024
 
 #define MFU_PHASE_DEPTH_MAX 16
+
+#define MFU_GPU_CANDIDATES_MAX 8
 
 #endif /* MFU_LIMITS_H */

@@ -37,4 +37,10 @@ mfu_status mfu_mixed_ideal_s(const double flops[MFU_DTYPE_COUNT],
                              const double peak_flops_per_sec[MFU_DTYPE_COUNT],
                              double *ideal_s, mfu_dtype *dtype);
 
+/* mfu_mixed = ideal_s / elapsed_s / num_devices: the share of the devices'
+ * time the work would need at each dtype's peak. NaN when ideal_s is NaN or
+ * elapsed_s is not > 0. The one place the ratio is formed: the step
+ * engine's window (steps.c) and a track() block (py_result.c) call it. */
+double mfu_mixed_utilization(double ideal_s, double elapsed_s, int num_devices);
+
 #endif /* MFU_MIXED_H */

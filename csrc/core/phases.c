@@ -11,11 +11,20 @@ static const char *const phase_names[MFU_PHASE_COUNT] = {
     [MFU_PHASE_BACKWARD] = "backward",
     [MFU_PHASE_OPTIMIZER] = "optimizer",
     [MFU_PHASE_COMMUNICATION] = "communication",
+    [MFU_PHASE_CHECKPOINT] = "checkpoint",
+    [MFU_PHASE_EVAL] = "eval",
+    [MFU_PHASE_COMPILE] = "compile",
 };
 
 const char *mfu_phase_name(mfu_phase phase)
 {
     return (unsigned)phase < MFU_PHASE_COUNT ? phase_names[phase] : NULL;
+}
+
+int mfu_phase_leaves_step(mfu_phase phase)
+{
+    return phase == MFU_PHASE_CHECKPOINT || phase == MFU_PHASE_EVAL
+           || phase == MFU_PHASE_COMPILE;
 }
 
 mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
@@ -44,7 +53,7 @@ mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
     *out = NULL;
     if (capacity < 1 || capacity > MFU_WINDOW_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
-    /* capacity <= 2^24 records of 56 bytes: the size fits a size_t. */
+    /* capacity <= 2^24 records of 80 bytes: the size fits a size_t. */
     *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
     if (*out == NULL)
         return MFU_ERR_NO_MEMORY;

@@ -1,7 +1,8 @@
 /*
  * phases.h -- the phases of a training step (data, forward, backward,
- * optimizer, exposed communication) and the per-window record of the
- * seconds each took, for the MFU waterfall (steps.h, "Phases").
+ * optimizer, exposed communication), the badput phases beside them
+ * (checkpoint, eval, compile), and the per-window record of the seconds
+ * each took, for the MFU waterfall (steps.h, "Phases") and the job ledger.
  *
  * A phase is marked by the loop (or an integration) on the step tracker's
  * mark timer; the tracker (steps.c) turns the marks into seconds per phase
@@ -21,17 +22,30 @@
 
 /* The phases, in the order their keys are reported. COMMUNICATION is the
  * exposed (not overlapped) communication inside backward, marked by a
- * communication hook (mfu_tracker/_comm_hook.py) or by hand. */
+ * communication hook (mfu_tracker/distributed/_comm_hook.py) or by hand.
+ *
+ * CHECKPOINT, EVAL and COMPILE are *badput phases* (issue 28): work a
+ * training job does besides training -- saving a checkpoint, evaluating,
+ * compiling. Their time leaves the step they fall in, by the mechanism that
+ * leaves out the tracker's own time (steps.h, "Excluded intervals"), so the
+ * step's MFU is not charged for them; the job ledger books them
+ * (mfu_steps_get_ledger). mfu_phase_leaves_step() tells them apart. */
 typedef enum mfu_phase {
     MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD, MFU_PHASE_OPTIMIZER,
     MFU_PHASE_COMMUNICATION,
+    MFU_PHASE_CHECKPOINT, MFU_PHASE_EVAL, MFU_PHASE_COMPILE,
     MFU_PHASE_COUNT,                 /* the number of phases */
     MFU_PHASE_NONE = MFU_PHASE_COUNT /* no phase: time falls into `other` */
 } mfu_phase;
 
-/* "data", "forward", "backward", "optimizer", "communication"; NULL for a
- * value out of range (MFU_PHASE_NONE included). */
+/* "data", "forward", "backward", "optimizer", "communication",
+ * "checkpoint", "eval", "compile"; NULL for a value out of range
+ * (MFU_PHASE_NONE included). */
 const char *mfu_phase_name(mfu_phase phase);
+
+/* 1 for a badput phase (checkpoint, eval, compile): its time is left out of
+ * the step's period; 0 for a step phase and for any other value. */
+int mfu_phase_leaves_step(mfu_phase phase);
 
 /* The phase called `name` (NUL-terminated, compared exactly).
  * MFU_ERR_INVALID_ARGUMENT for NULL or any other text. */
@@ -41,8 +55,9 @@ mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase);
 typedef struct mfu_phase_times {
     double seconds[MFU_PHASE_COUNT]; /* 0 where unmarked */
     unsigned marked;                 /* bit (1u << phase) per marked phase */
-    double excluded_s;               /* the tracker's own time, left out of
-                                        the step's period (steps.h) */
+    double excluded_s;               /* time left out of the step's period
+                                        (steps.h): the tracker's own and the
+                                        badput phases' (also in seconds[]) */
 } mfu_phase_times;
 
 /* ---- the window's phase record ------------------------------------------
@@ -57,7 +72,8 @@ typedef struct mfu_phase_summary {
     uint32_t steps;                   /* records in the window */
     double seconds[MFU_PHASE_COUNT];  /* sum over them, per phase */
     unsigned marked;                  /* phases marked in any of them */
-    double excluded_s;                /* sum of the excluded time */
+    double excluded_s;                /* sum of the excluded time (the
+                                         tracker's own and the badput phases') */
 } mfu_phase_summary;
 
 /* MFU_ERR_INVALID_ARGUMENT: capacity out of 1 .. MFU_WINDOW_MAX;

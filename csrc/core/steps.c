@@ -2,8 +2,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mfu_limits.h"
+#include "mixed.h"
 #include "steps.h"
 
 /* The kind of mark a record is for (steps.h, "Phases", "Excluded
@@ -60,6 +62,10 @@ struct mfu_steps {
     int segment_known, drain_excluding, exclude_known;
     double segment_s, exclude_s;
     mfu_phase_times times;
+
+    /* The job ledger's running totals (steps.h); steps and dropped are
+     * filled in when read. */
+    mfu_steps_ledger ledger;
 
     uint64_t boundaries;
     uint64_t pushed;             /* == the window's steps_seen */
@@ -126,11 +132,19 @@ static struct record *ring_append(mfu_steps *s)
 /* ---- the drain ------------------------------------------------------- */
 
 /* Charge the time from the running segment's start to `t` to the running
- * phase (none: nothing), and start a new segment at `t`. */
+ * phase (none: nothing), and start a new segment at `t`. A badput phase's
+ * time also leaves the step's period (steps.h, "Badput phases") and goes
+ * to the ledger now. */
 static void end_segment(mfu_steps *s, int known, double t)
 {
-    if (!s->drain_excluding && s->segment_known && known && s->running != MFU_PHASE_NONE)
-        s->times.seconds[s->running] += t - s->segment_s;
+    if (!s->drain_excluding && s->segment_known && known && s->running != MFU_PHASE_NONE) {
+        const double seconds = t - s->segment_s;
+        s->times.seconds[s->running] += seconds;
+        if (mfu_phase_leaves_step((mfu_phase)s->running)) {
+            s->times.excluded_s += seconds;
+            s->ledger.phase_s[s->running] += seconds;
+        }
+    }
     s->segment_known = known;
     s->segment_s = t;
 }
@@ -151,12 +165,28 @@ static void account_exclude(mfu_steps *s, int begin, int known, double t)
         s->exclude_known = known;
         s->exclude_s = t;
     } else if (s->drain_excluding) {
-        if (known && s->exclude_known)
+        if (known && s->exclude_known) {
             s->times.excluded_s += t - s->exclude_s;
+            s->ledger.own_s += t - s->exclude_s;
+        }
         s->drain_excluding = 0;
         s->segment_known = known;
         s->segment_s = t;
     }
+}
+
+/* A pushed step in the ledger's totals: its period, its step phases, its
+ * model FLOPs (the badput phases and own time went there as they ended). */
+static void ledger_push(mfu_steps *s, const struct record *r, double period_s)
+{
+    s->ledger.step_s += period_s;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++)
+        if (!mfu_phase_leaves_step((mfu_phase)p))
+            s->ledger.phase_s[p] += s->times.seconds[p];
+    if (r->model_known)
+        s->ledger.model_flops += r->work.model_flops;
+    else
+        s->ledger.unknown_flops_steps++;
 }
 
 /* A boundary whose mark is at `t` seconds (`known` = 0: its time is lost).
@@ -168,11 +198,12 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
     account_exclude(s, 0, known, t);
     end_segment(s, known, t);
     if (r->closes) {
+        const double period_s = t - s->open_s - s->times.excluded_s;
         s->pending--;
         if (known && s->open_known
-            && mfu_window_push(s->window, t - s->open_s - s->times.excluded_s, &r->work,
-                               NULL) == MFU_OK) {
+            && mfu_window_push(s->window, period_s, &r->work, NULL) == MFU_OK) {
             mfu_phase_window_push(s->phase_window, &s->times);
+            ledger_push(s, r, period_s);
             s->pushed++;
             if (!r->model_known)
                 s->last_unknown_model = s->pushed;
@@ -252,6 +283,13 @@ static void fall_back(mfu_steps *s)
     s->step_open = 0;
     s->open_known = 0;
     s->excluding = 0;
+    /* The drain side too: an exclusion or a segment begun on the failed
+     * clock must never be ended by a time of the new one. */
+    s->drain_excluding = 0;
+    s->exclude_known = 0;
+    s->segment_known = 0;
+    s->running = MFU_PHASE_NONE;
+    memset(&s->times, 0, sizeof s->times);
     mfu_timer_destroy(s->timer);
     s->clock = MFU_CLOCK_CPU;
     if (make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL) != MFU_OK)
@@ -281,6 +319,16 @@ static mfu_status take_mark(mfu_steps *s, uint64_t *id)
 }
 
 /* ---- boundaries ------------------------------------------------------ */
+
+/* Seconds since the epoch (C11 timespec_get); NaN when unavailable. Read
+ * once per tracker, at its first boundary: where the run's startup ends. */
+static double wall_clock_s(void)
+{
+    struct timespec now;
+    if (timespec_get(&now, TIME_UTC) != TIME_UTC)
+        return NAN;
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
 
 /* The closed step's work from the defaults and `report` (steps.h, "The work
  * of a step"); *model_known says whether its model FLOPs are known. Returns
@@ -353,6 +401,8 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
             drain(s);
         if (!s->step_open && s->boundaries > 0)
             s->dropped++; /* the clock restarted: the step this call closes is lost */
+        if (s->boundaries == 0)
+            s->ledger.first_boundary_unix_s = wall_clock_s();
         r = ring_append(s);
         r->id = id;
         r->kind = MARK_BOUNDARY;
@@ -476,6 +526,14 @@ void mfu_steps_phases(mfu_steps *s, mfu_phase_summary *out)
     mfu_phase_window_summarize(s->phase_window, out);
 }
 
+void mfu_steps_get_ledger(mfu_steps *s, mfu_steps_ledger *out)
+{
+    catch_up(s);
+    *out = s->ledger;
+    out->steps = s->pushed + s->dropped;
+    out->dropped = s->dropped;
+}
+
 void mfu_steps_flush(mfu_steps *s)
 {
     if (s->timer == NULL)
@@ -508,13 +566,21 @@ static void window_ideal(const mfu_steps *s, mfu_steps_summary *out)
     for (uint32_t i = 0; i < steps; i++)
         sum += s->ideal_ring[i];
     out->ideal_s = steps > 0 ? sum : NAN;
-    out->mfu_mixed = NAN;
-    if (steps > 0 && window_s > 0.0)
-        out->mfu_mixed = sum / window_s / (double)s->config.peak.num_devices;
+    out->mfu_mixed = mfu_mixed_utilization(out->ideal_s, window_s, s->config.peak.num_devices);
 }
 
-/* The window's overcompute FLOPs and their share at the peak (the waterfall
- * books them to compute, not to recompute). */
+/* The share at the peak of out->overcompute_flops (the waterfall books it
+ * to compute, not to recompute). */
+static void overcompute_share(mfu_steps_summary *out)
+{
+    /* as stats.c's hfu: FLOPs / window_s / (peak x devices); NaN propagates */
+    out->overcompute = out->window.steps > 0 && out->window.window_s > 0.0
+                           ? out->overcompute_flops / out->window.window_s /
+                                 out->peak_flops_per_sec
+                           : NAN;
+}
+
+/* The window's overcompute FLOPs and their share at the peak. */
 static void window_overcompute(const mfu_steps *s, mfu_steps_summary *out)
 {
     const uint32_t steps = out->window.steps;
@@ -522,10 +588,7 @@ static void window_overcompute(const mfu_steps *s, mfu_steps_summary *out)
     for (uint32_t i = 0; i < steps; i++)
         sum += s->overcompute_ring[i];
     out->overcompute_flops = steps > 0 ? sum : NAN;
-    /* as stats.c's hfu: FLOPs / window_s / (peak x devices); NaN propagates */
-    out->overcompute = steps > 0 && out->window.window_s > 0.0
-                           ? sum / out->window.window_s / out->peak_flops_per_sec
-                           : NAN;
+    overcompute_share(out);
 }
 
 void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
@@ -551,6 +614,38 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
     out->boundaries = s->boundaries;
     out->dropped = s->dropped;
     out->pending = s->pending;
+}
+
+/* A window total given at logging time: NaN (unknown) unless finite >= 0. */
+static double given_total(double value)
+{
+    return usable(value) ? value : NAN;
+}
+
+void mfu_steps_summarize_with(mfu_steps *s, const mfu_step_report *totals,
+                              mfu_steps_summary *out)
+{
+    mfu_work *w = &out->window.totals;
+    mfu_steps_summarize(s, out);
+    if (totals->given & MFU_STEP_MODEL_FLOPS) {
+        w->model_flops = given_total(totals->model_flops);
+        out->ideal_s = NAN; /* the window's ideal seconds no longer pair with it */
+    }
+    if (totals->given & MFU_STEP_EXECUTED_FLOPS)
+        w->executed_flops = given_total(totals->executed_flops);
+    if (totals->given & MFU_STEP_NUM_TOKENS)
+        w->num_tokens = given_total(totals->num_tokens);
+    if (totals->given & MFU_STEP_IDEAL_S)
+        out->ideal_s = given_total(totals->ideal_s);
+    if (out->window.steps == 0)
+        return; /* an empty window has no figures, whatever was given */
+    if (totals->given & MFU_STEP_OVERCOMPUTE_FLOPS) {
+        out->overcompute_flops = given_total(totals->overcompute_flops);
+        overcompute_share(out);
+    }
+    mfu_metrics_compute(w, &s->config.peak, out->window.window_s, &out->window.metrics);
+    out->mfu_mixed = mfu_mixed_utilization(out->ideal_s, out->window.window_s,
+                                           s->config.peak.num_devices);
 }
 
 void mfu_steps_get_counters(const mfu_steps *s, mfu_steps_counters *out)
@@ -668,6 +763,7 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
     s->config = *config;
     s->config.per_step.num_tokens = NAN;
     s->running = MFU_PHASE_NONE;
+    s->ledger.first_boundary_unix_s = NAN;
     status = mfu_window_create(config->window, config->warmup, &s->window);
     if (status == MFU_OK)
         status = mfu_phase_window_create(config->window, config->warmup, &s->phase_window);

@@ -138,6 +138,25 @@
  * The window keeps, beside each step's period and work, its phase seconds
  * and excluded seconds (phases.h); mfu_steps_phases() gives their sums.
  *
+ * ## Badput phases (issue 28)
+ *
+ * The badput phases (phases.h: checkpoint, eval, compile) are excluded
+ * intervals with a name: while one runs (innermost), its time goes to its
+ * seconds *and* to the step's excluded seconds, so it leaves the period
+ * exactly as the tracker's own time does. Outside an exclusion, that is;
+ * the tracker's own time inside a badput phase is the tracker's.
+ *
+ * ## The job ledger's totals (issue 28)
+ *
+ * mfu_steps_get_ledger() gives running sums since the tracker was created,
+ * for the job ledger (mfu_tracker/job/): the closed steps accounted for
+ * (warm-up included), their periods, their step phases' seconds, their model
+ * FLOPs; the badput phases' seconds and the tracker's own excluded seconds
+ * as each interval ends (so a checkpoint after the last boundary counts,
+ * once its marks resolve: at the latest at flush / close); and the wall-clock
+ * time of the first boundary (read once, with timespec_get), where the
+ * run's startup ends. Differences of two readings are an interval's.
+ *
  * ## The ring holds one record per mark
  *
  * Every call that takes a mark appends exactly one record (a boundary that
@@ -271,6 +290,19 @@ void mfu_steps_close(mfu_steps *steps);
 /* Poll, then the windowed figures (see "The work of a step" for MFU). */
 void mfu_steps_summarize(mfu_steps *steps, mfu_steps_summary *out);
 
+/* The same figures with window *totals* given at logging time, by callers
+ * that learn a window's work only then (the integrations resolve their
+ * steps' FLOPs late; a distributed row reports them). Each field whose
+ * MFU_STEP_* bit is in totals->given replaces the window's total -- NaN, a
+ * negative or an infinite value as unknown -- and every ratio (MFU, HFU,
+ * achieved FLOP/s, tokens/s, mfu_mixed) is formed again from the totals by
+ * the same arithmetic as the window's own (over-compute FLOPs and their
+ * share too). Given model FLOPs without ideal
+ * seconds leave mfu_mixed unknown (they would not pair); executed FLOPs and
+ * tokens not given keep the window's. Cannot fail. */
+void mfu_steps_summarize_with(mfu_steps *steps, const mfu_step_report *totals,
+                              mfu_steps_summary *out);
+
 void mfu_steps_get_counters(const mfu_steps *steps, mfu_steps_counters *out);
 
 /* The clock timing the steps now (the CPU clock after a fallback). */
@@ -310,6 +342,26 @@ mfu_status mfu_steps_exclude_end(mfu_steps *steps);
 /* Poll, then the phase sums over the window's steps (the same steps as
  * mfu_steps_summarize's). */
 void mfu_steps_phases(mfu_steps *steps, mfu_phase_summary *out);
+
+/* ---- the job ledger's totals (see "The job ledger's totals") ----------- */
+
+typedef struct mfu_steps_ledger {
+    uint64_t steps;          /* closed steps accounted for: pushed + dropped */
+    uint64_t dropped;        /* of which lost to a clock failure (no period) */
+    double step_s;           /* sum of the pushed steps' periods, s */
+    double phase_s[MFU_PHASE_COUNT]; /* step phases: sums over the pushed
+                                        steps; badput phases: every interval
+                                        that ended, s */
+    double own_s;            /* the tracker's own excluded time, s */
+    double model_flops;      /* sum over the pushed steps whose model FLOPs
+                                were known */
+    uint64_t unknown_flops_steps; /* pushed steps whose model FLOPs were not */
+    double first_boundary_unix_s; /* wall clock at the first boundary (seconds
+                                     since the epoch); NaN before it */
+} mfu_steps_ledger;
+
+/* Poll, then the totals. */
+void mfu_steps_get_ledger(mfu_steps *steps, mfu_steps_ledger *out);
 
 /* The configuration in force (sizes as given, defaults not applied). */
 const mfu_steps_config *mfu_steps_get_config(const mfu_steps *steps);

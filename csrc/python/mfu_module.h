@@ -28,6 +28,7 @@ typedef struct mfu_module_state {
      * num_tokens, model_flops, executed_flops, flops_by_dtype,
      * overcompute_flops. */
     PyObject *step_kwnames[5];
+    PyObject *summary_kwnames[5]; /* StepTracker.summary()'s window totals */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -54,6 +55,7 @@ typedef struct mfu_module_state {
     X(timer_type)                            \
     X(step_type)                             \
     X_ARRAY(step_kwnames)                    \
+    X_ARRAY(summary_kwnames)                 \
     X(phase_type)                            \
     X_ARRAY(phase_names)                     \
     X(track_resolver)                        \
@@ -93,6 +95,14 @@ PyObject *mfu_py_raise(mfu_status status, const char *argument,
 
 /* A Python float, or None for NaN ("unavailable" in the core). */
 PyObject *mfu_py_float_or_none(double value);
+
+/* Py_tp_traverse of a heap type whose instances hold no Python object but
+ * their type (the timer, the step tracker). */
+int mfu_py_traverse_type(PyObject *self, visitproc visit, void *arg);
+
+/* The end of such a type's dealloc, after it freed its own core object:
+ * untrack, free `lock` (NULL: none), free the instance, release the type. */
+void mfu_py_dealloc_locked(PyObject *self, PyThread_type_lock lock);
 
 /* Convert an int/float argument (not bool) to double; None -> NaN when
  * `allow_none`. Returns -1 with TypeError naming `argument` otherwise. */
@@ -187,6 +197,7 @@ PyObject *mfu_py_timer_counters_dict(const mfu_timer_counters *counters);
 int mfu_py_track_exec(PyObject *module);
 int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
+int mfu_py_transformer_exec(PyObject *module); /* called by flops_exec */
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);

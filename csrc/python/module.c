@@ -59,6 +59,22 @@ PyObject *mfu_py_float_or_none(double value)
     return PyFloat_FromDouble(value);
 }
 
+int mfu_py_traverse_type(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self)); /* a heap type's instances hold a reference to it */
+    return 0;
+}
+
+void mfu_py_dealloc_locked(PyObject *self, PyThread_type_lock lock)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (lock != NULL)
+        PyThread_free_lock(lock);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
 /* The bounds of core/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
  * layer validates with these, never with a literal of its own. */
 static int add_limits(PyObject *module)
@@ -81,6 +97,7 @@ static int add_limits(PyObject *module)
         {"LIMIT_DTYPE_NAME_MAX", MFU_DTYPE_NAME_MAX},
         {"LIMIT_PEAK_OVERRIDE_MAX", MFU_PEAK_OVERRIDE_MAX},
         {"LIMIT_PHASE_DEPTH_MAX", MFU_PHASE_DEPTH_MAX},
+        {"LIMIT_GPU_CANDIDATES_MAX", MFU_GPU_CANDIDATES_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);

@@ -310,23 +310,12 @@ static PyObject *timer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)t;
 }
 
-static int timer_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    return 0;
-}
-
 static void timer_dealloc(PyObject *self)
 {
     timer_object *t = (timer_object *)self;
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     /* Blocks hold a reference to their timer: none is linked any more. */
     mfu_timer_destroy(t->timer);
-    if (t->lock != NULL)
-        PyThread_free_lock(t->lock);
-    type->tp_free(self);
-    Py_DECREF(type);
+    mfu_py_dealloc_locked(self, t->lock);
 }
 
 /* After a failed call from Python: fail the blocks, raise. Lock held on
@@ -558,7 +547,7 @@ static PyType_Slot timer_slots[] = {
     {Py_tp_doc, (void *)timer_doc},
     {Py_tp_new, timer_new},
     {Py_tp_dealloc, timer_dealloc},
-    {Py_tp_traverse, timer_traverse},
+    {Py_tp_traverse, mfu_py_traverse_type},
     {Py_tp_methods, timer_methods},
     {Py_tp_getset, timer_getset},
     {0, NULL},

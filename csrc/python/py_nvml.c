@@ -3,7 +3,7 @@
  *
  * Nvml(device_id, library=None) opens NVML and finds the device by UUID or
  * PCI bus id; failing, it raises RuntimeError naming the failing call (the
- * Python layer, mfu_tracker/_telemetry.py, turns that into one warning and
+ * Python layer, mfu_tracker/timing/_telemetry.py, turns that into one warning and
  * missing keys). read() never raises for a driver failure: it returns the
  * figures NVML gave and the first failure's description.
  */

@@ -33,9 +33,10 @@ extern "C" {
 #endif
 
 /* Version 1 was the per-formula table of flops.h (mfu_flops_api); 2 had
- * no dtype in mfu_op_call / mfu_op_flops; 3 no sites (node, model_self,
- * overcompute, site; ops.h). */
-#define MFU_OPS_API_VERSION 4u
+ * no dtype in mfu_op_call / mfu_op_flops; 3 had fewer roles (no windows,
+ * no block masks: a smaller mfu_op_input array); 4 no sites (node,
+ * model_self, overcompute, site; ops.h). */
+#define MFU_OPS_API_VERSION 5u
 #define MFU_OPS_API_CAPSULE "mfu_tracker._C._ops_api"
 
 /* A registered custom formula (opaque). */
@@ -50,6 +51,7 @@ typedef struct mfu_ops_api {
         size_t (*inputs)(const mfu_op_spec *spec, mfu_op_input *inputs);
         const char *(*role_name)(mfu_op_role role);
         const char *(*kind_name)(mfu_op_kind kind);
+        const char *(*site_name)(mfu_op_site site);
         mfu_status (*count)(const mfu_op_spec *spec, const mfu_op_call *call,
                             mfu_op_flops *out, mfu_op_error *error);
     } core;

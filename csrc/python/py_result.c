@@ -9,7 +9,7 @@
  * Figures are None until the block has exited, and None when they cannot be
  * computed (no peak known for the device/dtype, no token count given).
  *
- * GPU clock: given a MarkTimer (py_timer.c), entering and exiting each take
+ * GPU clock: given a MarkTimer (py_mark_timer.c), entering and exiting each take
  * a mark on the block's stream, without waiting. The figures then resolve
  * lazily: `ready` asks the GPU without blocking; reading a figure before the
  * GPU reached the block's end waits once (GIL released). The timer caches
@@ -155,7 +155,7 @@ static void track_finalize(track_object *t)
                            : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
                                              : NAN);
     mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
-    t->mfu_mixed = elapsed_s > 0.0 ? t->ideal_s / elapsed_s / t->peak.num_devices : NAN;
+    t->mfu_mixed = mfu_mixed_utilization(t->ideal_s, elapsed_s, t->peak.num_devices);
     t->resolved = 1;
     if (t->metrics.mfu > 1.0 && claim_mfu_warning(t))
         warn_mfu_above_one(t);

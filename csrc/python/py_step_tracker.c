@@ -10,16 +10,19 @@
  * RuntimeWarning per kind -- bad per-step values, a clock failure, a step
  * after close(), MFU above 1 -- emitted after the lock is released. Nothing
  * raises into the training loop once the tracker is configured. The phase
- * marks of the waterfall are in py_phases.c.
+ * marks of the waterfall are in py_phases.c, the object's lock and queued
+ * warnings in py_step_object.c.
  */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
-#include "py_step_tracker.h"
+#include "py_phases.h"
+#include "py_step_object.h"
 
 /* step()'s parameter names, interned in module state (step_kwnames). No
  * metric key is built here: Tracker.metrics() formats them in Python
- * (mfu_tracker/_metrics.py), the one place a key is spelled. */
+ * (mfu_tracker/timing/_metrics.py), the one place a key is spelled. */
 enum {
     KW_NUM_TOKENS,
     KW_MODEL_FLOPS,
@@ -29,45 +32,6 @@ enum {
     KW_COUNT
 };
 enum { STEP_PARAMETERS = KW_COUNT };
-
-/* ---- the lock and the warnings (py_step_tracker.h) -------------------------- */
-
-void mfu_py_step_queue_warning(step_object *s, int *flag, const char *message)
-{
-    if (*flag || s->warn_pending)
-        return;
-    *flag = 1;
-    s->warn_pending = 1;
-    PyOS_snprintf(s->message, sizeof s->message, "%s", message);
-}
-
-void mfu_py_step_check_fallback(step_object *s)
-{
-    mfu_clock_kind clock;
-    mfu_gpu_error error;
-    char message[400];
-    if (s->warned_failure || mfu_steps_fallback(s->steps, &clock, &error) == 0)
-        return;
-    mfu_py_fallback_message(clock, "Tracker", &error, message, sizeof message);
-    mfu_py_step_queue_warning(s, &s->warned_failure, message);
-}
-
-void mfu_py_step_unlock(step_object *s)
-{
-    int warn = s->warn_pending;
-    s->warn_pending = 0;
-    PyThread_release_lock(s->lock);
-    if (warn)
-        mfu_py_warn_keep_exception(s->message);
-}
-
-int mfu_py_step_require_init(const step_object *s)
-{
-    if (s->steps != NULL)
-        return 0;
-    PyErr_SetString(PyExc_RuntimeError, "StepTracker.__init__ was not called");
-    return -1;
-}
 
 /* ---- mixed precision -------------------------------------------------------- */
 
@@ -221,11 +185,12 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* ---- the figures ------------------------------------------------------------ */
 
-/* Summarize under the lock, queueing the MFU > 1 and clock warnings. */
-static void summarize(step_object *s, mfu_steps_summary *sum)
+/* Summarize under the lock (with the window totals in `totals`), queueing
+ * the MFU > 1 and clock warnings. */
+static void summarize(step_object *s, const mfu_step_report *totals, mfu_steps_summary *sum)
 {
     mfu_py_lock_acquire(s->lock);
-    mfu_steps_summarize(s->steps, sum);
+    mfu_steps_summarize_with(s->steps, totals, sum);
     if (sum->window.metrics.mfu > 1.0 && !s->warned_mfu) {
         char message[300];
         PyOS_snprintf(message, sizeof message,
@@ -239,13 +204,55 @@ static void summarize(step_object *s, mfu_steps_summary *sum)
     mfu_py_step_unlock(s);
 }
 
-static PyObject *step_summary(PyObject *self, PyObject *Py_UNUSED(ignored))
+/* summary(model_flops=, executed_flops=, num_tokens=, ideal_s=,
+ * overcompute_flops=): a window total given at logging time, None (not
+ * given), or NaN (unknown). */
+enum { SUMMARY_TOTALS = 5 };
+static int window_totals(PyObject *const values[SUMMARY_TOTALS], mfu_step_report *totals)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+        size_t offset;
+    } fields[] = {
+        {"model_flops", MFU_STEP_MODEL_FLOPS, offsetof(mfu_step_report, model_flops)},
+        {"executed_flops", MFU_STEP_EXECUTED_FLOPS, offsetof(mfu_step_report, executed_flops)},
+        {"num_tokens", MFU_STEP_NUM_TOKENS, offsetof(mfu_step_report, num_tokens)},
+        {"ideal_s", MFU_STEP_IDEAL_S, offsetof(mfu_step_report, ideal_s)},
+        {"overcompute_flops", MFU_STEP_OVERCOMPUTE_FLOPS,
+         offsetof(mfu_step_report, overcompute_flops)},
+    };
+    _Static_assert(sizeof fields / sizeof fields[0] == SUMMARY_TOTALS, "one field per total");
+    memset(totals, 0, sizeof *totals);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+        double *out = (double *)((char *)totals + fields[i].offset);
+        PyObject *value = values[i];
+        if (value == NULL || value == Py_None)
+            continue;
+        if (PyFloat_Check(value) && isnan(PyFloat_AS_DOUBLE(value)))
+            *out = NAN; /* an unknown total: given, and unknown */
+        else if (mfu_py_real_arg(value, fields[i].name, 0, 0.0, out) < 0)
+            return -1;
+        totals->given |= fields[i].bit;
+    }
+    return 0;
+}
+
+static PyObject *step_summary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
+    PyObject *given[SUMMARY_TOTALS] = {NULL, NULL, NULL, NULL, NULL};
+    mfu_step_report totals;
     mfu_steps_summary sum;
-    if (mfu_py_step_require_init(s) < 0)
+    if ((nargs > 0 || kwnames != NULL) /* else nothing to bind: the common call */
+        && mfu_py_bind("summary", s->state->summary_kwnames, SUMMARY_TOTALS, 0, 0, args, nargs,
+                       kwnames,
+                       given) < 0)
         return NULL;
-    summarize(s, &sum);
+    if (window_totals(given, &totals) < 0 || mfu_py_step_require_init(s) < 0)
+        return NULL;
+    summarize(s, &totals, &sum);
 
     const mfu_window_summary *w = &sum.window;
     const mfu_metrics *m = &w->metrics;
@@ -384,6 +391,55 @@ static int dtype_peaks_arg(PyObject *obj, double *out)
     return rc;
 }
 
+/* __init__'s flops_by_dtype: the per-step ideal seconds into config (NaN
+ * without it) and, when model_flops was not given, the split's sum as the
+ * per-step model FLOPs. *no_peak: a dtype has FLOPs but no peak (*missing
+ * names it). -1 with an exception for a bad dict or an overflow. */
+static int init_mixed(step_object *s, PyObject *mixed_obj, int model_from_split,
+                      mfu_steps_config *config, int *no_peak, mfu_dtype *missing)
+{
+    double flops[MFU_DTYPE_COUNT];
+    config->per_step_ideal_s = NAN;
+    if (mixed_obj == Py_None)
+        return 0;
+    if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
+        return -1;
+    mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config->per_step_ideal_s,
+                                         missing);
+    if (mixed == MFU_ERR_OVERFLOW) {
+        mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
+        return -1;
+    }
+    *no_peak = mixed != MFU_OK;
+    if (model_from_split) {
+        double sum = 0.0;
+        for (int d = 0; d < MFU_DTYPE_COUNT; d++)
+            sum += flops[d];
+        config->per_step.model_flops = sum;
+    }
+    return 0;
+}
+
+/* The warnings of a successful __init__: a GPU clock that is unavailable
+ * (the CPU clock took over) and a mixed-precision dtype without a peak. */
+static void init_warnings(step_object *s, int no_peak, mfu_dtype missing)
+{
+    mfu_clock_kind failed;
+    mfu_gpu_error error;
+    if (mfu_steps_fallback(s->steps, &failed, &error) > 0) {
+        char message[400];
+        mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
+        s->warned_failure = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+    if (no_peak && s->any_peak) {
+        char message[300];
+        no_peak_message(missing, message, sizeof message);
+        s->warned_mixed = 1;
+        mfu_py_warn_keep_exception(message);
+    }
+}
+
 /* StepTracker(*, clock="cpu", stream=0, model_flops=None, executed_flops=None,
  *             param_bytes=None, peak_flops_per_sec=None,
  *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1,
@@ -439,25 +495,8 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     for (int d = 0; d < MFU_DTYPE_COUNT; d++)
         s->any_peak |= !isnan(s->dtype_peaks[d]);
-    config.per_step_ideal_s = NAN;
-    if (mixed_obj != Py_None) {
-        double flops[MFU_DTYPE_COUNT];
-        if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
-            return -1;
-        mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks,
-                                             &config.per_step_ideal_s, &missing);
-        if (mixed == MFU_ERR_OVERFLOW) {
-            mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
-            return -1;
-        }
-        no_peak = mixed != MFU_OK;
-        if (model_obj == Py_None) { /* the split's sum is the model FLOPs */
-            double sum = 0.0;
-            for (int d = 0; d < MFU_DTYPE_COUNT; d++)
-                sum += flops[d];
-            config.per_step.model_flops = sum;
-        }
-    }
+    if (init_mixed(s, mixed_obj, model_obj == Py_None, &config, &no_peak, &missing) < 0)
+        return -1;
     config.per_step.num_tokens = NAN;
     config.peak.num_devices = (int)gpus;
     config.window = (uint32_t)window;
@@ -469,41 +508,15 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         mfu_py_raise(status, bad != NULL ? bad : "StepTracker", NULL);
         return -1;
     }
-    /* A GPU clock that is unavailable: the CPU clock, with one warning. */
-    mfu_clock_kind failed;
-    mfu_gpu_error error;
-    if (mfu_steps_fallback(s->steps, &failed, &error) > 0) {
-        char message[400];
-        mfu_py_fallback_message(failed, "Tracker", &error, message, sizeof message);
-        s->warned_failure = 1;
-        mfu_py_warn_keep_exception(message);
-    }
-    if (no_peak && s->any_peak) {
-        char message[300];
-        no_peak_message(missing, message, sizeof message);
-        s->warned_mixed = 1;
-        mfu_py_warn_keep_exception(message);
-    }
-    return 0;
-}
-
-/* A heap type's instances hold a reference to it; nothing else is held. */
-static int step_traverse(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
+    init_warnings(s, no_peak, missing);
     return 0;
 }
 
 static void step_dealloc(PyObject *self)
 {
     step_object *s = (step_object *)self;
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
     mfu_steps_destroy(s->steps);
-    if (s->lock != NULL)
-        PyThread_free_lock(s->lock);
-    type->tp_free(self);
-    Py_DECREF(type);
+    mfu_py_dealloc_locked(self, s->lock);
 }
 
 /* ---- properties and the type ------------------------------------------------ */
@@ -559,24 +572,27 @@ static PyMethodDef step_methods[] = {
      "model convention that are not recompute (FlopCounter.overcompute_flops; "
      "the waterfall books them to compute). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
-    {"summary", step_summary, METH_NOARGS,
-     "summary($self, /)\n--\n\nWindowed figures over the last `window` resolved "
-     "steps after warm-up (None = unavailable)."},
+    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_FASTCALL | METH_KEYWORDS,
+     "summary($self, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
+     "ideal_s=None, overcompute_flops=None)\n--\n\nWindowed figures over the last "
+     "`window` resolved steps after warm-up (None = unavailable). A window total "
+     "given here (FLOPs, tokens, ideal seconds; NaN = unknown) replaces the "
+     "window's own and the ratios are formed from it."},
     {"flush", step_flush, METH_NOARGS,
      "flush($self, /)\n--\n\nWait for every step taken so far (one wait)."},
     {"close", step_close, METH_NOARGS,
      "close($self, /)\n--\n\nFlush and release the GPU events; the figures "
      "stay readable."},
-    {"begin_phase", mfu_py_step_begin_phase, METH_O,
+    {"begin_phase", (PyCFunction)(void (*)(void))mfu_py_step_begin_phase, METH_FASTCALL | METH_KEYWORDS,
      "begin_phase($self, name, /)\n--\n\nBegin phase `name` ('data', 'forward', "
      "'backward', 'optimizer', 'communication') inside the running one (the inner "
      "phase wins; the outer resumes at end_phase()). One mark, never blocks."},
-    {"end_phase", mfu_py_step_end_phase, METH_NOARGS,
+    {"end_phase", (PyCFunction)(void (*)(void))mfu_py_step_end_phase, METH_FASTCALL | METH_KEYWORDS,
      "end_phase($self, /)\n--\n\nEnd the innermost phase (none open: one warning)."},
-    {"switch_phase", mfu_py_step_switch_phase, METH_O,
+    {"switch_phase", (PyCFunction)(void (*)(void))mfu_py_step_switch_phase, METH_FASTCALL | METH_KEYWORDS,
      "switch_phase($self, name, /)\n--\n\nRelabel the innermost phase `name` "
      "(begin it when none is open): one mark, for hooks."},
-    {"phase", mfu_py_step_phase, METH_O,
+    {"phase", (PyCFunction)(void (*)(void))mfu_py_step_phase, METH_FASTCALL | METH_KEYWORDS,
      "phase($self, name, /)\n--\n\nA context manager: begin_phase(name) on "
      "entry, end_phase() on exit."},
     {"phase_depth", mfu_py_step_phase_depth, METH_NOARGS,
@@ -584,6 +600,10 @@ static PyMethodDef step_methods[] = {
     {"phases", mfu_py_step_phases, METH_NOARGS,
      "phases($self, /)\n--\n\nThe window's seconds per step of each marked "
      "phase ('phase_s') and the excluded seconds per step ('excluded_s')."},
+    {"ledger", mfu_py_step_ledger, METH_NOARGS,
+     "ledger($self, /)\n--\n\nThe job ledger's running totals since creation: "
+     "steps, dropped, step_s, phase_s, own_s, model_flops, unknown_flops_steps, "
+     "first_boundary_unix_s."},
     {"_exclude_begin", mfu_py_step_exclude_begin, METH_NOARGS,
      "_exclude_begin($self, /)\n--\n\nBegin the tracker's own time: left out "
      "of the step it falls in."},
@@ -618,7 +638,7 @@ static PyType_Slot step_slots[] = {
     {Py_tp_new, step_new},
     {Py_tp_init, step_init},
     {Py_tp_dealloc, step_dealloc},
-    {Py_tp_traverse, step_traverse},
+    {Py_tp_traverse, mfu_py_traverse_type},
     {Py_tp_methods, step_methods},
     {Py_tp_getset, step_getset},
     {0, NULL},
@@ -682,6 +702,9 @@ int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops", "executed_flops",
                                         "flops_by_dtype", "overcompute_flops"};
+    /* summary()'s, in window_totals()' order */
+    static const char *const summary_names[SUMMARY_TOTALS] = {
+        "model_flops", "executed_flops", "num_tokens", "ideal_s", "overcompute_flops"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
@@ -690,10 +713,14 @@ int mfu_py_step_tracker_exec(PyObject *module)
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
     if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
         return -1;
-    for (int i = 0; i < KW_COUNT; i++) {
-        state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);
-        if (state->step_kwnames[i] == NULL)
+    _Static_assert(sizeof state->summary_kwnames / sizeof state->summary_kwnames[0] ==
+                       SUMMARY_TOTALS,
+                   "one interned name per window total");
+    for (int i = 0; i < KW_COUNT; i++)
+        if ((state->step_kwnames[i] = PyUnicode_InternFromString(names[i])) == NULL)
             return -1;
-    }
+    for (int i = 0; i < SUMMARY_TOTALS; i++)
+        if ((state->summary_kwnames[i] = PyUnicode_InternFromString(summary_names[i])) == NULL)
+            return -1;
     return mfu_py_phases_exec(module);
 }

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from .._validate import check_callable, check_instance
+
 __all__ = ["attach_ddp", "attach_ddp_or_warn"]
 
 
@@ -41,11 +43,9 @@ def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = No
     import torch
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
-    if not isinstance(model, torch.nn.parallel.DistributedDataParallel):
-        raise TypeError(f"model must be a torch.nn.parallel.DistributedDataParallel, "
-                        f"not {type(model).__name__}")
-    if hook is not None and not callable(hook):
-        raise TypeError(f"hook must be callable, not {type(hook).__name__}")
+    check_instance(model, "model", torch.nn.parallel.DistributedDataParallel,
+                   "a torch.nn.parallel.DistributedDataParallel")
+    check_callable(hook, "hook")
     communicate = hook if hook is not None else default_hooks.allreduce_hook
 
     # No annotations: DDP checks them (bucket: dist.GradBucket, return: Future),

@@ -16,6 +16,15 @@ Forwards run in eval mode or without grad (evaluation, generation) are not
 marked. With a DDP communication hook attached (:mod:`mfu_tracker.distributed._comm_hook`)
 the end of backward after the last bucket becomes ``communication``.
 
+**Compile** (issue 28). For a compiled model (``torch.compile``: an
+``_orig_mod``, a ``model.compile()``, Lightning's compiler context) the first
+training step's forward and backward -- where torch compiles the graphs --
+are marked ``compile`` instead, up to the optimizer (or the boundary), and
+the tracker counts one compiled call (``Tracker._compile_call``): the job
+ledger then takes one normal step's forward + backward back out of it, so
+compile is the first compiled call's *excess*. Later recompilations are not
+told apart.
+
 Under torch.compile: the hooks run eagerly, never compiled (torch.compile(model)
 runs a model's hooks outside its graph; ours are marked so its frame
 evaluation does not compile them either: no graph break). A hook traced
@@ -28,16 +37,42 @@ from __future__ import annotations
 
 from typing import Any, List
 
+from ..timing._waterfall import BADPUT_PHASES
+
 
 class AutoPhases:
     """The phase marks of one tracker driven by an integration's events."""
 
-    __slots__ = ("_tracker", "_handles", "traced")
+    __slots__ = ("_tracker", "_handles", "_compile_first", "_compiling", "traced")
 
     def __init__(self, tracker: Any) -> None:
         self._tracker = tracker
         self._handles: List[Any] = []
+        self._compile_first = False   # the model is compiled: its first step compiles
+        self._compiling = False       # the first step's forward / backward run now
         self.traced = False  # a hook was traced by torch.compile: no marks from then on
+
+    def compiled(self, model: Any, declared: bool = False) -> None:
+        """Mark the first training step's forward and backward of ``model`` as
+        ``compile`` when it is compiled, or ``declared`` so (the trainer
+        compiles a wrapper the hooks do not see: HF ``torch_compile=True``)."""
+        self._compile_first = declared or is_compiled(model)
+
+    def switch(self, phase: str) -> None:
+        """Phase ``phase`` starts now (forward and backward of the first
+        compiled step become ``compile``; once a hook was traced, no step
+        phase: the badput phases still leave the step)."""
+        if self.traced and phase not in BADPUT_PHASES:
+            self.end()
+            return
+        if self._compile_first and phase in ("forward", "backward"):
+            if not self._compiling:
+                self._compiling = True
+                self._tracker._compile_call()
+            phase = "compile"
+        elif self._compiling and phase != "data":   # the optimizer: the call is over
+            self._compiling = self._compile_first = False
+        self._tracker.switch_phase(phase)
 
     def attach(self, model: Any) -> None:
         """Mark forward / backward from ``model``'s forward hooks."""
@@ -65,8 +100,8 @@ class AutoPhases:
         if torch.compiler.is_compiling():  # traced inside a compiled region
             self.traced = True  # (replayed by the compiled code)
             return
-        if self._training(module) and not self.traced:
-            self._tracker.switch_phase("forward")
+        if self._training(module):
+            self.switch("forward")
 
     def _forward_ends(self, module: Any, args: Any, output: Any) -> None:
         import torch
@@ -74,24 +109,29 @@ class AutoPhases:
         if torch.compiler.is_compiling():
             self.traced = True
             return
-        if self._training(module) and not self.traced:
-            self._tracker.switch_phase("backward")
+        if self._training(module):
+            self.switch("backward")
 
     def data(self) -> None:
         """A step or micro-batch begins: waiting for its input."""
-        if self.traced:
-            self.end()
-        else:
-            self._tracker.switch_phase("data")
+        self.switch("data")
 
     def optimizer(self) -> None:
-        if self.traced:
-            self.end()
-        else:
-            self._tracker.switch_phase("optimizer")
+        self.switch("optimizer")
 
     def end(self) -> None:
         """No phase runs (before a boundary, or while evaluating)."""
+        if self._compiling:
+            self._compiling = self._compile_first = False
         tracker = self._tracker
         while tracker.phase_depth():
             tracker.end_phase()
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether ``model`` runs compiled: a ``torch.compile`` wrapper
+    (``_orig_mod``), a module compiled in place (``model.compile()``), or
+    a LightningModule given compiled (its ``_compiler_ctx``)."""
+    return (getattr(model, "_orig_mod", None) is not None
+            or getattr(model, "_compiled_call_impl", None) is not None
+            or getattr(model, "_compiler_ctx", None) is not None)

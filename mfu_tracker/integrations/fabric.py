@@ -1,4 +1,4 @@
-"""MFU in a Lightning Fabric loop, and Lightning's precision -> the peak's dtype.
+"""MFU in a Lightning Fabric loop.
 
 Fabric has no callbacks around the user's loop, so the measurement is the
 step tracker (:class:`~mfu_tracker.Tracker`) and its figures go out through
@@ -29,66 +29,18 @@ strategy the tracker aggregates across ranks (the process group exists once
 same steps; every rank gets the global figures, and Fabric's loggers write on
 rank 0 only.
 
-Nothing here imports Lightning: :func:`dtype_from_precision` reads plain
-attributes of the precision plugin (or the precision string), so it also
-serves ``lightning.pytorch.Trainer`` (:mod:`.lightning`).
+Nothing here imports Lightning. Lightning's precision -> dtype table, which
+this module and the ``lightning.pytorch.Trainer`` callback (:mod:`.lightning`)
+share, is :mod:`._lightning_precision`'s (``dtype_from_precision`` is
+re-exported here).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
-from .._dtypes import normalize_dtype
+from ._lightning_precision import dtype_from_precision
 
 __all__ = ["fabric_tracker", "fabric_dtype", "dtype_from_precision"]
-
-#: Lightning's precision strings (``Trainer(precision=...)`` / ``Fabric(...)``,
-#: aliases included) -> the dtype whose peak the matmuls run at.
-#: "transformer-engine[-float16]": TE layers run their GEMMs in fp8 (the
-#: suffix is the weights' dtype). "-true" / "-mixed": the whole model, or its
-#: autocast regions (every matmul), in that dtype.
-PRECISION_DTYPES: Dict[str, str] = {
-    "transformer-engine": "fp8",
-    "transformer-engine-float16": "fp8",
-    "64-true": "fp64", "64": "fp64",
-    "32-true": "fp32", "32": "fp32",
-    "16-true": "fp16", "16-mixed": "fp16", "16": "fp16",
-    "bf16-true": "bf16", "bf16-mixed": "bf16", "bf16": "bf16",
-}
-
-
-def dtype_from_precision(precision: Any, *, device: Any = None) -> Optional[str]:
-    """The peak's dtype for a Lightning precision: a precision plugin (its
-    ``precision`` attribute; bitsandbytes: its compute ``dtype``) or a
-    precision string / int (``"bf16-mixed"``, ``16``...). ``"32-true"`` on a
-    CUDA ``device`` whose matmuls may use TF32 (``allow_tf32`` or
-    ``torch.set_float32_matmul_precision`` below "highest") is ``"tf32"``.
-    None for a precision this table does not know (the caller falls back)."""
-    compute = getattr(precision, "dtype", None)
-    if compute is not None and not isinstance(precision, (str, int)):
-        # BitsandbytesPrecision: weights are (de)quantized to its compute
-        # dtype, in which the matmuls run; its `precision` is the base default.
-        try:
-            return normalize_dtype(compute)
-        except (TypeError, ValueError):
-            pass
-    text = precision if isinstance(precision, (str, int)) else getattr(precision, "precision", None)
-    if isinstance(text, bool) or not isinstance(text, (str, int)):
-        return None
-    dtype = PRECISION_DTYPES.get(str(text).strip().lower())
-    if dtype == "fp32" and _tf32_matmuls(device):
-        return "tf32"
-    return dtype
-
-
-def _tf32_matmuls(device: Any) -> bool:
-    """Whether fp32 matmuls on ``device`` may run as TF32 (CUDA only)."""
-    if getattr(device, "type", device) != "cuda":
-        return False
-    import torch
-
-    return bool(torch.backends.cuda.matmul.allow_tf32
-                or torch.get_float32_matmul_precision() != "highest")
-
 
 def fabric_dtype(fabric: Any) -> Optional[str]:
     """The peak's dtype of a ``lightning.fabric.Fabric`` (its strategy's

@@ -6,28 +6,9 @@ the measured peaks (:mod:`._table`), and the one rule that picks the peak a
 run is measured against (:mod:`._resolve`: argument, environment override,
 table row; none -> MFU unavailable).
 
-Layer 1 of the package (peaks -> flops -> timing -> distributed -> tracker ->
+Layer 1 of the package (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import: the foundation (``_C``, ``_validate``,
 ``_dtypes``) only.
 """
-from ._table import (
-    PEAK_ENV_VAR,
-    GPUSpec,
-    get_gpu_spec,
-    gpu_spec_table,
-    lookup_gpu_spec,
-    measure_peak_flops,
-    measured_gpu_spec,
-    user_gpu_spec,
-)
-
-__all__ = [
-    "GPUSpec",
-    "lookup_gpu_spec",
-    "get_gpu_spec",
-    "gpu_spec_table",
-    "user_gpu_spec",
-    "measure_peak_flops",
-    "measured_gpu_spec",
-    "PEAK_ENV_VAR",
-]
+from ._table import *  # noqa: F403 -- the names _table.__all__ lists
+from ._table import __all__  # noqa: F401

@@ -58,6 +58,22 @@ def device_id_of(torch: Any, index: Optional[int]) -> Optional[str]:
     return f"{domain:08x}:{bus:02x}:{dev:02x}.0"
 
 
+def power_figures(power_w: Optional[float], achieved_flops_per_sec: Optional[float],
+                  tokens_per_sec: Optional[float]) -> Dict[str, float]:
+    """The figures of work per energy, the one place they are formed (a
+    rank's own, and the job's in :func:`mfu_tracker.distributed.combine`):
+    ``energy_j_per_token`` = power / tokens per second (J), and
+    ``tflops_per_watt`` = model TFLOP/s / power. Missing where unknown."""
+    out: Dict[str, float] = {}
+    if power_w is None or not power_w >= 0:
+        return out
+    if power_w > 0 and achieved_flops_per_sec is not None:
+        out["tflops_per_watt"] = achieved_flops_per_sec * 1e-12 / power_w
+    if tokens_per_sec is not None and tokens_per_sec > 0:
+        out["energy_j_per_token"] = power_w / tokens_per_sec
+    return out
+
+
 def _warn(what: str, cause: str) -> None:
     warnings.warn(f"mfu_tracker: {what}: device telemetry is unavailable ({cause}); the "
                   f"power, energy and clock keys are left out", RuntimeWarning, stacklevel=4)
@@ -107,11 +123,18 @@ class Telemetry:
     def figures(self, achieved_flops_per_sec: Optional[float],
                 tokens_per_sec: Optional[float]) -> Dict[str, float]:
         """Read the device and give the figures over the interval since the
-        previous reading (None / missing where unknown): ``power_w``,
-        ``energy_j_per_token``, ``tflops_per_watt``, ``sm_clock_mhz``,
-        ``clock_ratio``, ``throttled``. ``achieved_flops_per_sec`` (FLOP/s) and
-        ``tokens_per_sec`` are the window's, for the per-watt and per-token
-        figures."""
+        previous reading (missing where unknown): :meth:`reading`'s, and
+        :func:`power_figures`' ``energy_j_per_token`` and ``tflops_per_watt``
+        for the window's ``achieved_flops_per_sec`` (FLOP/s) and
+        ``tokens_per_sec``."""
+        out = self.reading()
+        out.update(power_figures(out.get("power_w"), achieved_flops_per_sec, tokens_per_sec))
+        return out
+
+    def reading(self) -> Dict[str, float]:
+        """Read the device: ``power_w`` (mean over the interval since the
+        previous reading, from the energy counter, else the instant power),
+        ``sm_clock_mhz``, ``clock_ratio``, ``throttled``; missing where unknown."""
         now = self._read()
         last, self._last = self._last, now
         out: Dict[str, float] = {}
@@ -123,10 +146,6 @@ class Telemetry:
             power = now["power_w"]
         if power is not None and power >= 0:
             out["power_w"] = power
-            if power > 0 and achieved_flops_per_sec is not None:
-                out["tflops_per_watt"] = achieved_flops_per_sec * 1e-12 / power
-            if tokens_per_sec:
-                out["energy_j_per_token"] = power / tokens_per_sec
         clock, clock_max = now["sm_clock_mhz"], now["sm_clock_max_mhz"]
         if clock is not None:
             out["sm_clock_mhz"] = clock

@@ -21,14 +21,16 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 from .. import _C
 from .._validate import (
-    NUM_GPUS_MAX,
-    PARALLEL_DEGREE_MAX,
     WARMUP_MAX,
     WINDOW_MAX,
     check_clock,
+    check_instance,
     check_int,
+    check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_optional_work,
+    check_parallel_degrees,
     check_positive_number,
     check_prefix,
     check_stream,
@@ -44,28 +46,70 @@ from ..distributed._figures import (
     RankFigures,
     combine,
 )
+from ..job._log import MetricsLog, rank_world
+from ..job._prometheus import metrics_port as check_metrics_port
+from ..job._prometheus import serve as serve_metrics
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
-from ..timing._waterfall import PHASES, waterfall
-from ._metrics_log import MetricsLog, check_log_path
+from ..timing._waterfall import BADPUT_PHASES, PHASES, waterfall
+from ._run import RunBook
 
 __all__ = ["Tracker"]
 
 
-def _override(value: Any, argument: str) -> Optional[float]:
-    """A window total given at logging time: None, a finite number >= 0, or
-    NaN (unknown) after one warning for anything else."""
-    if value is None:
+#: No window totals given (never mutated).
+_NO_TOTALS: Dict[str, float] = {}
+
+
+def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
+                   ideal_s: Any, language_flops: Any = None,
+                   overcompute_flops: Any = None) -> Dict[str, float]:
+    """The window totals given at logging time (``Tracker.metrics()``): each
+    a finite number >= 0, or NaN (unknown) after one warning for anything
+    else -- never an exception, which on one rank would leave the others
+    waiting in the collective. Totals not given are left out."""
+    if (model_flops is None and executed_flops is None and num_tokens is None
+            and ideal_s is None and language_flops is None and overcompute_flops is None):
+        return _NO_TOTALS  # the common call: nothing given, nothing to check
+    given = dict(model_flops=model_flops, executed_flops=executed_flops,
+                 num_tokens=num_tokens, ideal_s=ideal_s, language_flops=language_flops,
+                 overcompute_flops=overcompute_flops)
+    totals: Dict[str, float] = {}
+    for argument, value in given.items():
+        if value is None:
+            continue
+        try:
+            totals[argument] = check_optional_number(value, argument, 0)  # type: ignore[assignment]
+        except (TypeError, ValueError) as exc:
+            warnings.warn(f"mfu_tracker: Tracker: {exc}; the figures using it are left out",
+                          RuntimeWarning, stacklevel=4)
+            totals[argument] = math.nan
+    return totals
+
+
+def _mfu_language(figures: Mapping[str, Any], language_flops: float) -> Optional[float]:
+    """MFU of the language model alone (a VLM's tower left out: the
+    lmms-engine convention): ``mfu`` x language FLOPs / the window's model
+    FLOPs, so it shares every denominator with ``mfu``. None when either is
+    unknown."""
+    mfu, achieved, window_s = (figures.get("mfu"), figures.get("achieved_flops_per_sec"),
+                               figures.get("window_s"))
+    if mfu is None or not achieved or not window_s or language_flops != language_flops:
         return None
-    try:
-        return check_optional_number(value, argument, 0)
-    except (TypeError, ValueError) as exc:
-        warnings.warn(f"mfu_tracker: Tracker.aggregate(): {exc}; the figures using it are "
-                      f"left out", RuntimeWarning, stacklevel=4)
-        return math.nan
+    return mfu * language_flops / (achieved * window_s)
+
+
+def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
+    """A rank's share of a replica's figure (None stays None)."""
+    return None if value is None else float(value) / model_parallel
+
+
+def _times(ratio: Optional[float], ceiling: Optional[float]) -> Optional[float]:
+    """A utilization back to its rate: ratio x ceiling (None when either is)."""
+    return None if ratio is None or ceiling is None else float(ratio) * ceiling
 
 
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
@@ -174,6 +218,10 @@ class Tracker(_C.StepTracker):
     ``{prefix}/mfu_mixed``           (sum_d F_d / peak_d) / window time / ``num_gpus``:
                                      each dtype's FLOPs charged to its own peak (needs
                                      ``flops_by_dtype``; equals ``mfu`` for one dtype)
+    ``{prefix}/mfu_language``        MFU of the language model alone: a VLM's vision tower
+                                     left out (the lmms-engine convention; needs a
+                                     ``language_flops`` window total: the integrations
+                                     give it for a VLM config)
     ``{prefix}/mfu_vs_measured``     model FLOP/s / the measured GEMM peak
                                      (``measure_peak=True``)
     ``{prefix}/power_w``             mean board power since the previous ``metrics()``, W
@@ -252,6 +300,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
+    ``{prefix}/mfu_language``                       peak-weighted mean of the ranks' ``mfu_language``
     ``{prefix}/mfu_vs_measured``                    sum_r achieved_r / sum_r measured peak_r
     ``{prefix}/power_w``                            sum over ranks (each rank reads its own device)
     ``{prefix}/energy_j_per_token``                 ``power_w`` / the job's tokens per second
@@ -343,11 +392,37 @@ class Tracker(_C.StepTracker):
             (on when the tracker's clock is a CUDA device), True (the same,
             warning when the device cannot be identified), False (off), or
             an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
-        log_path: a file to append each non-empty ``metrics()`` dict to, one
-            JSON line with ``step`` (steps completed) and ``time`` (wall
-            seconds) -- the input of ``mfu-tracker report``. Only rank 0
-            writes; a failing write gives one warning and stops the logging
-            (:mod:`mfu_tracker.tracker._metrics_log`). None: no log.
+        log_path: a file to append the run's records to: a run record now
+            (run id, host, ranks, the process's start time from the OS,
+            ``start_step``, the peak), one JSON line per non-empty
+            ``metrics()`` dict with ``step`` (the global step: ``start_step``
+            + steps completed), ``time`` (wall seconds) and the job ledger's
+            interval (the steps since the previous line, their time and
+            phase seconds), and a run-end record at ``close()`` (or the
+            interpreter's exit) -- the input of ``mfu-tracker report`` and
+            ``mfu-tracker goodput``. Runs of one job (restarts) append to the
+            same file. Only rank 0 writes; a failing write gives one warning
+            and stops the logging (:mod:`mfu_tracker.job`). None: no log.
+        start_step: the global step this run resumes from (after loading a
+            checkpoint: the steps before it were trained by earlier runs);
+            steps an earlier run logged at or beyond it are lost progress in
+            the job ledger. The integrations take it from the trainer.
+        metrics_port: serve the latest ``metrics()`` values on this port, on
+            rank 0, as Prometheus gauges ``mfu_tracker_*`` (labels ``job``,
+            ``rank``, ``prefix``; :mod:`mfu_tracker.job._prometheus`); 0 picks
+            a free port (:attr:`metrics_port`). Default: the
+            ``MFU_TRACKER_METRICS_PORT`` environment variable, else none.
+            Needs ``prometheus_client`` (the ``[prometheus]`` extra).
+
+    **The job** (issue 28). A step is numbered by the boundaries: the first
+    ``step()`` starts the clock, the i-th step it closes is global step
+    ``start_step + i`` -- call ``step()`` once before the loop and once after
+    each step (what the integrations do), or the first loop iteration is part
+    of the run's startup. ``phase("checkpoint")``, ``phase("eval")`` and
+    ``phase("compile")`` mark the job's badput: their time leaves the step it
+    falls in (like ``metrics()``' own), so no step's MFU is charged for it,
+    and the ledger books it; marked before the first ``step()`` they are part
+    of startup (no step is open to charge).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
@@ -356,7 +431,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log")
+                 "_measured_flops_per_sec", "_telemetry", "_run", "__weakref__")
 
     def __init__(
         self,
@@ -383,27 +458,23 @@ class Tracker(_C.StepTracker):
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
         log_path: Any = None,
+        start_step: int = 0,
+        metrics_port: Optional[int] = None,
     ) -> None:
         log_file = check_log_path(log_path)
-        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
-        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
-        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        start_step = check_int(start_step, "start_step", 0)
+        port = check_metrics_port(metrics_port)
+        model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
+        executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
+        bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
-        num_gpus = check_int(num_gpus, "num_gpus", 1, NUM_GPUS_MAX)
-        model_parallel = 1
-        for value, argument in ((tensor_parallel, "tensor_parallel"),
-                                (sequence_parallel, "sequence_parallel"),
-                                (context_parallel, "context_parallel"),
-                                (pipeline_parallel, "pipeline_parallel")):
-            model_parallel *= check_int(value, argument, 1, PARALLEL_DEGREE_MAX)
-        if num_gpus * model_parallel > NUM_GPUS_MAX:
-            raise ValueError(f"num_gpus x the parallel degrees must be at most {NUM_GPUS_MAX}, "
-                             f"got {num_gpus * model_parallel}")
+        num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
+            tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+            context_parallel=context_parallel, pipeline_parallel=pipeline_parallel))
         check_optional_flag(measure_peak, "measure_peak")
-        if not (telemetry is None or isinstance(telemetry, (bool, str))):
-            raise TypeError(f"telemetry must be None, a bool or an NVML device id (str), not "
-                            f"{type(telemetry).__name__}")
+        if telemetry is not None:
+            check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
@@ -440,7 +511,10 @@ class Tracker(_C.StepTracker):
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
-        self._log = None if log_file is None else MetricsLog(log_file)
+        endpoint = serve_metrics(port) if port is not None and rank_world()[0] == 0 else None
+        self._run = RunBook(start_step=start_step, endpoint=endpoint,
+                            log=None if log_file is None else MetricsLog(log_file))
+        self._run.start(self, peak=peak, num_gpus=num_gpus)
         # Last: the group creation is the only step that communicates.
         self._dist = Aggregator(distributed_timeout) if aggregate else None
 
@@ -464,24 +538,100 @@ class Tracker(_C.StepTracker):
         """tensor x sequence x context x pipeline parallel degree."""
         return self._model_parallel
 
-    def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
+    def metrics(
+        self,
+        prefix: str = "throughput",
+        *,
+        model_flops: Optional[float] = None,
+        executed_flops: Optional[float] = None,
+        num_tokens: Optional[float] = None,
+        ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
+        overcompute_flops: Optional[float] = None,
+    ) -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
+
+        ``{}`` until a measured step is in the window -- not an error, and not
+        warned about: the first ``step()`` starts the clock, each later one
+        closes a step, and the first ``warmup`` closed steps are not measured,
+        so with ``warmup=1`` the first figures come after the third ``step()``
+        call (on a GPU clock, once the GPU has passed that step's end: about
+        one step later). A figure the window cannot give (MFU without a
+        peak, tokens/s without ``num_tokens``) is left out, never 0.
 
         Local and never blocking without a process group; with one, a
         collective returning the global figures on every rank. The time
         spent inside (the collective's wait above all) is left out of the
         step it falls in, on either clock.
+
+        ``model_flops``, ``executed_flops`` (FLOPs), ``num_tokens`` and
+        ``ideal_s`` (seconds the model FLOPs need at each dtype's peak, for
+        ``mfu_mixed``) are totals over the steps now in the window, for
+        loops that know a window's work only at logging time (the
+        integrations): each replaces the window's own total, and the ratios
+        are formed from it. A bad one (negative, NaN, not a number) gives one
+        warning and leaves the figures that need it out. ``language_flops``:
+        the part of the window's model FLOPs spent in the language model (a
+        VLM's vision tower left out), giving ``mfu_language``.
+        ``overcompute_flops``: executed FLOPs beyond the model convention that
+        are not recompute (``FlopCounter.overcompute_flops``), booked to
+        ``mfu_lost/compute`` rather than ``recompute``.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
-        out = self._metrics(prefix)
-        log = self._log
-        if log is not None and out:
-            log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops,
+                                overcompute_flops)
+        run = self._run
+        # The ledger's interval: for the log's line and the aggregation's row only.
+        interval = run.interval(self) if run.log is not None or self.distributed else None
+        out = self._metrics(prefix, totals, interval)
+        if out:
+            run.logged(out, interval, prefix=prefix, step=self.global_step)
         return out
 
-    def _metrics(self, prefix: str) -> Dict[str, float]:
+    @property
+    def global_step(self) -> int:
+        """``start_step`` + the steps completed (``step()`` calls - 1): the
+        ``step`` of the run's log lines."""
+        return self._run.start_step + max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0)
+
+    @property
+    def start_step(self) -> int:
+        """The global step this run resumed from (``start_step=``)."""
+        return self._run.start_step
+
+    @property
+    def run_id(self) -> str:
+        """This run's id in the log's run record (a fresh random id per tracker)."""
+        return self._run.run_id
+
+    @property
+    def metrics_port(self) -> Optional[int]:
+        """The port the Prometheus endpoint serves on (None: no endpoint here)."""
+        endpoint = self._run.endpoint
+        return None if endpoint is None else endpoint.port
+
+    def peak_check(self, measured_flops_per_sec: float) -> bool:
+        """A second measurement of the peak (FLOP/s per device, e.g. measured
+        again after training): logged as a ``peak_check`` record, so the
+        report can carry a caveat; True when it and the tracker's peak differ
+        by more than 25% (the machine was busy during one of them)."""
+        value = check_positive_number(measured_flops_per_sec, "measured_flops_per_sec", "FLOP/s")
+        return self._run.peak_check(value)
+
+    def _book_flops(self, model_flops: float, steps: int) -> None:
+        """An integration's model FLOPs of ``steps`` closed steps it resolved
+        late (:meth:`RunBook.book_flops`)."""
+        self._run.book_flops(model_flops, steps)
+
+    def _compile_call(self) -> None:
+        """An integration marked a whole compiled call as compile
+        (:meth:`RunBook.compile_call`)."""
+        self._run.compile_call()
+
+    def _metrics(self, prefix: str, totals: Dict[str, float],
+                 interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -493,24 +643,45 @@ class Tracker(_C.StepTracker):
             self._exclude_begin()
         try:
             if collective:
-                figures = self._aggregate(agg)  # type: ignore[arg-type]
+                figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 if figures is not None:
+                    if interval is not None:   # the job's FLOPs of it: every rank's, summed
+                        interval["model_flops"] = figures.ledger_model_flops
+                        interval["flops_ranks"] = figures.world_size
                     return figures.metrics(prefix)
-            local = self._local_figures()
-            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
-                                             local["tokens_per_sec"]))
+            local = self._window_figures(totals)
             if not local["steps"]:
                 return {}
+            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
+                                             local["tokens_per_sec"]))
             return format_metrics(local, prefix)
         finally:
             if exclude:
                 self._exclude_end()
 
-    def _local_figures(self) -> Dict[str, Any]:
-        """The C summary, ``mfu_vs_measured``, plus the window's phase seconds per step
-        (``phase_s``) and the waterfall (``mfu_lost``) when phases were marked."""
-        out = self._figures()
-        phases = _C.StepTracker.phases(self)["phase_s"]
+    def _window_figures(self, totals: Mapping[str, float]) -> Dict[str, Any]:
+        """This rank's figures over its window: the one place they are formed.
+
+        The C summary (every ratio, ``mfu_mixed`` included, formed in C from
+        the window's totals or the ``totals`` given), ``mfu_language`` (with a
+        ``language_flops`` total), ``mfu_vs_measured``,
+        and, when phases were marked in the window, their seconds per step
+        (``phase_s``) and the waterfall (``mfu_lost``).
+        """
+        language = totals.get("language_flops")
+        if language is not None:  # not the C summary's: formed below
+            totals = {k: v for k, v in totals.items() if k != "language_flops"}
+        out: Dict[str, Any] = (_C.StepTracker.summary(self, **totals) if totals
+                               else _C.StepTracker.summary(self))
+        if language is not None:
+            out["mfu_language"] = _mfu_language(out, language)
+        measured = self._measured_flops_per_sec
+        achieved = out["achieved_flops_per_sec"]
+        if measured and achieved is not None:
+            out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
+        # The badput phases left the step: the ledger books them, not the waterfall.
+        phases = {name: seconds for name, seconds in _C.StepTracker.phases(self)["phase_s"].items()
+                  if name not in BADPUT_PHASES}
         if phases:
             out["phase_s"] = phases
             out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases,
@@ -524,21 +695,11 @@ class Tracker(_C.StepTracker):
         ``energy_j_per_token`` (needs ``tokens_per_sec``), ``tflops_per_watt``
         (needs ``achieved_flops_per_sec``, FLOP/s), ``sm_clock_mhz``,
         ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
-        calls it; integrations that format their own window call it once per
-        logging step. Never raises (a failing read: one warning, figures out).
+        calls it. Never raises (a failing read: one warning, figures out).
         """
         if self._telemetry is None:
             return {}
         return self._telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
-
-    def _figures(self) -> Dict[str, Any]:
-        """The core's summary plus the figures computed here (mfu_vs_measured)."""
-        out: Dict[str, Any] = _C.StepTracker.summary(self)
-        measured = self._measured_flops_per_sec
-        achieved = out["achieved_flops_per_sec"]
-        if measured and achieved is not None:
-            out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
-        return out
 
     @property
     def measured_peak_flops_per_sec(self) -> Optional[float]:
@@ -553,41 +714,35 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
         overcompute_flops: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
         A collective like ``metrics()`` when distributed; otherwise this
         process's figures as a one-rank aggregation (no communication).
-        None when the aggregation failed (warned once).
-
-        ``model_flops``, ``executed_flops``, ``num_tokens``, ``ideal_s``,
-        ``overcompute_flops``: totals over the steps now in the window,
-        replacing the ones given to ``step()`` -- for integrations that know a
-        window's work only at logging time (see :meth:`rank_figures`).
+        None when the aggregation failed (warned once). The window totals
+        are those of :meth:`metrics`.
         """
-        overrides = dict(model_flops=model_flops, executed_flops=executed_flops,
-                         num_tokens=num_tokens, ideal_s=ideal_s,
-                         overcompute_flops=overcompute_flops)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops,
+                                overcompute_flops)
         agg = self._dist
         if agg is None or agg.failed is not None:
-            return combine([self.rank_figures(**overrides)])
+            return combine([self._rank_figures(totals)])
         self._exclude_begin()
         try:
-            return self._aggregate(agg, overrides)
+            return self._aggregate(agg, totals)
         finally:
             self._exclude_end()
 
-    def _aggregate(self, agg: Aggregator,
-                   overrides: Optional[Dict[str, Optional[float]]] = None
-                   ) -> Optional[DistributedFigures]:
+    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float],
+                   interval: Optional[Mapping[str, Any]] = None) -> Optional[DistributedFigures]:
         if not process_group_initialized():
             # destroy_process_group() ran: nothing to aggregate with.
             agg.close()
             agg.failed = "the process group was destroyed"
             return None
-        local = self.rank_figures(**(overrides or {}))
-        return agg.aggregate(local)
+        return agg.aggregate(self._rank_figures(totals, interval))
 
     def rank_figures(
         self,
@@ -596,89 +751,66 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
         overcompute_flops: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
         Rates and peaks are divided by the model-parallel degree. The interval
         fields are the host time and step() calls since the previous
-        aggregation (or construction); None / 0 when not distributed.
-        ``model_flops`` / ``executed_flops`` / ``num_tokens`` /
-        ``overcompute_flops`` (totals over the window's steps, finite >= 0)
-        replace the window's own totals, and
-        ``ideal_s`` (seconds the window's FLOPs need at each dtype's peak,
-        for ``mfu_mixed``) goes with ``model_flops`` -- without it a
-        ``model_flops`` override leaves ``mfu_mixed`` out; a
-        bad one (negative, NaN, not a number) gives one warning and leaves its
-        figures out -- never an exception, which on one rank would leave the
-        others waiting in the collective.
+        aggregation (or construction); None / 0 when not distributed. The
+        window totals are those of :meth:`metrics`; a bad one gives one
+        warning and leaves its figures out -- never an exception, which on
+        one rank would leave the others waiting in the collective.
         """
-        model_flops = _override(model_flops, "model_flops")
-        executed_flops = _override(executed_flops, "executed_flops")
-        num_tokens = _override(num_tokens, "num_tokens")
-        ideal_s = _override(ideal_s, "ideal_s")
-        overcompute_flops = _override(overcompute_flops, "overcompute_flops")
-        s = _C.StepTracker.summary(self)
-        phases = _C.StepTracker.phases(self)["phase_s"]
+        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s,
+                                                 language_flops, overcompute_flops))
+
+    def _rank_figures(self, totals: Mapping[str, float],
+                      interval: Optional[Mapping[str, Any]] = None) -> RankFigures:
+        w = self._window_figures(totals)
+        if interval is None:
+            interval = self._run.interval(self)
         mp = self._model_parallel
-        window_s = s["window_s"]
-
-        def share(value: Any) -> Optional[float]:
-            return None if value is None else float(value) / mp
-
-        def rate(ratio: Any, ceiling: Optional[float]) -> Optional[float]:
-            return None if ratio is None or ceiling is None else float(ratio) * ceiling
-
-        def per_sec(total: float) -> Optional[float]:
-            return total / window_s if window_s and not math.isnan(total) else None
-
-        peak = s["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
+        peak = w["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
         bandwidth = self._peak.bytes_per_sec
         bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
-        achieved = s["achieved_flops_per_sec"] if model_flops is None else per_sec(model_flops)
-        executed = rate(s["hfu"], peak) if executed_flops is None else per_sec(executed_flops)
-        tokens = s["tokens_per_sec"] if num_tokens is None else per_sec(num_tokens)
-        overcompute = (rate(s["overcompute"], peak) if overcompute_flops is None
-                       else per_sec(overcompute_flops))
-        mfu = s["mfu"] if model_flops is None else (
-            None if achieved is None or peak is None else achieved / peak)
-        boundaries = int(s["boundaries"])
-        # This rank's own device (the rates are per rank, so J/token and
-        # TFLOP/s per W are formed over the job in combine()).
-        telemetry = self.read_telemetry()
         agg = self._dist
         if agg is not None and agg.failed is None:
-            interval_s, interval_steps = agg.interval(boundaries)
+            interval_s, interval_steps = agg.interval(int(w["boundaries"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0
+        phases = w.get("phase_s", {})
+        # This rank's own device: the per-work figures are the job's (combine()).
+        telemetry = self._telemetry.reading() if self._telemetry is not None else {}
         return RankFigures(
             rank=rank,
-            boundaries=boundaries,
-            steps=int(s["steps"]),
-            window_s=window_s,
-            step_time_s=s["step_time_s"],
-            step_time_min_s=s["step_time_min_s"],
-            step_time_max_s=s["step_time_max_s"],
-            achieved_flops_per_sec=share(achieved),
-            executed_flops_per_sec=share(executed),
-            achieved_bytes_per_sec=share(rate(s["mbu"], bandwidth)),
-            tokens_per_sec=share(tokens),
-            peak_flops_per_sec=share(peak),
-            peak_bytes_per_sec=share(bandwidth),
+            boundaries=int(w["boundaries"]),
+            steps=int(w["steps"]),
+            window_s=w["window_s"],
+            step_time_s=w["step_time_s"],
+            step_time_min_s=w["step_time_min_s"],
+            step_time_max_s=w["step_time_max_s"],
+            achieved_flops_per_sec=_share(w["achieved_flops_per_sec"], mp),
+            executed_flops_per_sec=_share(_times(w["hfu"], peak), mp),
+            achieved_bytes_per_sec=_share(_times(w["mbu"], bandwidth), mp),
+            tokens_per_sec=_share(w["tokens_per_sec"], mp),
+            peak_flops_per_sec=_share(peak, mp),
+            peak_bytes_per_sec=_share(bandwidth, mp),
             num_devices=self._num_gpus,
             model_parallel=mp,
             interval_s=interval_s,
             interval_steps=interval_steps,
-            mfu=mfu,
+            mfu=w["mfu"],
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
-            mfu_mixed=(s.get("mfu_mixed") if model_flops is None
-                       else None if ideal_s is None or not window_s
-                       else ideal_s / window_s / (self._num_gpus * mp)),
+            mfu_mixed=w["mfu_mixed"],
+            mfu_language=w.get("mfu_language"),
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
-            overcompute_flops_per_sec=share(overcompute),
+            ledger_model_flops=_share(interval["model_flops"], mp),
+            overcompute_flops_per_sec=_share(_times(w["overcompute"], peak), mp),
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
@@ -704,11 +836,14 @@ class Tracker(_C.StepTracker):
         return agg.counters()
 
     def close(self) -> None:
-        """Resolve every step taken (one wait), stop timing, drop the side group.
+        """Resolve every step taken (one wait), stop timing, drop the side group;
+        with ``log_path``, write the run-end record (its interval holds this
+        rank's FLOPs only: no collective runs here) and close the log.
 
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         super().close()
+        self._run.end(self, self.global_step)
         agg = self._dist
         if agg is not None and agg.failed is None:
             agg.close()
@@ -731,7 +866,7 @@ class Tracker(_C.StepTracker):
         ``ideal_s`` (the window's seconds at each dtype's peak,
         ``flops_by_dtype``) and ``mfu_vs_measured`` (``measure_peak``).
         """
-        out: Dict[str, Any] = self._local_figures()
+        out: Dict[str, Any] = self._window_figures({})
         for key in ("mfu_mixed", "ideal_s"):
             if out.get(key, 0) is None:
                 del out[key]

@@ -130,9 +130,20 @@ static void test_window(void)
     }
 }
 
+/* The one mfu_mixed ratio: ideal / elapsed / devices, NaN when unknown. */
+static void test_utilization(void)
+{
+    CHECK_NEAR(mfu_mixed_utilization(3.0, 10.0, 2), 0.15, 1e-15); /* 3 / 10 / 2 */
+    CHECK(isnan(mfu_mixed_utilization(NAN, 10.0, 2)));
+    CHECK(isnan(mfu_mixed_utilization(3.0, 0.0, 2)));
+    CHECK(isnan(mfu_mixed_utilization(3.0, NAN, 2)));
+    CHECK(isnan(mfu_mixed_utilization(3.0, 10.0, 0)));
+}
+
 int main(void)
 {
     test_ideal_s();
+    test_utilization();
     test_window();
     return check_summary("test_mixed");
 }

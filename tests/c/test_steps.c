@@ -331,6 +331,72 @@ static void test_overcompute(void)
     mfu_steps_destroy(s);
 }
 
+/* mfu_steps_summarize_with: window totals given at logging time replace the
+ * window's own, and every ratio is formed again from them. Two steps of
+ * 2 ms each on the fake clock (window 4 ms), peak 1e15 x 1 device. */
+static void test_summary_with_window_totals(void)
+{
+    mfu_steps_summary sum;
+    mfu_steps *s = gpu_steps(100, 0);
+    if (s == NULL)
+        return;
+    step_with(s, 0, 0, 0, 0);
+    step_with(s, MFU_STEP_NUM_TOKENS, 100, 0, 0);
+    step_with(s, MFU_STEP_NUM_TOKENS, 300, 0, 0);
+    summarize_flushed(s, &sum);
+    CHECK(sum.window.steps == 2);
+    CHECK_NEAR(sum.window.metrics.mfu, 2 * 5e11 / 4e-3 / 1e15, 1e-9); /* 0.25 */
+
+    /* Model FLOPs 3e12 and tokens 1000 given: mfu 3e12 / 4e-3 / 1e15 = 0.75,
+     * tokens/s 1000 / 4e-3 = 2.5e5; executed keeps the window's 1.2e12. */
+    mfu_step_report totals = {MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS, 1000, 3e12, 0, 0, 0};
+    mfu_steps_summarize_with(s, &totals, &sum);
+    CHECK_NEAR(sum.window.metrics.mfu, 0.75, 1e-9);
+    CHECK_NEAR(sum.window.metrics.achieved_flops_per_sec, 3e12 / 4e-3, 1e-3);
+    CHECK_NEAR(sum.window.metrics.tokens_per_sec, 2.5e5, 1e-6);
+    CHECK_NEAR(sum.window.metrics.hfu, 1.2e12 / 4e-3 / 1e15, 1e-9); /* 0.3 */
+    CHECK(isnan(sum.ideal_s) && isnan(sum.mfu_mixed)); /* model given without ideal_s */
+
+    /* Ideal seconds 2e-3 given with them: mfu_mixed = 2e-3 / 4e-3 / 1 = 0.5. */
+    totals.given |= MFU_STEP_IDEAL_S;
+    totals.ideal_s = 2e-3;
+    mfu_steps_summarize_with(s, &totals, &sum);
+    CHECK_NEAR(sum.mfu_mixed, 0.5, 1e-12);
+
+    /* Over-compute 2e12 given (issue 22): its share 2e12 / 4e-3 / 1e15 = 0.5;
+     * not given, the window's own (0: no step carried any). */
+    CHECK_NEAR(sum.overcompute_flops, 0.0, 0.0);
+    totals.given |= MFU_STEP_OVERCOMPUTE_FLOPS;
+    totals.overcompute_flops = 2e12;
+    mfu_steps_summarize_with(s, &totals, &sum);
+    CHECK_NEAR(sum.overcompute_flops, 2e12, 0.0);
+    CHECK_NEAR(sum.overcompute, 0.5, 1e-12);
+
+    /* Unknown (NaN), negative and infinite totals are unknown figures. */
+    mfu_step_report bad = {MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS | MFU_STEP_NUM_TOKENS,
+                           -1.0, NAN, INFINITY, 0, 0};
+    mfu_steps_summarize_with(s, &bad, &sum);
+    CHECK(isnan(sum.window.metrics.mfu) && isnan(sum.window.metrics.hfu));
+    CHECK(isnan(sum.window.metrics.tokens_per_sec));
+
+    /* Nothing given: exactly the plain summary. */
+    mfu_step_report none = NO_REPORT;
+    mfu_steps_summary plain;
+    mfu_steps_summarize_with(s, &none, &sum);
+    mfu_steps_summarize(s, &plain);
+    CHECK(sum.window.metrics.mfu == plain.window.metrics.mfu);
+    CHECK(sum.window.metrics.tokens_per_sec == plain.window.metrics.tokens_per_sec);
+    mfu_steps_destroy(s);
+
+    /* An empty window has no figures, whatever was given. */
+    s = gpu_steps(100, 0);
+    if (s == NULL)
+        return;
+    mfu_steps_summarize_with(s, &totals, &sum);
+    CHECK(sum.window.steps == 0 && isnan(sum.window.metrics.mfu) && isnan(sum.mfu_mixed));
+    mfu_steps_destroy(s);
+}
+
 enum { ALL_FIELDS = MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS };
 
 static void test_bad_values_are_unknown(void)
@@ -667,6 +733,7 @@ int main(void)
     test_pool_full_wait_keeps_every_time();
     test_masking_rules();
     test_overcompute();
+    test_summary_with_window_totals();
     test_bad_values_are_unknown();
     test_unknown_model_flops_leave_the_window();
     test_cpu_clock();

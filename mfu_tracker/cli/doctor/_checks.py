@@ -17,24 +17,23 @@ Thresholds, and why:
 - counting/*: executed FLOPs of ``FlopCounter`` equal ``FlopCounterMode``'s
   total, except the documented deviations (``DOCUMENTED_DEVIATIONS``: ops it
   counts where FlopCounterMode counts 0); model FLOPs equal across SDPA backends.
-- end_to_end/*: figures, no thresholds (the costs are thread CPU time).
+- end_to_end/*: a training loop timed by the tracker and by an independent clock
+  (:mod:`._end_to_end`: FAIL beyond 2%; the costs are figures).
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import statistics
 import sys
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ... import _C
+from ..._install import DISTRIBUTION
+from ._end_to_end import run as run_end_to_end
+from ._end_to_end import small_gpt2
 from ._platform import (
-    FAKE_SPEED,
-    FakeGpuPlatform,
     Platform,
     TorchGpuPlatform,
-    cpu_seconds,
     driver_library_name,
     loaded_from,
     open_platform,
@@ -385,7 +384,7 @@ class Doctor:
         except ImportError as exc:
             self.report.add(section, name, "SKIP", "transformers not installed",
                             f"the GPT-2 checks need transformers ({exc}): "
-                            "pip install 'mfu-tracker[hf]'")
+                            f"pip install '{DISTRIBUTION}[hf]'")
             return True
         return False
 
@@ -400,7 +399,7 @@ class Doctor:
 
         add = self.report.add
         device = self._model_device()
-        model, batch = _small_gpt2(torch, device, layers=2, width=128, seq=64, batch=2)
+        model, batch = small_gpt2(torch, device, layers=2, width=128, seq=64, batch=2)
         model_flops: Dict[str, int] = {}
         # bf16 autocast on a GPU (flash and cuDNN attention need 16-bit inputs);
         # fp32 on the CPU, whose flash kernel takes it.
@@ -459,153 +458,10 @@ class Doctor:
     def end_to_end(self) -> None:
         if self._transformers_missing("end_to_end", "training"):
             return
-        import torch
-
-        from ...flops.counter._counter import FlopCounter
-        from ...tracker._tracker import Tracker
-
-        add = self.report.add
         platform = self._platform or Platform(self.index)
-        device = self._model_device()
-        if self.quick or not device.startswith("cuda"):
-            # the tiny GPT-2 (a CPU -- the fake driver's model runs there too --
-            # would take minutes per 124M step)
-            shape = dict(layers=2, width=128, seq=64, batch=2)
-            steps = 6
-        else:
-            shape = dict(layers=12, width=768, seq=1024, batch=8)
-            steps = 30
-        model, batch = _small_gpt2(torch, device, **shape)
-        tokens = shape["batch"] * shape["seq"]
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        autocast = torch.autocast(device_type="cuda" if platform.kind in ("cuda", "hip") else "cpu",
-                                  dtype=torch.bfloat16)
-        fake = platform if isinstance(platform, FakeGpuPlatform) else None
-
-        def train_step(tracker: Any = None, flops: float = 0.0) -> None:
-            # phases marked as a user would (Tracker.phase); on the fake the
-            # step's GPU work is queued in them: 1/3 forward, 2/3 backward
-            phase = tracker.phase if tracker is not None else (lambda _: contextlib.nullcontext())
-            with phase("forward"):
-                with autocast:
-                    loss = model(**batch).loss
-                if fake is not None and tracker is not None:
-                    fake.enqueue(flops / 3, "bf16")
-            with phase("backward"):
-                loss.backward()
-                if fake is not None and tracker is not None:
-                    fake.enqueue(flops * 2 / 3, "bf16")
-            with phase("optimizer"):
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-
-        with FlopCounter() as fc:
-            train_step()
-        flops = fc.model_flops
         spec = self._spec_of(platform) if platform.gpu else None
-        kwargs: Dict[str, Any] = {"spec": spec} if spec is not None else {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # no peak on a CPU: MFU is left out, said below
-            tracker = Tracker(flops, dtype="bf16", clock=platform.clock, window=steps,
-                              warmup=1, device=platform.device, **kwargs)
-        tracker.step(num_tokens=tokens)
-        for _ in range(steps):
-            train_step(tracker, flops)
-            tracker.step(num_tokens=tokens)
-        tracker.flush()
-        metrics = tracker.metrics(prefix="")
-        tracker.close()
-        what = (f"GPT-2 {'tiny' if self.quick else '124M'} ({shape['layers']} layers, "
-                f"{shape['width']} wide), batch {shape['batch']} x {shape['seq']}, bf16 autocast, "
-                f"SDPA, on {device}")
-        mfu = metrics.get("mfu")
-        losses = {k: v for k, v in metrics.items() if k.startswith("mfu_lost/")}
-        figure = (f"MFU {mfu * 100:.2f}%" if mfu is not None else "MFU n/a") + (
-            f", {metrics['tokens_per_sec']:,.0f} tokens/s" if "tokens_per_sec" in metrics else "")
-        detail = what if mfu is not None else (
-            what + "; MFU needs a peak (no datasheet row for this device)")
-        add("end_to_end", "training", "PASS", figure, detail if mfu is None else "",
-            model=what, flops_per_step=flops, steps=steps, clock=tracker.clock, metrics=metrics,
-            fake_speed=FAKE_SPEED if fake is not None else None)
-        if mfu is None or not losses:
-            add("end_to_end", "waterfall", "SKIP", "no MFU" if mfu is None else "no phases",
-                "the waterfall needs a peak" if mfu is None else
-                "Tracker.metrics() gave no mfu_lost keys for the marked phases")
-        else:
-            total = math.fsum([mfu, *losses.values()])
-            ok = abs(total - 1.0) <= 1e-9  # mfu + the losses add up to the step, exactly
-            add("end_to_end", "waterfall", "PASS" if ok else "FAIL",
-                ", ".join(f"{k[len('mfu_lost/'):]} {v:.1%}" for k, v in losses.items()),
-                "" if ok else f"mfu + mfu_lost/* = {total!r}, not 1", keys=sorted(losses),
-                phase_s={k: v for k, v in metrics.items() if k.startswith("phase_s/")})
-        self._costs(platform, model, batch, flops, spec)
-
-    def _costs(self, platform: Platform, model: Any, batch: Dict[str, Any], flops: int,
-               spec: Any) -> None:
-        from ...flops.counter._counter import FlopCounter
-        from ...timing._track import track
-        from ...tracker._tracker import Tracker
-
-        add = self.report.add
-        n = 2000 if self.quick else 20000
-        kwargs: Dict[str, Any] = {"spec": spec} if spec is not None else {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            track(1.0, dtype="bf16", clock=platform.clock, device=platform.device, **kwargs)
-            start = cpu_seconds()
-            for _ in range(n):
-                with track(1.0, dtype="bf16", clock=platform.clock, device=platform.device,
-                           **kwargs):
-                    pass
-            track_us = (cpu_seconds() - start) / n * 1e6
-            tracker = Tracker(1.0, dtype="bf16", clock=platform.clock, device=platform.device,
-                              window=100, **kwargs)
-            start = cpu_seconds()
-            for _ in range(n):
-                tracker.step(1)
-            step_us = (cpu_seconds() - start) / n * 1e6
-            tracker.close()
-        reps = 5 if self.quick else 7
-        plain, counted = [], []
-        for _ in range(reps):  # interleaved: the machine's noise hits both alike
-            platform.synchronize()  # host time only: nothing queued before the clock starts
-            start = cpu_seconds()
-            model(**batch).loss.backward()
-            plain.append(cpu_seconds() - start)
-            platform.synchronize()
-            start = cpu_seconds()
-            with FlopCounter():
-                model(**batch).loss.backward()
-            counted.append(cpu_seconds() - start)
-        # the median of paired differences: on a loaded machine it can come out
-        # negative (noise larger than the cost); shown as measured, never clamped
-        counting_us = statistics.median(c - p for c, p in zip(counted, plain)) * 1e6
-        step_host_us = statistics.median(plain) * 1e6
-        add("end_to_end", "overhead", "PASS",
-            f"track() {track_us:.2f} us, Tracker.step() {step_us:.2f} us, counting every step "
-            f"{counting_us:+,.0f} us on a {step_host_us:,.0f} us forward + backward "
-            f"(thread CPU time, {platform.clock} clock)",
-            track_us=track_us, tracker_step_us=step_us, counting_us=counting_us,
-            step_host_us=step_host_us, calls=n, reps=reps, clock=platform.clock)
-
-
-def _small_gpt2(torch: Any, device: str, *, layers: int, width: int, seq: int,
-                batch: int) -> Tuple[Any, Dict[str, Any]]:
-    """A GPT-2 (transformers) with SDPA attention and a batch of ids + labels on ``device``.
-    124M at layers=12, width=768 (the vocabulary is GPT-2's when width >= 768)."""
-    import transformers
-
-    vocab = 50257 if width >= 768 else 1024
-    config = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=max(1, width // 64),
-                                     n_positions=max(seq, 64), vocab_size=vocab,
-                                     bos_token_id=0, eos_token_id=0, attn_implementation="sdpa",
-                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = transformers.GPT2LMHeadModel(config).to(device).train()
-    ids = torch.randint(0, vocab, (batch, seq), device=device)
-    return model, {"input_ids": ids, "labels": ids}
+        run_end_to_end(self.report, platform, quick=self.quick, device=self._model_device(),
+                       spec=spec)
 
 
 __all__ = ["Doctor", "TIMER_TOLERANCE", "SYNC_STEPS", "PEAK_LOW", "DOCUMENTED_DEVIATIONS"]

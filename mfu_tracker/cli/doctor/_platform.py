@@ -23,7 +23,7 @@ import ctypes
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from ... import _C
 from ...peaks._table import GPUSpec, lookup_gpu_spec
@@ -126,6 +126,25 @@ class ReferenceTimer:
         self.stop = stop
 
 
+class ReferenceMarks:
+    """Points on a clock independent of the core's events, marked where the
+    tracker marks: :meth:`mark` now, :meth:`seconds` after the run (each
+    mark's time from the first, seconds; may wait for the device once).
+    The CPU's: ``time.perf_counter``."""
+
+    def __init__(self, now: Callable[[], Any] = time.perf_counter,
+                 seconds: Optional[Callable[[List[Any]], List[float]]] = None) -> None:
+        self._now = now
+        self._seconds = seconds or (lambda points: [p - points[0] for p in points])
+        self._points: List[Any] = []
+
+    def mark(self) -> None:
+        self._points.append(self._now())
+
+    def seconds(self) -> List[float]:
+        return self._seconds(self._points) if self._points else []
+
+
 @dataclass
 class StepWork:
     """One training-like step of real work: ``run()`` enqueues it."""
@@ -176,9 +195,18 @@ class Platform:
     def step_work(self, quick: bool) -> StepWork:
         raise NotImplementedError
 
+    def reference_marks(self) -> ReferenceMarks:
+        """Marks on the platform's independent clock (host time on a CPU)."""
+        return ReferenceMarks()
+
     @staticmethod
     def _discard(_: Any) -> None:
         pass
+
+
+def _square_gemm_flops(n: int) -> float:
+    """FLOPs of an n x n by n x n matmul: the core's GEMM rule (``mm``)."""
+    return float(_C.mm_flop(n, n, n))
 
 
 def _torch_dtype(torch: Any, dtype: str) -> Any:
@@ -239,7 +267,7 @@ class TorchGpuPlatform(Platform):
         if dtype != "fp32":
             for _ in range(iters):
                 self._torch.matmul(a, b, out=out)
-            return 2.0 * n ** 3 * iters
+            return _square_gemm_flops(n) * iters
         matmul = self._torch.backends.cuda.matmul
         old = matmul.allow_tf32
         matmul.allow_tf32 = False  # fp32 means fp32, not TF32
@@ -248,7 +276,7 @@ class TorchGpuPlatform(Platform):
                 self._torch.matmul(a, b, out=out)
         finally:
             matmul.allow_tf32 = old
-        return 2.0 * n ** 3 * iters
+        return _square_gemm_flops(n) * iters
 
     def synchronize(self) -> None:
         self._torch.cuda.synchronize(self.index)
@@ -265,10 +293,26 @@ class TorchGpuPlatform(Platform):
 
         return ReferenceTimer(begin.record, stop)
 
+    def reference_marks(self) -> ReferenceMarks:
+        """torch.cuda.Event records on the current stream: the GPU timeline,
+        read once after the run."""
+        torch = self._torch
+
+        def now() -> Any:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            return event
+
+        def seconds(events: List[Any]) -> List[float]:
+            events[-1].synchronize()
+            return [float(events[0].elapsed_time(e)) / 1e3 for e in events]
+
+        return ReferenceMarks(now, seconds)
+
     def step_work(self, quick: bool) -> StepWork:
         n = 2048 if quick else 4096
         self._pair(n, "bf16")
-        return StepWork(2.0 * n ** 3 * 4, n, "bf16", lambda: self._discard(self.gemm(n, "bf16", 4)))
+        return StepWork(_square_gemm_flops(n) * 4, n, "bf16", lambda: self._discard(self.gemm(n, "bf16", 4)))
 
 
 class FakeGpuPlatform(Platform):
@@ -314,7 +358,7 @@ class FakeGpuPlatform(Platform):
         return ns
 
     def gemm(self, n: int, dtype: str, iters: int) -> float:
-        flops = 2.0 * n ** 3
+        flops = _square_gemm_flops(n)
         for _ in range(iters):
             self.enqueue(flops, dtype)
         return flops * iters
@@ -335,8 +379,12 @@ class FakeGpuPlatform(Platform):
 
         return ReferenceTimer(start, stop)
 
+    def reference_marks(self) -> ReferenceMarks:
+        """The programmed kernel time: where the fake's GPU timeline is."""
+        return ReferenceMarks(lambda: self._programmed_ns / 1e9)
+
     def step_work(self, quick: bool) -> StepWork:
-        flops = 2.0 * 4096 ** 3 * 4
+        flops = _square_gemm_flops(4096) * 4
         return StepWork(flops, 4096, "bf16", lambda: self._discard(self.enqueue(flops, "bf16")))
 
 
@@ -384,4 +432,4 @@ def cpu_seconds() -> float:
 
 
 __all__ = ["Platform", "open_platform", "loaded_from", "driver_library_name", "cpu_seconds",
-           "DeviceProperties", "StepWork", "ReferenceTimer", "FAKE_SPEED"]
+           "DeviceProperties", "StepWork", "ReferenceTimer", "ReferenceMarks", "FAKE_SPEED"]

@@ -15,7 +15,6 @@ design).
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import hashlib
 import json
@@ -25,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from ... import _C
 

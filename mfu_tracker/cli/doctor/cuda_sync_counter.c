@@ -1,7 +1,7 @@
 /*
  * cuda_sync_counter.c -- a pass-through CUDA driver that counts.
  *
- * `mfu-tracker doctor` builds this file at first use (mfu_tracker/_doctor_shim.py,
+ * `mfu-tracker doctor` builds this file at first use (mfu_tracker/cli/doctor/_shim.py,
  * into a per-user cache) and runs its zero-synchronization check in a child
  * process with MFU_TRACKER_CUDA_LIBRARY naming the built library. The core
  * then loads this library as its driver; every call it makes is counted

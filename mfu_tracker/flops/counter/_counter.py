@@ -91,16 +91,26 @@ Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
   unpacked ``[b, s, h, d]`` inputs are read in that layout here
   (FlopCounterMode reads them as ``[b, h, s, d]``); CUDA only.
 
+Beyond aten: flash-attn 2 and FlashAttention-3's custom ops (windows,
+chunks and cumulative lengths included) and ``flex_attention`` with its
+backward (the blocks its BlockMask computes) are rows of the op table;
+higher-order ops are counted or passed on by Python kernels of the counting
+key (:mod:`._hops`), so none of them ever fails inside a counter.
+
 What it cannot see: kernels launched without the dispatcher -- CUDA graph
 replay (``torch.compile(mode="reduce-overhead")``, ``make_graphed_callables``)
 gives one warning while a counter is active, and its FLOPs are missing --,
 opaque kernels that are not torch ops, and ops on threads other than the one
 that entered the counter (autograd's own worker threads are seen). A custom
 torch op (``torch.library``) gets a formula with :func:`register_flop_formula`.
+``FlopCounter(audit=True)`` lists the ops a count did not cover
+(:meth:`FlopCounter.uncounted`) and warns once about FLOP-heavy ones; under
+``torch.compile`` inductor's generated kernels (flex_attention's included)
+run without the dispatcher, while its matmuls and attention still call aten.
 
 A wheel installed without torch at build time carries the observer's
 sources: the first counter builds it against the installed torch into a
-per-user cache (``mfu_tracker/_build.py``; ahead of time: ``mfu-tracker
+per-user cache (``mfu_tracker/flops/counter/_build.py``; ahead of time: ``mfu-tracker
 build-ext``). If it can neither load nor build (no compiler, built against
 another torch) counting falls back, with one warning, to a
 ``TorchDispatchMode`` over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
@@ -120,6 +130,7 @@ from typing import Any, Callable, NamedTuple, Optional
 from ... import _C
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
+from ._audit import UncountedOp, heavy_message, merge_uncounted, uncounted_ops
 from ._compiled import apply_deferred
 from ._module_table import ModuleTable, module_rows, table_rows
 
@@ -127,6 +138,7 @@ __all__ = [
     "FlopCounter",
     "FlopProfile",
     "ModuleFlops",
+    "UncountedOp",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",
@@ -149,14 +161,21 @@ _BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
 # ---------------------------------------------------------------------------
 
 class _ExtBackend:
-    """The C++ observer (mfu_tracker._torch)."""
+    """The C++ observer (mfu_tracker._torch), with the Python kernels of the
+    higher-order operators (:mod:`._hops`)."""
 
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
+        from . import _hops
         from ._compiled import recompute_plan
 
-        self.start = module.start
+        def start(causal: str, count_fake: bool = False, modules: bool = False) -> int:
+            _hops.sync(module)  # higher-order ops defined since the last count
+            return module.start(causal, count_fake, modules)
+
+        self.start = start
+        self.audit = module.audit
         self.stop = module.stop
         self.read = module.read
         self.reset = module.reset
@@ -234,7 +253,7 @@ def _load_backend() -> Any:
             module = None
         if module is not None and _stale(module, torch.__version__) is None:
             return _ExtBackend(module)
-        # 2. the per-user cache, built there now if need be (mfu_tracker/_build.py)
+        # 2. the per-user cache, built there now if need be (mfu_tracker/flops/counter/_build.py)
         try:
             module = _build.load(_build.ensure_built(__version__))
         except _build.BuildError as exc:
@@ -359,6 +378,7 @@ def _zero_totals() -> dict[str, Any]:
     totals["first_error"] = None
     totals["ops"] = {}
     totals["modules"] = {}
+    totals["uncounted"] = {}
     for key in _BY_DTYPE_KEYS:
         totals[key] = [0] * len(_C.dtype_names())
     return totals
@@ -377,6 +397,7 @@ def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for token, row in more.get("modules", {}).items():
         old = into["modules"].get(token, (0, 0, 0))
         into["modules"][token] = tuple(a + b for a, b in zip(old, row))
+    merge_uncounted(into["uncounted"], more.get("uncounted", {}))
 
 
 def _format_flops(value: float) -> str:
@@ -398,6 +419,15 @@ class FlopCounter:
             (``nn.Module.__call__`` is wrapped while such a counter is
             active; see mfu_tracker/flops/counter/_module_table.py); ``table()`` and
             ``by_module`` need it.
+        audit: also record the ops outside the FLOP table that took
+            tensors and during which nothing was counted (a composite op
+            whose parts count is covered): :meth:`uncounted` lists them,
+            and the first block that saw one that looks FLOP-heavy (a
+            custom op, a higher-order op, a name with attn / attention /
+            gemm / matmul / mm / conv) warns once naming them. Every op
+            pays to be seen while it is on (the integrations audit their
+            first counted step); off, uncounted ops cost nothing. The
+            attribute may be changed between blocks.
 
     A counter may be entered again: counts add up over its blocks (gradient
     accumulation: one counter around every micro-batch), until
@@ -412,10 +442,14 @@ class FlopCounter:
     exiting it on another thread (``RuntimeError``).
     """
 
-    def __init__(self, *, causal_attention: str = "full", modules: bool = True) -> None:
+    def __init__(self, *, causal_attention: str = "full", modules: bool = True,
+                 audit: bool = False) -> None:
         check_causal_attention(causal_attention)
         check_flag(modules, "modules")
+        check_flag(audit, "audit")
         self.causal_attention = causal_attention
+        self.audit = audit
+        self._audit_warned = False
         self._totals = _zero_totals()
         self._handle: Any = None
         self._backend: Any = None
@@ -435,6 +469,13 @@ class FlopCounter:
             self._backend = backend
             self._handle = backend.start(self.causal_attention, fake, self._table is not None)
             self._thread = threading.get_ident()
+            if self.audit:
+                try:
+                    backend.audit(self._handle)
+                except BaseException:
+                    backend.stop(self._handle)
+                    self._handle = None
+                    raise
         _counting.active = getattr(_counting, "active", 0) + 1
         if self._table is not None:
             self._table.start(backend)
@@ -473,6 +514,10 @@ class FlopCounter:
             if self._totals["first_error"] is None:
                 self._totals["first_error"] = self._table.error
             self._table.error = None
+        heavy = None if self._audit_warned or not self.audit else self.audit_warning()
+        if heavy is not None and warn:
+            self._audit_warned = True
+            warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=3)
         new_errors = self._totals["errors"] - errors_before
         if not new_errors:
             return None
@@ -582,6 +627,20 @@ class FlopCounter:
         tensors) and counted as max_seqlen each (an upper bound)."""
         return self._current()["approximate_calls"] > 0
 
+    def uncounted(self) -> list[UncountedOp]:
+        """The ops outside the FLOP table that ran while the audit was on
+        (``audit=True``) and that no count covered: name, calls, largest
+        input, and whether it looks FLOP-heavy; FLOP-heavy ones first.
+        Higher-order ops inside which nothing was counted are listed with
+        or without an audit (they never fail a count: they are noted)."""
+        return uncounted_ops(self._current()["uncounted"])
+
+    def audit_warning(self) -> str | None:
+        """The warning about the FLOP-heavy ops of :meth:`uncounted` (None
+        when there are none); leaving a block warns with it once per
+        counter."""
+        return heavy_message(self.uncounted())
+
     @property
     def by_op(self) -> dict[str, tuple[int, int]]:
         """Op name -> (calls, executed FLOPs)."""
@@ -604,10 +663,12 @@ class FlopCounter:
     @property
     def conventions(self) -> str:
         """How the numbers were counted, as one line."""
-        causal = ("causal attention in full (PaLM / FlopCounterMode)" if self.causal_attention == "full"
-                  else "causal attention halved (Megatron)")
-        return (f"{causal}; attention model backward = 2x forward; matmul / conv model backward = "
-                "1x forward per grad-requiring input; recompute not in model FLOPs")
+        causal = ("causal attention in full (PaLM / FlopCounterMode), windows whole per query"
+                  if self.causal_attention == "full"
+                  else "causal attention halved (Megatron), windows as the pairs they keep")
+        return (f"{causal}; block masks: the computed blocks; attention model backward = 2x "
+                "forward; matmul / conv model backward = 1x forward per grad-requiring input; "
+                "recompute not in model FLOPs")
 
     def table(self, depth: int | None = 3, *, collapse_repeats: bool = True) -> str:
         """A readable table: totals, per op, and per module.

@@ -1,14 +1,15 @@
 /*
- * py_step_tracker.h -- what the two files of _C.StepTracker share:
- * py_step_tracker.c (construction, step(), the figures) and py_phases.c
- * (the phase marks of the waterfall and the phase() block).
+ * py_step_object.h -- the _C.StepTracker object, as its files share it:
+ * py_step_tracker.c (construction, step(), the figures), py_phases.c (the
+ * phase marks of the waterfall and the phase() block) and py_step_object.c
+ * (the lock and the warnings below).
  *
  * Every call on a StepTracker takes its lock (the core tracker is
  * single-threaded), and a warning found under the lock is queued and
  * emitted after it is released (mfu_py_step_unlock), one per kind.
  */
-#ifndef MFU_PY_STEP_TRACKER_H
-#define MFU_PY_STEP_TRACKER_H
+#ifndef MFU_PY_STEP_OBJECT_H
+#define MFU_PY_STEP_OBJECT_H
 
 #include "mfu_module.h"
 
@@ -39,19 +40,4 @@ void mfu_py_step_unlock(step_object *s);
 /* 0, or -1 with RuntimeError when __init__ never succeeded. */
 int mfu_py_step_require_init(const step_object *s);
 
-/* The phase methods of StepTracker (py_phases.c): begin_phase(name),
- * switch_phase(name), end_phase(), _exclude_begin(), _exclude_end(),
- * phase_depth(), phase(name) and phases(). */
-PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *name);
-PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *name);
-PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *ignored);
-PyObject *mfu_py_step_exclude_begin(PyObject *self, PyObject *ignored);
-PyObject *mfu_py_step_exclude_end(PyObject *self, PyObject *ignored);
-PyObject *mfu_py_step_phase_depth(PyObject *self, PyObject *ignored);
-PyObject *mfu_py_step_phase(PyObject *self, PyObject *name);
-PyObject *mfu_py_step_phases(PyObject *self, PyObject *ignored);
-
-/* The phase() block type and the interned phase names, into module state. */
-int mfu_py_phases_exec(PyObject *module);
-
-#endif /* MFU_PY_STEP_TRACKER_H */
+#endif /* MFU_PY_STEP_OBJECT_H */
