@@ -286,3 +286,55 @@ def test_cuda_graph_replay_while_counting_gives_one_warning():
                 replay()
     ours = [w for w in caught if "CUDA graph was replayed" in str(w.message)]
     assert len(ours) == 1 and "reduce-overhead" in str(ours[0].message)
+
+
+def test_over_compute_as_a_window_total_and_through_the_wrapper():
+    """The one metric path: over-compute given at logging time
+    (``metrics(overcompute_flops=)``, what the integrations do) is booked to
+    compute as ``step(overcompute_flops=)`` is; MFUOptimizerWrapper carries
+    the counter's over-compute of each step there."""
+    if counter_backend() != "torch-ext":
+        pytest.skip("the fallback sees the composite math path as its bmms (op_table.c)")
+    from mfu_tracker.optim import MFUOptimizerWrapper
+
+    class Attention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8, bias=False)
+
+        def forward(self, x):
+            q = self.proj(x)
+            return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    torch.manual_seed(0)
+    model = Attention()
+    wrapped = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.0), model,
+                                  peak_tflops=1.0, clock="cpu", count_every=1, warmup=0,
+                                  causal_attention="half")
+    x = torch.randn(1, 2, 16, 8)
+    for _ in range(3):
+        with sdpa_kernel(SDPBackend.MATH), wrapped.track_step(num_tokens=16):
+            model(x).sum().backward()
+        wrapped.step()
+    # x [1, 2, 16, 8], q = k = v requiring grad: the table's math/half row,
+    # over-compute 1.5 x A = 24,576 per step, all of executed - model (the
+    # projection's matmuls count alike in both)
+    model_flops, executed_flops = wrapped.last_step_flops
+    assert executed_flops - model_flops == 3 * A // 2 == 24_576
+    m = wrapped.metrics()
+    # no checkpointing: hfu - mfu is all over-compute, booked to compute
+    assert m["throughput/hfu"] > m["throughput/mfu"]
+    assert m["throughput/mfu_lost/recompute"] == pytest.approx(0.0, abs=1e-12)
+
+    tracker = Tracker(dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=0)
+    for _ in range(3):
+        with tracker.phase("forward"):
+            sum(range(20_000))
+        tracker.step()
+    # hfu - mfu = (3e6 - 1e6) / window / peak; over-compute 1.5e6 of it, so
+    # recompute holds the other 0.5e6: a quarter of hfu - mfu
+    m = tracker.metrics(model_flops=1e6, executed_flops=3e6, overcompute_flops=1.5e6)
+    lost = m["throughput/mfu_lost/recompute"]
+    assert lost == pytest.approx((m["throughput/hfu"] - m["throughput/mfu"]) / 4)
+    assert math.fsum([m["throughput/mfu"]] + [v for k, v in m.items()
+                                              if "/mfu_lost/" in k]) == pytest.approx(1.0)
