@@ -174,9 +174,8 @@ class ModuleTable:
         self.installed = False
 
     def start(self, backend: Any) -> None:
-        if not self.installed:  # until this table is garbage collected
+        if not self.installed:  # until this table is garbage collected (__del__)
             _install(backend.module_enter, backend.module_exit)
-            weakref.finalize(self, _uninstall)
             self.installed = True
         _skip_as_top_frame()  # every block: torch._dynamo.reset() may forget it (cheap)
         self.thread = _get_ident()
@@ -187,6 +186,14 @@ class ModuleTable:
         if self.active:
             self.active = False
             _activate(self, False)
+
+    def __del__(self) -> None:
+        # not weakref.finalize: its process-wide registry, one entry per
+        # counter used, grows and shrinks with every counter of a loop
+        # (tests/test_soak.py saw it as traced memory)
+        if self.installed:
+            self.installed = False
+            _uninstall()
 
 
 def module_rows(per_module: Mapping[int, tuple[int, int, int]]) -> dict[str, list[int]]:
