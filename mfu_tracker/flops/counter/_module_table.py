@@ -193,7 +193,10 @@ class ModuleTable:
         # (tests/test_soak.py saw it as traced memory)
         if self.installed:
             self.installed = False
-            _uninstall()
+            try:
+                _uninstall()
+            except Exception:  # noqa: BLE001 -- at interpreter exit the module's globals are gone
+                pass
 
 
 def module_rows(per_module: Mapping[int, tuple[int, int, int]]) -> dict[str, list[int]]:
