@@ -50,72 +50,47 @@ static PyObject *flops_result(mfu_status st, const char *call, int64_t flops)
 typedef mfu_status (*mm3_fn)(int64_t, int64_t, int64_t, int64_t *);
 typedef mfu_status (*mm4_fn)(int64_t, int64_t, int64_t, int64_t, int64_t *);
 
-static PyObject *call_mm3(PyObject *args, PyObject *kwargs, const char *name,
-                          mm3_fn fn)
+/* One GEMM formula called with (m, k, n) -- fn3 -- or, batched, with
+ * (b, m, k, n) -- fn4; exactly one of them is given. */
+static PyObject *call_mm(PyObject *args, PyObject *kwargs, const char *name,
+                         mm3_fn fn3, mm4_fn fn4)
 {
-    static char *keywords[] = {"m", "k", "n", NULL};
-    long long m, k, n;
+    static char *keywords3[] = {"m", "k", "n", NULL};
+    static char *keywords4[] = {"b", "m", "k", "n", NULL};
+    long long b = 1, m, k, n;
     int64_t flops = 0;
     char format[32];
     mfu_status st;
+    int ok;
 
-    PyOS_snprintf(format, sizeof format, "LLL:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &m, &k, &n))
-        return NULL;
-    if (m < 0 || k < 0 || n < 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
-                            "dimensions must be non-negative (m=%lld, k=%lld, "
-                            "n=%lld)", m, k, n);
-    st = fn(m, k, n, &flops); /* before reading flops */
-    return flops_result(st, name, flops);
-}
-
-static PyObject *call_mm4(PyObject *args, PyObject *kwargs, const char *name,
-                          mm4_fn fn)
-{
-    static char *keywords[] = {"b", "m", "k", "n", NULL};
-    long long b, m, k, n;
-    int64_t flops = 0;
-    char format[32];
-    mfu_status st;
-
-    PyOS_snprintf(format, sizeof format, "LLLL:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &b, &m, &k,
-                                     &n))
+    PyOS_snprintf(format, sizeof format, "%s:%s", fn4 ? "LLLL" : "LLL", name);
+    ok = fn4 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords4, &b, &m, &k, &n)
+             : PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords3, &m, &k, &n);
+    if (!ok)
         return NULL;
     if (b < 0 || m < 0 || k < 0 || n < 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
-                            "dimensions must be non-negative (b=%lld, m=%lld, "
-                            "k=%lld, n=%lld)", b, m, k, n);
-    st = fn(b, m, k, n, &flops); /* before reading flops */
+        return fn4 ? mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
+                                  "dimensions must be non-negative (b=%lld, m=%lld, "
+                                  "k=%lld, n=%lld)", b, m, k, n)
+                   : mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
+                                  "dimensions must be non-negative (m=%lld, k=%lld, "
+                                  "n=%lld)", m, k, n);
+    st = fn4 ? fn4(b, m, k, n, &flops) : fn3(m, k, n, &flops); /* before reading flops */
     return flops_result(st, name, flops);
 }
 
-static PyObject *py_mm_flop(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    (void)module;
-    return call_mm3(args, kwargs, "mm_flop", mfu_mm_flop);
-}
+/* The method for one GEMM formula: py_<name>(module, args, kwargs). */
+#define MM_METHOD(name, fn3, fn4)                                                  \
+    static PyObject *py_##name(PyObject *module, PyObject *args, PyObject *kwargs) \
+    {                                                                              \
+        (void)module;                                                              \
+        return call_mm(args, kwargs, #name, fn3, fn4);                             \
+    }
 
-static PyObject *py_addmm_flop(PyObject *module, PyObject *args,
-                               PyObject *kwargs)
-{
-    (void)module;
-    return call_mm3(args, kwargs, "addmm_flop", mfu_addmm_flop);
-}
-
-static PyObject *py_bmm_flop(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    (void)module;
-    return call_mm4(args, kwargs, "bmm_flop", mfu_bmm_flop);
-}
-
-static PyObject *py_baddbmm_flop(PyObject *module, PyObject *args,
-                                 PyObject *kwargs)
-{
-    (void)module;
-    return call_mm4(args, kwargs, "baddbmm_flop", mfu_baddbmm_flop);
-}
+MM_METHOD(mm_flop, mfu_mm_flop, NULL)
+MM_METHOD(addmm_flop, mfu_addmm_flop, NULL)
+MM_METHOD(bmm_flop, NULL, mfu_bmm_flop)
+MM_METHOD(baddbmm_flop, NULL, mfu_baddbmm_flop)
 
 static PyObject *py_grouped_mm_flop(PyObject *module, PyObject *args,
                                     PyObject *kwargs)
