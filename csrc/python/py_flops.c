@@ -206,24 +206,37 @@ static PyObject *py_convolution_backward_flop(PyObject *module, PyObject *args,
     return flops_result(st, "convolution_backward_flop", flops);
 }
 
+/* What an sdpa call computes: its forward, its backward, or (sdpa_model_flop,
+ * which takes with_backward=) the model FLOPs of a forward and its backward. */
+typedef enum { SDPA_FORWARD, SDPA_BACKWARD, SDPA_MODEL } sdpa_call;
+
 /* Shared parsing of the sdpa calls. */
 static PyObject *call_sdpa(PyObject *args, PyObject *kwargs, const char *name,
-                           int backward)
+                           sdpa_call call)
 {
+    /* with_backward (the last entry) only where the format has its unit:
+     * CPython refuses a keyword list longer than the format */
     static char *keywords[] = {"batch", "heads_q", "heads_kv", "seq_q",
                                "seq_kv", "head_dim_qk", "head_dim_v",
-                               "causal_attention", NULL};
+                               "causal_attention", "with_backward", NULL};
+    static char *keywords_no_backward[] = {"batch", "heads_q", "heads_kv", "seq_q",
+                                           "seq_kv", "head_dim_qk", "head_dim_v",
+                                           "causal_attention", NULL};
     long long b, h, hkv, sq, skv, dqk, dv;
     PyObject *causal_obj = NULL;
+    int with_backward = 0;
     mfu_attention_shape shape;
     mfu_causal causal;
     int64_t flops = 0;
     char format[48];
     mfu_status st;
 
-    PyOS_snprintf(format, sizeof format, "LLLLLLL|$O:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &b, &h,
-                                     &hkv, &sq, &skv, &dqk, &dv, &causal_obj))
+    PyOS_snprintf(format, sizeof format, "LLLLLLL|$O%s:%s", call == SDPA_MODEL ? "p" : "",
+                  name);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format,
+                                     call == SDPA_MODEL ? keywords : keywords_no_backward,
+                                     &b, &h, &hkv, &sq, &skv, &dqk, &dv, &causal_obj,
+                                     &with_backward))
         return NULL;
     if (causal_arg(causal_obj, &causal) < 0)
         return NULL;
@@ -234,8 +247,12 @@ static PyObject *call_sdpa(PyObject *args, PyObject *kwargs, const char *name,
     shape = (mfu_attention_shape){.batch = b, .heads_q = h, .heads_kv = hkv,
                                   .seq_q = sq, .seq_kv = skv,
                                   .head_dim_qk = dqk, .head_dim_v = dv};
-    st = backward ? mfu_sdpa_backward_flop(&shape, causal, &flops)
-                  : mfu_sdpa_flop(&shape, causal, &flops);
+    if (call == SDPA_MODEL)
+        st = mfu_sdpa_model_flop(&shape, causal, with_backward, &flops);
+    else if (call == SDPA_BACKWARD)
+        st = mfu_sdpa_backward_flop(&shape, causal, &flops);
+    else
+        st = mfu_sdpa_flop(&shape, causal, &flops);
     return flops_result(st, name, flops);
 }
 
@@ -243,46 +260,21 @@ static PyObject *py_sdpa_flop(PyObject *module, PyObject *args,
                               PyObject *kwargs)
 {
     (void)module;
-    return call_sdpa(args, kwargs, "sdpa_flop", 0);
+    return call_sdpa(args, kwargs, "sdpa_flop", SDPA_FORWARD);
 }
 
 static PyObject *py_sdpa_backward_flop(PyObject *module, PyObject *args,
                                        PyObject *kwargs)
 {
     (void)module;
-    return call_sdpa(args, kwargs, "sdpa_backward_flop", 1);
+    return call_sdpa(args, kwargs, "sdpa_backward_flop", SDPA_BACKWARD);
 }
 
 static PyObject *py_sdpa_model_flop(PyObject *module, PyObject *args,
                                     PyObject *kwargs)
 {
-    static char *keywords[] = {"batch", "heads_q", "heads_kv", "seq_q",
-                               "seq_kv", "head_dim_qk", "head_dim_v",
-                               "causal_attention", "with_backward", NULL};
-    long long b, h, hkv, sq, skv, dqk, dv;
-    PyObject *causal_obj = NULL;
-    int with_backward = 0;
-    mfu_attention_shape shape;
-    mfu_causal causal;
-    int64_t flops = 0;
-    mfu_status st;
-
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLLLLL|$Op:sdpa_model_flop",
-                                     keywords, &b, &h, &hkv, &sq, &skv, &dqk,
-                                     &dv, &causal_obj, &with_backward))
-        return NULL;
-    if (causal_arg(causal_obj, &causal) < 0)
-        return NULL;
-    if (h < 1 || hkv < 1 || h % hkv != 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "heads_kv",
-                            "must be >= 1 and divide heads_q (heads_q=%lld, "
-                            "heads_kv=%lld)", h, hkv);
-    shape = (mfu_attention_shape){.batch = b, .heads_q = h, .heads_kv = hkv,
-                                  .seq_q = sq, .seq_kv = skv,
-                                  .head_dim_qk = dqk, .head_dim_v = dv};
-    st = mfu_sdpa_model_flop(&shape, causal, with_backward, &flops);
-    return flops_result(st, "sdpa_model_flop", flops);
+    return call_sdpa(args, kwargs, "sdpa_model_flop", SDPA_MODEL);
 }
 
 static PyObject *py_varlen_attention_flop(PyObject *module, PyObject *args,
