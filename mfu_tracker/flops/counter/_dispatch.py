@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 from ... import _C
 from ..._dtypes import DTYPE_NAMES, normalize_dtype
+from ..._validate import check_causal_attention
 from ._audit import merge_uncounted
 
 __all__ = ["DispatchBackend", "NodeSites", "Site", "count_call", "hop_args", "hop_name",
@@ -561,8 +562,7 @@ class DispatchBackend:
         self._lock = threading.Lock()
 
     def start(self, causal: str, count_fake: bool = False, modules: bool = False) -> int:
-        if causal not in ("full", "half"):
-            raise ValueError(f"causal_attention must be 'full' or 'half', not {causal!r}")
+        check_causal_attention(causal, type_error=False)
         limit = _C.LIMIT_COUNTERS_MAX
         with self._lock:
             if len(self._sessions) >= limit:
