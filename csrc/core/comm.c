@@ -178,6 +178,46 @@ const mfu_comm_op *mfu_comm_op_find(const char *name)
     return NULL;
 }
 
+/* torch/csrc/distributed/c10d/Work.hpp, enum class OpType (torch 2.13). */
+static const struct {
+    const char *name;
+    mfu_comm_kind kind;
+} op_types[] = {
+    {"BROADCAST", MFU_COMM_BROADCAST},
+    {"ALLREDUCE", MFU_COMM_ALL_REDUCE},
+    {"ALLREDUCE_COALESCED", MFU_COMM_ALL_REDUCE},
+    {"_ALLREDUCE_SPARSE", MFU_COMM_ALL_REDUCE},
+    {"REDUCE", MFU_COMM_OTHER},
+    {"ALLGATHER", MFU_COMM_ALL_GATHER},
+    {"_ALLGATHER_BASE", MFU_COMM_ALL_GATHER},
+    {"ALLGATHER_COALESCED", MFU_COMM_ALL_GATHER},
+    {"GATHER", MFU_COMM_OTHER},
+    {"SCATTER", MFU_COMM_OTHER},
+    {"REDUCE_SCATTER", MFU_COMM_REDUCE_SCATTER},
+    {"_REDUCE_SCATTER_BASE", MFU_COMM_REDUCE_SCATTER},
+    {"REDUCE_SCATTER_TENSOR_COALESCED", MFU_COMM_REDUCE_SCATTER},
+    {"ALLTOALL_BASE", MFU_COMM_ALL_TO_ALL},
+    {"ALLTOALL", MFU_COMM_ALL_TO_ALL},
+    {"SEND", MFU_COMM_P2P},
+    {"RECV", MFU_COMM_P2P},
+    {"RECVANYSOURCE", MFU_COMM_P2P},
+    {"BARRIER", MFU_COMM_OTHER},
+    {"COALESCED", MFU_COMM_OTHER},
+};
+
+mfu_status mfu_comm_op_type_kind(const char *op_type, mfu_comm_kind *kind)
+{
+    if (op_type == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < sizeof op_types / sizeof op_types[0]; i++) {
+        if (strcmp(op_type, op_types[i].name) == 0) {
+            *kind = op_types[i].kind;
+            return MFU_OK;
+        }
+    }
+    return MFU_ERR_NOT_FOUND;
+}
+
 /* ---- the per-step record and its window -------------------------------- */
 
 void mfu_comm_times_add(mfu_comm_times *sum, const mfu_comm_times *add)

@@ -105,6 +105,14 @@ const mfu_comm_op *mfu_comm_op_get(size_t index);
  * NULL when it is not a collective. */
 const mfu_comm_op *mfu_comm_op_find(const char *name);
 
+/* The kind of a c10d Work, by its OpType's name as torch spells it
+ * ("ALLREDUCE", "_ALLGATHER_BASE", "RECVANYSOURCE", ...;
+ * torch/csrc/distributed/c10d/Work.hpp): what a wait on it waits for.
+ * "COALESCED" (a batch of mixed operations: batch_isend_irecv on NCCL, a
+ * coalescing manager) is `other`. MFU_ERR_NOT_FOUND for any other name
+ * (UNKNOWN included); MFU_ERR_INVALID_ARGUMENT for NULL. */
+mfu_status mfu_comm_op_type_kind(const char *op_type, mfu_comm_kind *kind);
+
 /* ---- one step's communication, and the window's ---------------------- */
 
 typedef struct mfu_comm_times {

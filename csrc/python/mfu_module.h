@@ -41,6 +41,9 @@ typedef struct mfu_module_state {
     int warned_track_mixed; /* track(flops_by_dtype=): a dtype without a peak */
     PyObject *str_fp16;
     PyObject *str_auto;
+    /* The communication sinks (py_comm.c): a plain C registry, never freed,
+     * holding no reference. */
+    void *comm_registry;
 } mfu_module_state;
 
 /* Every Python object the state holds, for module.c's traverse and clear:

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 
 #include "mfu_module.h"
+#include "py_step_comm.h"
 
 #ifndef MFU_TRACKER_VERSION
 #error "setup.py defines MFU_TRACKER_VERSION (the package version)"
@@ -125,7 +126,7 @@ static int add_library_env_names(PyObject *module)
 static int (*const topic_execs[])(PyObject *module) = {
     add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
-    mfu_py_nvml_exec,
+    mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,
 };
 
 static int mfu_module_exec(PyObject *module)

@@ -81,6 +81,17 @@ static void test_op_table(void)
     CHECK(mfu_comm_op_find("c10d::alltoall_base_")->payload_arg == 1);
     CHECK(mfu_comm_op_find("c10d::send")->kind == MFU_COMM_P2P);
     CHECK(mfu_comm_op_find("c10d::barrier")->payload_arg == -1);
+    /* Work op types: what a wait waits for */
+    {
+        mfu_comm_kind kind = MFU_COMM_KIND_COUNT;
+        CHECK(mfu_comm_op_type_kind("_ALLGATHER_BASE", &kind) == MFU_OK
+              && kind == MFU_COMM_ALL_GATHER);
+        CHECK(mfu_comm_op_type_kind("RECVANYSOURCE", &kind) == MFU_OK && kind == MFU_COMM_P2P);
+        CHECK(mfu_comm_op_type_kind("COALESCED", &kind) == MFU_OK && kind == MFU_COMM_OTHER);
+        CHECK(mfu_comm_op_type_kind("UNKNOWN", &kind) == MFU_ERR_NOT_FOUND);
+        CHECK(mfu_comm_op_type_kind("allreduce", &kind) == MFU_ERR_NOT_FOUND);
+        CHECK(mfu_comm_op_type_kind(NULL, &kind) == MFU_ERR_INVALID_ARGUMENT);
+    }
 }
 
 static void test_window(void)
