@@ -98,6 +98,8 @@ static int add_limits(PyObject *module)
         {"LIMIT_DTYPE_NAME_MAX", MFU_DTYPE_NAME_MAX},
         {"LIMIT_PEAK_OVERRIDE_MAX", MFU_PEAK_OVERRIDE_MAX},
         {"LIMIT_PHASE_DEPTH_MAX", MFU_PHASE_DEPTH_MAX},
+        {"LIMIT_COMM_INFLIGHT_MAX", MFU_COMM_INFLIGHT_MAX},
+        {"LIMIT_COMM_SINKS_MAX", MFU_COMM_SINKS_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);

@@ -55,6 +55,15 @@
  *   custom kernels that are not torch ops (register a formula for a custom
  *   torch op instead), ops on threads that did not start the count.
  *
+ * Communication (comm.cpp)
+ *   A second dispatch key, below the counting one, with a boxed kernel for
+ *   every c10d collective of the core's table (core/comm.h) and for
+ *   _c10d_functional::wait_tensor, a fallthrough for everything else:
+ *   collectives and their waits go to the communication sinks of
+ *   mfu_tracker._C (csrc/python/py_comm.h) through its capsule. Started
+ *   by mfu_tracker/distributed/_comm_observer.py (the key included on its
+ *   thread); details in comm.cpp's header.
+ *
  * Concurrency
  *   MFU_COUNTERS_MAX counters can be active at once in the process (nested
  *   counters each take one); each has its own marker callback (a template
@@ -74,6 +83,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
 
+#include "../python/py_comm.h"
 #include "../python/py_ops.h"
 #include "mfu_limits.h"
 
@@ -159,6 +169,31 @@ int read(int slot, bool with_ops, Totals *out);
 int reset(int slot);
 /* (forward, model) of the slot, cheaply (module hooks call this). */
 int snapshot(int slot, __int128 *forward, __int128 *model);
+
+/* ---- comm.cpp: the communication observer ---- */
+namespace comm {
+
+/* The sinks' table (module init). */
+int init(const mfu_comm_api *api);
+/* Register the kernels (once) and include the key on this thread; 0 / -1 +
+ * exception. */
+int start();
+/* Leave the key out of this thread's dispatch. */
+void stop();
+/* Whether the key is included on this thread. */
+bool observing();
+/* The link peak (bytes/s per direction) of the group named `group`; NaN
+ * forgets it. */
+void set_link(const std::string &group, double bytes_per_sec);
+/* One peak for every group (link_bandwidth_gbs=); NaN: per group. */
+void set_fallback_link(double bytes_per_sec);
+
+struct CommCounters {
+  int64_t collectives, skipped, waits, backward_waits, completions, errors;
+};
+CommCounters counters();
+
+} // namespace comm
 
 } // namespace mfu_torch
 

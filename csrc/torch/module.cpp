@@ -181,7 +181,76 @@ PyObject *py_sync_kernels(PyObject *, PyObject *) {
   Py_RETURN_NONE;
 }
 
+// ---- the communication observer (comm.cpp) ----
+
+PyObject *py_comm_start(PyObject *, PyObject *) {
+  if (comm::start() < 0)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject *py_comm_stop(PyObject *, PyObject *) {
+  comm::stop();
+  Py_RETURN_NONE;
+}
+
+PyObject *py_comm_observing(PyObject *, PyObject *) { return PyBool_FromLong(comm::observing()); }
+
+// A bytes/s argument: a number, or None (NaN).
+int bytes_arg(PyObject *obj, double *out) {
+  if (obj == Py_None) {
+    *out = NAN;
+    return 0;
+  }
+  *out = PyFloat_AsDouble(obj);
+  return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+PyObject *py_comm_set_link(PyObject *, PyObject *args) {
+  const char *group;
+  PyObject *value;
+  double bytes_per_sec;
+  if (!PyArg_ParseTuple(args, "sO:comm_set_link", &group, &value) ||
+      bytes_arg(value, &bytes_per_sec) < 0)
+    return nullptr;
+  comm::set_link(group, bytes_per_sec);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_comm_set_fallback_link(PyObject *, PyObject *arg) {
+  double bytes_per_sec;
+  if (bytes_arg(arg, &bytes_per_sec) < 0)
+    return nullptr;
+  comm::set_fallback_link(bytes_per_sec);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_comm_counters(PyObject *, PyObject *) {
+  const comm::CommCounters c = comm::counters();
+  return Py_BuildValue("{sLsLsLsLsLsL}", "collectives", static_cast<long long>(c.collectives),
+                       "skipped", static_cast<long long>(c.skipped), "waits",
+                       static_cast<long long>(c.waits), "backward_waits",
+                       static_cast<long long>(c.backward_waits), "completions",
+                       static_cast<long long>(c.completions), "errors",
+                       static_cast<long long>(c.errors));
+}
+
 PyMethodDef methods[] = {
+    {"comm_start", py_comm_start, METH_NOARGS,
+     "comm_start()\n--\n\nObserve collectives on this thread (and its backward passes)."},
+    {"comm_stop", py_comm_stop, METH_NOARGS,
+     "comm_stop()\n--\n\nStop observing collectives on this thread."},
+    {"comm_observing", py_comm_observing, METH_NOARGS,
+     "comm_observing()\n--\n\nWhether collectives are observed on this thread."},
+    {"comm_set_link", py_comm_set_link, METH_VARARGS,
+     "comm_set_link(group_name, bytes_per_sec, /)\n--\n\nThe link peak of a process group "
+     "(per direction); None forgets it."},
+    {"comm_set_fallback_link", py_comm_set_fallback_link, METH_O,
+     "comm_set_fallback_link(bytes_per_sec, /)\n--\n\nOne link peak for every group; None: "
+     "per group."},
+    {"comm_counters", py_comm_counters, METH_NOARGS,
+     "comm_counters()\n--\n\nCollectives seen, skipped (fake tensors), waits, backward waits, "
+     "completions, errors."},
     {"start", py_start, METH_O,
      "start(causal_attention, /)\n--\n\nStart counting on this thread; returns a slot."},
     {"stop", py_stop, METH_O,
@@ -208,6 +277,17 @@ int exec_module(PyObject *module) {
     return -1;
   }
   mfu_torch::g_ops = api;
+  auto *comm_api = static_cast<const mfu_comm_api *>(PyCapsule_Import(MFU_COMM_API_CAPSULE, 0));
+  if (comm_api == nullptr)
+    return -1;
+  if (comm_api->abi_version < MFU_COMM_API_VERSION) {
+    PyErr_Format(PyExc_ImportError,
+                 "mfu_tracker._torch needs the communication table version %u, "
+                 "mfu_tracker._C has %u; rebuild both (make build)",
+                 MFU_COMM_API_VERSION, comm_api->abi_version);
+    return -1;
+  }
+  comm::init(comm_api);
   if (listen_for_ops() < 0)
     return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||

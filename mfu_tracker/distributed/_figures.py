@@ -94,12 +94,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._validate import check_prefix
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import power_figures
-from ..timing._waterfall import PHASES, busy_s, closing_share, waterfall
+from ..timing._waterfall import COMM_KINDS, PHASES, busy_s, closing_share, waterfall
 
 __all__ = ["RankFigures", "DistributedFigures"]
 
@@ -108,8 +108,8 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: (Fields are only ever appended, and rows of different lengths cannot pair
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields of issue 12.)
-ROW_LAYOUT = 2.0
+#: telemetry fields of issue 12; 3.0 the communication of issue 24.)
+ROW_LAYOUT = 3.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
@@ -147,7 +147,17 @@ ROW_FIELDS: Tuple[str, ...] = (
     "sm_clock_mhz",
     "clock_ratio",
     "throttled",               # 1.0 / 0.0
+    # issue 24: communication (NaN = not observed, or none of that kind)
+    "phase_pipeline_bubble_s",  # seconds per step a pipeline stage waited
+    "comm_observed",           # 1.0 when the rank observes its communication
+    *(f"comm_bytes_{kind}" for kind in COMM_KINDS),      # payload bytes per step
+    *(f"comm_s_{kind}" for kind in COMM_KINDS),          # exposed seconds per step
+    *(f"comm_busbw_gbs_{kind}" for kind in COMM_KINDS),  # bus bandwidth, GB/s
+    "net_utilization",
+    "comm_overlap",
 )
+#: The per-kind communication families a row carries (``{family}_{kind}``).
+COMM_FAMILIES: Tuple[str, ...] = ("comm_bytes", "comm_s", "comm_busbw_gbs")
 #: The telemetry readings a row carries (the rest is derived in combine()).
 TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
 
@@ -195,6 +205,15 @@ class RankFigures:
     sm_clock_mhz: Optional[float] = None
     clock_ratio: Optional[float] = None
     throttled: Optional[float] = None
+    phase_pipeline_bubble_s: Optional[float] = None
+    comm_observed: Optional[float] = None
+    comm: Tuple[Tuple[str, Dict[str, float]], ...] = ()  # (family, {kind: value})
+    net_utilization: Optional[float] = None
+    comm_overlap: Optional[float] = None
+
+    def comm_family(self, family: str) -> Dict[str, float]:
+        """This rank's ``{kind: value}`` of a communication family."""
+        return dict(self.comm).get(family, {})
 
     @property
     def phase_s(self) -> Dict[str, float]:
@@ -229,16 +248,39 @@ class RankFigures:
         v = dict(zip(ROW_FIELDS, (float(x) for x in row)))
         ints = ("rank", "boundaries", "steps", "num_devices", "model_parallel", "interval_steps")
         kwargs: Dict[str, Any] = {}
+        comm = {family: {} for family in COMM_FAMILIES}  # type: Dict[str, Dict[str, float]]
         for name in ROW_FIELDS[1:]:
-            kwargs[name] = int(v[name]) if name in ints else _opt(v[name])
+            family = _comm_field(name)
+            if family is None:
+                kwargs[name] = int(v[name]) if name in ints else _opt(v[name])
+            elif not math.isnan(v[name]):
+                comm[family[0]][family[1]] = v[name]
+        kwargs["comm"] = comm_families(comm)
         return cls(**kwargs)
 
     def to_row(self) -> List[float]:
         row = [ROW_LAYOUT]
         for name in ROW_FIELDS[1:]:
-            value = getattr(self, name)
+            family = _comm_field(name)
+            value = (getattr(self, name) if family is None
+                     else self.comm_family(family[0]).get(family[1]))
             row.append(_NAN if value is None else float(value))
         return row
+
+
+def comm_families(figures: Mapping[str, Any]) -> Tuple[Tuple[str, Dict[str, float]], ...]:
+    """``RankFigures.comm`` from a mapping with the communication families:
+    the non-empty ones, in :data:`COMM_FAMILIES` order."""
+    return tuple((family, dict(figures[family])) for family in COMM_FAMILIES
+                 if figures.get(family))
+
+
+def _comm_field(name: str) -> Optional[Tuple[str, str]]:
+    """(family, kind) of a per-kind communication row field, else None."""
+    for family in COMM_FAMILIES:
+        if name.startswith(family + "_") and name[len(family) + 1:] in COMM_KINDS:
+            return family, name[len(family) + 1:]
+    return None
 
 
 def _total(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -292,6 +334,12 @@ class DistributedFigures:
     sm_clock_mhz: Optional[float] = None       # mean over ranks
     clock_ratio: Optional[float] = None        # lowest over ranks (the most held back)
     throttled: Optional[float] = None          # 1 when any rank reports a throttle reason
+    comm_bytes: Optional[Dict[str, float]] = None      # mean over ranks, per kind
+    comm_s: Optional[Dict[str, float]] = None          # mean over ranks, per kind
+    comm_busbw_gbs: Optional[Dict[str, float]] = None  # mean over the ranks that timed it
+    comm_s_max: Optional[float] = None         # the largest rank's exposed total
+    net_utilization: Optional[float] = None    # mean over the ranks that have it
+    comm_overlap: Optional[float] = None       # mean over the ranks that have it
 
     @property
     def world_size(self) -> int:
@@ -377,6 +425,34 @@ def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool,
     return out
 
 
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    """Mean over the values present, None when none is."""
+    present = [v for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _communication(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str, Any]:
+    """The job's communication, when every rank observes its own: bytes and
+    exposed seconds per kind are the mean over ranks (a rank without a kind
+    had none of it), bus bandwidth, net utilization and overlap the mean over
+    the ranks that measured them, ``comm_s_max`` the largest rank's total."""
+    if not with_steps or not all(r.comm_observed for r in ranks):
+        return {}
+    out: Dict[str, Any] = {}
+    n = len(ranks)
+    for family in ("comm_bytes", "comm_s"):
+        kinds = [k for k in COMM_KINDS if any(k in r.comm_family(family) for r in ranks)]
+        out[family] = {k: math.fsum(r.comm_family(family).get(k, 0.0) for r in ranks) / n
+                       for k in kinds}
+    busbw = {k: _mean([r.comm_family("comm_busbw_gbs").get(k) for r in ranks])
+             for k in COMM_KINDS}
+    out["comm_busbw_gbs"] = {k: v for k, v in busbw.items() if v is not None}
+    out["comm_s_max"] = max(math.fsum(r.comm_family("comm_s").values()) for r in ranks)
+    out["net_utilization"] = _mean([r.net_utilization for r in ranks])
+    out["comm_overlap"] = _mean([r.comm_overlap for r in ranks])
+    return out
+
+
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     """Global figures from every rank's :class:`RankFigures` (see the module doc).
 
@@ -410,6 +486,7 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     power = _total([r.power_w for r in ranks])
     return DistributedFigures(
         **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
+        **_communication(ranks, with_steps),
         mfu_lost=lost,
         phase_s=phase_s,
         straggler_rank=straggler,

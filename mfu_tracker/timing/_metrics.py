@@ -15,7 +15,7 @@ Rules:
 * ``prefix=""`` gives bare names (``mfu``), anything else ``{prefix}/mfu``;
 * a *family* figure is a mapping ``{name: value}`` and gives one key per
   entry, ``{prefix}/{family}/{name}`` (:data:`FAMILIES`: the waterfall's
-  per-phase keys use them).
+  per-phase keys and the per-kind communication keys use them).
 """
 from __future__ import annotations
 
@@ -74,12 +74,22 @@ KEYS: Tuple[MetricKey, ...] = (
               "the rank with the most busy time per step (step less exposed communication)"),
     MetricKey("straggler_lost", "straggler_lost", 1.0, "fraction of step time",
               "the other ranks' mean wait for the straggler / the job's step time"),
+    # communication (issue 24: mfu_tracker.distributed._comm_observer)
+    MetricKey("comm_s_max", "comm_s_max", 1.0, "s",
+              "the largest rank's exposed communication per step (all kinds)"),
+    MetricKey("comm_overlap", "comm_overlap", 1.0, "ratio",
+              "share of the collectives' time hidden under compute (GPU clocks only)"),
+    MetricKey("net_utilization", "net_utilization", 1.0, "ratio",
+              "bus bytes / what the links could carry while collectives ran"),
 )
 
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
 FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("mfu_lost", "fraction of step time", "the waterfall: step time lost to each cause"),
     ("phase_s", "s", "seconds per step in each marked phase"),
+    ("comm_bytes", "bytes", "payload bytes per step by collective kind"),
+    ("comm_s", "s", "exposed communication seconds per step by collective kind"),
+    ("comm_busbw_gbs", "GB/s", "bus bandwidth by collective kind (nccl-tests' conventions)"),
 )
 
 

@@ -44,13 +44,14 @@ from ..distributed._figures import (
     DistributedFigures,
     RankFigures,
     combine,
+    comm_families,
 )
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
-from ..timing._waterfall import PHASES, waterfall
+from ..timing._waterfall import PHASES, split_communication, waterfall
 from ._metrics_log import MetricsLog
 
 __all__ = ["Tracker"]
@@ -85,6 +86,18 @@ def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
 def _times(ratio: Optional[float], ceiling: Optional[float]) -> Optional[float]:
     """A utilization back to its rate: ratio x ceiling (None when either is)."""
     return None if ratio is None or ceiling is None else float(ratio) * ceiling
+
+
+def _check_comm(comm: Any, link_bandwidth_gbs: Any) -> None:
+    """``comm`` and ``link_bandwidth_gbs``; comm=True needs a process group."""
+    check_optional_flag(comm, "comm")
+    if comm is True:
+        import torch.distributed  # noqa: F401  (makes the check below see it)
+    if link_bandwidth_gbs is not None:
+        check_positive_number(link_bandwidth_gbs, "link_bandwidth_gbs", "GB/s")
+    if comm is True and not process_group_initialized():
+        raise ValueError("comm=True needs an initialized torch.distributed process group: "
+                         "call torch.distributed.init_process_group() first")
 
 
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
@@ -123,6 +136,35 @@ def _measure(peak: Peak, kind: str, index: Optional[int], torch: Any) -> float:
                       f"wrong table row; mfu_vs_measured is reported beside mfu",
                       RuntimeWarning, stacklevel=3)
     return measured
+
+
+def _communication(tracker: "Tracker", comm: Optional[bool], link_bandwidth_gbs: Optional[float],
+                   peak: Peak, kind: str, agg: Optional[Aggregator]) -> Any:
+    """The tracker's communication observation
+    (:mod:`mfu_tracker.distributed._comm_observer`), or None: ``comm`` False,
+    no process group, or (one warning) the C++ observer unavailable."""
+    if comm is False or not process_group_initialized():
+        return None
+    from ..distributed._comm_observer import observe
+    from ..flops.counter._counter import observer_module
+
+    try:
+        module = observer_module()
+        if module is None:
+            raise RuntimeError("the C++ observer mfu_tracker._torch is unavailable (see the "
+                               "FLOP counter's warning)")
+        import torch.distributed as dist
+
+        spec = peak.spec
+        device_name = spec.name if spec is not None and spec.source == "datasheet" else None
+        return observe(tracker, module, aggregator=agg, rank=dist.get_rank(),
+                       world_size=dist.get_world_size(), device_name=device_name,
+                       on_gpu=kind != "cpu", link_bandwidth_gbs=link_bandwidth_gbs)
+    except Exception as exc:  # noqa: BLE001 -- a fault here must not stop the run
+        warnings.warn(f"mfu_tracker: Tracker: communication is not observed ({exc}); the "
+                      f"comm_* keys are left out and exposed communication stays in the "
+                      f"phases it interrupts", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _telemetry(telemetry: Any, kind: str, index: Optional[int], torch: Any) -> Optional[Telemetry]:
@@ -374,7 +416,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log")
+                 "_measured_flops_per_sec", "_telemetry", "_log", "_comm")
 
     def __init__(
         self,
@@ -401,6 +443,8 @@ class Tracker(_C.StepTracker):
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
         log_path: Any = None,
+        comm: Optional[bool] = None,
+        link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
         log_file = check_log_path(log_path)
         model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
@@ -415,6 +459,7 @@ class Tracker(_C.StepTracker):
         if telemetry is not None:
             check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
+        _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
         peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
@@ -451,8 +496,10 @@ class Tracker(_C.StepTracker):
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
         self._log = None if log_file is None else MetricsLog(log_file)
-        # Last: the group creation is the only step that communicates.
+        # Last: the group creation is the only step that communicates (with
+        # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(distributed_timeout) if aggregate else None
+        self._comm = _communication(self, comm, link_bandwidth_gbs, peak, kind, self._dist)
 
     @property
     def peak(self) -> Peak:
@@ -468,6 +515,12 @@ class Tracker(_C.StepTracker):
         """
         agg = self._dist
         return agg is not None and agg.failed is None
+
+    @property
+    def observes_communication(self) -> bool:
+        """Whether this tracker observes the process's collectives (the
+        ``comm`` argument; :mod:`mfu_tracker.distributed._comm_observer`)."""
+        return self._comm is not None
 
     @property
     def model_parallel(self) -> int:
@@ -509,6 +562,8 @@ class Tracker(_C.StepTracker):
         return out
 
     def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
+        if self._comm is not None:
+            self._comm.refresh()  # links of groups created since
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -546,10 +601,17 @@ class Tracker(_C.StepTracker):
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
             out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
-        phases = _C.StepTracker.phases(self)["phase_s"]
+        phases, comm_s = split_communication(_C.StepTracker.phases(self)["phase_s"])
         if phases:
             out["phase_s"] = phases
             out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases)
+        if self._comm is not None:
+            comm = _C.StepTracker.comm(self)
+            if comm["steps"]:
+                out["comm_s"] = comm_s
+                for key in ("comm_bytes", "comm_busbw_gbs", "net_utilization", "comm_overlap"):
+                    out[key] = comm[key]
+                self._comm.check(out)
         return out
 
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
@@ -662,6 +724,10 @@ class Tracker(_C.StepTracker):
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
+            comm_observed=1.0 if self._comm is not None else None,
+            comm=comm_families(w),
+            net_utilization=w.get("net_utilization"),
+            comm_overlap=w.get("comm_overlap"),
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
@@ -673,7 +739,7 @@ class Tracker(_C.StepTracker):
         marked (by hand or by an integration)."""
         from ..distributed._comm_hook import attach_ddp
 
-        attach_ddp(self, model, hook, state)
+        attach_ddp(self, model, hook, state, mark=self._comm is None)
 
     def distributed_counters(self) -> Dict[str, int]:
         """Aggregation counters: ``aggregations`` (collective metrics() /
@@ -692,6 +758,9 @@ class Tracker(_C.StepTracker):
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         super().close()
+        comm = self._comm
+        if comm is not None:
+            comm.close()
         agg = self._dist
         if agg is not None and agg.failed is None:
             agg.close()

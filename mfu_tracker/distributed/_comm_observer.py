@@ -1,0 +1,236 @@
+"""Every collective the process issues, observed with no attach call.
+
+A ``Tracker`` created under an initialized ``torch.distributed`` process
+group (and ``comm`` not False) subscribes to the process's communication:
+
+* **Launches** are seen by the C++ observer (``csrc/torch/comm.cpp``), a
+  dispatch key of its own with a kernel for each c10d collective -- what
+  ``ProcessGroup`` dispatches for DDP's reducer, FSDP1 and FSDP2, DTensor's
+  functional collectives (TP / SP / CP), all-to-all, broadcast and p2p --
+  and a fallthrough for every other op. Each launch records its kind,
+  payload bytes, bus bytes and the group's link peak in the tracker's step
+  engine; the Work's future marks its completion (the collective's
+  duration: bus bandwidth, overlap).
+* **Waits** are exposed communication, each marked as its kind's phase
+  (``csrc/core/phases.h``), so it is taken out of whatever phase it
+  interrupts (backward, forward): ``Work.wait`` (wrapped here), the
+  functional collectives' ``wait_tensor`` and the end of a backward pass
+  that launched collectives (where DDP's reducer waits for its buckets) in
+  C++. On a GPU the marks are events on the compute stream: the time the
+  stream waited; on the CPU clock, host time (the launch's own time
+  included).
+* **Pipelines**: inside a ``torch.distributed.pipelining`` schedule's
+  ``step()``, a wait for a p2p transfer is the *pipeline bubble* -- a stage
+  waiting for its neighbours -- and only that (``mfu_lost/pipeline_bubble``,
+  not also communication).
+
+One observer per tracker: ``Tracker.attach_ddp`` then registers the
+communication hook it is given without marking anything, so no collective
+is counted twice. ``Tracker(comm=False)`` turns all of it off (the DDP hook
+then marks exposed communication as before).
+
+Cost: no synchronize, no collective of its own (the links' hosts are
+gathered once at construction, :mod:`._links`); per collective a kernel
+call and a few marks (``benchmarks/comm_overhead.py``).
+
+Not seen: collectives that bypass ``ProcessGroup`` (NCCL called from custom
+kernels), and waits a backend makes inside its own C++ code outside a
+backward pass (DDP's one-time bucket rebuild at its second step).
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+from typing import Any, Dict, Optional, Set
+
+from .. import _C
+from ._links import GroupLinks, gather_hosts, process_groups
+
+__all__ = ["CommObservation", "observe"]
+
+_SCHEDULES = "torch.distributed.pipelining.schedules"
+_BUBBLE = _C.phase_names().index("pipeline_bubble")
+_OTHER = _C.comm_kind_phase("other")
+#: Work op types whose waits inside a schedule are the bubble.
+_P2P_OP_TYPES = ("SEND", "RECV", "RECVANYSOURCE", "COALESCED")
+
+
+class _Process:
+    """What the process shares: the C++ observer, the ``Work.wait`` wrapper
+    and the pipeline schedules' ``step`` wrappers, installed while any
+    tracker observes."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.observations = 0
+        self.original_wait: Any = None
+        self.work_type: Any = None
+        self.phase_of: Dict[int, int] = {}   # Work op type -> phase index
+        self.p2p_types: Set[int] = set()
+        self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
+        self.in_schedule = threading.local()
+
+    # ---- Work.wait ---------------------------------------------------------
+
+    def install(self) -> None:
+        import torch
+        import torch.distributed as dist
+
+        for name, value in torch._C._distributed_c10d.OpType.__members__.items():
+            kind = _C.comm_op_type_kind(name)
+            self.phase_of[int(value)] = _C.comm_kind_phase(kind) if kind else _OTHER
+            if name in _P2P_OP_TYPES:
+                self.p2p_types.add(int(value))
+        self.work_type = dist.distributed_c10d.Work
+        self.original_wait = self.work_type.wait
+        self.work_type.wait = _make_wait(self, self.original_wait)
+        self.patch_schedules()
+
+    def uninstall(self) -> None:
+        if self.work_type is not None and self.original_wait is not None:
+            self.work_type.wait = self.original_wait
+        self.original_wait = self.work_type = None
+        for cls, step in self.schedules.items():
+            cls.step = step
+        self.schedules.clear()
+
+    # ---- pipeline schedules ------------------------------------------------
+
+    def patch_schedules(self) -> None:
+        """Wrap the schedules' ``step`` (once the module is imported: it is not
+        imported here, it costs seconds)."""
+        module = sys.modules.get(_SCHEDULES)
+        if module is None:
+            return
+        for name in ("PipelineScheduleSingle", "PipelineScheduleMulti"):
+            cls = getattr(module, name, None)
+            if cls is None or cls in self.schedules or "step" not in vars(cls):
+                continue
+            self.schedules[cls] = cls.step
+            cls.step = _make_step(self, cls.step)
+
+    def phase(self, work: Any) -> int:
+        """The phase a wait for ``work`` is: its kind's, or the bubble for a
+        p2p transfer inside a schedule."""
+        op_type = work._get_op_type()
+        if op_type in self.p2p_types and getattr(self.in_schedule, "depth", 0):
+            return _BUBBLE
+        return self.phase_of.get(op_type, _OTHER)
+
+
+_PROCESS = _Process()
+
+
+def _make_wait(process: _Process, original: Any) -> Any:
+    begin, end = _C.comm_wait_begin, _C.comm_wait_end
+
+    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:  # the wrapped Work.wait
+        try:
+            phase = process.phase(self)
+        except Exception:  # noqa: BLE001 -- an odd Work: waited for, not marked
+            return original(self, *args, **kwargs)
+        begin(phase)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            end()
+
+    wait.__doc__ = original.__doc__
+    wait.__wrapped__ = original  # type: ignore[attr-defined]
+    return wait
+
+
+def _make_step(process: _Process, original: Any) -> Any:
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:  # a schedule's step()
+        local = process.in_schedule
+        local.depth = getattr(local, "depth", 0) + 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            local.depth -= 1
+
+    step.__doc__ = original.__doc__
+    step.__wrapped__ = original  # type: ignore[attr-defined]
+    return step
+
+
+class CommObservation:
+    """One tracker's subscription: its sink, the groups' links, the warning
+    for an unknown link."""
+
+    def __init__(self, tracker: Any, module: Any, links: GroupLinks, warn_unknown: bool) -> None:
+        self._tracker = tracker
+        self._module = module
+        self._links = links
+        self._known: Set[str] = set()
+        self._warn_unknown = warn_unknown
+        self._closed = False
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Give the C++ observer the links of groups created since the last
+        call (construction, then every ``metrics()``)."""
+        if self._links.fallback is not None:
+            self._module.comm_set_fallback_link(self._links.fallback)
+            return
+        try:
+            groups = process_groups()
+        except Exception:  # noqa: BLE001 -- links stay as they are
+            return
+        for name, ranks in groups:
+            if name not in self._known:
+                self._known.add(name)
+                self._module.comm_set_link(name, self._links.link_of(name, ranks))
+        with _PROCESS.lock:
+            _PROCESS.patch_schedules()  # pipelining imported since
+
+    def check(self, figures: Dict[str, Any]) -> None:
+        """One warning when collectives were timed but no link peak is known
+        for any of them (net_utilization is then left out)."""
+        if (self._warn_unknown and figures.get("comm_busbw_gbs")
+                and figures.get("net_utilization") is None):
+            self._warn_unknown = False
+            why = "; ".join(f"{group}: {reason}" for group, reason in
+                            sorted(self._links.unknown.items())[:4]) or "no group has a link"
+            warnings.warn(f"mfu_tracker: Tracker: net_utilization is left out: the link "
+                          f"peak is unknown ({why}). Pass link_bandwidth_gbs= (GB/s per "
+                          f"direction) to measure against your link.",
+                          RuntimeWarning, stacklevel=5)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._tracker._comm_unsubscribe()
+        finally:
+            with _PROCESS.lock:
+                _PROCESS.observations -= 1
+                if _PROCESS.observations == 0:
+                    _PROCESS.uninstall()
+
+
+def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int, world_size: int,
+            device_name: Optional[str], on_gpu: bool,
+            link_bandwidth_gbs: Optional[float]) -> Optional[CommObservation]:
+    """Subscribe ``tracker`` to the process's communication (module: the
+    C++ observer, ``mfu_tracker._torch``). None, after one warning, when
+    every sink is taken."""
+    if not tracker._comm_subscribe():
+        warnings.warn(f"mfu_tracker: Tracker: {_C.LIMIT_COMM_SINKS_MAX} trackers already "
+                      f"observe communication; this one does not (close one, or pass "
+                      f"comm=False)", RuntimeWarning, stacklevel=4)
+        return None
+    with _PROCESS.lock:
+        if _PROCESS.observations == 0:
+            _PROCESS.install()
+        _PROCESS.observations += 1
+    module.comm_start()
+    group = getattr(aggregator, "group", None)
+    hosts = gather_hosts(group, world_size) if group is not None else None
+    fallback = None if link_bandwidth_gbs is None else float(link_bandwidth_gbs) * 1e9
+    links = GroupLinks(device_name, hosts, rank, fallback)
+    # A CPU has no link in the table: its runs leave net_utilization out
+    # without a warning (documented); a GPU whose link is unknown warns.
+    return CommObservation(tracker, module, links, warn_unknown=on_gpu)
