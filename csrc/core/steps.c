@@ -161,7 +161,9 @@ static void account_phase(mfu_steps *s, const struct record *r, int known, doubl
 {
     end_segment(s, known, t);
     s->running = r->phase;
-    if (r->phase != MFU_PHASE_NONE)
+    /* A phase that runs only inside an excluded interval (a wait inside the
+     * tracker's own aggregation) is not marked: it has no time in the step. */
+    if (r->phase != MFU_PHASE_NONE && !s->drain_excluding)
         s->times.marked |= 1u << r->phase;
 }
 
@@ -176,6 +178,8 @@ static void account_exclude(mfu_steps *s, int begin, int known, double t)
         if (known && s->exclude_known)
             s->times.excluded_s += t - s->exclude_s;
         s->drain_excluding = 0;
+        if (s->running != MFU_PHASE_NONE) /* it runs on, now charged */
+            s->times.marked |= 1u << s->running;
         s->segment_known = known;
         s->segment_s = t;
     }

@@ -73,6 +73,11 @@ const c10::DispatchKeySet kAfter(c10::DispatchKeySet::FULL_AFTER, kCommKey);
 
 const mfu_comm_api *g_api = nullptr;
 
+// The kind of the last collective launched on this thread: what a wait on
+// a Work without an op type (one made from a future: gloo's reduce-scatter)
+// waits for when it follows its launch.
+thread_local int t_last_kind = MFU_COMM_OTHER;
+
 struct Counters {
   std::atomic<int64_t> collectives{0}, skipped{0}, waits{0}, backward_waits{0},
       completions{0}, errors{0};
@@ -334,6 +339,7 @@ struct CollectiveKernel final : c10::OperatorKernel {
       return;
     }
     g_counters.collectives++;
+    t_last_kind = row->kind;
     const mfu_comm_launch launch = describe(*row, args, payload);
     c10::IValue result;
     if (row->result_arg >= 0 && static_cast<size_t>(row->result_arg) < nargs)
@@ -443,6 +449,8 @@ void set_fallback_link(double bytes_per_sec) {
   std::lock_guard<std::mutex> guard(l.mutex);
   l.fallback = bytes_per_sec;
 }
+
+int last_phase() { return g_api->kind_phase(static_cast<mfu_comm_kind>(t_last_kind)); }
 
 CommCounters counters() {
   return CommCounters{g_counters.collectives.load(), g_counters.skipped.load(),

@@ -188,6 +188,10 @@ void set_link(const std::string &group, double bytes_per_sec);
 /* One peak for every group (link_bandwidth_gbs=); NaN: per group. */
 void set_fallback_link(double bytes_per_sec);
 
+/* The exposed phase (mfu_phase) of the last collective launched on this
+ * thread. */
+int last_phase();
+
 struct CommCounters {
   int64_t collectives, skipped, waits, backward_waits, completions, errors;
 };

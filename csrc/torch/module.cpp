@@ -225,6 +225,10 @@ PyObject *py_comm_set_fallback_link(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+PyObject *py_comm_last_phase(PyObject *, PyObject *) {
+  return PyLong_FromLong(comm::last_phase());
+}
+
 PyObject *py_comm_counters(PyObject *, PyObject *) {
   const comm::CommCounters c = comm::counters();
   return Py_BuildValue("{sLsLsLsLsLsL}", "collectives", static_cast<long long>(c.collectives),
@@ -248,6 +252,9 @@ PyMethodDef methods[] = {
     {"comm_set_fallback_link", py_comm_set_fallback_link, METH_O,
      "comm_set_fallback_link(bytes_per_sec, /)\n--\n\nOne link peak for every group; None: "
      "per group."},
+    {"comm_last_phase", py_comm_last_phase, METH_NOARGS,
+     "comm_last_phase()\n--\n\nThe exposed phase (an index of _C.phase_names()) of the last "
+     "collective launched on this thread."},
     {"comm_counters", py_comm_counters, METH_NOARGS,
      "comm_counters()\n--\n\nCollectives seen, skipped (fake tensors), waits, backward waits, "
      "completions, errors."},

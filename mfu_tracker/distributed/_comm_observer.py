@@ -68,20 +68,25 @@ class _Process:
         self.work_type: Any = None
         self.phase_of: Dict[int, int] = {}   # Work op type -> phase index
         self.p2p_types: Set[int] = set()
+        self.unknown_type: Optional[int] = None  # OpType.UNKNOWN
+        self.last_phase: Any = None          # _torch.comm_last_phase
         self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
         self.in_schedule = threading.local()
 
     # ---- Work.wait ---------------------------------------------------------
 
-    def install(self) -> None:
+    def install(self, module: Any) -> None:
         import torch
         import torch.distributed as dist
 
+        self.last_phase = module.comm_last_phase
         for name, value in torch._C._distributed_c10d.OpType.__members__.items():
             kind = _C.comm_op_type_kind(name)
             self.phase_of[int(value)] = _C.comm_kind_phase(kind) if kind else _OTHER
             if name in _P2P_OP_TYPES:
                 self.p2p_types.add(int(value))
+            if name == "UNKNOWN":
+                self.unknown_type = int(value)
         self.work_type = dist.distributed_c10d.Work
         self.original_wait = self.work_type.wait
         self.work_type.wait = _make_wait(self, self.original_wait)
@@ -116,6 +121,10 @@ class _Process:
         op_type = work._get_op_type()
         if op_type in self.p2p_types and getattr(self.in_schedule, "depth", 0):
             return _BUBBLE
+        if op_type == self.unknown_type:
+            # A Work made from a future (gloo's reduce-scatter) has no op
+            # type: a wait right after its launch is for the last one.
+            return self.last_phase()
         return self.phase_of.get(op_type, _OTHER)
 
 
@@ -171,8 +180,10 @@ class CommObservation:
     def refresh(self) -> None:
         """Give the C++ observer the links of groups created since the last
         call (construction, then every ``metrics()``)."""
+        # The C++ observer keeps one override for the process: the newest
+        # tracker's (None: per group).
+        self._module.comm_set_fallback_link(self._links.fallback)
         if self._links.fallback is not None:
-            self._module.comm_set_fallback_link(self._links.fallback)
             return
         try:
             groups = process_groups()
@@ -204,6 +215,8 @@ class CommObservation:
         self._closed = True
         try:
             self._tracker._comm_unsubscribe()
+            if self._links.fallback is not None:
+                self._module.comm_set_fallback_link(None)
         finally:
             with _PROCESS.lock:
                 _PROCESS.observations -= 1
@@ -224,7 +237,7 @@ def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int, world_size
         return None
     with _PROCESS.lock:
         if _PROCESS.observations == 0:
-            _PROCESS.install()
+            _PROCESS.install(module)
         _PROCESS.observations += 1
     module.comm_start()
     group = getattr(aggregator, "group", None)

@@ -614,6 +614,15 @@ class Tracker(_C.StepTracker):
                 self._comm.check(out)
         return out
 
+    def phases(self) -> Dict[str, Any]:
+        """The window's phases: ``steps``, ``phase_s`` (seconds per step of each
+        marked phase, ``communication`` the sum of every collective kind's
+        exposed seconds), ``comm_s`` (those seconds by kind) and
+        ``excluded_s`` (the tracker's own time per step, left out)."""
+        raw = _C.StepTracker.phases(self)
+        raw["phase_s"], raw["comm_s"] = split_communication(raw["phase_s"])
+        return raw
+
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
                        tokens_per_sec: Optional[float] = None) -> Dict[str, float]:
         """Read the device's telemetry now (NVML, see ``telemetry``) and give
