@@ -78,6 +78,10 @@ const mfu_comm_api *g_api = nullptr;
 // waits for when it follows its launch.
 thread_local int t_last_kind = MFU_COMM_OTHER;
 
+// > 0 while this thread runs a tracker's own collectives (its aggregation,
+// the hosts' gather): they pass through unrecorded.
+thread_local int t_suspended = 0;
+
 struct Counters {
   std::atomic<int64_t> collectives{0}, skipped{0}, waits{0}, backward_waits{0},
       completions{0}, errors{0};
@@ -324,7 +328,7 @@ struct CollectiveKernel final : c10::OperatorKernel {
   void operator()(const c10::OperatorHandle &op, c10::DispatchKeySet ks,
                   torch::jit::Stack *stack) {
     const c10::DispatchKeySet after = ks & kAfter;
-    if (!g_api->active(g_api->registry)) {
+    if (t_suspended || !g_api->active(g_api->registry)) {
       op.redispatchBoxed(after, stack);
       return;
     }
@@ -365,7 +369,8 @@ struct CollectiveKernel final : c10::OperatorKernel {
 void wait_tensor_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,
                         torch::jit::Stack *stack) {
   const c10::DispatchKeySet after = ks & kAfter;
-  if (!g_api->active(g_api->registry) || stack->empty() || !stack->back().isTensor()) {
+  if (t_suspended || !g_api->active(g_api->registry) || stack->empty() ||
+      !stack->back().isTensor()) {
     op.redispatchBoxed(after, stack);
     return;
   }
@@ -449,6 +454,8 @@ void set_fallback_link(double bytes_per_sec) {
   std::lock_guard<std::mutex> guard(l.mutex);
   l.fallback = bytes_per_sec;
 }
+
+void suspend(bool on) { t_suspended += on ? 1 : (t_suspended > 0 ? -1 : 0); }
 
 int last_phase() { return g_api->kind_phase(static_cast<mfu_comm_kind>(t_last_kind)); }
 

@@ -188,6 +188,9 @@ void set_link(const std::string &group, double bytes_per_sec);
 /* One peak for every group (link_bandwidth_gbs=); NaN: per group. */
 void set_fallback_link(double bytes_per_sec);
 
+/* A tracker's own collectives begin (on) / end on this thread: unrecorded
+ * meanwhile (nests). */
+void suspend(bool on);
 /* The exposed phase (mfu_phase) of the last collective launched on this
  * thread. */
 int last_phase();

@@ -225,6 +225,14 @@ PyObject *py_comm_set_fallback_link(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+PyObject *py_comm_suspend(PyObject *, PyObject *arg) {
+  const int on = PyObject_IsTrue(arg);
+  if (on < 0)
+    return nullptr;
+  comm::suspend(on != 0);
+  Py_RETURN_NONE;
+}
+
 PyObject *py_comm_last_phase(PyObject *, PyObject *) {
   return PyLong_FromLong(comm::last_phase());
 }
@@ -252,6 +260,9 @@ PyMethodDef methods[] = {
     {"comm_set_fallback_link", py_comm_set_fallback_link, METH_O,
      "comm_set_fallback_link(bytes_per_sec, /)\n--\n\nOne link peak for every group; None: "
      "per group."},
+    {"comm_suspend", py_comm_suspend, METH_O,
+     "comm_suspend(on, /)\n--\n\nA tracker's own collectives begin (True) / end (False) on "
+     "this thread: not recorded meanwhile."},
     {"comm_last_phase", py_comm_last_phase, METH_NOARGS,
      "comm_last_phase()\n--\n\nThe exposed phase (an index of _C.phase_names()) of the last "
      "collective launched on this thread."},

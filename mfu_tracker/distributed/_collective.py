@@ -11,6 +11,7 @@ import time
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
+from ._comm_observer import unobserved
 from ._figures import ROW_LAYOUT, DistributedFigures, RankFigures, combine
 
 #: Seconds a rank waits in the aggregation for the others before it gives up
@@ -99,7 +100,9 @@ class Aggregator:
         try:
             # The group's timeout bounds the wait: a peer that never arrives
             # makes gloo raise after timeout_s, one that exited right away.
-            all_gather(recv, send, group=self.group)
+            # Never recorded as the run's communication, by any tracker.
+            with unobserved():
+                all_gather(recv, send, group=self.group)
         except Exception as exc:
             self._fail(f"the cross-rank aggregation failed after waiting up to "
                        f"{self.timeout_s:g} s for the other ranks "

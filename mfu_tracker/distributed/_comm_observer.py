@@ -39,15 +39,16 @@ backward pass (DDP's one-time bucket rebuild at its second step).
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import warnings
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Iterator, Optional, Set
 
 from .. import _C
 from ._links import GroupLinks, gather_hosts, process_groups
 
-__all__ = ["CommObservation", "observe"]
+__all__ = ["CommObservation", "observe", "unobserved"]
 
 _SCHEDULES = "torch.distributed.pipelining.schedules"
 _BUBBLE = _C.phase_names().index("pipeline_bubble")
@@ -69,7 +70,9 @@ class _Process:
         self.phase_of: Dict[int, int] = {}   # Work op type -> phase index
         self.p2p_types: Set[int] = set()
         self.unknown_type: Optional[int] = None  # OpType.UNKNOWN
+        self.module: Any = None              # the C++ observer, while installed
         self.last_phase: Any = None          # _torch.comm_last_phase
+        self.suspended = threading.local()   # .depth > 0: a tracker's own collectives
         self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
         self.in_schedule = threading.local()
 
@@ -79,6 +82,7 @@ class _Process:
         import torch
         import torch.distributed as dist
 
+        self.module = module
         self.last_phase = module.comm_last_phase
         for name, value in torch._C._distributed_c10d.OpType.__members__.items():
             kind = _C.comm_op_type_kind(name)
@@ -95,7 +99,7 @@ class _Process:
     def uninstall(self) -> None:
         if self.work_type is not None and self.original_wait is not None:
             self.work_type.wait = self.original_wait
-        self.original_wait = self.work_type = None
+        self.original_wait = self.work_type = self.module = None
         for cls, step in self.schedules.items():
             cls.step = step
         self.schedules.clear()
@@ -135,6 +139,8 @@ def _make_wait(process: _Process, original: Any) -> Any:
     begin, end = _C.comm_wait_begin, _C.comm_wait_end
 
     def wait(self: Any, *args: Any, **kwargs: Any) -> Any:  # the wrapped Work.wait
+        if getattr(process.suspended, "depth", 0):
+            return original(self, *args, **kwargs)
         try:
             phase = process.phase(self)
         except Exception:  # noqa: BLE001 -- an odd Work: waited for, not marked
@@ -162,6 +168,23 @@ def _make_step(process: _Process, original: Any) -> Any:
     step.__doc__ = original.__doc__
     step.__wrapped__ = original  # type: ignore[attr-defined]
     return step
+
+
+@contextlib.contextmanager
+def unobserved() -> Iterator[None]:
+    """A tracker's own collectives (its aggregation, the hosts' gather) run
+    inside: no tracker records them, launches, bytes or waits."""
+    local = _PROCESS.suspended
+    module = _PROCESS.module
+    local.depth = getattr(local, "depth", 0) + 1
+    if module is not None:
+        module.comm_suspend(True)
+    try:
+        yield
+    finally:
+        local.depth -= 1
+        if module is not None:
+            module.comm_suspend(False)
 
 
 class CommObservation:
@@ -241,7 +264,8 @@ def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int, world_size
         _PROCESS.observations += 1
     module.comm_start()
     group = getattr(aggregator, "group", None)
-    hosts = gather_hosts(group, world_size) if group is not None else None
+    with unobserved():
+        hosts = gather_hosts(group, world_size) if group is not None else None
     fallback = None if link_bandwidth_gbs is None else float(link_bandwidth_gbs) * 1e9
     links = GroupLinks(device_name, hosts, rank, fallback)
     # A CPU has no link in the table: its runs leave net_utilization out

@@ -447,7 +447,8 @@ def _communication(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str
     busbw = {k: _mean([r.comm_family("comm_busbw_gbs").get(k) for r in ranks])
              for k in COMM_KINDS}
     out["comm_busbw_gbs"] = {k: v for k, v in busbw.items() if v is not None}
-    out["comm_s_max"] = max(math.fsum(r.comm_family("comm_s").values()) for r in ranks)
+    if out["comm_s"]:  # some rank waited for a collective
+        out["comm_s_max"] = max(math.fsum(r.comm_family("comm_s").values()) for r in ranks)
     out["net_utilization"] = _mean([r.net_utilization for r in ranks])
     out["comm_overlap"] = _mean([r.comm_overlap for r in ranks])
     return out

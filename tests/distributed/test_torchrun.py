@@ -29,6 +29,16 @@ GLOBAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_
                "slowest_rank"}
 LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_time_min_s",
               "step_time_max_s", "peak_tflops"}
+# What the communication observer adds wherever collectives run (issue 24):
+# exposed seconds are a phase, so the waterfall and the straggler come with them.
+COMM_KEYS = {"comm_s_max", "phase_s/communication", "mfu_lost/communication",
+             "mfu_lost/other", "straggler_rank", "straggler_lost"}
+
+
+def comm_keys(*kinds: str) -> set:
+    """The observer's keys for collectives of these kinds."""
+    return COMM_KEYS | {f"{family}/{kind}" for kind in kinds
+                        for family in ("comm_bytes", "comm_s", "comm_busbw_gbs")}
 
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed")
 
@@ -145,7 +155,9 @@ def test_ddp(tmp_path):
     check_against_hand(records)
     for rec0, rec1 in zip(*records):
         m = rec0["metrics"]
-        assert keys(m) == GLOBAL_KEYS
+        # no attach_ddp: DDP's all-reduce (and its one-time bucket rebuild's
+        # broadcast, in the first windows) observed all the same
+        assert keys(m) - comm_keys("broadcast") == GLOBAL_KEYS | comm_keys("all_reduce")
         # DDP syncs every step, so both ranks' periods are the slowest's: rank 1's
         # 4x work shows in its MFU, the top of the per-rank spread.
         assert rec1["summary"]["mfu"] == m["throughput/mfu_rank_max"]
@@ -166,7 +178,8 @@ def test_fsdp2_counts_full_weights(tmp_path):
     records = [out["tracker"] for out in ranks]
     check_against_hand(records, bandwidth=0.01e12)
     for rec in records[0]:
-        assert keys(rec["metrics"]) == GLOBAL_KEYS | {"mbu"}
+        assert keys(rec["metrics"]) == GLOBAL_KEYS | {"mbu"} | comm_keys("all_gather",
+                                                                          "reduce_scatter")
 
 
 def test_mismatched_intervals_bounded_wait_one_warning(tmp_path):
