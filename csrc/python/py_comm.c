@@ -55,10 +55,37 @@ static step_object *lock_sink(registry *reg, int i, uint32_t generation)
     return s;
 }
 
-static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_comm_ticket *ticket)
+/* Whether the wait's flags select slot `i`'s sink (its lock held). */
+static int selected(const registry *reg, int i, const step_object *s, unsigned flags)
+{
+    if (!(flags & MFU_COMM_WAIT_ANY_THREAD) && reg->slots[i].thread != PyThread_get_thread_ident())
+        return 0;
+    if ((flags & MFU_COMM_WAIT_CPU_CLOCK_ONLY) && mfu_steps_clock(s->steps) != MFU_CLOCK_CPU)
+        return 0;
+    return 1;
+}
+
+/* Open `phase` in slot i's sink (its lock held) for a wait. */
+static void open_phase(registry *reg, int i, step_object *s, mfu_phase phase,
+                       mfu_comm_wait *wait)
+{
+    mfu_status status = mfu_steps_phase_begin(s->steps, phase);
+    if (status == MFU_OK)
+        wait->generation[i] = reg->slots[i].generation;
+    else if (status == MFU_ERR_INVALID_ARGUMENT)
+        mfu_py_step_queue_warning(
+            s, &s->warned_phase_misuse,
+            "mfu_tracker: Tracker: a wait for a collective found too many nested "
+            "phases (more than _C.LIMIT_PHASE_DEPTH_MAX); its exposed time is not "
+            "separated");
+}
+
+static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_phase phase,
+                        unsigned flags, mfu_comm_ticket *ticket, mfu_comm_wait *wait)
 {
     registry *reg = r;
     memset(ticket, 0, sizeof *ticket);
+    memset(wait, 0, sizeof *wait);
     if (!reg->active)
         return;
     lock(reg->lock);
@@ -71,6 +98,8 @@ static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_comm_ticket 
             ticket->generation[i] = reg->slots[i].generation;
             ticket->token[i] = token;
         }
+        if (selected(reg, i, s, flags))
+            open_phase(reg, i, s, phase, wait);
         mfu_py_step_check_fallback(s); /* queued: emitted by its next Python call */
         PyThread_release_lock(s->lock);
     }
@@ -95,16 +124,6 @@ static void sink_done(void *r, const mfu_comm_ticket *ticket, uintptr_t stream)
     PyThread_release_lock(reg->lock);
 }
 
-/* Whether the wait's flags select slot `i`'s sink (its lock held). */
-static int selected(const registry *reg, int i, const step_object *s, unsigned flags)
-{
-    if (!(flags & MFU_COMM_WAIT_ANY_THREAD) && reg->slots[i].thread != PyThread_get_thread_ident())
-        return 0;
-    if ((flags & MFU_COMM_WAIT_CPU_CLOCK_ONLY) && mfu_steps_clock(s->steps) != MFU_CLOCK_CPU)
-        return 0;
-    return 1;
-}
-
 static void sink_wait_begin(void *r, mfu_phase phase, unsigned flags, mfu_comm_wait *wait)
 {
     registry *reg = r;
@@ -114,19 +133,10 @@ static void sink_wait_begin(void *r, mfu_phase phase, unsigned flags, mfu_comm_w
     lock(reg->lock);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
         step_object *s = lock_sink(reg, i, 0);
-        mfu_status status;
         if (s == NULL)
             continue;
         if (selected(reg, i, s, flags)) {
-            status = mfu_steps_phase_begin(s->steps, phase);
-            if (status == MFU_OK)
-                wait->generation[i] = reg->slots[i].generation;
-            else if (status == MFU_ERR_INVALID_ARGUMENT)
-                mfu_py_step_queue_warning(
-                    s, &s->warned_phase_misuse,
-                    "mfu_tracker: Tracker: a wait for a collective found too many nested "
-                    "phases (more than _C.LIMIT_PHASE_DEPTH_MAX); its exposed time is not "
-                    "separated");
+            open_phase(reg, i, s, phase, wait);
             mfu_py_step_check_fallback(s);
         }
         PyThread_release_lock(s->lock);

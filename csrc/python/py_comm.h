@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define MFU_COMM_API_VERSION 1u
+#define MFU_COMM_API_VERSION 2u
 #define MFU_COMM_API_CAPSULE "mfu_tracker._C._comm_api"
 
 /* One collective in every sink: the sinks' tokens for its end. */
@@ -74,8 +74,11 @@ typedef struct mfu_comm_api {
     /* The number of sinks now (a hint for skipping work: read without the
      * lock). */
     int (*active)(void *registry);
-    /* A collective launched: mfu_steps_comm_begin in every sink. */
-    void (*launch)(void *registry, const mfu_comm_launch *launch, mfu_comm_ticket *ticket);
+    /* A collective launched: mfu_steps_comm_begin in every sink, and, as
+     * wait_begin(phase, flags) does, the phase of the launch's own time in
+     * the sinks the flags select (its end: wait_end). One pass. */
+    void (*launch)(void *registry, const mfu_comm_launch *launch, mfu_phase phase,
+                   unsigned flags, mfu_comm_ticket *ticket, mfu_comm_wait *wait);
     /* ... completed: mfu_steps_comm_end(token, stream) in the sinks of the
      * ticket still there. */
     void (*done)(void *registry, const mfu_comm_ticket *ticket, uintptr_t stream);

@@ -27,8 +27,8 @@
 //     the kind's phase; a collective launched inside a backward pass queues
 //     autograd final callbacks around the callbacks queued after it, which
 //     is where DDP's reducer waits for its buckets (finalize_backward): that
-//     interval is the kind's exposed phase. Python's Work.wait is wrapped by
-//     mfu_tracker/distributed/_comm_observer.py.
+//     interval is the kind's exposed phase; Work.wait (Python's waits) is
+//     replaced by an observed method while observing (comm_wait.cpp).
 //   Tensors with the Python key (FakeTensor while tracing) or on `meta` are
 //   not real collectives: passed through unrecorded.
 //
@@ -87,6 +87,7 @@ struct Counters {
       completions{0}, errors{0};
 };
 Counters g_counters;
+std::atomic<int64_t> g_waits_python{0}; // Work.wait calls observed (comm_wait.cpp)
 
 // ---- per-group links, set from Python --------------------------------------
 
@@ -348,11 +349,15 @@ struct CollectiveKernel final : c10::OperatorKernel {
     c10::IValue result;
     if (row->result_arg >= 0 && static_cast<size_t>(row->result_arg) < nargs)
       result = args[row->result_arg]; // a reference: the op pops its arguments
+    // Host time inside a blocking launch: its kind's phase -- or, a p2p
+    // transfer inside a pipeline schedule, the bubble.
+    const mfu_phase phase = row->kind == MFU_COMM_P2P && in_schedule()
+                                ? MFU_PHASE_PIPELINE_BUBBLE
+                                : g_api->kind_phase(row->kind);
     mfu_comm_ticket ticket;
-    g_api->launch(g_api->registry, &launch, &ticket);
     mfu_comm_wait wait;
-    g_api->wait_begin(g_api->registry, g_api->kind_phase(row->kind),
-                      MFU_COMM_WAIT_ANY_THREAD | MFU_COMM_WAIT_CPU_CLOCK_ONLY, &wait);
+    g_api->launch(g_api->registry, &launch, phase,
+                  MFU_COMM_WAIT_ANY_THREAD | MFU_COMM_WAIT_CPU_CLOCK_ONLY, &ticket, &wait);
     try {
       op.redispatchBoxed(after, stack);
     } catch (...) {
@@ -457,12 +462,24 @@ void set_fallback_link(double bytes_per_sec) {
 
 void suspend(bool on) { t_suspended += on ? 1 : (t_suspended > 0 ? -1 : 0); }
 
+bool suspended() { return t_suspended > 0; }
+
+bool sinks_active() { return g_api != nullptr && g_api->active(g_api->registry) != 0; }
+
+void begin_wait(int phase, mfu_comm_wait *wait) {
+  g_waits_python++;
+  g_api->wait_begin(g_api->registry, static_cast<mfu_phase>(phase), 0, wait);
+}
+
+void end_wait(const mfu_comm_wait *wait) { g_api->wait_end(g_api->registry, wait); }
+
 int last_phase() { return g_api->kind_phase(static_cast<mfu_comm_kind>(t_last_kind)); }
 
 CommCounters counters() {
   return CommCounters{g_counters.collectives.load(), g_counters.skipped.load(),
-                      g_counters.waits.load(),       g_counters.backward_waits.load(),
-                      g_counters.completions.load(), g_counters.errors.load()};
+                      g_counters.waits.load() + g_waits_python.load(),
+                      g_counters.backward_waits.load(), g_counters.completions.load(),
+                      g_counters.errors.load()};
 }
 
 } // namespace mfu_torch::comm

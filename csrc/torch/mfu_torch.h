@@ -194,6 +194,25 @@ void suspend(bool on);
 /* The exposed phase (mfu_phase) of the last collective launched on this
  * thread. */
 int last_phase();
+/* Whether this thread runs a tracker's own collectives now. */
+bool suspended();
+/* Whether any sink observes (a hint). */
+bool sinks_active();
+/* A wait of this thread begins / ends: `phase` in the sinks created on it. */
+void begin_wait(int phase, mfu_comm_wait *wait);
+void end_wait(const mfu_comm_wait *wait);
+
+/* ---- comm_wait.cpp: Work.wait observed ---- */
+/* A method descriptor for `work_type` that calls `original` (Work's own
+ * wait, unbound) inside the wait's phase: {op type: phase} for Works with
+ * an op type, `p2p_types` the bubble inside a schedule, `unknown` the op
+ * type that means "the last launched". New reference, or NULL + exception. */
+PyObject *install_wait(PyObject *work_type, PyObject *original, PyObject *phases,
+                       PyObject *p2p_types, int unknown);
+/* A pipeline schedule's step() begins (enter) / ends on this thread; whether
+ * one runs on it now (its p2p transfers are the bubble). */
+void schedule(bool enter);
+bool in_schedule();
 
 struct CommCounters {
   int64_t collectives, skipped, waits, backward_waits, completions, errors;

@@ -233,6 +233,23 @@ PyObject *py_comm_suspend(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+PyObject *py_comm_wait_descriptor(PyObject *, PyObject *args) {
+  PyObject *work_type, *original, *phases, *p2p_types;
+  int unknown;
+  if (!PyArg_ParseTuple(args, "OOOOi:comm_wait_descriptor", &work_type, &original, &phases,
+                        &p2p_types, &unknown))
+    return nullptr;
+  return comm::install_wait(work_type, original, phases, p2p_types, unknown);
+}
+
+PyObject *py_comm_schedule(PyObject *, PyObject *arg) {
+  const int enter = PyObject_IsTrue(arg);
+  if (enter < 0)
+    return nullptr;
+  comm::schedule(enter != 0);
+  Py_RETURN_NONE;
+}
+
 PyObject *py_comm_last_phase(PyObject *, PyObject *) {
   return PyLong_FromLong(comm::last_phase());
 }
@@ -263,6 +280,12 @@ PyMethodDef methods[] = {
     {"comm_suspend", py_comm_suspend, METH_O,
      "comm_suspend(on, /)\n--\n\nA tracker's own collectives begin (True) / end (False) on "
      "this thread: not recorded meanwhile."},
+    {"comm_wait_descriptor", py_comm_wait_descriptor, METH_VARARGS,
+     "comm_wait_descriptor(work_type, original, phases, p2p_types, unknown, /)\n--\n\n"
+     "An observed Work.wait (a method descriptor of work_type) calling `original`."},
+    {"comm_schedule", py_comm_schedule, METH_O,
+     "comm_schedule(enter, /)\n--\n\nA pipeline schedule's step() begins (True) / ends on "
+     "this thread: its p2p waits are the bubble."},
     {"comm_last_phase", py_comm_last_phase, METH_NOARGS,
      "comm_last_phase()\n--\n\nThe exposed phase (an index of _C.phase_names()) of the last "
      "collective launched on this thread."},

@@ -13,7 +13,8 @@ group (and ``comm`` not False) subscribes to the process's communication:
   duration: bus bandwidth, overlap).
 * **Waits** are exposed communication, each marked as its kind's phase
   (``csrc/core/phases.h``), so it is taken out of whatever phase it
-  interrupts (backward, forward): ``Work.wait`` (wrapped here), the
+  interrupts (backward, forward): ``Work.wait`` (replaced while observing
+  by an observed method, ``csrc/torch/comm_wait.cpp``), the
   functional collectives' ``wait_tensor`` and the end of a backward pass
   that launched collectives (where DDP's reducer waits for its buckets) in
   C++. On a GPU the marks are events on the compute stream: the time the
@@ -58,112 +59,71 @@ _P2P_OP_TYPES = ("SEND", "RECV", "RECVANYSOURCE", "COALESCED")
 
 
 class _Process:
-    """What the process shares: the C++ observer, the ``Work.wait`` wrapper
+    """What the process shares: the C++ observer, the observed ``Work.wait``
+    (a method descriptor from the C++ observer, ``csrc/torch/comm_wait.cpp``)
     and the pipeline schedules' ``step`` wrappers, installed while any
     tracker observes."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.observations = 0
-        self.original_wait: Any = None
+        self.module: Any = None          # the C++ observer, while installed
         self.work_type: Any = None
-        self.phase_of: Dict[int, int] = {}   # Work op type -> phase index
-        self.p2p_types: Set[int] = set()
-        self.unknown_type: Optional[int] = None  # OpType.UNKNOWN
-        self.module: Any = None              # the C++ observer, while installed
-        self.last_phase: Any = None          # _torch.comm_last_phase
-        self.suspended = threading.local()   # .depth > 0: a tracker's own collectives
+        self.original_wait: Any = None   # Work.__dict__["wait"]
         self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
-        self.in_schedule = threading.local()
-
-    # ---- Work.wait ---------------------------------------------------------
 
     def install(self, module: Any) -> None:
         import torch
         import torch.distributed as dist
 
-        self.module = module
-        self.last_phase = module.comm_last_phase
+        phases: Dict[int, int] = {}
+        p2p, unknown = [], -1
         for name, value in torch._C._distributed_c10d.OpType.__members__.items():
             kind = _C.comm_op_type_kind(name)
-            self.phase_of[int(value)] = _C.comm_kind_phase(kind) if kind else _OTHER
+            phases[int(value)] = _C.comm_kind_phase(kind) if kind else _OTHER
             if name in _P2P_OP_TYPES:
-                self.p2p_types.add(int(value))
+                p2p.append(int(value))
             if name == "UNKNOWN":
-                self.unknown_type = int(value)
-        self.work_type = dist.distributed_c10d.Work
-        self.original_wait = self.work_type.wait
-        self.work_type.wait = _make_wait(self, self.original_wait)
+                unknown = int(value)
+        work_type = dist.distributed_c10d.Work
+        original = vars(work_type)["wait"]
+        observed = module.comm_wait_descriptor(work_type, original, phases, p2p, unknown)
+        self.module, self.work_type, self.original_wait = module, work_type, original
+        work_type.wait = observed
         self.patch_schedules()
 
     def uninstall(self) -> None:
-        if self.work_type is not None and self.original_wait is not None:
+        if self.work_type is not None:
             self.work_type.wait = self.original_wait
-        self.original_wait = self.work_type = self.module = None
+        self.module = self.work_type = self.original_wait = None
         for cls, step in self.schedules.items():
             cls.step = step
         self.schedules.clear()
-
-    # ---- pipeline schedules ------------------------------------------------
 
     def patch_schedules(self) -> None:
         """Wrap the schedules' ``step`` (once the module is imported: it is not
         imported here, it costs seconds)."""
         module = sys.modules.get(_SCHEDULES)
-        if module is None:
+        if module is None or self.module is None:
             return
         for name in ("PipelineScheduleSingle", "PipelineScheduleMulti"):
             cls = getattr(module, name, None)
             if cls is None or cls in self.schedules or "step" not in vars(cls):
                 continue
             self.schedules[cls] = cls.step
-            cls.step = _make_step(self, cls.step)
-
-    def phase(self, work: Any) -> int:
-        """The phase a wait for ``work`` is: its kind's, or the bubble for a
-        p2p transfer inside a schedule."""
-        op_type = work._get_op_type()
-        if op_type in self.p2p_types and getattr(self.in_schedule, "depth", 0):
-            return _BUBBLE
-        if op_type == self.unknown_type:
-            # A Work made from a future (gloo's reduce-scatter) has no op
-            # type: a wait right after its launch is for the last one.
-            return self.last_phase()
-        return self.phase_of.get(op_type, _OTHER)
+            cls.step = _make_step(self.module.comm_schedule, cls.step)
 
 
 _PROCESS = _Process()
 
 
-def _make_wait(process: _Process, original: Any) -> Any:
-    begin, end = _C.comm_wait_begin, _C.comm_wait_end
-
-    def wait(self: Any, *args: Any, **kwargs: Any) -> Any:  # the wrapped Work.wait
-        if getattr(process.suspended, "depth", 0):
-            return original(self, *args, **kwargs)
-        try:
-            phase = process.phase(self)
-        except Exception:  # noqa: BLE001 -- an odd Work: waited for, not marked
-            return original(self, *args, **kwargs)
-        begin(phase)
-        try:
-            return original(self, *args, **kwargs)
-        finally:
-            end()
-
-    wait.__doc__ = original.__doc__
-    wait.__wrapped__ = original  # type: ignore[attr-defined]
-    return wait
-
-
-def _make_step(process: _Process, original: Any) -> Any:
+def _make_step(mark: Any, original: Any) -> Any:
     def step(self: Any, *args: Any, **kwargs: Any) -> Any:  # a schedule's step()
-        local = process.in_schedule
-        local.depth = getattr(local, "depth", 0) + 1
+        mark(True)  # its p2p waits are the bubble
         try:
             return original(self, *args, **kwargs)
         finally:
-            local.depth -= 1
+            mark(False)
 
     step.__doc__ = original.__doc__
     step.__wrapped__ = original  # type: ignore[attr-defined]
@@ -174,17 +134,15 @@ def _make_step(process: _Process, original: Any) -> Any:
 def unobserved() -> Iterator[None]:
     """A tracker's own collectives (its aggregation, the hosts' gather) run
     inside: no tracker records them, launches, bytes or waits."""
-    local = _PROCESS.suspended
     module = _PROCESS.module
-    local.depth = getattr(local, "depth", 0) + 1
-    if module is not None:
-        module.comm_suspend(True)
+    if module is None:
+        yield
+        return
+    module.comm_suspend(True)
     try:
         yield
     finally:
-        local.depth -= 1
-        if module is not None:
-            module.comm_suspend(False)
+        module.comm_suspend(False)
 
 
 class CommObservation:

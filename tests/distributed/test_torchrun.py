@@ -10,6 +10,7 @@ Only bounds that a hang would violate are timed (the subprocess timeout).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -269,6 +270,19 @@ def test_trainer_callback_under_ddp(trainer_run):
             # the counter's FLOPs by dtype reach the aggregation; with one user peak for
             # every dtype each rank's mfu_mixed is its mfu, and so is the global one
             assert entry["throughput/mfu_mixed"] == pytest.approx(entry["throughput/mfu"], rel=1e-9)
+            # the Trainer's DDP, which a callback never gets to attach to: observed all
+            # the same (issue 24). One bucket per step with the 29,568 parameters
+            # (wte, wpe 64 x 32 each; 2 blocks of 2 LayerNorms 2 x 32, c_attn 32 x 96
+            # + 96, attn c_proj 32 x 32 + 32, c_fc 32 x 128 + 128, mlp c_proj
+            # 128 x 32 + 32; ln_f 2 x 32), fp32, and the used-parameter map DDP
+            # all-reduces with find_unused_parameters: 28 tensors x 4 B (int32)
+            params = 2 * 64 * 32 + 2 * (4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128
+                                        + 128 * 32 + 32) + 2 * 32
+            assert params == 29_568
+            assert entry["throughput/comm_bytes/all_reduce"] == params * 4 + 28 * 4
+            assert entry["throughput/mfu_lost/communication"] > 0
+            assert math.fsum([entry["throughput/mfu"], *(v for k, v in entry.items()
+                                                        if "/mfu_lost/" in k)]) == 1.0
         # one all-gather per logging call (steps 2, 4, 6 and the final summary log), on
         # every rank alike; never one per step
         assert 3 <= out["gathers"] <= 4
