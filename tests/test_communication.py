@@ -297,3 +297,50 @@ def test_attach_ddp_with_the_observer_counts_once(world_of_one):
     assert set(local["comm_s"]) == {"all_reduce"}                # DDP's own wait, from C++
     assert local["phase_s"]["communication"] == local["comm_s"]["all_reduce"]
     t.close()
+
+
+def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
+    """FSDP2 on a GPU waits for its collectives with ``current_stream().
+    wait_event(event)``, outside c10d: an event recorded on a stream a
+    collective was launched on carries the collective's phase, and a wait on
+    it is bracketed (stand-ins for torch.cuda's Event / Stream: this torch
+    has no CUDA; the stream handle -> phase lookup is the C++ observer's)."""
+    import time
+
+    from mfu_tracker.distributed._comm_observer import cuda_wait_patches
+
+    ag = _C.comm_kind_phase("all_gather")
+    launched_on = {0xA6: ag}                      # the all-gather stream
+    log = []
+
+    class Stream:
+        def __init__(self, handle):
+            self.cuda_stream = handle
+
+    class Event:
+        pass
+
+    def record(event, stream=None):
+        log.append(("record", stream.cuda_stream if stream else None))
+
+    def wait_event(stream, event):
+        time.sleep(0.01 if event is comm_event else 0.06)  # the compute stream stalls
+        log.append(("wait", stream.cuda_stream))
+
+    compute = Stream(0xC0)
+    observed_record, observed_wait = cuda_wait_patches(
+        record, wait_event, lambda: compute, lambda handle: launched_on.get(handle, -1))
+    comm_event, other_event = Event(), Event()
+    t = Tracker(1e9, spec=SPEC, clock="cpu", warmup=0)
+    t.step()
+    observed_record(comm_event, Stream(0xA6))     # after the all-gather, on its stream
+    observed_record(other_event)                  # on the compute stream: no collective
+    observed_wait(compute, comm_event)
+    observed_wait(compute, other_event)
+    t.step()
+    local = t.summary()
+    assert log == [("record", 0xA6), ("record", None), ("wait", 0xC0), ("wait", 0xC0)]
+    assert comm_event._mfu_comm_phase == ag and other_event._mfu_comm_phase is None
+    assert set(local["comm_s"]) == {"all_gather"}              # one wait, not two
+    assert 0.01 <= local["comm_s"]["all_gather"] < 0.06        # the first stall, not the second
+    t.close()

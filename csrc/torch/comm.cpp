@@ -150,6 +150,29 @@ mfu_comm_kind result_kind(const at::Tensor &t) {
   return static_cast<mfu_comm_kind>(r.kind.load(std::memory_order_relaxed));
 }
 
+// ---- streams collectives were launched on (FSDP2 waits on their events) ----
+//
+// A device collective launched while stream S was current (FSDP2 launches
+// its all-gathers on its own all-gather stream, its reduce-scatters on its
+// reduce-scatter stream) makes S wait for it; an event recorded on S after
+// it completes with it, and the compute stream waiting on that event waits
+// for the collective (mfu_tracker/distributed/_comm_observer.py).
+
+constexpr size_t kStreams = 32;
+struct LaunchStream {
+  std::atomic<uintptr_t> handle{0};
+  std::atomic<int> kind{MFU_COMM_OTHER};
+};
+std::array<LaunchStream, kStreams> g_streams;
+
+void remember_stream(const c10::Device &device, mfu_comm_kind kind) {
+  const auto *impl = c10::impl::getDeviceGuardImpl(device.type());
+  const auto handle = reinterpret_cast<uintptr_t>(impl->getStream(device).native_handle());
+  LaunchStream &slot = g_streams[(handle >> 4) % kStreams];
+  slot.kind.store(kind, std::memory_order_relaxed);
+  slot.handle.store(handle, std::memory_order_release);
+}
+
 // ---- reading a collective's arguments ---------------------------------------
 
 struct Payload {
@@ -157,6 +180,7 @@ struct Payload {
   bool real = true;  // no fake (Python key) or meta tensor
   bool host = false; // every payload tensor is a CPU tensor
   bool any = false;
+  c10::Device device{c10::kCPU}; // the first payload tensor's
 };
 
 void add_tensor(const at::Tensor &t, Payload *p) {
@@ -166,6 +190,8 @@ void add_tensor(const at::Tensor &t, Payload *p) {
     p->real = false;
     return;
   }
+  if (!p->any)
+    p->device = t.device();
   p->host = p->any ? (p->host && t.is_cpu()) : t.is_cpu();
   p->any = true;
   if (!t.unsafeGetTensorImpl()->has_symbolic_sizes_strides())
@@ -368,6 +394,13 @@ struct CollectiveKernel final : c10::OperatorKernel {
     on_completion(stack, op.schema().returns().size(), ticket);
     remember_result(result, row->kind);
     in_backward(row->kind);
+    if (!payload.host && payload.any) {
+      try {
+        remember_stream(payload.device, row->kind);
+      } catch (const std::exception &) {
+        g_counters.errors++;
+      }
+    }
   }
 };
 
@@ -463,6 +496,13 @@ void set_fallback_link(double bytes_per_sec) {
 void suspend(bool on) { t_suspended += on ? 1 : (t_suspended > 0 ? -1 : 0); }
 
 bool suspended() { return t_suspended > 0; }
+
+int stream_phase(uintptr_t handle) {
+  const LaunchStream &slot = g_streams[(handle >> 4) % kStreams];
+  if (handle == 0 || slot.handle.load(std::memory_order_acquire) != handle)
+    return -1;
+  return g_api->kind_phase(static_cast<mfu_comm_kind>(slot.kind.load(std::memory_order_relaxed)));
+}
 
 bool sinks_active() { return g_api != nullptr && g_api->active(g_api->registry) != 0; }
 

@@ -196,6 +196,9 @@ void suspend(bool on);
 int last_phase();
 /* Whether this thread runs a tracker's own collectives now. */
 bool suspended();
+/* The exposed phase of the last collective launched while the stream with
+ * raw handle `handle` was current, or -1 (none, or a host stream). */
+int stream_phase(uintptr_t handle);
 /* Whether any sink observes (a hint). */
 bool sinks_active();
 /* A wait of this thread begins / ends: `phase` in the sinks created on it. */

@@ -250,6 +250,13 @@ PyObject *py_comm_schedule(PyObject *, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+PyObject *py_comm_stream_phase(PyObject *, PyObject *arg) {
+  const unsigned long long handle = PyLong_AsUnsignedLongLong(arg);
+  if (handle == static_cast<unsigned long long>(-1) && PyErr_Occurred())
+    return nullptr;
+  return PyLong_FromLong(comm::stream_phase(static_cast<uintptr_t>(handle)));
+}
+
 PyObject *py_comm_last_phase(PyObject *, PyObject *) {
   return PyLong_FromLong(comm::last_phase());
 }
@@ -286,6 +293,9 @@ PyMethodDef methods[] = {
     {"comm_schedule", py_comm_schedule, METH_O,
      "comm_schedule(enter, /)\n--\n\nA pipeline schedule's step() begins (True) / ends on "
      "this thread: its p2p waits are the bubble."},
+    {"comm_stream_phase", py_comm_stream_phase, METH_O,
+     "comm_stream_phase(handle, /)\n--\n\nThe exposed phase of the last collective launched "
+     "while the stream with this raw handle was current, or -1."},
     {"comm_last_phase", py_comm_last_phase, METH_NOARGS,
      "comm_last_phase()\n--\n\nThe exposed phase (an index of _C.phase_names()) of the last "
      "collective launched on this thread."},

@@ -71,6 +71,7 @@ class _Process:
         self.work_type: Any = None
         self.original_wait: Any = None   # Work.__dict__["wait"]
         self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
+        self.cuda: Dict[Any, Dict[str, Any]] = {}  # class -> {method: its own}
 
     def install(self, module: Any) -> None:
         import torch
@@ -91,6 +92,7 @@ class _Process:
         self.module, self.work_type, self.original_wait = module, work_type, original
         work_type.wait = observed
         self.patch_schedules()
+        self.patch_cuda(torch)
 
     def uninstall(self) -> None:
         if self.work_type is not None:
@@ -99,6 +101,24 @@ class _Process:
         for cls, step in self.schedules.items():
             cls.step = step
         self.schedules.clear()
+        for cls, methods in self.cuda.items():
+            for name, method in methods.items():
+                setattr(cls, name, method)
+        self.cuda.clear()
+
+    def patch_cuda(self, torch: Any) -> None:
+        """On a CUDA machine: the compute stream waiting on an event recorded
+        on a stream a collective ran on is exposed communication (FSDP2 waits
+        for its all-gathers and reduce-scatters that way, outside c10d)."""
+        cuda = getattr(torch, "cuda", None)
+        if cuda is None or not cuda.is_available():
+            return
+        record, wait_event = cuda_wait_patches(cuda.Event.record, cuda.Stream.wait_event,
+                                               cuda.current_stream, self.module.comm_stream_phase)
+        self.cuda[cuda.Event] = {"record": cuda.Event.record}
+        self.cuda[cuda.Stream] = {"wait_event": cuda.Stream.wait_event}
+        cuda.Event.record = record
+        cuda.Stream.wait_event = wait_event
 
     def patch_schedules(self) -> None:
         """Wrap the schedules' ``step`` (once the module is imported: it is not
@@ -115,6 +135,35 @@ class _Process:
 
 
 _PROCESS = _Process()
+
+
+def cuda_wait_patches(record: Any, wait_event: Any, current_stream: Any,
+                      stream_phase: Any) -> Any:
+    """``(Event.record, Stream.wait_event)`` observed: an event recorded on a
+    stream a device collective was launched on carries that collective's
+    phase (``stream_phase(handle)``: the C++ observer's), and a stream's
+    wait for such an event is bracketed by it in this thread's trackers --
+    on the GPU timeline, the time the waiting (compute) stream stalled."""
+    begin, end = _C.comm_wait_begin, _C.comm_wait_end
+
+    def observed_record(event: Any, stream: Any = None) -> Any:
+        result = record(event, stream)
+        phase = stream_phase((stream if stream is not None else current_stream()).cuda_stream)
+        event._mfu_comm_phase = phase if phase >= 0 else None
+        return result
+
+    def observed_wait_event(stream: Any, event: Any) -> Any:
+        phase = getattr(event, "_mfu_comm_phase", None)
+        if phase is None:
+            return wait_event(stream, event)
+        begin(phase)
+        try:
+            return wait_event(stream, event)
+        finally:
+            end()
+
+    observed_record.__doc__, observed_wait_event.__doc__ = record.__doc__, wait_event.__doc__
+    return observed_record, observed_wait_event
 
 
 def _make_step(mark: Any, original: Any) -> Any:

@@ -58,13 +58,14 @@ step-boundary timing on any rank.
 The straggler *culprit* under DDP / FSDP comes from the phases (issue 11):
 when every rank marked phases, each row carries its seconds per step per
 phase, and a rank's *busy* time is its step period less its exposed
-communication (the time it waited for its peers after handing over its last
-gradient bucket, measured by ``Tracker.attach_ddp``'s hook). The rank with
+communication (the time it waited for its peers inside collectives) and
+pipeline bubble. The rank with
 the most busy time is ``straggler_rank``; ``straggler_lost`` is the other
 ranks' mean (busy_straggler - busy_r) over the job's step time -- the share of
-the step they spent waiting for it. Without the communication phase (no
-hook, FSDP2) busy time equals the period and the straggler figures only
-reflect noise (``straggler_lost`` near 0). The global waterfall
+the step they spent waiting for it. The communication observer marks the
+waits of every collective (DDP, FSDP, DTensor, p2p) with no hook; without
+it (``comm=False`` and no hook) busy time equals the period and the
+straggler figures only reflect noise (``straggler_lost`` near 0). The global waterfall
 (``mfu_lost/*``) is the peak-weighted mean of the ranks' shares -- the weights
 of the global MFU -- so it still adds up to 1 with ``mfu``; ``phase_s/*`` is
 the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
@@ -78,6 +79,13 @@ sum_r A_r / sum_r measured_r; ``power_w`` is the sum over ranks of each
 rank's own device reading, so ``energy_j_per_token`` and ``tflops_per_watt``
 are the job's; ``sm_clock_mhz`` is the mean, ``clock_ratio`` the lowest and
 ``throttled`` 1 when any rank reports a throttle reason.
+
+Communication (issue 24) is global the same way, when every rank observes
+its own: payload bytes and exposed seconds per kind are the mean over ranks,
+bus bandwidth, ``net_utilization`` and ``comm_overlap`` the mean over the
+ranks that measured them, ``comm_s_max`` the largest rank's exposed total.
+A rank's busy time leaves out its exposed communication *and* its pipeline
+bubble (both are waiting for peers).
 
 The collective itself (the side group, the gather, the bounded wait) is in
 :mod:`mfu_tracker.distributed._collective`.

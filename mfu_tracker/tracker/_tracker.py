@@ -253,7 +253,8 @@ class Tracker(_C.StepTracker):
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
     ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
     step: "data", "forward", "backward", "optimizer" (and "communication",
-    exposed communication, which the DDP hook of :meth:`attach_ddp` marks).
+    exposed communication, which the communication observer marks by itself
+    -- see below -- and a loop may mark by hand).
     An unknown name raises ``ValueError``. Each mark is one point on the
     tracker's clock, never a sync: on a GPU clock a phase lasts what the GPU
     timeline says, so a host stall (a data wait) while queued kernels still
@@ -270,7 +271,8 @@ class Tracker(_C.StepTracker):
     key                                   meaning
     ====================================  ===========================================================
     ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
-    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with compute)
+    ``{prefix}/mfu_lost/pipeline_bubble`` a pipeline stage waiting for its neighbours
     ``{prefix}/mfu_lost/optimizer``       the optimizer phase
     ``{prefix}/mfu_lost/recompute``       hfu - mfu (needs executed FLOPs)
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
@@ -281,6 +283,38 @@ class Tracker(_C.StepTracker):
     A phase never marked in the window has no key (its time is in ``other``).
     ``metrics()`` leaves its own time out of the step it falls in: the
     aggregation collective on either clock, the local call on the CPU clock.
+
+    **Communication.** Under an initialized process group (``comm`` not
+    False) the tracker observes every collective the process issues, with
+    no attach call -- DDP, FSDP1 / FSDP2, DTensor tensor / sequence / context
+    parallelism, all-to-all, broadcast, p2p, pipeline schedules
+    (:mod:`mfu_tracker.distributed._comm_observer`) -- and adds, per step over
+    the window (kinds: ``all_gather``, ``reduce_scatter``, ``all_reduce``,
+    ``all_to_all``, ``broadcast``, ``p2p``, ``other``):
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/comm_bytes/<kind>``        payload bytes per step (all-gather: its output; reduce-
+                                          scatter and all-to-all: their input; the rest: the tensor)
+    ``{prefix}/comm_s/<kind>``            exposed seconds per step: the compute stream (CPU clock:
+                                          the host) waiting for collectives of that kind
+    ``{prefix}/phase_s/communication``    the sum of ``comm_s``; ``mfu_lost/communication`` its share
+    ``{prefix}/phase_s/pipeline_bubble``  a stage's waits for its neighbours' p2p inside a
+                                          ``torch.distributed.pipelining`` schedule (not also
+                                          communication); ``mfu_lost/pipeline_bubble`` its share
+    ``{prefix}/comm_busbw_gbs/<kind>``    bus bandwidth, GB/s: payload / duration (launch to
+                                          completion) x nccl-tests' factor for the group's size
+    ``{prefix}/net_utilization``          bus bytes / what the groups' links carry in the same time
+                                          (link table: NVLink, xGMI, PCIe, InfiniBand, RoCE; needs a
+                                          known link or ``link_bandwidth_gbs``)
+    ``{prefix}/comm_overlap``             share of the collectives' time hidden under compute (GPU
+                                          clocks only)
+    ====================================  ===========================================================
+
+    Under a process group each is the mean over ranks, and
+    ``{prefix}/comm_s_max`` is the largest rank's exposed total; the
+    straggler takes exposed communication and the bubble out of busy time.
 
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
@@ -309,6 +343,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
     ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
                                                     seconds per step: step time less exposed communication
+                                                    and pipeline bubble
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
@@ -408,6 +443,18 @@ class Tracker(_C.StepTracker):
             seconds) -- the input of ``mfu-tracker report``. Only rank 0
             writes; a failing write gives one warning and stops the logging
             (:mod:`mfu_tracker.tracker._metrics_log`). None: no log.
+        comm: observe the process's collectives (see "Communication"):
+            None (yes, under an initialized process group), True (require
+            one: ValueError without) or False (no: exposed communication
+            stays in the phases it interrupts, as :meth:`attach_ddp`'s
+            marking hook leaves it). Needs the C++ observer
+            (``mfu_tracker._torch``; without it, one warning and no keys).
+            Construction then gathers the ranks' host names once on the
+            tracker's own group; afterwards nothing communicates.
+        link_bandwidth_gbs: the link peak every group's ``net_utilization``
+            is measured against, GB/s per direction, instead of the link
+            table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
+            or RoCE ports, shared by its ranks, across nodes).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
