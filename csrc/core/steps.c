@@ -471,7 +471,7 @@ void mfu_steps_poll(mfu_steps *s)
  * launch) on a new mark on `stream`, when a step is open to charge
  * (steps.h, "Phases"). *appended (may be NULL) says whether it was. */
 static mfu_status mark_record(mfu_steps *s, enum mark_kind kind, const struct record *proto,
-                              uintptr_t stream, int *appended)
+                              uintptr_t stream, const uint64_t *at_ns, int *appended)
 {
     struct record *r;
     uint64_t id;
@@ -484,7 +484,8 @@ static mfu_status mark_record(mfu_steps *s, enum mark_kind kind, const struct re
         return MFU_ERR_NO_MEMORY;
     if (!s->step_open)
         return MFU_OK;
-    status = take_mark_on(s, stream, &id);
+    status = at_ns != NULL ? mfu_timer_mark_at(s->timer, *at_ns, &id)
+                           : take_mark_on(s, stream, &id);
     if (status != MFU_OK)
         return status;
     if (!s->step_open) /* the mark fell back: the next boundary restarts */
@@ -510,7 +511,7 @@ static mfu_status mark_within_step(mfu_steps *s, enum mark_kind kind, uint8_t ph
     struct record proto;
     memset(&proto, 0, sizeof proto);
     proto.phase = phase;
-    return mark_record(s, kind, &proto, s->config.stream, NULL);
+    return mark_record(s, kind, &proto, s->config.stream, NULL, NULL);
 }
 
 /* The phase running with the stack as it is now. */
@@ -620,7 +621,7 @@ mfu_status mfu_steps_comm_begin(mfu_steps *s, const mfu_comm_launch *launch,
     /* A host collective under a GPU clock: bytes, but no GPU-timeline time. */
     if (!launch->host || s->clock == MFU_CLOCK_CPU)
         proto.token = ++s->comm_next_token;
-    status = mark_record(s, MARK_COMM_BEGIN, &proto, s->config.stream, &appended);
+    status = mark_record(s, MARK_COMM_BEGIN, &proto, s->config.stream, NULL, &appended);
     if (status == MFU_OK && appended)
         *token = proto.token;
     return status;
@@ -634,7 +635,20 @@ mfu_status mfu_steps_comm_end(mfu_steps *s, uint64_t token, uintptr_t stream)
     memset(&proto, 0, sizeof proto);
     proto.phase = MFU_PHASE_NONE;
     proto.token = token;
-    return mark_record(s, MARK_COMM_END, &proto, stream, NULL);
+    return mark_record(s, MARK_COMM_END, &proto, stream, NULL, NULL);
+}
+
+mfu_status mfu_steps_comm_end_at(mfu_steps *s, uint64_t token, uint64_t monotonic_ns)
+{
+    struct record proto;
+    if (token == 0 || s->comm_window == NULL)
+        return MFU_OK;
+    if (s->clock != MFU_CLOCK_CPU)
+        return MFU_ERR_UNAVAILABLE;
+    memset(&proto, 0, sizeof proto);
+    proto.phase = MFU_PHASE_NONE;
+    proto.token = token;
+    return mark_record(s, MARK_COMM_END, &proto, 0, &monotonic_ns, NULL);
 }
 
 void mfu_steps_comm(mfu_steps *s, uint32_t *steps, mfu_comm_times *out)

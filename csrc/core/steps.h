@@ -367,6 +367,12 @@ mfu_status mfu_steps_comm_begin(mfu_steps *steps, const mfu_comm_launch *launch,
  * CPU clock). Token 0, or not enabled: a no-op. */
 mfu_status mfu_steps_comm_end(mfu_steps *steps, uint64_t token, uintptr_t stream);
 
+/* The collective of `token` completed at `monotonic_ns` (CLOCK_MONOTONIC,
+ * read by the thread that saw it complete), recorded later by a caller of
+ * this tracker: on the CPU clock only (MFU_ERR_UNAVAILABLE on a GPU clock,
+ * which times completions with events). Token 0, or not enabled: a no-op. */
+mfu_status mfu_steps_comm_end_at(mfu_steps *steps, uint64_t token, uint64_t monotonic_ns);
+
 /* Poll, then the sums over the window's steps (the same steps as
  * mfu_steps_phases'): *steps is their number. Zeros before enabling. */
 void mfu_steps_comm(mfu_steps *steps, uint32_t *steps_out, mfu_comm_times *out);

@@ -5,6 +5,7 @@
  * comm_wait_end() for the observer's Python side (the Work.wait wrapper).
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "mfu_module.h"
@@ -16,13 +17,30 @@ typedef struct {
     unsigned long thread; /* the thread that subscribed it */
 } sink_slot;
 
+/* A completion queued by done_at: its slot is ready once `seq` = the
+ * position it was claimed at + 1. */
+typedef struct {
+    _Atomic uint64_t seq;
+    mfu_comm_ticket ticket;
+    uint64_t monotonic_ns;
+} completion;
+
+enum { COMPLETIONS = 1024 };
+
 typedef struct {
     mfu_comm_api api; /* first: the capsule's pointer is the registry's */
     PyThread_type_lock lock;
     sink_slot slots[MFU_COMM_SINKS_MAX];
     uint32_t next_generation;
     volatile int active; /* sinks subscribed: read without the lock (a hint) */
+    /* done_at's queue: many producers (claim with `head`), one consumer at a
+     * time (the holder of `lock`, from `tail`). */
+    _Atomic uint64_t head, tail;
+    _Atomic uint64_t dropped;
+    completion queue[COMPLETIONS];
 } registry;
+
+static void drain_completions(registry *reg);
 
 /* A lock, waited for with the GIL released when this thread holds it
  * (py_comm.h, "Threads"). */
@@ -89,6 +107,7 @@ static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_phase phase,
     if (!reg->active)
         return;
     lock(reg->lock);
+    drain_completions(reg);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
         step_object *s = lock_sink(reg, i, 0);
         uint64_t token = 0;
@@ -106,10 +125,47 @@ static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_phase phase,
     PyThread_release_lock(reg->lock);
 }
 
+static void done_at(void *r, const mfu_comm_ticket *ticket, uint64_t monotonic_ns)
+{
+    registry *reg = r;
+    uint64_t at = atomic_load(&reg->head);
+    do {
+        if (at - atomic_load(&reg->tail) >= COMPLETIONS) {
+            atomic_fetch_add(&reg->dropped, 1);
+            return;
+        }
+    } while (!atomic_compare_exchange_weak(&reg->head, &at, at + 1));
+    reg->queue[at % COMPLETIONS].ticket = *ticket;
+    reg->queue[at % COMPLETIONS].monotonic_ns = monotonic_ns;
+    atomic_store_explicit(&reg->queue[at % COMPLETIONS].seq, at + 1, memory_order_release);
+}
+
+/* Record the queued completions, in order, in their sinks (the registry's
+ * lock held). */
+static void drain_completions(registry *reg)
+{
+    uint64_t tail = atomic_load(&reg->tail);
+    for (;; tail++) {
+        completion *c = &reg->queue[tail % COMPLETIONS];
+        if (atomic_load_explicit(&c->seq, memory_order_acquire) != tail + 1)
+            break;
+        for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
+            step_object *s;
+            if (c->ticket.generation[i] == 0
+                || (s = lock_sink(reg, i, c->ticket.generation[i])) == NULL)
+                continue;
+            (void)mfu_steps_comm_end_at(s->steps, c->ticket.token[i], c->monotonic_ns);
+            PyThread_release_lock(s->lock);
+        }
+        atomic_store(&reg->tail, tail + 1);
+    }
+}
+
 static void sink_done(void *r, const mfu_comm_ticket *ticket, uintptr_t stream)
 {
     registry *reg = r;
     lock(reg->lock);
+    drain_completions(reg);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
         step_object *s;
         if (ticket->generation[i] == 0)
@@ -131,6 +187,7 @@ static void sink_wait_begin(void *r, mfu_phase phase, unsigned flags, mfu_comm_w
     if (!reg->active)
         return;
     lock(reg->lock);
+    drain_completions(reg);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
         step_object *s = lock_sink(reg, i, 0);
         if (s == NULL)
@@ -153,6 +210,7 @@ static void sink_wait_end(void *r, const mfu_comm_wait *wait)
     if (!any)
         return;
     lock(reg->lock);
+    drain_completions(reg);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
         step_object *s;
         if (wait->generation[i] == 0)
@@ -335,6 +393,9 @@ PyObject *mfu_py_step_comm(PyObject *self, PyObject *Py_UNUSED(ignored))
     uint64_t unpaired;
     if (mfu_py_step_require_init(s) < 0)
         return NULL;
+    mfu_py_lock_acquire(registry_of(s)->lock); /* the completions queued so far */
+    drain_completions(registry_of(s));
+    PyThread_release_lock(registry_of(s)->lock);
     mfu_py_lock_acquire(s->lock);
     mfu_steps_comm(s->steps, &steps, &t);
     mfu_steps_phases(s->steps, &ph);
@@ -427,10 +488,16 @@ int mfu_py_comm_exec(PyObject *module)
     }
     reg->api = (mfu_comm_api){
         .abi_version = MFU_COMM_API_VERSION, .registry = reg, .active = sink_active,
-        .launch = sink_launch, .done = sink_done, .wait_begin = sink_wait_begin,
+        .launch = sink_launch, .done = sink_done, .done_at = done_at,
+        .now_ns = mfu_clock_monotonic_ns, .wait_begin = sink_wait_begin,
         .wait_end = sink_wait_end, .op_count = mfu_comm_op_count, .op_get = mfu_comm_op_get,
         .busbw_factor = mfu_comm_busbw_factor, .kind_phase = mfu_comm_kind_phase,
     };
+    atomic_init(&reg->head, 0);
+    atomic_init(&reg->tail, 0);
+    atomic_init(&reg->dropped, 0);
+    for (int i = 0; i < COMPLETIONS; i++)
+        atomic_init(&reg->queue[i].seq, 0);
     state->comm_registry = reg;
     capsule = PyCapsule_New(reg, MFU_COMM_API_CAPSULE, NULL);
     if (capsule == NULL)

@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define MFU_COMM_API_VERSION 2u
+#define MFU_COMM_API_VERSION 3u
 #define MFU_COMM_API_CAPSULE "mfu_tracker._C._comm_api"
 
 /* One collective in every sink: the sinks' tokens for its end. */
@@ -82,6 +82,15 @@ typedef struct mfu_comm_api {
     /* ... completed: mfu_steps_comm_end(token, stream) in the sinks of the
      * ticket still there. */
     void (*done)(void *registry, const mfu_comm_ticket *ticket, uintptr_t stream);
+    /* ... completed at `monotonic_ns` (mfu_clock_monotonic_ns), seen on a
+     * backend's own thread (a host collective): queued without a lock, and
+     * recorded (mfu_steps_comm_end_at) by the next call of any thread into
+     * the sinks, or by StepTracker.comm(). So a completion never contends
+     * with the training thread for a lock. A full queue drops it (the
+     * collective keeps its bytes, not its duration). */
+    void (*done_at)(void *registry, const mfu_comm_ticket *ticket, uint64_t monotonic_ns);
+    /* CLOCK_MONOTONIC now, ns (core/timing.h), for done_at. */
+    mfu_status (*now_ns)(uint64_t *now_ns);
     /* A wait (or a blocking launch) begins: open `phase` in the sinks the
      * flags select; ends: close it in those. */
     void (*wait_begin)(void *registry, mfu_phase phase, unsigned flags, mfu_comm_wait *wait);

@@ -21,8 +21,9 @@
 //     exposed communication on CPU-clock sinks (a blocking launch);
 //   - at completion: a callback on the Work's future takes the end mark, on
 //     the stream the callback runs on (it waits for the collective's events:
-//     ivalue::Future runs callbacks on streams synchronized with them) --
-//     the CPU clock reads the time;
+//     ivalue::Future runs callbacks on streams synchronized with them); a
+//     host collective's callback, on the backend's thread, reads the time and
+//     queues it (py_comm.h, done_at);
 //   - waits: wait_tensor (functional collectives, DTensor) is bracketed by
 //     the kind's phase; a collective launched inside a backward pass queues
 //     autograd final callbacks around the callbacks queued after it, which
@@ -275,7 +276,15 @@ void on_completion(torch::jit::Stack *stack, size_t nreturns, const mfu_comm_tic
       auto work = value.toCustomClass<c10d::Work>();
       work->getFuture()->addCallback([ticket](c10::ivalue::Future &future) {
         g_counters.completions++;
-        g_api->done(g_api->registry, &ticket, callback_stream(future));
+        const uintptr_t stream = callback_stream(future);
+        uint64_t now_ns;
+        // A host collective completes on the backend's thread: its time is
+        // queued, not recorded here (no lock shared with the training
+        // thread); a device one marks the stream the callback runs on.
+        if (stream == 0 && g_api->now_ns(&now_ns) == MFU_OK)
+          g_api->done_at(g_api->registry, &ticket, now_ns);
+        else
+          g_api->done(g_api->registry, &ticket, stream);
       });
     } catch (const std::exception &) {
       g_counters.errors++; // no future: the collective has bytes, no duration
