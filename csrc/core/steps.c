@@ -217,8 +217,8 @@ static void account_comm_end(mfu_steps *s, const struct record *r, int known, do
         return;
     }
     slot->token = 0;
-    if (!known || !slot->known)
-        return;
+    if (!known || !slot->known || !(t >= slot->begin_s))
+        return; /* a completion timed before its launch is not a duration */
     kind = slot->launch.kind;
     duration = t - slot->begin_s;
     bus = slot->launch.bus_bytes;
@@ -599,9 +599,13 @@ int mfu_steps_comm_enabled(const mfu_steps *s)
     return s->comm_window != NULL && !s->closed;
 }
 
+/* A kind in range, bytes finite >= 0, bus bytes and the link NaN (unknown)
+ * or finite >= 0. */
 static int valid_launch(const mfu_comm_launch *launch)
 {
-    return (unsigned)launch->kind < MFU_COMM_KIND_COUNT && usable(launch->bytes);
+    return (unsigned)launch->kind < MFU_COMM_KIND_COUNT && usable(launch->bytes)
+           && usable_or_unknown(launch->bus_bytes)
+           && usable_or_unknown(launch->link_bytes_per_sec);
 }
 
 mfu_status mfu_steps_comm_begin(mfu_steps *s, const mfu_comm_launch *launch,

@@ -358,8 +358,10 @@ int mfu_steps_comm_enabled(const mfu_steps *steps);
 /* A collective launched: one mark on the tracker's stream. *token (never
  * NULL) is 0 when nothing will pair with an end (not enabled, no step open,
  * a host collective under a GPU clock), else the token mfu_steps_comm_end
- * takes. MFU_ERR_INVALID_ARGUMENT: a kind out of range or bytes not finite
- * >= 0 (nothing recorded); a failed mark as for mfu_steps_step. */
+ * takes. MFU_ERR_INVALID_ARGUMENT: a kind out of range, bytes not finite
+ * >= 0, bus bytes or the link neither NaN nor finite >= 0 (nothing
+ * recorded); a failed mark as for mfu_steps_step. An end timed before its
+ * begin (a clock going back) gives no duration. */
 mfu_status mfu_steps_comm_begin(mfu_steps *steps, const mfu_comm_launch *launch,
                                 uint64_t *token);
 
