@@ -300,7 +300,7 @@ def test_attach_ddp_with_the_observer_counts_once(world_of_one):
 
 
 def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
-    """FSDP2 on a GPU waits for its collectives with ``current_stream().
+    """FSDP2 (FSDP1) on a GPU waits for its collectives with ``current_stream().
     wait_event(event)``, outside c10d: an event recorded on a stream a
     collective was launched on carries the collective's phase, and a wait on
     it is bracketed (stand-ins for torch.cuda's Event / Stream: this torch
@@ -327,9 +327,13 @@ def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
         time.sleep(0.01 if event is comm_event else 0.06)  # the compute stream stalls
         log.append(("wait", stream.cuda_stream))
 
+    def wait_stream(stream, other):
+        time.sleep(0.01 if other.cuda_stream == 0xA6 else 0.06)
+        log.append(("wait_stream", other.cuda_stream))
+
     compute = Stream(0xC0)
-    observed_record, observed_wait = cuda_wait_patches(
-        record, wait_event, lambda: compute, lambda handle: launched_on.get(handle, -1))
+    observed_record, observed_wait, observed_wait_stream = cuda_wait_patches(
+        record, wait_event, wait_stream, lambda: compute, lambda handle: launched_on.get(handle, -1))
     comm_event, other_event = Event(), Event()
     t = Tracker(1e9, spec=SPEC, clock="cpu", warmup=0)
     t.step()
@@ -337,10 +341,13 @@ def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
     observed_record(other_event)                  # on the compute stream: no collective
     observed_wait(compute, comm_event)
     observed_wait(compute, other_event)
+    observed_wait_stream(compute, Stream(0xA6))   # FSDP1: the stream itself
+    observed_wait_stream(compute, Stream(0xB0))   # a stream no collective ran on
     t.step()
     local = t.summary()
-    assert log == [("record", 0xA6), ("record", None), ("wait", 0xC0), ("wait", 0xC0)]
+    assert log == [("record", 0xA6), ("record", None), ("wait", 0xC0), ("wait", 0xC0),
+                   ("wait_stream", 0xA6), ("wait_stream", 0xB0)]
     assert comm_event._mfu_comm_phase == ag and other_event._mfu_comm_phase is None
-    assert set(local["comm_s"]) == {"all_gather"}              # one wait, not two
-    assert 0.01 <= local["comm_s"]["all_gather"] < 0.06        # the first stall, not the second
+    assert set(local["comm_s"]) == {"all_gather"}              # two waits of four
+    assert 0.02 <= local["comm_s"]["all_gather"] < 0.12        # the 10 ms stalls, not the 60 ms
     t.close()

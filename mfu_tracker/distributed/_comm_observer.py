@@ -47,7 +47,7 @@ import warnings
 from typing import Any, Dict, Iterator, Optional, Set
 
 from .. import _C
-from ._links import GroupLinks, gather_hosts, process_groups
+from ._links import GroupLinks, process_groups
 
 __all__ = ["CommObservation", "observe", "unobserved"]
 
@@ -108,17 +108,21 @@ class _Process:
 
     def patch_cuda(self, torch: Any) -> None:
         """On a CUDA machine: the compute stream waiting on an event recorded
-        on a stream a collective ran on is exposed communication (FSDP2 waits
-        for its all-gathers and reduce-scatters that way, outside c10d)."""
+        on a stream a collective ran on, or on that stream itself, is exposed
+        communication (FSDP2 and FSDP1 wait for their all-gathers and
+        reduce-scatters that way, outside c10d)."""
         cuda = getattr(torch, "cuda", None)
         if cuda is None or not cuda.is_available():
             return
-        record, wait_event = cuda_wait_patches(cuda.Event.record, cuda.Stream.wait_event,
-                                               cuda.current_stream, self.module.comm_stream_phase)
+        record, wait_event, wait_stream = cuda_wait_patches(
+            cuda.Event.record, cuda.Stream.wait_event, cuda.Stream.wait_stream,
+            cuda.current_stream, self.module.comm_stream_phase)
         self.cuda[cuda.Event] = {"record": cuda.Event.record}
-        self.cuda[cuda.Stream] = {"wait_event": cuda.Stream.wait_event}
+        self.cuda[cuda.Stream] = {"wait_event": cuda.Stream.wait_event,
+                                  "wait_stream": cuda.Stream.wait_stream}
         cuda.Event.record = record
         cuda.Stream.wait_event = wait_event
+        cuda.Stream.wait_stream = wait_stream
 
     def patch_schedules(self) -> None:
         """Wrap the schedules' ``step`` (once the module is imported: it is not
@@ -137,13 +141,14 @@ class _Process:
 _PROCESS = _Process()
 
 
-def cuda_wait_patches(record: Any, wait_event: Any, current_stream: Any,
+def cuda_wait_patches(record: Any, wait_event: Any, wait_stream: Any, current_stream: Any,
                       stream_phase: Any) -> Any:
-    """``(Event.record, Stream.wait_event)`` observed: an event recorded on a
-    stream a device collective was launched on carries that collective's
-    phase (``stream_phase(handle)``: the C++ observer's), and a stream's
-    wait for such an event is bracketed by it in this thread's trackers --
-    on the GPU timeline, the time the waiting (compute) stream stalled."""
+    """``(Event.record, Stream.wait_event, Stream.wait_stream)`` observed: an
+    event recorded on a stream a device collective was launched on carries
+    that collective's phase (``stream_phase(handle)``: the C++ observer's),
+    and a stream's wait for such an event, or for such a stream, is
+    bracketed by it in this thread's trackers -- on the GPU timeline, the
+    time the waiting (compute) stream stalled."""
     begin, end = _C.comm_wait_begin, _C.comm_wait_end
 
     def observed_record(event: Any, stream: Any = None) -> Any:
@@ -162,8 +167,19 @@ def cuda_wait_patches(record: Any, wait_event: Any, current_stream: Any,
         finally:
             end()
 
+    def observed_wait_stream(stream: Any, other: Any) -> Any:
+        phase = stream_phase(other.cuda_stream)
+        if phase < 0:
+            return wait_stream(stream, other)
+        begin(phase)
+        try:
+            return wait_stream(stream, other)
+        finally:
+            end()
+
     observed_record.__doc__, observed_wait_event.__doc__ = record.__doc__, wait_event.__doc__
-    return observed_record, observed_wait_event
+    observed_wait_stream.__doc__ = wait_stream.__doc__
+    return observed_record, observed_wait_event, observed_wait_stream
 
 
 def _make_step(mark: Any, original: Any) -> Any:
@@ -254,7 +270,7 @@ class CommObservation:
                     _PROCESS.uninstall()
 
 
-def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int, world_size: int,
+def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int,
             device_name: Optional[str], on_gpu: bool,
             link_bandwidth_gbs: Optional[float]) -> Optional[CommObservation]:
     """Subscribe ``tracker`` to the process's communication (module: the
@@ -270,9 +286,7 @@ def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int, world_size
             _PROCESS.install(module)
         _PROCESS.observations += 1
     module.comm_start()
-    group = getattr(aggregator, "group", None)
-    with unobserved():
-        hosts = gather_hosts(group, world_size) if group is not None else None
+    hosts = getattr(aggregator, "hosts", None)  # gathered with its group
     fallback = None if link_bandwidth_gbs is None else float(link_bandwidth_gbs) * 1e9
     links = GroupLinks(device_name, hosts, rank, fallback)
     # A CPU has no link in the table: its runs leave net_utilization out

@@ -14,8 +14,10 @@ A group whose link is unknown has none: its collectives do not enter
 ``net_utilization`` (and when none does, the key is absent, with one
 warning).
 
-The hosts of every rank are gathered once, when the tracker is created, on
-its own gloo group (``Aggregator``): no collective of its own afterwards.
+The hosts of every rank are gathered once, when the tracker's own gloo group
+is created (``Aggregator``, on every rank alike): no collective of its own
+afterwards. A tracker that does not aggregate (``distributed=False``) has no
+hosts: its groups' links are unknown unless ``link_bandwidth_gbs`` is given.
 """
 from __future__ import annotations
 

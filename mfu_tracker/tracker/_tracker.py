@@ -158,8 +158,8 @@ def _communication(tracker: "Tracker", comm: Optional[bool], link_bandwidth_gbs:
         spec = peak.spec
         device_name = spec.name if spec is not None and spec.source == "datasheet" else None
         return observe(tracker, module, aggregator=agg, rank=dist.get_rank(),
-                       world_size=dist.get_world_size(), device_name=device_name,
-                       on_gpu=kind != "cpu", link_bandwidth_gbs=link_bandwidth_gbs)
+                       device_name=device_name, on_gpu=kind != "cpu",
+                       link_bandwidth_gbs=link_bandwidth_gbs)
     except Exception as exc:  # noqa: BLE001 -- a fault here must not stop the run
         warnings.warn(f"mfu_tracker: Tracker: communication is not observed ({exc}); the "
                       f"comm_* keys are left out and exposed communication stays in the "
@@ -414,8 +414,9 @@ class Tracker(_C.StepTracker):
             process group is initialized when the tracker is created), True
             (require one: ValueError without) or False (never communicate).
             A distributed tracker's construction creates a gloo process group
-            -- a collective: construct it on every rank, in the same order
-            relative to your other ``new_group()`` calls.
+            and gathers the ranks' host names on it -- collectives: construct
+            it on every rank, in the same order relative to your other
+            ``new_group()`` calls.
         distributed_timeout: seconds a rank waits in the aggregation for the
             others before it gives up (one warning, local figures after).
         tensor_parallel, sequence_parallel, context_parallel,
@@ -449,8 +450,9 @@ class Tracker(_C.StepTracker):
             stays in the phases it interrupts, as :meth:`attach_ddp`'s
             marking hook leaves it). Needs the C++ observer
             (``mfu_tracker._torch``; without it, one warning and no keys).
-            Construction then gathers the ranks' host names once on the
-            tracker's own group; afterwards nothing communicates.
+            The links' hosts come from the one gather of host names a
+            distributed tracker makes when it creates its group; afterwards
+            nothing communicates outside ``metrics()``.
         link_bandwidth_gbs: the link peak every group's ``net_utilization``
             is measured against, GB/s per direction, instead of the link
             table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
