@@ -1,4 +1,4 @@
-"""One torchrun worker for tests/distributed/test_communication.py (issue 24):
+"""One torchrun worker for tests/distributed/test_distributed_communication.py (issue 24):
 ``comm_worker.py OUTDIR [CASE ...]``; every rank runs the cases in order,
 each with a Tracker of its own created with no attach call, and writes
 ``OUTDIR/rank{r}.json``: per case, the global metrics of each aggregation,
