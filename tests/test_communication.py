@@ -4,7 +4,7 @@ from Python (checked against torch's own operator schemas), the links
 and the bubble by hand, the job's figures by hand (combine), and the GPU
 timeline on the fake driver through Tracker: exposure and overlap exact,
 zero synchronizing calls. Multi-rank behaviour: tests/distributed/
-test_communication.py (torchrun)."""
+test_distributed_communication.py (torchrun)."""
 from __future__ import annotations
 
 import math
