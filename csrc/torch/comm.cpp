@@ -83,6 +83,12 @@ thread_local int t_last_kind = MFU_COMM_OTHER;
 // the hosts' gather): they pass through unrecorded.
 thread_local int t_suspended = 0;
 
+// The last collective this thread launched whose Work has no future (gloo's
+// reduce-scatter): its completion is the end of the next wait for a Work
+// without an op type on this thread (comm_wait.cpp).
+thread_local mfu_comm_ticket t_untimed{};
+thread_local bool t_has_untimed = false;
+
 struct Counters {
   std::atomic<int64_t> collectives{0}, skipped{0}, waits{0}, backward_waits{0},
       completions{0}, errors{0};
@@ -272,9 +278,16 @@ void on_completion(torch::jit::Stack *stack, size_t nreturns, const mfu_comm_tic
     const c10::IValue &value = (*stack)[i];
     if (!value.isObject())
       continue;
+    c10::intrusive_ptr<c10::ivalue::Future> future;
     try {
-      auto work = value.toCustomClass<c10d::Work>();
-      work->getFuture()->addCallback([ticket](c10::ivalue::Future &future) {
+      future = value.toCustomClass<c10d::Work>()->getFuture();
+    } catch (const std::exception &) {
+      t_untimed = ticket; // timed at its wait (comm_wait.cpp)
+      t_has_untimed = true;
+      return;
+    }
+    try {
+      future->addCallback([ticket](c10::ivalue::Future &future) {
         g_counters.completions++;
         const uintptr_t stream = callback_stream(future);
         uint64_t now_ns;
@@ -505,6 +518,14 @@ void set_fallback_link(double bytes_per_sec) {
 void suspend(bool on) { t_suspended += on ? 1 : (t_suspended > 0 ? -1 : 0); }
 
 bool suspended() { return t_suspended > 0; }
+
+void complete_untimed() {
+  uint64_t now_ns;
+  if (!t_has_untimed || g_api->now_ns(&now_ns) != MFU_OK)
+    return;
+  t_has_untimed = false;
+  g_api->done_at(g_api->registry, &t_untimed, now_ns);
+}
 
 int stream_phase(uintptr_t handle) {
   const LaunchStream &slot = g_streams[(handle >> 4) % kStreams];

@@ -3,9 +3,9 @@
 // (mfu_tracker/distributed/_comm_observer.py installs and removes it).
 //
 // A wait is exposed communication of the kind its Work names (its OpType:
-// the phase table given at install); a Work without one (UNKNOWN: made
-// from a future, gloo's reduce-scatter) waits for the last collective this
-// thread launched; a p2p Work waited for inside a pipeline schedule's step()
+// the phase table given at install); a Work without one (UNKNOWN: gloo's
+// reduce-scatter) waits for the last collective this thread launched, and,
+// having no future to time it, completes when that wait returns; a p2p Work waited for inside a pipeline schedule's step()
 // is the pipeline bubble. The wait is bracketed by that phase in the sinks
 // created on this thread (csrc/python/py_comm.h). In C++ because it runs for
 // every collective: a method descriptor is called without a bound-method
@@ -31,7 +31,8 @@ struct WaitState {
 WaitState g_wait;
 thread_local int t_schedule = 0; // inside a pipeline schedule's step()
 
-int phase_of(PyObject *work) {
+// The phase of a wait for `work`; *untimed: a Work without an op type.
+int phase_of(PyObject *work, bool *untimed) {
   PyObject *value = PyObject_CallMethodNoArgs(work, g_wait.get_op_type);
   if (value == nullptr) {
     PyErr_Clear();
@@ -45,8 +46,10 @@ int phase_of(PyObject *work) {
   }
   if (t_schedule > 0 && g_wait.p2p[op])
     return g_wait.bubble;
-  if (op == g_wait.unknown)
+  if (op == g_wait.unknown) {
+    *untimed = true;
     return last_phase();
+  }
   return g_wait.phase[op];
 }
 
@@ -67,12 +70,16 @@ PyObject *observed_wait(PyObject *self, PyObject *const *args, Py_ssize_t nargsf
   for (Py_ssize_t i = 0; i < nargs + nkw; i++)
     stack[1 + i] = args[i];
   mfu_comm_wait wait{};
+  bool untimed = false;
   const bool observe = !suspended() && sinks_active();
   if (observe)
-    begin_wait(phase_of(self), &wait);
+    begin_wait(phase_of(self, &untimed), &wait);
   PyObject *result = PyObject_Vectorcall(g_wait.original, stack, 1 + nargs, kwnames);
-  if (observe)
+  if (observe) {
+    if (untimed && result != nullptr)
+      complete_untimed(); // it had no future: it is done when its wait returns
     end_wait(&wait);
+  }
   if (stack != small)
     PyMem_Free(stack);
   return result;

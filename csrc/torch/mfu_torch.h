@@ -196,6 +196,9 @@ void suspend(bool on);
 int last_phase();
 /* Whether this thread runs a tracker's own collectives now. */
 bool suspended();
+/* A wait for a Work without an op type (nor a future) returned: the last
+ * such collective this thread launched completed now. */
+void complete_untimed();
 /* The exposed phase of the last collective launched while the stream with
  * raw handle `handle` was current, or -1 (none, or a host stream). */
 int stream_phase(uintptr_t handle);

@@ -77,7 +77,12 @@ def test_no_warnings_and_every_key_adds_up(ranks):
             _adds_up(out[case]["metrics"])
             local = out[case]["local"]
             # locally phase_s/communication is the fsum of comm_s, exactly
-            assert local["phase_s"]["communication"] == math.fsum(local["comm_s"].values())
+            # (a GPipe stage's every wait is p2p inside its schedule: the bubble)
+            assert bool(local["comm_s"]) == (case != "gpipe"), case
+            if case == "gpipe":
+                assert "communication" not in local["phase_s"]
+            else:
+                assert local["phase_s"]["communication"] == math.fsum(local["comm_s"].values())
         for window in out["ddp"]["windows"]:
             _adds_up(window["metrics"])
 
@@ -93,7 +98,9 @@ def test_fsdp2_bytes_per_kind_by_hand(ranks):
         assert local["comm_bytes"] == {"all_gather": 2 * params, "reduce_scatter": params}
         assert _family(m, "comm_bytes") == {"all_gather": 2 * params, "reduce_scatter": params}
         assert set(_family(m, "comm_s")) == {"all_gather", "reduce_scatter"}
-        assert _family(m, "comm_busbw_gbs")["all_gather"] > 0.0
+        # gloo's reduce-scatter Work has no future: timed launch to its wait's return
+        busbw = _family(m, "comm_busbw_gbs")
+        assert set(busbw) == {"all_gather", "reduce_scatter"} and min(busbw.values()) > 0.0
         assert "throughput/comm_overlap" not in m  # GPU only
         assert "throughput/net_utilization" not in m  # a CPU has no link in the table
 
@@ -124,8 +131,10 @@ def test_bare_ddp_loop_names_the_straggler_in_20_of_20_windows(ranks):
         # DDP's one-time bucket rebuild (its second step) broadcasts bucket indices
         assert bytes_ == ({} if i > 0 else {"broadcast": bytes_.get("broadcast")})
         # link_bandwidth_gbs=10 for every group: utilization = busbw / 10 GB/s
-        assert local["net_utilization"] == pytest.approx(
-            local["comm_busbw_gbs"]["all_reduce"] / LINK_GBS, rel=1e-9)
+        # (one kind in the window: the rebuild's broadcast is in the first)
+        if set(local["comm_busbw_gbs"]) == {"all_reduce"}:
+            assert local["net_utilization"] == pytest.approx(
+                local["comm_busbw_gbs"]["all_reduce"] / LINK_GBS, rel=1e-9)
         assert "throughput/net_utilization" in m
 
 

@@ -158,7 +158,8 @@ def test_ddp(tmp_path):
         m = rec0["metrics"]
         # no attach_ddp: DDP's all-reduce (and its one-time bucket rebuild's
         # broadcast, in the first windows) observed all the same
-        assert keys(m) - comm_keys("broadcast") == GLOBAL_KEYS | comm_keys("all_reduce")
+        rebuild = {f"{family}/broadcast" for family in ("comm_bytes", "comm_s", "comm_busbw_gbs")}
+        assert keys(m) - rebuild == GLOBAL_KEYS | comm_keys("all_reduce")
         # DDP syncs every step, so both ranks' periods are the slowest's: rank 1's
         # 4x work shows in its MFU, the top of the per-rank spread.
         assert rec1["summary"]["mfu"] == m["throughput/mfu_rank_max"]
