@@ -1,6 +1,6 @@
 """Communication on the parallel stack, with no attach call (issue 24):
 ``torchrun --nproc_per_node=2`` on gloo, CPU, one launch for every case
-(scripts/comm_worker.py: FSDP2, a bare DDP loop over 20 windows, DTensor
+(scripts/comm_worker.py: FSDP2, FSDP1, a bare DDP loop over 20 windows, DTensor
 tensor parallelism, a Ulysses all-to-all, a 2-stage GPipe schedule).
 
 References: bytes by hand from the parameter and activation shapes written
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "scripts" / "comm_worker.py"
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 LAUNCH_TIMEOUT_S = 300
-CASES = ("fsdp2", "ddp", "tp", "a2a", "gpipe")
+CASES = ("fsdp2", "fsdp1", "ddp", "tp", "a2a", "gpipe")
 # comm_worker's constants
 SLOW_S, DELAY_S, WINDOWS, LINK_GBS = 0.03, 0.02, 20, 10.0
 M, P = 4, 2  # micro-batches, pipeline stages
@@ -73,7 +73,7 @@ def test_no_warnings_and_every_key_adds_up(ranks):
     for out in ranks:
         for case in CASES:
             assert out[case]["warnings"] == [], case
-        for case in ("fsdp2", "tp", "a2a", "gpipe"):
+        for case in ("fsdp2", "fsdp1", "tp", "a2a", "gpipe"):
             _adds_up(out[case]["metrics"])
             local = out[case]["local"]
             # locally phase_s/communication is the fsum of comm_s, exactly
@@ -112,6 +112,20 @@ def test_fsdp2_slow_rank_is_the_others_exposed_communication(ranks):
     assert 0.6 * SLOW_S <= extra <= 3.0 * SLOW_S
     assert fast["metrics"]["throughput/straggler_rank"] == 1.0
     assert fast["metrics"]["throughput/mfu_lost/communication"] > 0.0
+
+
+def test_fsdp1_bytes_by_hand_and_the_slow_rank(ranks):
+    # one flat parameter P = 1,052,672 B (even: no padding for 2 ranks); the
+    # root unit keeps it gathered from forward to backward: one all-gather
+    # (output) P, one reduce-scatter (input) P per step
+    params = 4 * (256 * 256 + 256) * 4
+    for out in ranks:
+        m = out["fsdp1"]["metrics"]
+        assert out["fsdp1"]["local"]["comm_bytes"] == {"all_gather": params, "reduce_scatter": params}
+        assert _family(m, "comm_bytes") == {"all_gather": params, "reduce_scatter": params}
+        assert m["throughput/straggler_rank"] == 1.0
+    extra = _local_comm_s(ranks[0]["fsdp1"]) - _local_comm_s(ranks[1]["fsdp1"])
+    assert 0.6 * SLOW_S <= extra <= 3.0 * SLOW_S
 
 
 def test_bare_ddp_loop_names_the_straggler_in_20_of_20_windows(ranks):

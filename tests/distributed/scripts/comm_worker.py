@@ -8,6 +8,8 @@ Cases (gloo, CPU, 2 ranks):
   fsdp2     fully_shard on 4 Linear(256, 256) layers and the root; rank 1
             sleeps SLOW_S in every forward: bytes per kind, the other rank's
             exposed communication, straggler_rank.
+  fsdp1     FullyShardedDataParallel over the same 4 layers, one flat
+            parameter: the same slow rank 1.
   ddp       a bare DDP loop, phases marked, no attach_ddp: WINDOWS windows of
             STEPS_PER_WINDOW steps, rank (window % 2) sleeping DELAY_S in each
             forward of its window; metrics() after each window.
@@ -73,14 +75,29 @@ def phased_step(t: Tracker, model: nn.Module, opt, x: torch.Tensor, sleep_s: flo
     t.step()
 
 
+def four_linears() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(*[nn.Linear(256, 256) for _ in range(4)])
+
+
 def case_fsdp2(rank: int) -> dict:
     from torch.distributed.fsdp import fully_shard
 
-    torch.manual_seed(0)
-    model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(4)])
+    model = four_linears()
     for layer in model:
         fully_shard(layer)
     fully_shard(model)
+    return slow_forward(rank, model)
+
+
+def case_fsdp1(rank: int) -> dict:
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    return slow_forward(rank, FullyShardedDataParallel(four_linears(), device_id=torch.device("cpu")))
+
+
+def slow_forward(rank: int, model: nn.Module) -> dict:
+    """7 phased steps, rank 1 sleeping SLOW_S in every forward; window 6."""
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     t = tracker(window=6)
     x = torch.randn(8, 256)
