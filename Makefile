@@ -1,6 +1,7 @@
 # The README's two commands:
 #   make run   -- set everything up, then run the main job (a CPU training loop printing MFU)
-#                 and draw its report, docs/report.png
+#                 and draw its report, build/run/report.png (git ignores build/; `make
+#                 docs-report` copies it over the README's tracked docs/report.png, on purpose)
 #   make test  -- set everything up, then run the C core's tests and the pytest suite
 # Set-up is a virtual environment in .venv with the CPU build of torch 2.13.0,
 # the package installed editable (both extensions built), and the test extras.
@@ -19,17 +20,23 @@ CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
 CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
-.PHONY: run test build ctest pytest clean install-check
+.PHONY: run docs-report test build ctest pytest clean install-check
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
-# `mfu-tracker report` into docs/report.png (the README shows it).
+# `mfu-tracker report` into build/run/report.png. Everything it writes is
+# under build/: the tree stays clean. The README shows docs/report.png, which
+# only `make docs-report` replaces (a reviewed change, not a side effect).
 RUN_LOG := build/run/metrics.jsonl
+RUN_REPORT := build/run/report.png
 
 run: build
 	@mkdir -p build/run && rm -f $(RUN_LOG)
 	$(PY) examples/train_gpt2.py --log-path $(RUN_LOG)
-	$(PY) -m mfu_tracker report $(RUN_LOG) --out docs/report.png --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
+	$(PY) -m mfu_tracker report $(RUN_LOG) --out $(RUN_REPORT) --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
+
+docs-report: run
+	cp $(RUN_REPORT) docs/report.png
 
 # The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke;
 # then the installed package (install-check).
@@ -39,6 +46,9 @@ $(STAMP): pyproject.toml setup.py constraints-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --upgrade pip setuptools wheel
 	$(PIP) install torch==2.13.0
+	# "mfu-tracker" is the pure-Python peer's name (and this project's old one):
+	# both install mfu_tracker/, so never keep it beside torch-mfu.
+	$(PIP) uninstall -y -q mfu-tracker 2>/dev/null || true
 	MFU_TRACKER_WERROR=1 $(PIP) install --no-build-isolation -c constraints-test.txt -e '.[test]'
 	touch $@
 
@@ -187,7 +197,8 @@ pytest: build
 
 # ---- the package as users install it (tests/install/smoke.py) --------------
 # An sdist and a wheel (python -m build, isolated: no torch, so no _torch),
-# the wheel repaired to manylinux (auditwheel). Each goes into a fresh venv
+# the wheel repaired to manylinux (auditwheel) and checked (check_wheel.py:
+# no _torch binary; the distribution the README's install lines name). Each goes into a fresh venv
 # by a plain `pip install`, then the smoke script runs there: the sdist's
 # check builds the C++ observer at first use into a cache made empty here;
 # the wheel's check finds that build (same sources, same torch) and loads it.
@@ -212,6 +223,7 @@ install-check: $(IC_TOOLS)/.stamp $(IC_TORCH)/.stamp
 	rm -rf $(IC)/dist $(IC)/wheelhouse $(IC)/venv-sdist $(IC)/venv-wheel $(IC)/cache
 	$(IC_TOOLS)/bin/python -m build -q --outdir $(IC)/dist .
 	PATH=$(abspath $(IC_TOOLS))/bin:$$PATH auditwheel repair -w $(IC)/wheelhouse $(IC)/dist/*.whl
+	$(IC_TOOLS)/bin/python tests/install/check_wheel.py $(IC)/wheelhouse/*manylinux*.whl --readme README.md
 	@set -e; for kind in sdist wheel; do \
 	  venv=$(abspath $(IC))/venv-$$kind; \
 	  $(PYTHON) -m venv $$venv; \

@@ -3,7 +3,12 @@
 * ``mfu_tracker._C``: the C core (``csrc/core``, pure C11) and its CPython
   bindings (``csrc/python``). Needs neither torch nor CUDA to build or import.
 * ``mfu_tracker._torch``: the C++ libtorch op observer (``csrc/torch``), added
-  by ``_torch_extensions()`` when torch is importable at build time.
+  by ``_torch_extensions()`` when torch is importable at build time -- for a
+  checkout's own builds only (``build_ext --inplace``, an editable install).
+  A wheel never carries it (``BuildExtForCheckout``, ``BuildPyWithSources``):
+  a binary built against one torch is wrong for another, so an installed
+  package compiles it at first use against the torch the user has
+  (``mfu_tracker/flops/counter/_build.py``), from the sources the wheel ships.
 
 Set ``MFU_TRACKER_WERROR=1`` to turn compiler warnings into errors (the
 README's commands and CI do).
@@ -18,6 +23,7 @@ from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).parent.resolve()
@@ -99,12 +105,38 @@ def _torch_extensions() -> list[Extension]:
     ]
 
 
+TORCH_EXTENSION = "mfu_tracker._torch"
+
+
+def _remove_torch_binaries(build_lib: str) -> None:
+    """Delete any ``_torch`` binary under ``build_lib``/mfu_tracker: one left by
+    an earlier build of the checkout would otherwise go into the wheel."""
+    for stale in (Path(build_lib) / "mfu_tracker").glob("_torch*"):
+        if stale.is_file():
+            stale.unlink()
+
+
+class BuildExtForCheckout(build_ext):
+    """Builds ``_torch`` only in place (``build_ext --inplace``, ``make build``)
+    or for an editable install; every other build (a wheel, a plain ``pip
+    install``) leaves it out and removes a stale one from the build tree."""
+
+    def run(self) -> None:
+        if not (self.inplace or self.editable_mode):
+            self.extensions = [e for e in self.extensions if e.name != TORCH_EXTENSION]
+            _remove_torch_binaries(self.build_lib)
+        super().run()
+
+
 class BuildPyWithSources(build_py):
     """Also copies the observer's sources (``_build.SOURCE_PATTERNS`` under
-    csrc/) into the package as ``mfu_tracker/_csrc``, for the first-use build."""
+    csrc/) into the package as ``mfu_tracker/_csrc``, for the first-use build,
+    and never a ``_torch`` binary of the checkout."""
 
     def run(self) -> None:
         super().run()
+        if not self.editable_mode:
+            _remove_torch_binaries(self.build_lib)
         target = Path(self.build_lib) / "mfu_tracker" / "_csrc"
         for pattern in _BUILD.SOURCE_PATTERNS:
             for src in sorted((ROOT / "csrc").glob(pattern)):
@@ -116,5 +148,5 @@ class BuildPyWithSources(build_py):
 setup(
     version=VERSION,
     ext_modules=[_c_extension(), *_torch_extensions()],
-    cmdclass={"build_py": BuildPyWithSources},
+    cmdclass={"build_py": BuildPyWithSources, "build_ext": BuildExtForCheckout},
 )

@@ -8,6 +8,16 @@ import torch
 
 MODELS = ("gpt2-tiny", "llama-tiny", "gpt2")
 
+#: Where the examples write (logs, checkpoints): under the checkout's build/,
+#: which git ignores, so running them leaves a clean tree.
+OUTPUT_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "build", "examples")
+
+
+def output_dir(name: str) -> str:
+    """The default output directory of example ``name`` (under OUTPUT_ROOT)."""
+    return os.path.join(OUTPUT_ROOT, name)
+
 
 def build_model(name: str, *, attn: str = "sdpa") -> torch.nn.Module:
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM

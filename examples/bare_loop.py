@@ -113,8 +113,9 @@ def main() -> None:
     # --- end README
 
     m = optimizer.metrics()
+    # Keys keep everything after the prefix: "mfu_lost/data", "phase_s/forward", ...
     print("end to end over", optimizer.summary()["steps"], "optimizer steps:",
-          {k.split("/")[1]: round(v, 6) for k, v in m.items()})
+          {k.split("/", 1)[1]: round(v, 6) for k, v in m.items()})
     optimizer.close()
 
 

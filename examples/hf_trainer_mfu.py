@@ -2,7 +2,8 @@
 
     python examples/hf_trainer_mfu.py --dtype bf16 --batch-size 16
     python examples/hf_trainer_mfu.py --steps 6 --logging-steps 2 --report-to tensorboard
-    python examples/hf_trainer_mfu.py --log-path mfu.jsonl && mfu-tracker report mfu.jsonl --out mfu.png
+    python examples/hf_trainer_mfu.py --log-path build/examples/mfu.jsonl
+    mfu-tracker report build/examples/mfu.jsonl --out build/examples/mfu.png
 
 A tiny GPT-2 (or --model) from its config, a synthetic in-memory dataset.
 The callback counts every step's FLOPs, detects the dtype from the Trainer's
@@ -10,20 +11,21 @@ mixed-precision flags and the device from the Trainer, and puts
 ``throughput/mfu``, ``/hfu``, ``/mbu``, ``/tokens_per_sec``,
 ``/achieved_tflops`` and ``/peak_tflops`` into the Trainer's logs (so every
 --report-to backend gets them). On a CPU the peak is a measured GEMM peak,
-labelled as such.
+labelled as such. The Trainer's files go to --output-dir (default
+build/examples/hf_trainer_mfu, which git ignores).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
 from _common import MODELS, build_model, default_device, ensure_peak  # noqa: E402
+from _common import output_dir as default_output_dir  # noqa: E402
 
 
 class Synthetic(torch.utils.data.Dataset):
@@ -67,7 +69,8 @@ def main() -> None:
     n = args.steps * args.batch_size * args.gradient_accumulation_steps
     dataset = Synthetic(n, args.seq_len, model.config.vocab_size)
     report_to = [] if args.report_to in ("", "none") else args.report_to.split(",")
-    output_dir = args.output_dir or tempfile.mkdtemp(prefix="mfu-trainer-")
+    output_dir = args.output_dir or default_output_dir("hf_trainer_mfu")
+    os.environ.setdefault("WANDB_DIR", output_dir)  # wandb writes ./wandb otherwise
     training_args = TrainingArguments(
         output_dir=output_dir,
         max_steps=args.steps,

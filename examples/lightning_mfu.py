@@ -1,7 +1,7 @@
 """MFU of a ``lightning.Trainer`` run: ``MFUCallback`` logging to CSV / TensorBoard.
 
     python examples/lightning_mfu.py --steps 8 --log-every 2 --accumulate 2 \\
-        --precision bf16-mixed --output-dir lightning_out
+        --precision bf16-mixed [--output-dir DIR]    (default: build/examples/lightning_mfu)
 
 The callback takes the peak's dtype from the Trainer's precision, counts the
 FLOPs of every micro-batch of each optimizer step, and writes
@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import build_model, default_device, ensure_peak  # noqa: E402
+from _common import build_model, default_device, ensure_peak, output_dir  # noqa: E402
 
 
 def main() -> None:
@@ -32,7 +32,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--precision", default="32-true", help="Trainer precision (bf16-mixed, ...)")
     parser.add_argument("--device", default=str(default_device()))
-    parser.add_argument("--output-dir", default="lightning_out")
+    parser.add_argument("--output-dir", default=output_dir("lightning_mfu"),
+                        help="the loggers' directory (default: under the checkout's ignored build/)")
     args = parser.parse_args()
 
     import lightning as L

@@ -22,6 +22,7 @@ LIMIT_PEAK_OVERRIDE_MAX: int
 LIMIT_PHASE_DEPTH_MAX: int
 LIMIT_COMM_INFLIGHT_MAX: int
 LIMIT_COMM_SINKS_MAX: int
+LIMIT_GPU_CANDIDATES_MAX: int
 # The environment variables naming the dlopen'd libraries (the driver, NVML).
 CUDA_LIBRARY_ENV: str
 HIP_LIBRARY_ENV: str
@@ -30,6 +31,13 @@ NVML_LIBRARY_ENV: str
 # ---- py_gpu_specs.c ----------------------------------------------------------
 
 def lookup_gpu_spec(
+    name: str,
+    cc_major: Optional[int] = None,
+    cc_minor: Optional[int] = None,
+    num_sms: Optional[int] = None,
+    total_memory_bytes: Optional[int] = None,
+) -> Optional[dict[str, Any]]: ...
+def gpu_candidates(
     name: str,
     cc_major: Optional[int] = None,
     cc_minor: Optional[int] = None,
@@ -72,10 +80,22 @@ def varlen_attention_flop(
     cu_seqlens_q: Sequence[int], cu_seqlens_k: Optional[Sequence[int]], heads_q: int, heads_kv: int,
     head_dim_qk: int, head_dim_v: int, *, causal_attention: str = "full", backward: bool = False,
 ) -> int: ...
+def sdpa_model_flop(
+    batch: int, heads_q: int, heads_kv: int, seq_q: int, seq_kv: int, head_dim_qk: int, head_dim_v: int,
+    *, causal_attention: str = "full", with_backward: bool = False,
+) -> int: ...
+
+# ---- py_transformer.c: the analytic count, the family table, the 6N rule ---------
+
 def transformer_flops(
     dims: dict[str, Any], options: dict[str, Any], *, seq_lens: Optional[Sequence[int]] = None,
     batch_size: Optional[int] = None, seq_len: Optional[int] = None,
+    vision: Optional[dict[str, Any]] = None, grids: Optional[Sequence[Sequence[int]]] = None,
 ) -> dict[str, float]: ...
+def transformer_family(model_type: str, /) -> Optional[dict[str, Any]]: ...
+def transformer_families() -> tuple[str, ...]: ...
+def transformer_dim_names() -> tuple[str, ...]: ...
+def params_flops(num_params: float, num_tokens: float, *, lora: bool = False) -> dict[str, float]: ...
 
 # ---- py_ops.c: the op table, mfu_op_count, the custom-formula registry ---------
 
@@ -203,7 +223,8 @@ class MarkTimer:
     @property
     def error(self) -> Optional[str]: ...
 
-PhaseName = Literal["data", "forward", "backward", "optimizer", "communication"]
+PhaseName = Literal["data", "forward", "backward", "optimizer", "communication", "checkpoint",
+                    "eval", "compile"]
 
 class PhaseBlock:
     """A ``StepTracker.phase()`` block: begins the phase on entry, ends it on exit."""
@@ -253,6 +274,7 @@ class StepTracker:
     def phase(self, name: PhaseName, /) -> PhaseBlock: ...
     def phase_depth(self, /) -> int: ...
     def phases(self, /) -> dict[str, Any]: ...
+    def ledger(self, /) -> dict[str, Any]: ...
     def _exclude_begin(self, /) -> None: ...
     def _exclude_end(self, /) -> None: ...
     def _comm_subscribe(self, /) -> bool: ...

@@ -15,8 +15,12 @@ function needs it.
 """
 from typing import Any
 
-from . import _C
-from ._version import __version__
+from ._install import check_single_install
+
+check_single_install()  # this project and the peer in one directory: ImportError with the fix
+
+from . import _C  # noqa: E402
+from ._version import __version__  # noqa: E402
 
 if getattr(_C, "__version__", None) != __version__:
     raise ImportError(

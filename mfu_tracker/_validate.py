@@ -37,6 +37,17 @@ def check_optional_number(value: Any, argument: str, low: float) -> Optional[flo
     return float(value)
 
 
+def check_optional_work(value: Any, argument: str, figure: str) -> Optional[float]:
+    """``value``: None or a finite number > 0. Zero is refused, naming the
+    figure it would make 0 by definition ("MFU", "MBU"): a count that is
+    missing, never a measurement."""
+    number = check_optional_number(value, argument, 0)
+    if number == 0:
+        raise ValueError(f"{argument} must be > 0 or None, got {value!r}: 0 would make "
+                         f"{figure} 0 by definition (a missing count, not a measurement)")
+    return number
+
+
 def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
     """``value``: an int (not a bool) >= ``low`` (and <= ``high`` if given)."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -48,33 +59,143 @@ def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -
     return value
 
 
+def check_whole_number(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
+    """``value``: an int (not a bool), or a float holding a whole number (as
+    JSON files sometimes write ints), >= ``low`` (and <= ``high``); as an int."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{argument} must be an int, not {type(value).__name__} ({value!r})")
+    if value < low or (high is not None and value > high):
+        bound = f"between {low} and {high}" if high is not None else f">= {low}"
+        raise ValueError(f"{argument} must be {bound}, got {value!r}")
+    return value
+
+
+def check_int_list(value: Any, argument: str, low: int = 0, high: Optional[int] = None) -> list:
+    """``value``: a list / tuple / tensor of ints (each a whole number in
+    [``low``, ``high``]), returned as a list of ints."""
+    if hasattr(value, "tolist") and callable(value.tolist):
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a list of ints, not {type(value).__name__} "
+                        f"({value!r})")
+    return [check_whole_number(v, argument, low, high) for v in value]
+
+
+def check_given(value: Any, argument: str, detail: str = "") -> Any:
+    """``value`` is not None (a required config key, say); ``ValueError``
+    "``argument`` is missing``detail``" otherwise."""
+    if value is None:
+        raise ValueError(f"{argument} is missing{detail}")
+    return value
+
+
+def check_str_list(value: Any, argument: str) -> list:
+    """``value``: a list / tuple of str (a single str is not a list)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a list of str, not {type(value).__name__} ({value!r})")
+    for item in value:
+        if not isinstance(item, str):
+            raise TypeError(f"{argument} must hold str, got {item!r}")
+    return list(value)
+
+
+def check_non_decreasing(values: Sequence[int], argument: str) -> Sequence[int]:
+    """``values`` (ints) never decrease."""
+    if any(b < a for a, b in zip(values, values[1:])):
+        raise ValueError(f"{argument} must be non-decreasing, got {list(values)}")
+    return values
+
+
+def _nested_lists(value: Any, argument: str) -> Any:
+    """A tensor / array / nested sequence as nested Python lists."""
+    if hasattr(value, "tolist") and callable(value.tolist):
+        device = getattr(value, "device", None)
+        if device is not None and getattr(device, "type", None) == "meta":
+            raise ValueError(f"{argument} is on the meta device: its values are unknown")
+        return value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{argument} must be a tensor or a sequence, not {type(value).__name__}")
+    return [v if isinstance(v, (int, float, bool)) else _nested_lists(v, argument) for v in value]
+
+
+def check_int_rows(value: Any, argument: str) -> list:
+    """A 1-D or 2-D int tensor / sequence (bools read as 0 / 1) as a list of
+    rows of ints; a 1-D value is one row. Ranges are the caller's."""
+    data = _nested_lists(value, argument)
+    if not isinstance(data, list):
+        raise TypeError(f"{argument} must be 1-D or 2-D, got a scalar")
+    rows = data if data and isinstance(data[0], list) else [data]
+    if any(not isinstance(r, list) or (r and isinstance(r[0], list)) for r in rows):
+        raise ValueError(f"{argument} must be 1-D or 2-D")
+    return [check_int_list([int(v) if isinstance(v, bool) else v for v in r], argument,
+                           -(2 ** 63)) for r in rows]
+
+
+def check_exactly_one(argument_values: Sequence[tuple], hint: str) -> str:
+    """The name of the one (name, value) pair whose value is not None;
+    ``TypeError`` ("give exactly one of ...; ``hint``") otherwise."""
+    given = [name for name, value in argument_values if value is not None]
+    if len(given) != 1:
+        names = ", ".join(name for name, _ in argument_values)
+        raise TypeError(f"give exactly one of {names}{hint}; got {given or 'none'}")
+    return given[0]
+
+
 def check_device(device: Any, argument: str = "device") -> Any:
     """``device`` (a torch.device, "cuda:1"-style str or CUDA index) as a
-    torch.device; TypeError / ValueError naming ``argument`` otherwise."""
+    torch.device; TypeError / ValueError naming ``argument`` otherwise --
+    also for a CUDA device this process does not have (checked here, before
+    any work, rather than surfacing as torch's "Found no NVIDIA driver")."""
     import torch
 
     if isinstance(device, torch.device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, (str, int)):
+        dev = device
+    elif isinstance(device, bool) or not isinstance(device, (str, int)):
         raise TypeError(f"{argument} must be a torch.device, str, int or None, not {type(device).__name__}")
+    else:
+        try:
+            dev = torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
+        except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
+            raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
+    if dev.type == "cuda":
+        _check_cuda_present(torch, dev, device, argument)
+    return dev
+
+
+def _check_cuda_present(torch: Any, dev: Any, given: Any, argument: str) -> None:
     try:
-        return torch.device("cuda", device) if isinstance(device, int) else torch.device(device)
-    except (RuntimeError, ValueError) as exc:  # torch's message does not name the argument
-        raise ValueError(f"{argument}: not a device: {device!r} ({exc})") from None
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 -- a broken CUDA install is "no device" here
+        count = 0
+    if count == 0:
+        why = ("this torch is a CPU-only build" if torch.version.cuda is None
+               and getattr(torch.version, "hip", None) is None
+               else "torch sees no CUDA/ROCm device: no driver, or CUDA_VISIBLE_DEVICES hides them")
+        raise ValueError(f"{argument}={given!r}: no CUDA device is available ({why}); leave "
+                         f"{argument} unset (or pass 'cpu') to measure on the CPU")
+    if dev.index is not None and dev.index >= count:
+        raise ValueError(f"{argument}={given!r}: torch sees {count} CUDA device(s), "
+                         f"cuda:0 .. cuda:{count - 1}")
 
 
 def check_choice(value: Any, argument: str, choices: Sequence[str], *,
-                 ignore_case: bool = False, type_error: bool = True) -> str:
+                 ignore_case: bool = False, type_error: bool = True,
+                 supported_by: str = "") -> str:
     """``value``: one of ``choices`` (a str; with ``ignore_case`` compared, and
     returned, lower-cased). ``TypeError`` for a non-str (``ValueError`` with
     ``type_error=False``, where a caller's documented behaviour says so),
-    ``ValueError`` listing the choices for any other value."""
+    ``ValueError`` listing the choices for any other value (as "what
+    ``supported_by`` supports" when given)."""
     if not isinstance(value, str):
         if type_error:
             raise TypeError(f"{argument} must be a str ({', '.join(choices)}), "
                             f"not {type(value).__name__}")
         raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     key = value.lower() if ignore_case else value
+    if key not in choices and supported_by:
+        raise ValueError(f"{argument}: {supported_by} supports {', '.join(choices)}, not {value}")
     if key not in choices:
         raise ValueError(f"{argument} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return key

@@ -5,6 +5,10 @@ cumulative lengths where a varlen case reads them), so each counter backend
 converts the real torch arguments of the real op: the C++ observer sees the
 call at Dispatcher::call, the TorchDispatchMode fallback in its mode.
 
+flash-attn's ops (``flash_attn::``, ``flash_attn_3::``) are STAND-INS with
+the real names and schemas (tests/_kernel_standins.py); flex_attention is
+called as the higher-order op itself, with a BlockMask tuple.
+
 Three convolutions have no meta kernel in torch (convolution_overrideable,
 cudnn_convolution, _slow_conv2d_forward): ``add_meta_kernels`` registers one
 for each on the Meta key (torch.library), returning an empty output of the
@@ -23,6 +27,11 @@ from typing import Any, Callable
 
 import torch
 import torch.nn.attention.varlen  # noqa: F401 - registers the torch_attn ops
+from torch.nn.attention.flex_attention import BlockMask, _identity
+
+import _kernel_standins
+
+_kernel_standins.register()  # STAND-INS of flash-attn's ops (no GPU here)
 
 aten = torch.ops.aten
 META = torch.device("meta")
@@ -157,6 +166,88 @@ CALLS: dict[str, dict[str, Callable[[], Any]]] = {
             t(*PACKED), t(*PACKED), t(*PACKED_KV), t(*PACKED_KV), t(*PACKED), t(4, 10),
             lengths(0, 3, 10), lengths(0, 3, 10), 7, 7, True, ints(2))},
 }
+
+FA = torch.ops.flash_attn
+FA3 = torch.ops.flash_attn_3
+HOP = torch.ops.higher_order
+FLEX_Q = (1, 2, 8, 16)  # flex: [b, h, s, d]
+
+
+def block_mask(*counts: int) -> tuple:
+    """A BlockMask tuple over 8 x 8 tokens in 4 x 4 blocks, readable (CPU):
+    row qb computes key blocks 0 .. counts[qb] - 1 (partial)."""
+    num = torch.tensor([[list(counts)]], dtype=torch.int32)
+    idx = torch.tensor([[[[0, 1]] * len(counts)]], dtype=torch.int32)
+    return BlockMask.from_kv_blocks(num, idx, BLOCK_SIZE=4, seq_lengths=(8, 8)).as_tuple()
+
+
+def flex(mask: tuple | None = None) -> Any:
+    mask = mask or BlockMask.from_kv_blocks(  # flex's own no-mask mask: one block
+        ints(1, 1, 1, dtype=torch.int32), ints(1, 1, 1, 1, dtype=torch.int32),
+        BLOCK_SIZE=1 << 30, seq_lengths=(1, 1)).as_tuple()
+    return HOP.flex_attention(t(*FLEX_Q), t(*FLEX_Q), t(*FLEX_Q), _identity, mask, 0.25, {})
+
+
+def flex_backward() -> Any:
+    q, lse = t(*FLEX_Q, grad=False), t(1, 2, 8, grad=False)
+    return HOP.flex_attention_backward(q, q, q, q, lse, q, None, _identity, None,
+                                       block_mask(1, 2), 0.25, {}, (), ())
+
+
+CALLS.update({
+    # flash-attn 2, q: [b, s, h, d]; causal, window_size (left, right)
+    "flash_attn::_flash_attn_forward": {
+        "": lambda: FA._flash_attn_forward(t(*QS), t(*QS), t(*QS), 0.0, 0.25, True, -1, -1, 0.0,
+                                           None, False),
+        "window": lambda: FA._flash_attn_forward(t(*QS), t(*QS), t(*QS), 0.0, 0.25, True, 2, -1,
+                                                 0.0, None, False),
+    },
+    "flash_attn::_flash_attn_varlen_forward": {
+        "": lambda: FA._flash_attn_varlen_forward(
+            t(*PACKED), t(*PACKED_KV), t(*PACKED_KV), lengths(0, 3, 10), lengths(0, 3, 10), 7, 7,
+            0.0, 0.25, True, 2, 0),
+    },
+    "flash_attn::_flash_attn_backward": {
+        "": lambda: FA._flash_attn_backward(t(*QS), t(*QS), t(*QS), t(*QS), t(*QS), t(*LSE), None,
+                                            None, None, 0.0, 0.25, True, -1, -1, 0.0, None, False),
+    },
+    "flash_attn::_flash_attn_varlen_backward": {
+        "": lambda: FA._flash_attn_varlen_backward(
+            t(*PACKED), t(*PACKED), t(*PACKED_KV), t(*PACKED_KV), t(*PACKED), t(4, 10), None, None,
+            None, lengths(0, 3, 10), lengths(0, 3, 10), 7, 7, 0.0, 0.25, False, 2, 2, 0.0, None,
+            False),
+    },
+    # FlashAttention-3: the same, packed with cu_seqlens, and attention_chunk
+    "flash_attn_3::_flash_attn_forward": {
+        "": lambda: FA3._flash_attn_forward(t(*QS), t(*QS), t(*QS), causal=True),
+        "packed chunk": lambda: FA3._flash_attn_forward(
+            t(*PACKED), t(*PACKED_KV), t(*PACKED_KV), cu_seqlens_q=lengths(0, 3, 10),
+            cu_seqlens_k=lengths(0, 3, 10), max_seqlen_q=7, max_seqlen_k=7, causal=True,
+            attention_chunk=4),
+    },
+    "flash_attn_3::fwd": {
+        "": lambda: FA3.fwd(t(*QS), t(*QS), t(*QS), is_causal=True, window_size_left=3),
+    },
+    "flash_attn_3::_flash_attn_backward": {
+        "": lambda: FA3._flash_attn_backward(t(*QS), t(*QS), t(*QS), t(*QS), t(*QS), t(*LSE),
+                                             is_causal=True),
+    },
+    "flash_attn_3::bwd": {
+        "": lambda: FA3.bwd(t(*PACKED), t(*PACKED), t(*PACKED_KV), t(*PACKED_KV), t(*PACKED),
+                            t(4, 10), cu_seqlens_q=lengths(0, 3, 10),
+                            cu_seqlens_k=lengths(0, 3, 10), max_seqlen_q=7, max_seqlen_k=7),
+    },
+    # flex_attention, the higher-order op: no mask (one block), a readable
+    # block mask (row 0: block 0, row 1: blocks 0 and 1), a meta one
+    "higher_order::flex_attention": {
+        "": lambda: flex(),
+        "blocks": lambda: flex(block_mask(1, 2)),
+        "blocks meta": lambda: flex(BlockMask.from_kv_blocks(
+            ints(1, 1, 2, dtype=torch.int32), ints(1, 1, 2, 2, dtype=torch.int32), BLOCK_SIZE=4,
+            seq_lengths=(8, 8)).as_tuple()),
+    },
+    "higher_order::flex_attention_backward": {"": flex_backward},
+})
 
 SCENARIOS = {
     "grad/full": (torch.enable_grad, "full"),

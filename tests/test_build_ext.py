@@ -240,6 +240,14 @@ def test_build_ext_ahead_of_time_then_a_node_without_compiler_loads_it(box):
     assert box.cli("build-ext")[0] == 0 and len(box.calls()) == calls
     assert box.cli("build-ext", "--force")[0] == 0 and len(box.calls()) == 2 * calls
     assert box.leftovers() == []
+    # a build still in progress on another node of a shared cache (its temporary
+    # directory, here holding a whole module) is never loaded by a node without one
+    [built] = box.cache.rglob("_torch*.so")
+    built.parent.rename(built.parent.with_name(".tmp-in-progress"))
+    result, _ = box.count(CXX=str(box.cxx.parent / "no-such-c++"))
+    assert result["backend"] == "dispatch"
+    [warning] = result["warnings"]
+    assert "no C++ compiler" in warning
 
 
 def test_no_build_when_disabled(box):

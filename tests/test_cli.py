@@ -86,6 +86,24 @@ def test_lora_flags_are_never_silently_ignored(capsys, extra, message):
     assert message in err
 
 
+def test_lmms_engine_qwen2_5_vl_images_both_mfus(capsys):
+    # The lmms-engine MFU table's image row (Qwen2.5-VL-7B, 32 A800-SXM4,
+    # "ViT FLOPs not included"): one sample of 2,560 tokens with a 896 x 896
+    # image (64 x 64 patches, 1,024 image tokens). Language model: 6N with
+    # N_c = 7,070,619,136 (the 7.6 B model less its 545 M embedding table)
+    # + 12 * 28 * 28 * 128 * 2,560 = 45.51 GFLOP/token; the tower adds 6.62.
+    # At 76,789 tokens/s over 32 x 312 TFLOP/s the table's convention reads
+    # 45.51e9 * 76,789 / 9.984e15 = 35.00%; with the tower 52.12e9: 40.09%.
+    status, out, _ = run_cli(capsys, "estimate", "--model", "qwen2.5-vl-7b", "--gpu",
+                             "A800 SXM4 80GB", "--num-gpus", "32", "--seq-len", "2560",
+                             "--image-grid", "1,64,64", "--tokens-per-sec", "76789")
+    assert status == 0
+    assert field(out, "FLOP/token") == "52.12 GFLOP"
+    assert field(out, "MFU") == "40.09%"
+    assert field(out, "MFU (language only)").startswith("35.00%")
+    assert "45.51 GFLOP/token" in field(out, "MFU (language only)")
+
+
 def test_mi300x_datasheet_peak_by_default(capsys):
     # Without --peak-tflops the table's dense bf16 1,307.4 TFLOP/s is used:
     # 6 * 405e9 * 16 * 64 / 30 / (8 * 1307.4e12) = 7.93e-3 -> 0.79%

@@ -43,6 +43,29 @@ def test_profile_config_json_matches_the_matmul_formula(tmp_path, capsys):
     assert "analytic (palm):" in out
     assert "layers.*" in out and "lm_head" in out  # the per-module table
     assert "FLOP/token (model):" in out
+    # the audit: what ran uncounted (views, norms, softmax: none FLOP-heavy)
+    listed = re.search(r"^uncounted ops: (\d+) \(0 look FLOP-heavy", out, re.M)
+    assert listed and int(listed.group(1)) > 0
+    assert re.search(r"^\s+aten::(mul|add|view)\s+\d+\s+largest input \[", out, re.M)
+    assert not re.search(r"^\s+aten::(mm|bmm|addmm|linear|matmul)\s+\d+\s+largest", out, re.M)
+
+
+def test_profile_marks_flop_heavy_uncounted_ops():
+    import io
+
+    from mfu_tracker.cli._profile import _print_uncounted
+    from mfu_tracker.counter import UncountedOp
+
+    out = io.StringIO()
+    _print_uncounted([UncountedOp("mylib::attn", 2, (4, 8), True),
+                      UncountedOp("aten::add", 5, (4, 8), False),
+                      UncountedOp("aten::view", 3, (4, 8), False)], out, limit=1)
+    assert out.getvalue().splitlines()[1:] == [
+        "uncounted ops: 3 (1 look FLOP-heavy: their FLOPs are missing above)",
+        f"  ! {'mylib::attn':<54}{2:>8}  largest input [4, 8]",
+        f"    {'aten::add':<54}{5:>8}  largest input [4, 8]",
+        "    ... and 1 more",
+    ]
 
 
 def test_profile_forward_only_and_half(tmp_path, capsys):
@@ -66,7 +89,7 @@ def test_profile_gpt2_preset(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--model", "no-such-model", "--seq-len", "8"], "neither a preset"),
-    (["--model", "gpt2", "--seq-len", "0"], "must be >= 1"),
+    (["--model", "gpt2", "--seq-len", "0"], "argument --seq-len: must be an integer >= 1"),
     (["--model", "gpt2", "--seq-len", "8", "--depth", "0"], "--depth"),
 ])
 def test_profile_errors(capsys, argv, message):

@@ -39,6 +39,10 @@ def test_bare_loop_runs_both_readme_patterns(tmp_path):
     wrapper_lines = re.findall(rf"^MFU ({NUMBER})  MBU ({NUMBER})$", out, re.M)
     assert len(wrapper_lines) == 2 and all(mfu != "n/a" for mfu, _ in wrapper_lines)
     assert "end to end over 1 optimizer steps" in out   # 2 steps, warm-up 1
+    # every key after its prefix, the waterfall's included (not collapsed into one "mfu_lost")
+    summary = out[out.index("end to end over"):]
+    for key in ("'mfu'", "'mfu_lost/compute'", "'mfu_lost/optimizer'", "'phase_s/forward'"):
+        assert key in summary, summary
 
 
 def test_hf_trainer_example_logs_mfu_with_accumulation_and_checkpointing(tmp_path):
@@ -69,3 +73,19 @@ def test_benchmark_rejects_an_unknown_row(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=tmp_path,
                           env=dict(os.environ, MFU_TRACKER_PEAK_TFLOPS="0.05"))
     assert proc.returncode != 0 and "unknown --rows" in proc.stderr
+
+
+def test_goodput_job_crashes_resumes_and_prints_the_ledger(tmp_path):
+    out = run("goodput_job.py", "--steps", "10", "--crash-at", "7", "--checkpoint-every", "3",
+              "--eval-every", "4", "--log-every", "2", "--seq-len", "16", "--restart-gap", "0.1",
+              "--workdir", str(tmp_path / "job"), "--out", str(tmp_path / "g.png"),
+              tmp_path=tmp_path)
+    assert "run 1: killed after step 7" in out and "run 1 exited with status 1" in out
+    assert "metrics.jsonl: 2 run(s)" in out
+    runs = re.findall(r"^  run=(\d) start_step=(\d+) ", out, re.M)
+    assert runs == [("1", "0"), ("2", "6")]          # resumed from the step-6 checkpoint
+    figures = dict(re.findall(r"^(goodput|badput/\w+)=(\S+)$", out, re.M))
+    assert float(figures["badput/lost_progress"]) > 0    # steps 6, 7 were trained twice
+    assert float(figures["badput/compile"]) != 0 and float(figures["badput/checkpoint"]) > 0
+    assert re.search(r"^largest loss: .+, \d+\.\d% of the job's wall time", out, re.M)
+    assert (tmp_path / "g.png").stat().st_size > 0

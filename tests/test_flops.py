@@ -622,3 +622,39 @@ def test_param_bytes_tied_and_meta():
     model = build(tiny_gpt2(), device="meta")  # tied wte / lm_head
     assert num_params(model) == model.num_parameters()
     assert param_bytes(model) == 4 * model.num_parameters()  # fp32
+
+
+# ---------------------------------------------------------------------------
+# Norms without bias (nanoGPT's bias=False), against nanoGPT's estimate_mfu
+# ---------------------------------------------------------------------------
+
+NANOGPT = {"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 1024,
+           "vocab_size": 50304, "dropout": 0.0}
+
+
+def test_nanogpt_bias_false_matches_its_own_estimate_mfu():
+    r = transformer_flops(dict(NANOGPT, bias=False), seq_len=1024)
+    # nanoGPT GPT(bias=False): per layer ln_1 768 + c_attn 768*2304 + c_proj
+    # 768^2 + ln_2 768 + c_fc 768*3072 + c_proj 3072*768 = 7,079,424
+    # (LayerNorm weight only); 12 layers 84,953,088 + ln_f 768 + wte 50,304 *
+    # 768 = 38,633,472 -> get_num_params() (non_embedding: wpe out) =
+    # 123,587,328; + wpe 786,432 = 124,373,760 in all
+    assert 12 * 7_079_424 + 768 + 38_633_472 == 123_587_328
+    assert r.num_params == 123_587_328 + 786_432
+    # estimate_mfu: 6N + 12 * L * H * Q * T = 741,523,968 + 12*12*12*64*1024
+    # = 741,523,968 + 113,246,208 = 854,770,176 FLOPs per token
+    assert r.flops_per_token == 6 * 123_587_328 + 12 * 12 * 12 * 64 * 1024 == 854_770_176
+    # bias=True (nanoGPT's default): + 2 LayerNorm biases, c_attn 2,304, c_proj
+    # 768, c_fc 3,072, c_proj 768 = 8,448 per layer, + ln_f's 768
+    with_bias = transformer_flops(dict(NANOGPT, bias=True), seq_len=1024)
+    assert with_bias.flops_per_token == r.flops_per_token + 6 * (12 * 8_448 + 768)
+
+
+def test_layernorm_nobias_is_a_dims_keyword():
+    dims = dict(hidden_size=8, num_layers=2, num_heads=2, vocab_size=10, intermediate_size=16,
+                mlp="gelu", seq_len=4)
+    ln = transformer_flops(None, norm="layernorm", **dims)
+    nobias = transformer_flops(None, norm="layernorm_nobias", **dims)
+    # 2 layers x 2 norms + the final norm, 8 biases each: 5 * 8 = 40 parameters
+    assert ln.num_params - nobias.num_params == 40
+    assert ln.flops_per_token - nobias.flops_per_token == 6 * 40

@@ -4,8 +4,8 @@ documented import path still working.
 
 The layers, in the order the data flows (README, "Architecture")::
 
-    foundation (_C, _version, _validate, _dtypes)
-      -> peaks -> flops -> timing -> distributed -> tracker -> integrations -> cli
+    foundation (_C, _version, _validate, _dtypes, _install)
+      -> peaks -> flops -> timing -> distributed -> job -> tracker -> integrations -> cli
 
 A module may import the foundation, its own subpackage and the layers below
 its own; the foundation imports only itself. The public face (the package
@@ -27,8 +27,8 @@ import pytest
 import mfu_tracker
 
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
-LAYERS = ("peaks", "flops", "timing", "distributed", "tracker", "integrations", "cli")
-FOUNDATION = {"_C", "_torch", "_version", "_validate", "_dtypes"}
+LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "cli")
+FOUNDATION = {"_C", "_torch", "_version", "_validate", "_dtypes", "_install"}
 FACE = {"", "__main__", "gpu", "counter", "utilization", "optim", "presets", "step"}
 MAX_FUNCTION_LINES = 80
 

@@ -31,6 +31,7 @@ L = pytest.importorskip("lightning")
 from lightning.fabric import Fabric  # noqa: E402
 from lightning.pytorch.loggers import CSVLogger, Logger, TensorBoardLogger  # noqa: E402
 
+from mfu_tracker import user_gpu_spec  # noqa: E402
 from mfu_tracker.integrations._lightning_precision import PRECISION_DTYPES  # noqa: E402
 from mfu_tracker.integrations.fabric import (  # noqa: E402
     dtype_from_precision,
@@ -287,9 +288,11 @@ def test_phases_give_the_waterfall_on_the_gpu_timeline_and_the_jsonl_log(tmp_pat
     import json
 
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # not the run / run-end records
     assert [line["step"] for line in lines] == [2, 4, 6]
     for line, entry in zip(lines, cb.history):
-        assert {k: v for k, v in line.items() if k not in ("step", "time")} == entry["metrics"]
+        assert {k: v for k, v in line.items() if k not in ("step", "time", "ledger")} == \
+            entry["metrics"]
 
 
 def test_phases_false_gives_no_waterfall(tmp_path):
@@ -338,6 +341,107 @@ def test_count_every_scales_the_uncounted_steps(tmp_path):
     (entry,) = cb.history
     assert entry["steps"] == 6   # steps 1 and 4 counted, the others equal shapes: the same
     check_entry(entry, MICRO_BATCH_FLOPS, B * S)
+
+
+class SingleTokens(Tokens):
+    """One token id per item: a batch is a 1-D tensor of B ids."""
+
+    def __getitem__(self, i: int):
+        return self.ids[i][0]
+
+
+def test_one_dimensional_integer_batches_count_their_elements_as_tokens(tmp_path):
+    # N = B = 2 token rows per micro-batch: 6 · 2 · 16 · 32 + 6 · 2 · 32 · 64 = 30,720 FLOPs
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
+    fit(tmp_path, [cb], dataset=SingleTokens(), max_steps=4)
+    assert [e["step"] for e in cb.history] == [2, 4]
+    for entry in cb.history:
+        check_entry(entry, 30_720, B)
+
+
+def test_window_sets_the_steps_each_log_covers(tmp_path):
+    # logs every 2 optimizer steps; window=1: each log covers its last step only
+    # (the default window, log_every_n_steps, covers 2: 1, 2 after the warm-up step)
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS, window=1)
+    fit(tmp_path, [cb], max_steps=4)
+    assert [e["step"] for e in cb.history] == [2, 4]
+    assert [e["steps"] for e in cb.history] == [1, 1]
+    for entry in cb.history:
+        check_entry(entry, MICRO_BATCH_FLOPS, B * S)
+
+
+# ---- mixed precision: each dtype at its own peak; the optimizer's own work ---------------
+
+# The first Linear under bf16 autocast, the second in fp32 (hand count as above):
+# bf16 6 · 16 · 16 · 32 = 49,152 and fp32 6 · 16 · 32 · 64 = 196,608 FLOPs per micro-batch.
+BF16_FLOPS, FP32_FLOPS = 6 * B * S * EMB * HIDDEN, 6 * B * S * HIDDEN * VOCAB
+MIXED_SPEC_TFLOPS = {"bf16": 2.0, "fp32": 0.5}   # a made-up device with two peaks
+
+
+class MatmulSGD(torch.optim.SGD):
+    """SGD whose step also runs a matmul after the closure (as Shampoo's or Muon's
+    preconditioning does): 2 · 32 · 16 · 32 = 32,768 FLOPs per step that are the
+    optimizer's, never model FLOPs. (Lightning runs forward and backward inside
+    optimizer.step's closure; on_before_optimizer_step follows it.)"""
+
+    def step(self, closure=None):
+        loss = super().step(closure)
+        with torch.no_grad():
+            weight = self.param_groups[0]["params"][1]      # Linear(16, 32).weight [32, 16]
+            weight @ weight.T                                # [32, 16] @ [16, 32]
+        return loss
+
+
+class TwoDtypeMLP(TokenMLP):
+    def training_step(self, batch, batch_idx):
+        ids = batch["input_ids"]
+        embedding, first, relu, last = self.net
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            hidden = relu(first(embedding(ids)))
+        logits = last(hidden.float())
+        return torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), ids.reshape(-1))
+
+    def configure_optimizers(self):
+        return MatmulSGD(self.parameters(), lr=0.1)
+
+
+def fit_two_dtypes(tmp_path, cb):
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=6, log_every_n_steps=3,
+                        enable_progress_bar=False, enable_checkpointing=False,
+                        enable_model_summary=False, default_root_dir=str(tmp_path), logger=False,
+                        callbacks=[cb])
+    trainer.fit(TwoDtypeMLP(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
+
+
+def test_mfu_mixed_charges_each_dtype_to_its_peak_and_the_optimizer_nothing(tmp_path):
+    cb = MFUCallback(spec=user_gpu_spec(MIXED_SPEC_TFLOPS, name="two peaks"), dtype="fp32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_two_dtypes(tmp_path, cb)
+    assert [e["steps"] for e in cb.history] == [2, 3]       # warm-up 1, window 3
+    for entry in cb.history:
+        steps, window_s, m = entry["steps"], entry["window_s"], entry["metrics"]
+        # the model's FLOPs only: MatmulSGD's 32,768 per step are not in them
+        assert entry["step_flops"] == [BF16_FLOPS + FP32_FLOPS] * steps
+        # mfu: every FLOP at the fp32 peak; mfu_mixed: bf16 FLOPs at 2e12, fp32 at 5e11
+        assert m["throughput/mfu"] == pytest.approx(
+            (BF16_FLOPS + FP32_FLOPS) * steps / window_s / 0.5e12, rel=1e-9)
+        ideal_s = steps * (BF16_FLOPS / 2e12 + FP32_FLOPS / 0.5e12)   # 4.1779e-7 s per step
+        assert m["throughput/mfu_mixed"] == pytest.approx(ideal_s / window_s, rel=1e-9)
+
+
+def test_a_dtype_without_a_peak_warns_once_and_leaves_mfu_mixed_out(tmp_path):
+    # the device has an fp32 peak only: the bf16 FLOPs have none -> no mfu_mixed, one warning
+    cb = MFUCallback(spec=user_gpu_spec({"fp32": 0.5}, name="fp32 only"), dtype="fp32")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit_two_dtypes(tmp_path, cb)
+    ours = [str(w.message) for w in caught if "no peak for" in str(w.message)]
+    assert len(ours) == 1 and "bf16" in ours[0] and "mfu_mixed is left out" in ours[0]
+    assert len(cb.history) == 2
+    for entry in cb.history:
+        assert "throughput/mfu_mixed" not in entry["metrics"]
+        assert entry["metrics"]["throughput/mfu"] > 0
 
 
 # ---- no peak, failing loggers and hooks, bad input --------------------------------------
@@ -475,6 +579,11 @@ def test_bad_arguments_raise_at_construction(kwargs, error, match):
 ])
 def test_dtype_from_precision_strings(precision, dtype):
     assert dtype_from_precision(precision) == dtype
+
+
+@pytest.mark.parametrize("text", ["BF16-Mixed", " bf16-mixed ", "BF16-MIXED\n"])
+def test_precision_strings_are_read_whatever_their_case_and_blanks(text):
+    assert dtype_from_precision(text) == "bf16"
 
 
 def test_every_lightning_precision_string_has_a_dtype():
@@ -642,3 +751,104 @@ def test_import_mfu_tracker_is_free_of_lightning():
 def test_the_lightning_extra_is_declared():
     text = (ROOT / "pyproject.toml").read_text()
     assert 'lightning = ["lightning>=2.1"]' in text
+
+
+# ---- the job ledger: a fit resumed from a checkpoint (issue 28) ------------------
+
+
+class Validated(TokenMLP):
+    """TokenMLP with a validation loop, which clocks itself, and a clocked
+    checkpoint save (the phases the callback marks must hold them)."""
+
+    clocked = None
+
+    def validation_step(self, batch, batch_idx):
+        return self.training_step(batch, batch_idx)
+
+    # the epoch hooks run inside on_validation_start / _end (the callback's marks)
+    def on_validation_epoch_start(self):
+        import time
+
+        self._started = time.perf_counter()
+
+    def on_validation_epoch_end(self):
+        import time
+
+        if not self.trainer.sanity_checking:
+            self.clocked["eval"].append(time.perf_counter() - self._started)
+
+
+def _fit_resumable(tmp_path, log, max_steps, clocked, ckpt_path=None):
+    import time
+
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    saver = ModelCheckpoint(dirpath=str(tmp_path / "ckpt"), every_n_train_steps=4, save_top_k=-1,
+                            filename="{step}")
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_steps=max_steps, log_every_n_steps=2,
+                        enable_progress_bar=False, enable_model_summary=False, logger=False,
+                        default_root_dir=str(tmp_path), val_check_interval=3,
+                        num_sanity_val_steps=0, limit_val_batches=2,
+                        callbacks=[MFUCallback(peak_tflops=PEAK_TFLOPS, log_path=log), saver])
+    save = trainer.save_checkpoint
+
+    def clocked_save(*args, **kwargs):   # the Trainer's own method, clocked (under the callback's)
+        start = time.perf_counter()
+        try:
+            return save(*args, **kwargs)
+        finally:
+            clocked["checkpoint"].append(time.perf_counter() - start)
+
+    trainer.save_checkpoint = clocked_save
+    module = Validated()
+    module.clocked = clocked
+    loader = torch.utils.data.DataLoader(Tokens(), batch_size=B)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.fit(module, loader, torch.utils.data.DataLoader(Tokens(8), batch_size=B),
+                    ckpt_path=ckpt_path)
+    return trainer
+
+
+def test_a_resumed_fit_shows_the_job_ledger(tmp_path, capsys):
+    """Run 1 fits 6 steps (a checkpoint at step 4, validation at 3 and 6); run
+    2 resumes from the step-4 checkpoint and fits to 8: steps 4, 5 twice."""
+    import json
+
+    from mfu_tracker.cli import main
+
+    log = tmp_path / "job.jsonl"
+    clocked = [{"checkpoint": [], "eval": []} for _ in range(2)]
+    _fit_resumable(tmp_path, log, 6, clocked[0])
+    assert os.path.exists(tmp_path / "ckpt" / "step=4.ckpt")
+    _fit_resumable(tmp_path, log, 8, clocked[1], ckpt_path=str(tmp_path / "ckpt" / "step=4.ckpt"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.get("record") == "run"]
+    runs = [lines[starts[0]:starts[1]], lines[starts[1]:]]
+    assert [run[0]["start_step"] for run in runs] == [0, 4]      # trainer.global_step
+    for run, clock, (first, end) in zip(runs, clocked, ((0, 6), (4, 8))):
+        spans = [(x["ledger"]["from_step"], x["ledger"]["to_step"]) for x in run if "ledger" in x]
+        assert spans[0][0] == first and spans[-1][1] == end
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert run[-1]["record"] == "run_end"
+        phases = [x["ledger"]["phase_s"] for x in run if "ledger" in x]
+        for phase in ("checkpoint", "eval"):
+            assert clock[phase]              # the wrapped save and the validation hooks bracket them
+            assert math.fsum(p.get(phase, 0.0) for p in phases) >= math.fsum(clock[phase])
+
+    status = main(["goodput", str(log), "--json", str(tmp_path / "g.json")])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    lost = math.fsum(x["ledger"]["step_s"] for x in runs[0]
+                     if "ledger" in x and x["ledger"]["from_step"] >= 4)
+    assert g["badput_s/lost_progress"] == pytest.approx(lost, rel=1e-12) and lost > 0
+    assert math.fsum([g["goodput"], *(v for k, v in g.items() if k.startswith("badput/"))]) == 1.0
+    # job MFU by hand: 8 kept steps of 245,760 FLOPs over the device-seconds x 5e11
+    device_s = (runs[0][-1]["time"] - runs[0][0]["process_start"]) + \
+        (runs[1][-1]["time"] - runs[0][-1]["time"])
+    assert g["job_mfu"] == pytest.approx(8 * MICRO_BATCH_FLOPS / device_s / PEAK, rel=1e-9)
+    status = main(["report", str(log), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "runs: the file holds 2" in out and "  run=2 start_step=4 " in out

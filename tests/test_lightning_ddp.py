@@ -3,9 +3,16 @@
 Real processes: the test runs this file as a script, and Lightning's own DDP
 launcher starts rank 1 by running the same command again (as for any user
 script). Every rank writes its ``callback.history`` -- its local window
-(FLOPs, tokens, window time) and the logged (global) figures -- and rank 0's
-loggers write their files. The global figures are recomputed here by hand
-from the per-rank windows: MFU = Σ_r (FLOPs_r / window_r) / Σ_r peak_r.
+(FLOPs, tokens, window time) and the logged (global) figures --, and the row
+it contributed to each aggregation (its phase seconds per step, step time,
+interval time: what combine() receives); rank 0's loggers write their files.
+The global figures are recomputed here by hand from the per-rank windows and
+rows: MFU = Σ_r (FLOPs_r / window_r) / Σ_r peak_r, each ``mfu_lost`` share
+the peak-weighted mean of the ranks' shares, ``phase_s`` the ranks' mean, the
+straggler the rank with the most busy seconds (step time less exposed
+communication). Rank 1 sleeps ``DELAY_S`` in every training_step, so the
+straggler is rank 1 and rank 0's wait in the all-reduce is its exposed
+communication.
 
 Only a hang is timed (the subprocess timeout).
 """
@@ -26,17 +33,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_lightning import MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, B, S  # noqa: E402
 
 LAUNCH_TIMEOUT_S = 300  # a run takes ~30 s on 2 busy cores; only a hang gets near this
+DELAY_S = 0.04          # rank 1's sleep in every training_step (the forward phase)
 
 
 def worker(out: Path, accumulate: int) -> None:
     """One rank (run as a script: rank 0 by the test, rank 1 by Lightning)."""
+    import dataclasses
+    import time
+
     import lightning as L
     import torch
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
     from test_lightning import TokenMLP, Tokens
 
     from mfu_tracker.integrations.lightning import MFUCallback
+    from mfu_tracker.tracker._tracker import Tracker
 
+    class SlowRank1(TokenMLP):
+        """Rank 1 is the straggler: DELAY_S more in every forward."""
+
+        def training_step(self, batch, batch_idx):
+            if self.global_rank == 1:
+                time.sleep(DELAY_S)
+            return super().training_step(batch, batch_idx)
+
+    # record the row this rank contributes to each aggregation (its own figures)
+    rows = []
+    rank_figures = Tracker._rank_figures
+
+    def recording(self, totals, *interval):
+        figures = rank_figures(self, totals, *interval)
+        rows.append(dataclasses.asdict(figures))
+        return figures
+
+    Tracker._rank_figures = recording
     cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=6,
                         log_every_n_steps=2, accumulate_grad_batches=accumulate,
@@ -44,10 +74,10 @@ def worker(out: Path, accumulate: int) -> None:
                         enable_model_summary=False, default_root_dir=str(out),
                         logger=[CSVLogger(str(out / "csv")), TensorBoardLogger(str(out / "tb"))],
                         callbacks=[cb])
-    trainer.fit(TokenMLP(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
+    trainer.fit(SlowRank1(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
     rank = trainer.global_rank
     (out / f"rank{rank}.json").write_text(json.dumps({
-        "rank": rank, "world_size": trainer.world_size, "history": list(cb.history),
+        "rank": rank, "world_size": trainer.world_size, "history": list(cb.history), "rows": rows,
         "counters": cb._tracker.distributed_counters() if cb._tracker is not None else None,
     }))
 
@@ -78,7 +108,8 @@ def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
             assert entry["tokens"] == accumulate * B * S * entry["steps"]
     # one collective per logging step, on every rank
     assert [r["counters"]["aggregations"] for r in ranks] == [3, 3]
-    for entries in zip(*histories):
+    assert [len(r["rows"]) for r in ranks] == [3, 3]    # one row per aggregation
+    for index, entries in enumerate(zip(*histories)):
         m = entries[0]["metrics"]
         assert all(e["metrics"] == m for e in entries)     # the same global figures on every rank
         # by hand: sum of per-rank achieved FLOP/s over the sum of the ranks' peaks
@@ -92,7 +123,13 @@ def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
         assert m["throughput/mfu_rank_max"] == pytest.approx(max(achieved) / PEAK, rel=1e-9)
         assert m["throughput/step_time_s"] == pytest.approx(
             max(e["window_s"] / e["steps"] for e in entries), rel=1e-9)
-        assert m["throughput/slowest_rank"] in (0, 1)
+        # the rows each rank contributed: its own window, as its history says
+        rows = [r["rows"][index] for r in ranks]
+        assert [row["rank"] for row in rows] == [0, 1]
+        for row, e in zip(rows, entries):
+            assert row["steps"] == e["steps"]
+            assert row["window_s"] == pytest.approx(e["window_s"], rel=1e-12)
+        check_rank_figures_by_hand(m, rows)
         # the DDP strategy's all-reduce, observed with no hook (issue 24): one bucket
         # per optimizer step (accumulation syncs once) holding every parameter,
         # Embedding(64, 16) + Linear(16, 32) + Linear(32, 64):
@@ -105,7 +142,11 @@ def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
         assert "throughput/mfu_lost/communication" in lost
         assert m["throughput/phase_s/communication"] >= 0
         assert math.fsum([m["throughput/mfu"], *lost.values()]) == 1.0
-        assert m["throughput/straggler_rank"] in (0, 1)
+        # rank 1 sleeps DELAY_S in each of its 2 forwards per step: it is the straggler,
+        # and rank 0 spends that time waiting in the all-reduce (exposed communication)
+        assert m["throughput/straggler_rank"] == 1
+        assert rows[0]["phase_communication_s"] > rows[1]["phase_communication_s"]
+        assert rows[1]["phase_forward_s"] >= accumulate * DELAY_S
 
     # rank 0's loggers wrote the global figures
     import csv
@@ -129,6 +170,48 @@ def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
     assert [s.step for s in scalars] == [2, 4, 6]
     for scalar, entry in zip(scalars, histories[0]):
         assert scalar.value == pytest.approx(entry["metrics"]["throughput/mfu"], rel=1e-6)
+
+
+def check_rank_figures_by_hand(m: dict, rows: list) -> None:
+    """The logged global figures of one aggregation, by hand from each rank's row
+    (peaks are equal here, but the weights are written out as combine() defines them)."""
+    peaks = [row["peak_flops_per_sec"] for row in rows]
+    assert peaks == [PEAK, PEAK]
+    step = [row["step_time_s"] for row in rows]
+    phases = {name: [row[f"phase_{name}_s"] for row in rows]
+              for name in ("data", "forward", "backward", "optimizer", "communication")}
+    assert all(None not in values for values in phases.values())   # every phase marked
+
+    def weighted(shares):                        # sum_r P_r share_r / sum_r P_r
+        return math.fsum(p * x for p, x in zip(peaks, shares)) / math.fsum(peaks)
+
+    for name, seconds in phases.items():         # phase_s: the mean over ranks
+        assert m[f"throughput/phase_s/{name}"] == pytest.approx((seconds[0] + seconds[1]) / 2,
+                                                                rel=1e-12)
+    for name in ("data", "communication", "optimizer"):   # share = t_phase / T per rank
+        expected = weighted([t / T for t, T in zip(phases[name], step)])
+        assert m[f"throughput/mfu_lost/{name}"] == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    mfu = [row["mfu"] for row in rows]
+    hfu = [row["executed_flops_per_sec"] / p for row, p in zip(rows, peaks)]
+    # recompute = hfu - mfu; compute = (t_forward + t_backward) / T - mfu - recompute
+    assert m["throughput/mfu_lost/recompute"] == pytest.approx(
+        weighted([h - u for h, u in zip(hfu, mfu)]), rel=1e-9, abs=1e-15)
+    assert m["throughput/mfu_lost/compute"] == pytest.approx(weighted(
+        [(f + b) / T - h for f, b, T, h in zip(phases["forward"], phases["backward"], step, hfu)]),
+        rel=1e-9)
+    assert m["throughput/mfu_rank_mean"] == pytest.approx((mfu[0] + mfu[1]) / 2, rel=1e-12)
+    # straggler: the most busy seconds per step (T - exposed communication), lowest rank on
+    # ties; straggler_lost: the other rank's wait for it over the job's step time (max T)
+    busy = [T - c for T, c in zip(step, phases["communication"])]
+    straggler = 0 if busy[0] >= busy[1] else 1
+    assert m["throughput/straggler_rank"] == straggler
+    assert m["throughput/straggler_lost"] == pytest.approx(
+        (busy[straggler] - busy[1 - straggler]) / max(step), rel=1e-9, abs=1e-15)
+    # slowest rank: the longest host interval per step since the previous aggregation
+    interval = [row["interval_s"] / row["interval_steps"] for row in rows]
+    assert m["throughput/slowest_rank"] == (0 if interval[0] >= interval[1] else 1)
+    assert m["throughput/step_time_rank_max"] == pytest.approx(max(interval), rel=1e-12)
+    assert m["throughput/step_time_rank_min"] == pytest.approx(min(interval), rel=1e-12)
 
 
 if __name__ == "__main__":

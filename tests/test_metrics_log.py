@@ -1,5 +1,6 @@
 """``log_path=``: every metric dict logged is one JSON line, equal to what the
 caller got back; a failing write warns once and stops; only rank 0 writes.
+(The run records and ledger intervals beside them: tests/test_goodput.py.)
 
 The reference for each line is the dict ``metrics()`` returned in the same
 call (and, for the Trainer, the callback's own ``history``); the step count
@@ -14,14 +15,25 @@ import warnings
 import pytest
 
 from mfu_tracker import Tracker
-from mfu_tracker.tracker._metrics_log import MetricsLog
+from mfu_tracker.job._log import MetricsLog
 
 PEAK_TFLOPS = 1.0
 
 
-def lines(path):
+def records(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
+
+
+def lines(path):
+    """The metrics lines (not the run / run-end records: tests/test_goodput.py),
+    without their job-ledger interval."""
+    out = []
+    for line in records(path):
+        if "record" not in line:
+            line.pop("ledger", None)
+            out.append(line)
+    return out
 
 
 def tracker(path, **kwargs):
@@ -68,12 +80,16 @@ def test_prefix_and_appending_to_an_existing_file(tmp_path):
 
 
 def test_a_failing_write_warns_once_and_stops(tmp_path):
-    t = tracker("/dev/full")                       # open works, every write fails (ENOSPC)
-    t.step(num_tokens=1)
-    t.step(num_tokens=1)
+    # open works, every write fails (ENOSPC): the run record, written at construction
     with pytest.warns(RuntimeWarning, match="log_path") as record:
+        t = tracker("/dev/full")
+    assert len(record) == 1
+    t.step(num_tokens=1)
+    t.step(num_tokens=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")             # no second warning
         m = t.metrics()
-    assert m and len(record) == 1                  # the metrics still come back
+    assert m                                       # the metrics still come back
     with warnings.catch_warnings():
         warnings.simplefilter("error")             # no second warning
         t.step(num_tokens=1)
@@ -83,11 +99,10 @@ def test_a_failing_write_warns_once_and_stops(tmp_path):
 def test_an_unopenable_path_warns_once(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    t = tracker(blocker / "m.jsonl")               # the parent is a file
-    t.step(num_tokens=1)
-    t.step(num_tokens=1)
     with pytest.warns(RuntimeWarning, match="metrics logging stops"):
-        assert t.metrics()
+        t = tracker(blocker / "m.jsonl")           # the parent is a file: the run record fails
+    t.step(num_tokens=1)
+    t.step(num_tokens=1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         t.metrics()
@@ -207,6 +222,13 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
         line.pop("time")
         assert line == m
         assert "throughput/slowest_rank" in line
+    # the ledger's intervals hold the job's FLOPs: both ranks' 100 per step, summed
+    ledgers = [r["ledger"] for r in records(tmp_path / "m.jsonl") if "ledger" in r]
+    for ledger in ledgers:
+        steps = ledger["to_step"] - ledger["from_step"]
+        if ledger.get("flops_ranks") == 2:
+            assert ledger["model_flops"] == 2 * 100.0 * steps       # 2 ranks x 100 x steps
+    assert sum(ledger.get("flops_ranks") == 2 for ledger in ledgers) == len(got)
 
     from mfu_tracker.cli import main
 

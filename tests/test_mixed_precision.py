@@ -83,6 +83,58 @@ def test_per_step_dicts_and_the_masking_rules(fake):
     assert tracker.summary()["mfu_mixed"] == pytest.approx(2e-4 / 0.002, rel=1e-9)
 
 
+def test_mixed_with_warmup_and_a_window_not_yet_full(fake):
+    # warmup=1, window 10, three steps after the warm-up: each step's own split.
+    # warm-up step: 9e-4 s at fp8 peak (left out); then 1e-4, 2e-4, 3e-4 s at the bf16
+    # peak in 1 ms each: mfu_mixed = (1 + 2 + 3) e-4 / 3e-3 = 0.2
+    tracker = Tracker(dtype="bf16", spec=H100, clock="cuda", stream=0, warmup=1, window=10)
+    tracker.step()
+    for split in ({"fp8": FP8 * 9e-4}, {"bf16": BF16 * 1e-4}, {"bf16": BF16 * 2e-4},
+                  {"bf16": BF16 * 3e-4}):
+        fake.set_work_ns(MS)
+        fake.advance(MS)
+        tracker.step(flops_by_dtype=split)
+    tracker.flush()
+    s = tracker.summary()
+    assert s["steps"] == 3
+    assert s["ideal_s"] == pytest.approx(6e-4, rel=1e-12)
+    assert s["mfu_mixed"] == pytest.approx(0.2, rel=1e-9)
+
+
+def test_window_model_flops_given_without_ideal_seconds_leave_mfu_mixed_out(fake):
+    # per-step splits give the window 2 x 1e-4 s of ideal time; a window total of
+    # model FLOPs given at logging time no longer pairs with it: mfu_mixed out, unless
+    # the ideal seconds are given too (3e-4 s / 2 ms = 0.15)
+    tracker = Tracker(dtype="bf16", spec=H100, clock="cuda", stream=0, warmup=0)
+    _steps(fake, tracker, [1, 1], flops_by_dtype={"bf16": BF16 * 1e-4})
+    assert tracker.metrics()["throughput/mfu_mixed"] == pytest.approx(0.1, rel=1e-9)
+    m = tracker.metrics(model_flops=BF16 * 3e-4)
+    assert "throughput/mfu_mixed" not in m
+    assert m["throughput/mfu"] == pytest.approx(0.15, rel=1e-9)      # 3e-4 s of 2 ms at bf16
+    m = tracker.metrics(model_flops=BF16 * 3e-4, ideal_s=3e-4)
+    assert m["throughput/mfu_mixed"] == pytest.approx(0.15, rel=1e-9)
+
+
+def test_a_step_with_its_own_model_flops_has_no_default_split(fake):
+    # the tracker's default split (1e-4 s at the bf16 peak per step) belongs to its
+    # default FLOPs; a step given its own model_flops has an unknown split: mfu_mixed
+    # is out while that step is in the window (window 2), back once it left
+    tracker = Tracker(dtype="bf16", spec=H100, clock="cuda", stream=0, warmup=0, window=2,
+                      flops_by_dtype={"bf16": BF16 * 1e-4})
+    _steps(fake, tracker, [1, 1])
+    assert tracker.summary()["mfu_mixed"] == pytest.approx(0.1, rel=1e-9)   # 2e-4 s / 2 ms
+    fake.set_work_ns(MS)
+    fake.advance(MS)
+    tracker.step(model_flops=BF16 * 5e-4)
+    tracker.flush()
+    assert "mfu_mixed" not in tracker.summary()
+    for _ in range(2):
+        fake.advance(MS)
+        tracker.step()
+    tracker.flush()
+    assert tracker.summary()["mfu_mixed"] == pytest.approx(0.1, rel=1e-9)
+
+
 def test_without_flops_by_dtype_no_key(fake):
     tracker = Tracker(5e11, spec=H100, clock="cuda", stream=0, warmup=0)
     _steps(fake, tracker, [1, 1])

@@ -79,6 +79,43 @@ def test_figures_from_the_fake_device(fake, nvml):
     assert m["throughput/clock_ratio"] == pytest.approx(1200.0 / 1980.0, rel=1e-12)
 
 
+def test_power_is_the_counter_delta_over_each_interval(fake, nvml):
+    # The counter keeps growing since nvmlInit; the second interval's power is its own
+    # delta over its own seconds (400 W), not the counter's total over them.
+    nvml.set("power_mw", 400_000)
+    tracker = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, telemetry=UUID)
+    _steps(fake, tracker, 2, 1.0, num_tokens=1000)
+    time.sleep(0.3)                                     # the counter reaches ~120 J
+    t0 = time.monotonic()
+    tracker.metrics()
+    t1 = time.monotonic()
+    time.sleep(0.05)
+    t2 = time.monotonic()
+    m = tracker.metrics()
+    t3 = time.monotonic()
+    # the two readings lie within [t0, t1] and [t2, t3]: their span within [t2 - t1,
+    # t3 - t0], so power = 400 W x (fake span / our span) within these bounds, to 1 mJ
+    # (the counter's total over the span would be ~(120 + 20) J / 0.05 s = 2.8 kW)
+    lo, hi = t2 - t1, t3 - t0
+    assert 400.0 * lo / hi - 1e-3 / lo <= m["throughput/power_w"] <= 400.0 * hi / lo + 1e-3 / lo
+
+
+def test_a_counter_that_went_back_gives_no_power_never_a_negative_one(fake, nvml):
+    # The fake's counter is power x seconds since init: dropping the power to 0 takes
+    # it back to 0 (as a counter reset would). The interval's delta is negative: no
+    # power_w, and no figure made from it; the clocks are still read.
+    nvml.set("power_mw", 400_000)
+    tracker = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, telemetry=UUID)
+    _steps(fake, tracker, 2, 1.0, num_tokens=1000)
+    time.sleep(0.02)
+    assert tracker.metrics()["throughput/power_w"] > 0
+    nvml.set("power_mw", 0)
+    m = tracker.metrics()
+    assert not any(k in m for k in ("throughput/power_w", "throughput/energy_j_per_token",
+                                    "throughput/tflops_per_watt"))
+    assert m["throughput/sm_clock_mhz"] == 1755.0
+
+
 def test_read_only_at_window_edges(fake, nvml):
     tracker = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, telemetry=UUID)
     assert nvml.calls("nvmlDeviceGetTotalEnergyConsumption") == 1   # at construction

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 import warnings
 
 import pytest
@@ -309,35 +310,83 @@ def test_bad_optimizer_and_model():
 # ---- one result type: a late read keeps its value --------------------------------------------
 
 
+LATE_READ_BLOCKS = 3000      # ~3x the timer's history (1,024 marks) of two marks a block
+LATE_READ_INDEX = 5          # the block read late
+SLOW_BLOCK_S = 0.02          # CPU clock: the one block that sleeps, so no other block's time fits
+
+
+def _late_read_block_ns(i: int, reference: bool) -> int:
+    """Fake GPU time of block i: distinct for every block, so a value read from
+    another block's marks cannot pass. track_step() blocks: 1 ms + i us; track()
+    blocks: 1 ms + i us + 0.5 us."""
+    return MS + i * 1000 + (500 if reference else 0)
+
+
 @pytest.mark.parametrize("clock", ["cpu", "cuda"])
 def test_track_step_result_read_late_keeps_its_value(clock, fake):
     """Regression: track_step() yielded its own StepResult, which read its time
-    from the shared timer's history (1024 marks): after 3,000 blocks the 6th
-    result had elapsed_sec and mfu None. It now yields track()'s
-    UtilizationResult, whose time is its own. track() is read the same way."""
+    from the shared timer's history (1024 marks) when it was read: after 3,000
+    blocks the 6th result had elapsed_sec and mfu None. It now yields track()'s
+    UtilizationResult, whose time is its own. track() is read the same way.
+
+    Both clocks check the late value against the block's own time, so a value
+    lost (None), taken from another block's marks (a history slot reused) or
+    measured up to the read fails either case: on the fake CUDA clock every
+    block has its own programmed GPU time (exact); on the CPU clock block 5
+    alone sleeps 20 ms and its value must lie between the monotonic clock's
+    readings inside and around the block (the core's CPU clock is the same
+    CLOCK_MONOTONIC)."""
     fake.set_work_ns(0)
     fake.set_lag_ns(0)
     model = linear()
     opt = wrap(model, clock=clock)
     blocks, references = [], []
-    for _ in range(3000):
+    bounds = {}                  # (kind, i) -> (inside the block, around it), ns
+    for i in range(LATE_READ_BLOCKS):
+        slow = clock == "cpu" and i == LATE_READ_INDEX
+        outer = time.monotonic_ns()
         with opt.track_step(num_tokens=BATCH) as result:
-            fake.advance(2 * MS)    # 2 ms of the fake GPU timeline inside the block
+            inner = time.monotonic_ns()
+            fake.advance(_late_read_block_ns(i, reference=False))   # GPU time inside the block
             loss_of(model).backward()
+            if slow:
+                time.sleep(SLOW_BLOCK_S)
+            bounds["block", i] = (time.monotonic_ns() - inner, None)
+        bounds["block", i] = (bounds["block", i][0], time.monotonic_ns() - outer)
         opt.step()
         blocks.append(result)
+        outer = time.monotonic_ns()
         with track(LINEAR_FLOPS, spec=SPEC, dtype="bf16", clock=clock) as reference:
-            fake.advance(2 * MS)
+            inner = time.monotonic_ns()
+            fake.advance(_late_read_block_ns(i, reference=True))
+            if slow:
+                time.sleep(SLOW_BLOCK_S)
+            bounds["reference", i] = (time.monotonic_ns() - inner, None)
+        bounds["reference", i] = (bounds["reference", i][0], time.monotonic_ns() - outer)
         references.append(reference)
-    for r in (blocks[5], references[5]):
-        assert isinstance(r, StepResult) and r.clock == clock
-        assert r.elapsed_sec is not None and r.elapsed_sec > 0
+    i = LATE_READ_INDEX
+    for kind, r in (("block", blocks[i]), ("reference", references[i])):
+        # read now, 2 x 3,000 blocks later: the block's own time, not lost, not another's
+        assert r.elapsed_sec is not None, kind
         if clock == "cuda":
-            assert r.elapsed_sec == pytest.approx(0.002, rel=1e-9)  # the block's 2 ms of GPU time
+            # block 5: 1 ms + 5 us = 0.001005 s (track(): + 0.5 us = 0.0010055 s); the
+            # driver API reports float milliseconds (a float32: ~1e-7 relative), while
+            # neighbouring blocks differ by 1 us (1e-3) and the two kinds by 0.5 us
+            expected = _late_read_block_ns(i, reference=kind == "reference") * 1e-9
+            assert r.elapsed_sec == pytest.approx(expected, rel=1e-6), kind
+        else:
+            inside, around = bounds[kind, i]
+            assert inside >= SLOW_BLOCK_S * 1e9       # the sleep made this block the slow one
+            assert inside * 1e-9 <= r.elapsed_sec <= around * 1e-9, kind
         # mfu = 2048 / elapsed / 1e15
         assert r.mfu == pytest.approx(LINEAR_FLOPS / r.elapsed_sec / 1e15, rel=1e-9)
-    assert blocks[5].model_flops == LINEAR_FLOPS and blocks[5].num_tokens == BATCH
-    assert blocks[5].tokens_per_sec == pytest.approx(BATCH / blocks[5].elapsed_sec, rel=1e-9)
+        assert isinstance(r, StepResult) and r.clock == clock
+    assert blocks[i].model_flops == LINEAR_FLOPS and blocks[i].num_tokens == BATCH
+    assert blocks[i].tokens_per_sec == pytest.approx(BATCH / blocks[i].elapsed_sec, rel=1e-9)
+    # the last block, read at once, is its own too
+    if clock == "cuda":
+        assert blocks[-1].elapsed_sec == pytest.approx(
+            _late_read_block_ns(LATE_READ_BLOCKS - 1, reference=False) * 1e-9, rel=1e-6)
     assert fake.sync_calls() == 0 or clock == "cpu"
 
 

@@ -22,6 +22,9 @@ EXPECTED = {
     "mistral-7b": 7_241_732_096,
     "mixtral-8x7b": 46_702_792_704,
     "qwen2.5-7b": 7_615_616_512,
+    # the 7,615,616,512-parameter language model + a 676,550,144-parameter
+    # vision tower (32 blocks of 1,280): the hub card's 8.29 B
+    "qwen2.5-vl-7b": 8_292_166_656,
 }
 
 
@@ -34,8 +37,10 @@ def test_preset_matches_meta_model(name):
     cfg = load_preset(name)
     assert isinstance(cfg, dict) and cfg["model_type"]
     conf = transformers.AutoConfig.for_model(**cfg)
+    auto = (transformers.AutoModelForImageTextToText if "vision_config" in cfg
+            else transformers.AutoModelForCausalLM)
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(conf)
+        model = auto.from_config(conf)
     real = sum(p.numel() for p in model.parameters())
     assert real == EXPECTED[name]
     assert transformer_flops(cfg, seq_len=128).num_params == real
@@ -79,6 +84,8 @@ def test_errors():
         load_preset("llama-9")
     with pytest.raises(TypeError):
         load_preset(3)
+    with pytest.raises(ValueError, match="neither a preset"):
+        resolve_model_config("no-such-org/no-such-model")
     with pytest.raises(ValueError, match="neither a preset"):
         resolve_model_config("no-such-model")
     with pytest.raises(TypeError):

@@ -130,13 +130,18 @@ def test_a_real_tracker_log_draws_mfu_and_says_what_is_missing(tmp_path, capsys)
         t.step(num_tokens=8)
         m = t.metrics()
         if m:
-            returned[i] = m["throughput/mfu"]   # i steps completed
+            returned[i] = m   # i steps completed
+    t.close()
     status, out, err = report(capsys, log, "--out", tmp_path / "t.png")
     assert status == 0, err
-    assert printed(out) == {(step, "throughput/mfu"): v for step, v in returned.items()}
+    # the MFU line and the step time on its second axis
+    assert printed(out) == {(step, key): m[key] for step, m in returned.items()
+                            for key in ("throughput/mfu", "throughput/step_time_s")}
     assert "missing: throughput/mfu_lost/*" in out
     assert "missing: throughput/mfu_rank_min" in out
-    assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(2)
+    # the run record's peak and its source; the job ledger is the third panel
+    assert "peak: 1 TFLOP/s per device, fp32 (user)" in out
+    assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(3)
 
 
 def float32(value: float) -> float:
@@ -194,16 +199,19 @@ def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
     history = {e["step"]: e["metrics"] for e in cb.history}
     assert sorted(history) == [2, 4, 6]
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # the metrics lines
     assert [line["step"] for line in lines] == [2, 4, 6]
     for line in lines:
-        assert {k: v for k, v in line.items() if k not in ("step", "time")} == history[line["step"]]
+        assert {k: v for k, v in line.items() if k not in ("step", "time", "ledger")} == \
+            history[line["step"]]
 
     status, out, err = report(capsys, log, "--out", tmp_path / "hf.png")
     assert status == 0, err
     # phases=True (the default) marks the waterfall: its shares are printed too
     shown = {(s, k): v for s, m in history.items() for k, v in m.items()
-             if k == "throughput/mfu" or k.startswith("throughput/mfu_lost/")}
-    assert len(shown) == 3 * 6  # mfu + five losses (no DDP hook: no communication key)
+             if k in ("throughput/mfu", "throughput/step_time_s")
+             or k.startswith("throughput/mfu_lost/")}
+    assert len(shown) == 3 * 7  # mfu, step time + five losses (no DDP hook: no communication)
     assert printed(out) == shown
 
     events = glob.glob(str(tmp_path / "out" / "**" / "*tfevents*"), recursive=True)
@@ -211,6 +219,7 @@ def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
     status, out, err = report(capsys, tmp_path / "out", "--out", tmp_path / "hf_tb.png")
     assert status == 0, err
     assert printed(out) == {key: float32(value) for key, value in shown.items()}
+    # TensorBoard has no run records: no ledger panel
     assert png_shape((tmp_path / "hf_tb.png").read_bytes()) == expected_shape(2)
 
 
@@ -284,7 +293,7 @@ def test_without_matplotlib_the_error_names_the_extra(tmp_path):
             f"sys.exit(main(['report', {str(path)!r}, '--out', {str(tmp_path / 'r.png')!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "mfu-tracker[report]" in proc.stderr and "matplotlib" in proc.stderr
+    assert "torch-mfu[report]" in proc.stderr and "matplotlib" in proc.stderr
 
 
 def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
@@ -299,6 +308,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [line for line in lines if "record" not in line]   # the metrics lines
     # warm-up 2: the loop's metrics() has figures after steps 0..2 complete (3 steps, at
     # the top of step 3), then 4; the final metrics() after the closing step() adds step 5
     assert [line["step"] for line in lines] == [3, 4, 5]
@@ -314,8 +324,9 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert printed(proc.stdout) == {(line["step"], key): value for line in lines
                                     for key, value in line.items()
-                                    if key == "throughput/mfu" or "/mfu_lost/" in key}
-    assert png_shape(out_png.read_bytes()) == expected_shape(2)
+                                    if key in ("throughput/mfu", "throughput/step_time_s")
+                                    or "/mfu_lost/" in key}
+    assert png_shape(out_png.read_bytes()) == expected_shape(3)   # + the job ledger
 
 
 def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
@@ -340,3 +351,155 @@ def test_a_prefix_with_nothing_under_it(tmp_path, capsys):
     assert status == 2 and "no train/mfu" in err and "found: 'throughput'" in err
     status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--prefix", "throughput")
     assert status == 0, err
+
+
+# ---- the report as a new user reads it (issue 25): runs, invalid values, sums, axes, peak ----
+
+def two_run_log(tmp_path, *, busy=False):
+    """Two runs appended to one log (run 2 resumed at step 15), written by hand:
+    MFU rows whose waterfall adds up to 1, the run records' peak."""
+    lines = []
+    for run, (start, steps) in enumerate(((0, (10, 20)), (15, (20, 30))), 1):
+        lines.append({"record": "run", "time": 100.0 * run, "run_id": f"r{run}", "ranks": 1,
+                      "devices": 1, "process_start": 100.0 * run - 1, "start_step": start,
+                      "peak_tflops": 174.2e-3, "peak_source": "measured", "dtype": "fp32"})
+        for step in steps:
+            figures = {"mfu": 0.25 + run / 100, "step_time_s": 0.5 + run / 10,
+                       "mfu_lost": {"data": 0.25, "other": 0.5 - run / 100}}
+            lines.append({"step": step, "time": 100.0 * run + step,
+                          **format_metrics(figures, "throughput")})
+        if busy and run == 2:
+            lines.append({"record": "peak_check", "time": 250.0, "peak_tflops": 174.2e-3,
+                          "remeasured_tflops": 48.8e-3, "busy": True})
+    path = tmp_path / "two.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path, lines
+
+
+def test_the_last_run_is_drawn_and_the_runs_are_counted(tmp_path, capsys):
+    path, lines = two_run_log(tmp_path)
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert "runs: the file holds 2; drawn: run 2 (--run all|N to choose)" in out
+    run2 = [line for line in lines[4:] if "step" in line]
+    assert {s for s, _ in printed(out)} == {20, 30}          # run 2's steps only: no zigzag
+    assert printed(out)[(20, "throughput/mfu")] == run2[0]["throughput/mfu"]
+    status, out, err = report(capsys, path, "--out", tmp_path / "r1.png", "--run", "1")
+    assert status == 0 and "drawn: run 1" in out and {s for s, _ in printed(out)} == {10, 20}
+
+
+def test_all_runs_are_drawn_each_on_its_own_with_its_start_marked(tmp_path, capsys):
+    path, lines = two_run_log(tmp_path)
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", "all")
+    assert status == 0, err
+    assert "drawn: all runs" in out
+    assert "run starts (dashed lines): run 1 at step 10, run 2 at step 20" in out
+    mfu_lines = out.split("MFU over steps")[1].split("step time")[0].splitlines()
+    # each run's points under its own heading: step 20 appears once per run
+    assert [line.strip() for line in mfu_lines if line.strip().startswith("run ")] == \
+        ["run 1:", "run 2:"]
+    assert sum("step=20 " in line for line in mfu_lines) == 2
+
+
+@pytest.mark.parametrize("which", ["3", "0", "first"])
+def test_a_run_that_is_not_there_names_the_flag(tmp_path, capsys, which):
+    path, _ = two_run_log(tmp_path)
+    status, _, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", which)
+    assert status == 2 and f"--run {which!r}" in err and "holds 2 run(s)" in err
+
+
+def test_invalid_values_are_named_by_line_and_not_drawn(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
+    text = path.read_text().splitlines()
+    text.append('{"step": 40, "throughput/mfu": NaN, "throughput/mfu_lost/data": 0.5}')
+    text.append('{"step": 50, "throughput/mfu": -4.0, "throughput/step_time_s": 0.5}')
+    text.append('{"step": 60, "throughput/mfu": null, "throughput/mfu_rank_max": -0.1}')
+    path.write_text("\n".join(text) + "\n")
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert "metrics.jsonl:4: throughput/mfu=NaN: not a finite number; not drawn" in out
+    assert "metrics.jsonl:5: throughput/mfu=-4.0: negative ratio; not drawn" in out
+    assert "metrics.jsonl:6: throughput/mfu=null: not a finite number; not drawn" in out
+    assert "metrics.jsonl:6: throughput/mfu_rank_max=-0.1: negative ratio; not drawn" in out
+    numbers = printed(out)
+    assert (40, "throughput/mfu") not in numbers and (50, "throughput/mfu") not in numbers
+    assert numbers[(50, "throughput/step_time_s")] == 0.5          # the line's valid value stays
+    assert not any(k == "throughput/mfu_lost/data" for s, k in numbers if s == 40)  # no bar w/o MFU
+
+
+def test_the_printed_sum_is_the_bar_as_drawn(tmp_path, capsys):
+    rows = [{"step": 1, "time": 0.0, **format_metrics(
+        {"mfu": 0.4, "mfu_lost": {"data": 0.5, "other": 0.5}}, "throughput")}]   # 1.4: a bad log
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert "each bar adds up to 1" not in out
+    (line,) = [line for line in out.splitlines() if line.startswith("  step=1 ") and "sum=" in line]
+    cells = [float(cell.split("=")[1]) for cell in line.split()[1:]]
+    top = 0.0
+    for value in cells[:-1]:
+        top = top + value                                   # stacked in the printed order
+    assert cells[-1] == top == 0.4 + 0.5 + 0.5
+    # the drawing stacks the same layers: the picture's bar has that height
+    from mfu_tracker.job import read_log
+
+    drawn = _report.plan(read_log(str(path)))
+    _, heights, bottoms = drawn.stacked()[-1]
+    assert [b + h for b, h in zip(bottoms, heights)] == [cells[-1]] == drawn.bar_tops()
+
+
+def test_the_axes_run_over_the_logged_steps(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    steps = sorted({s for s, _ in printed(out)})
+    match = re.search(r"x axis: steps (\d+)\.\.(\d+) \(the logged steps; ticks at ([\d, ]+)\)", out)
+    assert match and (int(match.group(1)), int(match.group(2))) == (steps[0], steps[-1])
+    assert [int(t) for t in match.group(3).split(", ")] == steps   # 3 steps: a tick each
+
+
+def test_the_peak_its_source_the_step_time_and_the_busy_caveat(tmp_path, capsys):
+    path, lines = two_run_log(tmp_path)
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert "peak: 0.1742 TFLOP/s per device, fp32 (measured)" in out
+    assert printed(out)[(30, "throughput/step_time_s")] == lines[-1]["throughput/step_time_s"]
+    assert "caveat:" not in out
+    path, _ = two_run_log(tmp_path, busy=True)
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert ("caveat: the peak was measured on a busy machine: 0.1742 TFLOP/s, then 0.0488 "
+            "re-measured after training") in out
+
+
+def test_the_diagnosis_line_names_the_largest_loss_and_its_rank(tmp_path, capsys):
+    rows = [{"step": 5, "time": 0.0, **format_metrics(
+        {"mfu": 0.3, "mfu_lost": {"data": 0.18, "compute": 0.4, "other": 0.12},
+         "mfu_lost_rank": {"data": 1, "compute": 3}}, "throughput")}]
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0, err
+    assert "largest loss: compute below peak, 40.0% of step time, rank 3" in out.splitlines()
+
+
+def test_the_main_job_logs_its_peak_check(tmp_path):
+    """examples/train_gpt2.py re-measures its peak after training and logs it."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    log = tmp_path / "metrics.jsonl"
+    proc = subprocess.run([sys.executable, str(root / "examples" / "train_gpt2.py"), "--steps", "4",
+                           "--batch-size", "2", "--seq-len", "16", "--hidden", "32", "--layers", "1",
+                           "--heads", "2", "--vocab-size", "64", "--log-path", str(log)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (check,) = [line for line in lines if line.get("record") == "peak_check"]
+    assert lines[0]["record"] == "run" and lines[-1]["record"] == "run_end"
+    assert check["peak_tflops"] == lines[0]["peak_tflops"]
+    busy = max(check["peak_tflops"], check["remeasured_tflops"]) > \
+        1.25 * min(check["peak_tflops"], check["remeasured_tflops"])
+    assert check["busy"] is busy
+    assert ("note: the peak measured" in proc.stdout) is busy      # what the job printed

@@ -292,6 +292,9 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("lookup_gpu_spec", _C.lookup_gpu_spec, S("H100"), I(-1), exc=ValueError)
     add("lookup_gpu_spec", _C.lookup_gpu_spec, [S("H100")], exc=TypeError)
     add("lookup_gpu_spec", _C.lookup_gpu_spec, S("H100"), num_sms=F(1.5), exc=TypeError)
+    add("gpu_candidates", _C.gpu_candidates, S("A100"))  # four rows: lists and dicts
+    add("gpu_candidates", _C.gpu_candidates, S("H100 SXM"))  # one row: None
+    add("gpu_candidates", _C.gpu_candidates, S("H100"), I(-1), exc=ValueError)
     add("gpu_spec_table", _C.gpu_spec_table)
     add("normalize_gpu_name", _C.normalize_gpu_name, S("NVIDIA  A100-SXM4-80GB"))
     add("normalize_gpu_name", _C.normalize_gpu_name, I(12345), exc=TypeError)
@@ -360,6 +363,32 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("transformer_flops", _C.transformer_flops, dims, options, seq_lens=S("x"), exc=TypeError)
     add("transformer_flops", _C.transformer_flops, [I(1)], options, batch_size=I(300),
         seq_len=I(2048), exc=TypeError)
+    vision = {S("kind"): S("qwen2_5_vl"), S("depth"): I(300), S("hidden_size"): I(1280),
+              S("intermediate_size"): I(3420), S("num_heads"): I(320), S("in_channels"): I(3),
+              S("patch_size"): I(14), S("temporal_patch_size"): I(2),
+              S("spatial_merge_size"): I(2), S("out_hidden_size"): I(1024),
+              S("window_size"): I(1120), S("num_full_blocks"): I(4)}
+    grids = [[I(1), I(640), I(640)], [I(300), I(260), I(260)]]
+    add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
+        seq_len=I(2048), vision=vision, grids=grids)
+    add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
+        seq_len=I(2048), vision=vision, grids=[[I(1), I(641), I(640)]], exc=ValueError)
+    add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
+        seq_len=I(2048), vision={**vision, S("kind"): S("clip")}, grids=grids, exc=ValueError)
+    add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
+        seq_len=I(2048), vision=vision, grids=[[I(1), I(2)]], exc=ValueError)
+    add("transformer_family", _C.transformer_family, S("gemma3_text"))
+    add("transformer_family", _C.transformer_family, S("bert_like"))
+    add("transformer_family", _C.transformer_family, I(300), exc=TypeError)
+    add("transformer_families", _C.transformer_families)
+    add("transformer_dim_names", _C.transformer_dim_names)
+    add("params_flops", _C.params_flops, F(7e9), I(4096), lora=True)
+    add("params_flops", _C.params_flops, F(-7e9), I(4096), exc=ValueError)
+    add("params_flops", _C.params_flops, S("n"), I(4096), exc=TypeError)
+    add("sdpa_model_flop", _C.sdpa_model_flop, I(1), I(300), I(300), I(1024), I(1024), I(300),
+        I(300), causal_attention=S("half"), with_backward=True)
+    add("sdpa_model_flop", _C.sdpa_model_flop, I(1), I(300), I(300), I(1024), I(-1024), I(300),
+        I(300), exc=ValueError)
 
     # -- py_ops.c: the op table, op_count, the custom-formula registry
     add("op_table", _C.op_table)
@@ -533,6 +562,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.end_phase", st.end_phase)
         add("StepTracker.phase_depth", st.phase_depth)
         add("StepTracker.phases", st.phases)
+        add("StepTracker.ledger", st.ledger)
+        add("StepTracker.phase", st.phase, S("checkpoint"))
         add("StepTracker._exclude_begin", st._exclude_begin)
         add("StepTracker._exclude_end", st._exclude_end)
     add("StepTracker()", _C.StepTracker, window=I(0), exc=ValueError)
@@ -543,6 +574,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     unconfigured = _C.StepTracker.__new__(_C.StepTracker)
     add("StepTracker.summary", unconfigured.summary, exc=RuntimeError)
     add("StepTracker.phases", unconfigured.phases, exc=RuntimeError)
+    add("StepTracker.ledger", unconfigured.ledger, exc=RuntimeError)
     add("PhaseBlock()", _C.PhaseBlock, exc=TypeError)
     peaks = tuple([F(1e12)] * (len(_C.dtype_names()) - 1) + [None])
     add("StepTracker()", _C.StepTracker, dtype_peaks=peaks, flops_by_dtype={S("bf16"): F(1e9)})

@@ -264,6 +264,114 @@ def test_gpu_excluded_interval(fake):
     assert fake.sync_calls() == 0
 
 
+def test_phase_window_leaves_the_warmup_step_out(fake):
+    # warmup=1: the first step (forward 9 ms) is left out of the phases as it is of
+    # the periods; the window's two steps have forward 2 ms and 4 ms: (2 + 4) / 2 = 3 ms
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=1)
+    t.step()
+    for forward_ms in (9, 2, 4):
+        t.begin_phase("forward")
+        fake.set_work_ns(forward_ms * MS)
+        t.end_phase()
+        fake.set_work_ns(0)
+        t.step()
+    t.flush()
+    s = t.summary()
+    assert s["steps"] == 2
+    assert s["phase_s"] == {"forward": pytest.approx(3e-3, rel=1e-9)}
+    assert s["step_time_s"] == pytest.approx(3e-3, rel=1e-9)
+
+
+def test_a_phase_marked_in_one_step_of_the_window_is_kept(fake):
+    # step 1 marks data (3 ms) and forward (1 ms); step 2 only forward (1 ms):
+    # data = 3 / 2 = 1.5 ms per step, forward = (1 + 1) / 2 = 1 ms
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()
+    for data_ms in (3, None):
+        if data_ms is not None:
+            t.begin_phase("data")
+            fake.set_work_ns(data_ms * MS)
+            t.end_phase()
+        t.begin_phase("forward")
+        fake.set_work_ns(MS)
+        t.end_phase()
+        fake.set_work_ns(0)
+        t.step()
+    t.flush()
+    assert t.summary()["phase_s"] == {"data": pytest.approx(1.5e-3, rel=1e-9),
+                                      "forward": pytest.approx(1e-3, rel=1e-9)}
+
+
+def test_excluded_time_inside_a_phase_leaves_the_phase(fake):
+    # data runs from GPU 0 to 12 ms, of which 2..10 is the tracker's own time:
+    # data = 12 - 8 = 4 ms, the period 12 - 8 = 4 ms, excluded 8 ms
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()                                  # GPU 0
+    t.begin_phase("data")                     # GPU 0
+    fake.set_work_ns(2 * MS)
+    t._exclude_begin()                        # GPU 2
+    fake.set_work_ns(0)
+    fake.advance(10 * MS)
+    t._exclude_end()                          # GPU 10
+    fake.set_work_ns(2 * MS)
+    t.end_phase()                             # GPU 12
+    fake.set_work_ns(0)
+    t.step()                                  # GPU 12
+    t.flush()
+    assert t.summary()["step_time_s"] == pytest.approx(4e-3, rel=1e-9)
+    assert t.phases()["phase_s"] == {"data": pytest.approx(4e-3, rel=1e-9)}
+    assert t.phases()["excluded_s"] == pytest.approx(8e-3, rel=1e-9)
+
+
+def test_a_phase_mark_inside_excluded_time_charges_none_of_it(fake):
+    # data runs from GPU 0; 2..10 is excluded; forward is marked at 6, inside it:
+    # data = 0..2 = 2 ms, forward = 10..12 = 2 ms (the excluded 8 ms go to neither)
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()                                  # GPU 0
+    t.begin_phase("data")                     # GPU 0
+    fake.set_work_ns(2 * MS)
+    t._exclude_begin()                        # GPU 2
+    fake.set_work_ns(0)
+    fake.advance(6 * MS)                      # host 6
+    t.switch_phase("forward")                 # GPU 6
+    fake.advance(4 * MS)                      # host 10
+    t._exclude_end()                          # GPU 10
+    fake.set_work_ns(2 * MS)
+    t.end_phase()                             # GPU 12
+    fake.set_work_ns(0)
+    t.step()                                  # GPU 12: period 12 - 8 = 4 ms
+    t.flush()
+    assert t.summary()["step_time_s"] == pytest.approx(4e-3, rel=1e-9)
+    assert t.phases()["phase_s"] == {"data": pytest.approx(2e-3, rel=1e-9),
+                                     "forward": pytest.approx(2e-3, rel=1e-9)}
+    assert t.phases()["excluded_s"] == pytest.approx(8e-3, rel=1e-9)
+
+
+def test_excluded_seconds_are_per_step(fake):
+    # step 1 excludes 8 ms, step 2 excludes 4 ms: excluded_s = (8 + 4) / 2 = 6 ms per step
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
+    t.step()                                  # GPU 0
+    fake.set_work_ns(2 * MS)
+    t._exclude_begin()                        # GPU 2
+    fake.set_work_ns(0)
+    fake.advance(10 * MS)                     # host 10
+    t._exclude_end()                          # GPU 10: 8 ms excluded
+    fake.set_work_ns(MS)
+    t.step()                                  # GPU 11: period 11 - 8 = 3 ms
+    fake.set_work_ns(0)
+    fake.advance(5 * MS)                      # host 15
+    t._exclude_begin()                        # GPU max(11, 15) = 15
+    fake.advance(4 * MS)                      # host 19
+    t._exclude_end()                          # GPU 19: 4 ms excluded
+    fake.set_work_ns(MS)
+    t.step()                                  # GPU 20: period 9 - 4 = 5 ms
+    fake.set_work_ns(0)
+    t.flush()
+    s = t.summary()
+    assert (s["steps"], s["window_s"]) == (2, pytest.approx(8e-3, rel=1e-9))      # 3 + 5
+    assert t.phases()["excluded_s"] == pytest.approx(6e-3, rel=1e-9)            # (8 + 4) / 2
+
+
 def test_local_metrics_on_a_gpu_clock_takes_no_mark(fake):
     t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0)
     t.step()
@@ -311,3 +419,50 @@ def test_row_round_trip_keeps_phases():
     r = _row(2, 0.1, {"data": 0.01, "communication": 0.02})
     assert RankFigures.from_row(r.to_row()) == r
     assert r.phase_s == {"data": 0.01, "communication": 0.02}
+
+
+# ---- the straggler tie-break: the lowest rank wins (docs) --------------------------------
+
+
+def _busy_row(rank, communication_s, step_s=0.1):
+    """A rank whose busy time is step_s - communication_s (forward holds the rest)."""
+    return _row(rank, step_s, {"forward": step_s - communication_s,
+                               "communication": communication_s})
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_straggler_tie_on_two_ranks_is_rank_0(order):
+    # busy 0.1 - 0.02 = 0.08 s on both ranks (the same double): a tie
+    rows = {0: _busy_row(0, 0.02), 1: _busy_row(1, 0.02)}
+    assert rows[0].busy_s == rows[1].busy_s
+    g = combine([rows[r] for r in order])
+    assert g.straggler_rank == 0
+    assert g.straggler_lost == 0.0                     # (0.08 - 0.08) / 1 rank / 0.1 s
+    assert g.metrics()["throughput/straggler_rank"] == 0.0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_straggler_tie_on_ranks_1_and_2_of_3_is_rank_1(order):
+    # busy: rank 0 0.1 - 0.04 = 0.06 s; ranks 1 and 2 0.1 - 0.01 = 0.09 s (a tie)
+    rows = {0: _busy_row(0, 0.04), 1: _busy_row(1, 0.01), 2: _busy_row(2, 0.01)}
+    g = combine([rows[r] for r in order])              # any row order: the rule is the rank's
+    assert g.straggler_rank == 1
+    # the others' mean wait for rank 1: ((0.09 - 0.06) + (0.09 - 0.09)) / 2 / 0.1 = 0.15
+    assert g.straggler_lost == pytest.approx(0.15, rel=1e-12)
+    assert g.metrics()["throughput/straggler_rank"] == 1.0
+
+
+def test_straggler_is_the_most_busy_rank_not_the_highest():
+    # no tie: rank 0 is the busiest (0.1 - 0.0 = 0.1 s) against 0.07 and 0.09
+    g = combine([_busy_row(2, 0.01), _busy_row(1, 0.03), _busy_row(0, 0.0)])
+    assert g.straggler_rank == 0
+    # ((0.1 - 0.07) + (0.1 - 0.09)) / 2 / 0.1 = 0.2
+    assert g.straggler_lost == pytest.approx(0.2, rel=1e-12)
+
+
+def test_straggler_lost_is_over_the_slowest_mean_period():
+    # rank 0: period 0.1 s, busy 0.1 - 0.04 = 0.06 s; rank 1: period 0.12 s, busy 0.12 s.
+    # The job's step time is the slowest mean period, 0.12 s: lost = (0.12 - 0.06) / 0.12
+    g = combine([_busy_row(0, 0.04, step_s=0.1), _busy_row(1, 0.0, step_s=0.12)])
+    assert g.straggler_rank == 1
+    assert g.straggler_lost == pytest.approx(0.5, rel=1e-12)

@@ -42,7 +42,7 @@ def test_track_figures_follow_from_elapsed_time():
 
 
 def test_track_clock_measures_cpu_work():
-    with track(1.0, 0, peak_tflops=1.0, device="cpu") as r:
+    with track(1.0, peak_tflops=1.0, device="cpu") as r:  # no param_bytes: no MBU
         _busy_sleep(0.02)
     assert 0.02 <= r.elapsed_sec < 2.0
 
@@ -355,3 +355,18 @@ def test_a_bad_window_total_warns_and_leaves_its_figures_out():
         m = tracker.metrics(model_flops=-1.0, num_tokens=3000)
     assert "throughput/mfu" not in m and "throughput/tokens_per_sec" in m
     assert len(caught) == 1 and "model_flops" in str(caught[0].message)
+
+
+def test_mfu_language_from_a_language_flops_total():
+    """A VLM window: mfu_language = the language model's FLOPs over the
+    same time and peak as mfu (the tower's FLOPs left out)."""
+    t = mfu_tracker.Tracker(peak_tflops=1.0, clock="cpu", window=4, warmup=0)
+    for _ in range(3):
+        t.step(num_tokens=10)
+    m = t.metrics("t", model_flops=1e9, language_flops=4e8)
+    # 4e8 of the window's 1e9 model FLOPs: 0.4 x mfu, exactly
+    assert m["t/mfu_language"] == pytest.approx(0.4 * m["t/mfu"], rel=1e-12)
+    assert "t/mfu_language" not in t.metrics("t", model_flops=1e9)
+    with pytest.warns(RuntimeWarning, match="language_flops"):
+        bad = t.metrics("t", model_flops=1e9, language_flops=-1.0)
+    assert "t/mfu_language" not in bad and "t/mfu" in bad

@@ -363,378 +363,405 @@ mfu_status mfu_varlen_attention_backward_flop(
 }
 
 /* ------------------------------------------------------------------------
- * Analytic transformer FLOPs
+ * Masked attention: windows, chunks, block masks (flops.h)
  * ------------------------------------------------------------------------ */
 
-void mfu_transformer_dims_init(mfu_transformer_dims *dims)
+/* Sequence lengths the span arithmetic accepts: every sum below stays in
+ * int64 under it. */
+#define SPAN_LIMIT ((int64_t)1 << 62)
+
+static int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max_i64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* 2 * b * h * pairs * (qk_weight * d_qk + v_weight * d_v), given
+ * `twice_pairs` = 2 * pairs (half of an odd product stays exact). Each term
+ * is at most the total: overflow of a term is overflow of the count. */
+static mfu_status pair_flops(int64_t twice_pairs, const mfu_attention_shape *s,
+                             int64_t qk_weight, int64_t v_weight,
+                             int64_t *flops)
 {
-    *dims = (mfu_transformer_dims){
-        .mlp = MFU_MLP_SWIGLU,
-        .norm = MFU_NORM_RMSNORM,
-    };
+    const int64_t qk_factors[5] = {twice_pairs, s->batch, s->heads_q,
+                                   qk_weight, s->head_dim_qk};
+    const int64_t v_factors[5] = {twice_pairs, s->batch, s->heads_q, v_weight,
+                                  s->head_dim_v};
+    int64_t qk, v;
+    mfu_status st;
+    if ((st = product_i64(qk_factors, 5, &qk)) != MFU_OK ||
+        (st = product_i64(v_factors, 5, &v)) != MFU_OK)
+        return st;
+    return add_i64(qk, v, flops);
 }
 
-void mfu_transformer_options_init(mfu_transformer_options *options)
+/* No work whatever the pairs (a zero batch or head dims): the pairs are
+ * then not counted, so a count of 0 is never refused. */
+static int no_work(const mfu_attention_shape *s)
 {
-    *options = (mfu_transformer_options){
-        .formula = MFU_FORMULA_PALM,
-        .causal = MFU_CAUSAL_FULL,
-        .include_lm_head = 1,
-        .include_embedding = 0,
-        .recompute = MFU_RECOMPUTE_NONE,
-        .lora_rank = 0,
-        .lora_targets = 0,
-    };
+    return s->batch == 0 || (s->head_dim_qk == 0 && s->head_dim_v == 0);
 }
 
-static mfu_status sequences_accumulate(const int64_t *lengths, size_t count,
-                                       double repeat, int64_t window,
-                                       mfu_sequences *out)
+/* sum_{p = p0}^{p1} max(0, a * p + c), a in {-1, 0, 1}, |p|, |c| < 2^62:
+ * n * (smallest term) + n (n - 1) / 2 (a != 0), each part at most the
+ * sum, so a sum that fits is never refused. */
+static mfu_status ramp_sum(int64_t p0, int64_t p1, int a, int64_t c,
+                           int64_t *out)
 {
-    mfu_sequences acc = {0.0, 0.0, 0.0, window};
-    if (window < 0 || !(repeat >= 0.0))
-        return MFU_ERR_INVALID_ARGUMENT;
-    if (count > 0 && lengths == NULL)
-        return MFU_ERR_INVALID_ARGUMENT;
-    for (size_t i = 0; i < count; i++) {
-        const double s = (double)lengths[i];
-        const double ctx =
-            (window > 0 && lengths[i] > window) ? (double)window : s;
-        if (lengths[i] < 0)
-            return MFU_ERR_INVALID_ARGUMENT;
-        acc.num_tokens += repeat * s;
-        acc.sum_sq += repeat * s * s;
-        acc.sum_windowed += repeat * s * ctx;
+    int64_t n, series, part;
+    mfu_status st;
+    *out = 0;
+    if (a == 1)
+        p0 = max_i64(p0, 1 - c); /* the terms from 1 up */
+    else if (a == -1)
+        p1 = min_i64(p1, c - 1); /* the terms down to 1 */
+    else if (c <= 0)
+        return MFU_OK;
+    if (p1 < p0)
+        return MFU_OK;
+    n = p1 - p0 + 1;
+    if ((st = mul_i64(n, a == 1 ? p0 + c : a == -1 ? c - p1 : c, &part)) != MFU_OK)
+        return st;
+    if (a == 0) {
+        *out = part;
+        return MFU_OK;
     }
-    *out = acc;
+    st = n % 2 == 0 ? mul_i64(n / 2, n - 1, &series)
+                    : mul_i64(n, (n - 1) / 2, &series);
+    return st != MFU_OK ? st : add_i64(part, series, out);
+}
+
+/* sum over p0..p1 of the keys [max(p - left, lo), min(p + right, hi)]
+ * (left / right < 0: unbounded) of query position p. The count is linear
+ * in p between x1 (after it the left edge is p - left) and x2 (after it
+ * the right edge is hi): sum each piece. */
+static mfu_status kept_pairs(int64_t p0, int64_t p1, int64_t left,
+                             int64_t right, int64_t lo, int64_t hi,
+                             int64_t *out)
+{
+    const int64_t x1 = left < 0 ? INT64_MAX : lo + left;
+    const int64_t x2 = right < 0 ? INT64_MIN : hi - right;
+    const int64_t cut[3] = {min_i64(x1, x2), max_i64(x1, x2), p1};
+    int64_t start = p0, total = 0, part;
+    mfu_status st;
+    for (int k = 0; k < 3 && start <= p1; k++) {
+        const int64_t end = min_i64(cut[k], p1);
+        if (end < start)
+            continue;
+        const int low_moves = start > x1;   /* left edge p - left */
+        const int high_moves = start <= x2; /* right edge p + right */
+        const int a = high_moves - low_moves;
+        const int64_t c = (high_moves ? right : hi) + 1 + (low_moves ? left : -lo);
+        if ((st = ramp_sum(start, end, a, c, &part)) != MFU_OK ||
+            (st = add_i64(total, part, &total)) != MFU_OK)
+            return st;
+        start = end + 1;
+    }
+    *out = total;
     return MFU_OK;
 }
 
-mfu_status mfu_sequences_from_lengths(const int64_t *lengths, size_t count,
-                                      int64_t window, mfu_sequences *out)
+/* Pairs of the query positions q0..q1 whose keys lie in [lo, hi], by
+ * convention: FULL min(span, region) each, HALF the kept ones. */
+static mfu_status region_pairs(int64_t q0, int64_t q1, int64_t left,
+                               int64_t right, int64_t lo, int64_t hi,
+                               mfu_causal causal, int64_t *out)
 {
-    return sequences_accumulate(lengths, count, 1.0, window, out);
+    if (causal == MFU_CAUSAL_HALF)
+        return kept_pairs(q0, q1, left, right, lo, hi, out);
+    const int64_t region = max_i64(hi - lo + 1, 0);
+    const int64_t span = left < 0 || right < 0 ? region : left + 1 + right;
+    return mul_i64(max_i64(q1 - q0 + 1, 0), min_i64(span, region), out);
 }
 
-mfu_status mfu_sequences_uniform(int64_t batch, int64_t seq_len,
-                                 int64_t window, mfu_sequences *out)
+/* A chunked sequence: the chunks of the query positions p0..p1 (k0..k1).
+ * The chunks strictly inside, at k >= 0, all count the same: one of them
+ * times their number; chunks wholly before key 0 count nothing. */
+static mfu_status chunk_pairs(int64_t p0, int64_t p1, int64_t s_k, int64_t left,
+                              int64_t right, int64_t chunk, mfu_causal causal,
+                              int64_t *out)
 {
-    if (batch < 0 || seq_len < 0)
-        return MFU_ERR_INVALID_ARGUMENT;
-    return sequences_accumulate(&seq_len, 1, (double)batch, window, out);
-}
-
-static mfu_status bad(const char **bad_field, const char *field)
-{
-    if (bad_field != NULL)
-        *bad_field = field;
-    return MFU_ERR_INVALID_ARGUMENT;
-}
-
-static int flag_ok(int value)
-{
-    return value == 0 || value == 1;
-}
-
-mfu_status mfu_transformer_validate(const mfu_transformer_dims *dims,
-                                    const mfu_transformer_options *options,
-                                    const char **bad_field)
-{
-    const mfu_transformer_dims *d = dims;
-    const mfu_transformer_options *o = options;
-    int64_t dense_layers;
-
-    if (d == NULL)
-        return bad(bad_field, "dims");
-    if (o == NULL)
-        return bad(bad_field, "options");
-    if (d->hidden_size < 1)
-        return bad(bad_field, "hidden_size");
-    if (d->num_layers < 1)
-        return bad(bad_field, "num_layers");
-    if (d->num_heads < 1)
-        return bad(bad_field, "num_heads");
-    /* 0 = as many kv heads as query heads (plain multi-head attention) */
-    if (d->num_kv_heads < 0 || d->num_kv_heads > d->num_heads ||
-        (d->num_kv_heads > 0 && d->num_heads % d->num_kv_heads != 0))
-        return bad(bad_field, "num_kv_heads");
-    if (d->head_dim < 0)
-        return bad(bad_field, "head_dim");
-    /* Without an explicit head_dim the heads must split hidden_size. */
-    if (d->head_dim == 0 && d->hidden_size % d->num_heads != 0)
-        return bad(bad_field, "num_heads");
-    if (d->vocab_size < 1)
-        return bad(bad_field, "vocab_size");
-    if (d->mlp != MFU_MLP_GELU && d->mlp != MFU_MLP_SWIGLU)
-        return bad(bad_field, "mlp");
-    if (d->norm != MFU_NORM_RMSNORM && d->norm != MFU_NORM_LAYERNORM)
-        return bad(bad_field, "norm");
-    if (d->num_experts < 0)
-        return bad(bad_field, "num_experts");
-    if (d->num_experts > 0) {
-        if (d->experts_per_token < 1 || d->experts_per_token > d->num_experts)
-            return bad(bad_field, "experts_per_token");
-        if (d->moe_intermediate_size < 1)
-            return bad(bad_field, "moe_intermediate_size");
-        if (d->shared_expert_intermediate_size < 0)
-            return bad(bad_field, "shared_expert_intermediate_size");
-        if (d->shared_expert_gate && d->shared_expert_intermediate_size == 0)
-            return bad(bad_field, "shared_expert_gate");
-        if (d->num_dense_layers < 0 || d->num_dense_layers > d->num_layers)
-            return bad(bad_field, "num_dense_layers");
-        dense_layers = d->num_dense_layers;
-    } else {
-        if (d->experts_per_token != 0)
-            return bad(bad_field, "experts_per_token");
-        if (d->moe_intermediate_size != 0)
-            return bad(bad_field, "moe_intermediate_size");
-        if (d->shared_expert_intermediate_size != 0)
-            return bad(bad_field, "shared_expert_intermediate_size");
-        if (d->shared_expert_gate)
-            return bad(bad_field, "shared_expert_gate");
-        if (d->num_dense_layers != 0 && d->num_dense_layers != d->num_layers)
-            return bad(bad_field, "num_dense_layers");
-        dense_layers = d->num_layers;
+    const int64_t k0 = p0 >= 0 ? p0 / chunk : -((-p0 + chunk - 1) / chunk);
+    const int64_t k1 = p1 / chunk;
+    const int64_t edges[2] = {k0, k1};
+    int64_t total = 0, part, inner;
+    mfu_status st;
+    for (int e = 0; e < (k0 == k1 ? 1 : 2); e++) {
+        const int64_t start = edges[e] * chunk;
+        st = region_pairs(max_i64(start, p0), min_i64(start + chunk - 1, p1), left,
+                          right, max_i64(start, 0), min_i64(start + chunk - 1, s_k - 1),
+                          causal, &part);
+        if (st != MFU_OK || (st = add_i64(total, part, &total)) != MFU_OK)
+            return st;
     }
-    if (dense_layers > 0 ? d->intermediate_size < 1 : d->intermediate_size < 0)
-        return bad(bad_field, "intermediate_size");
-    if (!flag_ok(d->shared_expert_gate))
-        return bad(bad_field, "shared_expert_gate");
-    if (!flag_ok(d->tie_word_embeddings))
-        return bad(bad_field, "tie_word_embeddings");
-    if (!flag_ok(d->qkv_bias))
-        return bad(bad_field, "qkv_bias");
-    if (!flag_ok(d->attention_out_bias))
-        return bad(bad_field, "attention_out_bias");
-    if (!flag_ok(d->mlp_bias))
-        return bad(bad_field, "mlp_bias");
-    if (!flag_ok(d->qk_norm))
-        return bad(bad_field, "qk_norm");
-    if (d->num_positions < 0)
-        return bad(bad_field, "num_positions");
-    if (d->sliding_window < 0)
-        return bad(bad_field, "sliding_window");
-    if (d->num_sliding_layers < 0 || d->num_sliding_layers > d->num_layers ||
-        (d->sliding_window == 0 && d->num_sliding_layers != 0))
-        return bad(bad_field, "num_sliding_layers");
-
-    if (o->formula != MFU_FORMULA_6N && o->formula != MFU_FORMULA_PALM &&
-        o->formula != MFU_FORMULA_MATMUL)
-        return bad(bad_field, "formula");
-    if (o->causal != MFU_CAUSAL_FULL && o->causal != MFU_CAUSAL_HALF)
-        return bad(bad_field, "causal_attention");
-    if (!flag_ok(o->include_lm_head))
-        return bad(bad_field, "include_lm_head");
-    if (!flag_ok(o->include_embedding))
-        return bad(bad_field, "include_embedding");
-    if (o->recompute != MFU_RECOMPUTE_NONE &&
-        o->recompute != MFU_RECOMPUTE_FULL &&
-        o->recompute != MFU_RECOMPUTE_SELECTIVE)
-        return bad(bad_field, "activation_recompute");
-    if (o->lora_rank < 0)
-        return bad(bad_field, "lora_rank");
-    if ((o->lora_targets & ~(unsigned)MFU_LORA_ALL) != 0 ||
-        (o->lora_rank > 0) != (o->lora_targets != 0))
-        return bad(bad_field, "lora_targets");
-    if (d->mlp == MFU_MLP_GELU && (o->lora_targets & MFU_LORA_GATE) != 0)
-        return bad(bad_field, "lora_targets");
+    inner = k1 - max_i64(k0 + 1, 0);
+    if (inner > 0) {
+        if ((st = region_pairs(0, chunk - 1, left, right, 0, chunk - 1, causal,
+                               &part)) != MFU_OK ||
+            (st = mul_i64(inner, part, &part)) != MFU_OK ||
+            (st = add_i64(total, part, &total)) != MFU_OK)
+            return st;
+    }
+    *out = total;
     return MFU_OK;
 }
 
-/* Per-layer parameter tallies, all in double. */
-typedef struct layer_tally {
-    double attn_matmul;  /* q, k, v, o weights */
-    double attn_other;   /* their biases, the norms, q/k norms */
-    double dense_matmul; /* dense MLP weights */
-    double dense_bias;
-    double moe_matmul_all;    /* router + all experts + shared (+ gate) */
-    double moe_matmul_active; /* router + k experts + shared (+ gate) */
-    double moe_bias_all;
-    double moe_bias_active;
-    double lora_attn;         /* adapters on q/k/v/o */
-    double lora_dense;        /* adapters on a dense MLP */
-    double lora_moe_all;      /* adapters on all experts + shared */
-    double lora_moe_active;   /* adapters on k experts + shared */
-} layer_tally;
-
-/* Params of an MLP of width `inter`: matrices, biases, LoRA adapters. */
-static void mlp_tally(const mfu_transformer_dims *d, unsigned targets,
-                      double rank, double inter, double *matmul,
-                      double *bias, double *lora)
+/* Twice the pairs one sequence counts under `mask` (flops.h). */
+static mfu_status sequence_pairs(int64_t s_q, int64_t s_k,
+                                 const mfu_attention_mask *mask,
+                                 mfu_causal causal, int64_t *twice)
 {
-    const double h = (double)d->hidden_size;
-    const int swiglu = d->mlp == MFU_MLP_SWIGLU;
-    *matmul = (swiglu ? 3.0 : 2.0) * h * inter;
-    *bias = d->mlp_bias ? (swiglu ? 2.0 : 1.0) * inter + h : 0.0;
-    *lora = 0.0;
-    if (swiglu && (targets & MFU_LORA_GATE))
-        *lora += rank * (h + inter);
-    if (targets & MFU_LORA_UP)
-        *lora += rank * (h + inter);
-    if (targets & MFU_LORA_DOWN)
-        *lora += rank * (inter + h);
-}
+    int64_t pairs;
+    mfu_status st;
 
-static layer_tally tally_layer(const mfu_transformer_dims *d,
-                               const mfu_transformer_options *o)
-{
-    const double h = (double)d->hidden_size;
-    const double heads = (double)d->num_heads;
-    const double kv =
-        (double)(d->num_kv_heads > 0 ? d->num_kv_heads : d->num_heads);
-    const double hd = (double)(d->head_dim > 0 ? d->head_dim
-                                               : d->hidden_size / d->num_heads);
-    const double norm = d->norm == MFU_NORM_LAYERNORM ? 2.0 * h : h;
-    const double rank = (double)o->lora_rank;
-    const unsigned t = o->lora_targets;
-    layer_tally lt = {0};
-    double m, b, a;
-
-    /* q: [d -> H*Q], k, v: [d -> H_kv*Q], o: [H*Q -> d] */
-    lt.attn_matmul = h * heads * hd + 2.0 * h * kv * hd + heads * hd * h;
-    lt.attn_other = 2.0 * norm;
-    if (d->qkv_bias)
-        lt.attn_other += heads * hd + 2.0 * kv * hd;
-    if (d->attention_out_bias)
-        lt.attn_other += h;
-    if (d->qk_norm)
-        lt.attn_other += 2.0 * hd;
-    if (t & MFU_LORA_Q)
-        lt.lora_attn += rank * (h + heads * hd);
-    if (t & MFU_LORA_K)
-        lt.lora_attn += rank * (h + kv * hd);
-    if (t & MFU_LORA_V)
-        lt.lora_attn += rank * (h + kv * hd);
-    if (t & MFU_LORA_O)
-        lt.lora_attn += rank * (heads * hd + h);
-
-    mlp_tally(d, t, rank, (double)d->intermediate_size, &lt.dense_matmul,
-              &lt.dense_bias, &lt.lora_dense);
-
-    if (d->num_experts > 0) {
-        const double e = (double)d->num_experts;
-        const double k = (double)d->experts_per_token;
-        /* router: [d -> E] */
-        lt.moe_matmul_all = lt.moe_matmul_active = h * e;
-        mlp_tally(d, t, rank, (double)d->moe_intermediate_size, &m, &b, &a);
-        lt.moe_matmul_all += e * m;
-        lt.moe_matmul_active += k * m;
-        lt.moe_bias_all = e * b;
-        lt.moe_bias_active = k * b;
-        lt.lora_moe_all = e * a;
-        lt.lora_moe_active = k * a;
-        if (d->shared_expert_intermediate_size > 0) {
-            mlp_tally(d, t, rank, (double)d->shared_expert_intermediate_size,
-                      &m, &b, &a);
-            if (d->shared_expert_gate)
-                m += h; /* shared_expert_gate: [d -> 1] */
-            lt.moe_matmul_all += m;
-            lt.moe_matmul_active += m;
-            lt.moe_bias_all += b;
-            lt.moe_bias_active += b;
-            lt.lora_moe_all += a;
-            lt.lora_moe_active += a;
+    if (s_q == 0 || s_k == 0) {
+        *twice = 0;
+        return MFU_OK;
+    }
+    if (mask->window_left < 0 && mask->chunk <= 0 && mask->window_right <= 0) {
+        /* no mask, or plain causal: the whole rectangle (HALF of causal:
+         * half of it) */
+        if ((st = mul_i64(s_q, s_k, &pairs)) != MFU_OK)
+            return st;
+        if (mask->window_right == 0 && causal == MFU_CAUSAL_HALF) {
+            *twice = pairs;
+            return MFU_OK;
         }
+        return mul_i64(2, pairs, twice);
     }
-    return lt;
+    if (s_q >= SPAN_LIMIT || s_k >= SPAN_LIMIT)
+        return MFU_ERR_OVERFLOW;
+    /* a side or a chunk past every key keeps them all, as any longer one
+     * does: clamped, the span arithmetic stays in int64 */
+    const int64_t left = mask->window_left < 0 ? -1 : min_i64(mask->window_left, s_k);
+    const int64_t right = mask->window_right < 0 ? -1
+                                                 : min_i64(mask->window_right, max_i64(s_q, s_k));
+    st = mask->chunk > 0
+             ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right,
+                           min_i64(mask->chunk, SPAN_LIMIT), causal, &pairs)
+             : region_pairs(s_k - s_q, s_k - 1, left, right, 0, s_k - 1, causal, &pairs);
+    return st != MFU_OK ? st : mul_i64(2, pairs, twice);
 }
 
-mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
-                                         const mfu_transformer_options *options,
-                                         const mfu_sequences *seqs,
-                                         mfu_transformer_flops *out,
-                                         const char **bad_field)
+static mfu_status masked_count(const mfu_attention_shape *shape,
+                               const mfu_attention_mask *mask, mfu_causal causal,
+                               int backward, int64_t *flops)
 {
-    const mfu_transformer_dims *d = dims;
-    const mfu_transformer_options *o = options;
-    mfu_status st = mfu_transformer_validate(dims, options, bad_field);
-    double layers, dense, moe, sliding, full_layers, h, heads, hd, vocab;
-    double final_norm, n_emb, lm_head, t;
-    double body_all, body_active, body_matmul_active, adapters_all;
-    double adapters_active, weights, weights_layers, attn, ctx_full, ctx_win;
-    double base_mult, forward, model, hardware;
-    layer_tally lt;
-
+    int64_t twice;
+    mfu_status st = attention_shape_ok(shape, causal);
     if (st != MFU_OK)
         return st;
-    if (seqs == NULL || !(seqs->num_tokens > 0.0))
-        return bad(bad_field, "seq_lens");
-    if (seqs->window != d->sliding_window)
-        return bad(bad_field, "sliding_window");
-    if (out == NULL)
-        return bad(bad_field, "out");
-
-    lt = tally_layer(d, o);
-    layers = (double)d->num_layers;
-    dense = (double)(d->num_experts > 0 ? d->num_dense_layers : d->num_layers);
-    moe = layers - dense;
-    sliding = (double)d->num_sliding_layers;
-    full_layers = layers - sliding;
-    h = (double)d->hidden_size;
-    heads = (double)d->num_heads;
-    hd = (double)(d->head_dim > 0 ? d->head_dim : d->hidden_size / d->num_heads);
-    vocab = (double)d->vocab_size;
-    t = seqs->num_tokens;
-
-    final_norm = d->norm == MFU_NORM_LAYERNORM ? 2.0 * h : h;
-    n_emb = vocab * h + (double)d->num_positions * h;
-    lm_head = vocab * h; /* [d -> V] */
-
-    /* Every layer parameter once (all experts), and the active ones. */
-    body_all = layers * (lt.attn_matmul + lt.attn_other) +
-               dense * (lt.dense_matmul + lt.dense_bias) +
-               moe * (lt.moe_matmul_all + lt.moe_bias_all) + final_norm;
-    body_active = layers * (lt.attn_matmul + lt.attn_other) +
-                  dense * (lt.dense_matmul + lt.dense_bias) +
-                  moe * (lt.moe_matmul_active + lt.moe_bias_active) +
-                  final_norm;
-    body_matmul_active = layers * lt.attn_matmul + dense * lt.dense_matmul +
-                         moe * lt.moe_matmul_active;
-    adapters_all = layers * lt.lora_attn + dense * lt.lora_dense +
-                   moe * lt.lora_moe_all;
-    adapters_active = layers * lt.lora_attn + dense * lt.lora_dense +
-                      moe * lt.lora_moe_active;
-
-    /* W: the per-token weight count the formula charges 2 FLOPs each. */
-    weights_layers =
-        o->formula == MFU_FORMULA_MATMUL ? body_matmul_active : body_active;
-    weights = weights_layers + (o->include_lm_head ? lm_head : 0.0) +
-              (o->include_embedding ? n_emb : 0.0);
-
-    /* Attention core forward: QK^T + AV = 4*H*Q per (query, key) pair. */
-    ctx_full = seqs->sum_sq;
-    ctx_win = d->sliding_window > 0 ? seqs->sum_windowed : seqs->sum_sq;
-    attn = 0.0;
-    if (o->formula != MFU_FORMULA_6N) {
-        attn = 4.0 * heads * hd * (full_layers * ctx_full + sliding * ctx_win);
-        if (o->causal == MFU_CAUSAL_HALF)
-            attn *= 0.5;
+    if (mask == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (no_work(shape)) {
+        *flops = 0;
+        return MFU_OK;
     }
+    if ((st = sequence_pairs(shape->seq_q, shape->seq_kv, mask, causal, &twice)) != MFU_OK)
+        return st;
+    /* QK^T (d_qk) + AV (d_v); backward: recompute QK^T, dQ, dK (3 d_qk),
+     * dScores, dV (2 d_v), as mfu_sdpa_backward_flop */
+    return backward ? pair_flops(twice, shape, 3, 2, flops)
+                    : pair_flops(twice, shape, 1, 1, flops);
+}
 
-    /* Frozen base under LoRA: forward + input gradient, no weight gradient. */
-    base_mult = o->lora_rank > 0 ? 4.0 : 6.0;
-    forward = 2.0 * weights * t + 2.0 * adapters_active * t + attn;
-    model = base_mult * weights * t + 6.0 * adapters_active * t + 3.0 * attn;
-    hardware = model;
-    if (o->recompute == MFU_RECOMPUTE_SELECTIVE)
-        hardware += attn;
-    else if (o->recompute == MFU_RECOMPUTE_FULL)
-        /* the decoder layers' forward again (not the final norm, the
-         * lm_head or the embedding) */
-        hardware += 2.0 * (weights_layers - (o->formula == MFU_FORMULA_MATMUL
-                                                 ? 0.0
-                                                 : final_norm)) * t +
-                    2.0 * adapters_active * t + attn;
+mfu_status mfu_masked_attention_flop(const mfu_attention_shape *shape,
+                                     const mfu_attention_mask *mask,
+                                     mfu_causal causal, int64_t *flops)
+{
+    return masked_count(shape, mask, causal, 0, flops);
+}
 
-    out->model_flops = model;
-    out->hardware_flops = hardware;
-    out->forward_flops = forward;
-    out->attention_flops = attn;
-    out->num_params = body_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
-    out->num_embedding_params = n_emb;
-    out->num_active_params =
-        body_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
-    out->num_adapter_params = adapters_all;
-    out->num_tokens = t;
+mfu_status mfu_masked_attention_backward_flop(const mfu_attention_shape *shape,
+                                              const mfu_attention_mask *mask,
+                                              mfu_causal causal, int64_t *flops)
+{
+    return masked_count(shape, mask, causal, 1, flops);
+}
+
+static mfu_status varlen_masked(const int64_t *cu_q, const int64_t *cu_k,
+                                size_t num_offsets, const mfu_attention_shape *heads,
+                                const mfu_attention_mask *mask, mfu_causal causal,
+                                int backward, int64_t *flops)
+{
+    int64_t total = 0, twice;
+    mfu_status st;
+
+    if ((num_offsets > 0 && cu_q == NULL) || mask == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (cu_k == NULL)
+        cu_k = cu_q;
+    if ((st = attention_shape_ok(heads, causal)) != MFU_OK)
+        return st;
+    for (size_t i = 0; i < num_offsets; i++)
+        if (cu_q[i] < 0 || cu_k[i] < 0 || (i > 0 && (cu_q[i] < cu_q[i - 1] ||
+                                                     cu_k[i] < cu_k[i - 1])))
+            return MFU_ERR_INVALID_ARGUMENT;
+    if (no_work(heads)) {
+        *flops = 0;
+        return MFU_OK;
+    }
+    for (size_t i = 0; i + 1 < num_offsets; i++) {
+        st = sequence_pairs(cu_q[i + 1] - cu_q[i], cu_k[i + 1] - cu_k[i], mask, causal,
+                            &twice);
+        if (st != MFU_OK || (st = add_i64(total, twice, &total)) != MFU_OK)
+            return st;
+    }
+    return backward ? pair_flops(total, heads, 3, 2, flops)
+                    : pair_flops(total, heads, 1, 1, flops);
+}
+
+/* The shape varlen_masked checks: batch 1, the sequences come later. */
+static mfu_attention_shape varlen_heads(int64_t heads_q, int64_t heads_kv,
+                                        int64_t head_dim_qk, int64_t head_dim_v)
+{
+    const mfu_attention_shape s = {.batch = 1, .heads_q = heads_q, .heads_kv = heads_kv,
+                                   .head_dim_qk = head_dim_qk, .head_dim_v = head_dim_v};
+    return s;
+}
+
+mfu_status mfu_varlen_masked_attention_flop(
+    const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+    size_t num_offsets, int64_t heads_q, int64_t heads_kv, int64_t head_dim_qk,
+    int64_t head_dim_v, const mfu_attention_mask *mask, mfu_causal causal,
+    int64_t *flops)
+{
+    const mfu_attention_shape heads = varlen_heads(heads_q, heads_kv, head_dim_qk, head_dim_v);
+    return varlen_masked(cu_seqlens_q, cu_seqlens_k, num_offsets, &heads, mask, causal, 0,
+                         flops);
+}
+
+mfu_status mfu_varlen_masked_attention_backward_flop(
+    const int64_t *cu_seqlens_q, const int64_t *cu_seqlens_k,
+    size_t num_offsets, int64_t heads_q, int64_t heads_kv, int64_t head_dim_qk,
+    int64_t head_dim_v, const mfu_attention_mask *mask, mfu_causal causal,
+    int64_t *flops)
+{
+    const mfu_attention_shape heads = varlen_heads(heads_q, heads_kv, head_dim_qk, head_dim_v);
+    return varlen_masked(cu_seqlens_q, cu_seqlens_k, num_offsets, &heads, mask, causal, 1,
+                         flops);
+}
+
+/* Whether every row lists 0..width blocks with indices >= 0. */
+static int rows_ok(const int64_t *num, const int64_t *indices, int64_t rows, int64_t width)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (num[r] < 0 || num[r] > width)
+            return 0;
+        for (int64_t i = 0; i < num[r]; i++)
+            if (indices[r * width + i] < 0)
+                return 0;
+    }
+    return 1;
+}
+
+/* The key tokens of the listed blocks of one row (the first `num` of
+ * `indices`), each clipped to s_kv; an index past the keys adds none. */
+static mfu_status row_columns(const int64_t *indices, int64_t num, int64_t s_kv,
+                              int64_t block, int64_t *out)
+{
+    int64_t cols = 0;
+    mfu_status st;
+    for (int64_t i = 0; i < num; i++) {
+        const int64_t kb = indices[i];
+        if (kb > (s_kv - 1) / block)
+            continue;
+        if ((st = add_i64(cols, min_i64(block, s_kv - kb * block), &cols)) != MFU_OK)
+            return st;
+    }
+    *out = cols;
     return MFU_OK;
+}
+
+/* The pairs of every computed block, over the mask's rows. */
+static mfu_status block_pairs(const mfu_attention_shape *s, const mfu_block_mask *m,
+                              int64_t *out)
+{
+    int64_t rows_total, pairs = 0, cols, full_cols, part;
+    mfu_status st;
+    if ((st = mul_i64(m->batch * m->heads, m->q_blocks, &rows_total)) != MFU_OK)
+        return st == MFU_ERR_OVERFLOW ? MFU_ERR_INVALID_ARGUMENT : st;
+    if (rows_total > 0 && (m->num_blocks == NULL || (m->kv_blocks > 0 && m->indices == NULL) ||
+                           (m->full_num_blocks != NULL && m->full_kv_blocks > 0 &&
+                            m->full_indices == NULL)))
+        return MFU_ERR_INVALID_ARGUMENT;
+    /* every row checked before any sum: bad input is refused as such */
+    if (!rows_ok(m->num_blocks, m->indices, rows_total, m->kv_blocks) ||
+        (m->full_num_blocks != NULL &&
+         !rows_ok(m->full_num_blocks, m->full_indices, rows_total, m->full_kv_blocks)))
+        return MFU_ERR_INVALID_ARGUMENT;
+    for (int64_t r = 0; r < rows_total; r++) {
+        const int64_t qb = r % m->q_blocks;
+        /* the query tokens of block qb, clipped to s_q */
+        const int64_t rows = qb > (s->seq_q - 1) / m->q_block_size || s->seq_q == 0
+                                 ? 0 : min_i64(m->q_block_size, s->seq_q - qb * m->q_block_size);
+        st = row_columns(m->indices + r * m->kv_blocks, m->num_blocks[r], s->seq_kv,
+                         m->kv_block_size, &cols);
+        full_cols = 0;
+        if (st == MFU_OK && m->full_num_blocks != NULL)
+            st = row_columns(m->full_indices + r * m->full_kv_blocks, m->full_num_blocks[r],
+                             s->seq_kv, m->kv_block_size, &full_cols);
+        if (st != MFU_OK || (st = add_i64(cols, full_cols, &cols)) != MFU_OK ||
+            (st = mul_i64(rows, cols, &part)) != MFU_OK ||
+            (st = add_i64(pairs, part, &pairs)) != MFU_OK)
+            return st;
+    }
+    *out = pairs;
+    return MFU_OK;
+}
+
+static mfu_status block_count(const mfu_attention_shape *shape, const mfu_block_mask *m,
+                              int backward, int64_t *flops)
+{
+    mfu_attention_shape per_row;
+    int64_t pairs, twice;
+    mfu_status st = attention_shape_ok(shape, MFU_CAUSAL_FULL);
+    if (st != MFU_OK)
+        return st;
+    if (m == NULL || m->batch < 1 || m->heads < 1 || m->q_blocks < 0 || m->kv_blocks < 0 ||
+        m->full_kv_blocks < 0 || m->q_block_size < 1 || m->kv_block_size < 1 ||
+        shape->batch % m->batch != 0 || shape->heads_q % m->heads != 0 ||
+        m->batch > INT64_MAX / m->heads)
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (no_work(shape)) {
+        *flops = 0;
+        return MFU_OK;
+    }
+    if ((st = block_pairs(shape, m, &pairs)) != MFU_OK || (st = mul_i64(2, pairs, &twice)) != MFU_OK)
+        return st;
+    /* each of the mask's rows stands for (batch / mask batch) x (heads /
+     * mask heads) of the query's */
+    per_row = *shape;
+    per_row.batch = shape->batch / m->batch;
+    per_row.heads_q = shape->heads_q / m->heads;
+    return backward ? pair_flops(twice, &per_row, 3, 2, flops)
+                    : pair_flops(twice, &per_row, 1, 1, flops);
+}
+
+mfu_status mfu_block_attention_flop(const mfu_attention_shape *shape,
+                                    const mfu_block_mask *mask, int64_t *flops)
+{
+    return block_count(shape, mask, 0, flops);
+}
+
+mfu_status mfu_block_attention_backward_flop(const mfu_attention_shape *shape,
+                                             const mfu_block_mask *mask,
+                                             int64_t *flops)
+{
+    return block_count(shape, mask, 1, flops);
+}
+
+mfu_status mfu_sdpa_model_flop(const mfu_attention_shape *shape,
+                               mfu_causal causal, int with_backward,
+                               int64_t *flops)
+{
+    int64_t forward = 0, total;
+    mfu_status st;
+    if (with_backward != 0 && with_backward != 1)
+        return MFU_ERR_INVALID_ARGUMENT;
+    st = mfu_sdpa_flop(shape, causal, &forward);
+    if (st != MFU_OK)
+        return st;
+    st = mul_i64(forward, with_backward ? 1 + MFU_ATTENTION_MODEL_BACKWARD : 1,
+                 &total);
+    if (st == MFU_OK)
+        *flops = total;
+    return st;
 }

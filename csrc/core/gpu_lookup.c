@@ -228,46 +228,34 @@ static void found(mfu_gpu_match *out, const candidate *c)
     out->num_candidates = 1;
 }
 
-mfu_status mfu_gpu_lookup(const mfu_device_query *query, mfu_gpu_match *out)
+static void clear_match(mfu_gpu_match *out)
 {
-    name_tokens tokens;
+    size_t i;
+    out->spec = NULL;
+    out->mig_fraction = 1.0;
+    out->is_partition = 0;
+    out->num_candidates = 0;
+    for (i = 0; i < MFU_GPU_CANDIDATES_MAX; i++) {
+        out->candidates[i] = NULL;
+        out->candidate_fraction[i] = 0.0;
+    }
+}
+
+/* Rule 2 over the rows that fit: the tie-breaks, then one row or the tied
+ * ones listed in out->candidates. Three passes over the table instead of a
+ * candidate array of the table's size. */
+static mfu_status break_ties(const name_tokens *tokens, const mfu_device_query *query,
+                             mfu_gpu_match *out)
+{
     candidate c = {0}, kept = {0}, best_default = {0};
     size_t i, n = mfu_gpu_spec_count();
     const mfu_gpu_spec *spec;
     int fits = 0, top_hits = -1, num_kept = 0, num_defaults = 0;
     double closest = HUGE_VAL;
-    mfu_status st;
 
-    if (query == NULL || out == NULL)
-        return MFU_ERR_INVALID_ARGUMENT;
-    out->spec = NULL;
-    out->mig_fraction = 1.0;
-    out->is_partition = 0;
-    out->num_candidates = 0;
-    st = check_query(query);
-    if (st != MFU_OK)
-        return st;
-    st = mfu_gpu_normalize_name(query->name, tokens.buffer, sizeof tokens.buffer);
-    if (st != MFU_OK)
-        return st;
-
-    if (no_hints(query)) {
-        spec = display_name_row(query->name);
-        if (spec != NULL) {
-            c.spec = spec;
-            c.fraction = 1.0;
-            c.is_partition = 0;
-            found(out, &c);
-            return MFU_OK;
-        }
-    }
-    split_tokens(&tokens);
-
-    /* Three passes over the rows that fit, instead of a candidate list:
-     * (a) the most variant tokens named, */
+    /* (a) the most variant tokens named, */
     for (i = 0; i < n; i++) {
-        if (mfu_gpu_spec_get(i, &spec) == MFU_OK &&
-            row_fits(spec, &tokens, query, &c)) {
+        if (mfu_gpu_spec_get(i, &spec) == MFU_OK && row_fits(spec, tokens, query, &c)) {
             fits++;
             if (c.variant_hits > top_hits)
                 top_hits = c.variant_hits;
@@ -278,32 +266,102 @@ mfu_status mfu_gpu_lookup(const mfu_device_query *query, mfu_gpu_match *out)
         return MFU_ERR_NOT_FOUND;
     /* (b) among those, the closest memory size (0 for all when not given), */
     for (i = 0; i < n; i++) {
-        if (mfu_gpu_spec_get(i, &spec) == MFU_OK &&
-            row_fits(spec, &tokens, query, &c) && c.variant_hits == top_hits &&
-            c.memory_distance < closest)
+        if (mfu_gpu_spec_get(i, &spec) == MFU_OK && row_fits(spec, tokens, query, &c) &&
+            c.variant_hits == top_hits && c.memory_distance < closest)
             closest = c.memory_distance;
     }
     /* (c) the rows within 5% of it, and the bare-name defaults among them
      * whose SM count was given and matched. */
     for (i = 0; i < n; i++) {
-        if (mfu_gpu_spec_get(i, &spec) != MFU_OK ||
-            !row_fits(spec, &tokens, query, &c) || c.variant_hits != top_hits ||
-            c.memory_distance > closest + 0.05)
+        if (mfu_gpu_spec_get(i, &spec) != MFU_OK || !row_fits(spec, tokens, query, &c) ||
+            c.variant_hits != top_hits || c.memory_distance > closest + 0.05)
             continue;
-        if (num_kept++ == 0)
+        if (num_kept == 0)
             kept = c;
+        if (num_kept < MFU_GPU_CANDIDATES_MAX) {
+            out->candidates[num_kept] = c.spec;
+            out->candidate_fraction[num_kept] = c.fraction;
+        }
+        num_kept++;
         if (query->num_sms >= 1 && spec->bare_name_default &&
             spec->num_sms == query->num_sms && num_defaults++ == 0)
             best_default = c;
     }
-    if (num_kept == 1) {
-        found(out, &kept);
-        return MFU_OK;
-    }
-    if (num_defaults == 1) {
-        found(out, &best_default);
+    if (num_kept == 1 || num_defaults == 1) {
+        const candidate *winner = num_kept == 1 ? &kept : &best_default;
+        clear_match(out);
+        found(out, winner);
         return MFU_OK;
     }
     out->num_candidates = num_kept; /* ambiguous */
     return MFU_ERR_NOT_FOUND;
+}
+
+mfu_status mfu_gpu_lookup(const mfu_device_query *query, mfu_gpu_match *out)
+{
+    name_tokens tokens;
+    const mfu_gpu_spec *spec;
+    mfu_status st;
+
+    if (query == NULL || out == NULL)
+        return MFU_ERR_INVALID_ARGUMENT;
+    clear_match(out);
+    st = check_query(query);
+    if (st != MFU_OK)
+        return st;
+    st = mfu_gpu_normalize_name(query->name, tokens.buffer, sizeof tokens.buffer);
+    if (st != MFU_OK)
+        return st;
+
+    if (no_hints(query)) {
+        spec = display_name_row(query->name);
+        if (spec != NULL) {
+            candidate c = {0};
+            c.spec = spec;
+            c.fraction = 1.0;
+            found(out, &c);
+            return MFU_OK;
+        }
+    }
+    split_tokens(&tokens);
+    return break_ties(&tokens, query, out);
+}
+
+/* ---- rule 3: do the tied rows agree? ---------------------------------------- */
+
+mfu_status mfu_gpu_candidates_peak(const mfu_gpu_match *match, mfu_dtype dtype,
+                                   double *tflops_out, double *bandwidth_out)
+{
+    double first_tflops = 0.0, first_bandwidth = 0.0;
+    int bandwidth_agrees = 1, i;
+
+    if (match == NULL || tflops_out == NULL || bandwidth_out == NULL ||
+        (int)dtype < 0 || dtype >= MFU_DTYPE_COUNT)
+        return MFU_ERR_INVALID_ARGUMENT;
+    *tflops_out = 0.0;
+    *bandwidth_out = 0.0;
+    if (match->spec != NULL || match->num_candidates < 2 ||
+        match->num_candidates > MFU_GPU_CANDIDATES_MAX)
+        return MFU_ERR_NOT_FOUND;
+    for (i = 0; i < match->num_candidates; i++) {
+        const mfu_gpu_spec *row = match->candidates[i];
+        double fraction = match->candidate_fraction[i], tflops, bandwidth;
+        if (row == NULL || !(fraction > 0.0 && fraction <= 1.0))
+            return MFU_ERR_INVALID_ARGUMENT;
+        if (mfu_gpu_spec_peak_tflops(row, dtype, &tflops) != MFU_OK)
+            return MFU_ERR_NOT_FOUND; /* absent in this row */
+        tflops *= fraction;
+        bandwidth = row->memory_bandwidth_bytes_per_sec * fraction;
+        if (i == 0) {
+            first_tflops = tflops;
+            first_bandwidth = bandwidth;
+        } else if (tflops != first_tflops) {
+            return MFU_ERR_NOT_FOUND; /* the rows differ */
+        }
+        if (!(bandwidth > 0.0) || bandwidth != first_bandwidth)
+            bandwidth_agrees = 0;
+    }
+    *tflops_out = first_tflops;
+    *bandwidth_out = bandwidth_agrees ? first_bandwidth : 0.0;
+    return MFU_OK;
 }

@@ -27,8 +27,15 @@
  *      margin), then (c) the row marked bare_name_default (the SXM part) but
  *      only when an SM count was given and matched. A tie left after that
  *      is ambiguous: MFU_ERR_NOT_FOUND with num_candidates >= 2 (e.g.
- *      "NVIDIA H100" with no SM count or memory). No hint ever selects a row
- *      of another model.
+ *      "NVIDIA H100" with no SM count or memory), and the tied rows listed
+ *      in candidates[]. No hint ever selects a row of another model.
+ *   3. Ambiguous but agreeing: mfu_gpu_candidates_peak() tells whether every
+ *      tied row has the same dense peak for one dtype ("A100": four rows,
+ *      bf16 312 in each), and their memory bandwidth when that agrees too
+ *      (it does not for "A100": 1.555, 2.039, 1.555, 1.935 TB/s). A caller
+ *      may then use that peak and say which rows matched; when the rows
+ *      differ it lists them ("H100": SXM 989.4, PCIe 756.5 bf16) and asks
+ *      for one by its display name (rule 0).
  *
  * Partitions:
  *   - MIG: a name with the token "mig" is a slice of the device named before
@@ -45,6 +52,7 @@
 
 #include <stdint.h>
 
+#include "dtypes.h"
 #include "gpu_table.h"
 #include "mfu_limits.h"
 #include "mfu_status.h"
@@ -64,6 +72,11 @@ typedef struct mfu_gpu_match {
     int is_partition;         /* 1 for a MIG slice or AMD compute partition */
     int num_candidates;       /* rows that fit the name and hints; >= 2 with
                                  MFU_ERR_NOT_FOUND means ambiguous */
+    /* Ambiguous: the tied rows in table order (the first
+     * MFU_GPU_CANDIDATES_MAX of num_candidates) and each one's partition
+     * fraction (1.0 for a whole device). Unused entries are NULL / 0. */
+    const mfu_gpu_spec *candidates[MFU_GPU_CANDIDATES_MAX];
+    double candidate_fraction[MFU_GPU_CANDIDATES_MAX];
 } mfu_gpu_match;
 
 /* Find the row for `query` (rules above).
@@ -71,5 +84,16 @@ typedef struct mfu_gpu_match {
  * MFU_ERR_INVALID_ARGUMENT: NULL pointers, an unusable name (gpu_name.h),
  * out-of-range hints. */
 mfu_status mfu_gpu_lookup(const mfu_device_query *query, mfu_gpu_match *out);
+
+/* Rule 3: do the rows of an ambiguous match agree on `dtype`?
+ * MFU_OK: every candidate has a dense `dtype` peak and, scaled by its
+ *   partition fraction, they are equal: *tflops_out (TFLOP/s).
+ *   *bandwidth_out is their memory bandwidth (bytes/s, scaled the same way)
+ *   when every row has one and they are equal, else 0 (MBU unavailable).
+ * MFU_ERR_NOT_FOUND: the rows differ for `dtype`, one lacks it, or the match
+ *   is not an ambiguous one (a single row, none, or more rows than listed).
+ * MFU_ERR_INVALID_ARGUMENT: NULL pointers or a bad dtype. */
+mfu_status mfu_gpu_candidates_peak(const mfu_gpu_match *match, mfu_dtype dtype,
+                                   double *tflops_out, double *bandwidth_out);
 
 #endif /* MFU_GPU_LOOKUP_H */

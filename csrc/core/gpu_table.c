@@ -9,6 +9,8 @@
  */
 #include "gpu_table.h"
 
+#include <string.h>
+
 /* Datasheet gigabytes are decimal. */
 #define GB 1000000000ULL
 
@@ -410,35 +412,47 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .model_token = "v100", .variant_tokens = "sxm2 16gb hbm2", .reject_tokens = "",
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1530e6,
      .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 900e9,
-     .dense_tflops = &peaks_v100_sxm2, .source = src_v100},
+     .dense_tflops = &peaks_v100_sxm2, .source = src_v100,
+     /* INT8 (DP4A) runs, the datasheet gives no figure */
+     .unpublished_dtypes = "int8"},
     {.name = "V100 SXM2 32GB", .vendor = "NVIDIA", .architecture = "Volta",
      .model_token = "v100", .variant_tokens = "sxm2 32gb hbm2", .reject_tokens = "",
      .bare_name_default = 1,
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1530e6,
      .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 900e9,
-     .dense_tflops = &peaks_v100_sxm2, .source = src_v100},
+     .dense_tflops = &peaks_v100_sxm2, .source = src_v100,
+     /* INT8 (DP4A) runs, the datasheet gives no figure */
+     .unpublished_dtypes = "int8"},
     {.name = "V100 PCIe 16GB", .vendor = "NVIDIA", .architecture = "Volta",
      .model_token = "v100", .variant_tokens = "pcie 16gb hbm2", .reject_tokens = "",
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1380e6,
      .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 900e9,
-     .dense_tflops = &peaks_v100_pcie, .source = src_v100},
+     .dense_tflops = &peaks_v100_pcie, .source = src_v100,
+     /* INT8 (DP4A) runs, the datasheet gives no figure */
+     .unpublished_dtypes = "int8"},
     {.name = "V100 PCIe 32GB", .vendor = "NVIDIA", .architecture = "Volta",
      .model_token = "v100", .variant_tokens = "pcie 32gb hbm2", .reject_tokens = "",
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1380e6,
      .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 900e9,
-     .dense_tflops = &peaks_v100_pcie, .source = src_v100},
+     .dense_tflops = &peaks_v100_pcie, .source = src_v100,
+     /* INT8 (DP4A) runs, the datasheet gives no figure */
+     .unpublished_dtypes = "int8"},
     {.name = "V100S PCIe 32GB", .vendor = "NVIDIA", .architecture = "Volta",
      .model_token = "v100s", .variant_tokens = "pcie 32gb hbm2", .reject_tokens = "",
      .cc_major = 7, .cc_minor = 0, .num_sms = 80, .boost_clock_hz = 1601e6,
      .memory_bytes = 32 * GB, .memory_bandwidth_bytes_per_sec = 1134e9,
-     .dense_tflops = &peaks_v100s_pcie, .source = src_v100},
+     .dense_tflops = &peaks_v100s_pcie, .source = src_v100,
+     /* INT8 (DP4A) runs, the datasheet gives no figure */
+     .unpublished_dtypes = "int8"},
 
     /* ---------------- NVIDIA Turing ---------------- */
     {.name = "T4", .vendor = "NVIDIA", .architecture = "Turing",
      .model_token = "t4", .variant_tokens = "16gb", .reject_tokens = "",
      .cc_major = 7, .cc_minor = 5, .num_sms = 40,
      .memory_bytes = 16 * GB, .memory_bandwidth_bytes_per_sec = 320e9,
-     .dense_tflops = &peaks_t4, .source = src_t4},
+     .dense_tflops = &peaks_t4, .source = src_t4,
+     /* FP64 runs, the T4 datasheet gives no figure */
+     .unpublished_dtypes = "fp64"},
 
     /* ---------------- NVIDIA Ampere ---------------- */
     {.name = "A100 SXM4 40GB", .vendor = "NVIDIA", .architecture = "Ampere",
@@ -491,7 +505,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
     {.name = "A10G", .vendor = "NVIDIA", .architecture = "Ampere",
      .model_token = "a10g", .variant_tokens = "24gb", .reject_tokens = "",
      .cc_major = 8, .cc_minor = 6, .num_sms = 0, .memory_bytes = 24 * GB,
-     .dense_tflops = NULL, .source = src_a10g},
+     .dense_tflops = NULL, .source = src_a10g,
+     /* GA102 like the A10: no published figure for any */
+     .unpublished_dtypes = "fp32 tf32 fp16 bf16 int8 int4"},
     {.name = "A40", .vendor = "NVIDIA", .architecture = "Ampere",
      .model_token = "a40", .variant_tokens = "48gb", .reject_tokens = "",
      .cc_major = 8, .cc_minor = 6, .num_sms = 84,
@@ -501,7 +517,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .model_token = "a6000", .variant_tokens = "48gb", .reject_tokens = "ada",
      .cc_major = 8, .cc_minor = 6, .num_sms = 84, .boost_clock_hz = 1800e6,
      .memory_bytes = 48 * GB, .memory_bandwidth_bytes_per_sec = 768e9,
-     .dense_tflops = &peaks_a6000, .source = src_a6000},
+     .dense_tflops = &peaks_a6000, .source = src_a6000,
+     /* not verified: see peaks_a6000 */
+     .unpublished_dtypes = "tf32 int8 int4"},
     {.name = "GeForce RTX 3090", .vendor = "NVIDIA", .architecture = "Ampere",
      .model_token = "3090", .variant_tokens = "24gb", .reject_tokens = "ti laptop mobile",
      .cc_major = 8, .cc_minor = 6, .num_sms = 82, .boost_clock_hz = 1695e6,
@@ -549,7 +567,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .reject_tokens = "", .required_token = "ada",
      .cc_major = 8, .cc_minor = 9, .num_sms = 142, .boost_clock_hz = 2505e6,
      .memory_bytes = 48 * GB, .memory_bandwidth_bytes_per_sec = 960e9,
-     .dense_tflops = &peaks_rtx6000_ada, .source = src_rtx6000_ada},
+     .dense_tflops = &peaks_rtx6000_ada, .source = src_rtx6000_ada,
+     /* not in the datasheet: see peaks_rtx6000_ada */
+     .unpublished_dtypes = "int8 int4"},
 
     /* ---------------- NVIDIA Hopper ---------------- */
     {.name = "H100 SXM", .vendor = "NVIDIA", .architecture = "Hopper",
@@ -618,7 +638,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
     {.name = "B300", .vendor = "NVIDIA", .architecture = "Blackwell Ultra",
      .model_token = "b300", .variant_tokens = "sxm6 288gb hbm3e", .reject_tokens = "",
      .cc_major = 10, .cc_minor = 3, .num_sms = 0, .memory_bytes = 288 * GB,
-     .dense_tflops = &peaks_b300, .source = src_b300},
+     .dense_tflops = &peaks_b300, .source = src_b300,
+     /* sparse-only or unverified: see peaks_b300 */
+     .unpublished_dtypes = "int8 fp4"},
     {.name = "GB200", .vendor = "NVIDIA", .architecture = "Blackwell",
      .model_token = "gb200", .variant_tokens = "186gb 192gb hbm3e", .reject_tokens = "",
      .cc_major = 10, .cc_minor = 0, .num_sms = 0,
@@ -628,7 +650,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .model_token = "gb300", .variant_tokens = "279gb 288gb hbm3e", .reject_tokens = "",
      .cc_major = 10, .cc_minor = 3, .num_sms = 0,
      .memory_bytes = 288 * GB, .memory_bandwidth_bytes_per_sec = 8.0e12,
-     .dense_tflops = &peaks_gb300, .source = src_gb300},
+     .dense_tflops = &peaks_gb300, .source = src_gb300,
+     /* not verified: see peaks_gb300 */
+     .unpublished_dtypes = "fp64 fp32 int8"},
     {.name = "GeForce RTX 5090", .vendor = "NVIDIA", .architecture = "Blackwell",
      .model_token = "5090", .variant_tokens = "32gb", .reject_tokens = "d ti laptop mobile",
      .cc_major = 12, .cc_minor = 0, .num_sms = 170, .boost_clock_hz = 2407e6,
@@ -640,7 +664,9 @@ static const mfu_gpu_spec mfu_gpu_table[] = {
      .required_token = "blackwell",
      .cc_major = 12, .cc_minor = 0, .num_sms = 188,
      .memory_bytes = 96 * GB, .memory_bandwidth_bytes_per_sec = 1792e9,
-     .dense_tflops = &peaks_rtx_pro_6000, .source = src_rtx_pro_6000},
+     .dense_tflops = &peaks_rtx_pro_6000, .source = src_rtx_pro_6000,
+     /* not in the datasheet: see peaks_rtx_pro_6000 */
+     .unpublished_dtypes = "int8"},
 
     /* ---------------- AMD CDNA 2 (per GCD) ---------------- */
     {.name = "MI250X (per GCD)", .vendor = "AMD", .architecture = "CDNA 2",
@@ -740,4 +766,22 @@ mfu_status mfu_gpu_spec_peak_tflops(const mfu_gpu_spec *spec, mfu_dtype dtype,
         return MFU_ERR_NOT_FOUND;
     *tflops_out = value;
     return MFU_OK;
+}
+
+int mfu_gpu_spec_peak_unpublished(const mfu_gpu_spec *spec, mfu_dtype dtype)
+{
+    const char *name = mfu_dtype_name(dtype), *p;
+    size_t len;
+    if (spec == NULL || name == NULL || spec->unpublished_dtypes == NULL)
+        return 0;
+    len = strlen(name);
+    for (p = spec->unpublished_dtypes; *p != '\0';) {
+        size_t word = strcspn(p, " ");
+        if (word == len && strncmp(p, name, len) == 0)
+            return 1;
+        p += word;
+        while (*p == ' ')
+            p++;
+    }
+    return 0;
 }

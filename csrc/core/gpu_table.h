@@ -17,6 +17,11 @@
  *     (what training uses), which they run at half the FP16-accumulate rate;
  *   - a peak of 0 means ABSENT: the hardware (or its datasheet) has no dense
  *     figure for that dtype. An absent dtype is never filled from another.
+ *     A row's `unpublished_dtypes` tells the two apart: the dtypes the
+ *     device computes but no source gives a dense figure for (B300 INT8:
+ *     only a sparse board figure). Every other absent dtype is one the
+ *     device has no dense peak for (fp8 on an A100);
+ *   - memory_bandwidth_bytes_per_sec and num_sms of 0 mean not published.
  *
  * Rows share peaks: each chip or SKU has one mfu_dense_tflops constant in
  * gpu_table.c (A100 and A800 share GA100's), and every row of that part
@@ -69,6 +74,9 @@ typedef struct mfu_gpu_spec {
     uint64_t memory_bytes;
     double memory_bandwidth_bytes_per_sec; /* 0 = not sourced */
     const mfu_dense_tflops *dense_tflops;  /* NULL = no sourced peak at all */
+    const char *unpublished_dtypes; /* space-separated dtype names the device
+                                       computes with no published dense
+                                       figure (absent above); NULL = none */
     const char *source;         /* datasheet title + URL */
 } mfu_gpu_spec;
 
@@ -82,5 +90,10 @@ mfu_status mfu_gpu_spec_get(size_t index, const mfu_gpu_spec **out);
  * row has none (absent), MFU_ERR_INVALID_ARGUMENT for a bad spec/dtype. */
 mfu_status mfu_gpu_spec_peak_tflops(const mfu_gpu_spec *spec, mfu_dtype dtype,
                                     double *tflops_out);
+
+/* 1 when `spec` computes `dtype` but no source publishes its dense peak
+ * (it is absent from dense_tflops all the same); 0 otherwise, also for a
+ * NULL spec or a bad dtype. */
+int mfu_gpu_spec_peak_unpublished(const mfu_gpu_spec *spec, mfu_dtype dtype);
 
 #endif /* MFU_GPU_TABLE_H */

@@ -9,8 +9,15 @@
  *   gpu_lookup.h  device lookup by name + compute capability + SMs + memory,
  *                 MIG slices and AMD partitions
  *   peak_override.h  the MFU_TRACKER_PEAK_TFLOPS text (the user's own peak)
- *   flops.h       FLOP formulas: per-op (matmul, conv, attention) and analytic
- *                 transformer counts (6N, PaLM, per-matmul)
+ *   flops.h       FLOP formulas per op (matmul, conv, attention)
+ *   transformer.h the analytic count of a model from its dimensions (6N,
+ *                 PaLM, per-matmul), from its parts:
+ *     blocks.h    decoder blocks (GQA / MLA attention, MLP, MoE, gated
+ *                 DeltaNet, Mamba-2) and the chunked scans
+ *     spans.h     attention spans of a batch (full, sliding, chunked) under
+ *                 both causal conventions
+ *     vision.h    VLM vision towers (Qwen2.5-VL, Qwen3-VL)
+ *     families.h  which blocks each HuggingFace model_type uses
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
@@ -40,6 +47,9 @@
 #include "gpu_lookup.h"
 #include "peak_override.h"
 #include "flops.h"
+#include "transformer.h"
+#include "blocks.h"
+#include "families.h"
 #include "ops.h"
 #include "timing.h"
 #include "stats.h"

@@ -38,6 +38,10 @@
  *                         dozen in flight (DDP buckets, FSDP prefetches).
  *   MFU_COMM_SINKS_MAX    step trackers receiving the process's
  *                         communication at once (one per Tracker).
+ *   MFU_GPU_CANDIDATES_MAX  rows an ambiguous device name lists (gpu_lookup.h):
+ *                         a model has at most 4 rows (A100: SXM4/PCIe x
+ *                         40/80 GB); a name carrying several model tokens
+ *                         can fit more, which are counted, not listed.
  */
 #ifndef MFU_LIMITS_H
 #define MFU_LIMITS_H
@@ -63,5 +67,7 @@
 
 #define MFU_COMM_INFLIGHT_MAX 4096u
 #define MFU_COMM_SINKS_MAX 8
+
+#define MFU_GPU_CANDIDATES_MAX 8
 
 #endif /* MFU_LIMITS_H */

@@ -1,5 +1,6 @@
 /*
- * op_table.c -- the counted ops: one row per aten op (see ops.h).
+ * op_table.c -- the counted ops: one row per op (see ops.h): aten's,
+ * flash-attn's custom ops and torch's higher-order attention ops.
  *
  * Each row names the schema position of every argument its count reads;
  * AT(i) stores position i (ops.h: stored + 1, so a role a row leaves out is
@@ -175,6 +176,107 @@ static const mfu_op_spec op_table[] = {
               [MFU_ROLE_CU_SEQLENS_Q] = AT(6), [MFU_ROLE_CU_SEQLENS_K] = AT(7),
               [MFU_ROLE_MAX_SEQLEN_Q] = AT(8), [MFU_ROLE_MAX_SEQLEN_K] = AT(9),
               [MFU_ROLE_IS_CAUSAL] = AT(10)),
+
+    /* flash-attn 2 (>= 2.7: torch.library custom ops of
+     * flash_attn/flash_attn_interface.py, Dao-AILab/flash-attention v2.8.3),
+     * q: [b, s, h, d]; causal and window_size = (left, right) as flops.h's
+     * mfu_attention_mask. _flash_attn_forward(q, k, v, float dropout_p,
+     *   float softmax_scale, bool causal, SymInt window_size_left,
+     *   SymInt window_size_right, ...) */
+    ATTENTION("flash_attn::_flash_attn_forward", MFU_OP_ATTENTION,
+              MFU_LAYOUT_BSHD, 0,
+              [MFU_ROLE_IS_CAUSAL] = AT(5), [MFU_ROLE_WINDOW_LEFT] = AT(6),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(7)),
+    /* _flash_attn_varlen_forward(q, k, v, Tensor cu_seqlens_q,
+     *   Tensor cu_seqlens_k, SymInt max_seqlen_q, SymInt max_seqlen_k,
+     *   float dropout_p, float softmax_scale, bool causal,
+     *   SymInt window_size_left, SymInt window_size_right, ...),
+     * q: [total, h, d] */
+    ATTENTION("flash_attn::_flash_attn_varlen_forward", MFU_OP_ATTENTION,
+              MFU_LAYOUT_THD, 0,
+              [MFU_ROLE_CU_SEQLENS_Q] = AT(3), [MFU_ROLE_CU_SEQLENS_K] = AT(4),
+              [MFU_ROLE_MAX_SEQLEN_Q] = AT(5), [MFU_ROLE_MAX_SEQLEN_K] = AT(6),
+              [MFU_ROLE_IS_CAUSAL] = AT(9), [MFU_ROLE_WINDOW_LEFT] = AT(10),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(11)),
+    /* _flash_attn_backward(dout, q, k, v, out, softmax_lse, Tensor? dq,
+     *   Tensor? dk, Tensor? dv, float dropout_p, float softmax_scale,
+     *   bool causal, SymInt window_size_left, SymInt window_size_right, ...) */
+    ATTENTION("flash_attn::_flash_attn_backward", MFU_OP_ATTENTION_BACKWARD,
+              MFU_LAYOUT_BSHD, 1,
+              [MFU_ROLE_IS_CAUSAL] = AT(11), [MFU_ROLE_WINDOW_LEFT] = AT(12),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(13)),
+    /* _flash_attn_varlen_backward(dout, q, k, v, out, softmax_lse, dq, dk,
+     *   dv, Tensor cu_seqlens_q, Tensor cu_seqlens_k, SymInt max_seqlen_q,
+     *   SymInt max_seqlen_k, float dropout_p, float softmax_scale,
+     *   bool causal, SymInt window_size_left, SymInt window_size_right, ...) */
+    ATTENTION("flash_attn::_flash_attn_varlen_backward", MFU_OP_ATTENTION_BACKWARD,
+              MFU_LAYOUT_THD, 1,
+              [MFU_ROLE_CU_SEQLENS_Q] = AT(9), [MFU_ROLE_CU_SEQLENS_K] = AT(10),
+              [MFU_ROLE_MAX_SEQLEN_Q] = AT(11), [MFU_ROLE_MAX_SEQLEN_K] = AT(12),
+              [MFU_ROLE_IS_CAUSAL] = AT(15), [MFU_ROLE_WINDOW_LEFT] = AT(16),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(17)),
+
+    /* FlashAttention-3 (Dao-AILab/flash-attention hopper/: the custom ops of
+     * flash_attn_interface.py and the TORCH_LIBRARY(flash_attn_3) ops of
+     * flash_api.cpp they call; the outer one counts, the inner is skipped),
+     * q: [b, s, h, d], or [total, h, d] with cu_seqlens. The forward ops
+     * share their positions: _flash_attn_forward / fwd(q, k, v, k_new,
+     *   v_new, qv, out, cu_seqlens_q, cu_seqlens_k, cu_seqlens_k_new,
+     *   seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, page_table,
+     *   kv_batch_idx, leftpad_k, rotary_cos, rotary_sin, seqlens_rotary,
+     *   q_descale, k_descale, v_descale, softmax_scale, bool causal,
+     *   window_size_left, window_size_right, attention_chunk, ...) */
+#define FA3_FORWARD(op)                                                        \
+    ATTENTION(op, MFU_OP_ATTENTION, MFU_LAYOUT_BSHD, 0,                        \
+              [MFU_ROLE_CU_SEQLENS_Q] = AT(7), [MFU_ROLE_CU_SEQLENS_K] = AT(8), \
+              [MFU_ROLE_MAX_SEQLEN_Q] = AT(12),                                \
+              [MFU_ROLE_MAX_SEQLEN_K] = AT(13), [MFU_ROLE_IS_CAUSAL] = AT(24), \
+              [MFU_ROLE_WINDOW_LEFT] = AT(25),                                 \
+              [MFU_ROLE_WINDOW_RIGHT] = AT(26),                                \
+              [MFU_ROLE_ATTENTION_CHUNK] = AT(27))
+    FA3_FORWARD("flash_attn_3::_flash_attn_forward"),
+    FA3_FORWARD("flash_attn_3::fwd"),
+#undef FA3_FORWARD
+    /* _flash_attn_backward(dout, q, k, v, out, softmax_lse, cu_seqlens_q,
+     *   cu_seqlens_k, sequed_q, sequed_k, max_seqlen_q, max_seqlen_k, dq,
+     *   dk, dv, softmax_scale, bool is_causal, window_size_left,
+     *   window_size_right, ...) */
+    ATTENTION("flash_attn_3::_flash_attn_backward", MFU_OP_ATTENTION_BACKWARD,
+              MFU_LAYOUT_BSHD, 1,
+              [MFU_ROLE_CU_SEQLENS_Q] = AT(6), [MFU_ROLE_CU_SEQLENS_K] = AT(7),
+              [MFU_ROLE_MAX_SEQLEN_Q] = AT(10), [MFU_ROLE_MAX_SEQLEN_K] = AT(11),
+              [MFU_ROLE_IS_CAUSAL] = AT(16), [MFU_ROLE_WINDOW_LEFT] = AT(17),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(18)),
+    /* bwd(dout, q, k, v, out, softmax_lse, dq, dk, dv, cu_seqlens_q,
+     *   cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k,
+     *   softmax_scale, bool is_causal, window_size_left, window_size_right,
+     *   ...) */
+    ATTENTION("flash_attn_3::bwd", MFU_OP_ATTENTION_BACKWARD, MFU_LAYOUT_BSHD, 1,
+              [MFU_ROLE_CU_SEQLENS_Q] = AT(9), [MFU_ROLE_CU_SEQLENS_K] = AT(10),
+              [MFU_ROLE_MAX_SEQLEN_Q] = AT(13), [MFU_ROLE_MAX_SEQLEN_K] = AT(14),
+              [MFU_ROLE_IS_CAUSAL] = AT(16), [MFU_ROLE_WINDOW_LEFT] = AT(17),
+              [MFU_ROLE_WINDOW_RIGHT] = AT(18)),
+
+    /* Higher-order operators (torch.ops.higher_order.*): not dispatcher
+     * ops, their arguments are structured. flex_attention(query, key,
+     * value, score_mod, block_mask, scale, kernel_options, ...) and
+     * flex_attention_backward(query, key, value, out, logsumexp, grad_out,
+     * ...), q: [b, h, s, d], block_mask a BlockMask tuple (torch 2.13:
+     * (q_len, kv_len, kv_num_blocks, kv_indices, full_kv_num_blocks,
+     * full_kv_indices, ..., Q_BLOCK_SIZE, KV_BLOCK_SIZE, mask_mod)). The
+     * callers flatten both to (query, key, value, kv_num_blocks,
+     * kv_indices, full_kv_num_blocks, full_kv_indices, Q_BLOCK_SIZE,
+     * KV_BLOCK_SIZE) (mfu_tracker/flops/counter/_hops.py) and these rows
+     * read that list. */
+#define FLEX(op, kind_)                                                        \
+    ATTENTION(op, kind_, MFU_LAYOUT_BHSD, 0,                                   \
+              [MFU_ROLE_KV_NUM_BLOCKS] = AT(3), [MFU_ROLE_KV_INDICES] = AT(4), \
+              [MFU_ROLE_FULL_KV_NUM_BLOCKS] = AT(5),                           \
+              [MFU_ROLE_FULL_KV_INDICES] = AT(6),                              \
+              [MFU_ROLE_Q_BLOCK_SIZE] = AT(7), [MFU_ROLE_KV_BLOCK_SIZE] = AT(8))
+    FLEX("higher_order::flex_attention", MFU_OP_ATTENTION),
+    FLEX("higher_order::flex_attention_backward", MFU_OP_ATTENTION_BACKWARD),
+#undef FLEX
 #undef ATTENTION
 };
 
@@ -233,6 +335,15 @@ static const struct {
     [MFU_ROLE_MAX_SEQLEN_K] = {"max_seqlen_k", MFU_NEED_INT},
     [MFU_ROLE_IS_CAUSAL] = {"is_causal", MFU_NEED_INT},
     [MFU_ROLE_CUSTOM_MASK_TYPE] = {"custom_mask_type", MFU_NEED_INT},
+    [MFU_ROLE_WINDOW_LEFT] = {"window_size_left", MFU_NEED_INT},
+    [MFU_ROLE_WINDOW_RIGHT] = {"window_size_right", MFU_NEED_INT},
+    [MFU_ROLE_ATTENTION_CHUNK] = {"attention_chunk", MFU_NEED_INT},
+    [MFU_ROLE_KV_NUM_BLOCKS] = {"kv_num_blocks", MFU_NEED_VALUES},
+    [MFU_ROLE_KV_INDICES] = {"kv_indices", MFU_NEED_VALUES},
+    [MFU_ROLE_FULL_KV_NUM_BLOCKS] = {"full_kv_num_blocks", MFU_NEED_VALUES},
+    [MFU_ROLE_FULL_KV_INDICES] = {"full_kv_indices", MFU_NEED_VALUES},
+    [MFU_ROLE_Q_BLOCK_SIZE] = {"q_block_size", MFU_NEED_INT},
+    [MFU_ROLE_KV_BLOCK_SIZE] = {"kv_block_size", MFU_NEED_INT},
 };
 
 const char *mfu_op_role_name(mfu_op_role role)
@@ -277,6 +388,7 @@ const char *mfu_op_need_name(mfu_arg_need need)
     case MFU_NEED_OFFSETS: return "offsets";
     case MFU_NEED_INT: return "int";
     case MFU_NEED_INT_LIST: return "int_list";
+    case MFU_NEED_VALUES: return "values";
     }
     return NULL;
 }

@@ -281,15 +281,20 @@ static mfu_status count_convolution_backward(const mfu_op_spec *spec,
 
 /* ---- attention ------------------------------------------------------------ */
 
-/* Whether the call is made causal, and the convention it counts under. */
-static mfu_causal attention_causal(const mfu_op_spec *spec,
-                                   const mfu_op_call *call)
+/* The call's mask: causal (is_causal, or custom_mask_type != 0 for the
+ * efficient kernels), a window and a chunk (flops.h mfu_attention_mask). */
+static mfu_attention_mask attention_mask(const mfu_op_spec *spec,
+                                         const mfu_op_call *call)
 {
-    const int causal_call =
-        int_of(spec, call, MFU_ROLE_IS_CAUSAL, 0) != 0 ||
-        int_of(spec, call, MFU_ROLE_CUSTOM_MASK_TYPE, 0) != 0;
-    return causal_call && call->causal == MFU_CAUSAL_HALF ? MFU_CAUSAL_HALF
-                                                           : MFU_CAUSAL_FULL;
+    mfu_attention_mask mask = {
+        .window_left = int_of(spec, call, MFU_ROLE_WINDOW_LEFT, -1),
+        .window_right = int_of(spec, call, MFU_ROLE_WINDOW_RIGHT, -1),
+        .chunk = int_of(spec, call, MFU_ROLE_ATTENTION_CHUNK, 0),
+    };
+    if (int_of(spec, call, MFU_ROLE_IS_CAUSAL, 0) != 0 ||
+        int_of(spec, call, MFU_ROLE_CUSTOM_MASK_TYPE, 0) != 0)
+        mask.window_right = 0; /* causal: flash-attn sets right = 0 too */
+    return mask;
 }
 
 /* A cumulative-lengths argument: a 1-D tensor; NULL when absent. */
@@ -308,12 +313,21 @@ static mfu_status offsets_of(const mfu_op_spec *spec, const mfu_op_call *call,
     return MFU_OK;
 }
 
+static mfu_status masked_flops(const mfu_attention_shape *shape,
+                               const mfu_attention_mask *mask, mfu_causal causal,
+                               int backward, int64_t *flops)
+{
+    return backward ? mfu_masked_attention_backward_flop(shape, mask, causal, flops)
+                    : mfu_masked_attention_flop(shape, mask, causal, flops);
+}
+
 /* Packed attention: one attention of batch 1 per sequence of the
  * cumulative lengths; q: [total, h, d] (or [1, total, h, d]). */
 static mfu_status count_varlen(const mfu_op_spec *spec, const mfu_op_call *call,
                                const mfu_op_arg *const qkv[3],
-                               const mfu_op_arg *cu_q, mfu_causal causal,
-                               int backward, int64_t *flops, int *approximate,
+                               const mfu_op_arg *cu_q,
+                               const mfu_attention_mask *mask, int backward,
+                               int64_t *flops, int *approximate,
                                mfu_op_error *error)
 {
     const mfu_op_arg *q = qkv[0], *k = qkv[1], *v = qkv[2], *cu_k;
@@ -347,19 +361,104 @@ static mfu_status count_varlen(const mfu_op_spec *spec, const mfu_op_call *call,
             .head_dim_v = dv,
         };
         *approximate = 1;
-        st = backward ? mfu_sdpa_backward_flop(&shape, causal, flops)
-                      : mfu_sdpa_flop(&shape, causal, flops);
+        st = masked_flops(&shape, mask, call->causal, backward, flops);
     } else {
         if (cu_k != NULL && (size_t)cu_k->ints[0] != n)
             return fail(error, MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_k",
                         "has a length unlike cu_seqlens_q's");
-        st = backward ? mfu_varlen_attention_backward_flop(
-                            cu_q->values, cu_k != NULL ? cu_k->values : NULL, n,
-                            hq, hkv, dqk, dv, causal, flops)
-                      : mfu_varlen_attention_flop(
-                            cu_q->values, cu_k != NULL ? cu_k->values : NULL, n,
-                            hq, hkv, dqk, dv, causal, flops);
+        const int64_t *ck = cu_k != NULL ? cu_k->values : NULL;
+        st = backward ? mfu_varlen_masked_attention_backward_flop(
+                            cu_q->values, ck, n, hq, hkv, dqk, dv, mask, call->causal, flops)
+                      : mfu_varlen_masked_attention_flop(
+                            cu_q->values, ck, n, hq, hkv, dqk, dv, mask, call->causal, flops);
     }
+    return formula_status(st, error);
+}
+
+/* q, k, v of a dense call as an attention shape, by the row's layout. */
+static mfu_status dense_shape(const mfu_op_spec *spec, const mfu_op_arg *const qkv[3],
+                              mfu_attention_shape *shape, mfu_op_error *error)
+{
+    const int64_t *q = qkv[0]->ints, *k = qkv[1]->ints, *v = qkv[2]->ints;
+    if (spec->layout == MFU_LAYOUT_THD)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_q",
+                    "is required by varlen attention");
+    if (qkv[0]->count != 4 || qkv[1]->count != 4 || qkv[2]->count != 4)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL,
+                    "query, key and value are not all 4-D");
+    if (k[0] != q[0] || v[0] != q[0] || k[3] != q[3])
+        return fail(error, MFU_ERR_INVALID_ARGUMENT, "key",
+                    "has a batch or head dim unlike query's");
+    if (spec->layout == MFU_LAYOUT_BHSD)
+        /* q: [b, h, s_q, d_qk], k: [b, h_kv, s_kv, d_qk], v: [b, h_kv, s_kv, d_v] */
+        *shape = (mfu_attention_shape){q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
+    else
+        /* q: [b, s_q, h, d_qk], k: [b, s_kv, h_kv, d_qk], v: [b, s_kv, h_kv, d_v] */
+        *shape = (mfu_attention_shape){q[0], q[2], k[2], q[1], k[1], q[3], v[3]};
+    return MFU_OK;
+}
+
+/* A block mask's counts ([b, h, q_blocks]) and indices ([b, h, q_blocks,
+ * kv_blocks]) of one kind (partial or full); both NULL when absent. */
+static mfu_status blocks_of(const mfu_op_spec *spec, const mfu_op_call *call,
+                            mfu_op_role counts_role, int optional,
+                            const mfu_op_arg **counts, const mfu_op_arg **indices,
+                            mfu_op_error *error)
+{
+    mfu_status st;
+    *counts = *indices = NULL;
+    if (optional && arg_of(spec, call, counts_role) == NULL &&
+        arg_of(spec, call, (mfu_op_role)(counts_role + 1)) == NULL)
+        return MFU_OK;
+    if ((st = tensor_of(spec, call, counts_role, 3, counts, error)) != MFU_OK ||
+        (st = tensor_of(spec, call, (mfu_op_role)(counts_role + 1), 4, indices, error)) != MFU_OK)
+        return st;
+    for (size_t i = 0; i < 3; i++)
+        if ((*indices)->ints[i] != (*counts)->ints[i])
+            return fail(error, MFU_ERR_INVALID_ARGUMENT,
+                        mfu_op_role_name((mfu_op_role)(counts_role + 1)),
+                        "has leading dims unlike its block counts'");
+    return MFU_OK;
+}
+
+/* flex_attention's BlockMask: the computed blocks; unreadable (meta):
+ * every block of the grid, the whole rectangle (exact for one block). */
+static mfu_status count_blocks(const mfu_op_spec *spec, const mfu_op_call *call,
+                               const mfu_attention_shape *shape, int backward,
+                               int64_t *flops, int *approximate, mfu_op_error *error)
+{
+    const mfu_op_arg *num, *idx, *full_num, *full_idx;
+    const int64_t q_size = int_of(spec, call, MFU_ROLE_Q_BLOCK_SIZE, 0);
+    const int64_t kv_size = int_of(spec, call, MFU_ROLE_KV_BLOCK_SIZE, 0);
+    mfu_status st;
+
+    if ((st = blocks_of(spec, call, MFU_ROLE_KV_NUM_BLOCKS, 0, &num, &idx, error)) != MFU_OK ||
+        (st = blocks_of(spec, call, MFU_ROLE_FULL_KV_NUM_BLOCKS, 1, &full_num, &full_idx,
+                        error)) != MFU_OK)
+        return st;
+    if (q_size < 1 || kv_size < 1)
+        return fail(error, MFU_ERR_INVALID_ARGUMENT,
+                    q_size < 1 ? "q_block_size" : "kv_block_size", "must be >= 1");
+    if (num->values == NULL || idx->values == NULL ||
+        (full_num != NULL && (full_num->values == NULL || full_idx->values == NULL))) {
+        const mfu_attention_mask none = {-1, -1, 0};
+        *approximate = q_size < shape->seq_q || kv_size < shape->seq_kv;
+        return formula_status(masked_flops(shape, &none, MFU_CAUSAL_FULL, backward, flops),
+                              error);
+    }
+    const mfu_block_mask mask = {
+        .batch = num->ints[0], .heads = num->ints[1], .q_blocks = num->ints[2],
+        .q_block_size = q_size, .kv_block_size = kv_size,
+        .num_blocks = num->values, .indices = idx->values, .kv_blocks = idx->ints[3],
+        .full_num_blocks = full_num != NULL ? full_num->values : NULL,
+        .full_indices = full_idx != NULL ? full_idx->values : NULL,
+        .full_kv_blocks = full_idx != NULL ? full_idx->ints[3] : 0,
+    };
+    st = backward ? mfu_block_attention_backward_flop(shape, &mask, flops)
+                  : mfu_block_attention_flop(shape, &mask, flops);
+    if (st == MFU_ERR_INVALID_ARGUMENT)
+        return fail(error, st, "kv_num_blocks",
+                    "has counts, indices or dims that do not fit the query and key");
     return formula_status(st, error);
 }
 
@@ -368,8 +467,9 @@ static mfu_status count_attention(const mfu_op_spec *spec,
                                   mfu_op_error *error)
 {
     const int backward = spec->kind == MFU_OP_ATTENTION_BACKWARD;
-    const mfu_causal causal = attention_causal(spec, call);
+    const mfu_attention_mask mask = attention_mask(spec, call);
     const mfu_op_arg *qkv[3], *cu_q;
+    mfu_attention_shape shape;
     int64_t flops = 0;
     int approximate = 0;
     mfu_status st;
@@ -379,40 +479,23 @@ static mfu_status count_attention(const mfu_op_spec *spec,
         (st = tensor_of(spec, call, MFU_ROLE_VALUE, 0, &qkv[2], error)) != MFU_OK ||
         (st = offsets_of(spec, call, MFU_ROLE_CU_SEQLENS_Q, &cu_q, error)) != MFU_OK)
         return st;
-    if (cu_q != NULL) {
-        st = count_varlen(spec, call, qkv, cu_q, causal, backward, &flops,
-                          &approximate, error);
-        if (st != MFU_OK)
-            return st;
-    } else {
-        const int64_t *q = qkv[0]->ints, *k = qkv[1]->ints, *v = qkv[2]->ints;
-        mfu_attention_shape shape;
-        if (spec->layout == MFU_LAYOUT_THD)
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, "cu_seqlens_q",
-                        "is required by varlen attention");
-        if (qkv[0]->count != 4 || qkv[1]->count != 4 || qkv[2]->count != 4)
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, NULL,
-                        "query, key and value are not all 4-D");
-        if (k[0] != q[0] || v[0] != q[0] || k[3] != q[3])
-            return fail(error, MFU_ERR_INVALID_ARGUMENT, "key",
-                        "has a batch or head dim unlike query's");
-        if (spec->layout == MFU_LAYOUT_BHSD)
-            /* q: [b, h, s_q, d_qk], k: [b, h_kv, s_kv, d_qk], v: [b, h_kv, s_kv, d_v] */
-            shape = (mfu_attention_shape){q[0], q[1], k[1], q[2], k[2], q[3], v[3]};
-        else
-            /* q: [b, s_q, h, d_qk], k: [b, s_kv, h_kv, d_qk], v: [b, s_kv, h_kv, d_v] */
-            shape = (mfu_attention_shape){q[0], q[2], k[2], q[1], k[1], q[3], v[3]};
-        st = backward ? mfu_sdpa_backward_flop(&shape, causal, &flops)
-                      : mfu_sdpa_flop(&shape, causal, &flops);
-        if (st != MFU_OK)
-            return formula_status(st, error);
-    }
-    /* model backward of attention: 2x its forward (PaLM), whatever the
-     * kernel recomputes; a backward kernel is backward work */
+    if (cu_q != NULL)
+        st = count_varlen(spec, call, qkv, cu_q, &mask, backward, &flops, &approximate, error);
+    else if ((st = dense_shape(spec, qkv, &shape, error)) == MFU_OK)
+        st = mfu_op_position(spec, MFU_ROLE_KV_NUM_BLOCKS) >= 0
+                 ? count_blocks(spec, call, &shape, backward, &flops, &approximate, error)
+                 : formula_status(masked_flops(&shape, &mask, call->causal, backward, &flops),
+                                  error);
+    if (st != MFU_OK)
+        return st;
+    /* model backward of attention: MFU_ATTENTION_MODEL_BACKWARD (2) x its
+     * forward (PaLM), whatever the kernel recomputes; a backward kernel is
+     * backward work */
     const int any_grad = qkv[0]->requires_grad || qkv[1]->requires_grad ||
                          qkv[2]->requires_grad;
     set_flops(out, flops,
-              !backward && counts_model_backward(call) && any_grad ? 2u : 0u,
+              !backward && counts_model_backward(call) && any_grad
+                  ? (unsigned)MFU_ATTENTION_MODEL_BACKWARD : 0u,
               approximate);
     return MFU_OK;
 }

@@ -29,7 +29,8 @@
  *   approximate     varlen attention whose cumulative lengths could not be
  *                   read (meta tensors): every sequence counted as
  *                   max_seqlen (FlopCounterMode does the same), an upper
- *                   bound.
+ *                   bound; a block mask whose blocks could not be read
+ *                   (meta): every block of the grid, an upper bound.
  * A caller adds executed to its executed total and to its forward or
  * backward total by phase, and executed + model_backward to its model total
  * in the forward phase.
@@ -37,6 +38,16 @@
  * Causal attention: a call made causal (is_causal, or custom_mask_type != 0
  * for the efficient kernels) counts half with MFU_CAUSAL_HALF in the call;
  * every other call, and every call with MFU_CAUSAL_FULL, the full rectangle.
+ * A call with a window or a chunk (flash-attn window_size, attention_chunk)
+ * counts its window under either convention (flops.h
+ * mfu_masked_attention_flop); a call with a block mask (flex_attention)
+ * the blocks it computes, whatever the convention
+ * (mfu_block_attention_flop).
+ *
+ * Rows that are not dispatcher ops: higher-order operators
+ * ("higher_order::flex_attention") take structured arguments (a BlockMask
+ * tuple); their row's positions are those of the flat argument list the
+ * callers build (op_table.c says which).
  */
 #ifndef MFU_OPS_H
 #define MFU_OPS_H
@@ -98,6 +109,17 @@ typedef enum mfu_op_role {
     MFU_ROLE_MAX_SEQLEN_K,
     MFU_ROLE_IS_CAUSAL,         /* bool */
     MFU_ROLE_CUSTOM_MASK_TYPE,  /* int: 0 none, 1 / 2 causal (efficient) */
+    MFU_ROLE_WINDOW_LEFT,       /* int: flash-attn window_size_left (-1: none) */
+    MFU_ROLE_WINDOW_RIGHT,      /* int: window_size_right (-1: none) */
+    MFU_ROLE_ATTENTION_CHUNK,   /* int: FlashAttention-3 attention_chunk */
+    MFU_ROLE_KV_NUM_BLOCKS,     /* values: a BlockMask's partial blocks per
+                                 * row, [b, h, q_blocks] */
+    MFU_ROLE_KV_INDICES,        /* values: their key blocks, [b, h, q_blocks,
+                                 * kv_blocks] */
+    MFU_ROLE_FULL_KV_NUM_BLOCKS, /* values: the unmasked blocks (optional) */
+    MFU_ROLE_FULL_KV_INDICES,
+    MFU_ROLE_Q_BLOCK_SIZE,      /* int: tokens per query block */
+    MFU_ROLE_KV_BLOCK_SIZE,     /* int: tokens per key block */
     MFU_ROLE_COUNT
 } mfu_op_role;
 
@@ -107,7 +129,9 @@ typedef enum mfu_arg_need {
     MFU_NEED_OFFSETS = 2, /* a 1-D tensor: its shape and, where readable
                            * (not meta), its values */
     MFU_NEED_INT = 3,     /* an int or a bool (0 / 1) */
-    MFU_NEED_INT_LIST = 4 /* a list of ints or bools */
+    MFU_NEED_INT_LIST = 4, /* a list of ints or bools */
+    MFU_NEED_VALUES = 5   /* a tensor of any rank: its shape and, where
+                           * readable (not meta), all its values */
 } mfu_arg_need;
 
 /* Schema positions are below this (a call's args array never needs more). */
@@ -178,8 +202,10 @@ typedef struct mfu_op_arg {
     int dtype;             /* TENSOR: its element type as 1 + an mfu_dtype
                             * (MFU_OP_DTYPE), 0 when it has none of them
                             * (integers other than int8, bool, complex) */
-    const int64_t *values; /* TENSOR in an OFFSETS role: its ints[0]
-                            * values, or NULL when they cannot be read */
+    const int64_t *values; /* TENSOR in an OFFSETS or VALUES role: its
+                            * values in row-major order (as many as its
+                            * sizes' product: ints[0] for 1-D offsets),
+                            * or NULL when they cannot be read */
 } mfu_op_arg;
 
 /* An argument's dtype as mfu_op_arg.dtype holds it. */

@@ -18,11 +18,20 @@ static const char *const phase_names[MFU_PHASE_COUNT] = {
     [MFU_PHASE_BROADCAST] = "broadcast",
     [MFU_PHASE_P2P] = "p2p",
     [MFU_PHASE_PIPELINE_BUBBLE] = "pipeline_bubble",
+    [MFU_PHASE_CHECKPOINT] = "checkpoint",
+    [MFU_PHASE_EVAL] = "eval",
+    [MFU_PHASE_COMPILE] = "compile",
 };
 
 const char *mfu_phase_name(mfu_phase phase)
 {
     return (unsigned)phase < MFU_PHASE_COUNT ? phase_names[phase] : NULL;
+}
+
+int mfu_phase_leaves_step(mfu_phase phase)
+{
+    return phase == MFU_PHASE_CHECKPOINT || phase == MFU_PHASE_EVAL
+           || phase == MFU_PHASE_COMPILE;
 }
 
 mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
@@ -51,7 +60,7 @@ mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
     *out = NULL;
     if (capacity < 1 || capacity > MFU_WINDOW_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
-    /* capacity <= 2^24 records of 112 bytes: the size fits a size_t. */
+    /* capacity <= 2^24 records of 136 bytes: the size fits a size_t. */
     *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
     if (*out == NULL)
         return MFU_ERR_NO_MEMORY;

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mfu_limits.h"
 #include "mixed.h"
@@ -72,6 +73,10 @@ struct mfu_steps {
     int segment_known, drain_excluding, exclude_known;
     double segment_s, exclude_s;
     mfu_phase_times times;
+
+    /* The job ledger's running totals (steps.h); steps and dropped are
+     * filled in when read. */
+    mfu_steps_ledger ledger;
 
     uint64_t boundaries;
     uint64_t pushed;             /* == the window's steps_seen */
@@ -148,11 +153,19 @@ static struct record *ring_append(mfu_steps *s)
 /* ---- the drain ------------------------------------------------------- */
 
 /* Charge the time from the running segment's start to `t` to the running
- * phase (none: nothing), and start a new segment at `t`. */
+ * phase (none: nothing), and start a new segment at `t`. A badput phase's
+ * time also leaves the step's period (steps.h, "Badput phases") and goes
+ * to the ledger now. */
 static void end_segment(mfu_steps *s, int known, double t)
 {
-    if (!s->drain_excluding && s->segment_known && known && s->running != MFU_PHASE_NONE)
-        s->times.seconds[s->running] += t - s->segment_s;
+    if (!s->drain_excluding && s->segment_known && known && s->running != MFU_PHASE_NONE) {
+        const double seconds = t - s->segment_s;
+        s->times.seconds[s->running] += seconds;
+        if (mfu_phase_leaves_step((mfu_phase)s->running)) {
+            s->times.excluded_s += seconds;
+            s->ledger.phase_s[s->running] += seconds;
+        }
+    }
     s->segment_known = known;
     s->segment_s = t;
 }
@@ -175,8 +188,10 @@ static void account_exclude(mfu_steps *s, int begin, int known, double t)
         s->exclude_known = known;
         s->exclude_s = t;
     } else if (s->drain_excluding) {
-        if (known && s->exclude_known)
+        if (known && s->exclude_known) {
             s->times.excluded_s += t - s->exclude_s;
+            s->ledger.own_s += t - s->exclude_s;
+        }
         s->drain_excluding = 0;
         if (s->running != MFU_PHASE_NONE) /* it runs on, now charged */
             s->times.marked |= 1u << s->running;
@@ -233,6 +248,20 @@ static void account_comm_end(mfu_steps *s, const struct record *r, int known, do
     }
 }
 
+/* A pushed step in the ledger's totals: its period, its step phases, its
+ * model FLOPs (the badput phases and own time went there as they ended). */
+static void ledger_push(mfu_steps *s, const struct record *r, double period_s)
+{
+    s->ledger.step_s += period_s;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++)
+        if (!mfu_phase_leaves_step((mfu_phase)p))
+            s->ledger.phase_s[p] += s->times.seconds[p];
+    if (r->model_known)
+        s->ledger.model_flops += r->work.model_flops;
+    else
+        s->ledger.unknown_flops_steps++;
+}
+
 /* A boundary whose mark is at `t` seconds (`known` = 0: its time is lost).
  * It ends the running phase and any exclusion: the step's period leaves
  * out the excluded time. */
@@ -242,13 +271,14 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
     account_exclude(s, 0, known, t);
     end_segment(s, known, t);
     if (r->closes) {
+        const double period_s = t - s->open_s - s->times.excluded_s;
         s->pending--;
         if (known && s->open_known
-            && mfu_window_push(s->window, t - s->open_s - s->times.excluded_s, &r->work,
-                               NULL) == MFU_OK) {
+            && mfu_window_push(s->window, period_s, &r->work, NULL) == MFU_OK) {
             mfu_phase_window_push(s->phase_window, &s->times);
             if (s->comm_window != NULL)
                 mfu_comm_window_push(s->comm_window, &s->comm);
+            ledger_push(s, r, period_s);
             s->pushed++;
             if (!r->model_known)
                 s->last_unknown_model = s->pushed;
@@ -333,6 +363,13 @@ static void fall_back(mfu_steps *s)
     s->step_open = 0;
     s->open_known = 0;
     s->excluding = 0;
+    /* The drain side too: an exclusion or a segment begun on the failed
+     * clock must never be ended by a time of the new one. */
+    s->drain_excluding = 0;
+    s->exclude_known = 0;
+    s->segment_known = 0;
+    s->running = MFU_PHASE_NONE;
+    memset(&s->times, 0, sizeof s->times);
     mfu_timer_destroy(s->timer);
     s->clock = MFU_CLOCK_CPU;
     if (make_timer(s, MFU_CLOCK_CPU, &s->timer, NULL) != MFU_OK)
@@ -369,6 +406,16 @@ static mfu_status take_mark(mfu_steps *s, uint64_t *id)
 }
 
 /* ---- boundaries ------------------------------------------------------ */
+
+/* Seconds since the epoch (C11 timespec_get); NaN when unavailable. Read
+ * once per tracker, at its first boundary: where the run's startup ends. */
+static double wall_clock_s(void)
+{
+    struct timespec now;
+    if (timespec_get(&now, TIME_UTC) != TIME_UTC)
+        return NAN;
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
 
 /* The closed step's work from the defaults and `report` (steps.h, "The work
  * of a step"); *model_known says whether its model FLOPs are known. Returns
@@ -439,6 +486,8 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
             drain(s);
         if (!s->step_open && s->boundaries > 0)
             s->dropped++; /* the clock restarted: the step this call closes is lost */
+        if (s->boundaries == 0)
+            s->ledger.first_boundary_unix_s = wall_clock_s();
         r = ring_append(s);
         r->id = id;
         r->kind = MARK_BOUNDARY;
@@ -672,6 +721,14 @@ uint64_t mfu_steps_comm_unpaired(const mfu_steps *s)
     return s->comm_unpaired;
 }
 
+void mfu_steps_get_ledger(mfu_steps *s, mfu_steps_ledger *out)
+{
+    catch_up(s);
+    *out = s->ledger;
+    out->steps = s->pushed + s->dropped;
+    out->dropped = s->dropped;
+}
+
 void mfu_steps_flush(mfu_steps *s)
 {
     if (s->timer == NULL)
@@ -875,6 +932,7 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
     s->config = *config;
     s->config.per_step.num_tokens = NAN;
     s->running = MFU_PHASE_NONE;
+    s->ledger.first_boundary_unix_s = NAN;
     status = mfu_window_create(config->window, config->warmup, &s->window);
     if (status == MFU_OK)
         status = mfu_phase_window_create(config->window, config->warmup, &s->phase_window);

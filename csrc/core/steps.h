@@ -155,6 +155,25 @@
  * begin was overwritten (or lost to a fallback) is not paired, and counted.
  * Any thread may call these (the bindings hold the tracker's lock), so a
  * backend's completion thread takes the end mark itself.
+
+ * ## Badput phases (issue 28)
+ *
+ * The badput phases (phases.h: checkpoint, eval, compile) are excluded
+ * intervals with a name: while one runs (innermost), its time goes to its
+ * seconds *and* to the step's excluded seconds, so it leaves the period
+ * exactly as the tracker's own time does. Outside an exclusion, that is;
+ * the tracker's own time inside a badput phase is the tracker's.
+ *
+ * ## The job ledger's totals (issue 28)
+ *
+ * mfu_steps_get_ledger() gives running sums since the tracker was created,
+ * for the job ledger (mfu_tracker/job/): the closed steps accounted for
+ * (warm-up included), their periods, their step phases' seconds, their model
+ * FLOPs; the badput phases' seconds and the tracker's own excluded seconds
+ * as each interval ends (so a checkpoint after the last boundary counts,
+ * once its marks resolve: at the latest at flush / close); and the wall-clock
+ * time of the first boundary (read once, with timespec_get), where the
+ * run's startup ends. Differences of two readings are an interval's.
  *
  * ## The ring holds one record per mark
  *
@@ -381,6 +400,26 @@ void mfu_steps_comm(mfu_steps *steps, uint32_t *steps_out, mfu_comm_times *out);
 
 /* Ends that found no begin to pair with (see "Communication"). */
 uint64_t mfu_steps_comm_unpaired(const mfu_steps *steps);
+
+/* ---- the job ledger's totals (see "The job ledger's totals") ----------- */
+
+typedef struct mfu_steps_ledger {
+    uint64_t steps;          /* closed steps accounted for: pushed + dropped */
+    uint64_t dropped;        /* of which lost to a clock failure (no period) */
+    double step_s;           /* sum of the pushed steps' periods, s */
+    double phase_s[MFU_PHASE_COUNT]; /* step phases: sums over the pushed
+                                        steps; badput phases: every interval
+                                        that ended, s */
+    double own_s;            /* the tracker's own excluded time, s */
+    double model_flops;      /* sum over the pushed steps whose model FLOPs
+                                were known */
+    uint64_t unknown_flops_steps; /* pushed steps whose model FLOPs were not */
+    double first_boundary_unix_s; /* wall clock at the first boundary (seconds
+                                     since the epoch); NaN before it */
+} mfu_steps_ledger;
+
+/* Poll, then the totals. */
+void mfu_steps_get_ledger(mfu_steps *steps, mfu_steps_ledger *out);
 
 /* The configuration in force (sizes as given, defaults not applied). */
 const mfu_steps_config *mfu_steps_get_config(const mfu_steps *steps);

@@ -27,6 +27,7 @@ typedef struct mfu_module_state {
     /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
      * num_tokens, model_flops, executed_flops, flops_by_dtype. */
     PyObject *step_kwnames[4];
+    PyObject *summary_kwnames[4]; /* StepTracker.summary()'s window totals */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -54,6 +55,7 @@ typedef struct mfu_module_state {
     X(timer_type)                            \
     X(step_type)                             \
     X_ARRAY(step_kwnames)                    \
+    X_ARRAY(summary_kwnames)                 \
     X(phase_type)                            \
     X_ARRAY(phase_names)                     \
     X(track_resolver)                        \
@@ -194,6 +196,7 @@ PyObject *mfu_py_timer_counters_dict(const mfu_timer_counters *counters);
 int mfu_py_track_exec(PyObject *module);
 int mfu_py_gpu_specs_exec(PyObject *module);
 int mfu_py_flops_exec(PyObject *module);
+int mfu_py_transformer_exec(PyObject *module); /* called by flops_exec */
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);

@@ -2,8 +2,8 @@
  * py_flops.c -- Python bindings of core/flops.h.
  *
  * Op formulas return Python ints (exact; OverflowError when the count does
- * not fit int64). transformer_flops() takes two dicts (dims, options) and the
- * sequences, and returns a dict of floats. Every error names the argument.
+ * not fit int64). Every error names the argument. The analytic model count
+ * (core/transformer.h) is py_transformer.c's.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -278,6 +278,38 @@ static PyObject *py_sdpa_backward_flop(PyObject *module, PyObject *args,
     return call_sdpa(args, kwargs, "sdpa_backward_flop", 1);
 }
 
+static PyObject *py_sdpa_model_flop(PyObject *module, PyObject *args,
+                                    PyObject *kwargs)
+{
+    static char *keywords[] = {"batch", "heads_q", "heads_kv", "seq_q",
+                               "seq_kv", "head_dim_qk", "head_dim_v",
+                               "causal_attention", "with_backward", NULL};
+    long long b, h, hkv, sq, skv, dqk, dv;
+    PyObject *causal_obj = NULL;
+    int with_backward = 0;
+    mfu_attention_shape shape;
+    mfu_causal causal;
+    int64_t flops = 0;
+    mfu_status st;
+
+    (void)module;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLLLLL|$Op:sdpa_model_flop",
+                                     keywords, &b, &h, &hkv, &sq, &skv, &dqk,
+                                     &dv, &causal_obj, &with_backward))
+        return NULL;
+    if (causal_arg(causal_obj, &causal) < 0)
+        return NULL;
+    if (h < 1 || hkv < 1 || h % hkv != 0)
+        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "heads_kv",
+                            "must be >= 1 and divide heads_q (heads_q=%lld, "
+                            "heads_kv=%lld)", h, hkv);
+    shape = (mfu_attention_shape){.batch = b, .heads_q = h, .heads_kv = hkv,
+                                  .seq_q = sq, .seq_kv = skv,
+                                  .head_dim_qk = dqk, .head_dim_v = dv};
+    st = mfu_sdpa_model_flop(&shape, causal, with_backward, &flops);
+    return flops_result(st, "sdpa_model_flop", flops);
+}
+
 static PyObject *py_varlen_attention_flop(PyObject *module, PyObject *args,
                                           PyObject *kwargs)
 {
@@ -334,303 +366,6 @@ error:
 }
 
 /* ------------------------------------------------------------------------
- * transformer_flops
- * ------------------------------------------------------------------------ */
-
-typedef enum field_kind { FIELD_INT64, FIELD_FLAG, FIELD_MLP, FIELD_NORM } field_kind;
-
-typedef struct dim_field {
-    const char *name;
-    size_t offset;
-    field_kind kind;
-    const char *rule; /* the constraint, for error messages */
-} dim_field;
-
-/* A field of mfu_transformer_dims, named as in Python. */
-#define DIM(field, kind, rule) {#field, offsetof(mfu_transformer_dims, field), kind, rule}
-
-static const dim_field dim_fields[] = {
-    DIM(hidden_size, FIELD_INT64, "must be >= 1"),
-    DIM(num_layers, FIELD_INT64, "must be >= 1"),
-    DIM(num_heads, FIELD_INT64, "must be >= 1 and, without head_dim, divide hidden_size"),
-    DIM(num_kv_heads, FIELD_INT64,
-        "must be between 1 and num_heads and divide num_heads (0 = num_heads)"),
-    DIM(head_dim, FIELD_INT64, "must be >= 1 (0 = hidden_size / num_heads)"),
-    DIM(intermediate_size, FIELD_INT64, "must be >= 1 when any layer has a dense MLP"),
-    DIM(vocab_size, FIELD_INT64, "must be >= 1"),
-    DIM(mlp, FIELD_MLP, "must be 'gelu' or 'swiglu'"),
-    DIM(norm, FIELD_NORM, "must be 'rmsnorm' or 'layernorm'"),
-    DIM(num_experts, FIELD_INT64, "must be >= 0"),
-    DIM(experts_per_token, FIELD_INT64,
-        "must be between 1 and num_experts (0 without experts)"),
-    DIM(moe_intermediate_size, FIELD_INT64, "must be >= 1 with experts (0 without)"),
-    DIM(shared_expert_intermediate_size, FIELD_INT64,
-        "must be >= 0, and 0 without experts"),
-    DIM(shared_expert_gate, FIELD_FLAG, "needs a shared expert"),
-    DIM(num_dense_layers, FIELD_INT64, "must be between 0 and num_layers"),
-    DIM(tie_word_embeddings, FIELD_FLAG, "must be a bool"),
-    DIM(qkv_bias, FIELD_FLAG, "must be a bool"),
-    DIM(attention_out_bias, FIELD_FLAG, "must be a bool"),
-    DIM(mlp_bias, FIELD_FLAG, "must be a bool"),
-    DIM(qk_norm, FIELD_FLAG, "must be a bool"),
-    DIM(num_positions, FIELD_INT64, "must be >= 0"),
-    DIM(sliding_window, FIELD_INT64, "must be >= 0"),
-    DIM(num_sliding_layers, FIELD_INT64,
-        "must be between 0 and num_layers, and 0 without sliding_window"),
-    {NULL, 0, FIELD_INT64, NULL},
-};
-#undef DIM
-
-static const mfu_py_choice mlp_choices[] = {
-    {"gelu", MFU_MLP_GELU}, {"swiglu", MFU_MLP_SWIGLU}, {NULL, 0}};
-static const mfu_py_choice norm_choices[] = {
-    {"rmsnorm", MFU_NORM_RMSNORM}, {"layernorm", MFU_NORM_LAYERNORM}, {NULL, 0}};
-static const mfu_py_choice formula_choices[] = {
-    {"6n", MFU_FORMULA_6N}, {"palm", MFU_FORMULA_PALM},
-    {"matmul", MFU_FORMULA_MATMUL}, {NULL, 0}};
-static const mfu_py_choice recompute_choices[] = {
-    {"none", MFU_RECOMPUTE_NONE}, {"full", MFU_RECOMPUTE_FULL},
-    {"selective", MFU_RECOMPUTE_SELECTIVE}, {NULL, 0}};
-static const mfu_py_choice lora_choices[] = {
-    {"q", MFU_LORA_Q}, {"k", MFU_LORA_K}, {"v", MFU_LORA_V},
-    {"o", MFU_LORA_O}, {"gate", MFU_LORA_GATE}, {"up", MFU_LORA_UP},
-    {"down", MFU_LORA_DOWN}, {NULL, 0}};
-
-static const char *option_rule(const char *field)
-{
-    if (strcmp(field, "lora_rank") == 0)
-        return "must be >= 0";
-    if (strcmp(field, "lora_targets") == 0)
-        return "must be non-empty exactly when lora_rank > 0 ('gate' needs a "
-               "SwiGLU MLP)";
-    if (strcmp(field, "seq_lens") == 0)
-        return "the batch has no tokens";
-    if (strcmp(field, "sliding_window") == 0)
-        return "must be >= 0";
-    return "invalid value";
-}
-
-static const char *field_rule(const char *field)
-{
-    for (const dim_field *f = dim_fields; f->name != NULL; f++)
-        if (strcmp(f->name, field) == 0)
-            return f->rule;
-    return option_rule(field);
-}
-
-static int parse_dims(PyObject *dict, mfu_transformer_dims *dims)
-{
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-
-    if (!PyDict_Check(dict)) {
-        PyErr_Format(PyExc_TypeError, "dims must be a dict, not %.80s",
-                     Py_TYPE(dict)->tp_name);
-        return -1;
-    }
-    mfu_transformer_dims_init(dims);
-    while (PyDict_Next(dict, &pos, &key, &value)) {
-        const dim_field *f;
-        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-        char *slot;
-        int choice;
-
-        if (name == NULL) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "dims: keys must be str, got %R", key);
-            return -1;
-        }
-        for (f = dim_fields; f->name != NULL; f++)
-            if (strcmp(f->name, name) == 0)
-                break;
-        if (f->name == NULL) {
-            PyErr_Format(PyExc_TypeError, "dims: unknown field %R", key);
-            return -1;
-        }
-        slot = (char *)dims + f->offset;
-        switch (f->kind) {
-        case FIELD_INT64:
-            if (mfu_py_int64_arg(value, f->name, (int64_t *)(void *)slot) < 0)
-                return -1;
-            break;
-        case FIELD_FLAG:
-            if (mfu_py_flag_arg(value, f->name, (int *)(void *)slot) < 0)
-                return -1;
-            break;
-        case FIELD_MLP:
-            if (mfu_py_choice_arg(value, f->name, mlp_choices, &choice) < 0)
-                return -1;
-            dims->mlp = (mfu_mlp_kind)choice;
-            break;
-        case FIELD_NORM:
-            if (mfu_py_choice_arg(value, f->name, norm_choices, &choice) < 0)
-                return -1;
-            dims->norm = (mfu_norm_kind)choice;
-            break;
-        }
-    }
-    return 0;
-}
-
-static int parse_lora_targets(PyObject *obj, unsigned *out)
-{
-    PyObject *seq;
-    unsigned mask = 0;
-
-    if (PyUnicode_Check(obj)) {
-        PyErr_SetString(PyExc_TypeError,
-                        "lora_targets must be a sequence of str, not a str");
-        return -1;
-    }
-    seq = PySequence_Fast(obj, "lora_targets must be a sequence of str");
-    if (seq == NULL)
-        return -1;
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-        int bit;
-        if (mfu_py_choice_arg(PySequence_Fast_GET_ITEM(seq, i), "lora_targets",
-                       lora_choices, &bit) < 0) {
-            Py_DECREF(seq);
-            return -1;
-        }
-        mask |= (unsigned)bit;
-    }
-    Py_DECREF(seq);
-    *out = mask;
-    return 0;
-}
-
-static int parse_options(PyObject *dict, mfu_transformer_options *options)
-{
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-
-    if (!PyDict_Check(dict)) {
-        PyErr_Format(PyExc_TypeError, "options must be a dict, not %.80s",
-                     Py_TYPE(dict)->tp_name);
-        return -1;
-    }
-    mfu_transformer_options_init(options);
-    while (PyDict_Next(dict, &pos, &key, &value)) {
-        const char *name = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-        int choice = 0;
-
-        if (name == NULL) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "options: keys must be str, got %R",
-                         key);
-            return -1;
-        }
-        if (strcmp(name, "formula") == 0) {
-            if (mfu_py_choice_arg(value, name, formula_choices, &choice) < 0)
-                return -1;
-            options->formula = (mfu_flops_formula)choice;
-        } else if (strcmp(name, "causal_attention") == 0) {
-            if (mfu_py_choice_arg(value, name, causal_choices, &choice) < 0)
-                return -1;
-            options->causal = (mfu_causal)choice;
-        } else if (strcmp(name, "activation_recompute") == 0) {
-            if (mfu_py_choice_arg(value, name, recompute_choices, &choice) < 0)
-                return -1;
-            options->recompute = (mfu_recompute)choice;
-        } else if (strcmp(name, "include_lm_head") == 0) {
-            if (mfu_py_flag_arg(value, name, &options->include_lm_head) < 0)
-                return -1;
-        } else if (strcmp(name, "include_embedding") == 0) {
-            if (mfu_py_flag_arg(value, name, &options->include_embedding) < 0)
-                return -1;
-        } else if (strcmp(name, "lora_rank") == 0) {
-            if (mfu_py_int64_arg(value, name, &options->lora_rank) < 0)
-                return -1;
-        } else if (strcmp(name, "lora_targets") == 0) {
-            if (parse_lora_targets(value, &options->lora_targets) < 0)
-                return -1;
-        } else {
-            PyErr_Format(PyExc_TypeError, "options: unknown field %R", key);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
-                                      PyObject *kwargs)
-{
-    static char *keywords[] = {"dims", "options", "seq_lens", "batch_size",
-                               "seq_len", NULL};
-    PyObject *dims_obj, *options_obj, *lens_obj = Py_None;
-    PyObject *batch_obj = Py_None, *seq_len_obj = Py_None;
-    mfu_transformer_dims dims;
-    mfu_transformer_options options;
-    mfu_sequences seqs;
-    mfu_transformer_flops out;
-    const char *bad_field = NULL;
-    mfu_status st;
-
-    (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOO:transformer_flops",
-                                     keywords, &dims_obj, &options_obj,
-                                     &lens_obj, &batch_obj, &seq_len_obj))
-        return NULL;
-    if (parse_dims(dims_obj, &dims) < 0 ||
-        parse_options(options_obj, &options) < 0)
-        return NULL;
-    if (dims.sliding_window < 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "sliding_window",
-                            "must be >= 0 (got %lld)",
-                            (long long)dims.sliding_window);
-
-    if (lens_obj != Py_None) {
-        int64_t *lens = NULL;
-        size_t count = 0;
-        if (batch_obj != Py_None || seq_len_obj != Py_None) {
-            PyErr_SetString(PyExc_TypeError, "transformer_flops: give seq_lens "
-                                             "or batch_size and seq_len, not "
-                                             "both");
-            return NULL;
-        }
-        if (mfu_py_int64_array_arg(lens_obj, "seq_lens", &lens, &count) < 0)
-            return NULL;
-        st = mfu_sequences_from_lengths(lens, count, dims.sliding_window, &seqs);
-        PyMem_Free(lens);
-        if (st != MFU_OK)
-            return mfu_py_raise(st, "seq_lens", "lengths must be >= 0");
-    } else {
-        int64_t batch, seq_len;
-        if (batch_obj == Py_None || seq_len_obj == Py_None) {
-            PyErr_SetString(PyExc_TypeError, "transformer_flops: give seq_lens "
-                                             "or both batch_size and seq_len");
-            return NULL;
-        }
-        if (mfu_py_int64_arg(batch_obj, "batch_size", &batch) < 0 ||
-            mfu_py_int64_arg(seq_len_obj, "seq_len", &seq_len) < 0)
-            return NULL;
-        if (batch < 1)
-            return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "batch_size",
-                                "must be >= 1 (got %lld)", (long long)batch);
-        if (seq_len < 1)
-            return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "seq_len",
-                                "must be >= 1 (got %lld)", (long long)seq_len);
-        st = mfu_sequences_uniform(batch, seq_len, dims.sliding_window, &seqs);
-        if (st != MFU_OK)
-            return mfu_py_raise(st, "seq_len", NULL);
-    }
-
-    st = mfu_transformer_flops_compute(&dims, &options, &seqs, &out, &bad_field);
-    if (st != MFU_OK)
-        return mfu_py_raise(st, bad_field != NULL ? bad_field : "dims", "%s",
-                            bad_field != NULL ? field_rule(bad_field)
-                                              : "invalid");
-
-    return Py_BuildValue(
-        "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "model_flops", out.model_flops,
-        "hardware_flops", out.hardware_flops, "forward_flops", out.forward_flops,
-        "attention_flops", out.attention_flops, "num_params", out.num_params,
-        "num_embedding_params", out.num_embedding_params, "num_active_params",
-        out.num_active_params, "num_adapter_params", out.num_adapter_params,
-        "num_tokens", out.num_tokens);
-}
-
-/* ------------------------------------------------------------------------
  * Method table
  * ------------------------------------------------------------------------ */
 
@@ -675,6 +410,12 @@ static PyMethodDef flops_methods[] = {
      "head_dim_qk, head_dim_v, *, causal_attention='full')\n--\n\n"
      "Attention backward as executed (score recompute included):\n"
      "2*b*h*s_q*s_kv*(3*d_qk + 2*d_v) FLOPs; FlopCounterMode's formula."},
+    {"sdpa_model_flop", (PyCFunction)(void (*)(void))py_sdpa_model_flop,
+     METH_VARARGS | METH_KEYWORDS,
+     "sdpa_model_flop(batch, heads_q, heads_kv, seq_q, seq_kv, head_dim_qk, "
+     "head_dim_v, *, causal_attention='full', with_backward=False)\n--\n\n"
+     "Attention model FLOPs: the forward, plus with_backward the model\n"
+     "backward (MFU_ATTENTION_MODEL_BACKWARD = 2x the forward, PaLM)."},
     {"varlen_attention_flop",
      (PyCFunction)(void (*)(void))py_varlen_attention_flop,
      METH_VARARGS | METH_KEYWORDS,
@@ -682,20 +423,15 @@ static PyMethodDef flops_methods[] = {
      "head_dim_qk, head_dim_v, *, causal_attention='full', backward=False)"
      "\n--\n\nAttention summed per sequence of cumulative lengths "
      "(cu_seqlens_k None: same as q)."},
-    {"transformer_flops", (PyCFunction)(void (*)(void))py_transformer_flops,
-     METH_VARARGS | METH_KEYWORDS,
-     "transformer_flops(dims, options, *, seq_lens=None, batch_size=None, "
-     "seq_len=None)\n--\n\n"
-     "Analytic FLOPs of a decoder-only transformer (see flops.h); a dict of\n"
-     "floats: model_flops, hardware_flops, forward_flops, attention_flops,\n"
-     "num_params, num_embedding_params, num_active_params,\n"
-     "num_adapter_params, num_tokens."},
     {NULL, NULL, 0, NULL},
 };
 
 int mfu_py_flops_exec(PyObject *module)
 {
     if (PyModule_AddFunctions(module, flops_methods) < 0)
+        return -1;
+    /* the analytic model count */
+    if (mfu_py_transformer_exec(module) < 0)
         return -1;
     /* op counting (the op table, custom formulas, the capsule for _torch) */
     return mfu_py_ops_exec(module);

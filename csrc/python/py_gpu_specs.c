@@ -4,6 +4,8 @@
  *
  *   lookup_gpu_spec(name, cc_major=None, cc_minor=None, num_sms=None,
  *                   total_memory_bytes=None) -> dict | None
+ *   gpu_candidates(name, ...same hints) -> dict | None  (an ambiguous name:
+ *                   its tied rows and what they agree on, rule 3)
  *   gpu_spec_table() -> list[dict]
  *   normalize_gpu_name(name) -> str
  *   parse_peak_override(text, dtype) -> float | None
@@ -14,8 +16,9 @@
  * for a MIG slice / AMD partition; 0 = not sourced), full_num_sms,
  * clock_rate_hz (0.0 = not in the datasheet), memory_bytes,
  * memory_bandwidth_bytes_per_sec (0.0 = not sourced), peak_tflops
- * ({dtype: dense TFLOP/s}, only the dtypes the device has), mig_fraction,
- * citation. For a partition, peaks and bandwidth are scaled by mig_fraction.
+ * ({dtype: dense TFLOP/s}, only the dtypes the device has),
+ * unpublished_dtypes (the dtypes it computes with no published dense peak),
+ * mig_fraction, citation. For a partition, peaks and bandwidth are scaled by mig_fraction.
  *
  * Every rule (which row a name is, what the override text means) is the
  * core's; this file only converts arguments (py_args.h) and results.
@@ -54,6 +57,36 @@ static PyObject *peaks_dict(const mfu_gpu_spec *spec, double fraction)
     return peaks;
 }
 
+/* The dtypes the device computes without a published dense peak, in the
+ * core's dtype order (core/gpu_table.h). */
+static PyObject *unpublished_tuple(const mfu_gpu_spec *spec)
+{
+    PyObject *names = PyList_New(0), *tuple;
+    int d;
+    if (names == NULL)
+        return NULL;
+    for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+        PyObject *name;
+        int rc;
+        if (!mfu_gpu_spec_peak_unpublished(spec, (mfu_dtype)d))
+            continue;
+        name = PyUnicode_FromString(mfu_dtype_name((mfu_dtype)d));
+        if (name == NULL) {
+            Py_DECREF(names);
+            return NULL;
+        }
+        rc = PyList_Append(names, name);
+        Py_DECREF(name);
+        if (rc < 0) {
+            Py_DECREF(names);
+            return NULL;
+        }
+    }
+    tuple = PyList_AsTuple(names);
+    Py_DECREF(names);
+    return tuple;
+}
+
 static PyObject *spec_to_dict(const mfu_gpu_spec *spec, double fraction,
                               int num_sms)
 {
@@ -62,7 +95,7 @@ static PyObject *spec_to_dict(const mfu_gpu_spec *spec, double fraction,
                        : Py_NewRef(Py_None);
     /* "N" hands each new object to the dict (or releases it on failure). */
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:z,s:i,s:i,s:d,s:K,s:d,s:N,s:d,s:s}",
+        "{s:s,s:s,s:s,s:N,s:z,s:i,s:i,s:d,s:K,s:d,s:N,s:N,s:d,s:s}",
         "name", spec->name, "vendor", spec->vendor,
         "architecture", spec->architecture, "compute_capability", cc,
         "gfx_arch", spec->gfx_arch, "num_sms", num_sms,
@@ -70,7 +103,8 @@ static PyObject *spec_to_dict(const mfu_gpu_spec *spec, double fraction,
         "memory_bytes", (unsigned long long)spec->memory_bytes,
         "memory_bandwidth_bytes_per_sec",
         spec->memory_bandwidth_bytes_per_sec * fraction,
-        "peak_tflops", peaks_dict(spec, fraction), "mig_fraction", fraction,
+        "peak_tflops", peaks_dict(spec, fraction),
+        "unpublished_dtypes", unpublished_tuple(spec), "mig_fraction", fraction,
         "citation", spec->source);
 }
 
@@ -97,40 +131,129 @@ static PyObject *bad_name(mfu_status status)
 
 /* ---- functions ----------------------------------------------------------- */
 
-static PyObject *py_lookup_gpu_spec(PyObject *module, PyObject *args,
-                                    PyObject *kwargs)
+/* Parse (name, cc_major=None, cc_minor=None, num_sms=None,
+ * total_memory_bytes=None) into *query and look it up. -1 with an exception
+ * set on a bad argument or name; else 0 with *status the lookup's. */
+static int lookup_args(PyObject *args, PyObject *kwargs, const char *format,
+                       mfu_device_query *query, mfu_gpu_match *match,
+                       mfu_status *status)
 {
     static char *keywords[] = {"name", "cc_major", "cc_minor", "num_sms",
                                "total_memory_bytes", NULL};
     PyObject *name = NULL, *cc_major = NULL, *cc_minor = NULL;
     PyObject *num_sms = NULL, *memory = NULL;
     long long major, minor, sms, bytes;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &name,
+                                     &cc_major, &cc_minor, &num_sms, &memory))
+        return -1;
+    if (mfu_py_str_arg(name, "name", &query->name) < 0
+        || hint_arg(cc_major, "cc_major", 0, MFU_GPU_CC_MAX, -1, &major) < 0
+        || hint_arg(cc_minor, "cc_minor", 0, MFU_GPU_CC_MAX, -1, &minor) < 0
+        || hint_arg(num_sms, "num_sms", 1, INT_MAX, -1, &sms) < 0
+        || hint_arg(memory, "total_memory_bytes", 1, LLONG_MAX, 0, &bytes) < 0)
+        return -1;
+    query->cc_major = (int)major;
+    query->cc_minor = (int)minor;
+    query->num_sms = (int)sms;
+    query->total_memory_bytes = (uint64_t)bytes;
+    *status = mfu_gpu_lookup(query, match);
+    if (*status != MFU_OK && *status != MFU_ERR_NOT_FOUND) {
+        bad_name(*status);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_lookup_gpu_spec(PyObject *module, PyObject *args,
+                                    PyObject *kwargs)
+{
     mfu_device_query query;
     mfu_gpu_match match;
     mfu_status st;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOO:lookup_gpu_spec",
-                                     keywords, &name, &cc_major, &cc_minor,
-                                     &num_sms, &memory))
+    if (lookup_args(args, kwargs, "O|OOOO:lookup_gpu_spec", &query, &match, &st) < 0)
         return NULL;
-    if (mfu_py_str_arg(name, "name", &query.name) < 0
-        || hint_arg(cc_major, "cc_major", 0, MFU_GPU_CC_MAX, -1, &major) < 0
-        || hint_arg(cc_minor, "cc_minor", 0, MFU_GPU_CC_MAX, -1, &minor) < 0
-        || hint_arg(num_sms, "num_sms", 1, INT_MAX, -1, &sms) < 0
-        || hint_arg(memory, "total_memory_bytes", 1, LLONG_MAX, 0, &bytes) < 0)
-        return NULL;
-    query.cc_major = (int)major;
-    query.cc_minor = (int)minor;
-    query.num_sms = (int)sms;
-    query.total_memory_bytes = (uint64_t)bytes;
-    st = mfu_gpu_lookup(&query, &match);
     if (st == MFU_ERR_NOT_FOUND)
         Py_RETURN_NONE;
-    if (st != MFU_OK)
-        return bad_name(st);
     return spec_to_dict(match.spec, match.mig_fraction,
                         match.is_partition ? query.num_sms : match.spec->num_sms);
+}
+
+/* The listed rows of an ambiguous match, as spec dicts (scaled). */
+static PyObject *candidate_list(const mfu_gpu_match *match, const mfu_device_query *query)
+{
+    int i, listed = match->num_candidates < MFU_GPU_CANDIDATES_MAX
+                        ? match->num_candidates : MFU_GPU_CANDIDATES_MAX;
+    PyObject *rows = PyList_New(listed);
+    if (rows == NULL)
+        return NULL;
+    for (i = 0; i < listed; i++) {
+        const mfu_gpu_spec *row = match->candidates[i];
+        double fraction = match->candidate_fraction[i];
+        PyObject *item = spec_to_dict(row, fraction,
+                                      fraction < 1.0 ? query->num_sms : row->num_sms);
+        if (item == NULL) {
+            Py_DECREF(rows);
+            return NULL;
+        }
+        PyList_SET_ITEM(rows, i, item);
+    }
+    return rows;
+}
+
+/* Rule 3 (core/gpu_lookup.h) per dtype: {dtype: TFLOP/s} where every row
+ * agrees, and their bandwidth (bytes/s; 0.0 when the rows differ). */
+static PyObject *agreed_peaks(const mfu_gpu_match *match, double *bandwidth)
+{
+    PyObject *peaks = PyDict_New();
+    int d;
+    *bandwidth = 0.0;
+    if (peaks == NULL)
+        return NULL;
+    for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+        double tflops, bytes_per_sec;
+        PyObject *value;
+        int rc;
+        if (mfu_gpu_candidates_peak(match, (mfu_dtype)d, &tflops, &bytes_per_sec) != MFU_OK)
+            continue;
+        *bandwidth = bytes_per_sec; /* the same for every dtype that agrees */
+        value = PyFloat_FromDouble(tflops);
+        if (value == NULL) {
+            Py_DECREF(peaks);
+            return NULL;
+        }
+        rc = PyDict_SetItemString(peaks, mfu_dtype_name((mfu_dtype)d), value);
+        Py_DECREF(value);
+        if (rc < 0) {
+            Py_DECREF(peaks);
+            return NULL;
+        }
+    }
+    return peaks;
+}
+
+static PyObject *py_gpu_candidates(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    mfu_device_query query;
+    mfu_gpu_match match;
+    mfu_status st;
+    double bandwidth;
+    PyObject *peaks;
+
+    (void)module;
+    if (lookup_args(args, kwargs, "O|OOOO:gpu_candidates", &query, &match, &st) < 0)
+        return NULL;
+    if (st != MFU_ERR_NOT_FOUND || match.num_candidates < 2)
+        Py_RETURN_NONE;
+    peaks = agreed_peaks(&match, &bandwidth);
+    if (peaks == NULL)
+        return NULL;
+    /* "N" hands each new object to the dict (or releases it on failure). */
+    return Py_BuildValue("{s:i,s:N,s:N,s:d}", "num_candidates", match.num_candidates,
+                         "rows", candidate_list(&match, &query), "peak_tflops", peaks,
+                         "memory_bandwidth_bytes_per_sec", bandwidth);
 }
 
 static PyObject *py_gpu_spec_table(PyObject *module, PyObject *unused)
@@ -240,6 +363,14 @@ static PyMethodDef mfu_gpu_specs_methods[] = {
      "total_memory_bytes=None)\n--\n\n"
      "The peak-table row for a device name plus hints, as a dict, or None "
      "when the device is unknown or ambiguous. Peaks are dense TFLOP/s."},
+    {"gpu_candidates", (PyCFunction)(void (*)(void))py_gpu_candidates,
+     METH_VARARGS | METH_KEYWORDS,
+     "gpu_candidates(name, cc_major=None, cc_minor=None, num_sms=None, "
+     "total_memory_bytes=None)\n--\n\n"
+     "For a name the lookup finds ambiguous: {'num_candidates': n, 'rows': "
+     "[spec dicts of the tied rows], 'peak_tflops': {dtype: TFLOP/s every row "
+     "has}, 'memory_bandwidth_bytes_per_sec': their common bandwidth or 0.0}; "
+     "None when the name is one row or none."},
     {"gpu_spec_table", py_gpu_spec_table, METH_NOARGS,
      "gpu_spec_table()\n--\n\nEvery row of the peak table, as dicts."},
     {"normalize_gpu_name", py_normalize_gpu_name, METH_O,

@@ -343,6 +343,23 @@ static int int64s_arg(PyObject *obj, const char *argument, blocks *b,
     return 0;
 }
 
+/* Whether `n` values are a tensor argument's: a 1-D tensor of n for
+ * offsets, as many as its sizes' product for values (ops.h). */
+static int values_fit(const mfu_op_arg *arg, mfu_arg_need need, size_t n)
+{
+    size_t numel = 1;
+    if (need == MFU_NEED_OFFSETS)
+        return arg->count == 1 && arg->ints[0] >= 0 && (size_t)arg->ints[0] == n;
+    for (size_t i = 0; i < arg->count; i++) {
+        if (arg->ints[i] < 0)
+            return 0;
+        if (arg->ints[i] != 0 && numel > SIZE_MAX / (size_t)arg->ints[i])
+            return 0;
+        numel *= (size_t)arg->ints[i];
+    }
+    return numel == n;
+}
+
 /* One argument of op_count, as its role needs it (py_ops.c's docstring of
  * op_count gives the encoding). */
 static int op_arg(PyObject *obj, const mfu_op_input *input, blocks *b,
@@ -354,7 +371,8 @@ static int op_arg(PyObject *obj, const mfu_op_input *input, blocks *b,
         return 0;
     switch (input->need) {
     case MFU_NEED_TENSOR:
-    case MFU_NEED_OFFSETS: {
+    case MFU_NEED_OFFSETS:
+    case MFU_NEED_VALUES: {
         PyObject *shape, *grad, *values = Py_None, *dtype = Py_None;
         size_t nvalues = 0;
         if (!PyTuple_Check(obj) || PyTuple_GET_SIZE(obj) < 2 || PyTuple_GET_SIZE(obj) > 4) {
@@ -374,13 +392,14 @@ static int op_arg(PyObject *obj, const mfu_op_input *input, blocks *b,
             mfu_py_flag_arg(grad, role, &arg->requires_grad) < 0 ||
             dtype_arg(dtype, role, &arg->dtype) < 0)
             return -1;
-        if (values == Py_None || input->need != MFU_NEED_OFFSETS)
+        if (values == Py_None || input->need == MFU_NEED_TENSOR)
             return 0;
         if (int64s_arg(values, role, b, &arg->values, &nvalues) < 0)
             return -1;
-        if (arg->count != 1 || arg->ints[0] < 0 || (size_t)arg->ints[0] != nvalues) {
-            PyErr_Format(PyExc_ValueError, "%s: %zu values for a tensor that is "
-                         "not 1-D of that length", role, nvalues);
+        if (!values_fit(arg, input->need, nvalues)) {
+            PyErr_Format(PyExc_ValueError, "%s: %zu values for a tensor %s", role, nvalues,
+                         input->need == MFU_NEED_OFFSETS ? "that is not 1-D of that length"
+                                                          : "of another size");
             return -1;
         }
         return 0;
@@ -538,7 +557,8 @@ static PyMethodDef ops_methods[] = {
      "'convolution_backward', 'attention', 'attention_backward'), layout\n"
      "('bhsd', 'bshd', 'thd'; None but for attention) and inputs: the\n"
      "arguments its count reads, (schema position, role, need) by position,\n"
-     "need one of 'tensor', 'offsets', 'int', 'int_list'."},
+     "need one of 'tensor', 'offsets', 'int', 'int_list', 'values'. Rows named\n"
+     "'higher_order::...' read the flat argument list of core/op_table.c."},
     {"op_count", (PyCFunction)(void (*)(void))py_op_count, METH_VARARGS | METH_KEYWORDS,
      "op_count(name, args, *, causal_attention='full', backward_phase=False, "
      "grad_enabled=True, tf32=0)\n--\n\n"
@@ -547,7 +567,8 @@ static PyMethodDef ops_methods[] = {
      "dtype's name (core/ops.h). args[i] is schema argument i, as its role\n"
      "needs it (other positions are not read): a tensor is (shape,\n"
      "requires_grad[, values or None[, dtype name or None]]), values only\n"
-     "read for 'offsets'; an int an int (bools as 0 / 1); an int list a sequence\n"
+     "read for 'offsets' (1-D) and 'values' (all, row-major); an int an int\n"
+     "(bools as 0 / 1); an int list a sequence\n"
      "of ints; None for an absent argument. ValueError / OverflowError name\n"
      "the argument that could not be counted. tf32: the MFU_TF32_* bits\n"
      "(1 matmul and attention, 2 convolution) under which fp32 counts as tf32."},

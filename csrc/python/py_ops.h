@@ -33,8 +33,9 @@ extern "C" {
 #endif
 
 /* Version 1 was the per-formula table of flops.h (mfu_flops_api); 2 had
- * no dtype in mfu_op_call / mfu_op_flops. */
-#define MFU_OPS_API_VERSION 3u
+ * no dtype in mfu_op_call / mfu_op_flops; 3 had fewer roles (no windows,
+ * no block masks: a smaller mfu_op_input array). */
+#define MFU_OPS_API_VERSION 4u
 #define MFU_OPS_API_CAPSULE "mfu_tracker._C._ops_api"
 
 /* A registered custom formula (opaque). */

@@ -4,10 +4,15 @@
  *
  * begin_phase / switch_phase / end_phase each put one mark on the tracker's
  * clock (never a sync); phase(name) is a small context manager doing the
- * same on entry and exit; phases() reads the window's seconds per phase.
+ * same on entry and exit; phases() reads the window's seconds per phase,
+ * ledger() the job ledger's running totals (core/steps.h, "The job
+ * ledger's totals").
  * Names are checked here: an unknown one is a ValueError naming it. Misuse
  * (an end without a phase, too deep a nesting) is one warning, ignored.
  */
+#include <math.h>
+#include <string.h>
+
 #include "py_phases.h"
 
 static const mfu_py_choice phase_choices[] = {
@@ -16,6 +21,9 @@ static const mfu_py_choice phase_choices[] = {
     {"backward", MFU_PHASE_BACKWARD},
     {"optimizer", MFU_PHASE_OPTIMIZER},
     {"communication", MFU_PHASE_COMMUNICATION},
+    {"checkpoint", MFU_PHASE_CHECKPOINT},
+    {"eval", MFU_PHASE_EVAL},
+    {"compile", MFU_PHASE_COMPILE},
     {NULL, 0},
 };
 
@@ -68,28 +76,72 @@ static void phase_call(step_object *s, enum phase_op op, mfu_phase phase)
     mfu_py_step_unlock(s);
 }
 
+/* The public class of `self` ("Tracker": the Python subclass users hold,
+ * not this base type), for messages. */
+static const char *public_type_name(PyObject *self)
+{
+    const char *name = Py_TYPE(self)->tp_name;
+    const char *dot = strrchr(name, '.');
+    return dot != NULL ? dot + 1 : name;
+}
+
+/* A phase method's arguments: `takes_name` -> exactly one positional (the
+ * phase name), else none. A wrong call is a TypeError naming the public
+ * method and what it takes -- not CPython's "StepTracker.end_phase() takes
+ * no arguments", which names an internal class. */
+static int phase_method_args(PyObject *self, const char *method, int takes_name,
+                             Py_ssize_t nargs, PyObject *kwnames, PyObject *const *args)
+{
+    const char *type = public_type_name(self);
+    Py_ssize_t given = nargs + (kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (kwnames == NULL && nargs == (takes_name ? 1 : 0))
+        return 0;
+    if (!takes_name && nargs > 0)
+        PyErr_Format(PyExc_TypeError,
+                     "%s.%s() takes no arguments (%zd given: %R): it ends the innermost "
+                     "open phase, whatever its name; `with tracker.phase(name):` begins "
+                     "and ends one by name", type, method, given, args[0]);
+    else if (!takes_name)
+        PyErr_Format(PyExc_TypeError,
+                     "%s.%s() takes no arguments (%zd given): it ends the innermost open "
+                     "phase, whatever its name", type, method, given);
+    else
+        PyErr_Format(PyExc_TypeError,
+                     "%s.%s() takes one argument, the phase name ('data', 'forward', "
+                     "'backward', 'optimizer', 'communication'), passed by position "
+                     "(%zd argument(s) given)", type, method, given);
+    return -1;
+}
+
 /* begin_phase(name) / switch_phase(name): the name checked, then the call. */
-static PyObject *named_phase_call(PyObject *self, PyObject *name, enum phase_op op)
+static PyObject *named_phase_call(PyObject *self, const char *method, PyObject *const *args,
+                                  Py_ssize_t nargs, PyObject *kwnames, enum phase_op op)
 {
     mfu_phase phase;
-    if (phase_arg((step_object *)self, name, &phase) < 0)
+    if (phase_method_args(self, method, 1, nargs, kwnames, args) < 0 ||
+        phase_arg((step_object *)self, args[0], &phase) < 0)
         return NULL;
     phase_call((step_object *)self, op, phase);
     Py_RETURN_NONE;
 }
 
-PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *name)
+PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames)
 {
-    return named_phase_call(self, name, PHASE_BEGIN);
+    return named_phase_call(self, "begin_phase", args, nargs, kwnames, PHASE_BEGIN);
 }
 
-PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *name)
+PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
 {
-    return named_phase_call(self, name, PHASE_SWITCH);
+    return named_phase_call(self, "switch_phase", args, nargs, kwnames, PHASE_SWITCH);
 }
 
-PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *Py_UNUSED(ignored))
+PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
+    if (phase_method_args(self, "end_phase", 0, nargs, kwnames, args) < 0)
+        return NULL;
     phase_call((step_object *)self, PHASE_END, MFU_PHASE_NONE);
     Py_RETURN_NONE;
 }
@@ -126,12 +178,14 @@ typedef struct {
     mfu_phase phase;
 } phase_block;
 
-PyObject *mfu_py_step_phase(PyObject *self, PyObject *name)
+PyObject *mfu_py_step_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
     mfu_phase phase;
     phase_block *block;
-    if (phase_arg(s, name, &phase) < 0)
+    if (phase_method_args(self, "phase", 1, nargs, kwnames, args) < 0 ||
+        phase_arg(s, args[0], &phase) < 0)
         return NULL;
     block = PyObject_New(phase_block, s->state->phase_type);
     if (block == NULL)
@@ -217,6 +271,48 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* ledger(): the job ledger's running totals (core/steps.h): steps (closed,
+ * accounted for), dropped, step_s, phase_s (every phase, seconds), own_s,
+ * model_flops (known steps), unknown_flops_steps, first_boundary_unix_s
+ * (None before the first boundary). */
+PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    step_object *s = (step_object *)self;
+    mfu_steps_ledger totals;
+    PyObject *seconds, *first;
+    if (mfu_py_step_require_init(s) < 0)
+        return NULL;
+    mfu_py_lock_acquire(s->lock);
+    mfu_steps_get_ledger(s->steps, &totals);
+    mfu_py_step_check_fallback(s);
+    mfu_py_step_unlock(s);
+    seconds = PyDict_New();
+    if (seconds == NULL)
+        return NULL;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++) {
+        PyObject *value = PyFloat_FromDouble(totals.phase_s[p]);
+        if (value == NULL
+            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(seconds);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    first = isnan(totals.first_boundary_unix_s)
+                ? Py_NewRef(Py_None)
+                : PyFloat_FromDouble(totals.first_boundary_unix_s);
+    if (first == NULL) {
+        Py_DECREF(seconds);
+        return NULL;
+    }
+    return Py_BuildValue("{sKsKsdsNsdsdsKsN}", "steps", (unsigned long long)totals.steps,
+                         "dropped", (unsigned long long)totals.dropped, "step_s",
+                         totals.step_s, "phase_s", seconds, "own_s", totals.own_s,
+                         "model_flops", totals.model_flops, "unknown_flops_steps",
+                         (unsigned long long)totals.unknown_flops_steps,
+                         "first_boundary_unix_s", first);
+}
 
 int mfu_py_phases_exec(PyObject *module)
 {

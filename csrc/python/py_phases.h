@@ -9,15 +9,22 @@
 
 /* The phase methods of StepTracker (py_phases.c): begin_phase(name),
  * switch_phase(name), end_phase(), _exclude_begin(), _exclude_end(),
- * phase_depth(), phase(name) and phases(). */
-PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *name);
-PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *name);
-PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *ignored);
+ * phase_depth(), phase(name), phases() and ledger(). The four public marking methods
+ * are METH_FASTCALL | METH_KEYWORDS: they check their own arguments, so a
+ * wrong call names Tracker's method, not this base type's. */
+PyObject *mfu_py_step_begin_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames);
+PyObject *mfu_py_step_switch_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames);
+PyObject *mfu_py_step_end_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
 PyObject *mfu_py_step_exclude_begin(PyObject *self, PyObject *ignored);
 PyObject *mfu_py_step_exclude_end(PyObject *self, PyObject *ignored);
 PyObject *mfu_py_step_phase_depth(PyObject *self, PyObject *ignored);
-PyObject *mfu_py_step_phase(PyObject *self, PyObject *name);
+PyObject *mfu_py_step_phase(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames);
 PyObject *mfu_py_step_phases(PyObject *self, PyObject *ignored);
+PyObject *mfu_py_step_ledger(PyObject *self, PyObject *ignored);
 
 /* The phase() block type and the interned phase names, into module state. */
 int mfu_py_phases_exec(PyObject *module);

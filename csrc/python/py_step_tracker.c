@@ -213,15 +213,16 @@ static int window_totals(PyObject *const values[4], mfu_step_report *totals)
     return 0;
 }
 
-static PyObject *step_summary(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *step_summary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
 {
-    static char *keywords[] = {"model_flops", "executed_flops", "num_tokens", "ideal_s", NULL};
     step_object *s = (step_object *)self;
     PyObject *given[4] = {NULL, NULL, NULL, NULL};
     mfu_step_report totals;
     mfu_steps_summary sum;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOO:summary", keywords, &given[0],
-                                     &given[1], &given[2], &given[3]))
+    if ((nargs > 0 || kwnames != NULL) /* else nothing to bind: the common call */
+        && mfu_py_bind("summary", s->state->summary_kwnames, 4, 0, 0, args, nargs, kwnames,
+                       given) < 0)
         return NULL;
     if (window_totals(given, &totals) < 0 || mfu_py_step_require_init(s) < 0)
         return NULL;
@@ -541,7 +542,7 @@ static PyMethodDef step_methods[] = {
      "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
      "model FLOPs as its sum). Never blocks in steady "
      "state, never raises on bad values (one warning; the value is unknown)."},
-    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_VARARGS | METH_KEYWORDS,
+    {"summary", (PyCFunction)(void (*)(void))step_summary, METH_FASTCALL | METH_KEYWORDS,
      "summary($self, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
      "ideal_s=None)\n--\n\nWindowed figures over the last `window` resolved "
      "steps after warm-up (None = unavailable). A window total given here (FLOPs, "
@@ -552,16 +553,16 @@ static PyMethodDef step_methods[] = {
     {"close", step_close, METH_NOARGS,
      "close($self, /)\n--\n\nFlush and release the GPU events; the figures "
      "stay readable."},
-    {"begin_phase", mfu_py_step_begin_phase, METH_O,
+    {"begin_phase", (PyCFunction)(void (*)(void))mfu_py_step_begin_phase, METH_FASTCALL | METH_KEYWORDS,
      "begin_phase($self, name, /)\n--\n\nBegin phase `name` ('data', 'forward', "
      "'backward', 'optimizer', 'communication') inside the running one (the inner "
      "phase wins; the outer resumes at end_phase()). One mark, never blocks."},
-    {"end_phase", mfu_py_step_end_phase, METH_NOARGS,
+    {"end_phase", (PyCFunction)(void (*)(void))mfu_py_step_end_phase, METH_FASTCALL | METH_KEYWORDS,
      "end_phase($self, /)\n--\n\nEnd the innermost phase (none open: one warning)."},
-    {"switch_phase", mfu_py_step_switch_phase, METH_O,
+    {"switch_phase", (PyCFunction)(void (*)(void))mfu_py_step_switch_phase, METH_FASTCALL | METH_KEYWORDS,
      "switch_phase($self, name, /)\n--\n\nRelabel the innermost phase `name` "
      "(begin it when none is open): one mark, for hooks."},
-    {"phase", mfu_py_step_phase, METH_O,
+    {"phase", (PyCFunction)(void (*)(void))mfu_py_step_phase, METH_FASTCALL | METH_KEYWORDS,
      "phase($self, name, /)\n--\n\nA context manager: begin_phase(name) on "
      "entry, end_phase() on exit."},
     {"phase_depth", mfu_py_step_phase_depth, METH_NOARGS,
@@ -569,6 +570,10 @@ static PyMethodDef step_methods[] = {
     {"phases", mfu_py_step_phases, METH_NOARGS,
      "phases($self, /)\n--\n\nThe window's seconds per step of each marked "
      "phase ('phase_s') and the excluded seconds per step ('excluded_s')."},
+    {"ledger", mfu_py_step_ledger, METH_NOARGS,
+     "ledger($self, /)\n--\n\nThe job ledger's running totals since creation: "
+     "steps, dropped, step_s, phase_s, own_s, model_flops, unknown_flops_steps, "
+     "first_boundary_unix_s."},
     {"_exclude_begin", mfu_py_step_exclude_begin, METH_NOARGS,
      "_exclude_begin($self, /)\n--\n\nBegin the tracker's own time: left out "
      "of the step it falls in."},
@@ -680,6 +685,9 @@ int mfu_py_step_tracker_exec(PyObject *module)
 {
     static const char *const names[] = {"num_tokens", "model_flops",
                                         "executed_flops", "flops_by_dtype"};
+    /* summary()'s, in window_totals()' order */
+    static const char *const summary_names[] = {"model_flops", "executed_flops",
+                                                "num_tokens", "ideal_s"};
     mfu_module_state *state = mfu_module_get_state(module);
     _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
                    "one interned name per parameter");
@@ -690,7 +698,8 @@ int mfu_py_step_tracker_exec(PyObject *module)
         return -1;
     for (int i = 0; i < KW_COUNT; i++) {
         state->step_kwnames[i] = PyUnicode_InternFromString(names[i]);
-        if (state->step_kwnames[i] == NULL)
+        state->summary_kwnames[i] = PyUnicode_InternFromString(summary_names[i]);
+        if (state->step_kwnames[i] == NULL || state->summary_kwnames[i] == NULL)
             return -1;
     }
     return mfu_py_phases_exec(module);

@@ -143,6 +143,34 @@ static int mixed_ideal_s(mfu_module_state *state, PyObject *obj, PyObject *peaks
     return 0;
 }
 
+/* A number equal to 0 (an int or a float, not a bool; anything else is
+ * left to the argument checks that follow). */
+static int is_zero_number(PyObject *obj)
+{
+    return (PyFloat_Check(obj) || (PyLong_Check(obj) && !PyBool_Check(obj))) &&
+           PyObject_IsTrue(obj) == 0;
+}
+
+/* flop_count = 0 or param_bytes = 0 would give MFU (MBU) 0 by definition: a
+ * count that is missing, never a measurement. Rejected before any work. */
+static int check_nonzero_work(PyObject *const *values)
+{
+    if (is_zero_number(values[ARG_FLOP_COUNT])) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "flop_count",
+                     "must be > 0, got 0: a block of 0 model FLOPs has MFU 0 by "
+                     "definition; count them with transformer_flops(), profile_flops() "
+                     "or FlopCounter");
+        return -1;
+    }
+    if (is_zero_number(values[ARG_PARAM_BYTES])) {
+        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "param_bytes",
+                     "must be > 0 or None, got 0 (a model without parameters?): 0 bytes "
+                     "would give MBU 0; pass None to leave MBU out");
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *py_track(PyObject *module, PyObject *const *args,
                           size_t nargsf, PyObject *kwnames)
 {
@@ -154,7 +182,8 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
     double ideal_s = NAN;
 
     if (mfu_py_bind("track", state->track_kwnames, ARG_COUNT, 2, 1, args,
-                    PyVectorcall_NARGS(nargsf), kwnames, values) < 0)
+                    PyVectorcall_NARGS(nargsf), kwnames, values) < 0
+        || check_nonzero_work(values) < 0)
         return NULL;
 
     PyObject *key[5] = {values[ARG_DTYPE], values[ARG_DEVICE], values[ARG_SPEC],
@@ -253,8 +282,9 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
     "        loss.backward()\n" \
     "    print(r.mfu, r.elapsed_sec, r.achieved_tflops)\n\n" \
     "Args:\n" \
-    "    flop_count: model FLOPs of the block (the MFU numerator, FLOPs).\n" \
-    "    param_bytes: bytes of weights read once per block (the MBU numerator).\n" \
+    "    flop_count: model FLOPs of the block (the MFU numerator, FLOPs), > 0.\n" \
+    "    param_bytes: bytes of weights read once per block (the MBU numerator),\n" \
+    "        > 0, or None (no MBU).\n" \
     "    hfu_flop_count: executed FLOPs (recompute included) for HFU, or None.\n" \
     "    num_tokens: tokens processed in the block, for tokens_per_sec.\n" \
     "    dtype: compute dtype selecting the peak ('bf16', torch.bfloat16, ...).\n" \

@@ -57,10 +57,10 @@ int64_t concrete(const c10::SymInt &value, const mfu_op_input &in) {
   return *maybe;
 }
 
-// Cumulative lengths as host int64 values, or nullptr where they cannot be
-// read (meta).
-const int64_t *offset_values(const at::Tensor &t, Scratch &s) {
-  if (t.dim() != 1 || t.is_meta())
+// Cumulative lengths (1-D) or a values tensor (any rank, row-major) as
+// host int64 values, or nullptr where they cannot be read (meta).
+const int64_t *tensor_values(const at::Tensor &t, mfu_arg_need need, Scratch &s) {
+  if ((need == MFU_NEED_OFFSETS && t.dim() != 1) || t.is_meta())
     return nullptr;
   const at::Tensor *host = &t;
   if (!t.device().is_cpu() || t.scalar_type() != at::kLong || !t.is_contiguous()) {
@@ -85,8 +85,8 @@ void tensor_arg(const at::Tensor &t, const mfu_op_input &in, mfu_op_arg *a,
   a->count = sizes.size();
   a->requires_grad = t.requires_grad();
   a->dtype = dtype_code(t.scalar_type());
-  if (in.need == MFU_NEED_OFFSETS)
-    a->values = offset_values(t, s);
+  if (in.need == MFU_NEED_OFFSETS || in.need == MFU_NEED_VALUES)
+    a->values = tensor_values(t, in.need, s);
 }
 
 // An int list (ints, SymInts or bools) into the call's scratch.
@@ -132,6 +132,7 @@ void convert(const c10::IValue &v, const mfu_op_input &in, mfu_op_arg *a,
   switch (in.need) {
   case MFU_NEED_TENSOR:
   case MFU_NEED_OFFSETS:
+  case MFU_NEED_VALUES:
     if (v.isTensor() && v.toTensor().defined())
       tensor_arg(v.toTensor(), in, a, s);
     break;

@@ -139,4 +139,6 @@ int listen_for_ops() {
 
 void include_key(bool on) { c10::impl::tls_set_dispatch_key_included(kCountKey, on); }
 
+int count_key() { return static_cast<int>(kCountKey); }
+
 } // namespace mfu_torch

@@ -50,6 +50,21 @@
  *     formula raising) never throws into the op: it is counted in `errors`
  *     with the first message kept.
  *
+ * Higher-order operators (flex_attention, cond, ...) are not dispatcher
+ *   ops: they dispatch in Python, and with the counting key included they
+ *   reach the Python kernels mfu_tracker/flops/counter/_hops.py registers
+ *   for it, which count through the core (conventions(), add_count()) or
+ *   pass the call on, never failing it.
+ *
+ * The audit (FlopCounter(audit=True); audit.cpp)
+ *   A thread-local RecordFunction callback (FUNCTION scope, with inputs)
+ *   per auditing slot, travelling with the markers: every op run on the
+ *   count's threads that took a tensor, outside a counted op, and during
+ *   which no call was counted (counted_calls() did not move: ops that are
+ *   composites of counted ones are covered) is an uncounted op, recorded
+ *   by name with its calls and its largest input. Only while an audit is
+ *   on does any uncounted op pay for being seen.
+ *
  * What it cannot see
  *   CUDA graph replay (kernels launched without the dispatcher), opaque
  *   custom kernels that are not torch ops (register a formula for a custom
@@ -82,6 +97,9 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include <vector>
 
 #include "../python/py_comm.h"
 #include "../python/py_ops.h"
@@ -133,6 +151,9 @@ int listen_for_ops();
 /* Include the counting key in this thread's dispatch (a count starts) /
  * leave it as it was (the last count of the thread stops). */
 void include_key(bool on);
+/* The counting key's value (c10::DispatchKey), for the Python kernels of
+ * higher-order operators. */
+int count_key();
 /* Called by the kernel for a counted op (observer.cpp): count it for the
  * counters active on this thread, run it, and add the count when it
  * completes. */
@@ -156,7 +177,22 @@ struct Totals {
   /* per op (dispatcher entries' names are stable pointers, one per
    * overload; merged by name when read): calls, executed */
   std::unordered_map<const char *, std::pair<int64_t, __int128>> per_op;
+  /* the audit: uncounted op name -> calls, its largest input */
+  struct Uncounted {
+    int64_t calls = 0;
+    int64_t numel = -1;
+    std::vector<int64_t> largest;
+  };
+  std::unordered_map<std::string, Uncounted> uncounted;
 };
+
+/* ---- audit.cpp: the ops a count did not cover ---- */
+
+/* Per thread: calls counted so far (any slot). An op during which it does
+ * not move was not covered by a count. */
+uint64_t &counted_calls();
+/* The audit callback of `slot` (registered by audit()). */
+at::RecordFunctionCallback audit_callback(int slot);
 
 /* Start a count on the calling thread; the slot index, or -1 + exception. */
 int start(mfu_causal causal);
@@ -169,6 +205,31 @@ int read(int slot, bool with_ops, Totals *out);
 int reset(int slot);
 /* (forward, model) of the slot, cheaply (module hooks call this). */
 int snapshot(int slot, __int128 *forward, __int128 *model);
+/* Audit the slot's ops (on its thread): 0 / -1 + exception. */
+int audit(int slot);
+
+/* The slots counting on this thread, as a bit mask: 0 inside a counted op
+ * (what it calls is its own) or without a count. */
+unsigned thread_slots();
+/* The causal convention of slot i. */
+mfu_causal slot_causal(int slot);
+/* Whether slot `slot` counts on this thread. */
+bool slot_counts_here(int slot);
+/* Whether a counted op is running on this thread. */
+bool in_counted_op();
+/* A counted op counted outside the dispatcher starts (+1) / ends (-1) on
+ * this thread: what it runs is its own, as inside count_and_run. */
+void nest(int delta);
+/* Add a call counted outside the dispatcher (a higher-order operator) to
+ * the slots of `mask`: counts[c] / ok[c] / errors[c] for convention c
+ * (0 full, 1 half), as count_and_run adds. */
+void add_external(unsigned mask, const char *name, bool backward_phase,
+                  const mfu_op_flops counts[2], const bool ok[2],
+                  const std::string errors[2]);
+/* Record an uncounted op of `slot`: only while it audits, or `always`
+ * (a higher-order op passed on with nothing counted inside). */
+void record_uncounted(int slot, const char *name, const std::vector<int64_t> &largest,
+                      bool always);
 
 /* ---- comm.cpp: the communication observer ---- */
 namespace comm {

@@ -68,6 +68,31 @@ PyObject *by_dtype(const __int128 (&values)[MFU_DTYPE_COUNT]) {
   return tuple;
 }
 
+// The audit: {name: (calls, largest input shape)}.
+PyObject *uncounted_dict(const Totals &t) {
+  PyObject *dict = PyDict_New();
+  if (dict == nullptr)
+    return nullptr;
+  for (const auto &kv : t.uncounted) {
+    PyObject *shape = PyTuple_New(static_cast<Py_ssize_t>(kv.second.largest.size()));
+    if (shape == nullptr) {
+      Py_DECREF(dict);
+      return nullptr;
+    }
+    for (size_t i = 0; i < kv.second.largest.size(); i++)
+      PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(i),
+                       PyLong_FromLongLong(kv.second.largest[i]));
+    PyObject *pair = Py_BuildValue("(LN)", static_cast<long long>(kv.second.calls), shape);
+    if (pair == nullptr || PyDict_SetItemString(dict, kv.first.c_str(), pair) < 0) {
+      Py_XDECREF(pair);
+      Py_DECREF(dict);
+      return nullptr;
+    }
+    Py_DECREF(pair);
+  }
+  return dict;
+}
+
 PyObject *totals_to_dict(const Totals &t) {
   PyObject *dict = PyDict_New();
   if (dict == nullptr)
@@ -107,7 +132,7 @@ PyObject *totals_to_dict(const Totals &t) {
       }
       Py_DECREF(pair);
     }
-    if (set_item(dict, "ops", ops) < 0)
+    if (set_item(dict, "ops", ops) < 0 || set_item(dict, "uncounted", uncounted_dict(t)) < 0)
       goto error;
   }
   return dict;
@@ -173,6 +198,113 @@ PyObject *py_snapshot(PyObject *, PyObject *arg) {
   if (slot_arg(arg, &slot) < 0 || snapshot(slot, &forward, &model) < 0)
     return nullptr;
   return Py_BuildValue("(NN)", int128_to_py(forward), int128_to_py(model));
+}
+
+PyObject *py_audit(PyObject *, PyObject *arg) {
+  int slot;
+  if (slot_arg(arg, &slot) < 0 || audit(slot) < 0)
+    return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject *py_conventions(PyObject *, PyObject *) {
+  const unsigned mask = thread_slots();
+  bool seen[2] = {false, false};
+  for (int i = 0; i < kMaxSlots; i++)
+    if (mask & (1u << i))
+      seen[slot_causal(i) == MFU_CAUSAL_HALF ? 1 : 0] = true;
+  PyObject *out = PyTuple_New((seen[0] ? 1 : 0) + (seen[1] ? 1 : 0));
+  if (out == nullptr)
+    return nullptr;
+  Py_ssize_t n = 0;
+  if (seen[0])
+    PyTuple_SET_ITEM(out, n++, PyUnicode_FromString("full"));
+  if (seen[1])
+    PyTuple_SET_ITEM(out, n++, PyUnicode_FromString("half"));
+  return out;
+}
+
+// One convention's result as add_count takes it: None (not asked), a str
+// (the call could not be counted) or (executed, model_backward,
+// approximate, dtype index).
+int result_arg(PyObject *obj, mfu_op_flops *out, bool *ok, std::string *error) {
+  *ok = false;
+  if (obj == Py_None)
+    return 0;
+  if (PyUnicode_Check(obj)) {
+    const char *text = PyUnicode_AsUTF8(obj);
+    if (text == nullptr)
+      return -1;
+    *error = text;
+    return 0;
+  }
+  long long executed = 0;
+  unsigned long long model_backward = 0;
+  int approximate = 0, dtype = 0;
+  if (!PyArg_ParseTuple(obj, "LKpi:add_count", &executed, &model_backward, &approximate,
+                        &dtype))
+    return -1;
+  if (executed < 0 || dtype < 0 || dtype >= MFU_DTYPE_COUNT) {
+    PyErr_SetString(PyExc_ValueError, "add_count: a negative count or an unknown dtype index");
+    return -1;
+  }
+  *out = mfu_op_flops{executed, model_backward, approximate, static_cast<mfu_dtype>(dtype)};
+  *ok = true;
+  return 0;
+}
+
+PyObject *py_add_count(PyObject *, PyObject *args) {
+  const char *name;
+  int backward_phase;
+  PyObject *results[2];
+  if (!PyArg_ParseTuple(args, "spOO:add_count", &name, &backward_phase, &results[0],
+                        &results[1]))
+    return nullptr;
+  mfu_op_flops counts[2] = {};
+  bool ok[2] = {false, false};
+  std::string errors[2];
+  for (int c = 0; c < 2; c++)
+    if (result_arg(results[c], &counts[c], &ok[c], &errors[c]) < 0)
+      return nullptr;
+  add_external(thread_slots(), name, backward_phase != 0, counts, ok, errors);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_audit_record(PyObject *, PyObject *args) {
+  const char *name;
+  PyObject *shape_obj;
+  if (!PyArg_ParseTuple(args, "sO:audit_record", &name, &shape_obj))
+    return nullptr;
+  std::vector<int64_t> shape;
+  PyObject *seq = PySequence_Fast(shape_obj, "audit_record: shape must be a sequence");
+  if (seq == nullptr)
+    return nullptr;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    const long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+    if (d == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      return nullptr;
+    }
+    shape.push_back(d);
+  }
+  Py_DECREF(seq);
+  const unsigned mask = thread_slots();
+  for (int i = 0; i < kMaxSlots; i++)
+    if (mask & (1u << i))
+      record_uncounted(i, name, shape, true);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_nest(PyObject *, PyObject *arg) {
+  const long delta = PyLong_AsLong(arg);
+  if (delta == -1 && PyErr_Occurred())
+    return nullptr;
+  nest(delta > 0 ? 1 : -1);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_counted_calls(PyObject *, PyObject *) {
+  return PyLong_FromUnsignedLongLong(counted_calls());
 }
 
 PyObject *py_sync_kernels(PyObject *, PyObject *) {
@@ -313,6 +445,25 @@ PyMethodDef methods[] = {
      "custom formula since the last count started (start() does it too)."},
     {"snapshot", py_snapshot, METH_O,
      "snapshot(slot, /)\n--\n\n(forward_flops, model_flops) so far."},
+    {"audit", py_audit, METH_O,
+     "audit(slot, /)\n--\n\nRecord the ops of the slot's count that no count covers "
+     "(on its thread; until stop())."},
+    {"conventions", py_conventions, METH_NOARGS,
+     "conventions()\n--\n\nThe causal conventions ('full', 'half') of the counts active on "
+     "this thread; () outside a count or inside a counted op."},
+    {"add_count", py_add_count, METH_VARARGS,
+     "add_count(name, backward_phase, full, half, /)\n--\n\nAdd a call counted outside the "
+     "dispatcher (a higher-order operator) to this thread's counts: per convention None, "
+     "an error message, or (executed, model_backward, approximate, dtype index)."},
+    {"audit_record", py_audit_record, METH_VARARGS,
+     "audit_record(name, largest_shape, /)\n--\n\nRecord an uncounted call (a higher-order "
+     "op with nothing counted inside) in this thread's counts, auditing or not."},
+    {"nest", py_nest, METH_O,
+     "nest(delta, /)\n--\n\nA call counted outside the dispatcher starts (1) / ends (-1) "
+     "on this thread: the ops it runs are its own (not counted, not audited)."},
+    {"counted_calls", py_counted_calls, METH_NOARGS,
+     "counted_calls()\n--\n\nCalls counted on this thread so far (it moves when a count "
+     "covers an op)."},
     {nullptr, nullptr, 0, nullptr},
 };
 
@@ -342,7 +493,8 @@ int exec_module(PyObject *module) {
   if (listen_for_ops() < 0)
     return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
-      PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0)
+      PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0 ||
+      PyModule_AddIntConstant(module, "COUNT_KEY", count_key()) < 0)
     return -1;
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <atomic>
 #include <exception>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 namespace torch {
@@ -35,6 +36,8 @@ struct Slot {
   std::atomic<bool> active{false}; // counts
   mfu_causal causal = MFU_CAUSAL_FULL;
   at::CallbackHandle marker = 0;
+  at::CallbackHandle auditor = 0;   // 0: no audit
+  std::atomic<bool> auditing{false}; // an audit records into the totals
   std::thread::id owner;
   std::mutex mutex; // guards totals
   Totals totals;
@@ -109,6 +112,7 @@ int tf32_bits(c10::ArrayRef<const c10::IValue> inputs) {
 
 void accumulate(Slot &slot, const char *name, bool backward_phase, bool ok,
                 const mfu_op_flops &c, const std::string &error) {
+  counted_calls()++; // the ops running around this one are covered
   std::lock_guard<std::mutex> lock(slot.mutex);
   Totals &t = slot.totals;
   if (!ok) {
@@ -162,11 +166,82 @@ void copy_totals(Slot &slot, bool with_ops, Totals *out) {
   out->errors = t.errors;
   out->approximate_calls = t.approximate_calls;
   out->first_error = t.first_error;
-  if (with_ops)
+  if (with_ops) {
     out->per_op = t.per_op;
+    out->uncounted = t.uncounted;
+  }
+}
+
+// Names of ops counted outside the dispatcher, kept for good: per_op keys
+// must outlive the slots' totals.
+const char *interned(const char *name) {
+  static std::mutex mutex;
+  static auto *names = new std::unordered_set<std::string>(); // never freed
+  std::lock_guard<std::mutex> lock(mutex);
+  return names->insert(name).first->c_str();
 }
 
 } // namespace
+
+unsigned thread_slots() { return tl_depth == 0 ? active_slots() : 0; }
+
+mfu_causal slot_causal(int slot) { return g_slots[slot].causal; }
+
+bool slot_counts_here(int slot) { return tl_depth == 0 && (active_slots() & (1u << slot)); }
+
+bool in_counted_op() { return tl_depth > 0; }
+
+void nest(int delta) { tl_depth = std::max(0, tl_depth + delta); }
+
+void add_external(unsigned mask, const char *name, bool backward_phase,
+                  const mfu_op_flops counts[2], const bool ok[2],
+                  const std::string errors[2]) {
+  const char *stable = interned(name);
+  for (int i = 0; i < kMaxSlots; i++) {
+    Slot &slot = g_slots[i];
+    if ((mask & (1u << i)) && slot.active.load(std::memory_order_relaxed)) {
+      const int c = slot.causal == MFU_CAUSAL_HALF ? 1 : 0;
+      accumulate(slot, stable, backward_phase, ok[c], counts[c], errors[c]);
+    }
+  }
+}
+
+void record_uncounted(int index, const char *name, const std::vector<int64_t> &largest,
+                      bool always) {
+  Slot &slot = g_slots[index];
+  if (!slot.active.load(std::memory_order_relaxed) || !(always || slot.auditing.load()))
+    return;
+  int64_t numel = 1;
+  for (int64_t d : largest)
+    numel *= d;
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  Totals::Uncounted &entry = slot.totals.uncounted[name];
+  entry.calls++;
+  if (numel > entry.numel) {
+    entry.numel = numel;
+    entry.largest = largest;
+  }
+}
+
+int audit(int index) {
+  Slot *slot = slot_at(index);
+  if (slot == nullptr)
+    return -1;
+  if (slot->owner != std::this_thread::get_id()) {
+    PyErr_SetString(PyExc_RuntimeError, "an audit starts on the thread that entered the counter");
+    return -1;
+  }
+  if (slot->auditor != 0)
+    return 0;
+  try {
+    slot->auditor = at::addThreadLocalCallback(audit_callback(index));
+    slot->auditing.store(true);
+  } catch (const std::exception &e) {
+    PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", e.what());
+    return -1;
+  }
+  return 0;
+}
 
 void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
                    c10::DispatchKeySet after, torch::jit::Stack *stack) {
@@ -259,6 +334,11 @@ int stop(int index, Totals *out) {
   }
   slot->active.store(false);
   at::removeCallback(slot->marker);
+  if (slot->auditor != 0) {
+    slot->auditing.store(false);
+    at::removeCallback(slot->auditor);
+    slot->auditor = 0;
+  }
   if (tl_counts > 0 && --tl_counts == 0)
     include_key(false);
   copy_totals(*slot, true, out);

@@ -1,339 +1,36 @@
-"""The ``mfu-tracker`` command line (also ``python -m mfu_tracker``).
+"""The ``mfu-tracker`` command line (also ``python -m mfu_tracker``): the
+parser, each command registered by its own module.
 
     mfu-tracker gpus [--detect]
     mfu-tracker estimate --model llama-3.1-8b --gpu B200 --seq-len 8192 --tokens-per-sec 21111
     mfu-tracker estimate --params 7e9 --gpu "H100 SXM" --num-gpus 8 \\
         --batch-size 8 --seq-len 4096 --step-time 1.2
     mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
+    mfu-tracker report LOG --out report.png
+    mfu-tracker goodput LOG [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
-
-``--batch-size`` is the global batch (all GPUs); ``--tokens-per-sec`` is the
-global throughput. MFU is per GPU: global model FLOP/s / (peak x num_gpus).
+    mfu-tracker build-ext [--force]
 """
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
-from .._dtypes import normalize_dtype
-from ..peaks._table import GPUSpec, get_gpu_spec, gpu_spec_table, lookup_gpu_spec
+from . import _build_ext, _estimate, _goodput, _gpus, _profile
+from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
 # point (pyproject.toml), run as a program, not a library function.
 __all__: List[str] = []
 
-_TABLE_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
-
-
-class CliError(Exception):
-    """A user error on the command line: printed as one line, exit status 2."""
-
-
-def _format_tflops(spec: GPUSpec, dtype: str) -> str:
-    return f"{spec.peak_tflops(dtype):g}" if spec.has_peak(dtype) else "-"
-
-
-def _print_table(specs: Sequence[GPUSpec]) -> None:
-    out = sys.stdout  # looked up at call time, so redirection (capsys, contextlib) works
-    header = f"{'device':<28}" + "".join(f"{d:>9}" for d in _TABLE_DTYPES) + f"{'TB/s':>7}  SMs"
-    print("Dense peak TFLOP/s per dtype ('-': the hardware has none), memory bandwidth, SM/CU count", file=out)
-    print(header, file=out)
-    for spec in specs:
-        row = f"{spec.name:<28}" + "".join(f"{_format_tflops(spec, d):>9}" for d in _TABLE_DTYPES)
-        print(f"{row}{spec.peak_memory_bandwidth_tbs:>7.2f}  {spec.num_sms}", file=out)
-
-
-def _cmd_gpus(args: argparse.Namespace) -> int:
-    if not args.detect:
-        specs = gpu_spec_table()
-        _print_table(specs)
-        print("\nSources (one datasheet per row):")
-        for spec in specs:
-            print(f"  {spec.name}: {spec.citation}")
-        return 0
-    import torch
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if count == 0:
-        print("no CUDA/ROCm device visible to torch; MFU on this machine needs a peak given by "
-              "--peak-tflops / MFU_TRACKER_PEAK_TFLOPS or a measured one (measured_gpu_spec)")
-        return 0
-    for index in range(count):
-        spec = get_gpu_spec(torch.device("cuda", index))
-        props = torch.cuda.get_device_properties(index)
-        print(f"cuda:{index}: {props.name} (SMs {props.multi_processor_count}, "
-              f"{props.total_memory / 2**30:.1f} GiB) -> {spec.name} [{spec.source}]")
-        if spec.peak_flops_by_dtype:
-            _print_table([spec])
-    return 0
-
-
-def _resolve_gpu(args: argparse.Namespace, dtype: str) -> tuple[Optional[GPUSpec], float, str]:
-    """(spec, per-GPU peak FLOP/s, description of where the peak came from)."""
-    spec: Optional[GPUSpec] = None
-    if args.gpu:
-        spec = lookup_gpu_spec(args.gpu)
-        if spec is None and args.peak_tflops is None:
-            raise CliError(f"--gpu {args.gpu!r}: not in the peak table (see `mfu-tracker gpus`); "
-                           "give --peak-tflops")
-    if args.peak_tflops is not None:
-        if not (math.isfinite(args.peak_tflops) and args.peak_tflops > 0):
-            raise CliError(f"--peak-tflops must be a finite number > 0, got {args.peak_tflops}")
-        return spec, args.peak_tflops * 1e12, f"{args.peak_tflops:g} TFLOP/s {dtype} (given by --peak-tflops)"
-    if spec is None:
-        raise CliError("give --gpu NAME or --peak-tflops to set the MFU denominator")
-    if not spec.has_peak(dtype):
-        spec.peak_tflops(dtype)  # raises ValueError listing the dtypes it has
-    return spec, spec.peak_flops_per_sec(dtype), (
-        f"{spec.peak_tflops(dtype):g} TFLOP/s dense {dtype}, {spec.name} (datasheet: {spec.citation})"
-    )
-
-
-def _model_flops_per_token(args: argparse.Namespace, seq_len: Optional[int]) -> tuple[float, str]:
-    from ..flops._analytic import params_flops, transformer_flops
-
-    causal = args.causal_attention
-    if args.lora_rank is not None and not args.lora:
-        raise CliError("--lora-rank needs --lora")
-    if args.params is not None:
-        if not (math.isfinite(args.params) and args.params > 0):
-            raise CliError(f"--params must be a finite parameter count > 0, got {args.params}")
-        if args.formula not in (None, "6n"):
-            raise CliError("--params gives a bare parameter count: only --formula 6n applies")
-        if args.lora_rank is not None:
-            raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
-                           "not the adapters)")
-        counted = params_flops(args.params, lora=args.lora)
-        return counted.flops_per_token, counted.conventions_str
-    from ..flops.presets import resolve_model_config
-
-    if seq_len is None:
-        raise CliError("--seq-len is needed to count attention FLOPs for --model")
-    if args.lora and args.lora_rank is None:
-        # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
-        raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
-    config = resolve_model_config(args.model)
-    counted = transformer_flops(
-        config,
-        seq_len=seq_len,
-        batch_size=1,
-        formula=args.formula or "palm",
-        causal_attention=causal,
-        lora_rank=args.lora_rank if args.lora else None,
-    )
-    return counted.flops_per_token, counted.conventions_str
-
-
-def _cmd_estimate(args: argparse.Namespace) -> int:
-    if (args.model is None) == (args.params is None):
-        raise CliError("give exactly one of --model (preset or config.json) and --params")
-    if args.num_gpus < 1:
-        raise CliError(f"--num-gpus must be >= 1, got {args.num_gpus}")
-    dtype = normalize_dtype(args.dtype, "--dtype")
-
-    if args.tokens_per_sec is not None:
-        if args.step_time is not None:
-            raise CliError("give --tokens-per-sec or --step-time, not both")
-        if not (math.isfinite(args.tokens_per_sec) and args.tokens_per_sec > 0):
-            raise CliError(f"--tokens-per-sec must be > 0, got {args.tokens_per_sec}")
-        tokens_per_sec = args.tokens_per_sec
-    elif args.step_time is not None:
-        if args.batch_size is None or args.seq_len is None:
-            raise CliError("--step-time needs --batch-size (global) and --seq-len")
-        if not (math.isfinite(args.step_time) and args.step_time > 0):
-            raise CliError(f"--step-time must be > 0 seconds, got {args.step_time}")
-        if args.batch_size < 1 or args.seq_len < 1:
-            raise CliError("--batch-size and --seq-len must be >= 1")
-        tokens_per_sec = args.batch_size * args.seq_len / args.step_time
-    else:
-        raise CliError("give the throughput: --tokens-per-sec, or --step-time with --batch-size and --seq-len")
-
-    flops_per_token, conventions = _model_flops_per_token(args, args.seq_len)
-    spec, peak_per_gpu, peak_text = _resolve_gpu(args, dtype)
-
-    from .. import _C
-
-    global_flops_per_sec = flops_per_token * tokens_per_sec
-    metrics = _C.compute_metrics(
-        global_flops_per_sec, 1.0, peak_flops_per_sec=peak_per_gpu, num_gpus=args.num_gpus
-    )
-    per_gpu_tflops = global_flops_per_sec / args.num_gpus / 1e12
-    print(f"FLOP/token:            {flops_per_token / 1e9:.2f} GFLOP")
-    print(f"tokens/s (global):     {tokens_per_sec:,.0f}")
-    print(f"achieved per GPU:      {per_gpu_tflops:,.1f} TFLOP/s")
-    print(f"MFU:                   {metrics['mfu'] * 100:.2f}%")
-    print(f"peak used (per GPU):   {peak_text}")
-    print(f"GPUs:                  {args.num_gpus}")
-    print(f"conventions:           {conventions}")
-    if metrics["mfu"] > 1:
-        print("warning: MFU > 1 means the peak or the FLOP count is wrong", file=sys.stderr)
-    return 0
-
-
-def _build_meta_model(config: dict, attn_implementation: str):
-    """A transformers causal LM from a config dict, on the meta device."""
-    import torch
-
-    try:
-        import transformers
-    except ImportError as exc:
-        raise CliError("profile needs transformers: pip install 'mfu-tracker[hf]'") from exc
-    fields = dict(config)
-    model_type = fields.pop("model_type", None)
-    if not isinstance(model_type, str):
-        raise CliError("the model config has no model_type")
-    try:
-        hf_config = transformers.AutoConfig.for_model(model_type, **fields)
-    except (ValueError, KeyError) as exc:
-        raise CliError(f"transformers cannot build a config of type {model_type!r}: {exc}") from exc
-    with torch.device("meta"):
-        try:
-            model = transformers.AutoModelForCausalLM.from_config(
-                hf_config, attn_implementation=attn_implementation)
-        except ValueError as exc:
-            raise CliError(f"transformers cannot build a causal LM for {model_type!r}: {exc}") from exc
-    return model
-
-
-def _cmd_profile(args: argparse.Namespace) -> int:
-    from ..flops.counter._counter import FlopCounter
-    from ..flops.presets import resolve_model_config
-
-    if args.batch_size < 1 or args.seq_len < 1:
-        raise CliError("--batch-size and --seq-len must be >= 1")
-    if args.depth < 1:
-        raise CliError(f"--depth must be >= 1, got {args.depth}")
-    config = resolve_model_config(args.model)
-    import torch
-
-    model = _build_meta_model(config, args.attn_implementation)
-    tokens = args.batch_size * args.seq_len
-    ids = torch.zeros(args.batch_size, args.seq_len, dtype=torch.long, device="meta")
-    with FlopCounter(causal_attention=args.causal_attention) as fc:
-        if args.forward_only:
-            with torch.no_grad():
-                model(input_ids=ids)
-        else:
-            logits = model(input_ids=ids).logits
-            logits.float().sum().backward()  # meta: no memory, grads are meta too
-    model_flops = fc.model_flops
-    out = sys.stdout
-    print(f"model:                 {args.model} ({type(model).__name__} on meta, "
-          f"attention {args.attn_implementation})", file=out)
-    print(f"batch:                 {args.batch_size} x {args.seq_len} = {tokens:,} tokens "
-          f"({'forward only' if args.forward_only else 'forward + backward'})", file=out)
-    print(f"model FLOPs (MFU):     {model_flops:,}  ({model_flops / 1e12:,.2f} TFLOP)", file=out)
-    print(f"executed FLOPs (HFU):  {fc.executed_flops:,}", file=out)
-    print(f"forward FLOPs:         {fc.forward_flops:,}", file=out)
-    print(f"FLOP/token (model):    {model_flops / tokens / 1e9:,.3f} GFLOP", file=out)
-    try:
-        from ..flops._analytic import transformer_flops
-
-        for formula in ("matmul", "palm"):
-            analytic = transformer_flops(
-                config, seq_len=args.seq_len, batch_size=args.batch_size, formula=formula,
-                causal_attention=args.causal_attention)
-            value = analytic.forward_flops if args.forward_only else analytic.model_flops
-            print(f"analytic ({formula + '):':<8}    {value:,.0f}  "
-                  f"({value / tokens / 1e9:,.3f} GFLOP/token; counted / analytic = "
-                  f"{model_flops / value:.6f})", file=out)
-    except (ValueError, TypeError) as exc:
-        print(f"analytic:              n/a ({exc})", file=out)
-    print(f"conventions:           {fc.conventions}", file=out)
-    if fc.errors:
-        print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
-    print("", file=out)
-    print(fc.table(depth=args.depth), file=out)
-    return 0
-
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from ._report import run
 
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or ""))
+    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
     print(f"wrote {args.out}")
     return 0
-
-
-def _cmd_build_ext(args: argparse.Namespace) -> int:
-    """Build the C++ FLOP observer ahead of time into the per-user cache."""
-    import torch
-
-    from .._version import __version__
-    from ..flops.counter import _build
-
-    print(f"cache: {_build.cache_root()} (set {_build.CACHE_ENV} to move it; "
-          "the training jobs need the same value)", file=sys.stdout)
-    try:
-        path = _build.ensure_built(__version__, force=args.force, retry=True)
-    except _build.BuildError as exc:
-        print(f"mfu-tracker build-ext: error: {exc}\n{exc.fix}.", file=sys.stderr)
-        return 1
-    print(f"built for torch {torch.__version__}: {path}", file=sys.stdout)
-    return 0
-
-
-def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    gpus = sub.add_parser("gpus", help="print the dense peak table, or what this machine has")
-    gpus.add_argument("--detect", action="store_true", help="look up the GPUs torch sees here")
-    gpus.set_defaults(func=_cmd_gpus)
-
-    est = sub.add_parser("estimate", help="MFU from a model, a throughput and a GPU")
-    what = est.add_argument_group("model")
-    what.add_argument("--model", help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
-    what.add_argument("--params", type=float, help="bare parameter count N (6N rule)")
-    what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
-    what.add_argument("--causal-attention", choices=["full", "half"], default="full",
-                      help="count the causal attention square in full (PaLM, default) or half (Megatron)")
-    what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
-    what.add_argument("--lora-rank", type=int, default=None, help="adapter rank (adds the adapters' FLOPs)")
-    hw = est.add_argument_group("hardware")
-    hw.add_argument("--gpu", help="device name as in `mfu-tracker gpus` (e.g. B200, 'H100 SXM', MI300X)")
-    hw.add_argument("--num-gpus", type=int, default=1)
-    hw.add_argument("--dtype", default="bf16")
-    hw.add_argument("--peak-tflops", type=float, help="per-GPU peak, overriding the table")
-    tp = est.add_argument_group("throughput")
-    tp.add_argument("--tokens-per-sec", type=float, help="global tokens per second")
-    tp.add_argument("--step-time", type=float, help="seconds per optimizer step")
-    tp.add_argument("--batch-size", type=int, help="global batch size (sequences per step, all GPUs)")
-    tp.add_argument("--seq-len", type=int, help="tokens per sequence")
-    est.set_defaults(func=_cmd_estimate)
-
-    prof = sub.add_parser("profile", help="count a full-size model's FLOPs on the meta device")
-    prof.add_argument("--model", required=True,
-                      help="preset name (e.g. llama-3.1-8b) or path to a HuggingFace config.json")
-    prof.add_argument("--batch-size", type=int, default=1, help="sequences per step")
-    prof.add_argument("--seq-len", type=int, required=True, help="tokens per sequence")
-    prof.add_argument("--causal-attention", choices=["full", "half"], default="full",
-                      help="count the causal attention square in full (default) or half")
-    prof.add_argument("--attn-implementation", default="sdpa",
-                      help="transformers attention implementation (default sdpa)")
-    prof.add_argument("--forward-only", action="store_true", help="count inference (no backward)")
-    prof.add_argument("--depth", type=int, default=3, help="module levels in the table")
-    prof.set_defaults(func=_cmd_profile)
-
-    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
-                         "log (JSONL from log_path=, or a TensorBoard log directory)")
-    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
-    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
-    rep.add_argument("--prefix", default=None,
-                     help="metric key prefix (default: found from the <prefix>/mfu key)")
-    rep.add_argument("--title", default=None, help="the picture's title")
-    rep.set_defaults(func=_cmd_report)
-
-    from .doctor import add_parser as add_doctor_parser
-
-    add_doctor_parser(sub, _cmd_doctor)
-
-    bext = sub.add_parser("build-ext", help="build the C++ FLOP counter now (for read-only home dirs)")
-    bext.add_argument("--force", action="store_true", help="rebuild even if a build is cached")
-    bext.set_defaults(func=_cmd_build_ext)
-    return parser
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -342,10 +39,40 @@ def _cmd_doctor(args: argparse.Namespace) -> int:
     return main_from_args(args)
 
 
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mfu-tracker", description="Model FLOPs Utilization tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _gpus.add_parser(sub)
+    _estimate.add_parser(sub)
+    _profile.add_parser(sub)
+    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
+                         "log (JSONL from log_path=, or a TensorBoard log directory)")
+    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
+    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
+    rep.add_argument("--prefix", default=None,
+                     help="metric key prefix (default: found from the <prefix>/mfu key)")
+    rep.add_argument("--title", default=None, help="the picture's title")
+    rep.add_argument("--run", default="last",
+                     help="which run of the log to draw: the last (default), N (1 = the first), "
+                          "or all (each run its own line, its start marked)")
+    rep.set_defaults(func=_cmd_report)
+
+    _goodput.add_parser(sub)
+
+    from .doctor import add_parser as add_doctor_parser
+
+    add_doctor_parser(sub, _cmd_doctor)
+    _build_ext.add_parser(sub)
+    return parser
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 usage error)."""
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed its usage line and error (--help: 0)
+        return exit_.code if isinstance(exit_.code, int) else 2
     try:
         return int(args.func(args))
     except (CliError, ValueError, LookupError, FileNotFoundError) as exc:

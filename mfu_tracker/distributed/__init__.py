@@ -11,7 +11,7 @@ the link table of the C core) and DDP's communication hook
 (:mod:`._comm_hook`: ``attach_ddp``, and the marking hook without the
 observer).
 
-Layer 4 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 4 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation, ``peaks``, ``flops`` (the C++ observer's
 loader), ``timing``.
 """

@@ -72,8 +72,10 @@ the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
 above all) is left out of the step it falls in, so a fast rank's wait for a
 slow one no longer lowers its MFU.
 
-Mixed precision, the measured ceiling and telemetry (issue 12) are global
-too, when every rank has them: ``mfu_mixed`` is the device-weighted mean of
+``mfu_language`` (a VLM's language model alone, issue 27) is the
+peak-weighted mean of the ranks' values, like ``mfu``. Mixed precision, the
+measured ceiling and telemetry (issue 12) are global too, when every rank
+has them: ``mfu_mixed`` is the device-weighted mean of
 the ranks' values (each already per device); ``mfu_vs_measured`` =
 sum_r A_r / sum_r measured_r; ``power_w`` is the sum over ranks of each
 rank's own device reading, so ``energy_j_per_token`` and ``tflops_per_watt``
@@ -116,8 +118,9 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: (Fields are only ever appended, and rows of different lengths cannot pair
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields of issue 12; 3.0 the communication of issue 24.)
-ROW_LAYOUT = 3.0
+#: telemetry fields of issue 12; 3.0 mfu_language (issue 27) and the job
+#: ledger's interval FLOPs (issue 28); 4.0 the communication of issue 24.)
+ROW_LAYOUT = 4.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
@@ -155,6 +158,11 @@ ROW_FIELDS: Tuple[str, ...] = (
     "sm_clock_mhz",
     "clock_ratio",
     "throttled",               # 1.0 / 0.0
+    # issue 27 (NaN = unavailable on this rank)
+    "mfu_language",            # this rank's MFU of the language model alone (a VLM's tower out)
+    # issue 28: model FLOPs of the steps since this rank's previous logged
+    # metrics() (its share), for the job ledger (NaN = unknown)
+    "ledger_model_flops",
     # issue 24: communication (NaN = not observed, or none of that kind)
     "phase_pipeline_bubble_s",  # seconds per step a pipeline stage waited
     "comm_observed",           # 1.0 when the rank observes its communication
@@ -213,6 +221,8 @@ class RankFigures:
     sm_clock_mhz: Optional[float] = None
     clock_ratio: Optional[float] = None
     throttled: Optional[float] = None
+    mfu_language: Optional[float] = None
+    ledger_model_flops: Optional[float] = None
     phase_pipeline_bubble_s: Optional[float] = None
     comm_observed: Optional[float] = None
     comm: Tuple[Tuple[str, Dict[str, float]], ...] = ()  # (family, {kind: value})
@@ -348,6 +358,9 @@ class DistributedFigures:
     comm_s_max: Optional[float] = None         # the largest rank's exposed total
     net_utilization: Optional[float] = None    # mean over the ranks that have it
     comm_overlap: Optional[float] = None       # mean over the ranks that have it
+    mfu_language: Optional[float] = None       # peak-weighted mean of the ranks' mfu_language
+    mfu_lost_rank: Optional[Dict[str, float]] = None  # per loss: the rank with the largest share
+    ledger_model_flops: Optional[float] = None  # sum over ranks (the job ledger's interval)
 
     @property
     def world_size(self) -> int:
@@ -357,6 +370,18 @@ class DistributedFigures:
         """The ``Tracker.metrics()`` keys of these figures (the one formatter,
         :mod:`mfu_tracker.timing._metrics`); unavailable ones left out."""
         return format_metrics(self.__dict__, check_prefix(prefix))
+
+
+def _concentrated(ranks: Tuple[RankFigures, ...],
+                  shares: List[Optional[Dict[str, float]]]) -> Optional[Dict[str, float]]:
+    """Per waterfall loss, the rank with the largest share of its own step
+    (lowest rank on ties; issue 28's diagnosis): only across ranks that all
+    have the loss, and only with more than one rank."""
+    if len(ranks) < 2 or not all(w is not None for w in shares):
+        return None
+    common = [k for k in shares[0] if all(k in w for w in shares)]  # type: ignore[union-attr]
+    return {k: float(max(zip(shares, ranks), key=lambda wr: (wr[0][k], -wr[1].rank))[1].rank)  # type: ignore[index]
+            for k in common}
 
 
 def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
@@ -462,6 +487,18 @@ def _communication(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str
     return out
 
 
+def _mfu_language(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[float]:
+    """The job's MFU of the language model alone: the ranks' values weighted
+    by their peaks, the weights of the global ``mfu`` (each rank's is its
+    language FLOP/s over its peak), when every rank has one."""
+    values = [r.mfu_language for r in ranks]
+    peaks = [r.peak_flops_per_sec for r in ranks]
+    if not with_steps or any(v is None for v in values) or any(p is None for p in peaks):
+        return None
+    total = math.fsum(peaks)  # type: ignore[arg-type]
+    return math.fsum(v * p for v, p in zip(values, peaks)) / total if total > 0 else None  # type: ignore[operator]
+
+
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     """Global figures from every rank's :class:`RankFigures` (see the module doc).
 
@@ -493,9 +530,14 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
 
     lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
     power = _total([r.power_w for r in ranks])
+    concentrated = _concentrated(ranks, [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s)
+                                         for r in ranks]) if lost is not None else None
     return DistributedFigures(
+        mfu_lost_rank=concentrated,
+        ledger_model_flops=_total([r.ledger_model_flops for r in ranks]),
         **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
         **_communication(ranks, with_steps),
+        mfu_language=_mfu_language(ranks, with_steps),
         mfu_lost=lost,
         phase_s=phase_s,
         straggler_rank=straggler,

@@ -10,9 +10,15 @@ Owns two ways to the same numbers, both applying the C core's formulas
   module table, its dispatch fallback and the first-use build of its C++
   observer.
 
-Layer 2 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 2 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation (``_C``, ``_validate``, ``_dtypes``,
-``_version``) only; ``flops.counter`` may import ``flops``.
+``_version``, ``_install``) only; ``flops.counter`` may import ``flops``.
 """
-from ._analytic import *  # noqa: F403 -- the names _analytic.__all__ lists
-from ._analytic import __all__  # noqa: F401
+# First: with the pure-Python peer's files written over ours, its __init__.py
+# starts with `from .flops import ...`, which reaches this package (see _install).
+from .._install import check_single_install
+
+check_single_install()
+
+from ._analytic import *  # noqa: E402, F403 -- the names _analytic.__all__ lists
+from ._analytic import __all__  # noqa: E402, F401

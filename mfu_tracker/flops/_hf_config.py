@@ -1,25 +1,90 @@
-"""A HuggingFace model config (a dict or an attribute-style object) read into
-the C core's transformer dimensions, for :func:`mfu_tracker.transformer_flops`.
+"""A HuggingFace model config (a dict or an attribute-style object, as
+transformers 4 or 5 saves it) read into the C core's model dimensions, for
+:func:`mfu_tracker.transformer_flops`.
 
-Which config keys each supported ``model_type`` uses, their defaults (GPT-2
-ties its embeddings, the Llama family does not), mixture-of-experts and
-sliding-window layouts, and the LoRA target names peft uses.
+What each ``model_type`` is built from (a Gemma layer has four norms, Qwen2
+biases q/k/v, gpt-oss has sinks) is the C core's family table
+(``csrc/core/families.c``, read through ``_C.transformer_family``); this
+module only reads the numbers: which config keys hold each dimension (the
+tables below, transformers' attribute maps resolved both ways: a saved
+transformers 5 qwen3_moe config holds ``num_local_experts``, a 4.x one
+``num_experts``), how layers split into full / sliding / chunked /
+linear-attention layers and dense / MoE layers, a VLM's ``text_config`` and
+``vision_config``, and the LoRA target names peft uses.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
-SUPPORTED_TYPES = (
-    "gpt2",
-    "llama",
-    "mistral",
-    "qwen2",
-    "qwen3",
-    "mixtral",
-    "qwen2_moe",
-    "qwen3_moe",
+from .. import _C
+from .._validate import (
+    check_choice,
+    check_flag,
+    check_given,
+    check_int_list,
+    check_str_list,
+    check_whole_number,
 )
+from .presets import resolve_model_config
+
+# dims field -> config keys holding it, first present wins.
+KEYS: dict[str, tuple[str, ...]] = {
+    "hidden_size": ("hidden_size", "n_embd", "d_model"),
+    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_heads": ("num_attention_heads", "n_head"),
+    "num_kv_heads": ("num_key_value_heads",),
+    "head_dim": ("head_dim",),
+    "intermediate_size": ("intermediate_size", "n_inner"),
+    "vocab_size": ("vocab_size",),
+    "num_positions": ("n_positions", "max_position_embeddings", "block_size"),
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
+    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token"),
+    "moe_intermediate_size": ("moe_intermediate_size",),
+    "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),
+    "sliding_window": ("sliding_window",),
+    "attention_chunk_size": ("attention_chunk_size",),
+    "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "linear_num_key_heads": ("linear_num_key_heads",),
+    "linear_key_head_dim": ("linear_key_head_dim",),
+    "linear_num_value_heads": ("linear_num_value_heads",),
+    "linear_value_head_dim": ("linear_value_head_dim",),
+    "linear_conv_kernel": ("linear_conv_kernel_dim",),
+    "ssm_num_heads": ("num_heads",),
+    "ssm_head_dim": ("head_dim",),
+    "ssm_state_size": ("state_size",),
+    "ssm_num_groups": ("n_groups",),
+    "ssm_conv_kernel": ("conv_kernel",),
+    "ssm_chunk_size": ("chunk_size",),
+    "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers"),
+}
+
+# dims flag -> config keys (bools) that set it, per flag group.
+_ATTENTION_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias"),
+                   "attention_out_bias": ("attention_bias",)}
+_QKV_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias")}
+_MLP_BIAS = {"mlp_bias": ("mlp_bias",)}
+_SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",)}
+
+# Vision tower dims field -> config keys (vision_config).
+VISION_KEYS: dict[str, tuple[str, ...]] = {
+    "depth": ("depth", "num_hidden_layers"),
+    "hidden_size": ("hidden_size", "embed_dim"),
+    "intermediate_size": ("intermediate_size",),
+    "num_heads": ("num_heads", "num_attention_heads"),
+    "in_channels": ("in_channels", "in_chans"),
+    "patch_size": ("patch_size",),
+    "temporal_patch_size": ("temporal_patch_size",),
+    "spatial_merge_size": ("spatial_merge_size",),
+    "out_hidden_size": ("out_hidden_size",),
+    "window_size": ("window_size",),
+    "num_position_embeddings": ("num_position_embeddings",),
+}
 
 # LoRA target names (peft module names and short forms) -> C target names.
 LORA_ALIASES: dict[str, tuple[str, ...]] = {
@@ -36,20 +101,19 @@ LORA_ALIASES: dict[str, tuple[str, ...]] = {
 
 
 # ---------------------------------------------------------------------------
-# Config reading
+# Config access
 # ---------------------------------------------------------------------------
 
 class _Config:
-    """Uniform read access to a dict or an attribute-style config."""
+    """Uniform read access to a dict or an attribute-style config; records
+    which config key each dims field came from (for error messages)."""
 
-    def __init__(self, config: Any) -> None:
-        if isinstance(config, Mapping):
-            self._data: Mapping[str, Any] | None = config
-            self._obj = None
-        else:
-            self._data = None
-            self._obj = config
-        self.sources: dict[str, str] = {}  # dims field -> config key
+    def __init__(self, config: Any, prefix: str = "config",
+                 sources: dict[str, str] | None = None) -> None:
+        self._data: Mapping[str, Any] | None = config if isinstance(config, Mapping) else None
+        self._obj = None if self._data is not None else config
+        self.prefix = prefix
+        self.sources: dict[str, str] = {} if sources is None else sources
 
     def get(self, key: str, default: Any = None) -> Any:
         if self._data is not None:
@@ -61,208 +125,385 @@ class _Config:
                 value = None
         return default if value is None else value
 
-    def int(self, field: str, *keys: str, default: int | None = None,
-            minimum: int = 0) -> int | None:
-        """The first present key among ``keys`` as an int >= minimum."""
-        for key in keys:
-            value = self.get(key)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int):
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                else:
-                    raise TypeError(
-                        f"config.{key} must be an int, not {type(value).__name__} "
-                        f"({value!r})"
-                    )
-            if value < minimum:
-                raise ValueError(f"config.{key} must be >= {minimum}, got {value}")
-            self.sources[field] = key
-            return value
-        return default
+    def has(self, key: str) -> bool:
+        return self.get(key) is not None
 
-    def require(self, field: str, *keys: str, minimum: int = 1) -> int:
-        value = self.int(field, *keys, minimum=minimum)
-        if value is None:
-            raise ValueError(
-                f"config is missing {' / '.join(repr(k) for k in keys)} "
-                f"(needed for {field})"
-            )
-        return value
-
-    def flag(self, field: str, key: str, default: bool = False) -> bool:
+    def sub(self, key: str) -> "_Config | None":
         value = self.get(key)
         if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise TypeError(
-                f"config.{key} must be a bool, not {type(value).__name__} ({value!r})"
-            )
-        self.sources[field] = key
-        return value
+            return None
+        return _Config(value, f"{self.prefix}.{key}", self.sources)
+
+    def int(self, field: str, keys: Iterable[str] | None = None, *,
+            default: int | None = None, minimum: int = 0) -> int | None:
+        """The first present key among ``keys`` (default: KEYS[field])."""
+        for key in keys if keys is not None else KEYS[field]:
+            value = self.get(key)
+            if value is not None:
+                self.sources[field] = f"{self.prefix}.{key}"
+                return check_whole_number(value, f"{self.prefix}.{key}", minimum)
+        return default
+
+    def require(self, field: str, keys: Iterable[str] | None = None, minimum: int = 1) -> int:
+        keys = tuple(keys if keys is not None else KEYS[field])
+        value = self.int(field, keys, minimum=minimum)
+        if value is not None:
+            return value
+        names = " / ".join(repr(k) for k in keys)
+        return check_given(value, f"{self.prefix} {names}", f" (needed for {field})")
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        value = self.get(key)
+        return default if value is None else check_flag(value, f"{self.prefix}.{key}")
 
     def int_list(self, key: str) -> list[int]:
         value = self.get(key)
-        if value is None:
-            return []
-        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-            raise TypeError(f"config.{key} must be a list of ints, not {value!r}")
-        out = []
-        for item in value:
-            if isinstance(item, bool) or not isinstance(item, int):
-                raise TypeError(f"config.{key} must be a list of ints, not {value!r}")
-            out.append(item)
-        return out
+        return [] if value is None else check_int_list(value, f"{self.prefix}.{key}")
+
+    def str_list(self, key: str) -> list[str] | None:
+        value = self.get(key)
+        return None if value is None else check_str_list(value, f"{self.prefix}.{key}")
 
 
-def dims_from_config(config: Any) -> tuple[dict[str, Any], dict[str, str], bool, str]:
-    """(dims, dims-field -> config-key, tie_word_embeddings, model_type)."""
+# ---------------------------------------------------------------------------
+# Layer partitions: attention spans and MoE layers
+# ---------------------------------------------------------------------------
+
+def _every(n: int) -> Callable[[_Config, int], bool]:
+    """Layer i is local when (i + 1) % n != 0 (Gemma 2 / gpt-oss: n = 2)."""
+    return lambda cfg, i: bool((i + 1) % n)
+
+
+def _gemma3_local(cfg: _Config, i: int) -> bool:
+    pattern = cfg.int("num_sliding_layers", ("sliding_window_pattern", "_sliding_window_pattern"),
+                      default=6, minimum=1)
+    return bool((i + 1) % pattern)
+
+
+def _qwen_local(cfg: _Config, i: int) -> bool:
+    """Qwen2 / Qwen3 before layer_types: layers from max_window_layers on."""
+    return cfg.flag("use_sliding_window") and i >= cfg.int(
+        "num_sliding_layers", ("max_window_layers",), default=0)
+
+
+def _qwen2_moe_local(cfg: _Config, i: int) -> bool:
+    return (cfg.flag("use_sliding_window") and bool((i + 1) % 2)
+            and i < cfg.int("num_sliding_layers", ("max_window_layers",), default=0))
+
+
+def _qwen3_moe_local(cfg: _Config, i: int) -> bool:
+    return cfg.flag("use_sliding_window")
+
+
+def _llama4_local(cfg: _Config, i: int) -> bool:
+    """Chunked where RoPE is on (no_rope_layers[i] == 1)."""
+    flags = cfg.int_list("no_rope_layers")
+    if flags:
+        return bool(flags[i]) if i < len(flags) else False
+    interval = cfg.int("num_chunked_layers", ("no_rope_layer_interval",), default=4, minimum=1)
+    return (i + 1) % interval != 0
+
+
+def _qwen3_next_linear(cfg: _Config, i: int) -> bool:
+    interval = cfg.int("num_linear_layers", ("full_attention_interval",), default=4, minimum=1)
+    return bool((i + 1) % interval)
+
+
+def _always(cfg: _Config, i: int) -> bool:
+    return True
+
+
+_SPAN_TYPES = {"sliding_attention": "num_sliding_layers", "chunked_attention": "num_chunked_layers",
+               "linear_attention": "num_linear_layers"}
+
+
+def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
+    """Layer counts by span from ``layer_types`` (transformers 5), else the
+    family's rule; a window / chunk the config does not set drops its layers."""
+    types = cfg.str_list("layer_types")
+    if types is None:
+        kind = "linear_attention" if spec.span == "linear" else (
+            "chunked_attention" if spec.span == "chunked" else "sliding_attention")
+        types = [kind if spec.local is not None and spec.local(cfg, i) else "full_attention"
+                 for i in range(layers)]
+    types = types[:layers]
+    counts = {field: types.count(name) for name, field in _SPAN_TYPES.items()}
+    if not cfg.int("sliding_window", default=0):
+        counts["num_sliding_layers"] = 0
+    if not cfg.int("attention_chunk_size", default=0):
+        counts["num_chunked_layers"] = 0
+    return {k: v for k, v in counts.items() if v}
+
+
+def _moe_layers(cfg: _Config, spec: "_Family", layers: int, experts: int) -> int:
+    """How many layers use experts."""
+    if spec.moe == "all":
+        return layers
+    if spec.moe == "first_k_dense":  # DeepSeek-V3, GLM-4.5
+        first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=0)
+        freq = cfg.int("num_dense_layers", ("moe_layer_freq",), default=1, minimum=1)
+        return sum(1 for i in range(layers) if i >= first and i % freq == 0)
+    if spec.moe == "llama4":
+        listed = cfg.int_list("moe_layers")
+        if cfg.has("moe_layers"):
+            return sum(1 for i in set(listed) if i < layers)
+        step = cfg.int("num_dense_layers", ("interleave_moe_layer_step",), default=1, minimum=1)
+        return len(range(step - 1, layers, step))
+    # Qwen: every decoder_sparse_step-th layer, except mlp_only_layers
+    step = cfg.int("num_dense_layers", ("decoder_sparse_step",), default=1, minimum=1)
+    only = set(cfg.int_list("mlp_only_layers"))
+    return sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
+
+
+# ---------------------------------------------------------------------------
+# Families: how each model_type's config is read
+# ---------------------------------------------------------------------------
+
+class _Family(NamedTuple):
+    flags: Mapping[str, tuple[str, ...]] = _ATTENTION_BIAS
+    local: Callable[[_Config, int], bool] | None = _always  # sliding where True
+    span: str = "sliding"       # what `local` layers are: sliding / chunked / linear
+    moe: str | None = None      # None, all, qwen, first_k_dense, llama4
+    experts_width: str = "moe_intermediate_size"  # the config key of an expert's width
+
+
+FAMILIES: dict[str, _Family] = {
+    "gpt2": _Family(flags={}, local=None),
+    "llama": _Family(flags={**_ATTENTION_BIAS, **_MLP_BIAS}),
+    "mistral": _Family(),
+    "mixtral": _Family(moe="all", experts_width="intermediate_size"),
+    "phi3": _Family(),
+    "qwen2": _Family(flags=_QKV_BIAS, local=_qwen_local),
+    "qwen2_moe": _Family(flags=_QKV_BIAS, local=_qwen2_moe_local, moe="qwen"),
+    "qwen3": _Family(local=_qwen_local),
+    "qwen3_moe": _Family(local=_qwen3_moe_local, moe="qwen"),
+    "gemma2": _Family(local=_every(2)),
+    "gemma3_text": _Family(local=_gemma3_local),
+    "olmo2": _Family(local=None),
+    "gpt_oss": _Family(local=_every(2), moe="all", experts_width="intermediate_size"),
+    "deepseek_v3": _Family(local=None, moe="first_k_dense"),
+    "glm4_moe": _Family(flags=_QKV_BIAS, local=None, moe="first_k_dense"),
+    "llama4_text": _Family(local=_llama4_local, span="chunked", moe="llama4",
+                           experts_width="intermediate_size"),
+    "qwen3_next": _Family(local=_qwen3_next_linear, span="linear", moe="qwen"),
+    "mamba2": _Family(flags=_SSM_BIAS, local=None),
+    "qwen2_5_vl": _Family(flags=_QKV_BIAS, local=_qwen_local),
+    "qwen3_vl": _Family(local=None),
+}
+
+# Other names of a row: the text model of a VLM, the config class's own name.
+ALIASES = {"qwen2_5_vl_text": "qwen2_5_vl", "qwen3_vl_text": "qwen3_vl", "llama4": "llama4_text",
+           "gemma3": "gemma3_text", "nanogpt": "gpt2"}
+
+
+def supported_types() -> tuple[str, ...]:
+    """Every model_type the analytic count reads (the C family table's)."""
+    return tuple(_C.transformer_families())
+
+
+class ConfigDims(NamedTuple):
+    """A config read for the C core."""
+    dims: dict[str, Any]
+    sources: dict[str, str]      # dims field -> config key (for messages)
+    vision: dict[str, Any] | None  # the vision tower's dims, or None
+    model_type: str
+
+
+def is_supported(config: Any) -> bool:
+    """Whether :func:`dims_from_config` knows ``config``'s model type."""
+    try:
+        _model_type(_Config(config))  # raises for a type it does not read
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def counter_notes(config: Any) -> list[str]:
+    """Where transformers' implementation of ``config``'s family runs other
+    FLOPs than the analytic count's (for ``mfu-tracker profile``)."""
     cfg = _Config(config)
+    name = ALIASES.get(str(cfg.get("model_type")), str(cfg.get("model_type")))
+    notes = []
+    if cfg.int("num_mtp_layers", default=0):
+        notes.append("transformers builds no MTP layers: the analytic lines leave them out "
+                     "(num_mtp_layers=0; estimate counts them)")
+    if name == "llama4_text":
+        notes.append("transformers' Llama4TextMoe runs every expert on every token (routing by "
+                     "zero scores): the count holds num_experts / experts_per_token x the "
+                     "experts' FLOPs the analytic count (active experts) charges")
+    return notes
+
+
+def named_config(config: Any) -> Any:
+    """A preset name ("llama-3.1-8b") or a ``config.json`` path, read into its
+    dict (:func:`mfu_tracker.flops.presets.resolve_model_config`); any other
+    config as given. The one place a name becomes a config."""
+    if isinstance(config, (str, os.PathLike)):
+        return resolve_model_config(config, argument="config")
+    return config
+
+
+def _model_type(cfg: _Config) -> str:
     model_type = cfg.get("model_type")
-    if model_type is None:
-        raise ValueError(
-            "config.model_type is missing; supported: "
-            f"{', '.join(SUPPORTED_TYPES)} (or pass explicit dims)"
-        )
-    if not isinstance(model_type, str):
-        raise TypeError(f"config.model_type must be a str, not {model_type!r}")
-    if model_type not in SUPPORTED_TYPES:
-        raise ValueError(
-            f"config.model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(SUPPORTED_TYPES)} (or pass explicit dims as keywords)"
-        )
-    dims: dict[str, Any] = {}
+    if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
+        return "nanogpt"  # nanoGPT's GPTConfig (no model_type)
+    check_given(model_type, "config.model_type", " (or pass explicit dims as keywords)")
+    return check_choice(model_type, "config.model_type (supported; or pass explicit dims)",
+                        (*FAMILIES, *ALIASES))
 
-    if model_type == "gpt2":
-        hidden = cfg.require("hidden_size", "n_embd", "hidden_size")
-        dims["hidden_size"] = hidden
-        dims["num_layers"] = cfg.require("num_layers", "n_layer", "num_hidden_layers")
-        heads = cfg.require("num_heads", "n_head", "num_attention_heads")
-        dims["num_heads"] = heads
-        dims["num_kv_heads"] = heads
-        dims["intermediate_size"] = cfg.int("intermediate_size", "n_inner",
-                                            default=4 * hidden, minimum=1)
-        dims["vocab_size"] = cfg.require("vocab_size", "vocab_size")
-        dims["num_positions"] = cfg.require("num_positions", "n_positions",
-                                            "max_position_embeddings")
-        dims.update(mlp="gelu", norm="layernorm", qkv_bias=True,
-                    attention_out_bias=True, mlp_bias=True)
-        # GPT2Config defaults tie_word_embeddings to True.
-        tie = cfg.flag("tie_word_embeddings", "tie_word_embeddings", True)
-        return dims, cfg.sources, tie, model_type
 
-    # Llama family: Llama, Mistral, Qwen2/3 and their MoE variants.
-    dims["hidden_size"] = cfg.require("hidden_size", "hidden_size")
-    layers = cfg.require("num_layers", "num_hidden_layers")
-    dims["num_layers"] = layers
-    heads = cfg.require("num_heads", "num_attention_heads")
-    dims["num_heads"] = heads
-    dims["num_kv_heads"] = cfg.int("num_kv_heads", "num_key_value_heads",
-                                   default=heads, minimum=1)
-    head_dim = cfg.int("head_dim", "head_dim", minimum=1)
+def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
+    hidden = cfg.require("hidden_size")
+    heads = cfg.require("num_heads")
+    dims.update(hidden_size=hidden, num_layers=cfg.require("num_layers"), num_heads=heads,
+                num_kv_heads=heads, vocab_size=cfg.require("vocab_size"),
+                intermediate_size=cfg.int("intermediate_size", ("n_inner",), default=4 * hidden,
+                                          minimum=1),
+                num_positions=cfg.require("num_positions"))
+    if cfg.has("bias"):  # nanoGPT: bias=False drops every Linear and LayerNorm bias
+        bias = cfg.flag("bias")
+        dims.update(qkv_bias=bias, attention_out_bias=bias, mlp_bias=bias)
+        if not bias:
+            dims["norm"] = "layernorm_nobias"
+            cfg.sources["norm"] = f"{cfg.prefix}.bias"
+
+
+def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
+    """Attention (GQA / MLA) or SSM widths."""
+    if name == "mamba2":
+        for field in ("ssm_num_heads", "ssm_head_dim", "ssm_state_size"):
+            dims[field] = cfg.require(field)
+        # Mamba2Config's defaults: n_groups 1, conv_kernel 4, chunk_size 256
+        for field, default in (("ssm_num_groups", 1), ("ssm_conv_kernel", 4), ("ssm_chunk_size", 256)):
+            dims[field] = cfg.int(field, minimum=1, default=default)
+        dims["num_ssm_layers"] = dims["num_layers"]
+        return
+    dims["num_heads"] = cfg.require("num_heads")
+    if dims.get("attention") == "mla":
+        for field in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+            dims[field] = cfg.require(field, minimum=0)
+        dims["q_lora_rank"] = cfg.int("q_lora_rank", default=0)
+        return
+    dims["num_kv_heads"] = cfg.int("num_kv_heads", default=dims["num_heads"], minimum=1)
+    head_dim = cfg.int("head_dim", minimum=1)
     if head_dim is not None:
         dims["head_dim"] = head_dim
-    dims["vocab_size"] = cfg.require("vocab_size", "vocab_size")
-    dims["mlp"] = "swiglu"
-    dims["norm"] = "rmsnorm"
-    dims["mlp_bias"] = cfg.flag("mlp_bias", "mlp_bias")
+    if name == "glm4_moe":
+        dims["qk_norm"] = "head" if cfg.flag("use_qk_norm") else "none"
+    for field in ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
+                  "linear_value_head_dim", "linear_conv_kernel"):
+        if cfg.has(KEYS[field][0]):
+            dims[field] = cfg.int(field)
 
-    if model_type in ("llama", "mistral", "mixtral", "qwen3", "qwen3_moe"):
-        bias = cfg.flag("qkv_bias", "attention_bias")
-        dims["qkv_bias"] = bias
-        dims["attention_out_bias"] = bias
-        if bias:
-            cfg.sources["attention_out_bias"] = "attention_bias"
-    else:  # qwen2, qwen2_moe: biases on q, k, v only
-        dims["qkv_bias"] = True
-        dims["attention_out_bias"] = False
-    dims["qk_norm"] = model_type in ("qwen3", "qwen3_moe")
 
-    # Mixture of experts.
-    if model_type == "mixtral":
-        dims["num_experts"] = cfg.require("num_experts", "num_local_experts")
-        dims["experts_per_token"] = cfg.require("experts_per_token",
-                                                "num_experts_per_tok")
-        # Mixtral's experts use intermediate_size; no dense layers.
-        dims["moe_intermediate_size"] = cfg.require("moe_intermediate_size",
-                                                    "intermediate_size")
-        dims["intermediate_size"] = 0
-    elif model_type in ("qwen2_moe", "qwen3_moe"):
-        experts = cfg.require("num_experts", "num_experts")
-        dims["num_experts"] = experts
-        dims["experts_per_token"] = cfg.require("experts_per_token",
-                                                "num_experts_per_tok")
-        dims["moe_intermediate_size"] = cfg.require("moe_intermediate_size",
-                                                    "moe_intermediate_size")
-        shared = cfg.int("shared_expert_intermediate_size",
-                         "shared_expert_intermediate_size", default=0)
-        if model_type == "qwen2_moe" and shared:
+def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> None:
+    layers = dims["num_layers"]
+    if dims.get("mlp") == "none":
+        return
+    experts = cfg.int("num_experts", default=0) if spec.moe else 0
+    moe = _moe_layers(cfg, spec, layers, experts) if experts else 0
+    if not moe:
+        dims.update(shared_expert_gate=False, router_bias=False)
+    if moe:
+        dims.update(num_experts=experts, experts_per_token=cfg.require("experts_per_token"),
+                    moe_intermediate_size=cfg.require("moe_intermediate_size", (spec.experts_width,)),
+                    num_dense_layers=layers - moe)
+        shared = cfg.int("shared_expert_intermediate_size", default=0)
+        if spec.moe == "first_k_dense":  # n_shared_experts of the expert width
+            shared = cfg.int("shared_expert_intermediate_size", ("n_shared_experts",),
+                             default=0) * dims["moe_intermediate_size"]
+        elif spec.moe == "llama4":
+            shared = dims["moe_intermediate_size"]
+        if shared:
             dims["shared_expert_intermediate_size"] = shared
-            dims["shared_expert_gate"] = True
-        step = cfg.int("num_dense_layers", "decoder_sparse_step", default=1,
-                       minimum=1)
-        only = set(cfg.int_list("mlp_only_layers"))
-        dense = sum(
-            1 for i in range(layers)
-            if i in only or not (experts > 0 and (i + 1) % step == 0)
-        )
-        dims["num_dense_layers"] = dense
-        if dense:
-            dims["intermediate_size"] = cfg.require("intermediate_size",
-                                                    "intermediate_size")
         else:
-            dims["intermediate_size"] = cfg.int("intermediate_size",
-                                                "intermediate_size", default=0)
+            dims["shared_expert_gate"] = False
+    dense_key = ("intermediate_size_mlp",) if spec.moe == "llama4" else KEYS["intermediate_size"]
+    if layers - moe > 0:
+        dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
+    elif moe:
+        dims["intermediate_size"] = 0
     else:
-        dims["intermediate_size"] = cfg.require("intermediate_size",
-                                                "intermediate_size")
+        dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
 
-    # Sliding-window layers.
-    window = cfg.int("sliding_window", "sliding_window", default=0)
-    sliding_layers = 0
-    if window:
-        layer_types = cfg.get("layer_types")
-        if layer_types is not None and not isinstance(layer_types, str):
-            sliding_layers = sum(1 for t in layer_types if t == "sliding_attention")
-        elif model_type in ("qwen2", "qwen3", "qwen2_moe", "qwen3_moe"):
-            if cfg.flag("num_sliding_layers", "use_sliding_window"):
-                first = cfg.int("num_sliding_layers", "max_window_layers",
-                                default=layers)
-                sliding_layers = max(0, layers - first)
-        else:  # mistral, mixtral, llama with a window: every layer
-            sliding_layers = layers
-    if sliding_layers:
-        dims["sliding_window"] = window
-        dims["num_sliding_layers"] = sliding_layers
-    # Llama-family configs default to untied embeddings.
-    tie = cfg.flag("tie_word_embeddings", "tie_word_embeddings", False)
-    return dims, cfg.sources, tie, model_type
+
+def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | None:
+    vision = top.sub("vision_config")
+    if kind == "none" or vision is None:
+        return None
+    out: dict[str, Any] = {"kind": kind}
+    for field, keys in VISION_KEYS.items():
+        value = vision.int(f"vision.{field}", keys)
+        if value is not None:
+            out[field] = value
+    out.setdefault("out_hidden_size", text.require("hidden_size"))
+    if kind == "qwen2_5_vl":
+        out["num_full_blocks"] = len(vision.int_list("fullatt_block_indexes"))
+    else:
+        out["num_deepstack_mergers"] = len(vision.int_list("deepstack_visual_indexes"))
+        out.pop("window_size", None)
+    return out
+
+
+def dims_from_config(config: Any) -> ConfigDims:
+    """Read ``config`` (dict or object, or a preset name or config.json path)
+    into the C core's dims."""
+    top = _Config(named_config(config))
+    model_type = _model_type(top)
+    name = ALIASES.get(model_type, model_type)
+    spec = FAMILIES[name]
+    family = dict(_C.transformer_family(name))
+    vision_kind = family.pop("vision")
+    text = top.sub("text_config") if vision_kind != "none" else None
+    cfg = text if text is not None else top
+    dims: dict[str, Any] = family
+    for field, keys in spec.flags.items():
+        for key in keys:
+            if cfg.has(key):
+                dims[field] = cfg.flag(key)
+                cfg.sources[field] = f"{cfg.prefix}.{key}"
+                break
+    dims["tie_word_embeddings"] = top.flag("tie_word_embeddings", cfg.flag(
+        "tie_word_embeddings", dims["tie_word_embeddings"]))
+    if name == "gpt2":
+        _gpt2_dims(cfg, dims)
+    else:
+        dims.update(hidden_size=cfg.require("hidden_size"), num_layers=cfg.require("num_layers"),
+                    vocab_size=cfg.require("vocab_size"))
+        _mixer_dims(cfg, dims, name)
+        _mlp_dims(cfg, dims, spec, name)
+        if name != "mamba2":  # its layer_types name the SSM layers
+            dims.update(_span_layers(cfg, spec, dims["num_layers"]))
+        for field in ("sliding_window", "attention_chunk_size"):
+            if dims.get(_WINDOWED[field]):
+                dims[field] = cfg.require(field)
+        dims["num_mtp_layers"] = cfg.int("num_mtp_layers", default=0)
+    return ConfigDims(dims, top.sources, _vision_dims(top, cfg, vision_kind), model_type)
+
+
+_WINDOWED = {"sliding_window": "num_sliding_layers", "attention_chunk_size": "num_chunked_layers"}
+
+
+_ALL_LINEAR = ("all-linear", "all_linear", "all")
 
 
 def lora_target_names(targets: Any, mlp: str, model_type: str | None) -> list[str]:
+    """peft target module names as the C core's target names."""
     if targets is None:
         # peft's defaults: q_proj + v_proj for Llama-style, c_attn for GPT-2.
-        return ["q", "k", "v"] if model_type == "gpt2" else ["q", "v"]
+        return ["q", "k", "v"] if model_type in ("gpt2", "nanogpt") else ["q", "v"]
     if isinstance(targets, str):
         targets = [targets]
-    if isinstance(targets, (bytes, Mapping)) or not isinstance(targets, Iterable):
-        raise TypeError(f"lora_targets must be a list of module names, not {targets!r}")
     out: list[str] = []
-    for name in targets:
-        if not isinstance(name, str):
-            raise TypeError(f"lora_targets must hold str, got {name!r}")
-        key = name.strip().lower()
-        if key in ("all-linear", "all_linear", "all"):
+    for name in check_str_list(list(targets) if isinstance(targets, (set, frozenset)) else targets,
+                               "lora_targets"):
+        key = check_choice(name.strip(), "lora_targets (a module name)",
+                           (*sorted(LORA_ALIASES), *_ALL_LINEAR), ignore_case=True)
+        if key in _ALL_LINEAR:
             mapped: tuple[str, ...] = ("q", "k", "v", "o", "up", "down") + (
                 ("gate",) if mlp == "swiglu" else ())
-        elif key in LORA_ALIASES:
-            mapped = LORA_ALIASES[key]
         else:
-            raise ValueError(
-                f"lora_targets: unknown module {name!r}; known: "
-                f"{', '.join(sorted(LORA_ALIASES))}, all-linear"
-            )
+            mapped = LORA_ALIASES[key]
         for m in mapped:
             if m not in out:
                 out.append(m)

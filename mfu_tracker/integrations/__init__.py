@@ -6,7 +6,7 @@ optimizer wrapper for bare loops (:mod:`.optim`), the callback core both
 Trainer callbacks share (:mod:`._callback`), and the adapters:
 :mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`.
 
-Layer 6 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 7 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: every layer below it; the frameworks themselves only in
 their own adapter module.
 

@@ -16,6 +16,15 @@ Forwards run in eval mode or without grad (evaluation, generation) are not
 marked. Exposed communication is marked by the tracker's communication
 observer (:mod:`mfu_tracker.distributed._comm_observer`) around each wait,
 inside whichever of these phases it falls in.
+
+**Compile** (issue 28). For a compiled model (``torch.compile``: an
+``_orig_mod``, a ``model.compile()``, Lightning's compiler context) the first
+training step's forward and backward -- where torch compiles the graphs --
+are marked ``compile`` instead, up to the optimizer (or the boundary), and
+the tracker counts one compiled call (``Tracker._compile_call``): the job
+ledger then takes one normal step's forward + backward back out of it, so
+compile is the first compiled call's *excess*. Later recompilations are not
+told apart.
 """
 from __future__ import annotations
 
@@ -25,11 +34,31 @@ from typing import Any, List
 class AutoPhases:
     """The phase marks of one tracker driven by an integration's events."""
 
-    __slots__ = ("_tracker", "_handles")
+    __slots__ = ("_tracker", "_handles", "_compile_first", "_compiling")
 
     def __init__(self, tracker: Any) -> None:
         self._tracker = tracker
         self._handles: List[Any] = []
+        self._compile_first = False   # the model is compiled: its first step compiles
+        self._compiling = False       # the first step's forward / backward run now
+
+    def compiled(self, model: Any, declared: bool = False) -> None:
+        """Mark the first training step's forward and backward of ``model`` as
+        ``compile`` when it is compiled, or ``declared`` so (the trainer
+        compiles a wrapper the hooks do not see: HF ``torch_compile=True``)."""
+        self._compile_first = declared or is_compiled(model)
+
+    def switch(self, phase: str) -> None:
+        """Phase ``phase`` starts now (forward and backward of the first
+        compiled step become ``compile``)."""
+        if self._compile_first and phase in ("forward", "backward"):
+            if not self._compiling:
+                self._compiling = True
+                self._tracker._compile_call()
+            phase = "compile"
+        elif self._compiling and phase != "data":   # the optimizer: the call is over
+            self._compiling = self._compile_first = False
+        self._tracker.switch_phase(phase)
 
     def attach(self, model: Any) -> None:
         """Mark forward / backward from ``model``'s forward hooks."""
@@ -50,21 +79,32 @@ class AutoPhases:
 
     def _forward_begins(self, module: Any, args: Any) -> None:
         if self._training(module):
-            self._tracker.switch_phase("forward")
+            self.switch("forward")
 
     def _forward_ends(self, module: Any, args: Any, output: Any) -> None:
         if self._training(module):
-            self._tracker.switch_phase("backward")
+            self.switch("backward")
 
     def data(self) -> None:
         """A step or micro-batch begins: waiting for its input."""
-        self._tracker.switch_phase("data")
+        self.switch("data")
 
     def optimizer(self) -> None:
-        self._tracker.switch_phase("optimizer")
+        self.switch("optimizer")
 
     def end(self) -> None:
         """No phase runs (before a boundary, or while evaluating)."""
+        if self._compiling:
+            self._compiling = self._compile_first = False
         tracker = self._tracker
         while tracker.phase_depth():
             tracker.end_phase()
+
+
+def is_compiled(model: Any) -> bool:
+    """Whether ``model`` runs compiled: a ``torch.compile`` wrapper
+    (``_orig_mod``), a module compiled in place (``model.compile()``), or
+    a LightningModule given compiled (its ``_compiler_ctx``)."""
+    return (getattr(model, "_orig_mod", None) is not None
+            or getattr(model, "_compiled_call_impl", None) is not None
+            or getattr(model, "_compiler_ctx", None) is not None)

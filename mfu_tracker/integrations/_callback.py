@@ -4,22 +4,28 @@
 ``lightning.Trainer`` (:mod:`.lightning`) are adapters: each maps its
 framework's hooks onto the calls below, in this order per optimizer step::
 
-    _start(model, dtype=..., window=..., device=...)    # once, training begins
+    _start(model, dtype=..., window=..., device=..., start_step=N)  # once, training begins
     _open_step()        # the step's first micro-batch begins (starts the clock once)
     _stop_counting()    # before the optimizer runs: its ops are not model FLOPs
     _mark(phase)        # the waterfall's phase now starting ("optimizer", ...)
     _close_step()       # the step ended: one step-tracker boundary
     _window_metrics(step)   # at a logging step -> the metric dict (or None)
-    _stop()             # training ended (or failed)
+    _stop(step)         # training ended (a last log of the steps since the previous one);
+    _stop()             # ... or failed
 
 The FLOPs of a step are the one step-FLOPs policy's
 (:mod:`mfu_tracker.integrations._step_flops`), the dict is the one formatter's
 (:mod:`mfu_tracker.timing._metrics`), time is the step tracker's
 (:class:`~mfu_tracker.Tracker`), the phases are one ``switch_phase()``
 mark per event (:mod:`mfu_tracker.integrations._auto_phases`: data from a step boundary
-to the first micro-batch's work, the optimizer, no phase at a boundary), the
-JSONL log is :mod:`mfu_tracker.tracker._metrics_log`'s. Nothing here imports a
-framework.
+to the first micro-batch's work, the optimizer, no phase at a boundary; the
+badput phases checkpoint and eval from the adapters' save and evaluate hooks,
+compile for the first compiled step), the JSONL log is the tracker's
+(``log_path=``: its run record with ``start_step``, the trainer's global
+step, its ledger intervals, its run end; :mod:`mfu_tracker.job`). The steps'
+model FLOPs, which the policy resolves at logging time, are booked into the
+tracker's ledger then (:meth:`CallbackCore._book_flops`). Nothing here
+imports a framework.
 """
 from __future__ import annotations
 
@@ -46,7 +52,6 @@ from .._validate import (
     check_sample_batch,
 )
 from ..peaks._table import GPUSpec, check_spec
-from ..tracker._metrics_log import MetricsLog
 from ._auto_phases import AutoPhases
 from ._step_flops import (
     StepCounter,
@@ -58,6 +63,10 @@ from ._step_flops import (
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Steps kept beyond the window, so the steps since the previous log can be
+#: booked into the job ledger even when the log interval exceeds the window.
+LEDGER_SLACK = 1024
 
 
 def guarded(hook: F) -> F:
@@ -133,7 +142,8 @@ class CallbackCore:
     def _reset(self) -> None:
         self._tracker: Any = None
         self._phases: Optional[AutoPhases] = None
-        self._metrics_log: Optional[MetricsLog] = None
+        self._badput: Optional[str] = None    # the badput phase an adapter marked, running now
+        self._booked_upto = 0                 # steps whose FLOPs went to the ledger
         self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
                                  hfu_factor=self._hfu_factor, warn_once=self._warn_once,
                                  sample_batch=self.sample_batch)
@@ -163,8 +173,9 @@ class CallbackCore:
         return False
 
     def _start(self, model: Any, *, dtype: str, window: int, device: Any,
-               recompute: str = "none") -> None:
-        """Training begins: param bytes, the step tracker, the FLOP policy."""
+               recompute: str = "none", start_step: int = 0) -> None:
+        """Training begins: param bytes, the step tracker (its log, the run
+        resuming at global step ``start_step``), the FLOP policy."""
         from ..flops._analytic import param_bytes
         from ..tracker._tracker import Tracker
 
@@ -173,15 +184,15 @@ class CallbackCore:
             self._warn_once("params", "the model has no parameters: MBU is left out")
         else:
             self._param_bytes = float(param_bytes(model))
-        self._records = StepRecords(window)
+        self._records = StepRecords(window + LEDGER_SLACK)
         self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
                                 param_bytes=self._param_bytes, num_gpus=self.num_gpus,
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
-                                clock=self.clock)
-        if self.log_path is not None:
-            self._metrics_log = MetricsLog(self.log_path, owner="MFUCallback")
+                                clock=self.clock, log_path=self.log_path,
+                                start_step=max(0, int(start_step)))
         if self.phases:
             self._phases = AutoPhases(self._tracker)
+            self._phases.compiled(model)
         self._policy.attach(model, analytic=True, recompute=recompute)
         self._policy.prepare()
 
@@ -191,10 +202,23 @@ class CallbackCore:
         auto = self._phases
         if auto is None:
             return
+        self._badput = None
         if phase is None:
             auto.end()
         else:
-            self._tracker.switch_phase(phase)
+            auto.switch(phase)
+
+    def _mark_badput(self, phase: str) -> None:
+        """A badput phase (checkpoint, eval) starts now, unless it runs already."""
+        if self._phases is not None and self._badput != phase and self._tracker is not None:
+            self._mark(phase)
+            self._badput = phase
+
+    def _end_badput(self, phase: Optional[str] = None) -> None:
+        """The running badput phase (or only ``phase``) ended: back to data, the
+        next step's input (until the next training forward or boundary)."""
+        if self._badput is not None and phase in (None, self._badput):
+            self._mark("data")
 
     def _open_step(self) -> None:
         """An optimizer step's first micro-batch begins (the first starts the clock)."""
@@ -225,8 +249,20 @@ class CallbackCore:
             self._records.append(step)          # type: ignore[arg-type]
             self._steps_done += 1
 
-    def _stop(self) -> None:
-        """Training ended (or failed): no counter left active, every step resolved."""
+    def _stop(self, step: Optional[int] = None) -> None:
+        """Training ended (or failed): no counter left active, every step
+        resolved. With ``step`` (the global step at a normal end), the steps
+        since the last log are logged first -- on every rank, a collective
+        when distributed -- so the job ledger has their FLOPs."""
+        if step is not None and self._tracker is not None and not self._tracker.closed \
+                and self._steps_done != self._steps_logged:   # the same on every rank
+            try:
+                self._mark(None)
+                self._tracker.flush()
+                self._window_metrics(step)
+            except Exception as error:  # noqa: BLE001 -- the log's failure, warned once
+                self._warn_once("hook:on_log", f"MFUCallback's last log failed ({error!r}); "
+                                "its figures are left out")
         counter, self._counter = self._counter, None
         self._step = None
         if counter is not None:
@@ -245,7 +281,9 @@ class CallbackCore:
         distributed, a collective: every rank calls it at every logging step."""
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
-        window = self._window_work() if new_steps else None
+        summary = self._tracker.summary()
+        self._book_flops(summary)
+        window = self._window_work(summary) if new_steps else None
         out = window_metrics(self._tracker, window, prefix=self.metric_prefix)
         if out is None or window is None:
             return None
@@ -257,11 +295,23 @@ class CallbackCore:
             "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
             "dtype": peak.dtype, "metrics": out,
         })
-        if self._metrics_log is not None:
-            self._metrics_log.write(out, step=step)
         return out
 
-    def _window_work(self) -> Optional[WindowWork]:
+    def _window_work(self, summary: Dict[str, Any]) -> Optional[WindowWork]:
         """The work of the steps now in the tracker's window (None when the
         window is empty or reaches past the recorded steps)."""
-        return self._policy.window_work(self._records, self._tracker.summary())
+        return self._policy.window_work(self._records, summary)
+
+    def _book_flops(self, summary: Dict[str, Any]) -> None:
+        """Book the model FLOPs of the steps the tracker accounted for since
+        the last booking into its job ledger (they are resolved only now);
+        steps no longer kept, or without FLOPs, are left unbooked (the
+        ledger then says the job's FLOPs are incomplete)."""
+        accounted = self._records.total - int(summary.get("steps_pending") or 0)
+        first, self._booked_upto = self._booked_upto, max(self._booked_upto, accounted)
+        records = self._records.between(first, accounted)
+        if not records:
+            return
+        flops = self._policy.steps_model_flops(records)
+        if flops is not None:
+            self._tracker._book_flops(flops, len(records))

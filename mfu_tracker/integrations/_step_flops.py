@@ -10,7 +10,9 @@ Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
 
 1. **Counted**: every ``count_every``-th optimizer step runs under a
    :class:`~mfu_tracker.counter.FlopCounter` (:class:`StepCounter`) around
-   all its micro-batches, on their real shapes.
+   all its micro-batches, on their real shapes. The first counted step runs
+   with the counter's audit on: one warning per run names the ops outside
+   the FLOP table that look FLOP-heavy and ran uncounted.
 2. **Scaled**: a step in between takes the last counted step's FLOPs scaled
    by its work tokens (the tokens whose shapes ran: padded tokens where the
    integration sees the inputs, the user's ``num_tokens`` otherwise); equal
@@ -43,6 +45,14 @@ the executed ones). A step's ``flops_by_dtype`` is its model FLOPs split by
 the shares of its own count, else of the last counted step (scaled,
 analytic and profiled steps run the same mix of dtypes); before any step was
 counted it is unknown and ``mfu_mixed`` is left out.
+
+**VLMs** (a config with a vision tower, Qwen2.5-VL / Qwen3-VL): the
+analytic count takes each micro-batch's ``image_grid_thw`` /
+``video_grid_thw`` from the model's inputs (read at a logging step with the
+token counts), so the vision tower is in the model FLOPs. The window's
+``language_flops`` -- every step's model FLOPs x its language share from the
+analytic count of the same batch -- give ``mfu_language``, the convention
+that leaves the tower out (lmms-engine's), beside the honest ``mfu``.
 
 **HFU knobs** (the peer's): ``hfu_backward_factor`` f or ``backward_factor``
 F replace every step's executed FLOPs with forward x (1 + f) or forward x F;
@@ -117,11 +127,12 @@ class StepRecord:
     unknown); ``tokens``: real tokens per micro-batch (ints, floats or 0-d
     tensors still on the device); ``tokens_missing``: a micro-batch without a
     token count; ``batches``: (batch, seq_len, row lengths or None) per
-    micro-batch, for the analytic count; ``micro_batches``.
+    micro-batch, for the analytic count; ``grids``: a VLM batch's image and
+    video grids per micro-batch (the vision tower's work); ``micro_batches``.
     """
 
     __slots__ = ("counted", "reference", "work_tokens", "tokens", "tokens_missing", "batches",
-                 "micro_batches", "shares")
+                 "micro_batches", "shares", "grids")
 
     def __init__(self) -> None:
         self.counted: Optional[Flops] = None
@@ -133,6 +144,9 @@ class StepRecord:
         self.micro_batches = 0
         #: each compute dtype's share of the step's model FLOPs (None: unknown)
         self.shares: Optional[Dict[str, float]] = None
+        #: per micro-batch, a VLM batch's (image_grid_thw, video_grid_thw)
+        #: tensors (None where absent), read at a logging step
+        self.grids: List[Tuple[Any, Any]] = []
 
     def add_block(self, num_tokens: Optional[float]) -> None:
         """A micro-batch whose tokens the user gave (``None``: unknown)."""
@@ -162,6 +176,9 @@ class StepRecord:
         batch, seq = shape
         self.micro_batches += 1
         self.work_tokens = (self.work_tokens or 0) + batch * seq
+        self.grids.append(tuple(  # type: ignore[arg-type]
+            g.detach() if isinstance(g, torch.Tensor) and g.dim() == 2 and g.shape[-1] == 3
+            else None for g in (kwargs.get("image_grid_thw"), kwargs.get("video_grid_thw"))))
         mask = kwargs.get("attention_mask")
         if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == shape:
             lengths = mask.detach().sum(-1)      # on the mask's device: no sync
@@ -172,16 +189,22 @@ class StepRecord:
             self.batches.append((batch, seq, None))
 
 
-def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], List[List[List[int]]]]:
-    """Real tokens of each record (None: unknown) and the per-sequence lengths
-    of each of its micro-batches (``[]`` without a mask), read from the device
-    in one transfer."""
+#: A micro-batch's image and video grids, rows [t, h, w] (None: absent).
+Grids = Tuple[Optional[List[List[int]]], Optional[List[List[int]]]]
+
+
+def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], List[List[List[int]]],
+                                                        List[List[Grids]]]:
+    """Real tokens of each record (None: unknown), the per-sequence lengths
+    of each of its micro-batches (``[]`` without a mask) and their VLM grids,
+    read from the device in one transfer."""
     import torch
 
     tensors = []
     for record in records:
         tensors.extend(t for t in record.tokens if isinstance(t, torch.Tensor))
         tensors.extend(rows for _, _, rows in record.batches if rows is not None)
+        tensors.extend(g for pair in record.grids for g in pair if g is not None)
     values: List[Any] = []
     if tensors:
         device = tensors[0].device
@@ -194,15 +217,23 @@ def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], L
         pos += n
         return out
 
+    def rows(grid: Any) -> Optional[List[List[int]]]:
+        if grid is None:
+            return None
+        flat = take(grid.numel())
+        return [flat[i:i + 3] for i in range(0, len(flat), 3)]
+
     totals: List[Optional[float]] = []
     lengths: List[List[List[int]]] = []
+    grids: List[List[Grids]] = []
     for record in records:
         total = 0.0
         for t in record.tokens:
             total += take(1)[0] if isinstance(t, torch.Tensor) else t
         totals.append(None if record.tokens_missing or not record.tokens else total)
         lengths.append([take(rows.numel()) if rows is not None else [] for _, _, rows in record.batches])
-    return totals, lengths
+        grids.append([(rows(image), rows(video)) for image, video in record.grids])
+    return totals, lengths, grids
 
 
 class StepCounter:
@@ -230,8 +261,9 @@ class StepCounter:
                     FlopCounter,  # lazy: the counter loads its extension
                 )
 
+                # the first counted step audits what the count does not cover
                 self._counter = FlopCounter(causal_attention=self._policy.causal_attention,
-                                            modules=False)
+                                            modules=False, audit=not self._policy.audited)
             self._before = self.totals()
             self._counter.__enter__()
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
@@ -262,6 +294,13 @@ class StepCounter:
         self.ran = True
         before = self._before
         return (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+
+    def warn_audit(self) -> None:
+        """One warning per run naming the FLOP-heavy ops the audited step
+        ran without counting them (FlopCounter.audit_warning)."""
+        heavy = self._counter.audit_warning() if self._counter is not None else None
+        if heavy is not None:
+            self._policy.warn_once("audit", f"FlopCounter (first counted step): {heavy}")
 
     def shares(self) -> Optional[Dict[str, float]]:
         """Each dtype's share of the model FLOPs counted so far (of the
@@ -300,6 +339,7 @@ class StepFlops:
         self.sample_batch = sample_batch
         self.model: Any = None
         self.config: Any = None            # a transformer_flops-capable config, or None
+        self.vision = False                # the config has a vision tower (a VLM)
         self.recompute = "none"            # activation recompute for the analytic count
         self.steps = 0                     # optimizer steps closed
         self.reference: Optional[Tuple[Flops, Optional[float]]] = None  # the last counted step's
@@ -307,6 +347,7 @@ class StepFlops:
         self.profile: Optional[Flops] = None
         self.profile_tokens: Optional[int] = None
         self._profile_failed = False
+        self.audited = False               # a counted step ran with the audit on
 
     # ---- set-up -------------------------------------------------------------------
 
@@ -316,13 +357,17 @@ class StepFlops:
         self.model = model
         self.recompute = recompute
         self.config = None
+        self.vision = False
         config = getattr(model, "config", None) if analytic else None
         if config is not None:
             from ..flops._analytic import transformer_flops
+            from ..flops._hf_config import dims_from_config
 
             try:
-                transformer_flops(config, seq_len=1, batch_size=1, formula="matmul")
-                self.config = config
+                read = dims_from_config(config)  # once: the analytic count reuses it
+                transformer_flops(read, seq_len=1, batch_size=1, formula="matmul")
+                self.config = read
+                self.vision = read.vision is not None
             except Exception:  # noqa: BLE001 -- not a supported transformer
                 self.config = None
 
@@ -398,6 +443,9 @@ class StepFlops:
         end of every region) or scaled from the last counted step."""
         if counter is not None:
             counter.stop()
+        if counter is not None and counter.ran and not self.audited:
+            self.audited = True
+            counter.warn_audit()
         if counter is not None and counter.ran and not counter.failed:
             record.counted = self.counted(counter.totals())
             self.reference = (record.counted, record.work_tokens)
@@ -418,18 +466,19 @@ class StepFlops:
     # ---- resolving ----------------------------------------------------------------
 
     def resolve(self, record: StepRecord, tokens: Optional[float] = None,
-                lengths: Optional[List[List[int]]] = None) -> Optional[Flops]:
+                lengths: Optional[List[List[int]]] = None,
+                grids: Optional[List[Grids]] = None) -> Optional[Flops]:
         """(model, executed, forward) FLOPs of a closed step (or block), the HFU
         knobs applied; None when no source has them. ``tokens``: its real
-        tokens; ``lengths``: its micro-batches' sequence lengths
-        (:func:`read_tokens`)."""
+        tokens; ``lengths``, ``grids``: its micro-batches' sequence lengths
+        and VLM grids (:func:`read_tokens`)."""
         flops = record.counted
         if flops is None and record.reference is not None:
             ref, ref_tokens = record.reference
             work = record.work_tokens
             flops = _scale(ref, work / ref_tokens) if work is not None and ref_tokens else ref
         if flops is None and self.config is not None and record.batches:
-            flops = self._analytic(record.batches, lengths)
+            flops = self._analytic(record.batches, lengths, grids)[0]
         if flops is None:
             flops = self._profiled(tokens, record.micro_batches)
         if flops is None:
@@ -438,24 +487,42 @@ class StepFlops:
             flops = (flops[0], flops[2] * self.hfu_factor, flops[2])
         return flops
 
-    def _analytic(self, batches: List[Tuple[int, int, Any]],
-                  lengths: Optional[List[List[int]]]) -> Flops:
+    def _analytic(self, batches: List[Tuple[int, int, Any]], lengths: Optional[List[List[int]]],
+                  grids: Optional[List[Grids]] = None) -> Tuple[Flops, float]:
+        """The analytic count of a step's micro-batches (a VLM's images and
+        videos included; no MTP layers: transformers builds none), and the
+        language model's part of its model FLOPs."""
         from ..flops._analytic import transformer_flops
 
-        model = executed = forward = 0.0
+        model = executed = forward = language = 0.0
         for i, (batch, seq, rows) in enumerate(batches):
+            image, video = grids[i] if grids is not None and i < len(grids) else (None, None)
+            common = dict(formula="matmul", causal_attention=self.causal_attention,
+                          activation_recompute=self.recompute, num_mtp_layers=0,
+                          image_grid_thw=image or None, video_grid_thw=video or None)
             if rows is not None and lengths is not None:
                 f = transformer_flops(self.config, seq_lens=[n for n in lengths[i] if n > 0] or [0],
-                                      formula="matmul", causal_attention=self.causal_attention,
-                                      activation_recompute=self.recompute)
+                                      **common)
             else:
-                f = transformer_flops(self.config, seq_len=seq, batch_size=batch, formula="matmul",
-                                      causal_attention=self.causal_attention,
-                                      activation_recompute=self.recompute)
+                f = transformer_flops(self.config, seq_len=seq, batch_size=batch, **common)
             model += f.model_flops
             executed += f.hardware_flops
             forward += f.forward_flops
-        return (model, executed, forward)
+            language += f.language_flops
+        return (model, executed, forward), language
+
+    def language_share(self, record: StepRecord, lengths: Optional[List[List[int]]],
+                       grids: Optional[List[Grids]]) -> Optional[float]:
+        """The language model's share of a VLM step's model FLOPs, from the
+        analytic count of its micro-batches (the split a counted step's total
+        takes too); None without a VLM config or the step's inputs."""
+        if not self.vision or not record.batches:
+            return None
+        try:
+            (model, _, _), language = self._analytic(record.batches, lengths, grids)
+        except (ValueError, TypeError):
+            return None
+        return language / model if model > 0 else None
 
     def _profiled(self, tokens: Optional[float], micro_batches: int) -> Optional[Flops]:
         self.profile_sample()
@@ -465,14 +532,25 @@ class StepFlops:
             return _scale(self.profile, tokens / self.profile_tokens)
         return _scale(self.profile, float(max(1, micro_batches)))
 
+    def steps_model_flops(self, records: Sequence[StepRecord]) -> Optional[float]:
+        """The model FLOPs of ``records`` summed (the job ledger's steps: one
+        token read for all of them), or None when a step has none."""
+        if not records:
+            return 0.0
+        tokens, lengths, grids = read_tokens(records)
+        flops = [self.resolve(r, t, l, g) for r, t, l, g in zip(records, tokens, lengths, grids)]
+        if any(f is None for f in flops):
+            return None
+        return float(sum(f[0] for f in flops))  # type: ignore[index]
+
     def window_work(self, records: "StepRecords", summary: Mapping[str, Any]) -> Optional["WindowWork"]:
         """The work of the steps now in a tracker's window (its ``summary()``);
         None when the window is empty or reaches past the recorded steps."""
         chosen = records.in_window(summary)
         if chosen is None:
             return None
-        tokens, lengths = read_tokens(chosen)
-        step_flops = [self.resolve(r, t, l) for r, t, l in zip(chosen, tokens, lengths)]
+        tokens, lengths, grids = read_tokens(chosen)
+        step_flops = [self.resolve(r, t, l, g) for r, t, l, g in zip(chosen, tokens, lengths, grids)]
         known = all(f is not None for f in step_flops)
         if not known:
             self.warn_once("noflops", "no FLOPs for some steps (nothing counted, no supported "
@@ -485,8 +563,12 @@ class StepFlops:
             for split in splits:
                 for name, flops in split.items():  # type: ignore[union-attr]
                     by_dtype[name] = by_dtype.get(name, 0.0) + flops
+        shares = [self.language_share(r, l, g) for r, l, g in zip(chosen, lengths, grids)]
+        language = (sum(f[0] * share for f, share in zip(step_flops, shares))  # type: ignore[index,operator]
+                    if known and shares and all(share is not None for share in shares) else None)
         return WindowWork(
             steps=len(chosen), window_s=float(summary["window_s"]), known=known,
+            language_flops=language,
             tokens=total_tokens,
             model_flops=sum(f[0] for f in step_flops) if known else 0.0,  # type: ignore[index]
             executed_flops=sum(f[1] for f in step_flops) if known else None,  # type: ignore[index]
@@ -520,9 +602,20 @@ class StepRecords:
 
     def __init__(self, window: int) -> None:
         self._records: Deque[StepRecord] = deque(maxlen=window)
+        self.total = 0   # records ever appended: the next record's index
 
     def append(self, record: StepRecord) -> None:
         self._records.append(record)
+        self.total += 1
+
+    def between(self, first: int, end: int) -> Optional[List[StepRecord]]:
+        """The records of steps ``first <= i < end`` (indices in append order);
+        None when some are no longer kept."""
+        kept_from = self.total - len(self._records)
+        if first < kept_from or end > self.total:
+            return None
+        records = list(self._records)
+        return records[first - kept_from:end - kept_from]
 
     def in_window(self, summary: Mapping[str, Any]) -> Optional[List[StepRecord]]:
         """The records of the steps in the tracker's window (``summary()``:
@@ -541,16 +634,19 @@ class StepRecords:
 class WindowWork:
     """The work of a tracker's window: ``steps``, ``window_s`` (s), ``known``
     (every step has FLOPs), ``tokens`` (real tokens or None), ``model_flops``
-    / ``executed_flops`` (sums, FLOPs), ``step_flops`` (model FLOPs per step)."""
+    / ``executed_flops`` (sums, FLOPs), ``step_flops`` (model FLOPs per step),
+    ``language_flops`` (a VLM's model FLOPs without its vision tower, or
+    None: ``mfu_language``)."""
 
     __slots__ = ("steps", "window_s", "known", "tokens", "model_flops", "executed_flops", "step_flops",
-                 "flops_by_dtype", "warn_once")
+                 "flops_by_dtype", "warn_once", "language_flops")
 
     def __init__(self, *, steps: int, window_s: float, known: bool, tokens: Optional[float],
                  model_flops: float, executed_flops: Optional[float],
                  step_flops: List[Optional[float]],
                  flops_by_dtype: Optional[Dict[str, float]] = None,
-                 warn_once: Optional[WarnOnce] = None) -> None:
+                 warn_once: Optional[WarnOnce] = None,
+                 language_flops: Optional[float] = None) -> None:
         self.steps = steps
         self.window_s = window_s
         self.known = known
@@ -560,6 +656,7 @@ class WindowWork:
         self.step_flops = step_flops
         self.flops_by_dtype = flops_by_dtype  # the window's model FLOPs by dtype, or None
         self.warn_once = warn_once
+        self.language_flops = language_flops  # a VLM's language-model part, or None
 
     def ideal_s(self, peaks: Sequence[Optional[float]]) -> Optional[float]:
         """sum_d F_d / peak_d over the window, seconds (``peaks``:
@@ -584,7 +681,7 @@ class WindowWork:
         given = {"num_tokens": self.tokens}
         if self.known:
             given.update(model_flops=self.model_flops, executed_flops=self.executed_flops,
-                         ideal_s=self.ideal_s(peaks))
+                         ideal_s=self.ideal_s(peaks), language_flops=self.language_flops)
         return {name: value for name, value in given.items() if value is not None}
 
 

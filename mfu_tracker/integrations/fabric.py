@@ -36,7 +36,7 @@ re-exported here).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from ._lightning_precision import dtype_from_precision
 

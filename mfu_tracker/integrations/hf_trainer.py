@@ -45,6 +45,16 @@ How the numbers are made:
   for ``dtype`` (default: bf16 / fp16 from the Trainer's mixed precision, else
   the model's parameter dtype, else tf32 when CUDA matmuls allow TF32, else fp32).
 
+* **The job** (issue 28): the tracker's run starts at the Trainer's
+  ``state.global_step`` (after ``resume_from_checkpoint`` loaded it), so a
+  resumed run's log shows which steps an earlier run re-does. Evaluation is
+  the badput phase ``eval`` (from the first prediction step to
+  ``on_evaluate``), saving a checkpoint ``checkpoint`` (from the end of the
+  step's logging / evaluation to ``on_save``; a second, tail callback placed
+  after the Trainer's flow callback reads the ``should_*`` flags it sets),
+  and a compiled model's first step ``compile``: none of them is charged to
+  a step's MFU, and ``mfu-tracker goodput`` books them.
+
 Nothing in the callback raises during ``train()``: a failing hook gives one
 warning and its figures are left out. Configuration errors raise at
 construction, naming the argument.
@@ -60,6 +70,26 @@ from .._dtypes import normalize_dtype
 from ._callback import CallbackCore, guarded
 
 __all__ = ["MFUCallback"]
+
+
+class _AfterFlow(TrainerCallback):
+    """The callback's tail, last in the Trainer's list: it sees the
+    ``should_log`` / ``should_evaluate`` / ``should_save`` flags that the
+    Trainer's flow callback sets in ``on_step_end`` (after the head ran), and
+    starts the badput phase of what the Trainer does next: the save begins
+    after the step's log and evaluation."""
+
+    def __init__(self, head: "MFUCallback") -> None:
+        self.head = head
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.head._tail_event("step_end", control)
+
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.head._tail_event("log", control)
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.head._tail_event("evaluate", control)
 
 
 class MFUCallback(CallbackCore, TrainerCallback):
@@ -120,6 +150,8 @@ class MFUCallback(CallbackCore, TrainerCallback):
         CallbackCore._reset(self)
         self._hook: Any = None
         self._ordered = False
+        self._tail = _AfterFlow(self)
+        self._after_step: Optional[bool] = None   # after a step's end: its log still pending
 
     # ---- helpers -----------------------------------------------------------------
 
@@ -135,9 +167,11 @@ class MFUCallback(CallbackCore, TrainerCallback):
             handler = frame.f_locals.get("self")
             if isinstance(handler, CallbackHandler):
                 callbacks = handler.callbacks
-                if callbacks and callbacks[0] is self:
+                tail = getattr(self, "_tail", None)
+                if callbacks and callbacks[0] is self and (tail is None or callbacks[-1] is tail):
                     return True
-                handler.callbacks = [self] + [c for c in callbacks if c is not self]
+                others = [c for c in callbacks if c is not self and not isinstance(c, _AfterFlow)]
+                handler.callbacks = [self] + others + ([tail] if tail is not None else [])
                 return True
             frame = frame.f_back
         return False
@@ -189,10 +223,12 @@ class MFUCallback(CallbackCore, TrainerCallback):
                 and strategy == "steps" else 100
         device = self.device if self.device is not None else getattr(args, "device", None)
         recompute = "full" if getattr(args, "gradient_checkpointing", False) else "none"
-        self._start(model, dtype=dtype, window=window, device=device, recompute=recompute)
+        self._start(model, dtype=dtype, window=window, device=device, recompute=recompute,
+                    start_step=int(getattr(state, "global_step", 0) or 0))
         self._hook = model.register_forward_pre_hook(self._record_inputs, with_kwargs=True)
         if self._phases is not None:
             self._phases.attach(model)   # forward / backward from the model's hooks
+            self._phases.compiled(model, declared=bool(getattr(args, "torch_compile", False)))
 
     def _record_inputs(self, module: Any, args: Any, kwargs: Any) -> None:
         """Forward pre-hook: the tokens and shapes of a training micro-batch."""
@@ -207,7 +243,9 @@ class MFUCallback(CallbackCore, TrainerCallback):
 
     @guarded
     def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._after_step = None
         if self._tracker is not None:
+            self._end_badput()          # a phase a skipped save left running
             self._open_step()
 
     @guarded
@@ -225,7 +263,37 @@ class MFUCallback(CallbackCore, TrainerCallback):
 
     @guarded
     def on_prediction_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self._mark(None)                # evaluation is not the step's data wait
+        self._mark_badput("eval")       # evaluation: a badput phase, not the step's data wait
+
+    @guarded
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self._end_badput("checkpoint")
+
+    @guarded
+    def _tail_event(self, event: str, control: Any) -> None:
+        """The tail's events (:class:`_AfterFlow`): after a step's end, its log
+        and its evaluation, the Trainer evaluates and saves as the flags say."""
+        if self._tracker is None or self._tracker.closed:
+            return
+        if event == "step_end":
+            self._after_step = bool(control.should_log)
+            if not control.should_log:
+                self._next_badput(control)
+        elif event == "log" and self._after_step and self._badput is None:
+            self._after_step = False             # the step's own log ran
+            self._next_badput(control)
+        elif event == "evaluate":
+            if control.should_save and self._after_step is not None:
+                self._mark_badput("checkpoint")  # evaluation done: the save follows
+            else:
+                self._end_badput("eval")
+
+    def _next_badput(self, control: Any) -> None:
+        """The evaluation or the save the Trainer runs next starts now."""
+        if control.should_evaluate:
+            self._mark_badput("eval")
+        elif control.should_save:
+            self._mark_badput("checkpoint")
 
     @guarded
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -235,7 +303,7 @@ class MFUCallback(CallbackCore, TrainerCallback):
     @guarded
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._remove_hook()
-        self._stop()
+        self._stop(int(getattr(state, "global_step", 0) or 0))
 
     def _remove_hook(self) -> None:
         hook, self._hook = getattr(self, "_hook", None), None

@@ -63,6 +63,16 @@ How the numbers are made:
   ``comm_bytes/<kind>``) and the straggler keys name a slow rank, whatever
   communication hook the strategy uses.
 
+* **The job** (issue 28): the tracker's run starts at ``trainer.global_step``
+  (after ``fit(ckpt_path=...)`` restored it), so a resumed run's log shows
+  which steps an earlier run re-does. Validation during ``fit()`` is the
+  badput phase ``eval`` (``on_validation_start`` to ``on_validation_end``),
+  saving a checkpoint ``checkpoint`` (around ``trainer.save_checkpoint``,
+  which ``ModelCheckpoint`` calls: the callback wraps it on the Trainer for
+  the fit and restores it after), and a compiled module's first step
+  ``compile``: none is charged to a step's MFU; ``mfu-tracker goodput``
+  books them.
+
 Nothing in the callback raises into ``fit()``: a failing hook gives one
 warning and its figures are left out, and a logger whose ``log_metrics``
 raises gets one warning and is skipped (the others still receive the
@@ -144,6 +154,7 @@ class MFUCallback(CallbackCore, Callback):
 
     def _reset(self) -> None:
         CallbackCore._reset(self)
+        self._saving: Any = None          # (trainer, its save_checkpoint) while wrapped
         self._step_opened_at = 0          # trainer.global_step when the open step began
         self._log_every = _DEFAULT_LOG_EVERY
         self._last_log = 0                # global_step // log_every at the last log
@@ -187,13 +198,56 @@ class MFUCallback(CallbackCore, Callback):
 
     @guarded
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        self._unwrap_save()
         self._stop()
         self._reset()
         if self._is_model(pl_module, "on_train_start"):
             device = self.device if self.device is not None else getattr(pl_module, "device", None)
             self._start(pl_module, dtype=self._resolve_dtype(trainer, pl_module),
-                        window=self._logging_window(trainer), device=device)
+                        window=self._logging_window(trainer), device=device,
+                        start_step=int(getattr(trainer, "global_step", 0) or 0))
             self._attach_ddp(getattr(getattr(trainer, "strategy", None), "model", None))
+            self._wrap_save(trainer)
+
+    def _wrap_save(self, trainer: Any) -> None:
+        """Mark ``checkpoint`` around ``trainer.save_checkpoint`` (an attribute
+        of this Trainer, removed at the end of the fit)."""
+        original = getattr(trainer, "save_checkpoint", None)
+        if original is None or self._phases is None:
+            return
+
+        def save_checkpoint(*args: Any, **kwargs: Any) -> Any:
+            self._badput_event("checkpoint", begin=True)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self._badput_event("checkpoint", begin=False)
+
+        trainer.save_checkpoint = save_checkpoint
+        self._saving = (trainer, save_checkpoint)
+
+    def _unwrap_save(self) -> None:
+        saving, self._saving = getattr(self, "_saving", None), None
+        if saving is not None and vars(saving[0]).get("save_checkpoint") is saving[1]:
+            del saving[0].save_checkpoint
+
+    @guarded
+    def _badput_event(self, phase: str, *, begin: bool) -> None:
+        if self._tracker is None or self._tracker.closed:
+            return
+        if begin:
+            self._mark_badput(phase)
+        else:
+            self._end_badput(phase)
+
+    @guarded
+    def on_validation_start(self, trainer: Any, pl_module: Any) -> None:
+        if not getattr(trainer, "sanity_checking", False):
+            self._badput_event("eval", begin=True)
+
+    @guarded
+    def on_validation_end(self, trainer: Any, pl_module: Any) -> None:
+        self._badput_event("eval", begin=False)
 
     def _attach_ddp(self, wrapped: Any) -> None:
         """Exposed communication under the DDP strategy: the strategy wrapped
@@ -261,11 +315,13 @@ class MFUCallback(CallbackCore, Callback):
 
     @guarded
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        self._unwrap_save()
         self._mark(None)
-        self._stop()
+        self._stop(int(getattr(trainer, "global_step", 0) or 0))
 
     @guarded
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        self._unwrap_save()
         self._stop()   # never leave a FLOP counter active after fit() failed
 
     # ---- figures -----------------------------------------------------------------

@@ -136,8 +136,13 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             marking hook of ``Tracker.attach_ddp``). False: no marks (mark
             them yourself with ``wrapper.tracker.phase()``).
         log_path: append each non-empty ``metrics()`` dict to this JSONL file
-            (rank 0 only; the input of ``mfu-tracker report``): the tracker's
-            ``log_path`` (see :class:`~mfu_tracker.Tracker`).
+            (rank 0 only; the input of ``mfu-tracker report`` and
+            ``mfu-tracker goodput``): the tracker's ``log_path`` (see
+            :class:`~mfu_tracker.Tracker`).
+        start_step: the global step this run resumes from (the tracker's
+            ``start_step``: after loading a checkpoint, the optimizer steps
+            earlier runs trained). A compiled model's first step is marked
+            ``compile`` (:mod:`mfu_tracker.integrations._auto_phases`).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -166,6 +171,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         distributed: Optional[bool] = False,
         phases: bool = True,
         log_path: Any = None,
+        start_step: int = 0,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -196,7 +202,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
-                                distributed=distributed, log_path=log_path)
+                                distributed=distributed, log_path=log_path,
+                                start_step=start_step)
         timer, index, current = block_clock(clock, device, "track_step()")
         d["_timer"] = timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)
@@ -207,6 +214,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         if phases:
             d["_phases"] = AutoPhases(d["_tracker"])
             d["_phases"].attach(model)
+            d["_phases"].compiled(model)
             if isinstance(model, torch.nn.parallel.DistributedDataParallel):
                 self._attach_ddp(model)
         self._open_step()
@@ -437,7 +445,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """End-to-end figures of the last ``window`` optimizer steps
-        (:meth:`mfu_tracker.Tracker.metrics`); never blocks.
+        (:meth:`mfu_tracker.Tracker.metrics`); never blocks. ``{}`` until a
+        measured optimizer step has closed (after the ``warmup`` ones), as
+        there.
 
         With ``distributed=True`` (or None under an initialized process group)
         it is a collective giving global figures: every rank must call it at

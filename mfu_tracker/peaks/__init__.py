@@ -6,7 +6,7 @@ the measured peaks (:mod:`._table`), and the one rule that picks the peak a
 run is measured against (:mod:`._resolve`: argument, environment override,
 table row; none -> MFU unavailable).
 
-Layer 1 of the package (peaks -> flops -> timing -> distributed -> tracker ->
+Layer 1 of the package (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import: the foundation (``_C``, ``_validate``,
 ``_dtypes``) only.
 """

@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from .. import _C
 from .._dtypes import DTYPE_NAMES, normalize_dtype
@@ -85,6 +85,14 @@ class GPUSpec:
       - ``mig_fraction``: share of the device's SMs (1.0 for a whole device;
         slice SMs / device SMs for a MIG slice or AMD compute partition;
         peaks and bandwidth are already scaled by it).
+      - ``unpublished_dtypes``: dtypes the device computes but no source
+        publishes a dense peak for (B300 int8); absent from
+        ``peak_flops_by_dtype`` like a dtype it has no peak for at all.
+      - ``candidates``: for a name that fits several rows of the table
+        ("A100": four rows), those rows; the spec then holds only what all
+        of them have -- the peaks they share and, when it agrees too, the
+        memory bandwidth (csrc/core/gpu_lookup.h, rule 3). ``match_note``
+        says so in words. Empty for a single row.
     """
 
     name: str
@@ -99,11 +107,27 @@ class GPUSpec:
     architecture: str = ""
     memory_bytes: int = 0
     mig_fraction: float = 1.0
+    unpublished_dtypes: tuple[str, ...] = ()
+    candidates: tuple["GPUSpec", ...] = field(default=(), repr=False)
 
     @property
     def peak_memory_bandwidth_tbs(self) -> float:
         """Peak memory bandwidth in TB/s (1e12 bytes/s); 0.0 when not known."""
         return self.memory_bandwidth_bytes_per_sec / 1e12
+
+    @property
+    def match_note(self) -> str:
+        """For a name that fits several rows (``candidates``): which rows, and
+        that their shared peaks are used; MBU only when their bandwidths agree.
+        "" for a single row."""
+        if not self.candidates:
+            return ""
+        rows = ", ".join(c.name for c in self.candidates)
+        note = (f"{self.name!r} fits {len(self.candidates)} rows of the peak table ({rows}); "
+                f"the peaks they share are used ({_peak_list(self)})")
+        if self.memory_bandwidth_bytes_per_sec:
+            return note + f"; their memory bandwidth is the same ({self.peak_memory_bandwidth_tbs:g} TB/s)"
+        return note + "; " + bandwidth_reason(self.candidates)
 
     def has_peak(self, dtype: Any = "fp16") -> bool:
         """Whether this device has a dense peak for ``dtype`` (name or torch dtype)."""
@@ -119,11 +143,23 @@ class GPUSpec:
         try:
             return self.peak_flops_by_dtype[name]
         except KeyError:
+            if any(c.has_peak(name) for c in self.candidates):
+                raise ValueError(
+                    f"dtype: {self.name!r} fits {len(self.candidates)} rows of the peak table "
+                    f"with different dense {name} peaks (TFLOP/s): {candidate_list(self.candidates, name)}; "
+                    f"name one of them, e.g. {self.candidates[0].name!r}"
+                ) from None
             have = [d for d in DTYPE_NAMES if d in self.peak_flops_by_dtype]
             if not have:
                 raise ValueError(
                     f"dtype: no peak is known for {self.name!r} (source {self.source!r}); "
                     f"give one with user_gpu_spec(), {PEAK_ENV_VAR} or measured_gpu_spec()"
+                ) from None
+            if name in self.unpublished_dtypes:
+                raise ValueError(
+                    f"dtype: {self.name!r} computes {name}, but no source publishes its dense "
+                    f"{name} peak (it has: {', '.join(have)}); give one with user_gpu_spec() "
+                    f"or {PEAK_ENV_VAR}"
                 ) from None
             raise ValueError(
                 f"dtype: {self.name!r} has no dense {name} peak; it has: {', '.join(have)}"
@@ -158,7 +194,30 @@ def _spec_from_row(row: dict[str, Any]) -> GPUSpec:
         architecture=row["architecture"],
         memory_bytes=int(row["memory_bytes"]),
         mig_fraction=float(row["mig_fraction"]),
+        unpublished_dtypes=tuple(row["unpublished_dtypes"]),
     )
+
+
+def _peak_list(spec: GPUSpec) -> str:
+    """"bf16 312, fp16 312, ..." TFLOP/s, in the core's dtype order."""
+    return ", ".join(f"{d} {spec.peak_flops_by_dtype[d] / 1e12:g}"
+                     for d in DTYPE_NAMES if d in spec.peak_flops_by_dtype) or "none"
+
+
+def candidate_list(candidates: tuple[GPUSpec, ...], dtype: str) -> str:
+    """"H100 SXM (989.4), H100 PCIe (756.5)": each row's dense ``dtype`` peak
+    in TFLOP/s ("no <dtype>" where it has none)."""
+    return ", ".join(f"{c.name} ({c.peak_tflops(dtype):g})" if c.has_peak(dtype)
+                     else f"{c.name} (no {dtype})" for c in candidates)
+
+
+def bandwidth_reason(candidates: tuple[GPUSpec, ...]) -> str:
+    """Why rows that share their peaks give no MBU: their bandwidths differ."""
+    figures = sorted({c.peak_memory_bandwidth_tbs for c in candidates})
+    known = ", ".join(f"{tbs:g}" for tbs in figures if tbs > 0)
+    if 0.0 in figures:
+        known = (known + ", " if known else "") + "unknown"
+    return f"their memory bandwidths differ ({known} TB/s), so MBU is unavailable"
 
 
 def gpu_spec_table() -> list[GPUSpec]:
@@ -166,23 +225,92 @@ def gpu_spec_table() -> list[GPUSpec]:
     return [_spec_from_row(row) for row in _C.gpu_spec_table()]
 
 
-def _lookup(name: str, compute_capability: Any, num_sms: Any,
-            total_memory_bytes: Any) -> Optional[GPUSpec]:
-    """The C lookup (every rule, display names included, lives there); the C
-    binding checks ``name``, ``num_sms`` and ``total_memory_bytes``."""
+class DeviceMatch(NamedTuple):
+    """What a device name (and its hints) is in the peak table.
+
+    ``spec``: the row; for a name that fits several rows, the spec of what
+    they share (``spec.candidates``), or None when they share no peak;
+    None for an unknown name. ``candidates``: those rows (listed up to
+    ``_C.LIMIT_GPU_CANDIDATES_MAX``; ``num_candidates`` counts them all).
+    """
+
+    spec: Optional[GPUSpec]
+    candidates: tuple[GPUSpec, ...]
+    num_candidates: int
+
+
+def _shared_spec(name: str, rows: tuple[GPUSpec, ...], shared: dict[str, Any]) -> GPUSpec:
+    """One spec for the rows an ambiguous name fits: the peaks every row has
+    (from the C rule), their bandwidth when it agrees, each row's datasheet."""
+    first = rows[0]
+    same = {field_name: getattr(first, field_name) if all(
+        getattr(r, field_name) == getattr(first, field_name) for r in rows) else default
+        for field_name, default in (("compute_capability", (0, 0)), ("num_sms", 0),
+                                    ("clock_rate_hz", 0.0), ("memory_bytes", 0),
+                                    ("vendor", ""), ("architecture", ""), ("mig_fraction", 1.0))}
+    citations = list(dict.fromkeys(r.citation for r in rows))
+    return GPUSpec(
+        name=name.strip(),
+        memory_bandwidth_bytes_per_sec=float(shared["memory_bandwidth_bytes_per_sec"]),
+        peak_flops_by_dtype={d: float(t) * 1e12 for d, t in shared["peak_tflops"].items()},
+        source="datasheet",
+        citation="; ".join(citations),
+        candidates=rows,
+        **same,
+    )
+
+
+def match_device_name(name: str, *, compute_capability: Any = None, num_sms: Any = None,
+                      total_memory_bytes: Any = None) -> DeviceMatch:
+    """The C lookup (every rule, display names and rule 3 for ambiguous
+    names included, lives in csrc/core/gpu_lookup.c) as a :class:`DeviceMatch`;
+    no warning. The C binding checks ``name``, ``num_sms`` and
+    ``total_memory_bytes``."""
     cc = check_int_pair(compute_capability, "compute_capability")
     cc_major, cc_minor = (None, None) if cc is None else cc
     row = _C.lookup_gpu_spec(name, cc_major, cc_minor, num_sms, total_memory_bytes)
-    return None if row is None else _spec_from_row(row)
+    if row is not None:
+        return DeviceMatch(_spec_from_row(row), (), 1)
+    tied = _C.gpu_candidates(name, cc_major, cc_minor, num_sms, total_memory_bytes)
+    if tied is None:
+        return DeviceMatch(None, (), 0)
+    rows = tuple(_spec_from_row(r) for r in tied["rows"])
+    spec = _shared_spec(name, rows, tied) if tied["peak_tflops"] else None
+    return DeviceMatch(spec, rows, int(tied["num_candidates"]))
+
+
+def _warn_match(name: str, match: DeviceMatch) -> None:
+    """One warning per name when the name did not give one row with peaks:
+    the rows it fits and whose peaks are used, or why none; unknown."""
+    if match.spec is not None and match.candidates:
+        _warn_once(f"shared:{name}", f"mfu_tracker: {match.spec.match_note}.", stacklevel=5)
+    elif match.candidates:
+        _warn_ambiguous(name, match)
+    elif match.spec is None or not match.spec.peak_flops_by_dtype:
+        _warn_unknown(name)
+
+
+def _warn_ambiguous(name: str, match: DeviceMatch) -> None:
+    rows = match.candidates
+    dtype = next((d for d in ("bf16", "fp16", "fp32") if any(r.has_peak(d) for r in rows)), "bf16")
+    shown = "" if match.num_candidates <= len(rows) else f" (the first {len(rows)} of {match.num_candidates})"
+    _warn_once(
+        f"unknown:{name}",
+        f"mfu_tracker: device name {name!r} fits {match.num_candidates} rows of the peak table "
+        f"with different peaks{shown}: {candidate_list(rows, dtype)} TFLOP/s dense {dtype}; MFU is "
+        f"unavailable. Name one row (e.g. lookup_gpu_spec({rows[0].name!r})), give num_sms / "
+        f"total_memory_bytes, or give the peak with user_gpu_spec() or {PEAK_ENV_VAR}=<TFLOP/s>.",
+        stacklevel=5,
+    )
 
 
 def _warn_unknown(name: str) -> None:
     _warn_once(
         f"unknown:{name}",
-        f"mfu_tracker: no datasheet peak for device {name!r} (unknown, ambiguous without "
-        "its SM count / memory, or a row without sourced peaks); MFU is unavailable. "
+        f"mfu_tracker: no datasheet peak for device {name!r} (unknown, or a row without "
+        "sourced peaks); MFU is unavailable. "
         f"Give the peak with user_gpu_spec(), {PEAK_ENV_VAR}=<TFLOP/s> or measured_gpu_spec().",
-        stacklevel=4,
+        stacklevel=5,
     )
 
 
@@ -201,14 +329,17 @@ def lookup_gpu_spec(
     a MIG slice's own SM count --, ``total_memory_bytes``) disambiguate
     variants; see csrc/core/gpu_lookup.h for the rules.
 
-    Returns ``None`` (and warns once per distinct name) for an unknown or
-    ambiguous device; a known row without sourced peaks (A10G) also warns
-    and has ``source == "unknown"``.
+    A name that fits several rows ("A100", "H100") gives, when the rows
+    share peaks, a spec of what they share (``spec.candidates`` lists them,
+    ``spec.match_note`` says so; one warning per name), else ``None`` after
+    one warning naming them with their peaks. An unknown name gives ``None``
+    (one warning per name); a known row without sourced peaks (A10G) also
+    warns and has ``source == "unknown"``.
     """
-    spec = _lookup(name, compute_capability, num_sms, total_memory_bytes)
-    if spec is None or not spec.peak_flops_by_dtype:
-        _warn_unknown(name)
-    return spec
+    match = match_device_name(name, compute_capability=compute_capability, num_sms=num_sms,
+                              total_memory_bytes=total_memory_bytes)
+    _warn_match(name, match)
+    return match.spec
 
 
 # ---- MFU_TRACKER_PEAK_TFLOPS ---------------------------------------------------
@@ -278,21 +409,23 @@ def get_gpu_spec(device: Any = None) -> GPUSpec:
 
     props = torch.cuda.get_device_properties(device)
     name = props.name
-    spec = _lookup(name, (int(props.major), int(props.minor)),
-                   int(props.multi_processor_count) or None, int(props.total_memory) or None)
-    if spec is None or not spec.peak_flops_by_dtype:
-        if os.environ.get(PEAK_ENV_VAR, "").strip() == "":
-            _warn_unknown(name)
-        if spec is None:
-            gfx = getattr(props, "gcnArchName", "") or ""
-            spec = _unknown_spec(
-                name,
-                compute_capability=(int(props.major), int(props.minor)),
-                num_sms=int(props.multi_processor_count),
-                memory_bytes=int(props.total_memory),
-                vendor="AMD" if gfx else "",
-                citation="not in the datasheet table" + (f" ({gfx})" if gfx else ""),
-            )
+    hints = dict(compute_capability=(int(props.major), int(props.minor)),
+                 num_sms=int(props.multi_processor_count) or None,
+                 total_memory_bytes=int(props.total_memory) or None)
+    match = match_device_name(name, **hints)
+    spec = match.spec
+    if os.environ.get(PEAK_ENV_VAR, "").strip() == "":
+        _warn_match(name, match)
+    if spec is None:
+        gfx = getattr(props, "gcnArchName", "") or ""
+        spec = _unknown_spec(
+            name,
+            compute_capability=(int(props.major), int(props.minor)),
+            num_sms=int(props.multi_processor_count),
+            memory_bytes=int(props.total_memory),
+            vendor="AMD" if gfx else "",
+            citation="not in the datasheet table" + (f" ({gfx})" if gfx else ""),
+        )
     return _apply_env_override(spec)
 
 
@@ -347,7 +480,8 @@ def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: 
     """
     import torch
 
-    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES))
+    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES),
+                        supported_by="measure_peak_flops")
     duration = check_at_most(check_positive_number(duration_s, "duration_s"), "duration_s", 60,
                              "seconds")
     dev = check_device(device)

@@ -6,7 +6,7 @@ the waterfall's definitions (:mod:`._waterfall`), device telemetry
 (:mod:`._telemetry`) and the one table of metric keys with its formatter
 (:mod:`._metrics`).
 
-Layer 3 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 3 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation and ``peaks``.
 """
 from ._track import *  # noqa: F403 -- the names _track.__all__ lists

@@ -49,6 +49,8 @@ KEYS: Tuple[MetricKey, ...] = (
     # issue 12: mixed precision, the measured ceiling, device telemetry (below)
     *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
         ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
+        # issue 27: a VLM's language model alone (lmms-engine's convention)
+        ("mfu_language", "ratio", "language-model FLOPs / time / peak: the vision tower left out"),
         ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
         # device telemetry (mfu_tracker.timing._telemetry), read at logging time
         ("power_w", "W", "mean board power since the last reading"),
@@ -81,6 +83,14 @@ KEYS: Tuple[MetricKey, ...] = (
               "share of the collectives' time hidden under compute (GPU clocks only)"),
     MetricKey("net_utilization", "net_utilization", 1.0, "ratio",
               "bus bytes / what the links could carry while collectives ran"),
+    # the job ledger (mfu_tracker.job, issue 28): `mfu-tracker goodput`'s figures
+    MetricKey("job_wall_s", "job_wall_s", 1.0, "s",
+              "the first run's process start to the job's last record"),
+    MetricKey("goodput", "goodput", 1.0, "fraction of job wall time",
+              "kept steps' time less their data phase / job_wall_s"),
+    MetricKey("goodput_s", "goodput_s", 1.0, "s", "kept steps' time less their data phase"),
+    MetricKey("job_mfu", "job_mfu", 1.0, "ratio",
+              "kept steps' model FLOPs / (the job's device-seconds x peak)"),
 )
 
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
@@ -90,6 +100,11 @@ FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("comm_bytes", "bytes", "payload bytes per step by collective kind"),
     ("comm_s", "s", "exposed communication seconds per step by collective kind"),
     ("comm_busbw_gbs", "GB/s", "bus bandwidth by collective kind (nccl-tests' conventions)"),
+    # distributed: where each waterfall loss is concentrated (issue 28's diagnosis)
+    ("mfu_lost_rank", "rank", "the rank with the largest share of each loss"),
+    # the job ledger (issue 28): badput/* and goodput add up to 1
+    ("badput", "fraction of job wall time", "the job's wall time lost to each cause"),
+    ("badput_s", "s", "seconds of the job's wall time lost to each cause"),
 )
 
 

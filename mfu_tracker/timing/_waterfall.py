@@ -48,6 +48,14 @@ from .. import _C
 PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication",
                            "pipeline_bubble")
 
+#: The badput phases (issue 28): work a job does besides training steps --
+#: saving a checkpoint, evaluating, compiling. A loop marks them like the
+#: phases above (``tracker.phase("checkpoint")``), but their time leaves the
+#: step it falls in (the step engine's excluded intervals,
+#: ``csrc/core/steps.h``), so they are no share of the waterfall: the job
+#: ledger books them (:mod:`mfu_tracker.job`).
+BADPUT_PHASES: Tuple[str, ...] = ("checkpoint", "eval", "compile")
+
 #: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order.
 LOSSES: Tuple[str, ...] = ("data", "communication", "pipeline_bubble", "optimizer",
                            "recompute", "compute", "other")

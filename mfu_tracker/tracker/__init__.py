@@ -1,10 +1,11 @@
 """The step tracker: end-to-end MFU of a training run, one call per step.
 
 Owns :class:`Tracker` (:mod:`._tracker`: step boundaries and phases on one
-clock, the window's figures, their aggregation across ranks) and its metrics
-log (:mod:`._metrics_log`: one JSON line per ``metrics()``).
+clock, the window's figures, their aggregation across ranks, the job
+ledger's intervals it logs and the values its Prometheus endpoint serves;
+the log's records, its writer and the endpoint are :mod:`mfu_tracker.job`'s).
 
-Layer 5 (peaks -> flops -> timing -> distributed -> tracker -> integrations
+Layer 6 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: every layer below it.
 """
 from ._tracker import Tracker

@@ -29,6 +29,7 @@ from .._validate import (
     check_log_path,
     check_optional_flag,
     check_optional_number,
+    check_optional_work,
     check_parallel_degrees,
     check_positive_number,
     check_prefix,
@@ -46,25 +47,35 @@ from ..distributed._figures import (
     combine,
     comm_families,
 )
+from ..job._log import MetricsLog, rank_world
+from ..job._prometheus import metrics_port as check_metrics_port
+from ..job._prometheus import serve as serve_metrics
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
 from ..timing._waterfall import PHASES, split_communication, waterfall
-from ._metrics_log import MetricsLog
+from ._run import RunBook
 
 __all__ = ["Tracker"]
 
 
+#: No window totals given (never mutated).
+_NO_TOTALS: Dict[str, float] = {}
+
+
 def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
-                   ideal_s: Any) -> Dict[str, float]:
+                   ideal_s: Any, language_flops: Any = None) -> Dict[str, float]:
     """The window totals given at logging time (``Tracker.metrics()``): each
     a finite number >= 0, or NaN (unknown) after one warning for anything
     else -- never an exception, which on one rank would leave the others
     waiting in the collective. Totals not given are left out."""
+    if (model_flops is None and executed_flops is None and num_tokens is None
+            and ideal_s is None and language_flops is None):
+        return _NO_TOTALS  # the common call: nothing given, nothing to check
     given = dict(model_flops=model_flops, executed_flops=executed_flops,
-                 num_tokens=num_tokens, ideal_s=ideal_s)
+                 num_tokens=num_tokens, ideal_s=ideal_s, language_flops=language_flops)
     totals: Dict[str, float] = {}
     for argument, value in given.items():
         if value is None:
@@ -76,6 +87,18 @@ def _window_totals(model_flops: Any, executed_flops: Any, num_tokens: Any,
                           RuntimeWarning, stacklevel=4)
             totals[argument] = math.nan
     return totals
+
+
+def _mfu_language(figures: Mapping[str, Any], language_flops: float) -> Optional[float]:
+    """MFU of the language model alone (a VLM's tower left out: the
+    lmms-engine convention): ``mfu`` x language FLOPs / the window's model
+    FLOPs, so it shares every denominator with ``mfu``. None when either is
+    unknown."""
+    mfu, achieved, window_s = (figures.get("mfu"), figures.get("achieved_flops_per_sec"),
+                               figures.get("window_s"))
+    if mfu is None or not achieved or not window_s or language_flops != language_flops:
+        return None
+    return mfu * language_flops / (achieved * window_s)
 
 
 def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
@@ -235,6 +258,10 @@ class Tracker(_C.StepTracker):
     ``{prefix}/mfu_mixed``           (sum_d F_d / peak_d) / window time / ``num_gpus``:
                                      each dtype's FLOPs charged to its own peak (needs
                                      ``flops_by_dtype``; equals ``mfu`` for one dtype)
+    ``{prefix}/mfu_language``        MFU of the language model alone: a VLM's vision tower
+                                     left out (the lmms-engine convention; needs a
+                                     ``language_flops`` window total: the integrations
+                                     give it for a VLM config)
     ``{prefix}/mfu_vs_measured``     model FLOP/s / the measured GEMM peak
                                      (``measure_peak=True``)
     ``{prefix}/power_w``             mean board power since the previous ``metrics()``, W
@@ -347,6 +374,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
+    ``{prefix}/mfu_language``                       peak-weighted mean of the ranks' ``mfu_language``
     ``{prefix}/mfu_vs_measured``                    sum_r achieved_r / sum_r measured peak_r
     ``{prefix}/power_w``                            sum over ranks (each rank reads its own device)
     ``{prefix}/energy_j_per_token``                 ``power_w`` / the job's tokens per second
@@ -439,11 +467,28 @@ class Tracker(_C.StepTracker):
             (on when the tracker's clock is a CUDA device), True (the same,
             warning when the device cannot be identified), False (off), or
             an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
-        log_path: a file to append each non-empty ``metrics()`` dict to, one
-            JSON line with ``step`` (steps completed) and ``time`` (wall
-            seconds) -- the input of ``mfu-tracker report``. Only rank 0
-            writes; a failing write gives one warning and stops the logging
-            (:mod:`mfu_tracker.tracker._metrics_log`). None: no log.
+        log_path: a file to append the run's records to: a run record now
+            (run id, host, ranks, the process's start time from the OS,
+            ``start_step``, the peak), one JSON line per non-empty
+            ``metrics()`` dict with ``step`` (the global step: ``start_step``
+            + steps completed), ``time`` (wall seconds) and the job ledger's
+            interval (the steps since the previous line, their time and
+            phase seconds), and a run-end record at ``close()`` (or the
+            interpreter's exit) -- the input of ``mfu-tracker report`` and
+            ``mfu-tracker goodput``. Runs of one job (restarts) append to the
+            same file. Only rank 0 writes; a failing write gives one warning
+            and stops the logging (:mod:`mfu_tracker.job`). None: no log.
+        start_step: the global step this run resumes from (after loading a
+            checkpoint: the steps before it were trained by earlier runs);
+            steps an earlier run logged at or beyond it are lost progress in
+            the job ledger. The integrations take it from the trainer.
+        metrics_port: serve the latest ``metrics()`` values on this port, on
+            rank 0, as Prometheus gauges ``mfu_tracker_*`` (labels ``job``,
+            ``rank``, ``prefix``; :mod:`mfu_tracker.job._prometheus`); 0 picks
+            a free port (:attr:`metrics_port`). Default: the
+            ``MFU_TRACKER_METRICS_PORT`` environment variable, else none.
+            Needs ``prometheus_client`` (the ``[prometheus]`` extra).
+
         comm: observe the process's collectives (see "Communication"):
             None (yes, under an initialized process group), True (require
             one: ValueError without) or False (no: exposed communication
@@ -458,6 +503,16 @@ class Tracker(_C.StepTracker):
             table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
             or RoCE ports, shared by its ranks, across nodes).
 
+    **The job** (issue 28). A step is numbered by the boundaries: the first
+    ``step()`` starts the clock, the i-th step it closes is global step
+    ``start_step + i`` -- call ``step()`` once before the loop and once after
+    each step (what the integrations do), or the first loop iteration is part
+    of the run's startup. ``phase("checkpoint")``, ``phase("eval")`` and
+    ``phase("compile")`` mark the job's badput: their time leaves the step it
+    falls in (like ``metrics()``' own), so no step's MFU is charged for it,
+    and the ledger books it; marked before the first ``step()`` they are part
+    of startup (no step is open to charge).
+
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. After
     construction nothing raises into the loop: a GPU driver failure gives one
     warning and the CPU clock (steps in flight are dropped); a bad per-step
@@ -465,7 +520,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_log", "_comm")
+                 "_measured_flops_per_sec", "_telemetry", "_run", "_comm", "__weakref__")
 
     def __init__(
         self,
@@ -492,13 +547,17 @@ class Tracker(_C.StepTracker):
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
         log_path: Any = None,
+        start_step: int = 0,
+        metrics_port: Optional[int] = None,
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
         log_file = check_log_path(log_path)
-        model_flops = check_optional_number(flops_per_step, "flops_per_step", 0)
-        executed_flops = check_optional_number(executed_flops_per_step, "executed_flops_per_step", 0)
-        bytes_per_step = check_optional_number(param_bytes, "param_bytes", 0)
+        start_step = check_int(start_step, "start_step", 0)
+        port = check_metrics_port(metrics_port)
+        model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
+        executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
+        bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
         window = check_int(window, "window", 1, WINDOW_MAX)
         warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
@@ -544,7 +603,10 @@ class Tracker(_C.StepTracker):
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
-        self._log = None if log_file is None else MetricsLog(log_file)
+        endpoint = serve_metrics(port) if port is not None and rank_world()[0] == 0 else None
+        self._run = RunBook(start_step=start_step, endpoint=endpoint,
+                            log=None if log_file is None else MetricsLog(log_file))
+        self._run.start(self, peak=peak, num_gpus=num_gpus)
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(distributed_timeout) if aggregate else None
@@ -584,10 +646,19 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
+
+        ``{}`` until a measured step is in the window -- not an error, and not
+        warned about: the first ``step()`` starts the clock, each later one
+        closes a step, and the first ``warmup`` closed steps are not measured,
+        so with ``warmup=1`` the first figures come after the third ``step()``
+        call (on a GPU clock, once the GPU has passed that step's end: about
+        one step later). A figure the window cannot give (MFU without a
+        peak, tokens/s without ``num_tokens``) is left out, never 0.
 
         Local and never blocking without a process group; with one, a
         collective returning the global figures on every rank. The time
@@ -600,17 +671,62 @@ class Tracker(_C.StepTracker):
         loops that know a window's work only at logging time (the
         integrations): each replaces the window's own total, and the ratios
         are formed from it. A bad one (negative, NaN, not a number) gives one
-        warning and leaves the figures that need it out.
+        warning and leaves the figures that need it out. ``language_flops``:
+        the part of the window's model FLOPs spent in the language model (a
+        VLM's vision tower left out), giving ``mfu_language``.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
-        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s)
-        out = self._metrics(prefix, totals)
-        log = self._log
-        if log is not None and out:
-            log.write(out, step=max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0))
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
+        run = self._run
+        # The ledger's interval: for the log's line and the aggregation's row only.
+        interval = run.interval(self) if run.log is not None or self.distributed else None
+        out = self._metrics(prefix, totals, interval)
+        if out:
+            run.logged(out, interval, prefix=prefix, step=self.global_step)
         return out
 
-    def _metrics(self, prefix: str, totals: Dict[str, float]) -> Dict[str, float]:
+    @property
+    def global_step(self) -> int:
+        """``start_step`` + the steps completed (``step()`` calls - 1): the
+        ``step`` of the run's log lines."""
+        return self._run.start_step + max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0)
+
+    @property
+    def start_step(self) -> int:
+        """The global step this run resumed from (``start_step=``)."""
+        return self._run.start_step
+
+    @property
+    def run_id(self) -> str:
+        """This run's id in the log's run record (a fresh random id per tracker)."""
+        return self._run.run_id
+
+    @property
+    def metrics_port(self) -> Optional[int]:
+        """The port the Prometheus endpoint serves on (None: no endpoint here)."""
+        endpoint = self._run.endpoint
+        return None if endpoint is None else endpoint.port
+
+    def peak_check(self, measured_flops_per_sec: float) -> bool:
+        """A second measurement of the peak (FLOP/s per device, e.g. measured
+        again after training): logged as a ``peak_check`` record, so the
+        report can carry a caveat; True when it and the tracker's peak differ
+        by more than 25% (the machine was busy during one of them)."""
+        value = check_positive_number(measured_flops_per_sec, "measured_flops_per_sec", "FLOP/s")
+        return self._run.peak_check(value)
+
+    def _book_flops(self, model_flops: float, steps: int) -> None:
+        """An integration's model FLOPs of ``steps`` closed steps it resolved
+        late (:meth:`RunBook.book_flops`)."""
+        self._run.book_flops(model_flops, steps)
+
+    def _compile_call(self) -> None:
+        """An integration marked a whole compiled call as compile
+        (:meth:`RunBook.compile_call`)."""
+        self._run.compile_call()
+
+    def _metrics(self, prefix: str, totals: Dict[str, float],
+                 interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
         if self._comm is not None:
             self._comm.refresh()  # links of groups created since
         agg = self._dist
@@ -624,8 +740,11 @@ class Tracker(_C.StepTracker):
             self._exclude_begin()
         try:
             if collective:
-                figures = self._aggregate(agg, totals)  # type: ignore[arg-type]
+                figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 if figures is not None:
+                    if interval is not None:   # the job's FLOPs of it: every rank's, summed
+                        interval["model_flops"] = figures.ledger_model_flops
+                        interval["flops_ranks"] = figures.world_size
                     return figures.metrics(prefix)
             local = self._window_figures(totals)
             if not local["steps"]:
@@ -641,15 +760,24 @@ class Tracker(_C.StepTracker):
         """This rank's figures over its window: the one place they are formed.
 
         The C summary (every ratio, ``mfu_mixed`` included, formed in C from
-        the window's totals or the ``totals`` given), ``mfu_vs_measured``,
+        the window's totals or the ``totals`` given), ``mfu_language`` (with a
+        ``language_flops`` total), ``mfu_vs_measured``,
         and, when phases were marked in the window, their seconds per step
         (``phase_s``) and the waterfall (``mfu_lost``).
         """
-        out: Dict[str, Any] = _C.StepTracker.summary(self, **totals)
+        language = totals.get("language_flops")
+        if language is not None:  # not the C summary's: formed below
+            totals = {k: v for k, v in totals.items() if k != "language_flops"}
+        out: Dict[str, Any] = (_C.StepTracker.summary(self, **totals) if totals
+                               else _C.StepTracker.summary(self))
+        if language is not None:
+            out["mfu_language"] = _mfu_language(out, language)
         measured = self._measured_flops_per_sec
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
             out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
+        # The badput phases left the step (the ledger books them, not the
+        # waterfall): split_communication reports the step's phases only.
         phases, comm_s = split_communication(_C.StepTracker.phases(self)["phase_s"])
         if phases:
             out["phase_s"] = phases
@@ -698,6 +826,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
@@ -706,7 +835,7 @@ class Tracker(_C.StepTracker):
         None when the aggregation failed (warned once). The window totals
         are those of :meth:`metrics`.
         """
-        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s)
+        totals = _window_totals(model_flops, executed_flops, num_tokens, ideal_s, language_flops)
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self._rank_figures(totals)])
@@ -716,13 +845,14 @@ class Tracker(_C.StepTracker):
         finally:
             self._exclude_end()
 
-    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float]) -> Optional[DistributedFigures]:
+    def _aggregate(self, agg: Aggregator, totals: Mapping[str, float],
+                   interval: Optional[Mapping[str, Any]] = None) -> Optional[DistributedFigures]:
         if not process_group_initialized():
             # destroy_process_group() ran: nothing to aggregate with.
             agg.close()
             agg.failed = "the process group was destroyed"
             return None
-        return agg.aggregate(self._rank_figures(totals))
+        return agg.aggregate(self._rank_figures(totals, interval))
 
     def rank_figures(
         self,
@@ -731,6 +861,7 @@ class Tracker(_C.StepTracker):
         executed_flops: Optional[float] = None,
         num_tokens: Optional[float] = None,
         ideal_s: Optional[float] = None,
+        language_flops: Optional[float] = None,
     ) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
@@ -741,10 +872,14 @@ class Tracker(_C.StepTracker):
         warning and leaves its figures out -- never an exception, which on
         one rank would leave the others waiting in the collective.
         """
-        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s))
+        return self._rank_figures(_window_totals(model_flops, executed_flops, num_tokens, ideal_s,
+                                                 language_flops))
 
-    def _rank_figures(self, totals: Mapping[str, float]) -> RankFigures:
+    def _rank_figures(self, totals: Mapping[str, float],
+                      interval: Optional[Mapping[str, Any]] = None) -> RankFigures:
         w = self._window_figures(totals)
+        if interval is None:
+            interval = self._run.interval(self)
         mp = self._model_parallel
         peak = w["peak_flops_per_sec"]  # per-device peak x num_gpus x mp
         bandwidth = self._peak.bytes_per_sec
@@ -779,6 +914,7 @@ class Tracker(_C.StepTracker):
             mfu=w["mfu"],
             **{f"phase_{name}_s": phases.get(name) for name in PHASES},
             mfu_mixed=w["mfu_mixed"],
+            mfu_language=w.get("mfu_language"),
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
@@ -786,6 +922,7 @@ class Tracker(_C.StepTracker):
             comm=comm_families(w),
             net_utilization=w.get("net_utilization"),
             comm_overlap=w.get("comm_overlap"),
+            ledger_model_flops=_share(interval["model_flops"], mp),
         )
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
@@ -811,7 +948,9 @@ class Tracker(_C.StepTracker):
         return agg.counters()
 
     def close(self) -> None:
-        """Resolve every step taken (one wait), stop timing, drop the side group.
+        """Resolve every step taken (one wait), stop timing, drop the side group;
+        with ``log_path``, write the run-end record (its interval holds this
+        rank's FLOPs only: no collective runs here) and close the log.
 
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
@@ -819,6 +958,7 @@ class Tracker(_C.StepTracker):
         comm = self._comm
         if comm is not None:
             comm.close()
+        self._run.end(self, self.global_step)
         agg = self._dist
         if agg is not None and agg.failed is None:
             agg.close()

@@ -26,7 +26,7 @@ static int check_record(int ok, const char *file, int line, const char *what)
     return ok;
 }
 
-static int check_near(double got, double want, double rel_tol)
+static inline int check_near(double got, double want, double rel_tol)
 {
     if (isnan(want))
         return isnan(got);

@@ -225,246 +225,160 @@ static void test_varlen(void)
                                     &f) == MFU_ERR_INVALID_ARGUMENT);
 }
 
-/* Llama-3.1-8B dims. */
-static mfu_transformer_dims llama8b(void)
+/* ---- masked and block attention ------------------------------------------- */
+
+/* Twice the pairs a (s_q, s_k) sequence counts, by brute force: the
+ * normalisation and the two rules of flops.h, query by query. */
+static int64_t brute_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int half)
 {
-    mfu_transformer_dims d;
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 4096;
-    d.num_layers = 32;
-    d.num_heads = 32;
-    d.num_kv_heads = 8;
-    d.head_dim = 128;
-    d.intermediate_size = 14336;
-    d.vocab_size = 128256;
-    return d;
-}
-
-static void test_transformer_lambda(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    mfu_transformer_options_init(&o);
-    CHECK(mfu_sequences_uniform(1, 8192, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* N: layer = q 16,777,216 + k 4,194,304 + v 4,194,304 + o 16,777,216
-     *   + mlp 3*4096*14336 = 176,160,768 + norms 8,192 = 218,112,000;
-     *   32 layers 6,979,584,000 + final norm 4,096 + embed 525,336,576
-     *   + lm_head 525,336,576 = 8,030,261,248 */
-    CHECK(r.num_params == 8030261248.0);
-    CHECK(r.num_embedding_params == 525336576.0); /* 128,256 * 4,096 */
-    /* 6 * (8,030,261,248 - 525,336,576) = 45,029,548,032
-     * + 12 * 32 * 32 * 128 * 8,192 = 12,884,901,888 -> 57,914,449,920
-     * per token; the batch total is that * 8,192 tokens (exact: 2^13) */
-    CHECK(r.model_flops == 57914449920.0 * 8192.0);
-    CHECK(r.num_tokens == 8192.0);
-    CHECK(r.hardware_flops == r.model_flops);
-    /* forward: 2 * 7,504,924,672 + 4 * 32 * 32 * 128 * 8,192 */
-    CHECK(r.forward_flops == (15009849344.0 + 4294967296.0) * 8192.0);
-
-    /* HALF: the attention term 12,884,901,888 halves */
-    o.causal = MFU_CAUSAL_HALF;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == (45029548032.0 + 6442450944.0) * 8192.0);
-
-    /* 6N: no attention term */
-    o.causal = MFU_CAUSAL_FULL;
-    o.formula = MFU_FORMULA_6N;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 45029548032.0 * 8192.0);
-    CHECK(r.attention_flops == 0.0);
-}
-
-static void test_transformer_matmul_and_moe(void)
-{
-    /* tiny GQA SwiGLU: d 8, L 2, H 4, H_kv 2, Q 2, I 16, V 10 */
-    mfu_transformer_dims d;
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 8;
-    d.num_layers = 2;
-    d.num_heads = 4;
-    d.num_kv_heads = 2;
-    d.intermediate_size = 16;
-    d.vocab_size = 10;
-    mfu_transformer_options_init(&o);
-    o.formula = MFU_FORMULA_MATMUL;
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){3, 5}, 2, 0, &seqs) ==
-          MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* per token per layer: q 8*8 = 64, k 8*4 = 32, v 32, o 64 -> 192;
-     * mlp 3*8*16 = 384; 2 layers -> 1,152; lm_head 80 -> W = 1,232
-     * T = 8: 2*1,232*8 = 19,712
-     * attention: 4*4*2*(9 + 25) = 1,088 per layer, 2 layers 2,176
-     * forward 21,888, model 3x = 65,664 */
-    CHECK(r.forward_flops == 21888.0);
-    CHECK(r.attention_flops == 2176.0);
-    CHECK(r.model_flops == 65664.0);
-    /* recompute: selective adds the attention forward, full adds the layers'
-     * forward 2*1,152*8 + 2,176 = 20,608 */
-    o.recompute = MFU_RECOMPUTE_SELECTIVE;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 2176.0);
-    o.recompute = MFU_RECOMPUTE_FULL;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    CHECK(r.model_flops == 65664.0 && r.hardware_flops == 65664.0 + 20608.0);
-    o.recompute = MFU_RECOMPUTE_NONE;
-
-    /* MoE: 4 experts of width 4, 2 active: per layer router 8*4 = 32 +
-     * 2 * 3*8*4 = 192 -> 224 active (all: 32 + 384 = 416) */
-    d.num_experts = 4;
-    d.experts_per_token = 2;
-    d.moe_intermediate_size = 4;
-    d.intermediate_size = 0;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* W = 2*(192 + 224) + 80 = 912; forward 2*912*8 + 2,176 = 16,768 */
-    CHECK(r.forward_flops == 16768.0);
-    /* N = 2*(192 + 2*8 norms + 416) + 8 + 80 embed + 80 head = 1,416 */
-    CHECK(r.num_params == 1416.0);
-    CHECK(r.num_active_params == 1416.0 - 2.0 * 192.0);
-}
-
-static void test_transformer_lora(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops full, lora;
-    const char *field = NULL;
-
-    mfu_transformer_options_init(&o);
-    o.formula = MFU_FORMULA_6N;
-    CHECK(mfu_sequences_uniform(2, 64, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &full, &field) == MFU_OK);
-    o.lora_rank = 8;
-    o.lora_targets = MFU_LORA_Q | MFU_LORA_V;
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &lora, &field) == MFU_OK);
-    /* adapters per layer: q 8*(4096 + 4096) = 65,536, v 8*(4096 + 1024)
-     * = 40,960 -> 106,496; 32 layers 3,407,872 */
-    CHECK(lora.num_adapter_params == 3407872.0);
-    /* 4 * W * T + 6 * N_a * T against 6 * W * T, W = 7,504,924,672, T = 128 */
-    CHECK(lora.model_flops == 4.0 * 7504924672.0 * 128 + 6.0 * 3407872.0 * 128);
-    CHECK(full.model_flops == 6.0 * 7504924672.0 * 128);
-    CHECK_NEAR(lora.model_flops / full.model_flops, 2.0 / 3.0, 1e-3);
-}
-
-static void test_transformer_sliding_window(void)
-{
-    mfu_transformer_dims d = llama8b();
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
-
-    d.sliding_window = 4096;
-    d.num_sliding_layers = 32;
-    mfu_transformer_options_init(&o);
-    /* lengths 8192 and 1000, window 4096:
-     * sum s*min(s, w) = 8192*4096 + 1000*1000 = 33,554,432 + 1,000,000 */
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){8192, 1000}, 2, 4096,
-                                     &seqs) == MFU_OK);
-    CHECK(seqs.sum_windowed == 34554432.0);
-    CHECK(seqs.sum_sq == 8192.0 * 8192.0 + 1e6);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) == MFU_OK);
-    /* 4 * 32 heads * 128 * 32 layers * 34,554,432 */
-    CHECK(r.attention_flops == 4.0 * 32 * 128 * 32 * 34554432.0);
-
-    /* a sequences struct built for another window is refused */
-    CHECK(mfu_sequences_uniform(1, 10, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field != NULL && field[0] == 's');
-}
-
-static int field_is(const char *field, const char *want)
-{
-    if (field == NULL)
+    const int64_t l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
+    int64_t total = 0;
+    if (sq == 0 || sk == 0)
         return 0;
-    while (*field != '\0' && *field == *want) {
-        field++;
-        want++;
+    if (l < 0 && c == 0 && r <= 0) /* none, or plain causal */
+        return r == 0 && half ? sq * sk : 2 * sq * sk;
+    for (int64_t i = 0; i < sq; i++) {
+        const int64_t p = i + sk - sq;
+        int64_t lo = 0, hi = sk - 1, kept = 0;
+        if (c > 0) {
+            const int64_t c0 = (p >= 0 ? p / c : -((-p + c - 1) / c)) * c;
+            lo = c0 > lo ? c0 : lo;
+            hi = c0 + c - 1 < hi ? c0 + c - 1 : hi;
+        }
+        for (int64_t j = lo; j <= hi; j++)
+            kept += (l < 0 || j >= p - l) && (r < 0 || j <= p + r);
+        if (half) {
+            total += kept;
+        } else {
+            const int64_t region = hi - lo + 1 > 0 ? hi - lo + 1 : 0;
+            const int64_t span = l < 0 || r < 0 ? region : l + 1 + r;
+            total += span < region ? span : region;
+        }
     }
-    return *field == *want;
+    return 2 * total;
 }
 
-static void test_transformer_validation(void)
+static void test_masked_attention(void)
 {
-    mfu_transformer_dims d;
-    mfu_transformer_options o;
-    mfu_sequences seqs;
-    mfu_transformer_flops r;
-    const char *field = NULL;
+    /* d_qk 1, d_v 0, b 1, h 1: the flops are twice the pairs */
+    const mfu_attention_shape unit = {1, 1, 1, 8, 8, 1, 0};
+    mfu_attention_shape s = {2, 4, 2, 8, 8, 16, 16};
+    const mfu_attention_mask none = {-1, -1, 0}, causal = {-1, 0, 0};
+    const mfu_attention_mask window3 = {2, 0, 0}; /* causal, 3 keys */
+    int64_t f = -1, g = -1;
 
-    mfu_transformer_options_init(&o);
-    CHECK(mfu_sequences_uniform(1, 16, 0, &seqs) == MFU_OK);
+    /* no mask and plain causal: the SDPA formula, half halving causal only */
+    for (int half = 0; half < 2; half++) {
+        const mfu_causal cv = half ? MFU_CAUSAL_HALF : MFU_CAUSAL_FULL;
+        CHECK(mfu_masked_attention_flop(&s, &none, cv, &f) == MFU_OK &&
+              mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+        CHECK(mfu_masked_attention_flop(&s, &causal, cv, &f) == MFU_OK &&
+              mfu_sdpa_flop(&s, cv, &g) == MFU_OK && f == g);
+        CHECK(mfu_masked_attention_backward_flop(&s, &causal, cv, &f) == MFU_OK &&
+              mfu_sdpa_backward_flop(&s, cv, &g) == MFU_OK && f == g);
+    }
+    /* causal window of 3 keys, s 8: full 8 * 3 = 24 pairs,
+     * 2 * 2 * 4 * 24 * (16 + 16) = 12,288; half 1 + 2 + 3 * 6 = 21: 10,752 */
+    CHECK(mfu_masked_attention_flop(&s, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 12288);
+    CHECK(mfu_masked_attention_flop(&s, &window3, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 10752);
+    /* backward: 2 * 2 * 4 * 24 * (3 * 16 + 2 * 16) = 30,720 */
+    CHECK(mfu_masked_attention_backward_flop(&s, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK &&
+          f == 30720);
+    /* a window as wide as the sequence keeps every earlier key: full the
+     * square, half the kept pairs 8 * 9 / 2 = 36 (not plain causal's 32) */
+    const mfu_attention_mask wide = {7, 0, 0};
+    CHECK(mfu_masked_attention_flop(&s, &wide, MFU_CAUSAL_FULL, &f) == MFU_OK &&
+          mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+    CHECK(mfu_masked_attention_flop(&s, &wide, MFU_CAUSAL_HALF, &f) == MFU_OK &&
+          f == 2 * 2 * 4 * 36 * 32);
+    /* s 7: a two-sided window (2, 2): full 7 * 5 = 35, half 3+4+5+5+5+4+3 = 29;
+     * chunks of 4, causal: full 4 * 4 + 3 * 3 = 25, half 10 + 6 = 16 */
+    const mfu_attention_shape u7 = {1, 1, 1, 7, 7, 1, 0};
+    const mfu_attention_mask sides = {2, 2, 0}, chunk4 = {-1, 0, 4};
+    CHECK(mfu_masked_attention_flop(&u7, &sides, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 70);
+    CHECK(mfu_masked_attention_flop(&u7, &sides, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 58);
+    CHECK(mfu_masked_attention_flop(&u7, &chunk4, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 50);
+    CHECK(mfu_masked_attention_flop(&u7, &chunk4, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 32);
+    /* 2 queries at the end of 8 keys, causal window of 3: keys 4..6 and
+     * 5..7, 3 each, under both conventions */
+    const mfu_attention_shape q2 = {1, 1, 1, 2, 8, 1, 0};
+    CHECK(mfu_masked_attention_flop(&q2, &window3, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 12);
+    CHECK(mfu_masked_attention_flop(&q2, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 12);
+    /* every small case against the brute force */
+    for (int64_t sq = 0; sq <= 9; sq++)
+        for (int64_t sk = 0; sk <= 9; sk++)
+            for (int64_t l = -1; l <= 9; l++)
+                for (int64_t r = -1; r <= 9; r++)
+                    for (int64_t c = 0; c <= 5; c++)
+                        for (int half = 0; half < 2; half++) {
+                            const mfu_attention_mask m = {l, r, c};
+                            mfu_attention_shape x = unit;
+                            x.seq_q = sq;
+                            x.seq_kv = sk;
+                            CHECK(mfu_masked_attention_flop(
+                                      &x, &m, half ? MFU_CAUSAL_HALF : MFU_CAUSAL_FULL, &f) ==
+                                      MFU_OK &&
+                                  f == brute_twice_pairs(sq, sk, m, half));
+                        }
+    /* varlen: the sum over sequences (3 and 7, causal window 3): full 9 + 21,
+     * half 6 + 18 (twice: 48) */
+    const int64_t cu[3] = {0, 3, 10};
+    CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
+                                           MFU_CAUSAL_FULL, &f) == MFU_OK && f == 60);
+    CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
+                                           MFU_CAUSAL_HALF, &f) == MFU_OK && f == 48);
+    /* errors: no mask, a bad shape, decreasing offsets; overflow beyond 2^62 */
+    CHECK(mfu_masked_attention_flop(&s, NULL, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
+    const int64_t down[3] = {0, 5, 3};
+    CHECK(mfu_varlen_masked_attention_flop(down, NULL, 3, 1, 1, 1, 0, &window3, MFU_CAUSAL_FULL,
+                                           &f) == MFU_ERR_INVALID_ARGUMENT);
+    mfu_attention_shape huge = unit;
+    huge.seq_q = huge.seq_kv = (int64_t)1 << 62;
+    CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_ERR_OVERFLOW);
+    huge.batch = 0; /* no work: 0, never refused */
+    CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 0);
+}
 
-    d = llama8b();
-    d.hidden_size = 0;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "hidden_size"));
-    d = llama8b();
-    d.num_kv_heads = 5; /* 32 % 5 != 0 */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_kv_heads"));
-    d = llama8b();
-    d.num_kv_heads = -1;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_kv_heads"));
-    d = llama8b();
-    d.num_kv_heads = 0; /* = num_heads: valid */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
-    d = llama8b();
-    d.head_dim = 0;
-    d.num_heads = 24; /* 4096 % 24 != 0 */
-    d.num_kv_heads = 8;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_heads"));
-    d = llama8b();
-    d.num_experts = 4;
-    d.experts_per_token = 5;
-    d.moe_intermediate_size = 8;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "experts_per_token"));
-    d = llama8b();
-    d.num_layers = -2;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "num_layers"));
-    d = llama8b();
-    d.intermediate_size = 0;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "intermediate_size"));
-    d = llama8b();
-    d.mlp = MFU_MLP_GELU;
-    o.lora_rank = 4;
-    o.lora_targets = MFU_LORA_GATE;
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "lora_targets"));
-    o.lora_targets = 0; /* rank without targets */
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "lora_targets"));
-    mfu_transformer_options_init(&o);
-    o.formula = (mfu_flops_formula)9;
-    d = llama8b();
-    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "formula"));
-    mfu_transformer_options_init(&o);
-
-    /* no tokens */
-    CHECK(mfu_sequences_uniform(0, 16, 0, &seqs) == MFU_OK);
-    CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, &r, &field) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(field_is(field, "seq_lens"));
-    CHECK(mfu_sequences_from_lengths((const int64_t[]){4, -1}, 2, 0, &seqs) ==
-          MFU_ERR_INVALID_ARGUMENT);
-    CHECK(mfu_sequences_uniform(-1, 16, 0, &seqs) == MFU_ERR_INVALID_ARGUMENT);
+static void test_block_attention(void)
+{
+    /* 10 queries, 8 keys, blocks of 4 queries x 4 keys: query blocks of 4,
+     * 4 and 2 tokens; row 0 computes key block 0, row 1 blocks 0 and 1
+     * (block 1 full), row 2 block 1: 4*4 + 4*8 + 2*4 = 56 pairs */
+    const mfu_attention_shape s = {2, 4, 2, 10, 8, 16, 16};
+    const int64_t num[3] = {1, 1, 1}, idx[6] = {0, 9, 0, 9, 1, 9};
+    const int64_t full_num[3] = {0, 1, 0}, full_idx[6] = {9, 9, 1, 9, 9, 9};
+    mfu_block_mask m = {.batch = 1, .heads = 1, .q_blocks = 3, .q_block_size = 4,
+                        .kv_block_size = 4, .num_blocks = num, .indices = idx, .kv_blocks = 2,
+                        .full_num_blocks = full_num, .full_indices = full_idx,
+                        .full_kv_blocks = 2};
+    int64_t f = -1;
+    /* broadcast over b 2 and h 4: 2 * 2 * 4 * 56 * (16 + 16) = 28,672 */
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_OK && f == 28672);
+    /* backward: 2 * 2 * 4 * 56 * (3 * 16 + 2 * 16) = 71,680 */
+    CHECK(mfu_block_attention_backward_flop(&s, &m, &f) == MFU_OK && f == 71680);
+    /* one block over everything: the SDPA formula */
+    const int64_t one[1] = {1}, zero[1] = {0};
+    const mfu_block_mask all = {.batch = 1, .heads = 1, .q_blocks = 1,
+                                .q_block_size = (int64_t)1 << 30, .kv_block_size = (int64_t)1 << 30,
+                                .num_blocks = one, .indices = zero, .kv_blocks = 1};
+    int64_t g = -1;
+    CHECK(mfu_block_attention_flop(&s, &all, &f) == MFU_OK &&
+          mfu_sdpa_flop(&s, MFU_CAUSAL_FULL, &g) == MFU_OK && f == g);
+    /* an index past the keys adds nothing; a negative one or a count past
+     * the row is refused; so is a mask batch that does not divide */
+    const int64_t past[6] = {5, 9, 0, 9, 1, 9};
+    m.indices = past;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_OK && f == 2 * 2 * 4 * 40 * 32);
+    const int64_t negative[6] = {-1, 9, 0, 9, 1, 9}, too_many[3] = {3, 1, 1};
+    m.indices = negative;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    m.indices = idx;
+    m.num_blocks = too_many;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    m.num_blocks = num;
+    m.batch = 3;
+    CHECK(mfu_block_attention_flop(&s, &m, &f) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_block_attention_flop(&s, NULL, &f) == MFU_ERR_INVALID_ARGUMENT);
 }
 
 /* Regressions found by tests/c/fuzz/fuzz_flops.c: overflow is judged on
@@ -519,6 +433,27 @@ static void test_fuzz_regressions(void)
     CHECK(mfu_mm_flop(1, 1, two62 - 1, &f) == MFU_OK && f == INT64_MAX - 1);
 }
 
+static void test_sdpa_model_flop(void)
+{
+    /* b 2, h 8, s 128, d 64: forward 4 * 2 * 128^2 * 8 * 64 = 67,108,864 */
+    const mfu_attention_shape s = {2, 8, 8, 128, 128, 64, 64};
+    int64_t f = -1;
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 0, &f) == MFU_OK && f == 67108864);
+    /* + MFU_ATTENTION_MODEL_BACKWARD (2) forwards = 3x */
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 1, &f) == MFU_OK &&
+          f == 3 * INT64_C(67108864));
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_HALF, 1, &f) == MFU_OK &&
+          f == 3 * INT64_C(33554432));
+    CHECK(mfu_sdpa_model_flop(&s, MFU_CAUSAL_FULL, 2, &f) == MFU_ERR_INVALID_ARGUMENT);
+    {
+        /* forward 2^62 fits, 3x does not */
+        const mfu_attention_shape big = {1, 1, 1, INT64_C(1) << 30, INT64_C(1) << 30, 1, 1};
+        CHECK(mfu_sdpa_model_flop(&big, MFU_CAUSAL_FULL, 0, &f) == MFU_OK &&
+              f == INT64_C(1) << 62);
+        CHECK(mfu_sdpa_model_flop(&big, MFU_CAUSAL_FULL, 1, &f) == MFU_ERR_OVERFLOW);
+    }
+}
+
 int main(void)
 {
     test_matmul_family();
@@ -527,11 +462,9 @@ int main(void)
     test_convolution();
     test_attention();
     test_varlen();
-    test_transformer_lambda();
-    test_transformer_matmul_and_moe();
-    test_transformer_lora();
-    test_transformer_sliding_window();
-    test_transformer_validation();
+    test_masked_attention();
+    test_block_attention();
+    test_sdpa_model_flop();
     test_fuzz_regressions();
     return check_summary("test_flops");
 }

@@ -96,6 +96,50 @@ static void test_table_integrity(void)
     CHECK(mfu_gpu_spec_get(0, NULL) == MFU_ERR_INVALID_ARGUMENT);
 }
 
+/* unpublished_dtypes: valid dtype names, none of them with a peak; the
+ * known gaps of the table (README, Known limits) are there. */
+static void test_unpublished(void)
+{
+    size_t i, n = mfu_gpu_spec_count();
+    const mfu_gpu_spec *a;
+    int d, listed = 0;
+    for (i = 0; i < n; i++) {
+        char words[64];
+        char *word;
+        CHECK(mfu_gpu_spec_get(i, &a) == MFU_OK);
+        if (a->unpublished_dtypes == NULL)
+            continue;
+        CHECK(strlen(a->unpublished_dtypes) < sizeof words);
+        strncpy(words, a->unpublished_dtypes, sizeof words - 1);
+        words[sizeof words - 1] = '\0';
+        for (word = strtok(words, " "); word != NULL; word = strtok(NULL, " ")) {
+            mfu_dtype dtype;
+            double v;
+            CHECK(mfu_dtype_from_name(word, &dtype) == MFU_OK);
+            CHECK(mfu_gpu_spec_peak_tflops(a, dtype, &v) == MFU_ERR_NOT_FOUND);
+            CHECK(mfu_gpu_spec_peak_unpublished(a, dtype) == 1);
+            listed++;
+        }
+        for (d = 0; d < MFU_DTYPE_COUNT; d++) {
+            double v;
+            if (mfu_gpu_spec_peak_tflops(a, (mfu_dtype)d, &v) == MFU_OK)
+                CHECK(mfu_gpu_spec_peak_unpublished(a, (mfu_dtype)d) == 0);
+        }
+    }
+    CHECK(listed >= 10);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("B300"), MFU_DTYPE_INT8) == 1);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("B300"), MFU_DTYPE_FP4) == 1);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("GB300"), MFU_DTYPE_FP32) == 1);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("T4"), MFU_DTYPE_FP64) == 1);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("V100 SXM2 32GB"), MFU_DTYPE_INT8) == 1);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("A10G"), MFU_DTYPE_BF16) == 1);
+    /* absent because the hardware has none: fp8 on an A100, bf16 on a V100 */
+    CHECK(mfu_gpu_spec_peak_unpublished(row("A100 SXM4 80GB"), MFU_DTYPE_FP8) == 0);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("V100 SXM2 32GB"), MFU_DTYPE_BF16) == 0);
+    CHECK(mfu_gpu_spec_peak_unpublished(NULL, MFU_DTYPE_FP8) == 0);
+    CHECK(mfu_gpu_spec_peak_unpublished(row("B300"), MFU_DTYPE_COUNT) == 0);
+}
+
 static void test_reference_values(void)
 {
     /* H100 SXM datasheet: 1,979 bf16 with sparsity; whitepaper 1978.9 / 2 */
@@ -381,6 +425,89 @@ static void test_mig_and_partitions(void)
     CHECK_NEAR(f, 1.0, 0.0);
 }
 
+/* The tied rows of an ambiguous name, as "row|row|..." in table order. */
+static void candidate_names(const mfu_gpu_match *m, char *out, size_t size)
+{
+    int i;
+    out[0] = '\0';
+    for (i = 0; i < MFU_GPU_CANDIDATES_MAX && m->candidates[i] != NULL; i++) {
+        if (i > 0)
+            strncat(out, "|", size - strlen(out) - 1);
+        strncat(out, m->candidates[i]->name, size - strlen(out) - 1);
+    }
+}
+
+static mfu_status ambiguous(const char *name, mfu_gpu_match *m, char *rows, size_t size)
+{
+    mfu_device_query q = {name, -1, -1, -1, 0};
+    mfu_status st = mfu_gpu_lookup(&q, m);
+    candidate_names(m, rows, size);
+    return st;
+}
+
+static void test_ambiguous_names(void)
+{
+    mfu_gpu_match m;
+    char rows[512];
+    double tflops = -1.0, bandwidth = -1.0;
+
+    /* "A100": four rows (A100 datasheet), every one bf16 312 -> the peak is
+     * theirs; bandwidths 1,555 / 2,039 / 1,555 / 1,935 GB/s differ -> 0 */
+    CHECK(ambiguous("A100", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(m.spec == NULL && m.num_candidates == 4);
+    CHECK(strcmp(rows, "A100 SXM4 40GB|A100 SXM4 80GB|A100 PCIe 40GB|A100 PCIe 80GB") == 0);
+    CHECK(m.candidate_fraction[0] == 1.0 && m.candidate_fraction[3] == 1.0);
+    CHECK(m.candidates[4] == NULL);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_OK);
+    CHECK(tflops == 312.0 && bandwidth == 0.0);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_FP32, &tflops, &bandwidth) == MFU_OK);
+    CHECK(tflops == 19.5);
+    /* a dtype no A100 has */
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_FP8, &tflops, &bandwidth) == MFU_ERR_NOT_FOUND);
+    CHECK(tflops == 0.0 && bandwidth == 0.0);
+
+    /* "A100 40GB": SXM4 and PCIe 40GB, both 1,555 GB/s -> the bandwidth too */
+    CHECK(ambiguous("A100 40GB", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(strcmp(rows, "A100 SXM4 40GB|A100 PCIe 40GB") == 0);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_OK);
+    CHECK(tflops == 312.0 && bandwidth == 1555e9);
+
+    /* "A100 80GB": 2,039 vs 1,935 GB/s */
+    CHECK(ambiguous("NVIDIA A100 80GB", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(strcmp(rows, "A100 SXM4 80GB|A100 PCIe 80GB") == 0);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_OK);
+    CHECK(tflops == 312.0 && bandwidth == 0.0);
+
+    /* "H100": SXM 989.4 vs PCIe 756.5 bf16 (H100 datasheet) -> they differ;
+     * the NVL needs its "nvl" token, so it is not a candidate */
+    CHECK(ambiguous("H100", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(strcmp(rows, "H100 SXM|H100 PCIe") == 0);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_ERR_NOT_FOUND);
+    CHECK(tflops == 0.0 && bandwidth == 0.0);
+    CHECK(ambiguous("H100 80GB", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(strcmp(rows, "H100 SXM|H100 PCIe") == 0);
+
+    /* not ambiguous: one row, or none -> NOT_FOUND, nothing listed */
+    CHECK(ambiguous("H100 SXM", &m, rows, sizeof rows) == MFU_OK && rows[0] == '\0');
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_ERR_NOT_FOUND);
+    CHECK(ambiguous("Fake GPU 9000", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(m.num_candidates == 0 && rows[0] == '\0' && m.candidates[0] == NULL);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_ERR_NOT_FOUND);
+
+    /* an SM count breaks the tie as before (rule 2c); the list is cleared */
+    {
+        mfu_device_query q = {"NVIDIA H100", 9, 0, 132, 0};
+        CHECK(mfu_gpu_lookup(&q, &m) == MFU_OK && strcmp(m.spec->name, "H100 SXM") == 0);
+        CHECK(m.num_candidates == 1 && m.candidates[0] == NULL);
+    }
+    /* bad arguments */
+    CHECK(ambiguous("A100", &m, rows, sizeof rows) == MFU_ERR_NOT_FOUND);
+    CHECK(mfu_gpu_candidates_peak(NULL, MFU_DTYPE_BF16, &tflops, &bandwidth) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_COUNT, &tflops, &bandwidth) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, NULL, &bandwidth) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_gpu_candidates_peak(&m, MFU_DTYPE_BF16, &tflops, NULL) == MFU_ERR_INVALID_ARGUMENT);
+}
+
 static void test_bad_queries(void)
 {
     mfu_device_query q = {"NVIDIA H100", -1, -1, -1, 0};
@@ -468,6 +595,7 @@ static void test_override(void)
 int main(void)
 {
     test_table_integrity();
+    test_unpublished();
     test_reference_values();
     test_issue12_values();
     test_new_rows();
@@ -476,6 +604,7 @@ int main(void)
     test_tricky_pairs();
     test_display_names();
     test_mig_and_partitions();
+    test_ambiguous_names();
     test_bad_queries();
     test_dtypes();
     test_override();

@@ -74,7 +74,7 @@ static int has(const mfu_op_spec *s, mfu_op_role r)
 static void test_table_rows_are_well_formed(void)
 {
     const size_t n = mfu_op_table_size();
-    CHECK(n == 30);
+    CHECK(n == 40);
     for (size_t i = 0; i < n; i++) {
         const mfu_op_spec *s = mfu_op_table_row(i);
         mfu_op_input in[MFU_ROLE_COUNT];
@@ -109,14 +109,22 @@ static void test_table_rows_are_well_formed(void)
         case MFU_OP_ATTENTION_BACKWARD:
             CHECK(has(s, MFU_ROLE_QUERY) && has(s, MFU_ROLE_KEY) &&
                   has(s, MFU_ROLE_VALUE));
-            /* exactly one way to say causal */
-            CHECK(has(s, MFU_ROLE_IS_CAUSAL) != has(s, MFU_ROLE_CUSTOM_MASK_TYPE));
+            /* exactly one way to say causal, or a block mask that says it
+             * all (with its block sizes) */
+            CHECK(has(s, MFU_ROLE_IS_CAUSAL) + has(s, MFU_ROLE_CUSTOM_MASK_TYPE) +
+                      has(s, MFU_ROLE_KV_NUM_BLOCKS) == 1);
+            CHECK(has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_KV_INDICES) &&
+                  has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_Q_BLOCK_SIZE) &&
+                  has(s, MFU_ROLE_KV_NUM_BLOCKS) == has(s, MFU_ROLE_KV_BLOCK_SIZE));
+            /* a window has both sides */
+            CHECK(has(s, MFU_ROLE_WINDOW_LEFT) == has(s, MFU_ROLE_WINDOW_RIGHT));
             CHECK(mfu_op_layout_name(s->layout) != NULL);
             CHECK(has(s, MFU_ROLE_CU_SEQLENS_Q) == has(s, MFU_ROLE_CU_SEQLENS_K));
             CHECK(s->layout != MFU_LAYOUT_THD || has(s, MFU_ROLE_CU_SEQLENS_Q));
             /* a backward kernel is named so */
             CHECK((s->kind == MFU_OP_ATTENTION_BACKWARD) ==
-                  (strstr(s->name, "backward") != NULL));
+                  (strstr(s->name, "backward") != NULL ||
+                   strcmp(s->name, "flash_attn_3::bwd") == 0));
             break;
         }
     }
@@ -410,6 +418,64 @@ static void test_varlen(void)
 
 /* ---- custom formulas and bad calls --------------------------------------- */
 
+static void test_flash_attn_and_flex_rows(void)
+{
+    /* flash_attn::_flash_attn_forward, q: [b 2, s 8, h 4, d 16]; causal at
+     * 5, window_size_left at 6, window_size_right at 7 */
+    const int64_t qs[4] = {2, 8, 4, 16};
+    mfu_op_arg args[8];
+    mfu_op_flops f;
+    for (int i = 0; i < 3; i++)
+        args[i] = tensor(qs, 4, 1);
+    args[3] = integer(0);
+    args[4] = integer(0);
+    args[5] = integer(1);
+    args[6] = integer(2); /* a causal window of 3 keys */
+    args[7] = integer(-1);
+    mfu_op_call c = call_of(args, N(args));
+    /* full 8 * 3 = 24 pairs: 2 * 2 * 4 * 24 * 32 = 12,288, model 3x */
+    CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 12288 &&
+          f.model_backward == 2 * 12288);
+    c.causal = MFU_CAUSAL_HALF; /* 1 + 2 + 3 * 6 = 21 pairs */
+    CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 10752);
+    args[6] = integer(-1); /* no window: plain causal, halved */
+    CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 16384);
+
+    /* flex_attention (flat: q, k, v, kv_num_blocks, kv_indices, full
+     * counts, full indices, q block, kv block), q: [b 1, h 2, s 8, d 16],
+     * blocks of 4: row 0 block 0, row 1 blocks 0 and 1: 48 pairs */
+    const int64_t fq[4] = {1, 2, 8, 16}, nshape[3] = {1, 1, 2}, ishape[4] = {1, 1, 2, 2};
+    const int64_t num[2] = {1, 2}, idx[4] = {0, 0, 0, 1};
+    mfu_op_arg flex[9];
+    for (int i = 0; i < 3; i++)
+        flex[i] = tensor(fq, 4, 0);
+    flex[3] = tensor(nshape, 3, 0);
+    flex[3].values = num;
+    flex[4] = tensor(ishape, 4, 0);
+    flex[4].values = idx;
+    flex[5] = none();
+    flex[6] = none();
+    flex[7] = integer(4);
+    flex[8] = integer(4);
+    c = call_of(flex, N(flex));
+    /* 2 * 1 * 2 * 48 * (16 + 16) = 6,144 under both conventions */
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 6144 &&
+          f.model_backward == 0 && !f.approximate);
+    c.causal = MFU_CAUSAL_HALF;
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 6144);
+    /* unreadable (meta): every block, 2 * 2 * 64 * 32 = 8,192, approximate */
+    flex[3].values = NULL;
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 8192 &&
+          f.approximate);
+    /* a block size of 0, an index outside the keys' blocks... */
+    flex[3].values = num;
+    flex[7] = integer(0);
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_ERR_INVALID_ARGUMENT);
+    flex[7] = integer(4);
+    flex[4] = tensor(nshape, 3, 0); /* indices of the wrong rank */
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_ERR_INVALID_ARGUMENT);
+}
+
 static void test_custom_and_bad_calls(void)
 {
     mfu_op_call c = call_of(NULL, 0);
@@ -499,6 +565,7 @@ int main(void)
     test_sdpa_and_causal();
     test_kernel_layout_and_mask_type();
     test_varlen();
+    test_flash_attn_and_flex_rows();
     test_custom_and_bad_calls();
     return check_summary("test_ops");
 }

@@ -284,6 +284,120 @@ static void test_phase_window_follows_warmup(void)
     mfu_phase_window_destroy(NULL);
 }
 
+/* Badput phases (issue 28) leave the step like the tracker's own time, are
+ * booked in the ledger's totals as they end -- a checkpoint after the last
+ * boundary too -- and the ledger sums the pushed steps' periods, step phases
+ * and FLOPs since creation. GPU timeline beside each mark. */
+static void test_badput_phases_and_the_ledger(void)
+{
+    mfu_steps_ledger ledger;
+    mfu_phase_summary ph;
+    mfu_steps_summary sum;
+    mfu_steps *s;
+    fake.reset();
+    work(0);
+    s = create_on(MFU_CLOCK_CUDA);
+    if (s == NULL)
+        return;
+    mfu_steps_get_ledger(s, &ledger);
+    CHECK(ledger.steps == 0 && isnan(ledger.first_boundary_unix_s));
+    CHECK(mfu_phase_leaves_step(MFU_PHASE_CHECKPOINT) && mfu_phase_leaves_step(MFU_PHASE_EVAL)
+          && mfu_phase_leaves_step(MFU_PHASE_COMPILE));
+    CHECK(!mfu_phase_leaves_step(MFU_PHASE_DATA) && !mfu_phase_leaves_step(MFU_PHASE_NONE));
+    boundary(s);                                                    /* GPU 0 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);      /* GPU 0 */
+    work(2);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_COMPILE) == MFU_OK);   /* GPU 2: data 2 */
+    work(30);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 32: compile 30 */
+    work(1);
+    CHECK(mfu_steps_phase_switch(s, MFU_PHASE_FORWARD) == MFU_OK);  /* GPU 33: data +1 */
+    work(4);
+    CHECK(boundary(s) == 1);                    /* GPU 37: forward 4; period 37 - 30 = 7 */
+    work(0);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_CHECKPOINT) == MFU_OK); /* GPU 37 */
+    fake.advance(100 * MS);                     /* host writes the checkpoint; GPU idle */
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);                    /* GPU 100: ckpt 63 */
+    fake.advance(5 * MS);
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);                      /* GPU 105: own 5 */
+    fake.advance(5 * MS);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 110: ckpt +5 */
+    work(3);
+    CHECK(boundary(s) == 0);                    /* GPU 113: period 76 - 68 - 5 = 3 */
+    work(0);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_EVAL) == MFU_OK);      /* GPU 113 */
+    fake.advance(200 * MS);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);    /* GPU 310 (host): eval 197, no boundary after */
+    mfu_steps_flush(s);
+    mfu_steps_phases(s, &ph);
+    mfu_steps_summarize(s, &sum);
+    CHECK(sum.window.steps == 2);
+    CHECK_NEAR(sum.window.window_s, 10e-3, 1e-9);                   /* 7 + 3 */
+    CHECK_NEAR(ph.seconds[MFU_PHASE_COMPILE], 30e-3, 1e-9);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_CHECKPOINT], 68e-3, 1e-9);      /* 63 + 5 */
+    CHECK_NEAR(ph.excluded_s, 30e-3 + 68e-3 + 5e-3, 1e-9);          /* badput + own */
+    mfu_steps_get_ledger(s, &ledger);
+    CHECK(ledger.steps == 2 && ledger.dropped == 0 && ledger.unknown_flops_steps == 0);
+    CHECK_NEAR(ledger.step_s, 10e-3, 1e-9);
+    CHECK_NEAR(ledger.phase_s[MFU_PHASE_DATA], 3e-3, 1e-9);         /* 2 + 1 */
+    CHECK_NEAR(ledger.phase_s[MFU_PHASE_FORWARD], 4e-3, 1e-9);
+    CHECK_NEAR(ledger.phase_s[MFU_PHASE_COMPILE], 30e-3, 1e-9);
+    CHECK_NEAR(ledger.phase_s[MFU_PHASE_CHECKPOINT], 68e-3, 1e-9);
+    CHECK_NEAR(ledger.phase_s[MFU_PHASE_EVAL], 197e-3, 1e-9);       /* after the last boundary */
+    CHECK_NEAR(ledger.own_s, 5e-3, 1e-9);
+    CHECK(ledger.model_flops == 2e12);                              /* 2 steps x 1e12 */
+    CHECK(ledger.first_boundary_unix_s > 1.5e9);                    /* a wall-clock time */
+    CHECK(fake.sync_calls() <= 1);                                  /* the flush at most */
+    mfu_steps_destroy(s);
+}
+
+/* A step whose model FLOPs are unknown is counted, not summed. */
+static void test_ledger_unknown_flops(void)
+{
+    const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0};
+    mfu_step_outcome outcome;
+    mfu_steps_ledger ledger;
+    mfu_steps *s = create_on(MFU_CLOCK_CPU);
+    if (s == NULL)
+        return;
+    boundary(s);
+    boundary(s);
+    CHECK(mfu_steps_step(s, &bad, &outcome) == MFU_OK && outcome.bad == MFU_STEP_MODEL_FLOPS);
+    mfu_steps_get_ledger(s, &ledger);
+    CHECK(ledger.steps == 2 && ledger.unknown_flops_steps == 1 && ledger.model_flops == 1e12);
+    CHECK(ledger.step_s >= 0.0 && !isnan(ledger.first_boundary_unix_s));
+    mfu_steps_destroy(s);
+}
+
+/* A clock failure inside an exclusion and a badput phase: nothing begun on
+ * the failed GPU clock is ended by a CPU time (the ledger keeps no such
+ * interval: found by fuzz_steps). */
+static void test_fallback_inside_an_exclusion(void)
+{
+    mfu_steps_ledger ledger;
+    mfu_steps *s;
+    fake.reset();
+    work(0);
+    s = create_on(MFU_CLOCK_CUDA);
+    if (s == NULL)
+        return;
+    fake.advance(1000 * MS);                       /* GPU times far from the CPU clock's */
+    boundary(s);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_CHECKPOINT) == MFU_OK);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);
+    mfu_steps_poll(s);                             /* both marks drained */
+    fake.fail_next("cuEventRecord", 700);
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);     /* fails: the CPU clock takes over */
+    CHECK(mfu_steps_clock(s) == MFU_CLOCK_CPU);
+    boundary(s);                                   /* restarts the clock */
+    boundary(s);
+    mfu_steps_get_ledger(s, &ledger);
+    CHECK(ledger.own_s == 0.0 && ledger.phase_s[MFU_PHASE_CHECKPOINT] == 0.0);
+    CHECK(ledger.steps == 2 && ledger.dropped == 1);
+    CHECK(ledger.step_s >= 0.0 && ledger.step_s < 1.0);
+    mfu_steps_destroy(s);
+}
+
 static void test_cpu_clock(void)
 {
     const struct timespec two_ms = {0, 2 * MS};
@@ -318,6 +432,9 @@ int main(void)
     test_nesting_and_misuse();
     test_ring_bound_with_phases();
     test_phase_window_follows_warmup();
+    test_badput_phases_and_the_ledger();
+    test_ledger_unknown_flops();
+    test_fallback_inside_an_exclusion();
     test_cpu_clock();
     fake_unload();
     return check_summary("test_phases");

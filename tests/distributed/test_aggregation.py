@@ -111,6 +111,28 @@ def test_steps_mismatch_and_interval_per_step():
     assert g.slowest_rank == 0 and g.step_time_rank_max == pytest.approx(0.1)  # 0.1 > 0.08
 
 
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_slowest_rank_tie_on_two_ranks_is_rank_0(order):
+    # interval step time 1.5 s / 10 = 0.15 s on both ranks: a tie, the lowest rank wins
+    rows = {r: row(r, achieved=1e11, interval=1.5) for r in (0, 1)}
+    g = combine([rows[r] for r in order])
+    assert g.slowest_rank == 0
+    assert g.step_time_rank_max == pytest.approx(0.15) and g.step_time_rank_min == pytest.approx(0.15)
+    assert g.metrics()["throughput/slowest_rank"] == 0.0
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0), (1, 2, 0), (2, 0, 1)])
+def test_slowest_rank_tie_on_ranks_1_and_2_of_3_is_rank_1(order):
+    # rank 0: 1.0 s / 10 = 0.1 s per step; ranks 1 and 2: 1.2 s / 8 = 0.15 s (a tie)
+    rows = {0: row(0, achieved=1e11, interval=1.0),
+            1: row(1, achieved=1e11, interval=1.2, interval_steps=8),
+            2: row(2, achieved=1e11, interval=1.2, interval_steps=8)}
+    g = combine([rows[r] for r in order])              # any row order: the rule is the rank's
+    assert g.slowest_rank == 1
+    assert g.step_time_rank_max == pytest.approx(0.15) and g.step_time_rank_min == pytest.approx(0.1)
+    assert g.metrics()["throughput/slowest_rank"] == 1.0
+
+
 def test_no_interval_steps_means_no_straggler_figure():
     g = combine([row(0, achieved=1e11, interval_steps=0), row(1, achieved=1e11)])
     assert g.slowest_rank is None and "throughput/slowest_rank" not in g.metrics()
@@ -149,10 +171,26 @@ def test_issue12_figures_missing_on_one_rank_are_left_out():
     assert not keys(g.metrics()) & {"mfu_mixed", "mfu_vs_measured", "power_w", "clock_ratio"}
 
 
+def test_mfu_language_is_peak_weighted_like_mfu():
+    # rank 0: peak 1e12, mfu 0.4 of which language 0.3; rank 1: peak 3e12,
+    # mfu 0.2, language 0.1 -> (1e12 * 0.3 + 3e12 * 0.1) / 4e12 = 0.15, the
+    # job's language FLOP/s (3e11 + 3e11) over its peak (4e12)
+    r0 = dataclasses.replace(row(0, achieved=4e11), mfu_language=0.3)
+    r1 = dataclasses.replace(row(1, achieved=6e11, peak=3e12), mfu_language=0.1)
+    g = combine([r0, r1])
+    assert g.mfu_language == pytest.approx(0.15)
+    assert g.mfu == pytest.approx(1e12 / 4e12)
+    assert g.metrics("t")["t/mfu_language"] == pytest.approx(0.15)
+    # a rank without it (not a VLM step there): left out
+    assert combine([r0, row(1, achieved=6e11, peak=3e12)]).mfu_language is None
+    r = dataclasses.replace(row(3, achieved=1.5e11), mfu_language=0.1)
+    assert RankFigures.from_row(r.to_row()) == r
+
+
 def test_row_round_trip():
     r = row(3, achieved=1.5e11, tokens=None, executed=2e11)
     values = r.to_row()
-    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 3.0
+    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 4.0
     assert math.isnan(values[ROW_FIELDS.index("tokens_per_sec")])
     assert RankFigures.from_row(values) == r
 

@@ -70,6 +70,10 @@ def test_compute_straggler_is_named_though_periods_are_equal(tmp_path):
         for rec in out["records"]:
             m = rec["metrics"]
             assert m["throughput/straggler_rank"] == 1.0
+            # where each loss is concentrated (issue 28's diagnosis): the slow forward
+            # on rank 1, the wait for it (exposed communication) on rank 0
+            assert m["throughput/mfu_lost_rank/compute"] == 1.0
+            assert m["throughput/mfu_lost_rank/communication"] == 0.0
             # rank 0 waited about STRAGGLE_S per step for rank 1 (lower bound: half)
             assert m["throughput/straggler_lost"] * m["throughput/step_time_s"] >= STRAGGLE_S / 2
     r0, r1 = (out["records"][-1] for out in ranks)

@@ -37,6 +37,14 @@ def main() -> None:
     import mfu_tracker
     from mfu_tracker import FlopCounter, counter_backend, track
 
+    from importlib import metadata
+
+    from mfu_tracker._install import DISTRIBUTION
+
+    dist = metadata.distribution(DISTRIBUTION)
+    check(any(str(f) == "mfu_tracker/__init__.py" for f in dist.files or ()),
+          f"the distribution {DISTRIBUTION} {dist.version} installed mfu_tracker/")
+
     site = Path(sysconfig.get_paths()["purelib"]).resolve()
     check(Path(mfu_tracker.__file__).resolve().is_relative_to(site),
           f"mfu_tracker imported from site-packages ({mfu_tracker.__file__})")

@@ -713,3 +713,96 @@ def test_torch_compile_gives_the_eager_model_flops_through_wrapper_and_callback(
             (step_model, step_executed), _ = _wrapper_step_flops(compiled, sample)
             cb_model, cb_executed = _callback_step_flops(compiled, sample)
         assert step_model == cb_model == MODEL and step_executed == cb_executed == MODEL
+
+
+# ---- the job ledger: a run resumed from a checkpoint (issue 28) -------------------
+
+
+class TimedTrainer(Trainer):
+    """A Trainer that clocks its own checkpoint saves and evaluation loops
+    (the phases the callback marks must hold them)."""
+
+    def __init__(self, *args, clocked=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clocked = clocked
+
+    def _save_checkpoint(self, model, trial):
+        import time
+
+        start = time.perf_counter()
+        super()._save_checkpoint(model, trial)
+        self.clocked["checkpoint"].append(time.perf_counter() - start)
+
+    def evaluation_loop(self, *args, **kwargs):
+        import time
+
+        start = time.perf_counter()
+        out = super().evaluation_loop(*args, **kwargs)
+        self.clocked["eval"].append(time.perf_counter() - start)
+        return out
+
+
+def _resumable(tmp_path, log, max_steps, clocked, resume=None):
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=max_steps,
+                             per_device_train_batch_size=B, logging_steps=2, report_to=[],
+                             use_cpu=True, save_strategy="steps", save_steps=4,
+                             eval_strategy="steps", eval_steps=3, per_device_eval_batch_size=B,
+                             disable_tqdm=True, learning_rate=1e-3, seed=0)
+    trainer = TimedTrainer(model=gpt2(), args=args, train_dataset=Fixed(), eval_dataset=Fixed(4),
+                           callbacks=[MFUCallback(peak_tflops=PEAK_TFLOPS, log_path=log)],
+                           clocked=clocked)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train(resume_from_checkpoint=resume)
+
+
+def test_a_resumed_trainer_run_shows_the_job_ledger(tmp_path, capsys):
+    """Run 1 trains 6 steps (saves at 4 and 6, evaluates at 3 and 6); run 2
+    resumes from checkpoint-4 and trains to 8: steps 4 and 5 are done twice."""
+    import json
+
+    from mfu_tracker.cli import main
+
+    log = tmp_path / "job.jsonl"
+    clocked = [{"checkpoint": [], "eval": []} for _ in range(2)]
+    _resumable(tmp_path, log, 6, clocked[0])
+    _resumable(tmp_path, log, 8, clocked[1], resume=str(tmp_path / "out" / "checkpoint-4"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.get("record") == "run"]
+    runs = [lines[starts[0]:starts[1]], lines[starts[1]:]]
+    assert [run[0]["start_step"] for run in runs] == [0, 4]      # the Trainer's global_step
+    # the intervals tile each run's steps (the Trainer also logs at an evaluation): run 1
+    # trained steps 0..5, run 2 steps 4..7
+    for run, (first, end) in zip(runs, ((0, 6), (4, 8))):
+        spans = [(x["ledger"]["from_step"], x["ledger"]["to_step"]) for x in run if "ledger" in x]
+        assert spans[0][0] == first and spans[-1] == (end, end)    # ... and the run end
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+        assert run[-1]["record"] == "run_end" and run[-1]["step"] == end
+    for run, clock in zip(runs, clocked):
+        # the save and evaluate hooks bracket what the Trainer clocked inside them
+        phases = [x["ledger"]["phase_s"] for x in run if "ledger" in x]
+        for phase in ("checkpoint", "eval"):
+            assert clock[phase]
+            assert math.fsum(p.get(phase, 0.0) for p in phases) >= math.fsum(clock[phase])
+    assert len(clocked[0]["checkpoint"]) == 2 and len(clocked[1]["checkpoint"]) == 1
+
+    status = main(["goodput", str(log), "--json", str(tmp_path / "g.json")])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    lost = math.fsum(x["ledger"]["step_s"] for x in runs[0]
+                     if "ledger" in x and x["ledger"]["from_step"] >= 4)
+    assert g["badput_s/lost_progress"] == pytest.approx(lost, rel=1e-12) and lost > 0
+    checkpoint = math.fsum(x["ledger"]["phase_s"].get("checkpoint", 0.0) for x in lines
+                           if "ledger" in x)
+    assert g["badput_s/checkpoint"] == pytest.approx(checkpoint, rel=1e-12)
+    assert math.fsum([g["goodput"], *(v for k, v in g.items() if k.startswith("badput/"))]) == 1.0
+    # every kept step's FLOPs were booked: 8 kept steps of the counted GPT-2 micro-batch
+    flops = matmul_flops(gpt2())
+    device_s = (runs[0][-1]["time"] - runs[0][0]["process_start"]) + \
+        (runs[1][-1]["time"] - runs[0][-1]["time"])
+    assert g["job_mfu"] == pytest.approx(8 * flops / device_s / PEAK, rel=1e-9)
+    status = main(["report", str(log), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "runs: the file holds 2" in out and "  run=2 start_step=4 " in out

@@ -28,6 +28,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ... import _C
+from ..._install import DISTRIBUTION
 from ._end_to_end import run as run_end_to_end
 from ._end_to_end import small_gpt2
 from ._platform import (
@@ -383,7 +384,7 @@ class Doctor:
         except ImportError as exc:
             self.report.add(section, name, "SKIP", "transformers not installed",
                             f"the GPT-2 checks need transformers ({exc}): "
-                            "pip install 'mfu-tracker[hf]'")
+                            f"pip install '{DISTRIBUTION}[hf]'")
             return True
         return False
 

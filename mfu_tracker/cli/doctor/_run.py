@@ -17,11 +17,13 @@ GPU checks are SKIPped with the reason and the CPU parts still run.
 from __future__ import annotations
 
 import json
+import os
 import platform as _py_platform
 import sys
 import time
 import traceback
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from ..._version import __version__
@@ -44,15 +46,16 @@ def _run_section(report: Report, section: str, run: Callable[[], None]) -> None:
 
 def run(device: int = 0, json_path: Optional[str] = None, quick: bool = False,
         only: Optional[Sequence[str]] = None, out: Any = None) -> int:
-    """Run the doctor; print the table to ``out`` (default stdout); the exit status."""
-
-
+    """Run the doctor; print the table to ``out`` (default stdout); the exit status.
+    Bad arguments (``--only``, ``--json``) are ValueErrors before any check runs."""
     out = sys.stdout if out is None else out
     sections = list(SECTIONS if not only else only)
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise ValueError(f"--only: unknown section(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(SECTIONS)}")
+    if json_path:
+        check_json_path(json_path)
     started = time.perf_counter()
     report = Report()
     doctor = Doctor(report, device=device, quick=quick)
@@ -81,6 +84,19 @@ def run(device: int = 0, json_path: Optional[str] = None, quick: bool = False,
             json.dump(report.to_json(header), fh, indent=2, default=str)
             fh.write("\n")
     return 1 if report.failed() else 0
+
+
+def check_json_path(json_path: str) -> None:
+    """``--json FILE`` must be writable: checked before the checks run (minutes
+    on a GPU), not when the report is written at the end."""
+    path = Path(json_path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise ValueError(f"--json {json_path}: is a directory; give a file name")
+    if not folder.is_dir():
+        raise ValueError(f"--json {json_path}: the directory {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"--json {json_path}: not writable")
 
 
 def parse_only(text: Optional[str]) -> Optional[List[str]]:

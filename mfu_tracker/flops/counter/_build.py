@@ -1,6 +1,6 @@
 """Build of the C++ op observer ``mfu_tracker._torch`` at first use.
 
-A plain ``pip install mfu-tracker`` builds in an isolated environment with no
+A plain ``pip install torch-mfu`` builds in an isolated environment with no
 torch, so the wheel carries only ``_C`` plus the observer's sources
 (``mfu_tracker/_csrc``; a checkout reads ``csrc/``). The first
 :class:`~mfu_tracker.FlopCounter` then compiles them against the installed
@@ -194,7 +194,7 @@ class _Plan:
         assert self.final is not None
         if not quiet:
             print(f"mfu_tracker: building the C++ FLOP counter for torch {self.torch_version} "
-                  f"(once; about a minute) into {self.final}", file=sys.stderr, flush=True)
+                  f"(once; ~20 s on 2 idle cores) into {self.final}", file=sys.stderr, flush=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.base))
         try:
             out = tmp / f"_torch{self.suffix}"

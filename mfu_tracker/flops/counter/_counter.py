@@ -52,11 +52,20 @@ Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
   unpacked ``[b, s, h, d]`` inputs are read in that layout here
   (FlopCounterMode reads them as ``[b, h, s, d]``); CUDA only.
 
+Beyond aten: flash-attn 2 and FlashAttention-3's custom ops (windows,
+chunks and cumulative lengths included) and ``flex_attention`` with its
+backward (the blocks its BlockMask computes) are rows of the op table;
+higher-order ops are counted or passed on by Python kernels of the counting
+key (:mod:`._hops`), so none of them ever fails inside a counter.
+
 What it cannot see: kernels launched without the dispatcher (CUDA graph
-replay, including ``torch.compile(mode="reduce-overhead")``), opaque kernels
-that are not torch ops, and ops on threads other than the one that entered
-the counter (autograd's own worker threads are seen). A custom torch op
-(``torch.library``) gets a formula with :func:`register_flop_formula`. Under
+replay, including ``torch.compile(mode="reduce-overhead")``; inductor's
+generated kernels, flex_attention's included), opaque kernels that are not
+torch ops, and ops on threads other than the one that entered the counter
+(autograd's own worker threads are seen). A custom torch op
+(``torch.library``) gets a formula with :func:`register_flop_formula`.
+``FlopCounter(audit=True)`` lists the ops a count did not cover
+(:meth:`FlopCounter.uncounted`) and warns once about FLOP-heavy ones. Under
 ``torch.compile`` the compiled kernels still call aten for matmuls and
 attention, so executed FLOPs are exact; AOTAutograd runs the compiled
 forward with grad disabled, so model FLOPs there count the forward only —
@@ -84,12 +93,14 @@ from typing import Any, Callable, NamedTuple, Optional
 from ... import _C
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
+from ._audit import UncountedOp, heavy_message, merge_uncounted, uncounted_ops
 from ._module_table import ModuleTable
 
 __all__ = [
     "FlopCounter",
     "FlopProfile",
     "ModuleFlops",
+    "UncountedOp",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",
@@ -111,13 +122,21 @@ _BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
 # ---------------------------------------------------------------------------
 
 class _ExtBackend:
-    """The C++ observer (mfu_tracker._torch)."""
+    """The C++ observer (mfu_tracker._torch), with the Python kernels of the
+    higher-order operators (:mod:`._hops`)."""
 
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
         self.module = module
-        self.start = module.start
+        from . import _hops
+
+        def start(causal: str) -> int:
+            _hops.sync(module)  # higher-order ops defined since the last count
+            return module.start(causal)
+
+        self.start = start
+        self.audit = module.audit
         self.stop = module.stop
         self.read = module.read
         self.reset = module.reset
@@ -277,6 +296,7 @@ def _zero_totals() -> dict[str, Any]:
     totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
     totals["first_error"] = None
     totals["ops"] = {}
+    totals["uncounted"] = {}
     for key in _BY_DTYPE_KEYS:
         totals[key] = [0] * len(_C.dtype_names())
     return totals
@@ -292,6 +312,7 @@ def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
     for name, (calls, flops) in more["ops"].items():
         old_calls, old_flops = into["ops"].get(name, (0, 0))
         into["ops"][name] = (old_calls + calls, old_flops + flops)
+    merge_uncounted(into["uncounted"], more.get("uncounted", {}))
 
 
 def _format_flops(value: float) -> str:
@@ -313,6 +334,15 @@ class FlopCounter:
             (``nn.Module.__call__`` is wrapped while such a counter is
             active; see mfu_tracker/flops/counter/_module_table.py); ``table()`` and
             ``by_module`` need it.
+        audit: also record the ops outside the FLOP table that took
+            tensors and during which nothing was counted (a composite op
+            whose parts count is covered): :meth:`uncounted` lists them,
+            and the first block that saw one that looks FLOP-heavy (a
+            custom op, a higher-order op, a name with attn / attention /
+            gemm / matmul / mm / conv) warns once naming them. Every op
+            pays to be seen while it is on (the integrations audit their
+            first counted step); off, uncounted ops cost nothing. The
+            attribute may be changed between blocks.
 
     A counter may be entered again: counts add up over its blocks (gradient
     accumulation: one counter around every micro-batch), until
@@ -327,10 +357,14 @@ class FlopCounter:
     exiting it on another thread (``RuntimeError``).
     """
 
-    def __init__(self, *, causal_attention: str = "full", modules: bool = True) -> None:
+    def __init__(self, *, causal_attention: str = "full", modules: bool = True,
+                 audit: bool = False) -> None:
         check_causal_attention(causal_attention)
         check_flag(modules, "modules")
+        check_flag(audit, "audit")
         self.causal_attention = causal_attention
+        self.audit = audit
+        self._audit_warned = False
         self._totals = _zero_totals()
         self._handle: Any = None
         self._backend: Any = None
@@ -347,6 +381,13 @@ class FlopCounter:
             self._backend = backend
             self._handle = backend.start(self.causal_attention)
             self._thread = threading.get_ident()
+            if self.audit:
+                try:
+                    backend.audit(self._handle)
+                except BaseException:
+                    backend.stop(self._handle)
+                    self._handle = None
+                    raise
         if self._table is not None:
             self._table.start()
         return self
@@ -383,6 +424,10 @@ class FlopCounter:
             if self._totals["first_error"] is None:
                 self._totals["first_error"] = self._table.error
             self._table.error = None
+        heavy = None if self._audit_warned or not self.audit else self.audit_warning()
+        if heavy is not None and warn:
+            self._audit_warned = True
+            warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=3)
         new_errors = self._totals["errors"] - errors_before
         if not new_errors:
             return None
@@ -483,6 +528,20 @@ class FlopCounter:
         tensors) and counted as max_seqlen each (an upper bound)."""
         return self._current()["approximate_calls"] > 0
 
+    def uncounted(self) -> list[UncountedOp]:
+        """The ops outside the FLOP table that ran while the audit was on
+        (``audit=True``) and that no count covered: name, calls, largest
+        input, and whether it looks FLOP-heavy; FLOP-heavy ones first.
+        Higher-order ops inside which nothing was counted are listed with
+        or without an audit (they never fail a count: they are noted)."""
+        return uncounted_ops(self._current()["uncounted"])
+
+    def audit_warning(self) -> str | None:
+        """The warning about the FLOP-heavy ops of :meth:`uncounted` (None
+        when there are none); leaving a block warns with it once per
+        counter."""
+        return heavy_message(self.uncounted())
+
     @property
     def by_op(self) -> dict[str, tuple[int, int]]:
         """Op name -> (calls, executed FLOPs)."""
@@ -504,10 +563,12 @@ class FlopCounter:
     @property
     def conventions(self) -> str:
         """How the numbers were counted, as one line."""
-        causal = ("causal attention in full (PaLM / FlopCounterMode)" if self.causal_attention == "full"
-                  else "causal attention halved (Megatron)")
-        return (f"{causal}; attention model backward = 2x forward; matmul / conv model backward = "
-                "1x forward per grad-requiring input; recompute not in model FLOPs")
+        causal = ("causal attention in full (PaLM / FlopCounterMode), windows whole per query"
+                  if self.causal_attention == "full"
+                  else "causal attention halved (Megatron), windows as the pairs they keep")
+        return (f"{causal}; block masks: the computed blocks; attention model backward = 2x "
+                "forward; matmul / conv model backward = 1x forward per grad-requiring input; "
+                "recompute not in model FLOPs")
 
     def table(self, depth: int | None = 3, *, collapse_repeats: bool = True) -> str:
         """A readable table: totals, per op, and per module.

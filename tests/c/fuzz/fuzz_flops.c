@@ -1,7 +1,11 @@
 /*
  * fuzz_flops.c -- the op FLOP formulas (mm, addmm, bmm, baddbmm,
  * grouped_mm, convolution forward / backward, SDPA forward / backward,
- * varlen attention forward / backward) on extreme and negative shapes.
+ * varlen attention forward / backward, masked attention (windows, chunks)
+ * and block-mask attention forward / backward) on extreme and negative
+ * shapes. Masked and block attention have brute-force oracles (query by
+ * query, block by block) for sequences up to 40 tokens; beyond, masked
+ * attention is checked for OK / OVERFLOW, HALF <= FULL <= the rectangle.
  *
  * Input: op u8, flags u8, then the op's values (fuzz_input.h's fi_i64, so
  * mutations reach 0, -1, INT64_MAX, 2^62 and the like). Shape arrays are
@@ -315,10 +319,178 @@ static void fuzz_varlen(fuzz_input *in, int backward, int consistent)
     free(k);
 }
 
+/* Twice the pairs of one (s_q, s_k) sequence under `m`, by brute force
+ * (flops.h's normalisation and rules, query by query); small sizes. */
+static big brute_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int half)
+{
+    const big l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
+    big total = 0;
+    if (sq == 0 || sk == 0)
+        return 0;
+    if (l < 0 && c == 0 && r <= 0) /* none, or plain causal */
+        return r == 0 && half ? (big)sq * sk : (big)2 * sq * sk;
+    for (int64_t i = 0; i < sq; i++) {
+        const big p = (big)i + sk - sq;
+        big lo = 0, hi = sk - 1, kept = 0;
+        if (c > 0) {
+            const big c0 = (p >= 0 ? p / c : -((-p + c - 1) / c)) * c;
+            lo = c0 > lo ? c0 : lo;
+            hi = c0 + c - 1 < hi ? c0 + c - 1 : hi;
+        }
+        for (big j = lo; j <= hi; j++)
+            kept += (l < 0 || j >= p - l) && (r < 0 || j <= p + r);
+        if (half) {
+            total += kept;
+        } else {
+            const big region = hi - lo + 1 > 0 ? hi - lo + 1 : 0;
+            const big span = l < 0 || r < 0 ? region : l + 1 + r;
+            total += span < region ? span : region;
+        }
+    }
+    return 2 * total;
+}
+
+/* flops from twice the pairs, as flops.h: b * h * twice * (w_qk d_qk +
+ * w_v d_v) (saturating). */
+static big pairs_ref(const mfu_attention_shape *s, big twice, int backward)
+{
+    const big dims = radd(rmul(backward ? 3 : 1, s->head_dim_qk),
+                          rmul(backward ? 2 : 1, s->head_dim_v));
+    return rmul(rmul(rmul(twice, s->batch), s->heads_q), dims);
+}
+
+/* Masked attention: any shape and mask; an exact brute-force oracle for
+ * sequences up to 40, and for longer ones OK / OVERFLOW with FULL >= HALF,
+ * both at most the whole rectangle. */
+static void fuzz_masked(fuzz_input *in, int backward, int consistent)
+{
+    mfu_attention_shape s;
+    mfu_attention_mask m;
+    mfu_causal causal = pick_causal(in);
+    int64_t got = SENTINEL, other = SENTINEL;
+    mfu_status st, st2;
+    s.batch = fi_i64(in);
+    s.heads_q = fi_i64(in);
+    s.heads_kv = fi_i64(in);
+    s.seq_q = fi_i64(in);
+    s.seq_kv = fi_i64(in);
+    s.head_dim_qk = fi_i64(in);
+    s.head_dim_v = fi_i64(in);
+    m.window_left = fi_i64(in);
+    m.window_right = fi_i64(in);
+    m.chunk = fi_i64(in);
+    if (consistent) {
+        s.heads_kv = 1 + (s.heads_kv & 3);
+        s.heads_q = s.heads_kv * (1 + (s.heads_q & 3));
+        s.seq_q &= 31;
+        s.seq_kv &= 31;
+        s.batch &= 7;
+    }
+    st = backward ? mfu_masked_attention_backward_flop(&s, &m, causal, &got)
+                  : mfu_masked_attention_flop(&s, &m, causal, &got);
+    const big shape_ok = attention_ref(&s, causal, backward);
+    if (shape_ok == EXPECT_INVALID) {
+        expect(st, got, EXPECT_INVALID, 0);
+    } else if (s.seq_q <= 40 && s.seq_kv <= 40) {
+        expect(st, got, pairs_ref(&s, brute_twice_pairs(s.seq_q, s.seq_kv, m,
+                                                        causal == MFU_CAUSAL_HALF), backward), 0);
+    } else {
+        FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_OVERFLOW);
+        if (st == MFU_OK)
+            FUZZ_CHECK(got >= 0 && (big)got <= attention_ref(&s, MFU_CAUSAL_FULL, backward));
+        if (causal == MFU_CAUSAL_HALF) {
+            st2 = backward ? mfu_masked_attention_backward_flop(&s, &m, MFU_CAUSAL_FULL, &other)
+                           : mfu_masked_attention_flop(&s, &m, MFU_CAUSAL_FULL, &other);
+            if (st2 == MFU_OK)
+                FUZZ_CHECK(st == MFU_OK && got <= other);
+        }
+    }
+    got = SENTINEL;
+    FUZZ_CHECK(mfu_masked_attention_flop(&s, NULL, causal, &got) == MFU_ERR_INVALID_ARGUMENT &&
+               got == SENTINEL);
+}
+
+/* Block attention: up to 16 rows of up to 4 key blocks, values in
+ * [-2, 5]; the oracle sums rows x clipped columns. */
+static void fuzz_block(fuzz_input *in, int backward, int consistent)
+{
+    mfu_attention_shape s;
+    int64_t got = SENTINEL;
+    s.batch = fi_i64(in);
+    s.heads_q = fi_i64(in);
+    s.heads_kv = fi_i64(in);
+    s.seq_q = fi_i64(in);
+    s.seq_kv = fi_i64(in);
+    s.head_dim_qk = fi_i64(in);
+    s.head_dim_v = fi_i64(in);
+    const int64_t mb = 1 + fi_u8(in) % 2, mh = 1 + fi_u8(in) % 2, qb = fi_u8(in) % 5;
+    const int64_t kvb = fi_u8(in) % 5, has_full = fi_u8(in) & 1;
+    const int64_t qsize = fi_i64(in), kvsize = fi_i64(in);
+    const size_t rows = (size_t)(mb * mh * qb), cells = rows * (size_t)kvb;
+    int64_t *num = shape_alloc(rows), *idx = shape_alloc(cells);
+    int64_t *fnum = shape_alloc(rows), *fidx = shape_alloc(cells);
+    for (size_t i = 0; i < rows; i++) {
+        num[i] = (int64_t)(fi_u8(in) % 8) - 2;
+        fnum[i] = (int64_t)(fi_u8(in) % 8) - 2;
+    }
+    for (size_t i = 0; i < cells; i++) {
+        idx[i] = (int64_t)(fi_u8(in) % 8) - 2;
+        fidx[i] = (int64_t)(fi_u8(in) % 8) - 2;
+    }
+    if (consistent) {
+        s.heads_kv = 1 + (s.heads_kv & 3);
+        s.heads_q = s.heads_kv * mh * (1 + (s.heads_q & 1));
+        s.batch = mb * (s.batch & 3);
+        s.seq_q &= 31;
+        s.seq_kv &= 31;
+    }
+    const mfu_block_mask m = {.batch = mb, .heads = mh, .q_blocks = qb, .q_block_size = qsize,
+                              .kv_block_size = kvsize, .num_blocks = num, .indices = idx,
+                              .kv_blocks = kvb, .full_num_blocks = has_full ? fnum : NULL,
+                              .full_indices = has_full ? fidx : NULL, .full_kv_blocks = kvb};
+    const mfu_status st = backward ? mfu_block_attention_backward_flop(&s, &m, &got)
+                                   : mfu_block_attention_flop(&s, &m, &got);
+    big ref = attention_ref(&s, MFU_CAUSAL_FULL, backward), pairs = 0;
+    int invalid = ref == EXPECT_INVALID || qsize < 1 || kvsize < 1 || s.batch % mb != 0 ||
+                  s.heads_q % mh != 0;
+    const int no_work = !invalid && (s.batch == 0 || (s.head_dim_qk == 0 && s.head_dim_v == 0));
+    for (size_t r = 0; !invalid && !no_work && r < rows; r++) {
+        const big start = (big)(int64_t)(r % (size_t)qb) * qsize;
+        const big rws = start >= s.seq_q ? 0 : (s.seq_q - start < qsize ? s.seq_q - start : qsize);
+        big cols = 0;
+        for (int part = 0; part < 1 + has_full; part++) {
+            const int64_t n = part ? fnum[r] : num[r];
+            const int64_t *ix = (part ? fidx : idx) + r * (size_t)kvb;
+            if (n < 0 || n > kvb)
+                invalid = 1;
+            for (int64_t i = 0; !invalid && i < n; i++) {
+                const big kstart = (big)ix[i] * kvsize;
+                if (ix[i] < 0)
+                    invalid = 1;
+                else if (kstart < s.seq_kv)
+                    cols += s.seq_kv - kstart < kvsize ? s.seq_kv - kstart : kvsize;
+            }
+        }
+        pairs = radd(pairs, rmul(rws, cols));
+    }
+    if (invalid) {
+        expect(st, got, EXPECT_INVALID, 0);
+    } else {
+        mfu_attention_shape per_row = s;
+        per_row.batch = s.batch / mb;
+        per_row.heads_q = s.heads_q / mh;
+        expect(st, got, no_work ? 0 : pairs_ref(&per_row, rmul(2, pairs), backward), 0);
+    }
+    free(num);
+    free(idx);
+    free(fnum);
+    free(fidx);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fi_make(data, size);
-    int op = fi_u8(&in) % 11;
+    int op = fi_u8(&in) % 15;
     uint8_t flags = fi_u8(&in);
     int consistent = flags & 1;
     switch (op) {
@@ -329,7 +501,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 7: fuzz_sdpa(&in, 0, consistent); break;
     case 8: fuzz_sdpa(&in, 1, consistent); break;
     case 9: fuzz_varlen(&in, 0, consistent); break;
-    default: fuzz_varlen(&in, 1, consistent); break;
+    case 10: fuzz_varlen(&in, 1, consistent); break;
+    case 11: fuzz_masked(&in, 0, consistent); break;
+    case 12: fuzz_masked(&in, 1, consistent); break;
+    case 13: fuzz_block(&in, 0, consistent); break;
+    default: fuzz_block(&in, 1, consistent); break;
     }
     return 0;
 }

@@ -15,7 +15,12 @@
  *  - OK: a row of the table, num_candidates 1, mig_fraction in (0, 1],
  *    1 unless a partition, every peak of the row finite and positive or
  *    absent; the row's model token is a token of the normalized name;
- *  - NOT_FOUND: spec NULL; >= 2 candidates means ambiguous;
+ *  - NOT_FOUND: spec NULL; >= 2 candidates means ambiguous, and then the
+ *    first MFU_GPU_CANDIDATES_MAX are listed: table rows whose model token
+ *    is a token of the name, fractions in (0, 1]; nothing else is listed;
+ *  - mfu_gpu_candidates_peak: OK only for a listed ambiguous match, with
+ *    the peak every listed row has for the dtype (x its fraction) and a
+ *    bandwidth that is 0 or every row's; NOT_FOUND otherwise;
  *  - with no hint, a name equal to a row's display name (ASCII case and
  *    blanks around it ignored) is OK with that row;
  *  - the same query twice gives the same answer (no hidden state).
@@ -40,6 +45,55 @@ static int has_token(const char *normalized, const char *token)
         p = end + 1;
     }
     return 0;
+}
+
+static int in_table(const mfu_gpu_spec *spec)
+{
+    const mfu_gpu_spec *row;
+    for (size_t i = 0; i < mfu_gpu_spec_count(); i++) {
+        FUZZ_CHECK(mfu_gpu_spec_get(i, &row) == MFU_OK);
+        if (row == spec)
+            return 1;
+    }
+    return 0;
+}
+
+/* Rule 3 against the listed rows, by hand. */
+static void check_candidates(const mfu_gpu_match *m, mfu_status st, const char *normalized)
+{
+    int listed = 0;
+    if (st == MFU_ERR_NOT_FOUND && m->num_candidates >= 2)
+        listed = m->num_candidates < MFU_GPU_CANDIDATES_MAX ? m->num_candidates
+                                                            : MFU_GPU_CANDIDATES_MAX;
+    for (int i = 0; i < MFU_GPU_CANDIDATES_MAX; i++) {
+        if (i >= listed) {
+            FUZZ_CHECK(m->candidates[i] == NULL);
+            continue;
+        }
+        FUZZ_CHECK(m->candidates[i] != NULL && in_table(m->candidates[i]));
+        FUZZ_CHECK(has_token(normalized, m->candidates[i]->model_token));
+        FUZZ_CHECK(m->candidate_fraction[i] > 0.0 && m->candidate_fraction[i] <= 1.0);
+    }
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+        double tflops = -1.0, bandwidth = -1.0;
+        mfu_status cs = mfu_gpu_candidates_peak(m, (mfu_dtype)d, &tflops, &bandwidth);
+        FUZZ_CHECK(cs == MFU_OK || cs == MFU_ERR_NOT_FOUND);
+        if (cs != MFU_OK) {
+            FUZZ_CHECK(tflops == 0.0 && bandwidth == 0.0);
+            continue;
+        }
+        FUZZ_CHECK(listed >= 2 && listed == m->num_candidates);
+        FUZZ_CHECK(isfinite(tflops) && tflops > 0.0 && bandwidth >= 0.0);
+        for (int i = 0; i < listed; i++) {
+            double row_tflops;
+            const mfu_gpu_spec *row = m->candidates[i];
+            FUZZ_CHECK(mfu_gpu_spec_peak_tflops(row, (mfu_dtype)d, &row_tflops) == MFU_OK);
+            FUZZ_CHECK(row_tflops * m->candidate_fraction[i] == tflops);
+            if (bandwidth > 0.0)
+                FUZZ_CHECK(row->memory_bandwidth_bytes_per_sec * m->candidate_fraction[i] ==
+                           bandwidth);
+        }
+    }
 }
 
 static char lower(char c)
@@ -114,15 +168,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK((st == MFU_ERR_INVALID_ARGUMENT) ==
                (!hints_ok || norm_st != MFU_OK));
 
+    if (norm_st == MFU_OK)
+        check_candidates(&m, st, normalized);
     if (st == MFU_OK) {
-        const mfu_gpu_spec *row;
-        int in_table = 0;
-        for (size_t i = 0; i < mfu_gpu_spec_count(); i++) {
-            FUZZ_CHECK(mfu_gpu_spec_get(i, &row) == MFU_OK);
-            if (row == m.spec)
-                in_table = 1;
-        }
-        FUZZ_CHECK(in_table);
+        FUZZ_CHECK(in_table(m.spec));
         FUZZ_CHECK(m.num_candidates == 1);
         FUZZ_CHECK(m.mig_fraction > 0.0 && m.mig_fraction <= 1.0);
         FUZZ_CHECK(m.is_partition || m.mig_fraction == 1.0);
@@ -155,6 +204,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(st2 == st && again.spec == m.spec &&
                again.num_candidates == m.num_candidates &&
                again.is_partition == m.is_partition);
+    for (int i = 0; i < MFU_GPU_CANDIDATES_MAX; i++)
+        FUZZ_CHECK(again.candidates[i] == m.candidates[i] &&
+                   again.candidate_fraction[i] == m.candidate_fraction[i]);
 
     free(name);
     return 0;

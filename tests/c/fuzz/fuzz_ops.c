@@ -7,8 +7,9 @@
  * (% MFU_OP_ARGS_MAX + 1), then per position: type u8 (% 4: none, tensor,
  * int, int list) and
  *   tensor:   ndim u8 (% 10), bits u8 (1: requires grad, 2: values
- *             readable), ndim x fi_i64 sizes, and when readable with
- *             0 <= size[0] <= 64: size[0] x fi_i64 values
+ *             readable, 4: values in [-7, 7], block indices), ndim x fi_i64 sizes, and when readable with
+ *             sizes >= 0 whose product is <= 64: that many fi_i64 values
+ *             (row-major; a 1-D tensor: size[0])
  *   int:      fi_i64
  *   int list: n u8 (% 10), n x fi_i64
  * flags: bits 0-1 the convention (0 full, 1 half, 2-3 out of range),
@@ -25,8 +26,9 @@
  *    attention is ever approximate;
  *  - only the positions mfu_op_inputs lists are read: garbage anywhere
  *    else changes nothing;
- *  - the half convention gives the full count or exactly half of it (only
- *    attention halves), and succeeds whenever full does;
+ *  - the half convention gives at most the full count (only attention
+ *    counts less: exactly half of a causal call, the kept pairs of a
+ *    window), and succeeds whenever full does;
  *  - mm and bmm: the exact 2*m*n*k (in __int128) when the count fits, and
  *    OVERFLOW exactly when it does not;
  *  - the same call gives the same answer twice.
@@ -78,10 +80,13 @@ static void read_arg(fuzz_input *in, fuzz_call *fc, mfu_op_arg *a)
         a->ints = dims;
         a->count = ndim;
         a->requires_grad = bits & 1;
-        if ((bits & 2) && ndim >= 1 && dims[0] >= 0 && dims[0] <= 64) {
-            int64_t *values = block(fc, (size_t)dims[0]);
-            for (int64_t i = 0; i < dims[0]; i++)
-                values[i] = fi_i64(in);
+        int64_t numel = 1; /* the product of the sizes */
+        for (size_t i = 0; i < ndim && numel >= 0; i++)
+            numel = dims[i] < 0 || dims[i] > 64 ? -1 : numel * dims[i] > 64 ? -1 : numel * dims[i];
+        if ((bits & 2) && numel >= 0) {
+            int64_t *values = block(fc, (size_t)numel);
+            for (int64_t i = 0; i < numel; i++)
+                values[i] = (bits & 4) ? fi_i64(in) % 8 : fi_i64(in); /* small: block ids */
             a->values = values;
         }
         break;
@@ -261,8 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             st2 = run(spec, &half, &again, &err2);
             if (st == MFU_OK) {
                 FUZZ_CHECK(st2 == MFU_OK);
-                FUZZ_CHECK(again.executed == out.executed ||
-                           (big)again.executed * 2 == (big)out.executed);
+                FUZZ_CHECK(again.executed <= out.executed);
                 if (spec->kind != MFU_OP_ATTENTION &&
                     spec->kind != MFU_OP_ATTENTION_BACKWARD)
                     FUZZ_CHECK(same(st, &out, st2, &again));

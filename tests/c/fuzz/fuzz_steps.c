@@ -21,9 +21,12 @@
  *   7    u8: bit 7 close, else the next call of one driver call (u8 % 5)
  *        fails with code 700
  * An op byte >= 200 is a phase op instead (issue 11), (byte - 200) % 6:
- *   0 begin phase u8 % 7 (5, 6: out of range)   1 end phase
- *   2 switch to phase u8 % 7                    3 exclude begin
+ *   0 begin phase u8 % (MFU_PHASE_COUNT + 2)    1 end phase
+ *     (the last two: out of range)
+ *   2 switch to phase u8 % (MFU_PHASE_COUNT + 2) 3 exclude begin
  *   4 exclude end                               5 phase summary
+ * (phases 12-14 are the badput phases of issue 28: checkpoint, eval,
+ * compile; 5-11 the collective kinds' and the pipeline bubble, issue 24)
  * mode: bits 0-1 clock (0 cpu, 1 cuda, 2 hip, 3 an invalid value); bit 2:
  * no CUDA context at create (the fallback at create).
  *
@@ -43,9 +46,12 @@
  *  - phases: a phase call is refused exactly when out of range, nested
  *    deeper than MFU_PHASE_DEPTH_MAX or ending with none open; a boundary
  *    reports the phases it closed; the window's phase seconds are >= 0 on
- *    a GPU clock and their sum never exceeds the window's time; the fake's
- *    timeline model includes every phase / exclusion mark and subtracts
- *    the excluded intervals from the periods;
+ *    a GPU clock and the step phases' sum never exceeds the window's time;
+ *    the fake's timeline model includes every phase / exclusion mark and
+ *    subtracts the excluded intervals and the badput phases' time from the
+ *    periods; the ledger's totals count every accounted step, sum the
+ *    pushed periods to the window's time while no step left the window, and
+ *    hold no negative seconds on a GPU clock;
  *  - after close boundaries are refused; the GPU events all come back.
  */
 #include <float.h>
@@ -159,11 +165,35 @@ struct model {
     uint64_t exclude_ns;   /* the running exclusion's begin */
     uint32_t boundaries;
     uint32_t depth;        /* phases open (any clock) */
+    uint8_t stack[MFU_PHASE_DEPTH_MAX]; /* the open phases, innermost last */
+    uint8_t running;       /* the phase running on the timeline (NONE: none) */
+    uint64_t segment_ns;   /* since when it runs */
     int excluding;         /* an exclusion is open (any clock) */
     int step_open;         /* a boundary opened a step (the model's timeline
                               matters only while valid: no fallback) */
     double periods[MAX_MODEL];
 };
+
+static int badput(uint8_t phase)
+{
+    return phase == MFU_PHASE_CHECKPOINT || phase == MFU_PHASE_EVAL
+           || phase == MFU_PHASE_COMPILE;
+}
+
+static uint8_t innermost(const struct model *m)
+{
+    return m->depth > 0 ? m->stack[m->depth - 1] : (uint8_t)MFU_PHASE_NONE;
+}
+
+/* A mark completing at `complete` ends the running segment: a badput
+ * phase's time leaves the period (steps.h, "Badput phases"), unless an
+ * exclusion held it already. */
+static void model_segment(struct model *m, uint64_t complete, int excluding)
+{
+    if (!excluding && badput(m->running))
+        m->excluded_ns += complete - m->segment_ns;
+    m->segment_ns = complete;
+}
 
 /* The fake's completion of a record taken now (steps.h: one per mark). */
 static uint64_t model_record(struct model *m)
@@ -192,6 +222,24 @@ static void check_window(const struct model *m, const mfu_steps_config *c,
     FUZZ_CHECK(near(sum->window.step_s_max, hi));
 }
 
+/* The ledger's totals (steps.h, "The job ledger's totals"): every accounted
+ * step, the pushed periods (the window's are among them), no negative time. */
+static void check_ledger(mfu_steps *s, const mfu_steps_summary *sum,
+                         const mfu_steps_counters *counters)
+{
+    mfu_steps_ledger ledger;
+    mfu_steps_get_ledger(s, &ledger);
+    FUZZ_CHECK(ledger.steps == counters->pushed + counters->dropped);
+    FUZZ_CHECK(ledger.dropped == counters->dropped);
+    FUZZ_CHECK(ledger.unknown_flops_steps <= counters->pushed);
+    FUZZ_CHECK(ledger.own_s >= -1e-9 && ledger.step_s >= -1e-9);
+    for (int p = 0; p < MFU_PHASE_COUNT; p++)
+        FUZZ_CHECK(ledger.phase_s[p] >= -1e-9);
+    if (sum->window.steps > 0)
+        FUZZ_CHECK(ledger.step_s >= sum->window.window_s * (1 - 1e-9) - 1e-9);
+    FUZZ_CHECK((counters->boundaries == 0) == isnan(ledger.first_boundary_unix_s));
+}
+
 static void check_summary(mfu_steps *s, const mfu_steps_config *c, const struct model *m)
 {
     mfu_steps_summary sum;
@@ -218,6 +266,7 @@ static void check_summary(mfu_steps *s, const mfu_steps_config *c, const struct 
         FUZZ_CHECK(sum.window.step_s_mean <= sum.window.step_s_max * (1 + 1e-12));
     }
     check_window(m, c, &sum, counters.pushed);
+    check_ledger(s, &sum, &counters);
 }
 
 /* The invariants that hold after every op. */
@@ -248,7 +297,8 @@ static void check_phases(mfu_steps *s)
         if (!(ph.marked & (1u << p)))
             FUZZ_CHECK(ph.seconds[p] == 0.0);
         FUZZ_CHECK(ph.seconds[p] >= -1e-9); /* monotonic clocks, in-order events */
-        total += ph.seconds[p];
+        if (!mfu_phase_leaves_step((mfu_phase)p))
+            total += ph.seconds[p];         /* badput phases are outside the periods */
     }
     FUZZ_CHECK(ph.excluded_s >= -1e-9);
     if (ph.steps > 0)
@@ -258,16 +308,16 @@ static void check_phases(mfu_steps *s)
 static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
 {
     mfu_status st = MFU_OK;
-    int marks = 0;
+    int marks = 0, was_excluding = m->excluding;
     uint8_t p;
     switch (op) {
     case 0:
-        p = fi_u8(in) % 7;
+        p = fi_u8(in) % (MFU_PHASE_COUNT + 2); /* two out of range */
         st = mfu_steps_phase_begin(s, (mfu_phase)p);
         if (p >= MFU_PHASE_COUNT || m->depth >= MFU_PHASE_DEPTH_MAX) {
             FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
         } else {
-            m->depth++;
+            m->stack[m->depth++] = p;
             marks = 1;
         }
         break;
@@ -281,13 +331,14 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
         }
         break;
     case 2:
-        p = fi_u8(in) % 7;
+        p = fi_u8(in) % (MFU_PHASE_COUNT + 2); /* two out of range */
         st = mfu_steps_phase_switch(s, (mfu_phase)p);
         if (p >= MFU_PHASE_COUNT) {
             FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
         } else {
             if (m->depth == 0)
                 m->depth = 1;
+            m->stack[m->depth - 1] = p;
             marks = 1;
         }
         break;
@@ -321,8 +372,15 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
             FUZZ_CHECK(st == MFU_ERR_UNAVAILABLE);
         return;
     }
-    if (marks && m->valid && m->step_open && st == MFU_OK)
-        (void)model_record(m);
+    if (marks && m->valid && m->step_open && st == MFU_OK) {
+        uint64_t complete = model_record(m);
+        if (op == 4)
+            m->segment_ns = complete;   /* after an exclusion: a new segment */
+        else
+            model_segment(m, complete, was_excluding);
+    }
+    if (marks && st == MFU_OK && op <= 2)
+        m->running = innermost(m);
 }
 
 static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int gpu)
@@ -338,6 +396,7 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
 
     memset(&m, 0, sizeof m);
     m.valid = gpu && !failures;
+    m.running = MFU_PHASE_NONE;
     while (fi_left(in) > 0 && ops++ < MAX_OPS) {
         uint8_t raw = fi_u8(in), op = raw % 8;
         if (raw >= 200) {
@@ -378,15 +437,20 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
                 uint64_t complete = model_record(&m);
                 if (m.excluding)
                     m.excluded_ns += complete - m.exclude_ns;
+                else
+                    model_segment(&m, complete, 0);
                 if (m.boundaries > 0 && m.boundaries - 1 < MAX_MODEL)
                     m.periods[m.boundaries - 1] =
                         (double)(complete - m.open_ns - m.excluded_ns) * 1e-9;
                 m.open_ns = complete;
+                m.segment_ns = complete;
                 m.excluded_ns = 0;
                 m.boundaries++;
             }
-            if (st == MFU_OK)
+            if (st == MFU_OK) {
                 m.excluding = 0;
+                m.running = MFU_PHASE_NONE;
+            }
         } else if (op == 3) {
             uint64_t ns = (uint64_t)fi_bytes_le(in, 2) * 10000u;
             if (gpu)

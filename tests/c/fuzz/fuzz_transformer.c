@@ -1,198 +1,327 @@
 /*
  * fuzz_transformer.c -- the analytic path: mfu_transformer_validate(),
- * mfu_sequences_from_lengths() / mfu_sequences_uniform() and
- * mfu_transformer_flops_compute() on fuzzed dims, options and sequence
- * lengths (what the Python layer builds from a user's config / preset and
- * a batch's cu_seqlens, position_ids or attention mask).
+ * mfu_transformer_flops_compute() with and without a vision tower, the
+ * span and chunking sums (spans.h) and mfu_vision_validate() on fuzzed dims,
+ * options, sequence lengths and grids (what the Python layer builds from a
+ * user's config and a batch's cu_seqlens, position_ids, attention mask and
+ * image_grid_thw).
  *
- * Input: mode u8, then every dims field, every options field, the window
- * mode, the sequence count and lengths (fi_i64 / fi_i32 / u8 values).
- * Mode bit 0 keeps dims "plausible" (small positive sizes, consistent MoE /
- * GQA / sliding fields) so the compute path is reached often; without it
- * every field is raw. Bit 1 uses mfu_sequences_uniform.
+ * Input: mode u8; then every int64 dims field of `int_fields` below in
+ * order (fi_i64; in plausible mode a small value instead, see plausible()),
+ * every flag of `flag_fields` (a u8: raw (byte % 4) - 1, plausible byte & 1),
+ * the enums attention, mlp, norm, qk_norm (fi_i32); the options formula,
+ * causal, recompute (fi_i32), include_lm_head, include_embedding (u8 flags),
+ * lora_rank (fi_i64), lora_targets (fi_i32); with mode bit 2 the vision
+ * dims (kind fi_i32, then every int64 of `vision_fields`) and a grid count
+ * u8 % 5 with t, h, w (fi_i64 each); then a sequence count u8 % 65 and the
+ * lengths (fi_i64). Mode bit 0 keeps the dims plausible (small positive
+ * sizes, a consistent layer partition) so the compute path is reached
+ * often; bit 1 reads the first two lengths as (batch, seq_len) of a
+ * uniform batch.
  *
  * Properties:
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
  *    (a non-empty string); compute agrees with validate on the dims;
- *  - sequences: OK iff the window and every length are >= 0 (uniform: and
- *    batch, seq_len >= 0); then T, sum s^2, sum s*min(s, w) finite, >= 0,
- *    sum_windowed <= sum_sq;
- *  - compute on OK: every figure finite and >= 0, forward >= attention,
- *    model >= forward, hardware >= model, active params <= params; and the
- *    same call twice gives the same numbers.
+ *  - spans: OK iff the batch is valid; pairs finite, >= 0; half <= full;
+ *    sliding and chunked <= the full span; chunking counts >= 0;
+ *  - compute on OK: every figure finite and >= 0, forward >= attention +
+ *    scans, model >= forward, hardware >= model, active params <= params,
+ *    language + vision = model; the same call twice gives the same numbers;
+ *    NULL batch / out refused.
  */
 #include <math.h>
+#include <stddef.h>
 
-#include "flops.h"
 #include "fuzz_input.h"
+#include "spans.h"
+#include "transformer.h"
+#include "vision.h"
 
-static int64_t small_pos(fuzz_input *in, int64_t mod)
+#define OFF(f) offsetof(mfu_transformer_dims, f)
+
+/* The int64 dims fields, in input order. */
+static const size_t int_fields[] = {
+    OFF(hidden_size), OFF(num_layers), OFF(vocab_size), OFF(num_heads),
+    OFF(num_kv_heads), OFF(head_dim), OFF(q_lora_rank), OFF(kv_lora_rank),
+    OFF(qk_nope_head_dim), OFF(qk_rope_head_dim), OFF(v_head_dim),
+    OFF(intermediate_size), OFF(norms_per_layer), OFF(num_experts),
+    OFF(experts_per_token), OFF(moe_intermediate_size),
+    OFF(shared_expert_intermediate_size), OFF(num_dense_layers),
+    OFF(num_positions), OFF(sliding_window), OFF(num_sliding_layers),
+    OFF(attention_chunk_size), OFF(num_chunked_layers), OFF(num_linear_layers),
+    OFF(linear_num_key_heads), OFF(linear_key_head_dim),
+    OFF(linear_num_value_heads), OFF(linear_value_head_dim),
+    OFF(linear_conv_kernel), OFF(linear_chunk_size), OFF(num_ssm_layers),
+    OFF(ssm_num_heads), OFF(ssm_head_dim), OFF(ssm_state_size),
+    OFF(ssm_num_groups), OFF(ssm_conv_kernel), OFF(ssm_chunk_size),
+    OFF(num_mtp_layers),
+};
+
+static const size_t flag_fields[] = {
+    OFF(qkv_bias), OFF(attention_out_bias), OFF(attention_gate),
+    OFF(attention_sinks), OFF(mlp_bias), OFF(shared_expert_gate),
+    OFF(router_bias), OFF(tie_word_embeddings), OFF(ssm_conv_bias),
+    OFF(ssm_proj_bias),
+};
+
+#undef OFF
+#define VOFF(f) offsetof(mfu_vision_dims, f)
+
+static const size_t vision_fields[] = {
+    VOFF(depth), VOFF(hidden_size), VOFF(intermediate_size), VOFF(num_heads),
+    VOFF(in_channels), VOFF(patch_size), VOFF(temporal_patch_size),
+    VOFF(spatial_merge_size), VOFF(out_hidden_size), VOFF(window_size),
+    VOFF(num_full_blocks), VOFF(num_deepstack_mergers),
+    VOFF(num_position_embeddings),
+};
+
+#undef VOFF
+
+static int64_t *slot64(void *base, size_t offset)
+{
+    return (int64_t *)(void *)((char *)base + offset);
+}
+
+static int64_t small(fuzz_input *in, int64_t mod)
 {
     return 1 + (int64_t)(fi_bytes_le(in, 2) % (uint64_t)mod);
 }
 
-static int64_t raw_or_small(fuzz_input *in, int plausible, int64_t mod)
+/* Coherent small dims: a layer partition that adds up, heads that divide,
+ * MoE fields only with experts, windows only with their layers. */
+static void plausible(fuzz_input *in, mfu_transformer_dims *d)
 {
-    return plausible ? small_pos(in, mod) : fi_i64(in);
+    const uint8_t shape = fi_u8(in);
+    d->hidden_size = 8 * small(in, 64);
+    d->num_layers = small(in, 16);
+    d->vocab_size = small(in, 4096);
+    d->num_heads = 1 << (fi_u8(in) % 4);
+    d->num_kv_heads = (shape & 1) ? 1 : 0;
+    d->head_dim = (shape & 2) ? small(in, 128) : 0;
+    d->hidden_size = d->head_dim ? d->hidden_size : d->num_heads * 8;
+    d->attention = (shape & 4) ? MFU_ATTENTION_MLA : MFU_ATTENTION_GQA;
+    d->kv_lora_rank = small(in, 64);
+    d->q_lora_rank = (shape & 8) ? small(in, 64) : 0;
+    d->qk_nope_head_dim = small(in, 64);
+    d->qk_rope_head_dim = small(in, 32);
+    d->v_head_dim = small(in, 64);
+    d->intermediate_size = small(in, 512);
+    d->norms_per_layer = (int64_t)(fi_u8(in) % 5);
+    if (shape & 16) {
+        d->num_experts = small(in, 64);
+        d->experts_per_token = small(in, d->num_experts);
+        d->moe_intermediate_size = small(in, 256);
+        d->shared_expert_intermediate_size = (fi_u8(in) & 1) ? small(in, 256) : 0;
+        d->num_dense_layers = (int64_t)(fi_u8(in) % (uint64_t)(d->num_layers + 1));
+    }
+    if (shape & 32) {
+        d->num_linear_layers = (int64_t)(fi_u8(in) % (uint64_t)(d->num_layers + 1));
+        d->linear_num_key_heads = small(in, 4);
+        d->linear_num_value_heads = d->linear_num_key_heads * small(in, 3);
+        d->linear_key_head_dim = small(in, 64);
+        d->linear_value_head_dim = small(in, 64);
+        d->linear_conv_kernel = small(in, 4);
+        d->linear_chunk_size = small(in, 64);
+    } else if (shape & 64) {
+        d->num_ssm_layers = d->num_layers;
+        d->mlp = MFU_MLP_NONE;
+        d->intermediate_size = d->num_experts = d->experts_per_token = 0;
+        d->moe_intermediate_size = d->shared_expert_intermediate_size = 0;
+        d->num_dense_layers = 0;
+        d->ssm_num_groups = small(in, 4);
+        d->ssm_num_heads = d->ssm_num_groups * small(in, 4);
+        d->ssm_head_dim = small(in, 64);
+        d->ssm_state_size = small(in, 64);
+        d->ssm_conv_kernel = small(in, 4);
+        d->ssm_chunk_size = small(in, 256);
+    }
+    {
+        const int64_t attention = d->num_layers - d->num_linear_layers - d->num_ssm_layers;
+        d->sliding_window = small(in, 4096);
+        d->num_sliding_layers = (int64_t)(fi_u8(in) % (uint64_t)(attention + 1));
+        d->attention_chunk_size = small(in, 4096);
+        d->num_chunked_layers = (int64_t)(fi_u8(in) %
+                                          (uint64_t)(attention - d->num_sliding_layers + 1));
+    }
+    d->num_mtp_layers = (shape & 128) ? 1 : 0;
 }
 
-static int flag(fuzz_input *in, int plausible)
+static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
 {
-    uint8_t b = fi_u8(in);
-    return plausible ? (b & 1) : (int)(b % 4) - 1; /* raw: -1..2 */
+    mfu_transformer_dims_init(d);
+    if (is_plausible)
+        plausible(in, d);
+    else
+        for (size_t i = 0; i < FI_COUNT(int_fields); i++)
+            *slot64(d, int_fields[i]) = fi_i64(in);
+    for (size_t i = 0; i < FI_COUNT(flag_fields); i++) {
+        const uint8_t b = fi_u8(in);
+        int *f = (int *)(void *)((char *)d + flag_fields[i]);
+        *f = is_plausible ? (b & 1) : (int)(b % 4) - 1;
+    }
+    if (is_plausible) {
+        d->shared_expert_gate &= d->shared_expert_intermediate_size > 0;
+        d->router_bias &= d->num_experts > 0;
+        return;
+    }
+    d->attention = (mfu_attention_kind)fi_i32(in);
+    d->mlp = (mfu_mlp_kind)fi_i32(in);
+    d->norm = (mfu_norm_kind)fi_i32(in);
+    d->qk_norm = (mfu_qk_norm_kind)fi_i32(in);
+}
+
+static void read_options(fuzz_input *in, int is_plausible, const mfu_transformer_dims *d,
+                         mfu_transformer_options *o)
+{
+    mfu_transformer_options_init(o);
+    o->formula = (mfu_flops_formula)(is_plausible ? fi_u8(in) % 3 : fi_i32(in));
+    o->causal = (mfu_causal)(is_plausible ? fi_u8(in) % 2 : fi_i32(in));
+    o->recompute = (mfu_recompute)(is_plausible ? fi_u8(in) % 3 : fi_i32(in));
+    o->include_lm_head = is_plausible ? fi_u8(in) & 1 : (int)(fi_u8(in) % 4) - 1;
+    o->include_embedding = is_plausible ? fi_u8(in) & 1 : (int)(fi_u8(in) % 4) - 1;
+    o->lora_rank = fi_i64(in);
+    o->lora_targets = (unsigned)fi_i32(in);
+    if (is_plausible) {
+        int lora = o->lora_rank > 0 && d->attention == MFU_ATTENTION_GQA &&
+                   d->num_linear_layers == 0 && d->num_ssm_layers == 0;
+        o->lora_rank = lora ? 1 + o->lora_rank % 256 : 0;
+        o->lora_targets = lora ? 1u + o->lora_targets % MFU_LORA_ALL : 0u;
+        if (d->mlp != MFU_MLP_SWIGLU)
+            o->lora_targets &= ~(unsigned)MFU_LORA_GATE;
+        if (lora && o->lora_targets == 0)
+            o->lora_targets = MFU_LORA_Q;
+    }
+}
+
+static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
+                        mfu_vision_grid *grids)
+{
+    mfu_vision_dims_init(&v->dims);
+    v->dims.kind = (mfu_vision_kind)(is_plausible ? 1 + fi_u8(in) % 2 : fi_i32(in));
+    for (size_t i = 0; i < FI_COUNT(vision_fields); i++)
+        *slot64(&v->dims, vision_fields[i]) = is_plausible ? small(in, 64) : fi_i64(in);
+    if (is_plausible) {
+        v->dims.num_heads = 1;
+        v->dims.window_size = v->dims.kind == MFU_VISION_QWEN2_5_VL
+                                  ? v->dims.window_size * v->dims.spatial_merge_size *
+                                        v->dims.patch_size
+                                  : 0;
+        v->dims.num_full_blocks = v->dims.kind == MFU_VISION_QWEN2_5_VL
+                                      ? v->dims.num_full_blocks % (v->dims.depth + 1) : 0;
+        v->dims.num_deepstack_mergers = v->dims.kind == MFU_VISION_QWEN3_VL
+                                            ? v->dims.num_deepstack_mergers % (v->dims.depth + 1)
+                                            : 0;
+        v->dims.num_position_embeddings *= v->dims.kind == MFU_VISION_QWEN3_VL;
+    }
+    v->num_grids = fi_u8(in) % 5;
+    for (size_t i = 0; i < v->num_grids; i++) {
+        grids[i].t = is_plausible ? small(in, 4) : fi_i64(in);
+        grids[i].h = is_plausible ? v->dims.spatial_merge_size * small(in, 32) : fi_i64(in);
+        grids[i].w = is_plausible ? v->dims.spatial_merge_size * small(in, 32) : fi_i64(in);
+    }
+    v->grids = grids;
+}
+
+static int le(double a, double b)
+{
+    return a <= b * (1.0 + 1e-12) + 1.0;
+}
+
+/* The span and chunking sums on any batch (bad ones refused). */
+static void check_spans(const mfu_batch *b, int batch_ok, int64_t window)
+{
+    double full_f, full_h, s_f, s_h, c_f, c_h, t;
+    mfu_chunking ch;
+    mfu_status st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, MFU_CAUSAL_FULL, &full_f);
+    FUZZ_CHECK(st == (batch_ok ? MFU_OK : MFU_ERR_INVALID_ARGUMENT));
+    FUZZ_CHECK(mfu_batch_tokens(b, &t) == st);
+    if (st != MFU_OK || window < 1)
+        return;
+    FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_FULL, 0, MFU_CAUSAL_HALF, &full_h) == MFU_OK);
+    FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_FULL, &s_f) == MFU_OK);
+    FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_HALF, &s_h) == MFU_OK);
+    FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_FULL, &c_f) == MFU_OK);
+    FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_HALF, &c_h) == MFU_OK);
+    /* exact below 2^53; beyond, doubles round: compare with 1e-12 slack */
+    FUZZ_CHECK(full_f >= 0.0 && full_h <= full_f && le(s_f, full_f) && le(c_f, full_f));
+    FUZZ_CHECK(le(s_h, s_f) && le(c_h, c_f) && le(c_h, s_h));
+    FUZZ_CHECK(mfu_batch_chunking(b, window, &ch) == MFU_OK);
+    FUZZ_CHECK(ch.chunks >= 0.0 && ch.chunks_sq >= ch.chunks && ch.nonempty >= 0.0);
+}
+
+static void check_result(const mfu_transformer_flops *r)
+{
+    const double v[] = {r->model_flops, r->hardware_flops, r->forward_flops,
+                        r->attention_flops, r->scan_flops, r->language_flops,
+                        r->vision_flops, r->num_params, r->num_embedding_params,
+                        r->num_active_params, r->num_adapter_params, r->num_tokens};
+    for (size_t i = 0; i < FI_COUNT(v); i++)
+        FUZZ_CHECK(!isnan(v[i]) && v[i] >= 0.0);
+    if (!isfinite(r->model_flops) || !isfinite(r->num_params))
+        return; /* raw dims near INT64_MAX overflow a double: inf, never NaN */
+    FUZZ_CHECK(r->forward_flops >= r->attention_flops + r->scan_flops -
+                                       1e-9 * r->forward_flops);
+    FUZZ_CHECK(r->model_flops >= r->forward_flops);
+    FUZZ_CHECK(r->hardware_flops >= r->model_flops);
+    FUZZ_CHECK(r->num_active_params <= r->num_params);
+    FUZZ_CHECK(fabs(r->language_flops + r->vision_flops - r->model_flops) <=
+               1e-9 * r->model_flops);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fi_make(data, size);
-    uint8_t mode = fi_u8(&in);
-    int plausible = mode & 1, uniform = (mode >> 1) & 1;
+    const uint8_t mode = fi_u8(&in);
+    const int is_plausible = mode & 1, is_uniform = (mode >> 1) & 1;
     mfu_transformer_dims d;
     mfu_transformer_options o;
-    mfu_sequences seqs;
+    mfu_vision_input v = {.grids = NULL, .num_grids = 0};
+    mfu_vision_grid grids[4];
     mfu_transformer_flops out, out2;
     const char *bad = NULL, *bad2 = NULL;
-    mfu_status vst, sst, cst;
-    int64_t *lengths;
+    int64_t lengths[64];
     size_t count;
-    int64_t window;
-    uint8_t window_mode;
+    int batch_ok = 1;
+    mfu_batch b;
+    mfu_status vst, cst;
 
-    mfu_transformer_dims_init(&d);
-    mfu_transformer_options_init(&o);
-    d.hidden_size = raw_or_small(&in, plausible, 8192);
-    d.num_layers = raw_or_small(&in, plausible, 128);
-    d.num_heads = raw_or_small(&in, plausible, 128);
-    d.num_kv_heads = plausible ? (fi_u8(&in) & 1 ? 0 : d.num_heads)
-                               : fi_i64(&in);
-    d.head_dim = plausible ? (fi_u8(&in) & 1 ? 0 : small_pos(&in, 256))
-                           : fi_i64(&in);
-    if (plausible && d.head_dim == 0)
-        d.hidden_size = d.num_heads * (d.hidden_size % 256 + 1);
-    d.intermediate_size = raw_or_small(&in, plausible, 32768);
-    d.vocab_size = raw_or_small(&in, plausible, 262144);
-    d.mlp = (mfu_mlp_kind)(plausible ? fi_u8(&in) & 1 : fi_i32(&in));
-    d.norm = (mfu_norm_kind)(plausible ? fi_u8(&in) & 1 : fi_i32(&in));
-    d.num_experts = plausible ? (fi_u8(&in) & 1 ? 0 : small_pos(&in, 256))
-                              : fi_i64(&in);
-    if (plausible && d.num_experts > 0) {
-        d.experts_per_token = small_pos(&in, d.num_experts);
-        d.moe_intermediate_size = small_pos(&in, 4096);
-        d.shared_expert_intermediate_size = fi_u8(&in) & 1 ? 0 : small_pos(&in, 8192);
-        d.shared_expert_gate = d.shared_expert_intermediate_size > 0 && (fi_u8(&in) & 1);
-        d.num_dense_layers = (int64_t)(fi_u8(&in) % (uint64_t)(d.num_layers + 1));
-    } else if (!plausible) {
-        d.experts_per_token = fi_i64(&in);
-        d.moe_intermediate_size = fi_i64(&in);
-        d.shared_expert_intermediate_size = fi_i64(&in);
-        d.shared_expert_gate = flag(&in, 0);
-        d.num_dense_layers = fi_i64(&in);
-    }
-    d.tie_word_embeddings = flag(&in, plausible);
-    d.qkv_bias = flag(&in, plausible);
-    d.attention_out_bias = flag(&in, plausible);
-    d.mlp_bias = flag(&in, plausible);
-    d.qk_norm = flag(&in, plausible);
-    d.num_positions = plausible ? (fi_u8(&in) & 1 ? 0 : small_pos(&in, 8192))
-                                : fi_i64(&in);
-    d.sliding_window = plausible ? (fi_u8(&in) & 1 ? 0 : small_pos(&in, 8192))
-                                 : fi_i64(&in);
-    d.num_sliding_layers =
-        plausible ? (d.sliding_window > 0
-                         ? (int64_t)(fi_u8(&in) % (uint64_t)(d.num_layers + 1))
-                         : 0)
-                  : fi_i64(&in);
-
-    o.formula = (mfu_flops_formula)(plausible ? fi_u8(&in) % 3 : fi_i32(&in));
-    o.causal = (mfu_causal)(plausible ? fi_u8(&in) % 2 : fi_i32(&in));
-    o.include_lm_head = flag(&in, plausible);
-    o.include_embedding = flag(&in, plausible);
-    o.recompute = (mfu_recompute)(plausible ? fi_u8(&in) % 3 : fi_i32(&in));
-    o.lora_rank = plausible ? (fi_u8(&in) & 1 ? 0 : small_pos(&in, 256))
-                            : fi_i64(&in);
-    o.lora_targets = plausible
-                         ? (o.lora_rank > 0 ? (unsigned)(fi_u8(&in) % MFU_LORA_ALL) + 1u : 0u)
-                         : (unsigned)fi_i32(&in);
-    if (plausible && d.mlp == MFU_MLP_GELU)
-        o.lora_targets &= ~(unsigned)MFU_LORA_GATE;
-    if (plausible && o.lora_rank > 0 && o.lora_targets == 0)
-        o.lora_targets = MFU_LORA_Q;
+    read_dims(&in, is_plausible, &d);
+    read_options(&in, is_plausible, &d, &o);
+    mfu_vision_dims_init(&v.dims);
+    if (mode & 4)
+        read_vision(&in, is_plausible, &v, grids);
+    count = fi_u8(&in) % 65;
+    for (size_t i = 0; i < count && i < 64; i++)
+        lengths[i] = is_plausible ? (int64_t)fi_bytes_le(&in, 2) : fi_i64(&in);
+    count = count < 64 ? count : 64;
+    b = (mfu_batch){.lengths = lengths, .count = count, .repeat = 1};
+    if (is_uniform)
+        b = (mfu_batch){.lengths = count > 1 ? &lengths[1] : lengths,
+                        .count = count > 1 ? 1 : 0,
+                        .repeat = count > 0 ? lengths[0] : 0};
+    batch_ok = b.repeat >= 0;
+    for (size_t i = 0; i < b.count; i++)
+        batch_ok &= b.lengths[i] >= 0;
+    check_spans(&b, batch_ok, d.sliding_window);
 
     vst = mfu_transformer_validate(&d, &o, &bad);
     FUZZ_CHECK(vst == MFU_OK || vst == MFU_ERR_INVALID_ARGUMENT);
     if (vst != MFU_OK)
         FUZZ_CHECK(bad != NULL && bad[0] != '\0');
-
-    /* The sequences: the model's window, or a fuzzed one. */
-    window_mode = fi_u8(&in);
-    window = (window_mode & 3) != 0 ? d.sliding_window : fi_i64(&in);
-    count = fi_u8(&in) % 65;
-    lengths = malloc((count > 0 ? count : 1) * sizeof *lengths);
-    if (lengths == NULL)
-        abort();
-    for (size_t i = 0; i < count; i++)
-        lengths[i] = (window_mode & 4) ? (int64_t)fi_bytes_le(&in, 2) : fi_i64(&in);
-    if (uniform) {
-        int64_t batch = count > 0 ? lengths[0] : 0;
-        int64_t seq_len = count > 1 ? lengths[1] : 0;
-        int ok = batch >= 0 && seq_len >= 0 && window >= 0;
-        sst = mfu_sequences_uniform(batch, seq_len, window, &seqs);
-        FUZZ_CHECK(sst == (ok ? MFU_OK : MFU_ERR_INVALID_ARGUMENT));
-    } else {
-        int ok = window >= 0;
-        for (size_t i = 0; i < count; i++)
-            ok &= lengths[i] >= 0;
-        sst = mfu_sequences_from_lengths(lengths, count, window, &seqs);
-        FUZZ_CHECK(sst == (ok ? MFU_OK : MFU_ERR_INVALID_ARGUMENT));
-        FUZZ_CHECK(mfu_sequences_from_lengths(NULL, count, window, &seqs) ==
-                   (count > 0 ? MFU_ERR_INVALID_ARGUMENT : sst));
-    }
-    free(lengths);
-    if (sst != MFU_OK)
-        return 0;
-    FUZZ_CHECK(seqs.window == window);
-    FUZZ_CHECK(isfinite(seqs.num_tokens) && seqs.num_tokens >= 0.0);
-    FUZZ_CHECK(isfinite(seqs.sum_sq) && seqs.sum_sq >= 0.0);
-    FUZZ_CHECK(isfinite(seqs.sum_windowed) && seqs.sum_windowed >= 0.0);
-    FUZZ_CHECK(seqs.sum_windowed <= seqs.sum_sq);
-
     bad = NULL;
-    cst = mfu_transformer_flops_compute(&d, &o, &seqs, &out, &bad);
+    cst = mfu_transformer_flops_compute(&d, &o, &b, &v, &out, &bad);
     FUZZ_CHECK(cst == MFU_OK || cst == MFU_ERR_INVALID_ARGUMENT);
-    if (vst != MFU_OK) {
-        FUZZ_CHECK(cst == MFU_ERR_INVALID_ARGUMENT);
+    if (vst != MFU_OK || cst != MFU_OK) {
+        FUZZ_CHECK(cst == MFU_ERR_INVALID_ARGUMENT && bad != NULL && bad[0] != '\0');
         return 0;
     }
-    if (cst != MFU_OK) {
-        /* valid dims: only the sequences can be refused */
-        FUZZ_CHECK(bad != NULL && (strcmp(bad, "seq_lens") == 0 ||
-                                   strcmp(bad, "sliding_window") == 0));
-        FUZZ_CHECK((strcmp(bad, "seq_lens") == 0) == !(seqs.num_tokens > 0.0));
-        return 0;
-    }
-    FUZZ_CHECK(seqs.num_tokens > 0.0 && window == d.sliding_window);
-    {
-        const double v[] = {out.model_flops, out.hardware_flops,
-                            out.forward_flops, out.attention_flops,
-                            out.num_params, out.num_embedding_params,
-                            out.num_active_params, out.num_adapter_params,
-                            out.num_tokens};
-        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-            FUZZ_CHECK(isfinite(v[i]) && v[i] >= 0.0);
-    }
-    FUZZ_CHECK(out.forward_flops >= out.attention_flops);
-    FUZZ_CHECK(out.model_flops >= out.forward_flops);
-    FUZZ_CHECK(out.hardware_flops >= out.model_flops);
-    FUZZ_CHECK(out.num_active_params <= out.num_params);
-    FUZZ_CHECK(out.num_tokens == seqs.num_tokens);
-    if (o.formula == MFU_FORMULA_6N)
-        FUZZ_CHECK(out.attention_flops == 0.0);
-
-    cst = mfu_transformer_flops_compute(&d, &o, &seqs, &out2, &bad2);
+    FUZZ_CHECK(batch_ok && out.num_tokens > 0.0);
+    check_result(&out);
+    cst = mfu_transformer_flops_compute(&d, &o, &b, &v, &out2, &bad2);
     FUZZ_CHECK(cst == MFU_OK && memcmp(&out, &out2, sizeof out) == 0);
-    FUZZ_CHECK(mfu_transformer_flops_compute(&d, &o, &seqs, NULL, &bad2) ==
+    FUZZ_CHECK(mfu_transformer_flops_compute(&d, &o, &b, &v, NULL, &bad2) ==
                MFU_ERR_INVALID_ARGUMENT);
-    FUZZ_CHECK(mfu_transformer_flops_compute(&d, &o, NULL, &out2, NULL) ==
+    FUZZ_CHECK(mfu_transformer_flops_compute(&d, &o, NULL, NULL, &out2, NULL) ==
                MFU_ERR_INVALID_ARGUMENT);
     return 0;
 }

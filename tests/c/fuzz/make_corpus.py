@@ -64,6 +64,13 @@ LOOKUP = [
     ("h100_pcie", lookup("NVIDIA H100 PCIe", (9, 0), 114, 80 * GIB)),
     ("h100_nvl", lookup("NVIDIA H100 NVL", (9, 0), 132, 94 * GIB)),
     ("h100_bare_ambiguous", lookup("NVIDIA H100")),
+    # rule 3: ambiguous names whose rows agree (A100: every peak; 40GB: the
+    # bandwidth too) or do not (H100 80GB); many model tokens: more rows
+    # fit than are listed
+    ("a100_bare_agreeing", lookup("A100")),
+    ("a100_40gb_bandwidth_agrees", lookup("A100 40GB")),
+    ("h100_80gb_differs", lookup("H100 80GB")),
+    ("many_models_over_the_list", lookup("a100 a800 h100 h800 v100 mi300x")),
     ("h200", lookup("NVIDIA H200", (9, 0), 132, 140 * GIB)),
     ("gh200", lookup("NVIDIA GH200 480GB", (9, 0), 132, 95 * GIB)),
     ("h800", lookup("NVIDIA H800", (9, 0), 132, 80 * GIB)),
@@ -261,6 +268,21 @@ def varlen(op, causal, hq, hkv, dqk, dv, cu_q, cu_k=None, null_q=False, flags=0)
             + shape(hq, hkv, dqk, dv) + body)
 
 
+def masked(op, causal, b, hq, hkv, sq, skv, dqk, dv, left, right, chunk, flags=0):
+    c = {0: 0, 1: 120}[causal]
+    return (u8(op) + u8(flags) + u8(c) + shape(b, hq, hkv, sq, skv, dqk, dv)
+            + shape(left, right, chunk))
+
+
+def block(op, dims, mb, mh, qb, kvb, full, qsize, kvsize, counts, cells, flags=0):
+    """counts: per row (partial, full); cells: per row ([partial indices],
+    [full indices]); values are sent as byte = value + 2 (fuzz_block)."""
+    body = b"".join(u8(p + 2) + u8(f + 2) for p, f in counts)
+    body += b"".join(u8(a + 2) + u8(b + 2) for pi, fi in cells for a, b in zip(pi, fi))
+    return (u8(op) + u8(flags) + shape(*dims) + u8(mb - 1) + u8(mh - 1) + u8(qb) + u8(kvb)
+            + u8(1 if full else 0) + shape(qsize, kvsize) + body)
+
+
 FLOPS = [
     # mm / addmm (b unused) / bmm / baddbmm: b, m, k, n
     ("mm_llama_mlp", flop(0, 0, shape(0, 4096, 4096, 11008))),
@@ -325,6 +347,30 @@ FLOPS = [
     ("varlen_overflow_then_decrease", varlen(9, 0, 1, 1, 1, 1, [0, 2**62, 0])),
     ("varlen_bwd", varlen(10, 0, 32, 8, 128, 128, [0, 100, 612, 1024])),
     ("varlen_bwd_half_mono", varlen(10, 1, 4, 2, 64, 64, [0, 3, 4, 9, 9, 16], flags=1)),
+    # masked attention: causal, b, h, h_kv, s_q, s_kv, d_qk, d_v, left, right, chunk
+    ("masked_mistral_window", masked(11, 0, 8, 32, 8, 8192, 8192, 128, 128, 4095, 0, 0)),
+    ("masked_mistral_half", masked(11, 1, 8, 32, 8, 8192, 8192, 128, 128, 4095, 0, 0)),
+    ("masked_gemma_local", masked(11, 1, 4, 8, 4, 2048, 2048, 256, 256, 1023, 0, 0)),
+    ("masked_window_wider", masked(11, 1, 1, 1, 1, 64, 64, 8, 8, 4096, 0, 0)),
+    ("masked_llama4_chunk", masked(11, 1, 1, 40, 8, 16384, 16384, 128, 128, -1, 0, 8192)),
+    ("masked_chunk_small", masked(11, 0, 1, 1, 1, 37, 37, 1, 1, -1, 0, 5, flags=1)),
+    ("masked_two_sided", masked(11, 1, 1, 1, 1, 33, 33, 1, 1, 3, 4, 0)),
+    ("masked_decode", masked(11, 1, 1, 1, 1, 3, 40, 1, 1, 7, 0, 16)),
+    ("masked_more_queries", masked(11, 0, 1, 1, 1, 40, 9, 1, 1, 2, 0, 4)),
+    ("masked_chunk_huge", masked(11, 0, 1, 1, 1, 40, 9, 1, 1, -1, -1, I64_MAX)),
+    ("masked_span_limit", masked(11, 0, 1, 1, 1, 2**62, 2**62, 1, 1, 7, 0, 0)),
+    ("masked_no_work_huge", masked(11, 1, 0, 1, 1, I64_MAX, I64_MAX, 1, 1, 7, 0, 3)),
+    ("masked_bwd", masked(12, 1, 2, 16, 4, 4096, 4096, 128, 128, 511, 0, 0)),
+    # block attention: b, h, h_kv, s_q, s_kv, d_qk, d_v, then the mask
+    ("block_causal_256", block(13, (1, 2, 2, 256, 256, 16, 16), 1, 1, 2, 2, True, 128, 128,
+                               [(1, 0), (1, 1)], [([0, 0], [0, 0]), ([1, 0], [0, 0])])),
+    ("block_ragged_tiles", block(13, (2, 4, 2, 10, 8, 16, 16), 1, 1, 3, 2, True, 4, 4,
+                                 [(1, 0), (1, 1), (1, 0)],
+                                 [([0, 0], [0, 0]), ([0, 0], [1, 0]), ([1, 0], [0, 0])])),
+    ("block_negative_index", block(13, (1, 1, 1, 8, 8, 1, 1), 1, 1, 2, 2, False, 4, 4,
+                                   [(1, 0), (2, 0)], [([-1, 0], [0, 0]), ([0, 1], [0, 0])])),
+    ("block_count_past_row", block(14, (1, 1, 1, 8, 8, 1, 1), 1, 1, 1, 2, False, 4, 4,
+                                   [(3, 0)], [([0, 1], [0, 0])])),
 ]
 
 # ---- fuzz_ops: row, flags, nargs, then each argument ---------------------------
@@ -333,7 +379,8 @@ def _op_rows():
     """The table's op names in row order (csrc/core/op_table.c)."""
     import re
     with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "op_table.c")) as f:
-        return re.findall(r'"((?:aten|torch_attn)::\w+)"', f.read())
+        return re.findall(r'"((?:aten|torch_attn|flash_attn|flash_attn_3|higher_order)::\w+)"',
+                          f.read())
 
 
 OP_ROWS = _op_rows()
@@ -461,6 +508,30 @@ OPS = [
     ("efficient_packed_4d", call("aten::_efficient_attention_forward", t(1, 10, 4, 8), t(1, 10, 4, 8),
                                  t(1, 10, 4, 8), NONE, t(3, values=[0, 4, 10]), t(3, values=[0, 4, 10]),
                                  n(6), n(6), NONE, n(1))),
+    # flash-attn 2 / 3: causal and window_size, chunks
+    ("fa2_window", call("flash_attn::_flash_attn_forward", t(2, 8192, 32, 128, grad=True),
+                        t(2, 8192, 8, 128), t(2, 8192, 8, 128), NONE, NONE, n(1), n(4095), n(-1),
+                        causal="half")),
+    ("fa2_varlen_window", call("flash_attn::_flash_attn_varlen_forward", t(10, 4, 8), t(10, 2, 8),
+                               t(10, 2, 8), t(3, values=[0, 3, 10]), t(3, values=[0, 3, 10]),
+                               n(7), n(7), NONE, NONE, n(1), n(2), n(0))),
+    ("fa2_varlen_bwd_meta", call("flash_attn::_flash_attn_varlen_backward", t(10, 4, 8),
+                                 t(10, 4, 8), t(10, 4, 8), t(10, 4, 8), NONE, NONE, NONE, NONE,
+                                 NONE, t(3), t(3), n(7), n(7), NONE, NONE, n(0), n(2), n(2),
+                                 backward=True)),
+    ("fa3_chunk", call("flash_attn_3::fwd", t(1, 64, 8, 64), t(1, 64, 8, 64), t(1, 64, 8, 64),
+                       *[NONE] * 21, n(1), n(-1), n(0), n(16), causal="half")),
+    # flex_attention flattened: q, k, v, counts, indices, full counts, full indices, blocks
+    ("flex_blocks", call("higher_order::flex_attention", t(1, 2, 8, 16), t(1, 2, 8, 16),
+                         t(1, 2, 8, 16), t(1, 1, 2, values=[1, 2]),
+                         t(1, 1, 2, 2, values=[0, 0, 0, 1]), NONE, NONE, n(4), n(4))),
+    ("flex_blocks_meta", call("higher_order::flex_attention", t(1, 2, 8, 16), t(1, 2, 8, 16),
+                              t(1, 2, 8, 16), t(1, 1, 2), t(1, 1, 2, 2), NONE, NONE, n(4), n(4))),
+    ("flex_bwd_full_blocks", call("higher_order::flex_attention_backward", t(1, 2, 8, 16),
+                                  t(1, 2, 8, 16), t(1, 2, 8, 16), t(1, 1, 2, values=[1, 0]),
+                                  t(1, 1, 2, 2, values=[0, 0, 0, 0]), t(1, 1, 2, values=[0, 2]),
+                                  t(1, 1, 2, 2, values=[0, 0, 0, 1]), n(4), n(4),
+                                  backward=True)),
     ("varlen_thd", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8),
                         t(3, values=[0, 3, 10]), NONE, n(7), n(7), n(1), causal="half")),
     ("varlen_no_lengths", call("torch_attn::_varlen_attn", t(10, 4, 8), t(10, 2, 8), t(10, 2, 8))),
@@ -472,54 +543,104 @@ OPS = [
     ("null_row", call(None, t(4, 4), t(4, 4))),
 ]
 
-# ---- fuzz_transformer: mode, dims, options, window, sequences ----------------
+# ---- fuzz_transformer: mode, dims, flags, enums, options, vision, lengths ----
 
-def tfm(hidden, layers, heads, kv=0, head_dim=0, inter=0, vocab=32000, mlp=1,
-        norm=0, experts=0, k=0, moe_inter=0, shared=0, shared_gate=0,
-        dense_layers=0, tie=0, qkv_bias=0, out_bias=0, mlp_bias=0, qk_norm=0,
-        positions=0, window=0, sliding_layers=0, formula=1, causal=0,
-        lm_head=1, embedding=0, recompute=0, lora_rank=0, lora_targets=0,
-        seq_window=None, lengths=(), uniform=None):
-    def flag(v):  # fuzz_transformer.c's raw flag: (byte % 4) - 1
+# fuzz_transformer.c's int_fields / flag_fields / vision_fields, in order.
+TFM_INTS = ("hidden_size", "num_layers", "vocab_size", "num_heads", "num_kv_heads", "head_dim",
+            "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+            "intermediate_size", "norms_per_layer", "num_experts", "experts_per_token",
+            "moe_intermediate_size", "shared_expert_intermediate_size", "num_dense_layers",
+            "num_positions", "sliding_window", "num_sliding_layers", "attention_chunk_size",
+            "num_chunked_layers", "num_linear_layers", "linear_num_key_heads",
+            "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
+            "linear_conv_kernel", "linear_chunk_size", "num_ssm_layers", "ssm_num_heads",
+            "ssm_head_dim", "ssm_state_size", "ssm_num_groups", "ssm_conv_kernel",
+            "ssm_chunk_size", "num_mtp_layers")
+TFM_FLAGS = ("qkv_bias", "attention_out_bias", "attention_gate", "attention_sinks", "mlp_bias",
+             "shared_expert_gate", "router_bias", "tie_word_embeddings", "ssm_conv_bias",
+             "ssm_proj_bias")
+TFM_VISION = ("depth", "hidden_size", "intermediate_size", "num_heads", "in_channels",
+              "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
+              "window_size", "num_full_blocks", "num_deepstack_mergers",
+              "num_position_embeddings")
+TFM_DEFAULTS = dict(norms_per_layer=2, linear_chunk_size=64, ssm_chunk_size=256, mlp=1,
+                    formula=1, lm_head=1)
+
+
+def tfm(lengths=(), uniform=None, vision=None, grids=(), **fields):
+    """Raw mode (every value spelled); `uniform` = (batch, seq_len)."""
+    f = {**TFM_DEFAULTS, **fields}
+
+    def flag(v):  # the raw flag: (byte % 4) - 1
         return u8(v + 1)
 
-    mode = 2 if uniform else 0
-    out = u8(mode)
-    out += i64(hidden) + i64(layers) + i64(heads) + i64(kv) + i64(head_dim)
-    out += i64(inter) + i64(vocab) + i32(mlp) + i32(norm)
-    out += i64(experts) + i64(k) + i64(moe_inter) + i64(shared)
-    out += flag(shared_gate) + i64(dense_layers)
-    out += flag(tie) + flag(qkv_bias) + flag(out_bias) + flag(mlp_bias) + flag(qk_norm)
-    out += i64(positions) + i64(window) + i64(sliding_layers)
-    out += i32(formula) + i32(causal) + flag(lm_head) + flag(embedding)
-    out += i32(recompute) + i64(lora_rank) + i32(lora_targets)
+    out = u8((2 if uniform else 0) | (4 if vision else 0))
+    out += b"".join(i64(f.get(k, 0)) for k in TFM_INTS)
+    out += b"".join(flag(f.get(k, 0)) for k in TFM_FLAGS)
+    out += i32(f.get("attention", 0)) + i32(f["mlp"]) + i32(f.get("norm", 0))
+    out += i32(f.get("qk_norm", 0))
+    out += i32(f["formula"]) + i32(f.get("causal", 0)) + i32(f.get("recompute", 0))
+    out += flag(f["lm_head"]) + flag(f.get("embedding", 0))
+    out += i64(f.get("lora_rank", 0)) + i32(f.get("lora_targets", 0))
+    if vision:
+        out += i32(vision.get("kind", 1)) + b"".join(i64(vision.get(k, 0)) for k in TFM_VISION)
+        out += u8(len(grids)) + b"".join(i64(x) for g in grids for x in g)
     if uniform:
-        lengths = uniform  # (batch, seq_len)
-    if seq_window is None:
-        out += u8(1)  # the model's window
-    else:
-        out += u8(0) + i64(seq_window)
+        lengths = uniform
     out += u8(len(lengths)) + b"".join(i64(n) for n in lengths)
     return out
 
 
-LLAMA2_7B = dict(hidden=4096, layers=32, heads=32, inter=11008, vocab=32000)
-LLAMA3_8B = dict(hidden=4096, layers=32, heads=32, kv=8, inter=14336, vocab=128256)
-MIXTRAL = dict(hidden=4096, layers=32, heads=32, kv=8, inter=0, vocab=32000,
-               experts=8, k=2, moe_inter=14336)
-QWEN2_MOE = dict(hidden=2048, layers=24, heads=16, inter=0, vocab=151936,
-                 experts=60, k=4, moe_inter=1408, shared=5632, shared_gate=1,
-                 qkv_bias=1)
-DEEPSEEK_LIKE = dict(hidden=2048, layers=27, heads=16, inter=10944, vocab=102400,
-                     experts=64, k=6, moe_inter=1408, shared=2816, dense_layers=1)
-GPT2 = dict(hidden=768, layers=12, heads=12, inter=3072, vocab=50257, mlp=0,
-            norm=1, tie=1, qkv_bias=1, out_bias=1, mlp_bias=1, positions=1024)
-MISTRAL = dict(hidden=4096, layers=32, heads=32, kv=8, inter=14336, vocab=32000,
-               window=4096, sliding_layers=32)
-GEMMA2 = dict(hidden=2304, layers=26, heads=8, kv=4, head_dim=256, inter=9216,
-              vocab=256000, tie=1, window=4096, sliding_layers=13)
-QWEN3 = dict(hidden=1024, layers=28, heads=16, kv=8, head_dim=128, inter=3072,
-             vocab=151936, tie=1, qk_norm=1)
+LLAMA2_7B = dict(hidden_size=4096, num_layers=32, num_heads=32, intermediate_size=11008,
+                 vocab_size=32000)
+LLAMA3_8B = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+                 intermediate_size=14336, vocab_size=128256)
+MIXTRAL = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8, vocab_size=32000,
+               num_experts=8, experts_per_token=2, moe_intermediate_size=14336)
+QWEN2_MOE = dict(hidden_size=2048, num_layers=24, num_heads=16, vocab_size=151936,
+                 num_experts=60, experts_per_token=4, moe_intermediate_size=1408,
+                 shared_expert_intermediate_size=5632, shared_expert_gate=1, qkv_bias=1)
+DEEPSEEK_V3 = dict(hidden_size=7168, num_layers=61, num_heads=128, attention=1, q_lora_rank=1536,
+                   kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                   intermediate_size=18432, vocab_size=129280, num_experts=256,
+                   experts_per_token=8, moe_intermediate_size=2048,
+                   shared_expert_intermediate_size=2048, num_dense_layers=3, num_mtp_layers=1)
+GPT2 = dict(hidden_size=768, num_layers=12, num_heads=12, intermediate_size=3072,
+            vocab_size=50257, mlp=0, norm=1, tie_word_embeddings=1, qkv_bias=1,
+            attention_out_bias=1, mlp_bias=1, num_positions=1024)
+MISTRAL = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+               intermediate_size=14336, vocab_size=32000, sliding_window=4096,
+               num_sliding_layers=32)
+GEMMA3 = dict(hidden_size=2560, num_layers=34, num_heads=8, num_kv_heads=4, head_dim=256,
+              intermediate_size=10240, vocab_size=262208, tie_word_embeddings=1,
+              norms_per_layer=4, qk_norm=1, sliding_window=1024, num_sliding_layers=29)
+LLAMA4 = dict(hidden_size=5120, num_layers=48, num_heads=40, num_kv_heads=8, head_dim=128,
+              intermediate_size=16384, vocab_size=202048, num_experts=16, experts_per_token=1,
+              moe_intermediate_size=8192, shared_expert_intermediate_size=8192,
+              attention_chunk_size=8192, num_chunked_layers=36)
+GPT_OSS = dict(hidden_size=2880, num_layers=36, num_heads=64, num_kv_heads=8, head_dim=64,
+               vocab_size=201088, num_experts=128, experts_per_token=4,
+               moe_intermediate_size=2880, qkv_bias=1, attention_out_bias=1, attention_sinks=1,
+               mlp_bias=1, router_bias=1, sliding_window=128, num_sliding_layers=18)
+QWEN3_NEXT = dict(hidden_size=2048, num_layers=48, num_heads=16, num_kv_heads=2, head_dim=256,
+                  vocab_size=151936, qk_norm=1, attention_gate=1, num_experts=512,
+                  experts_per_token=10, moe_intermediate_size=512,
+                  shared_expert_intermediate_size=512, shared_expert_gate=1,
+                  num_linear_layers=36, linear_num_key_heads=16, linear_key_head_dim=128,
+                  linear_num_value_heads=32, linear_value_head_dim=128, linear_conv_kernel=4)
+MAMBA2 = dict(hidden_size=2560, num_layers=64, vocab_size=50288, mlp=2, norms_per_layer=1,
+              num_ssm_layers=64, ssm_num_heads=80, ssm_head_dim=64, ssm_state_size=128,
+              ssm_num_groups=1, ssm_conv_kernel=4, ssm_conv_bias=1)
+QWEN25_VL_TOWER = dict(kind=1, depth=32, hidden_size=1280, intermediate_size=3420, num_heads=16,
+                       in_channels=3, patch_size=14, temporal_patch_size=2,
+                       spatial_merge_size=2, out_hidden_size=3584, window_size=112,
+                       num_full_blocks=4)
+QWEN3_VL_TOWER = dict(kind=2, depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16,
+                      in_channels=3, patch_size=16, temporal_patch_size=2,
+                      spatial_merge_size=2, out_hidden_size=4096, num_deepstack_mergers=3,
+                      num_position_embeddings=2304)
+QWEN2_7B = dict(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4,
+                intermediate_size=18944, vocab_size=152064, qkv_bias=1)
 
 TRANSFORMER = [
     ("llama2_7b_palm", tfm(**LLAMA2_7B, uniform=(8, 4096))),
@@ -531,37 +652,62 @@ TRANSFORMER = [
     ("llama3_8b_lora", tfm(**LLAMA3_8B, lora_rank=16, lora_targets=0x7F, uniform=(4, 2048))),
     ("mixtral", tfm(**MIXTRAL, uniform=(2, 4096))),
     ("qwen2_moe", tfm(**QWEN2_MOE, lora_rank=8, lora_targets=0x70, lengths=(2048, 1024))),
-    ("deepseek_like", tfm(**DEEPSEEK_LIKE, formula=2, uniform=(1, 4096))),
+    ("deepseek_v3_mla_mtp", tfm(**DEEPSEEK_V3, formula=2, uniform=(1, 4096))),
+    ("deepseek_v3_lora_refused", tfm(**DEEPSEEK_V3, lora_rank=8, lora_targets=1, lengths=(64,))),
     ("gpt2", tfm(**GPT2, embedding=1, uniform=(8, 1024))),
+    ("gpt2_nobias_norm", tfm(**{**GPT2, "norm": 2, "qkv_bias": 0, "mlp_bias": 0},
+                             uniform=(8, 1024))),
     ("gpt2_lora_gate_invalid", tfm(**GPT2, lora_rank=4, lora_targets=0x10, uniform=(8, 1024))),
     ("mistral_sliding", tfm(**MISTRAL, lengths=(32768, 100, 4097))),
-    ("gemma2_half_sliding", tfm(**GEMMA2, lengths=(8192, 8192))),
-    ("qwen3_qknorm", tfm(**QWEN3, uniform=(16, 4096))),
-    ("window_mismatch", tfm(**MISTRAL, seq_window=2048, lengths=(4096,))),
+    ("mistral_sliding_half", tfm(**MISTRAL, causal=1, lengths=(32768, 100, 4097))),
+    ("gemma3_local_global", tfm(**GEMMA3, lengths=(8192, 8192))),
+    ("llama4_chunked_half", tfm(**LLAMA4, causal=1, lengths=(20000, 8192, 8193))),
+    ("gpt_oss_sinks", tfm(**GPT_OSS, formula=2, uniform=(2, 4096))),
+    ("qwen3_next_hybrid", tfm(**QWEN3_NEXT, formula=2, lengths=(4096, 65, 1))),
+    ("mamba2_ssd", tfm(**MAMBA2, formula=2, lengths=(2048, 257, 0))),
+    ("qwen2_5_vl_one_image", tfm(**QWEN2_7B, formula=2, uniform=(1, 4096),
+                                 vision=QWEN25_VL_TOWER, grids=((1, 36, 52),))),
+    ("qwen3_vl_video", tfm(**QWEN2_7B, qk_norm=1, uniform=(1, 8192),
+                           vision=QWEN3_VL_TOWER, grids=((8, 24, 32), (1, 2, 2)))),
+    ("vision_odd_grid", tfm(**QWEN2_7B, uniform=(1, 64), vision=QWEN25_VL_TOWER,
+                            grids=((1, 3, 4),))),
+    ("vision_bad_kind", tfm(**QWEN2_7B, uniform=(1, 64), vision={**QWEN3_VL_TOWER, "kind": 9},
+                            grids=((1, 2, 2),))),
     ("no_tokens", tfm(**LLAMA2_7B, lengths=(0, 0))),
     ("negative_length", tfm(**LLAMA2_7B, lengths=(10, -1))),
     ("length_int64_max", tfm(**LLAMA2_7B, lengths=(I64_MAX, I64_MAX))),
     ("uniform_huge", tfm(**LLAMA2_7B, uniform=(I64_MAX, I64_MAX))),
-    ("dims_int64_max", tfm(hidden=I64_MAX, layers=I64_MAX, heads=I64_MAX, head_dim=I64_MAX,
-                           inter=I64_MAX, vocab=I64_MAX, positions=I64_MAX,
-                           lengths=(I64_MAX,) * 64)),
-    ("moe_int64_max", tfm(hidden=I64_MAX, layers=I64_MAX, heads=1, head_dim=I64_MAX,
-                          inter=I64_MAX, vocab=I64_MAX, experts=I64_MAX, k=I64_MAX,
-                          moe_inter=I64_MAX, shared=I64_MAX, shared_gate=1,
-                          dense_layers=1, lora_rank=I64_MAX, lora_targets=0x7F,
+    ("dims_int64_max", tfm(hidden_size=I64_MAX, num_layers=I64_MAX, num_heads=I64_MAX,
+                           head_dim=I64_MAX, intermediate_size=I64_MAX, vocab_size=I64_MAX,
+                           num_positions=I64_MAX, lengths=(I64_MAX,) * 64)),
+    ("moe_int64_max", tfm(hidden_size=I64_MAX, num_layers=I64_MAX, num_heads=1,
+                          head_dim=I64_MAX, intermediate_size=I64_MAX, vocab_size=I64_MAX,
+                          num_experts=I64_MAX, experts_per_token=I64_MAX,
+                          moe_intermediate_size=I64_MAX,
+                          shared_expert_intermediate_size=I64_MAX, shared_expert_gate=1,
+                          num_dense_layers=1, lora_rank=I64_MAX, lora_targets=0x7F,
                           recompute=1, embedding=1, uniform=(I64_MAX, I64_MAX))),
-    ("heads_nodiv", tfm(hidden=100, layers=2, heads=3, inter=10, lengths=(5,))),
-    ("kv_gt_heads", tfm(hidden=64, layers=2, heads=4, kv=8, inter=10, lengths=(5,))),
-    ("kv_int64_min", tfm(hidden=64, layers=2, heads=4, kv=I64_MIN, inter=10, lengths=(5,))),
+    ("scan_int64_max", tfm(**{**QWEN3_NEXT, "linear_chunk_size": I64_MAX,
+                              "linear_key_head_dim": I64_MAX}, lengths=(I64_MAX,))),
+    # a regression: chunk counts of a length near 2^63 by a window of 1
+    # were taken from a rounded double (UB converting 2^63 back to int64)
+    ("chunked_len_int64_max_w1", tfm(**LLAMA2_7B, sliding_window=1, lengths=(I64_MAX, 3))),
+    ("heads_nodiv", tfm(hidden_size=100, num_layers=2, num_heads=3, intermediate_size=10,
+                        vocab_size=8, lengths=(5,))),
+    ("kv_gt_heads", tfm(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=8,
+                        intermediate_size=10, vocab_size=8, lengths=(5,))),
+    ("kv_int64_min", tfm(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=I64_MIN,
+                         intermediate_size=10, vocab_size=8, lengths=(5,))),
     ("bad_enums", tfm(**LLAMA2_7B, mlp=7, norm=-1, formula=9, causal=-3, recompute=I32_MAX,
                       lengths=(5,))),
-    ("bad_flags", tfm(**LLAMA2_7B, tie=2, qkv_bias=-1, lengths=(5,))),
+    ("bad_flags", tfm(**LLAMA2_7B, tie_word_embeddings=2, qkv_bias=-1, lengths=(5,))),
     ("lora_targets_no_rank", tfm(**LLAMA2_7B, lora_targets=1, lengths=(5,))),
     ("lora_targets_high_bits", tfm(**LLAMA2_7B, lora_rank=8, lora_targets=-1, lengths=(5,))),
-    ("sliding_without_window", tfm(**LLAMA2_7B, sliding_layers=3, lengths=(5,))),
-    ("experts_without_k", tfm(**{**MIXTRAL, "k": 0}, uniform=(1, 128))),
-    ("dense_fields_with_no_experts", tfm(**LLAMA2_7B, moe_inter=5, lengths=(5,))),
-    ("all_zero", tfm(hidden=0, layers=0, heads=0, vocab=0, lengths=())),
+    ("sliding_without_window", tfm(**LLAMA2_7B, num_sliding_layers=3, lengths=(5,))),
+    ("mixers_overfull", tfm(**{**QWEN3_NEXT, "num_ssm_layers": 20}, lengths=(5,))),
+    ("experts_without_k", tfm(**{**MIXTRAL, "experts_per_token": 0}, uniform=(1, 128))),
+    ("dense_fields_with_no_experts", tfm(**LLAMA2_7B, moe_intermediate_size=5, lengths=(5,))),
+    ("all_zero", tfm(hidden_size=0, num_layers=0, num_heads=0, vocab_size=0, lengths=())),
 ]
 
 # ---- fuzz_driver: mode, api, code, path ---------------------------------------
@@ -766,14 +912,23 @@ STEPS = [
     ("cuda_phases_pool_full", steps_config(sizes=(2, 4, 4), window=8, warmup=0) + gpu(3, 0)
      + b"".join(step(1) + phase_switch(0) + phase_switch(2) + PHASE_END for _ in range(20))
      + PHASE_SUMMARY + FLUSH + PHASE_SUMMARY),
-    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(5)
-     + phase_switch(6) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
+    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(15)
+     + phase_switch(16) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
      + PHASE_END + step(1) + PHASE_SUMMARY),
     ("cuda_phases_fail_record", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + fail(0) + phase_switch(1) + PHASE_END + step(1) + phase_begin(2) + step(1)
      + PHASE_SUMMARY),
     ("cuda_phases_then_close", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + CLOSE + PHASE_END + EXCLUDE_BEGIN + PHASE_SUMMARY),
+    # badput phases (issue 28: 12 checkpoint, 13 eval, 14 compile) leave the periods
+    ("cuda_badput_phases", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(14)
+     + advance_ms(20) + PHASE_END + step(1) + phase_begin(12) + advance_ms(30) + EXCLUDE_BEGIN
+     + advance_ms(2) + EXCLUDE_END + PHASE_END + step(1) + phase_switch(13) + advance_ms(10)
+     + PHASE_SUMMARY + FLUSH + SUMMARY),
+    # a clock failure inside an exclusion inside a badput phase (found by fuzzing)
+    ("cuda_badput_fail_inside", steps_config(warmup=0) + gpu(1, 0) + advance_ms(50) + step(1)
+     + phase_begin(12) + EXCLUDE_BEGIN + advance_ms(1) + fail(0) + EXCLUDE_END + step(1)
+     + step(1) + SUMMARY),
     # refused configurations, one field each
     ("bad_clock", steps_config(mode=3 | 0x50)),
     ("bad_window_zero", steps_config(window=0)),

@@ -1,19 +1,21 @@
-"""The metrics log: one JSON line per logged metric dict, for ``mfu-tracker report``.
+"""The metrics log's writer: one JSON line per record, for ``mfu-tracker report``
+and ``mfu-tracker goodput``.
 
-``Tracker(log_path=...)``, ``MFUCallback(log_path=...)`` and
-``MFUOptimizerWrapper(log_path=...)`` each own one :class:`MetricsLog`; every
-metric dict they produce (a non-empty ``metrics()``, a Trainer log entry) is
-appended to the file as one line::
+``Tracker(log_path=...)`` (and through it ``MFUCallback(log_path=...)`` and
+``MFUOptimizerWrapper(log_path=...)``) owns one :class:`MetricsLog`. The
+tracker writes a run record when it is created, one metrics line per
+non-empty ``metrics()`` and a run-end record when it closes (the record
+kinds: :mod:`mfu_tracker.job._records`). A metrics line::
 
-    {"step": 10, "time": 1763870000.123, "throughput/mfu": 0.41, ...}
+    {"step": 10, "time": 1763870000.123, "throughput/mfu": 0.41, ..., "ledger": {...}}
 
-* ``step``: steps completed when the figures were taken (``Tracker``:
+* ``step``: the global step, steps completed (``Tracker``: ``start_step`` +
   ``step()`` calls - 1; the Trainer: ``state.global_step``);
 * ``time``: wall-clock seconds since the epoch (``time.time()``);
 * ``rank`` / ``world_size``: only when a ``torch.distributed`` process group
   of more than one rank is up at the first write;
 * then the metric dict, keys and values as returned (the keys of
-  :mod:`mfu_tracker.timing._metrics`).
+  :mod:`mfu_tracker.timing._metrics`), and the job ledger's interval.
 
 **One writer per process, rank 0 only.** Under ``torchrun`` only rank 0
 writes (the rank of the default process group at the first write, else the
@@ -39,11 +41,12 @@ from typing import IO, Any, Mapping, Optional, Tuple, Union
 
 from .._validate import check_log_path
 from ..distributed._collective import process_group_initialized
+from ._records import LEDGER
 
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _rank_world() -> Tuple[int, int]:
+def rank_world() -> Tuple[int, int]:
     """(rank, world size) of this process: the default process group's, else
     torchrun's environment, else (0, 1)."""
     if process_group_initialized():
@@ -57,9 +60,12 @@ def _rank_world() -> Tuple[int, int]:
 
 
 def _number(value: Any) -> Any:
-    """A JSON-safe value: finite floats as floats, anything else non-finite as None."""
+    """A JSON-safe value: finite floats as floats, anything else non-finite as
+    None (inside objects too)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
+    if isinstance(value, Mapping):
+        return {key: _number(v) for key, v in value.items()}
     return value
 
 
@@ -84,10 +90,24 @@ class MetricsLog:
         """False once logging stopped (a failure, another rank, ``close()``)."""
         return self._stopped is None
 
-    def write(self, metrics: Mapping[str, Any], *, step: int) -> None:
-        """Append ``metrics`` with ``step`` and the time; never raises."""
+    def write(self, metrics: Mapping[str, Any], *, step: int,
+              ledger: Optional[Mapping[str, Any]] = None) -> None:
+        """Append ``metrics`` with ``step``, the time and the ledger's interval
+        (when given); never raises."""
         if self._stopped is not None or not metrics:
             return
+        extra = {} if ledger is None else {LEDGER: _number(ledger)}
+        self._append(lambda: {"step": int(step), "time": time.time(), **self._extra,
+                              **{k: _number(v) for k, v in metrics.items()}, **extra})
+
+    def write_record(self, kind: str, fields: Mapping[str, Any]) -> None:
+        """Append a ``{"record": kind, "time": ..., **fields}`` line (a run, a
+        run end, a peak check: :mod:`._records`); never raises."""
+        if self._stopped is not None:
+            return
+        self._append(lambda: {"record": kind, "time": time.time(), **_number(fields)})
+
+    def _append(self, make: Any) -> None:
         with self._lock:
             try:
                 out = self._file
@@ -97,16 +117,13 @@ class MetricsLog:
                     out = self._open()
                     if out is None:
                         return
-                record = {"step": int(step), "time": time.time(), **self._extra}
-                for key, value in metrics.items():
-                    record[key] = _number(value)
-                out.write(json.dumps(record, allow_nan=False, default=str) + "\n")
+                out.write(json.dumps(make(), allow_nan=False, default=str) + "\n")
                 self.lines += 1
             except Exception as error:  # noqa: BLE001 -- never raise into training
                 self._fail(f"writing {self.path!r} failed ({error!r})")
 
     def _open(self) -> Optional[IO[str]]:
-        rank, world = _rank_world()
+        rank, world = rank_world()
         if rank != 0:
             self._stopped = f"rank {rank}: only rank 0 writes"
             return None
@@ -121,7 +138,7 @@ class MetricsLog:
     def _fail(self, reason: str) -> None:
         self._stopped = reason
         warnings.warn(f"mfu_tracker: {self._owner}(log_path=...): {reason}; metrics logging "
-                      f"stops (the metrics are still returned)", RuntimeWarning, stacklevel=4)
+                      f"stops (the metrics are still returned)", RuntimeWarning, stacklevel=5)
         self._close_file()
 
     def _close_file(self) -> None:

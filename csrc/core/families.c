@@ -1,0 +1,124 @@
+/* families.c -- the model-family table (see families.h). Each row cites the
+ * transformers (5.x) modeling file whose modules it describes. */
+#include <string.h>
+
+#include "families.h"
+
+/* Fields every row shares unless it says otherwise: a pre-norm decoder of
+ * GQA attention and a SwiGLU MLP with RMSNorm, no biases, untied. */
+#define DECODER .attention = MFU_ATTENTION_GQA, .mlp = MFU_MLP_SWIGLU, \
+                .norm = MFU_NORM_RMSNORM, .norms_per_layer = 2
+
+static const mfu_family families[] = {
+    /* gpt2/modeling_gpt2.py: GPT2Attention c_attn / c_proj (Conv1D, bias),
+     * GPT2MLP c_fc / c_proj (bias), ln_1 / ln_2 LayerNorm, wpe; tied */
+    {.model_type = "gpt2", .attention = MFU_ATTENTION_GQA, .mlp = MFU_MLP_GELU,
+     .norm = MFU_NORM_LAYERNORM, .norms_per_layer = 2, .qkv_bias = 1,
+     .attention_out_bias = 1, .mlp_bias = 1, .tie_word_embeddings = 1},
+    /* llama/modeling_llama.py: LlamaAttention (attention_bias), LlamaMLP
+     * (mlp_bias), input / post_attention RMSNorm */
+    {.model_type = "llama", DECODER},
+    /* mistral/modeling_mistral.py: Llama's layer, sliding_window on every layer */
+    {.model_type = "mistral", DECODER},
+    /* mixtral/modeling_mixtral.py: Mistral's attention, MixtralSparseMoeBlock */
+    {.model_type = "mixtral", DECODER},
+    /* phi3/modeling_phi3.py: fused qkv_proj and gate_up_proj (the same
+     * matmuls as Llama's), sliding_window on every layer when set */
+    {.model_type = "phi3", DECODER},
+    /* qwen2/modeling_qwen2.py: Qwen2Attention q/k/v with bias, o without */
+    {.model_type = "qwen2", DECODER, .qkv_bias = 1},
+    /* qwen2_moe/modeling_qwen2_moe.py: Qwen2's attention, experts + a shared
+     * expert with shared_expert_gate */
+    {.model_type = "qwen2_moe", DECODER, .qkv_bias = 1, .shared_expert_gate = 1},
+    /* qwen3/modeling_qwen3.py: Qwen3Attention q_norm / k_norm (head_dim) */
+    {.model_type = "qwen3", DECODER, .qk_norm = MFU_QK_NORM_HEAD},
+    /* qwen3_moe/modeling_qwen3_moe.py: Qwen3's attention, experts */
+    {.model_type = "qwen3_moe", DECODER, .qk_norm = MFU_QK_NORM_HEAD},
+    /* gemma2/modeling_gemma2.py: Gemma2DecoderLayer with input,
+     * post_attention, pre_feedforward and post_feedforward RMSNorm; GeGLU
+     * (3 matrices); tied; soft-capping has no matmul */
+    {.model_type = "gemma2", .attention = MFU_ATTENTION_GQA, .mlp = MFU_MLP_SWIGLU,
+     .norm = MFU_NORM_RMSNORM, .norms_per_layer = 4,
+     .tie_word_embeddings = 1},
+    /* gemma3/modeling_gemma3.py: Gemma 2's layer + q_norm / k_norm (head_dim) */
+    {.model_type = "gemma3_text", .attention = MFU_ATTENTION_GQA,
+     .mlp = MFU_MLP_SWIGLU, .norm = MFU_NORM_RMSNORM, .norms_per_layer = 4,
+     .qk_norm = MFU_QK_NORM_HEAD, .tie_word_embeddings = 1},
+    /* olmo2/modeling_olmo2.py: Olmo2Attention q_norm over H*Q, k_norm over
+     * H_kv*Q; post_attention / post_feedforward RMSNorm */
+    {.model_type = "olmo2", DECODER, .qk_norm = MFU_QK_NORM_PROJECTION},
+    /* gpt_oss/modeling_gpt_oss.py: GptOssAttention (biases on q, k, v, o;
+     * sinks), GptOssTopKRouter (bias), GptOssExperts (gate_up and down
+     * biases) */
+    {.model_type = "gpt_oss", DECODER, .qkv_bias = 1, .attention_out_bias = 1,
+     .attention_sinks = 1, .mlp_bias = 1, .router_bias = 1},
+    /* deepseek_v3/modeling_deepseek_v3.py: DeepseekV3Attention (MLA),
+     * DeepseekV3MoE (routed + shared experts), first_k_dense_replace dense */
+    {.model_type = "deepseek_v3", .attention = MFU_ATTENTION_MLA,
+     .mlp = MFU_MLP_SWIGLU, .norm = MFU_NORM_RMSNORM, .norms_per_layer = 2},
+    /* glm4_moe/modeling_glm4_moe.py: Glm4MoeAttention (q/k/v bias from
+     * attention_bias, o without; q/k norm with use_qk_norm), DeepSeek-style
+     * MoE */
+    {.model_type = "glm4_moe", DECODER},
+    /* llama4/modeling_llama4.py: Llama4TextAttention (L2 q/k norm: no
+     * parameters), Llama4TextMoe (router, experts, shared expert),
+     * Llama4TextMLP (intermediate_size_mlp) on the dense layers */
+    {.model_type = "llama4_text", DECODER},
+    /* qwen3_next/modeling_qwen3_next.py: Qwen3NextAttention (q_proj with an
+     * output gate, q/k norm), Qwen3NextGatedDeltaNet, Qwen3NextSparseMoeBlock
+     * (shared expert with gate); the FLA / torch chunk is 64 */
+    {.model_type = "qwen3_next", DECODER, .qk_norm = MFU_QK_NORM_HEAD,
+     .attention_gate = 1, .shared_expert_gate = 1, .linear_chunk_size = 64},
+    /* mamba2/modeling_mamba2.py: Mamba2Block = RMSNorm + Mamba2Mixer, no MLP */
+    {.model_type = "mamba2", .attention = MFU_ATTENTION_GQA, .mlp = MFU_MLP_NONE,
+     .norm = MFU_NORM_RMSNORM, .norms_per_layer = 1},
+    /* qwen2_5_vl/modeling_qwen2_5_vl.py: Qwen2's decoder + the windowed
+     * vision tower (vision.c) */
+    {.model_type = "qwen2_5_vl", DECODER, .qkv_bias = 1,
+     .vision = MFU_VISION_QWEN2_5_VL},
+    /* qwen3_vl/modeling_qwen3_vl.py: Qwen3's decoder + the deepstack vision
+     * tower (vision.c) */
+    {.model_type = "qwen3_vl", DECODER, .qk_norm = MFU_QK_NORM_HEAD,
+     .vision = MFU_VISION_QWEN3_VL},
+};
+
+#undef DECODER
+
+size_t mfu_family_count(void)
+{
+    return sizeof families / sizeof families[0];
+}
+
+const mfu_family *mfu_family_at(size_t index)
+{
+    return index < mfu_family_count() ? &families[index] : NULL;
+}
+
+const mfu_family *mfu_family_find(const char *model_type)
+{
+    if (model_type == NULL)
+        return NULL;
+    for (size_t i = 0; i < mfu_family_count(); i++)
+        if (strcmp(families[i].model_type, model_type) == 0)
+            return &families[i];
+    return NULL;
+}
+
+void mfu_family_apply(const mfu_family *f, mfu_transformer_dims *d)
+{
+    d->attention = f->attention;
+    d->mlp = f->mlp;
+    d->norm = f->norm;
+    d->norms_per_layer = f->norms_per_layer;
+    d->qkv_bias = f->qkv_bias;
+    d->attention_out_bias = f->attention_out_bias;
+    d->qk_norm = f->qk_norm;
+    d->attention_gate = f->attention_gate;
+    d->attention_sinks = f->attention_sinks;
+    d->mlp_bias = f->mlp_bias;
+    d->shared_expert_gate = f->shared_expert_gate;
+    d->router_bias = f->router_bias;
+    d->tie_word_embeddings = f->tie_word_embeddings;
+    if (f->linear_chunk_size > 0)
+        d->linear_chunk_size = f->linear_chunk_size;
+}

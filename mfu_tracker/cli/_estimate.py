@@ -1,0 +1,185 @@
+"""``mfu-tracker estimate``: MFU from a model (or a parameter count), a
+throughput and a GPU.
+
+``--batch-size`` is the global batch (all GPUs); ``--tokens-per-sec`` is the
+global throughput. MFU is per GPU: global model FLOP/s / (peak x num_gpus).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, List, Optional, Sequence
+
+from .._dtypes import normalize_dtype
+from ._errors import CliError
+from ._flag_types import int_at_least, positive_float
+from ._peak_flags import resolve_peak_flags
+
+
+class _Counted:
+    """FLOPs per language token for `estimate`, and how they were counted."""
+
+    def __init__(self, flops_per_token: float, conventions: str, notes: Sequence[str] = (),
+                 language_per_token: Optional[float] = None) -> None:
+        self.flops_per_token = flops_per_token
+        self.conventions = conventions
+        self.notes = list(notes)
+        self.language_per_token = language_per_token  # VLM: the tower left out
+
+
+def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]]]:
+    """Each T,H,W (patches), or NxT,H,W for N of them."""
+    grids: List[List[int]] = []
+    for text in texts or ():
+        count, _, grid_text = text.rpartition("x")
+        try:
+            grid = [int(p) for p in grid_text.split(",")]
+            n = int(count) if count else 1
+        except ValueError:
+            grid, n = [], 0
+        if len(grid) != 3 or min(grid) < 1 or n < 1:
+            raise CliError(f"{flag} takes T,H,W or NxT,H,W (patches, each >= 1), got {text!r}")
+        grids.extend([grid] * n)
+    return grids or None
+
+
+def _params_counted(args: argparse.Namespace) -> _Counted:
+    from ..flops._analytic import params_flops
+
+    if args.formula not in (None, "6n"):
+        raise CliError("--params gives a bare parameter count: only --formula 6n applies")
+    if args.lora_rank is not None:
+        raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
+                       "not the adapters)")
+    if args.image_grid or args.video_grid:
+        raise CliError("--image-grid / --video-grid need --model (a VLM config)")
+    counted = params_flops(args.params, lora=args.lora)
+    return _Counted(counted.flops_per_token, counted.conventions_str)
+
+
+def _meta_counted(config: dict, args: argparse.Namespace, seq_len: int) -> _Counted:
+    """The exact meta count, for a model_type the analytic formula lacks."""
+    from ._model import ModelError, meta_count
+
+    if args.lora or args.image_grid or args.video_grid or args.formula not in (None, "matmul"):
+        raise CliError(f"model_type {config.get('model_type')!r} has no analytic formula; its "
+                       "exact meta count takes no --lora, --formula or grids")
+    try:
+        fc, model = meta_count(config, batch_size=1, seq_len=seq_len,
+                               causal_attention=args.causal_attention)
+    except ModelError as exc:
+        raise CliError(str(exc)) from exc
+    note = (f"note: model_type {config.get('model_type')!r} has no analytic formula: "
+            f"counted exactly instead ({type(model).__name__} on meta, one forward + backward "
+            f"of {seq_len} tokens)")
+    return _Counted(fc.model_flops / seq_len, fc.conventions, [note])
+
+
+def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted:
+    from ..flops._analytic import transformer_flops
+    from ..flops._hf_config import is_supported
+    from ..flops.presets import resolve_model_config
+
+    if seq_len is None:
+        raise CliError("--seq-len is needed to count attention FLOPs for --model")
+    if args.lora and args.lora_rank is None:
+        # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
+        raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
+    config = resolve_model_config(args.model, argument="--model")
+    if not is_supported(config) and isinstance(config.get("model_type"), str):
+        return _meta_counted(config, args, seq_len)
+    images = _grids(args.image_grid, "--image-grid")
+    videos = _grids(args.video_grid, "--video-grid")
+    counted = transformer_flops(
+        config, seq_len=seq_len, batch_size=1, formula=args.formula or "palm",
+        causal_attention=args.causal_attention,
+        lora_rank=args.lora_rank if args.lora else None,
+        image_grid_thw=images, video_grid_thw=videos,
+    )
+    language = counted.language_flops / seq_len if counted.vision_flops else None
+    return _Counted(counted.flops_per_token, counted.conventions_str, language_per_token=language)
+
+
+def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
+                    peak_per_gpu: float, peak_text: str) -> float:
+    """The estimate's lines; returns the MFU."""
+    from .. import _C
+
+    out = sys.stdout
+    global_flops_per_sec = counted.flops_per_token * tokens_per_sec
+    mfu = _C.compute_metrics(global_flops_per_sec, 1.0, peak_flops_per_sec=peak_per_gpu,
+                             num_gpus=num_gpus)["mfu"]
+    print(f"FLOP/token:            {counted.flops_per_token / 1e9:.2f} GFLOP", file=out)
+    print(f"tokens/s (global):     {tokens_per_sec:,.0f}", file=out)
+    print(f"achieved per GPU:      {global_flops_per_sec / num_gpus / 1e12:,.1f} TFLOP/s", file=out)
+    print(f"MFU:                   {mfu * 100:.2f}%", file=out)
+    if counted.language_per_token is not None:
+        language = _C.compute_metrics(counted.language_per_token * tokens_per_sec, 1.0,
+                                      peak_flops_per_sec=peak_per_gpu, num_gpus=num_gpus)["mfu"]
+        print(f"MFU (language only):   {language * 100:.2f}%  (mfu_language: the vision tower "
+              f"left out, the lmms-engine convention; "
+              f"{counted.language_per_token / 1e9:.2f} GFLOP/token)", file=out)
+    print(f"peak used (per GPU):   {peak_text}", file=out)
+    print(f"GPUs:                  {num_gpus}", file=out)
+    print(f"conventions:           {counted.conventions}", file=out)
+    for note in counted.notes:
+        print(note, file=out)
+    return mfu
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.model is None) == (args.params is None):
+        raise CliError("give exactly one of --model (preset, config.json or org/name) and --params")
+    dtype = normalize_dtype(args.dtype, "--dtype")
+    if args.lora_rank is not None and not args.lora:
+        raise CliError("--lora-rank needs --lora")
+
+    if args.tokens_per_sec is not None:
+        if args.step_time is not None:
+            raise CliError("give --tokens-per-sec or --step-time, not both")
+        tokens_per_sec = args.tokens_per_sec
+    elif args.step_time is not None:
+        if args.batch_size is None or args.seq_len is None:
+            raise CliError("--step-time needs --batch-size (global) and --seq-len")
+        tokens_per_sec = args.batch_size * args.seq_len / args.step_time
+    else:
+        raise CliError("give the throughput: --tokens-per-sec, or --step-time with --batch-size and --seq-len")
+
+    # The peak first: a bad --gpu / --dtype is reported before the model is read.
+    peak = resolve_peak_flags(args.gpu, args.peak_tflops, dtype)
+    counted = (_params_counted(args) if args.params is not None
+               else _model_counted(args, args.seq_len))
+    counted.notes[:0] = [f"note: {note}" for note in peak.notes]
+    if _print_estimate(counted, tokens_per_sec, args.num_gpus, peak.flops_per_sec, peak.text) > 1:
+        print("warning: MFU > 1 means the peak or the FLOP count is wrong", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``estimate`` on the command line's subparsers."""
+    est = sub.add_parser("estimate", help="MFU from a model, a throughput and a GPU")
+    what = est.add_argument_group("model")
+    what.add_argument("--model", help="preset name (e.g. llama-3.1-8b), path to a HuggingFace "
+                      "config.json, or org/name in the local HF cache")
+    what.add_argument("--params", type=positive_float, help="bare parameter count N (6N rule)")
+    what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
+    what.add_argument("--causal-attention", choices=["full", "half"], default="full",
+                      help="count the causal attention square in full (PaLM, default) or half (Megatron)")
+    what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
+    what.add_argument("--lora-rank", type=int_at_least(1), default=None, help="adapter rank (adds the adapters' FLOPs)")
+    what.add_argument("--image-grid", action="append", metavar="T,H,W",
+                      help="a VLM image's grid in patches (an image_grid_thw row), or NxT,H,W for N "
+                      "images; repeatable")
+    what.add_argument("--video-grid", action="append", metavar="T,H,W",
+                      help="a VLM video's grid in patches (a video_grid_thw row), or NxT,H,W; repeatable")
+    hw = est.add_argument_group("hardware")
+    hw.add_argument("--gpu", help="device name as in `mfu-tracker gpus` (e.g. B200, 'H100 SXM', MI300X)")
+    hw.add_argument("--num-gpus", type=int_at_least(1), default=1)
+    hw.add_argument("--dtype", default="bf16")
+    hw.add_argument("--peak-tflops", type=positive_float, help="per-GPU peak, overriding the table")
+    tp = est.add_argument_group("throughput")
+    tp.add_argument("--tokens-per-sec", type=positive_float, help="global tokens per second")
+    tp.add_argument("--step-time", type=positive_float, help="seconds per optimizer step")
+    tp.add_argument("--batch-size", type=int_at_least(1), help="global batch size (sequences per step, all GPUs)")
+    tp.add_argument("--seq-len", type=int_at_least(1), help="tokens per sequence")
+    est.set_defaults(func=run)

@@ -1,0 +1,38 @@
+"""argparse ``type=`` converters that check a flag's value when the command
+line is parsed -- before any work -- so a bad value is an ``error: argument
+--seq-len: ...`` line naming the flag, never a Python argument's name from
+deeper down."""
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable, List
+
+__all__: List[str] = []
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An integer >= ``low``."""
+
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {text}")
+        return value
+
+    convert.__name__ = f"int >= {low}"  # argparse names the type in its messages
+    return convert
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 ("7e9", "1.2")."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value

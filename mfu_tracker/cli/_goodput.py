@@ -1,0 +1,105 @@
+"""``mfu-tracker goodput LOG [--json OUT]``: the job ledger of a metrics log.
+
+Reads every run that appended to ``LOG`` (``Tracker(log_path=...)``, the
+integrations' ``log_path=``; records: :mod:`mfu_tracker.job._records`) and
+prints, over the whole job (arithmetic: :mod:`mfu_tracker.job._ledger`):
+
+* ``job_wall_s``: the first run's process start to the last record;
+* ``goodput``: the kept steps' time less their data phase, over
+  ``job_wall_s`` (``goodput_s`` in seconds);
+* ``badput/<bucket>`` for startup, compile, checkpoint, eval, data,
+  lost_progress, restart_gap and other -- with ``goodput`` they add up to
+  exactly 1 (``badput_s/<bucket>`` in seconds);
+* ``job_mfu``: the kept steps' model FLOPs over (the job's device-seconds x
+  peak), restart gaps charged;
+* one line per run, the notes (what was split or left out, and why), and one
+  diagnosis line naming the largest loss.
+
+``--json OUT`` writes the same figures (keys as printed, from the one table
+:mod:`mfu_tracker.timing._metrics`), the runs and the notes to ``OUT``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any, Dict, List
+
+from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
+from ..job._records import Log, LogError, read_log
+from ..timing._metrics import format_metrics
+
+__all__: List[str] = []
+
+
+def _diagnosis(log: Log, ledger: JobLedger) -> str:
+    """The largest badput bucket, its share of the job, and the rank where it
+    is concentrated when the log has per-rank figures for it."""
+    name, share = ledger.largest_loss()
+    records = [record for run in log.runs for record in run.metrics]
+    return diagnosis({name: share}, "the job's wall time", rank_of(records, name))  # type: ignore[return-value]
+
+
+def figures_json(log: Log, ledger: JobLedger) -> Dict[str, Any]:
+    """The ``--json`` document."""
+    return {
+        **format_metrics(ledger.figures(), ""),
+        "runs": [{"run": r.number, "run_id": r.run_id, "start_step": r.start_step,
+                  "wall_s": r.wall_s, "device_s": r.device_s, "seconds": r.seconds}
+                 for r in ledger.runs],
+        "notes": ledger.notes,
+        "invalid": log.invalid,
+        "diagnosis": _diagnosis(log, ledger),
+    }
+
+
+def text(log: Log, ledger: JobLedger) -> str:
+    """What ``goodput`` prints."""
+    keys = format_metrics(ledger.figures(), "")
+    lines = [f"{log.path}: {len(log.runs)} run(s)"]
+    lines += [f"{key}={value!r}" for key, value in keys.items()]
+    if ledger.job_mfu is None:
+        lines.append("job_mfu: not available (see the notes)")
+    lines.append("runs (seconds: goodput, then each badput bucket):")
+    for run in ledger.runs:
+        cells = " ".join(f"{k}={run.seconds[k]!r}" for k in ("goodput", *BUCKETS))
+        lines.append(f"  run={run.number} start_step={run.start_step} wall_s={run.wall_s!r} {cells}")
+    lines += [f"note: {note}" for note in ledger.notes]
+    lines += [f"invalid: {what}" for what in log.invalid]
+    lines.append(_diagnosis(log, ledger))
+    return "\n".join(lines)
+
+
+def _cmd_goodput(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.log):
+        raise ValueError(f"{args.log}: no such file")
+    if os.path.isdir(args.log):
+        raise ValueError(f"{args.log}: is a directory; give the JSONL log of log_path=")
+    if args.json is not None and os.path.isdir(args.json):
+        raise ValueError(f"--json {args.json!r} is a directory; give a file name")
+    try:
+        log = read_log(args.log)
+        ledger = job_ledger(log)
+    except LogError as error:
+        raise ValueError(str(error)) from None
+    print(text(log, ledger))
+    if args.json is not None:
+        parent = os.path.dirname(args.json)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(figures_json(log, ledger), out, indent=1, allow_nan=False)
+            out.write("\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``goodput`` on the command line's subparsers."""
+    parser = sub.add_parser("goodput", help="the job ledger of a metrics log: goodput, badput "
+                            "(startup, compile, checkpoint, eval, data, lost progress, restart "
+                            "gaps), one job MFU, over every run that appended to it")
+    parser.add_argument("log", help="the JSONL log of Tracker(log_path=...) / log_path=")
+    parser.add_argument("--json", default=None, metavar="OUT",
+                        help="also write the figures, the runs and the notes to this JSON file")
+    parser.set_defaults(func=_cmd_goodput)

@@ -1,0 +1,20 @@
+"""The job: a training job as its runs, restarts and all, seen from its metrics log.
+
+Owns the metrics log's records (:mod:`._records`: the run, metrics, peak-check
+and run-end lines, the ledger interval, reading a log back with every
+invalid value named), its writer (:mod:`._log`: ``log_path=``, rank 0 only,
+never raising into training), the job ledger's arithmetic (:mod:`._ledger`:
+goodput, the badput buckets, lost progress, one job MFU, the diagnosis line)
+and the Prometheus endpoint (:mod:`._prometheus`: the latest ``metrics()``
+values as gauges, served from a cache).
+
+Layer 5 (peaks -> flops -> timing -> distributed -> job -> tracker ->
+integrations -> cli). May import: every layer below it. The Tracker writes
+the records and serves the endpoint; ``mfu-tracker report`` and
+``mfu-tracker goodput`` read them.
+"""
+from ._ledger import BUCKETS, JobLedger, RunLedger, diagnosis, job_ledger
+from ._records import Log, LogError, Run, process_start_time, read_log
+
+__all__ = ["BUCKETS", "JobLedger", "RunLedger", "Log", "LogError", "Run", "diagnosis",
+           "job_ledger", "process_start_time", "read_log"]

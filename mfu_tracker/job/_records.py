@@ -1,0 +1,319 @@
+"""The metrics log's records: what each line holds, and reading a log back.
+
+A log (``Tracker(log_path=...)``, the integrations' ``log_path=``) is a JSONL
+file that one or more *runs* of a job append to -- a run being one process
+(rank 0 of it) that trained and then exited, cleanly or not. Every line is
+one JSON object, of one of four kinds:
+
+``run`` -- the first line of every run, written when the tracker is created::
+
+    {"record": "run", "time": T, "run_id": "9f0c...", "job": "...", "host": "node7",
+     "pid": 4242, "ranks": 8, "devices": 8, "process_start": T0, "start_step": N,
+     "peak_tflops": 989.4, "peak_source": "datasheet", "dtype": "bf16", "version": "0.1.0"}
+
+  ``process_start`` is the process's start time as the OS recorded it
+  (:func:`process_start_time`), so the run's startup before the tracker
+  existed counts; ``start_step`` is the global step the run resumes from
+  (``Tracker(start_step=N)``: the steps before N were trained by earlier
+  runs); ``ranks`` the world size, ``devices`` ranks x ``num_gpus``;
+  ``peak_tflops`` the per-device peak MFU is measured against (None when
+  there is none).
+
+*metrics* -- one per non-empty ``metrics()`` (no ``record`` key: the lines
+  written before the job ledger existed look the same)::
+
+    {"step": 20, "time": T, "throughput/mfu": 0.41, ..., "ledger": {...}}
+
+  ``step`` is the global step (``start_step`` + steps completed); the metric
+  keys are those of :mod:`mfu_tracker.timing._metrics`; ``ledger`` is the
+  interval since the run's previous record (below).
+
+``peak_check`` -- a second measurement of the peak (``Tracker.peak_check``):
+  ``{"record": "peak_check", "time": T, "peak_tflops": P0, "remeasured_tflops": P1}``.
+
+``run_end`` -- written when the tracker closes (``close()``, the end of
+  training, the interpreter's exit): ``{"record": "run_end", "time": T,
+  "step": S, "ledger": {...}}``. A run that crashed has none: its last
+  record marks its end.
+
+A ``ledger`` object (:data:`LEDGER_FIELDS`) covers the steps closed since
+the run's previous record, ``from_step`` <= step < ``to_step`` (global steps,
+half open), and every second the step engine booked meanwhile
+(``csrc/core/steps.h``, "The job ledger's totals"):
+
+    step_s         the steps' periods summed (badput phases and the tracker's
+                   own time left out), s
+    phase_s        seconds per phase: the step phases (data, forward, ...) of
+                   these steps; the badput phases (checkpoint, eval, compile)
+                   that ended in the interval
+    own_s          the tracker's own time (its metrics() calls), s
+    dropped        steps lost to a clock failure (no period)
+    model_flops    the model FLOPs of flops_steps of these steps (the job's:
+                   summed over ranks when flops_ranks > 1); None when unknown
+    flops_steps, flops_ranks
+    compile_calls  steps whose compile phase holds a whole compiled call (an
+                   integration marks the first compiled step so): the ledger
+                   takes one normal step's forward + backward back out of it
+    first_boundary wall time of the run's first step boundary: its startup's end
+
+Reading (:func:`read_log`) groups the lines into runs, keeps each record's
+line number, and reports every value that cannot be drawn or added -- a
+metric that is not a finite number, a negative ratio or time -- as
+``file:line`` (:attr:`Log.invalid`) instead of using it.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..timing._metrics import FAMILIES, KEYS
+
+#: The ``record`` values.
+RUN, RUN_END, PEAK_CHECK = "run", "run_end", "peak_check"
+#: The key of a metrics line's (and a run-end record's) interval.
+LEDGER = "ledger"
+LEDGER_FIELDS: Tuple[str, ...] = (
+    "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
+    "flops_steps", "flops_ranks", "compile_calls", "first_boundary",
+)
+#: Two measurements of a peak that differ by more than this factor mean the
+#: machine was busy during one of them (the main job, examples/train_gpt2.py,
+#: re-measures after training): the report carries a caveat.
+PEAK_DISAGREEMENT = 1.25
+
+#: Environment variables naming the job, in order (the Prometheus ``job``
+#: label and the run record's ``job``); without any, the run id.
+JOB_ENV = ("MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+
+#: Units whose values are never negative (a negative one is invalid).
+_NONNEGATIVE_UNITS = ("ratio", "s", "TFLOP/s", "tokens/s", "W", "J/token", "MHz",
+                      "TFLOP/s per W", "fraction of job wall time")
+_UNIT_OF_KEY = {key.name: key.unit for key in KEYS}
+_FAMILY_UNIT = {family: unit for family, unit, _ in FAMILIES}
+
+
+class LogError(ValueError):
+    """A log that cannot be read: the message names the file and line."""
+
+
+def process_start_time(pid: Optional[int] = None) -> Optional[float]:
+    """When the OS started process ``pid`` (default: this one), seconds since
+    the epoch; None where it cannot be read.
+
+    Linux: ``/proc/<pid>/stat``'s start time (clock ticks since boot) placed
+    on the wall clock through ``/proc/uptime``, read together with
+    ``time.time()`` (1/100 s resolution; ``/proc/stat``'s boot time, which
+    psutil adds, is whole seconds only: up to 1 s off). Elsewhere: psutil's
+    ``create_time()`` when installed."""
+    pid = os.getpid() if pid is None else pid
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            stat = f.read()
+        # the command name (field 2) may hold spaces and parentheses: split after it
+        start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime_s = float(f.read().split()[0])
+        now = time.time()
+        return now - uptime_s + start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil  # type: ignore[import-untyped]
+
+        return float(psutil.Process(pid).create_time())
+    except Exception:  # noqa: BLE001 -- not installed, or no such process
+        return None
+
+
+def new_run_id() -> str:
+    """A fresh run id (128 random bits, hex)."""
+    return uuid.uuid4().hex
+
+
+def job_name(run_id: str) -> str:
+    """The job's name: the first of :data:`JOB_ENV` set, else ``run_id``."""
+    for name in JOB_ENV:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return run_id
+
+
+def host_name() -> str:
+    return socket.gethostname()
+
+
+def peak_disagrees(first: Optional[float], again: Optional[float]) -> bool:
+    """Whether two measurements of one peak differ by more than
+    :data:`PEAK_DISAGREEMENT` (a busy machine during one of them)."""
+    if not first or not again or first <= 0 or again <= 0:
+        return False
+    return max(first, again) > PEAK_DISAGREEMENT * min(first, again)
+
+
+# ---- reading --------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """One run of a log: its run record (None for lines written before the
+    first run record: a log from before the job ledger), its metrics lines
+    and ledger intervals, in file order, and its other records."""
+
+    number: int                                   # 1, 2, ... in file order
+    record: Optional[Dict[str, Any]]
+    line: int                                     # the run record's line (first line otherwise)
+    metrics: List[Dict[str, Any]] = field(default_factory=list)    # each with "_line"
+    intervals: List[Dict[str, Any]] = field(default_factory=list)  # ledger objects, "_line"
+    peak_checks: List[Dict[str, Any]] = field(default_factory=list)
+    end: Optional[Dict[str, Any]] = None
+    last_time: Optional[float] = None             # the time of its last record
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """A field of the run record (``default`` without one)."""
+        return default if self.record is None else self.record.get(name, default)
+
+
+@dataclass
+class Log:
+    """A log read back: its runs in file order, and every value left out."""
+
+    path: str
+    runs: List[Run]
+    invalid: List[str] = field(default_factory=list)   # "file:line: key=value: why"
+
+
+def _finite(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _unit(key: str) -> Optional[str]:
+    """The unit of a metric key ``{prefix}/name`` or ``{prefix}/family/entry``."""
+    parts = key.split("/")
+    for i in range(len(parts)):
+        rest = parts[i:]
+        if len(rest) == 1 and rest[0] in _UNIT_OF_KEY:
+            return _UNIT_OF_KEY[rest[0]]
+        if len(rest) == 2 and rest[0] in _FAMILY_UNIT:
+            return _FAMILY_UNIT[rest[0]]
+    return None
+
+
+def invalid_reason(key: str, value: Any) -> Optional[str]:
+    """Why a metric value cannot be drawn or added (None: it can). Values of
+    keys outside the metric table are not judged."""
+    unit = _unit(key)
+    if unit is None:
+        return None
+    number = _finite(value)
+    if number is None:
+        return "not a finite number"
+    if number < 0 and unit in _NONNEGATIVE_UNITS:
+        return f"negative {unit}"
+    return None
+
+
+def _clean_metrics(record: Dict[str, Any], where: str, invalid: List[str]) -> Dict[str, Any]:
+    """The metrics line without the values that cannot be used (each named)."""
+    out: Dict[str, Any] = {}
+    for key, value in record.items():
+        if key in ("step", "time", "rank", "world_size", LEDGER):
+            out[key] = value
+            continue
+        reason = invalid_reason(key, value)
+        if reason is not None:
+            invalid.append(f"{where}: {key}={json.dumps(value)}: {reason}; not drawn")
+            continue
+        out[key] = value
+    return out
+
+
+def _check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
+    if not isinstance(ledger, dict):
+        raise LogError(f"{where}: '{LEDGER}' is not a JSON object")
+    for name in ("from_step", "to_step"):
+        if not isinstance(ledger.get(name), int) or isinstance(ledger.get(name), bool):
+            raise LogError(f"{where}: '{LEDGER}.{name}' is not an integer")
+    if ledger["to_step"] < ledger["from_step"]:
+        raise LogError(f"{where}: '{LEDGER}' ends (to_step {ledger['to_step']}) before it "
+                       f"starts (from_step {ledger['from_step']})")
+    for name in ("step_s", "own_s"):
+        if _finite(ledger.get(name)) is None or ledger[name] < 0:
+            raise LogError(f"{where}: '{LEDGER}.{name}' is not a finite number >= 0")
+    phases = ledger.get("phase_s", {})
+    if not isinstance(phases, dict) or any(_finite(v) is None for v in phases.values()):
+        raise LogError(f"{where}: '{LEDGER}.phase_s' is not an object of finite numbers")
+    return ledger
+
+
+def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as error:
+        raise LogError(f"{path}:{number}: not a JSON line ({error})") from None
+    if not isinstance(record, dict):
+        raise LogError(f"{path}:{number}: not a JSON object")
+    kind = record.get("record")
+    if kind is None:
+        step = record.get("step")
+        if isinstance(step, bool) or not isinstance(step, (int, float)) or step != step:
+            raise LogError(f"{path}:{number}: no numeric 'step' field")
+        record["step"] = int(step)
+    elif kind not in (RUN, RUN_END, PEAK_CHECK):
+        raise LogError(f"{path}:{number}: unknown record {kind!r}")
+    return record
+
+
+def _add(runs: List[Run], record: Dict[str, Any], where: str, number: int,
+         invalid: List[str]) -> None:
+    kind = record.get("record")
+    if kind == RUN or not runs:
+        runs.append(Run(number=len(runs) + 1, record=record if kind == RUN else None,
+                        line=number))
+        if kind == RUN:
+            runs[-1].last_time = _finite(record.get("time"))
+            return
+    run = runs[-1]
+    when = _finite(record.get("time"))
+    if when is not None:
+        run.last_time = when
+    if kind == PEAK_CHECK:
+        run.peak_checks.append(record)
+        return
+    if LEDGER in record:
+        run.intervals.append({**_check_ledger(record[LEDGER], where), "_line": number})
+    if kind == RUN_END:
+        run.end = record
+        return
+    run.metrics.append({**_clean_metrics(record, where, invalid), "_line": number})
+
+
+def read_log(path: str) -> Log:
+    """The runs of the JSONL log ``path`` (see the module docstring).
+
+    Raises :class:`LogError` naming ``file:line`` for a line that is not a
+    JSON object, a metrics line without a numeric ``step``, an unknown
+    record or a malformed ledger interval; values that cannot be used are
+    listed in :attr:`Log.invalid` and left out."""
+    runs: List[Run] = []
+    invalid: List[str] = []
+    try:
+        with open(path, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if line.strip():
+                    record = _parse_line(path, number, line)
+                    _add(runs, record, f"{path}:{number}", number, invalid)
+    except UnicodeDecodeError as error:
+        raise LogError(f"{path}: not a UTF-8 text file ({error.reason}); give a JSONL "
+                       f"metrics log") from None
+    except IsADirectoryError:
+        raise LogError(f"{path}: is a directory") from None
+    return Log(path=path, runs=runs, invalid=invalid)

@@ -1,0 +1,408 @@
+"""The job ledger (issue 28): run records, ledger intervals, badput phases and
+``mfu-tracker goodput``.
+
+References: the log's own lines read back as plain JSON (never through the
+package's reader) and recomputed by hand beside each expected number; the
+process start time against psutil's; the step periods on the fake driver's
+GPU timeline, exact. The two-run job runs as two real processes appending to
+one log.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mfu_tracker import Tracker, user_gpu_spec
+from mfu_tracker.cli import main
+from mfu_tracker.job import read_log
+from mfu_tracker.job._records import process_start_time
+
+ROOT = Path(__file__).resolve().parent.parent
+MS = 1_000_000
+FLOPS = 1e9                # model FLOPs per step
+PEAK_TFLOPS = 1.0
+BUCKETS = ("startup", "compile", "checkpoint", "eval", "data", "lost_progress", "restart_gap",
+           "other")
+
+
+def records(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def runs_of(path):
+    """The file's lines grouped at each run record (by hand)."""
+    runs = []
+    for line in records(path):
+        if line.get("record") == "run":
+            runs.append([])
+        runs[-1].append(line)
+    return runs
+
+
+def goodput(capsys, *argv):
+    status = main(["goodput", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# ---- two real processes against one log (the issue's "done when") --------------------
+
+RUN = r'''
+import sys, time
+from mfu_tracker import Tracker
+
+start, end, checkpoint_after, log = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+t = Tracker(%(flops)r, dtype="fp32", peak_tflops=%(peak)r, clock="cpu", window=10, warmup=0,
+            log_path=log, start_step=start)
+t.step()                                    # starts the clock: step `start` opens
+for step in range(start, end):
+    with t.phase("data"):
+        time.sleep(0.001)
+    time.sleep(0.004)                       # the step's work
+    t.step()                                # step `step` closes
+    if step == checkpoint_after:
+        with t.phase("checkpoint"):
+            time.sleep(0.2)
+    if (step + 1) %% 10 == 0:
+        t.metrics()                         # one line per 10 steps
+t.close()                                   # the run-end record
+''' % {"flops": FLOPS, "peak": PEAK_TFLOPS}
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Run 1 trains steps 0-29 (a 0.2 s checkpoint after step 19) and exits;
+    run 2 resumes at 20 and trains to 39 (a 0.2 s checkpoint after step 29)."""
+    tmp = tmp_path_factory.mktemp("job")
+    script, log = tmp / "run.py", tmp / "metrics.jsonl"
+    script.write_text(RUN)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    for start, end, checkpoint in ((0, 30, 19), (20, 40, 29)):
+        done = subprocess.run([sys.executable, str(script), str(start), str(end), str(checkpoint),
+                               str(log)], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    return log
+
+
+def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
+    status, out, err = goodput(capsys, two_runs, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    got = json.loads((tmp_path / "g.json").read_text())
+    run1, run2 = runs_of(two_runs)
+    assert run1[0]["start_step"] == 0 and run2[0]["start_step"] == 20
+    assert run1[-1]["record"] == "run_end" and run2[-1]["record"] == "run_end"
+    intervals = [[line["ledger"] for line in run if "ledger" in line] for run in (run1, run2)]
+    # the step ranges: run 1 logged [0,10) [10,20) [20,30) and an empty end; run 2 [20,30) [30,40)
+    assert [(i["from_step"], i["to_step"]) for i in intervals[0]] == [(0, 10), (10, 20), (20, 30),
+                                                                       (30, 30)]
+    assert [(i["from_step"], i["to_step"]) for i in intervals[1]] == [(20, 30), (30, 40), (40, 40)]
+
+    # lost progress: run 1's steps 20..29, re-done by run 2 -- their whole periods
+    lost = sum(i["step_s"] for i in intervals[0] if i["from_step"] >= 20)
+    assert got["badput_s/lost_progress"] == lost and lost > 10 * 0.005
+    # checkpoint: the two checkpoint phases, each at least its 0.2 s sleep
+    phases = [i["phase_s"].get("checkpoint", 0.0) for run in intervals for i in run]
+    assert len([p for p in phases if p]) == 2 and all(p >= 0.2 for p in phases if p)
+    assert got["badput_s/checkpoint"] == pytest.approx(math.fsum(phases), rel=1e-12)
+    # data: the kept steps' data phase; goodput: the kept steps' time less it
+    kept = [i for i in intervals[0] if i["to_step"] <= 20] + intervals[1]
+    data = math.fsum(i["phase_s"].get("data", 0.0) for i in kept)
+    productive = math.fsum(i["step_s"] for i in kept) - data
+    assert got["badput_s/data"] == pytest.approx(data, rel=1e-12) and data >= 40 * 0.001
+    assert got["goodput_s"] == pytest.approx(productive, rel=1e-12)
+    # the wall: first process start to the last record; the gap between the runs
+    start1, start2 = run1[0]["process_start"], run2[0]["process_start"]
+    end1, end2 = run1[-1]["time"], run2[-1]["time"]
+    assert got["job_wall_s"] == pytest.approx(end2 - start1, rel=1e-12)
+    assert got["badput_s/restart_gap"] == pytest.approx(start2 - end1, rel=1e-12)
+    startup1 = intervals[0][0]["first_boundary"] - start1
+    startup2 = intervals[1][0]["first_boundary"] - start2
+    assert got["badput_s/startup"] == pytest.approx(startup1 + startup2, rel=1e-12)
+    # shares: goodput and badput add up to exactly 1
+    shares = [got["goodput"], *(got[f"badput/{k}"] for k in BUCKETS)]
+    assert math.fsum(shares) == 1.0
+    assert got["goodput"] == pytest.approx(productive / (end2 - start1), rel=1e-12)
+    # job MFU: kept FLOPs (steps 0..19 of run 1, 20..39 of run 2) over the device-seconds
+    # (1 device from run 1's start to its last record, then to run 2's last) x the peak
+    assert got["job_mfu"] == pytest.approx(40 * FLOPS / ((end1 - start1) + (end2 - end1))
+                                           / (PEAK_TFLOPS * 1e12), rel=1e-12)
+    assert "job_mfu=" in out and re.search(r"^largest loss: \w", out, re.M)
+
+
+def test_two_runs_report_draws_one_bar_per_run_and_the_job(two_runs, tmp_path, capsys):
+    status = main(["report", str(two_runs), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert "runs: the file holds 2; drawn: all runs" in out
+    ledger = [line for line in out.splitlines() if line.startswith("  run=")
+              or line.startswith("  job wall_s=")]
+    assert len(ledger) == 3                           # run 1, run 2, the job
+    for line in ledger[:2]:                          # each bar adds up to its wall time
+        cells = dict(cell.split("=") for cell in line.split())
+        parts = [float(cells[k]) for k in ("goodput", *BUCKETS)]
+        assert math.fsum(parts) == pytest.approx(float(cells["wall_s"]), rel=1e-9, abs=1e-9)
+
+
+# ---- run records, run ends, crashes --------------------------------------------------
+
+def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"):
+        monkeypatch.delenv(name, raising=False)
+    log = tmp_path / "m.jsonl"
+    t = Tracker(100.0, dtype="fp32", peak_tflops=2.0, clock="cpu", num_gpus=2, log_path=log,
+                start_step=7, warmup=0)
+    (run,) = records(log)
+    assert run["record"] == "run" and re.fullmatch(r"[0-9a-f]{32}", run["run_id"])
+    assert run["run_id"] == t.run_id and run["job"] == t.run_id      # no job variable set
+    assert run["host"] == socket.gethostname() and run["pid"] == os.getpid()
+    assert (run["ranks"], run["devices"], run["start_step"]) == (1, 2, 7)
+    assert (run["peak_tflops"], run["peak_source"], run["dtype"]) == (2.0, "user", "fp32")
+    # from the OS: this process's start, long before the tracker existed
+    # (process_start_time itself: test_process_start_time_brackets_a_child_start)
+    assert run["process_start"] == pytest.approx(process_start_time(), abs=0.011)
+    assert run["process_start"] < run["time"]
+    t.step()
+    t.step()
+    assert t.global_step == 8                         # start_step + 1 step completed
+    m = t.metrics()
+    t.close()
+    lines = records(log)
+    assert [line.get("record") for line in lines] == ["run", None, "run_end"]
+    assert lines[1]["step"] == 8 and lines[1]["ledger"]["from_step"] == 7
+    assert lines[1]["ledger"]["to_step"] == 8 and lines[1]["ledger"]["model_flops"] == 100.0
+    assert {k: v for k, v in lines[1].items() if k not in ("step", "time", "ledger")} == m
+    assert lines[2]["step"] == 8 and lines[2]["ledger"]["from_step"] == 8
+    t.close()                                         # twice: one run end
+    assert len(records(log)) == 3
+
+
+EXIT = r'''
+import os, sys
+from mfu_tracker import Tracker
+t = Tracker(1e9, dtype="fp32", peak_tflops=1.0, clock="cpu", window=2, warmup=0,
+            log_path=sys.argv[1])
+for _ in range(4):
+    t.step()
+t.metrics()
+t.step()
+if sys.argv[2] == "crash":
+    os._exit(3)            # killed: no run end
+'''
+
+
+@pytest.mark.parametrize("how", ["clean", "crash"])
+def test_a_clean_exit_ends_the_run_and_a_crash_leaves_its_last_record(tmp_path, how):
+    script, log = tmp_path / "exit.py", tmp_path / "m.jsonl"
+    script.write_text(EXIT)
+    done = subprocess.run([sys.executable, str(script), str(log), how],
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == (0 if how == "clean" else 3), done.stderr
+    lines = records(log)
+    if how == "clean":
+        # no close(): the interpreter's exit wrote the run end, with the last step
+        assert [line.get("record") for line in lines] == ["run", None, "run_end"]
+        assert (lines[2]["ledger"]["from_step"], lines[2]["ledger"]["to_step"]) == (3, 4)
+    else:
+        assert [line.get("record") for line in lines] == ["run", None]
+    log_read = read_log(str(log))
+    assert log_read.runs[0].last_time == lines[-1]["time"]     # the last record ends the run
+
+
+def test_process_start_time_brackets_a_child_start():
+    """The OS's start time of a child lies between the parent's clock just
+    before it started it and the child's own first reading of the clock (to
+    the kernel's 1/100 s tick, on either side: the start and the uptime are
+    both whole ticks). (psutil's create_time is no reference: it
+    adds the whole-second boot time of /proc/stat, up to 1 s off.)"""
+    for _ in range(3):
+        before = __import__("time").time()
+        child = subprocess.Popen([sys.executable, "-S", "-c",
+                                  "import time, sys; print(time.time(), flush=True); "
+                                  "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+        try:
+            first = float(child.stdout.readline())
+            assert before - 0.011 <= process_start_time(child.pid) <= first + 0.011
+        finally:
+            child.kill()
+            child.wait()
+            child.stdout.close()
+    assert process_start_time(2 ** 22 + 12345) is None          # no such process
+
+
+# ---- badput phases leave the step (the fake GPU timeline, exact) ----------------------
+
+SPEC = user_gpu_spec(1000.0, name="fake GPU")  # 1e15 FLOP/s
+
+
+def test_badput_phases_leave_the_step_and_go_to_the_ledger(fake, tmp_path):
+    log = tmp_path / "m.jsonl"
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, log_path=log)
+    # each record completes at max(previous + work, host now)
+    t.step()                                      # GPU 0
+    with t.phase("forward"):                      # GPU 0
+        fake.set_work_ns(3 * MS)
+    fake.set_work_ns(0)                           # forward ends at GPU 3
+    with t.phase("checkpoint"):                   # GPU 3
+        fake.advance(50 * MS)                     # host writes; the GPU sits idle until 50
+    with t.phase("eval"):                         # GPU 50: checkpoint 47 ms
+        fake.set_work_ns(20 * MS)                 # 20 ms of eval kernels: ends at GPU 70
+    fake.set_work_ns(2 * MS)
+    t.step()                                      # GPU 72: period 72 - 47 - 20 = 5 ms
+    fake.advance(100 * MS)
+    m = t.metrics()
+    assert m["throughput/step_time_s"] == pytest.approx(5e-3, rel=1e-9)
+    assert m["throughput/mfu"] == pytest.approx(5e11 / 1e15 / 5e-3, rel=1e-9)
+    assert "throughput/phase_s/checkpoint" not in m   # no share of the step: the ledger's
+    assert math.fsum([m["throughput/mfu"], *(v for k, v in m.items() if "/mfu_lost/" in k)]) == 1.0
+    ledger = records(log)[1]["ledger"]
+    assert ledger["step_s"] == pytest.approx(5e-3, rel=1e-9)
+    assert ledger["phase_s"]["checkpoint"] == pytest.approx(47e-3, rel=1e-9)
+    assert ledger["phase_s"]["eval"] == pytest.approx(20e-3, rel=1e-9)
+    assert ledger["phase_s"]["forward"] == pytest.approx(3e-3, rel=1e-9)
+    assert fake.sync_calls() == 0
+
+
+@pytest.mark.parametrize("name", ["checkpoint", "eval", "compile"])
+def test_badput_phase_names_are_accepted(name):
+    t = Tracker(1.0, dtype="fp32", peak_tflops=1.0, clock="cpu")
+    t.step()
+    with t.phase(name):
+        pass
+    t.begin_phase(name)
+    t.end_phase()
+
+
+# ---- the ledger's arithmetic on a hand-written log -------------------------------------
+
+def _interval(first, end, step_s, data=0.0, **extra):
+    return {"from_step": first, "to_step": end, "step_s": step_s, "phase_s": {"data": data, **extra},
+            "own_s": 0.0, "dropped": 0, "model_flops": 1e12 * (end - first),
+            "flops_steps": end - first, "flops_ranks": 2, "compile_calls": 0,
+            "first_boundary": None}
+
+
+def hand_log(path):
+    """Two runs, 2 devices of 100 TFLOP/s each; run 2 resumes at step 15,
+    inside run 1's second interval [10, 20)."""
+    lines = [
+        {"record": "run", "time": 1000.0, "run_id": "a", "ranks": 2, "devices": 2,
+         "process_start": 990.0, "start_step": 0, "peak_tflops": 100.0},
+        {"step": 10, "time": 1012.0, "throughput/mfu": 0.5,
+         "ledger": {**_interval(0, 10, 10.0, data=1.0, forward=3.0, backward=5.0, compile=4.0),
+                    "compile_calls": 1, "first_boundary": 1001.0}},
+        {"step": 20, "time": 1023.0, "throughput/mfu": 0.5, "throughput/mfu_lost/data": 0.3,
+         "throughput/mfu_lost_rank/data": 1.0,
+         "ledger": {**_interval(10, 20, 10.0, data=2.0, checkpoint=0.5), "first_boundary": 1001.0}},
+        {"record": "run", "time": 1030.0, "run_id": "b", "ranks": 2, "devices": 2,
+         "process_start": 1028.0, "start_step": 15, "peak_tflops": 100.0},
+        {"record": "run_end", "time": 1042.0, "step": 25,
+         "ledger": {**_interval(15, 25, 10.0, data=1.0, eval=1.0), "first_boundary": 1031.0}},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_the_ledger_by_hand(tmp_path, capsys):
+    log = hand_log(tmp_path / "m.jsonl")
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    # run 1: span 990 .. 1023 = 33 s; run 2: gap 1023 .. 1028 = 5, span 1028 .. 1042 = 14
+    assert g["job_wall_s"] == 52.0                                  # 1042 - 990
+    assert g["badput_s/restart_gap"] == 5.0
+    assert g["badput_s/startup"] == (1001.0 - 990.0) + (1031.0 - 1028.0)   # 11 + 3
+    # run 2 resumed at 15: half of run 1's [10, 20) is lost (split by steps)
+    assert g["badput_s/lost_progress"] == 0.5 * 10.0
+    assert any("straddle the resume point 15" in note for note in g["notes"])
+    # compile: 4 s less one normal step's forward + backward: (3 + 5) / (10 - 1 compiled step)
+    normal = (3.0 + 5.0) / 9
+    assert g["badput_s/compile"] == pytest.approx(4.0 - normal, rel=1e-12)
+    assert g["badput_s/checkpoint"] == 0.5 and g["badput_s/eval"] == 1.0
+    # data: run 1's [0,10) whole, [10,20) half; run 2 whole: 1 + 1 + 1
+    assert g["badput_s/data"] == 3.0
+    # goodput: kept step time less data (9 + 4 + 9) and the compiled call's normal work
+    assert g["goodput_s"] == pytest.approx(9.0 + 0.5 * 8.0 + 9.0 + normal, rel=1e-12)
+    seconds = [g["goodput_s"], *(g[f"badput_s/{k}"] for k in BUCKETS)]
+    assert math.fsum(seconds) == pytest.approx(52.0, rel=1e-12)
+    assert math.fsum([g["goodput"], *(g[f"badput/{k}"] for k in BUCKETS)]) == 1.0
+    # job MFU: kept FLOPs (10 + 5 + 10 steps x 1e12) over 2 devices x (33 + 19 s) x 1e14
+    assert g["job_mfu"] == pytest.approx(25e12 / (2 * 33.0 * 1e14 + 2 * 19.0 * 1e14), rel=1e-12)
+    # the diagnosis: the largest bucket, its share; the rank where data loading concentrates
+    name = max(BUCKETS, key=lambda k: g[f"badput/{k}"])
+    assert name == "startup" and g["diagnosis"] == \
+        f"largest loss: startup, {g['badput/startup'] * 100:.1f}% of the job's wall time"
+    assert g["diagnosis"] in out
+
+
+def test_the_diagnosis_names_the_rank_of_data_loading(tmp_path, capsys):
+    lines = [
+        {"record": "run", "time": 100.0, "ranks": 4, "devices": 4, "process_start": 99.0,
+         "start_step": 0, "peak_tflops": 1.0},
+        {"step": 10, "time": 200.0, "p/mfu": 0.3, "p/mfu_lost_rank/data": 3.0,
+         "ledger": {**_interval(0, 10, 95.0, data=80.0), "first_boundary": 100.0}},
+    ]
+    (tmp_path / "m.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status, out, err = goodput(capsys, tmp_path / "m.jsonl")
+    assert status == 0, err
+    # data 80 s of the wall 101 s: 79.2%; rank 3 from the logged per-rank key
+    assert "largest loss: data loading, 79.2% of the job's wall time, rank 3" in out
+
+
+def test_incomplete_flops_or_no_peak_leave_job_mfu_out(tmp_path, capsys):
+    log = hand_log(tmp_path / "m.jsonl")
+    lines = records(log)
+    lines[2]["ledger"]["flops_ranks"] = 1           # rank 0's FLOPs only (a run end)
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    assert "job_mfu" not in g and any("FLOPs" in n for n in g["notes"])
+    assert "job_mfu: not available" in out
+
+
+# ---- bad input --------------------------------------------------------------------------
+
+def test_goodput_errors_name_the_file(tmp_path, capsys):
+    status, _, err = goodput(capsys, tmp_path / "nope.jsonl")
+    assert status == 2 and "nope.jsonl: no such file" in err
+    (tmp_path / "old.jsonl").write_text('{"step": 1, "throughput/mfu": 0.1}\n')
+    status, _, err = goodput(capsys, tmp_path / "old.jsonl")
+    assert status == 2 and "no run records" in err
+    log = hand_log(tmp_path / "m.jsonl")
+    log.write_text(log.read_text() + "{not json\n")
+    status, _, err = goodput(capsys, log)
+    assert status == 2 and "m.jsonl:6: not a JSON line" in err
+    log = hand_log(tmp_path / "m2.jsonl")
+    lines = records(log)
+    lines[1]["ledger"]["to_step"] = -1
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status, _, err = goodput(capsys, log)
+    assert status == 2 and "m2.jsonl:2: 'ledger' ends" in err
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), ("3", TypeError)])
+def test_bad_start_step_names_it(bad, error):
+    with pytest.raises(error, match="start_step"):
+        Tracker(1.0, dtype="fp32", peak_tflops=1.0, start_step=bad)
+
+
+def test_peak_check_logs_and_says_when_the_machine_was_busy(tmp_path):
+    log = tmp_path / "m.jsonl"
+    t = Tracker(1.0, dtype="fp32", peak_tflops=1.0, clock="cpu", log_path=log)
+    assert t.peak_check(0.9e12) is False           # within 25%
+    assert t.peak_check(0.7e12) is True            # 1 / 0.7 = 1.43 > 1.25
+    checks = [line for line in records(log) if line.get("record") == "peak_check"]
+    assert [(c["peak_tflops"], c["remeasured_tflops"], c["busy"]) for c in checks] == \
+        [(1.0, 0.9, False), (1.0, 0.7, True)]
+    with pytest.raises(ValueError, match="measured_flops_per_sec"):
+        t.peak_check(-1.0)
