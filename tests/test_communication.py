@@ -299,6 +299,27 @@ def test_attach_ddp_with_the_observer_counts_once(world_of_one):
     t.close()
 
 
+def test_collectives_inside_a_badput_phase_are_that_phases(world_of_one):
+    """A checkpoint's (an eval's) collectives are its own work, which the job
+    ledger books: neither their bytes nor their waits are the step's
+    communication, and the checkpoint's time still leaves the step."""
+    torch = pytest.importorskip("torch")
+    t = Tracker(1e9, spec=SPEC, warmup=0)
+    t.step()
+    with t.phase("checkpoint"):
+        world_of_one.all_reduce(torch.ones(1024))   # 4 KiB, the checkpoint's
+        with t.phase("forward"):                    # a step phase inside: the step's again
+            world_of_one.broadcast(torch.ones(8), src=0)   # 32 B
+    world_of_one.all_reduce(torch.ones(256))        # 1 KiB, the step's
+    t.step()
+    local = t.summary()
+    assert local["comm_bytes"] == {"all_reduce": 1024.0, "broadcast": 32.0}
+    assert set(local["comm_s"]) == {"all_reduce", "broadcast"}
+    ledger = _C.StepTracker.ledger(t)    # the checkpoint's time: the ledger's, not the step's
+    assert ledger["phase_s"]["checkpoint"] > 0.0 and "checkpoint" not in local["phase_s"]
+    t.close()
+
+
 def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
     """FSDP2 (FSDP1) on a GPU waits for its collectives with ``current_stream().
     wait_event(event)``, outside c10d: an event recorded on a stream a

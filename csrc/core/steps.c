@@ -600,6 +600,11 @@ uint32_t mfu_steps_phase_depth(const mfu_steps *s)
     return s->phase_depth;
 }
 
+mfu_phase mfu_steps_phase_innermost(const mfu_steps *s)
+{
+    return (mfu_phase)innermost(s);
+}
+
 mfu_status mfu_steps_exclude_begin(mfu_steps *s)
 {
     if (s->excluding)
@@ -668,6 +673,8 @@ mfu_status mfu_steps_comm_begin(mfu_steps *s, const mfu_comm_launch *launch,
         return MFU_OK;
     if (!valid_launch(launch))
         return MFU_ERR_INVALID_ARGUMENT;
+    if (mfu_phase_leaves_step((mfu_phase)innermost(s)))
+        return MFU_OK; /* the badput phase's own work (steps.h) */
     memset(&proto, 0, sizeof proto);
     proto.phase = MFU_PHASE_NONE;
     proto.launch = *launch;

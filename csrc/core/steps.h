@@ -149,7 +149,11 @@
  * the link is known) to the step the end falls in. Exposed seconds are not
  * recorded here: they are the kinds' phases (phases.h), marked around waits.
  * A collective launched before the first boundary, or inside an excluded
- * interval (the tracker's own aggregation), is not recorded. A host (CPU)
+ * interval (the tracker's own aggregation), is not recorded; nor is one
+ * launched while a badput phase is the innermost open phase (phases.h: a
+ * checkpoint's gathers are the checkpoint's, which the ledger books, not the
+ * step's communication), and the observer opens no wait phase inside one
+ * (mfu_steps_phase_innermost). A host (CPU)
  * collective under a GPU clock has bytes but no duration. Up to
  * MFU_COMM_INFLIGHT_MAX timed collectives may be in flight; an end whose
  * begin was overwritten (or lost to a fallback) is not paired, and counted.
@@ -346,6 +350,9 @@ mfu_status mfu_steps_phase_switch(mfu_steps *steps, mfu_phase phase);
 /* The phases open now (0 .. MFU_PHASE_DEPTH_MAX), innermost = the running one. */
 uint32_t mfu_steps_phase_depth(const mfu_steps *steps);
 
+/* The innermost open phase, as the marks left it (MFU_PHASE_NONE: none). */
+mfu_phase mfu_steps_phase_innermost(const mfu_steps *steps);
+
 /* Begin / end an interval left out of the step it falls in. */
 mfu_status mfu_steps_exclude_begin(mfu_steps *steps);
 mfu_status mfu_steps_exclude_end(mfu_steps *steps);
@@ -380,7 +387,8 @@ int mfu_steps_comm_enabled(const mfu_steps *steps);
  * takes. MFU_ERR_INVALID_ARGUMENT: a kind out of range, bytes not finite
  * >= 0, bus bytes or the link neither NaN nor finite >= 0 (nothing
  * recorded); a failed mark as for mfu_steps_step. An end timed before its
- * begin (a clock going back) gives no duration. */
+ * begin (a clock going back) gives no duration. Inside a badput phase
+ * (see "Communication"): MFU_OK, *token 0, nothing recorded. */
 mfu_status mfu_steps_comm_begin(mfu_steps *steps, const mfu_comm_launch *launch,
                                 uint64_t *token);
 

@@ -83,11 +83,15 @@ static int selected(const registry *reg, int i, const step_object *s, unsigned f
     return 1;
 }
 
-/* Open `phase` in slot i's sink (its lock held) for a wait. */
+/* Open `phase` in slot i's sink (its lock held) for a wait; inside a badput
+ * phase none: the wait is that phase's time (steps.h, "Communication"). */
 static void open_phase(registry *reg, int i, step_object *s, mfu_phase phase,
                        mfu_comm_wait *wait)
 {
-    mfu_status status = mfu_steps_phase_begin(s->steps, phase);
+    mfu_status status;
+    if (mfu_phase_leaves_step(mfu_steps_phase_innermost(s->steps)))
+        return;
+    status = mfu_steps_phase_begin(s->steps, phase);
     if (status == MFU_OK)
         wait->generation[i] = reg->slots[i].generation;
     else if (status == MFU_ERR_INVALID_ARGUMENT)

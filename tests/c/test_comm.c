@@ -383,6 +383,40 @@ static void test_fake_stream_wait_event(void)
     destroy(c1);
 }
 
+/* A collective inside a badput phase (a checkpoint's gathers) is that
+ * phase's work: not recorded, and no token; the same collective after the
+ * phase ends is the step's. The phase's time leaves the period. */
+static void test_badput_phase(void)
+{
+    mfu_steps *s = create_on(MFU_CLOCK_CPU, 0);
+    mfu_comm_launch ag = launch_of(MFU_COMM_ALL_GATHER, 4096.0, 0.5, NAN);
+    mfu_comm_times sum;
+    mfu_phase_summary ph;
+    uint32_t steps = 0;
+    uint64_t token = 7;
+    CHECK(mfu_steps_comm_enable(s) == MFU_OK);
+    boundary(s);
+    CHECK(mfu_steps_phase_innermost(s) == MFU_PHASE_NONE);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_CHECKPOINT) == MFU_OK);
+    CHECK(mfu_steps_phase_innermost(s) == MFU_PHASE_CHECKPOINT);
+    CHECK(mfu_steps_comm_begin(s, &ag, &token) == MFU_OK && token == 0);
+    CHECK(mfu_steps_comm_end(s, token, 0) == MFU_OK); /* token 0: a no-op */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK); /* a step phase inside */
+    CHECK(mfu_steps_comm_begin(s, &ag, &token) == MFU_OK && token != 0);
+    CHECK(mfu_steps_comm_end(s, token, 0) == MFU_OK);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK && mfu_steps_phase_end(s) == MFU_OK);
+    CHECK(mfu_steps_comm_begin(s, &ag, &token) == MFU_OK && token != 0);
+    CHECK(mfu_steps_comm_end(s, token, 0) == MFU_OK);
+    boundary(s);
+    mfu_steps_comm(s, &steps, &sum);
+    mfu_steps_phases(s, &ph);
+    CHECK(steps == 1 && mfu_steps_comm_unpaired(s) == 0);
+    /* 2 of the 3: the one inside the checkpoint is not the step's */
+    CHECK(sum.bytes[MFU_COMM_ALL_GATHER] == 2 * 4096.0 && sum.calls[MFU_COMM_ALL_GATHER] == 2.0);
+    CHECK(ph.marked & (1u << MFU_PHASE_CHECKPOINT));
+    mfu_steps_destroy(s);
+}
+
 int main(void)
 {
     test_kinds();
@@ -391,6 +425,7 @@ int main(void)
     test_ratios();
     test_cpu_clock();
     test_enable_late();
+    test_badput_phase();
     if (fake_load("test_comm")) {
         test_gpu_exposure_and_overlap();
         test_gpu_host_collective();
