@@ -31,9 +31,11 @@ GLOBAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_
 LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_time_min_s",
               "step_time_max_s", "peak_tflops"}
 # What the communication observer adds wherever collectives run (issue 24):
-# exposed seconds are a phase, so the waterfall and the straggler come with them.
+# exposed seconds are a phase, so the waterfall, the straggler and (issue 28)
+# the rank where each loss is concentrated come with them.
 COMM_KEYS = {"comm_s_max", "phase_s/communication", "mfu_lost/communication",
-             "mfu_lost/other", "straggler_rank", "straggler_lost"}
+             "mfu_lost/other", "straggler_rank", "straggler_lost",
+             "mfu_lost_rank/communication", "mfu_lost_rank/other"}
 
 
 def comm_keys(*kinds: str) -> set:
