@@ -281,6 +281,10 @@ def test_observer_installs_and_leaves(world_of_one):
     t.close()
     off.close()
     assert work_type.wait is original                # the last observer restores it
+    dropped = Tracker(1e9, spec=SPEC, warmup=0)      # never closed: freed, it lets go too
+    assert work_type.wait is not original
+    del dropped
+    assert work_type.wait is original
 
 
 def test_attach_ddp_with_the_observer_counts_once(world_of_one):
@@ -317,6 +321,29 @@ def test_collectives_inside_a_badput_phase_are_that_phases(world_of_one):
     assert set(local["comm_s"]) == {"all_reduce", "broadcast"}
     ledger = _C.StepTracker.ledger(t)    # the checkpoint's time: the ledger's, not the step's
     assert ledger["phase_s"]["checkpoint"] > 0.0 and "checkpoint" not in local["phase_s"]
+    t.close()
+
+
+def test_higher_order_ops_run_while_observing(world_of_one):
+    """Higher-order operators dispatch in Python on the thread's keys: with
+    the observer's key included they once failed ("could not find kernel for
+    HigherOrderOperator"); every one falls through it, and a collective run
+    inside one is still observed."""
+    torch = pytest.importorskip("torch")
+    from torch._higher_order_ops.cond import cond_op
+
+    t = Tracker(1e9, spec=SPEC, warmup=0)
+    t.step()
+    x = torch.ones(64)
+
+    def branch(v):
+        world_of_one.all_reduce(v)                   # 256 B, inside the op
+        return (v + 1,)
+
+    out = cond_op(torch.tensor(True), branch, lambda v: (v - 1,), (x,))
+    assert out[0].tolist() == [2.0] * 64
+    t.step()
+    assert t.summary()["comm_bytes"] == {"all_reduce": 256.0}
     t.close()
 
 

@@ -500,6 +500,8 @@ void stop() { c10::impl::tls_set_dispatch_key_included(kCommKey, false); }
 
 bool observing() { return c10::impl::tls_is_dispatch_key_included(kCommKey); }
 
+int key() { return static_cast<int>(kCommKey); }
+
 void set_link(const std::string &group, double bytes_per_sec) {
   Links &l = links();
   std::lock_guard<std::mutex> guard(l.mutex);

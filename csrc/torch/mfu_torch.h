@@ -243,6 +243,9 @@ int start();
 void stop();
 /* Whether the key is included on this thread. */
 bool observing();
+/* The key's value (c10::DispatchKey): higher-order operators, which
+ * dispatch in Python on the thread's keys, are made to fall through it. */
+int key();
 /* The link peak (bytes/s per direction) of the group named `group`; NaN
  * forgets it. */
 void set_link(const std::string &group, double bytes_per_sec);

@@ -494,7 +494,8 @@ int exec_module(PyObject *module) {
     return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
       PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0 ||
-      PyModule_AddIntConstant(module, "COUNT_KEY", count_key()) < 0)
+      PyModule_AddIntConstant(module, "COUNT_KEY", count_key()) < 0 ||
+      PyModule_AddIntConstant(module, "COMM_KEY", comm::key()) < 0)
     return -1;
   return 0;
 }

@@ -44,6 +44,7 @@ import contextlib
 import sys
 import threading
 import warnings
+import weakref
 from typing import Any, Dict, Iterator, Optional, Set
 
 from .. import _C
@@ -91,6 +92,7 @@ class _Process:
         observed = module.comm_wait_descriptor(work_type, original, phases, p2p, unknown)
         self.module, self.work_type, self.original_wait = module, work_type, original
         work_type.wait = observed
+        _hops_fall_through(torch, module.COMM_KEY)
         self.patch_schedules()
         self.patch_cuda(torch)
 
@@ -139,6 +141,25 @@ class _Process:
 
 
 _PROCESS = _Process()
+
+
+def _hops_fall_through(torch: Any, key_value: int) -> None:
+    """Higher-order operators (``flex_attention``, ``cond``, ...) dispatch in
+    Python on the thread's keys, and one with no kernel for the observer's
+    key (included on the observing thread) fails ("could not find kernel for
+    HigherOrderOperator"): every one, and those defined later, falls through
+    it. The ops one runs still pass the key: collectives inside are seen."""
+    from torch import _ops
+
+    key = torch._C.DispatchKey(key_value)
+    later = getattr(_ops, "_HIGHER_ORDER_OP_DEFAULT_FALLTHROUGH_DISPATCH_KEYS", None)
+    if later is not None and key not in later:
+        later.append(key)
+    for hop in list(getattr(_ops, "_higher_order_ops", {}).values()):
+        try:
+            hop.fallthrough(key)
+        except Exception:  # noqa: BLE001 -- an odd op must not stop the observer
+            continue
 
 
 def cuda_wait_patches(record: Any, wait_event: Any, wait_stream: Any, current_stream: Any,
@@ -215,12 +236,14 @@ class CommObservation:
     for an unknown link."""
 
     def __init__(self, tracker: Any, module: Any, links: GroupLinks, warn_unknown: bool) -> None:
-        self._tracker = tracker
+        # Weakly: a tracker dropped without close() (it holds this object)
+        # is freed at once, and its end releases the process's observer.
+        self._tracker = weakref.ref(tracker)
         self._module = module
         self._links = links
         self._known: Set[str] = set()
         self._warn_unknown = warn_unknown
-        self._closed = False
+        self._release = weakref.finalize(tracker, _release, module, links.fallback is not None)
         self.refresh()
 
     def refresh(self) -> None:
@@ -256,18 +279,28 @@ class CommObservation:
                           RuntimeWarning, stacklevel=5)
 
     def close(self) -> None:
-        if self._closed:
+        tracker = self._tracker()
+        if not self._release.alive:
             return
-        self._closed = True
         try:
-            self._tracker._comm_unsubscribe()
-            if self._links.fallback is not None:
-                self._module.comm_set_fallback_link(None)
+            if tracker is not None:
+                tracker._comm_unsubscribe()
         finally:
-            with _PROCESS.lock:
-                _PROCESS.observations -= 1
-                if _PROCESS.observations == 0:
-                    _PROCESS.uninstall()
+            self._release()
+
+
+def _release(module: Any, had_fallback: bool) -> None:
+    """A subscription ends (its tracker closed, or freed: its sink left the
+    registry with it): the link override goes, and the last one uninstalls
+    the process's observer."""
+    try:
+        if had_fallback:
+            module.comm_set_fallback_link(None)
+    finally:
+        with _PROCESS.lock:
+            _PROCESS.observations -= 1
+            if _PROCESS.observations == 0:
+                _PROCESS.uninstall()
 
 
 def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int,
