@@ -436,11 +436,9 @@ static _Thread_local int wait_depth;
 static PyObject *py_comm_wait_begin(PyObject *module, PyObject *arg)
 {
     registry *reg = mfu_module_get_state(module)->comm_registry;
-    long phase = PyLong_AsLong(arg);
-    if (phase == -1 && PyErr_Occurred())
+    long long phase;
+    if (mfu_py_int_arg(arg, "phase", 0, MFU_PHASE_COUNT - 1, &phase) < 0)
         return NULL;
-    if (phase < 0 || phase >= MFU_PHASE_COUNT)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "phase", "out of range: %ld", phase);
     if (wait_depth < WAIT_STACK)
         sink_wait_begin(reg, (mfu_phase)phase, 0, &wait_stack[wait_depth]);
     wait_depth++;

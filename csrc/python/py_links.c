@@ -6,7 +6,9 @@
  * factor: mfu_tracker/distributed/_links.py and _comm_observer.py call
  * these.
  */
+#include <limits.h>
 #include <math.h>
+#include <string.h>
 
 #include "mfu_module.h"
 #include "py_step_comm.h"
@@ -55,8 +57,8 @@ static PyObject *row_or_none(mfu_status status, const mfu_link *const *row, cons
 static PyObject *py_link_intra(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     const mfu_link *row = NULL;
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (name == NULL)
+    const char *name;
+    if (mfu_py_str_arg(arg, "device_name", &name) < 0)
         return NULL;
     return row_or_none(mfu_link_intra(name, &row), &row, "device_name");
 }
@@ -64,21 +66,23 @@ static PyObject *py_link_intra(PyObject *Py_UNUSED(module), PyObject *arg)
 static PyObject *py_link_inter(PyObject *Py_UNUSED(module), PyObject *args)
 {
     const mfu_link *row = NULL;
+    PyObject *layer_obj, *rate_obj;
     const char *layer;
     double rate;
-    if (!PyArg_ParseTuple(args, "sd:link_inter", &layer, &rate))
+    if (!PyArg_ParseTuple(args, "OO:link_inter", &layer_obj, &rate_obj)
+        || mfu_py_str_arg(layer_obj, "link_layer", &layer) < 0
+        || mfu_py_real_arg(rate_obj, "rate_gbps", MFU_ARG_ANY_FINITE, 0.0, &rate) < 0)
         return NULL;
     return row_or_none(mfu_link_inter(layer, rate, &row), &row, "link_layer / rate_gbps");
 }
 
 static PyObject *py_link_parse_rate(PyObject *Py_UNUSED(module), PyObject *arg)
 {
-    Py_ssize_t size;
-    const char *text = PyUnicode_AsUTF8AndSize(arg, &size);
+    const char *text;
     double rate = 0.0;
-    if (text == NULL)
+    if (mfu_py_str_arg(arg, "rate", &text) < 0)
         return NULL;
-    if (mfu_link_parse_rate(text, (size_t)size, &rate) != MFU_OK)
+    if (mfu_link_parse_rate(text, strlen(text), &rate) != MFU_OK)
         return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "rate",
                             "not a port rate such as '400 Gb/sec (4X NDR)': '%.60s'", text);
     return PyFloat_FromDouble(rate);
@@ -86,11 +90,15 @@ static PyObject *py_link_parse_rate(PyObject *Py_UNUSED(module), PyObject *arg)
 
 static PyObject *py_link_share(PyObject *Py_UNUSED(module), PyObject *args)
 {
+    PyObject *bytes_obj, *ports_obj, *ranks_obj;
     double bytes_per_sec;
-    int ports, ranks;
-    if (!PyArg_ParseTuple(args, "dii:link_share", &bytes_per_sec, &ports, &ranks))
+    long long ports, ranks;
+    if (!PyArg_ParseTuple(args, "OOO:link_share", &bytes_obj, &ports_obj, &ranks_obj)
+        || mfu_py_real_arg(bytes_obj, "bytes_per_sec", MFU_ARG_ANY_FINITE, 0.0, &bytes_per_sec) < 0
+        || mfu_py_int_arg(ports_obj, "ports", INT_MIN, INT_MAX, &ports) < 0
+        || mfu_py_int_arg(ranks_obj, "ranks", INT_MIN, INT_MAX, &ranks) < 0)
         return NULL;
-    return mfu_py_float_or_none(mfu_link_share(bytes_per_sec, ports, ranks));
+    return mfu_py_float_or_none(mfu_link_share(bytes_per_sec, (int)ports, (int)ranks));
 }
 
 /* ---- the communication conventions --------------------------------------- */
@@ -124,8 +132,8 @@ static PyObject *py_phase_names(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 /* A kind argument by name; -1 with ValueError. */
 static int kind_arg(PyObject *arg, mfu_comm_kind *kind)
 {
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (name == NULL)
+    const char *name;
+    if (mfu_py_str_arg(arg, "kind", &name) < 0)
         return -1;
     if (mfu_comm_kind_from_name(name, kind) != MFU_OK) {
         mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "kind", "unknown kind '%.40s'", name);
@@ -145,8 +153,8 @@ static PyObject *py_comm_kind_phase(PyObject *Py_UNUSED(module), PyObject *arg)
 static PyObject *py_comm_op_type_kind(PyObject *Py_UNUSED(module), PyObject *arg)
 {
     mfu_comm_kind kind;
-    const char *name = PyUnicode_AsUTF8(arg);
-    if (name == NULL)
+    const char *name;
+    if (mfu_py_str_arg(arg, "op_type", &name) < 0)
         return NULL;
     if (mfu_comm_op_type_kind(name, &kind) != MFU_OK)
         Py_RETURN_NONE;
@@ -155,13 +163,14 @@ static PyObject *py_comm_op_type_kind(PyObject *Py_UNUSED(module), PyObject *arg
 
 static PyObject *py_comm_busbw_factor(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *kind_obj;
+    PyObject *kind_obj, *size_obj;
     long long group_size;
     mfu_comm_kind kind;
     double factor;
     mfu_status status;
-    if (!PyArg_ParseTuple(args, "OL:comm_busbw_factor", &kind_obj, &group_size)
-        || kind_arg(kind_obj, &kind) < 0)
+    if (!PyArg_ParseTuple(args, "OO:comm_busbw_factor", &kind_obj, &size_obj)
+        || kind_arg(kind_obj, &kind) < 0
+        || mfu_py_int_arg(size_obj, "group_size", LLONG_MIN, LLONG_MAX, &group_size) < 0)
         return NULL;
     status = mfu_comm_busbw_factor(kind, group_size, &factor);
     if (status == MFU_ERR_NOT_FOUND)
