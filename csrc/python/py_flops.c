@@ -50,72 +50,47 @@ static PyObject *flops_result(mfu_status st, const char *call, int64_t flops)
 typedef mfu_status (*mm3_fn)(int64_t, int64_t, int64_t, int64_t *);
 typedef mfu_status (*mm4_fn)(int64_t, int64_t, int64_t, int64_t, int64_t *);
 
-static PyObject *call_mm3(PyObject *args, PyObject *kwargs, const char *name,
-                          mm3_fn fn)
+/* One GEMM formula called with (m, k, n) -- fn3 -- or, batched, with
+ * (b, m, k, n) -- fn4; exactly one of them is given. */
+static PyObject *call_mm(PyObject *args, PyObject *kwargs, const char *name,
+                         mm3_fn fn3, mm4_fn fn4)
 {
-    static char *keywords[] = {"m", "k", "n", NULL};
-    long long m, k, n;
+    static char *keywords3[] = {"m", "k", "n", NULL};
+    static char *keywords4[] = {"b", "m", "k", "n", NULL};
+    long long b = 1, m, k, n;
     int64_t flops = 0;
     char format[32];
     mfu_status st;
+    int ok;
 
-    PyOS_snprintf(format, sizeof format, "LLL:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &m, &k, &n))
-        return NULL;
-    if (m < 0 || k < 0 || n < 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
-                            "dimensions must be non-negative (m=%lld, k=%lld, "
-                            "n=%lld)", m, k, n);
-    st = fn(m, k, n, &flops); /* before reading flops */
-    return flops_result(st, name, flops);
-}
-
-static PyObject *call_mm4(PyObject *args, PyObject *kwargs, const char *name,
-                          mm4_fn fn)
-{
-    static char *keywords[] = {"b", "m", "k", "n", NULL};
-    long long b, m, k, n;
-    int64_t flops = 0;
-    char format[32];
-    mfu_status st;
-
-    PyOS_snprintf(format, sizeof format, "LLLL:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &b, &m, &k,
-                                     &n))
+    PyOS_snprintf(format, sizeof format, "%s:%s", fn4 ? "LLLL" : "LLL", name);
+    ok = fn4 ? PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords4, &b, &m, &k, &n)
+             : PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords3, &m, &k, &n);
+    if (!ok)
         return NULL;
     if (b < 0 || m < 0 || k < 0 || n < 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
-                            "dimensions must be non-negative (b=%lld, m=%lld, "
-                            "k=%lld, n=%lld)", b, m, k, n);
-    st = fn(b, m, k, n, &flops); /* before reading flops */
+        return fn4 ? mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
+                                  "dimensions must be non-negative (b=%lld, m=%lld, "
+                                  "k=%lld, n=%lld)", b, m, k, n)
+                   : mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, name,
+                                  "dimensions must be non-negative (m=%lld, k=%lld, "
+                                  "n=%lld)", m, k, n);
+    st = fn4 ? fn4(b, m, k, n, &flops) : fn3(m, k, n, &flops); /* before reading flops */
     return flops_result(st, name, flops);
 }
 
-static PyObject *py_mm_flop(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    (void)module;
-    return call_mm3(args, kwargs, "mm_flop", mfu_mm_flop);
-}
+/* The method for one GEMM formula: py_<name>(module, args, kwargs). */
+#define MM_METHOD(name, fn3, fn4)                                                  \
+    static PyObject *py_##name(PyObject *module, PyObject *args, PyObject *kwargs) \
+    {                                                                              \
+        (void)module;                                                              \
+        return call_mm(args, kwargs, #name, fn3, fn4);                             \
+    }
 
-static PyObject *py_addmm_flop(PyObject *module, PyObject *args,
-                               PyObject *kwargs)
-{
-    (void)module;
-    return call_mm3(args, kwargs, "addmm_flop", mfu_addmm_flop);
-}
-
-static PyObject *py_bmm_flop(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    (void)module;
-    return call_mm4(args, kwargs, "bmm_flop", mfu_bmm_flop);
-}
-
-static PyObject *py_baddbmm_flop(PyObject *module, PyObject *args,
-                                 PyObject *kwargs)
-{
-    (void)module;
-    return call_mm4(args, kwargs, "baddbmm_flop", mfu_baddbmm_flop);
-}
+MM_METHOD(mm_flop, mfu_mm_flop, NULL)
+MM_METHOD(addmm_flop, mfu_addmm_flop, NULL)
+MM_METHOD(bmm_flop, NULL, mfu_bmm_flop)
+MM_METHOD(baddbmm_flop, NULL, mfu_baddbmm_flop)
 
 static PyObject *py_grouped_mm_flop(PyObject *module, PyObject *args,
                                     PyObject *kwargs)
@@ -231,24 +206,37 @@ static PyObject *py_convolution_backward_flop(PyObject *module, PyObject *args,
     return flops_result(st, "convolution_backward_flop", flops);
 }
 
+/* What an sdpa call computes: its forward, its backward, or (sdpa_model_flop,
+ * which takes with_backward=) the model FLOPs of a forward and its backward. */
+typedef enum { SDPA_FORWARD, SDPA_BACKWARD, SDPA_MODEL } sdpa_call;
+
 /* Shared parsing of the sdpa calls. */
 static PyObject *call_sdpa(PyObject *args, PyObject *kwargs, const char *name,
-                           int backward)
+                           sdpa_call call)
 {
+    /* with_backward (the last entry) only where the format has its unit:
+     * CPython refuses a keyword list longer than the format */
     static char *keywords[] = {"batch", "heads_q", "heads_kv", "seq_q",
                                "seq_kv", "head_dim_qk", "head_dim_v",
-                               "causal_attention", NULL};
+                               "causal_attention", "with_backward", NULL};
+    static char *keywords_no_backward[] = {"batch", "heads_q", "heads_kv", "seq_q",
+                                           "seq_kv", "head_dim_qk", "head_dim_v",
+                                           "causal_attention", NULL};
     long long b, h, hkv, sq, skv, dqk, dv;
     PyObject *causal_obj = NULL;
+    int with_backward = 0;
     mfu_attention_shape shape;
     mfu_causal causal;
     int64_t flops = 0;
     char format[48];
     mfu_status st;
 
-    PyOS_snprintf(format, sizeof format, "LLLLLLL|$O:%s", name);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, keywords, &b, &h,
-                                     &hkv, &sq, &skv, &dqk, &dv, &causal_obj))
+    PyOS_snprintf(format, sizeof format, "LLLLLLL|$O%s:%s", call == SDPA_MODEL ? "p" : "",
+                  name);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format,
+                                     call == SDPA_MODEL ? keywords : keywords_no_backward,
+                                     &b, &h, &hkv, &sq, &skv, &dqk, &dv, &causal_obj,
+                                     &with_backward))
         return NULL;
     if (causal_arg(causal_obj, &causal) < 0)
         return NULL;
@@ -259,8 +247,12 @@ static PyObject *call_sdpa(PyObject *args, PyObject *kwargs, const char *name,
     shape = (mfu_attention_shape){.batch = b, .heads_q = h, .heads_kv = hkv,
                                   .seq_q = sq, .seq_kv = skv,
                                   .head_dim_qk = dqk, .head_dim_v = dv};
-    st = backward ? mfu_sdpa_backward_flop(&shape, causal, &flops)
-                  : mfu_sdpa_flop(&shape, causal, &flops);
+    if (call == SDPA_MODEL)
+        st = mfu_sdpa_model_flop(&shape, causal, with_backward, &flops);
+    else if (call == SDPA_BACKWARD)
+        st = mfu_sdpa_backward_flop(&shape, causal, &flops);
+    else
+        st = mfu_sdpa_flop(&shape, causal, &flops);
     return flops_result(st, name, flops);
 }
 
@@ -268,46 +260,21 @@ static PyObject *py_sdpa_flop(PyObject *module, PyObject *args,
                               PyObject *kwargs)
 {
     (void)module;
-    return call_sdpa(args, kwargs, "sdpa_flop", 0);
+    return call_sdpa(args, kwargs, "sdpa_flop", SDPA_FORWARD);
 }
 
 static PyObject *py_sdpa_backward_flop(PyObject *module, PyObject *args,
                                        PyObject *kwargs)
 {
     (void)module;
-    return call_sdpa(args, kwargs, "sdpa_backward_flop", 1);
+    return call_sdpa(args, kwargs, "sdpa_backward_flop", SDPA_BACKWARD);
 }
 
 static PyObject *py_sdpa_model_flop(PyObject *module, PyObject *args,
                                     PyObject *kwargs)
 {
-    static char *keywords[] = {"batch", "heads_q", "heads_kv", "seq_q",
-                               "seq_kv", "head_dim_qk", "head_dim_v",
-                               "causal_attention", "with_backward", NULL};
-    long long b, h, hkv, sq, skv, dqk, dv;
-    PyObject *causal_obj = NULL;
-    int with_backward = 0;
-    mfu_attention_shape shape;
-    mfu_causal causal;
-    int64_t flops = 0;
-    mfu_status st;
-
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "LLLLLLL|$Op:sdpa_model_flop",
-                                     keywords, &b, &h, &hkv, &sq, &skv, &dqk,
-                                     &dv, &causal_obj, &with_backward))
-        return NULL;
-    if (causal_arg(causal_obj, &causal) < 0)
-        return NULL;
-    if (h < 1 || hkv < 1 || h % hkv != 0)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "heads_kv",
-                            "must be >= 1 and divide heads_q (heads_q=%lld, "
-                            "heads_kv=%lld)", h, hkv);
-    shape = (mfu_attention_shape){.batch = b, .heads_q = h, .heads_kv = hkv,
-                                  .seq_q = sq, .seq_kv = skv,
-                                  .head_dim_qk = dqk, .head_dim_v = dv};
-    st = mfu_sdpa_model_flop(&shape, causal, with_backward, &flops);
-    return flops_result(st, "sdpa_model_flop", flops);
+    return call_sdpa(args, kwargs, "sdpa_model_flop", SDPA_MODEL);
 }
 
 static PyObject *py_varlen_attention_flop(PyObject *module, PyObject *args,

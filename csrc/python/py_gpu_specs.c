@@ -29,6 +29,18 @@
 
 /* ---- spec -> dict -------------------------------------------------------- */
 
+/* peaks[dtype name] = tflops; -1 with an exception set on failure. */
+static int set_dtype_peak(PyObject *peaks, mfu_dtype dtype, double tflops)
+{
+    PyObject *value = PyFloat_FromDouble(tflops);
+    int rc;
+    if (value == NULL)
+        return -1;
+    rc = PyDict_SetItemString(peaks, mfu_dtype_name(dtype), value);
+    Py_DECREF(value);
+    return rc;
+}
+
 /* {dtype: TFLOP/s x fraction} for the dtypes the row has. */
 static PyObject *peaks_dict(const mfu_gpu_spec *spec, double fraction)
 {
@@ -38,18 +50,9 @@ static PyObject *peaks_dict(const mfu_gpu_spec *spec, double fraction)
         return NULL;
     for (d = 0; d < MFU_DTYPE_COUNT; d++) {
         double tflops;
-        PyObject *value;
-        int rc;
         if (mfu_gpu_spec_peak_tflops(spec, (mfu_dtype)d, &tflops) != MFU_OK)
             continue; /* absent */
-        value = PyFloat_FromDouble(tflops * fraction);
-        if (value == NULL) {
-            Py_DECREF(peaks);
-            return NULL;
-        }
-        rc = PyDict_SetItemString(peaks, mfu_dtype_name((mfu_dtype)d), value);
-        Py_DECREF(value);
-        if (rc < 0) {
+        if (set_dtype_peak(peaks, (mfu_dtype)d, tflops * fraction) < 0) {
             Py_DECREF(peaks);
             return NULL;
         }
@@ -214,19 +217,10 @@ static PyObject *agreed_peaks(const mfu_gpu_match *match, double *bandwidth)
         return NULL;
     for (d = 0; d < MFU_DTYPE_COUNT; d++) {
         double tflops, bytes_per_sec;
-        PyObject *value;
-        int rc;
         if (mfu_gpu_candidates_peak(match, (mfu_dtype)d, &tflops, &bytes_per_sec) != MFU_OK)
             continue;
         *bandwidth = bytes_per_sec; /* the same for every dtype that agrees */
-        value = PyFloat_FromDouble(tflops);
-        if (value == NULL) {
-            Py_DECREF(peaks);
-            return NULL;
-        }
-        rc = PyDict_SetItemString(peaks, mfu_dtype_name((mfu_dtype)d), value);
-        Py_DECREF(value);
-        if (rc < 0) {
+        if (set_dtype_peak(peaks, (mfu_dtype)d, tflops) < 0) {
             Py_DECREF(peaks);
             return NULL;
         }

@@ -236,6 +236,29 @@ static PyType_Spec phase_spec = MFU_PY_TYPE_SPEC(
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     phase_slots);
 
+/* {phase name: seconds[p] / divisor} for each phase whose bit is set in
+ * `marked`; NULL with an exception set on failure. */
+static PyObject *phase_dict(const step_object *s, const double *seconds, unsigned marked,
+                            double divisor)
+{
+    PyObject *dict = PyDict_New();
+    if (dict == NULL)
+        return NULL;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++) {
+        PyObject *value;
+        if (!(marked & (1u << p)))
+            continue;
+        value = PyFloat_FromDouble(seconds[p] / divisor);
+        if (value == NULL || PyDict_SetItem(dict, s->state->phase_names[p], value) < 0) {
+            Py_XDECREF(value);
+            Py_DECREF(dict);
+            return NULL;
+        }
+        Py_DECREF(value);
+    }
+    return dict;
+}
+
 /* phases(): the window's seconds per step of each marked phase, and the
  * excluded seconds per step. */
 PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
@@ -249,22 +272,10 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
     mfu_steps_phases(s->steps, &sum);
     mfu_py_step_check_fallback(s);
     mfu_py_step_unlock(s);
-    seconds = PyDict_New();
+    seconds = phase_dict(s, sum.seconds, sum.steps > 0 ? sum.marked : 0u,
+                         sum.steps > 0 ? (double)sum.steps : 1.0);
     if (seconds == NULL)
         return NULL;
-    for (int p = 0; p < MFU_PHASE_COUNT && sum.steps > 0; p++) {
-        PyObject *value;
-        if (!(sum.marked & (1u << p)))
-            continue;
-        value = PyFloat_FromDouble(sum.seconds[p] / sum.steps);
-        if (value == NULL
-            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
-            Py_XDECREF(value);
-            Py_DECREF(seconds);
-            return NULL;
-        }
-        Py_DECREF(value);
-    }
     result = Py_BuildValue("{sIsNsd}", "steps", (unsigned int)sum.steps, "phase_s",
                            seconds, "excluded_s",
                            sum.steps > 0 ? sum.excluded_s / sum.steps : 0.0);
@@ -286,19 +297,9 @@ PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
     mfu_steps_get_ledger(s->steps, &totals);
     mfu_py_step_check_fallback(s);
     mfu_py_step_unlock(s);
-    seconds = PyDict_New();
+    seconds = phase_dict(s, totals.phase_s, ~0u, 1.0);
     if (seconds == NULL)
         return NULL;
-    for (int p = 0; p < MFU_PHASE_COUNT; p++) {
-        PyObject *value = PyFloat_FromDouble(totals.phase_s[p]);
-        if (value == NULL
-            || PyDict_SetItem(seconds, s->state->phase_names[p], value) < 0) {
-            Py_XDECREF(value);
-            Py_DECREF(seconds);
-            return NULL;
-        }
-        Py_DECREF(value);
-    }
     first = isnan(totals.first_boundary_unix_s)
                 ? Py_NewRef(Py_None)
                 : PyFloat_FromDouble(totals.first_boundary_unix_s);

@@ -17,7 +17,7 @@ import math
 from typing import List, NamedTuple, Optional
 
 from .._dtypes import DTYPE_NAMES
-from ..peaks._table import GPUSpec, bandwidth_reason, candidate_list, match_device_name
+from ..peaks._table import GPUSpec, candidate_list, candidates_note, match_device_name
 
 __all__: List[str] = []
 
@@ -58,12 +58,9 @@ def _ambiguous(gpu: str, rows: tuple[GPUSpec, ...], total: int, dtype: str) -> F
 
 
 def _shared_note(gpu: str, spec: GPUSpec, dtype: str) -> str:
-    rows = ", ".join(c.name for c in spec.candidates)
-    note = (f"--gpu {gpu!r} fits {len(spec.candidates)} rows ({rows}); each has "
-            f"{spec.peak_tflops(dtype):g} TFLOP/s dense {dtype}, so that peak is used")
-    if spec.memory_bandwidth_bytes_per_sec:
-        return note + f"; their memory bandwidth is the same, {spec.peak_memory_bandwidth_tbs:g} TB/s"
-    return note + "; " + bandwidth_reason(spec.candidates)
+    return candidates_note(spec, f"--gpu {gpu!r}",
+                           f"each has {spec.peak_tflops(dtype):g} TFLOP/s dense {dtype}, "
+                           "so that peak is used")
 
 
 def resolve_peak_flags(gpu: Optional[str], peak_tflops: Optional[float], dtype: str) -> PeakChoice:

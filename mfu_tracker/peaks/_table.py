@@ -122,12 +122,8 @@ class GPUSpec:
         "" for a single row."""
         if not self.candidates:
             return ""
-        rows = ", ".join(c.name for c in self.candidates)
-        note = (f"{self.name!r} fits {len(self.candidates)} rows of the peak table ({rows}); "
-                f"the peaks they share are used ({_peak_list(self)})")
-        if self.memory_bandwidth_bytes_per_sec:
-            return note + f"; their memory bandwidth is the same ({self.peak_memory_bandwidth_tbs:g} TB/s)"
-        return note + "; " + bandwidth_reason(self.candidates)
+        return candidates_note(self, f"{self.name!r}",
+                               f"the peaks they share are used ({_peak_list(self)})")
 
     def has_peak(self, dtype: Any = "fp16") -> bool:
         """Whether this device has a dense peak for ``dtype`` (name or torch dtype)."""
@@ -196,6 +192,17 @@ def _spec_from_row(row: dict[str, Any]) -> GPUSpec:
         mig_fraction=float(row["mig_fraction"]),
         unpublished_dtypes=tuple(row["unpublished_dtypes"]),
     )
+
+
+def candidates_note(spec: GPUSpec, subject: str, shared: str) -> str:
+    """"<subject> fits N rows (<rows>); <shared>; <their bandwidth>": the one
+    wording of a name that fits several rows (``spec.candidates``), for the
+    Python API and the command line alike."""
+    rows = ", ".join(c.name for c in spec.candidates)
+    note = f"{subject} fits {len(spec.candidates)} rows ({rows}); {shared}"
+    if spec.memory_bandwidth_bytes_per_sec:
+        return note + f"; their memory bandwidth is the same, {spec.peak_memory_bandwidth_tbs:g} TB/s"
+    return note + "; " + bandwidth_reason(spec.candidates)
 
 
 def _peak_list(spec: GPUSpec) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 
 from ... import _C
 from ..._dtypes import DTYPE_NAMES, normalize_dtype
+from ..._validate import check_causal_attention
 from ._audit import merge_uncounted
 
 __all__ = ["DispatchBackend", "count_call", "hop_args", "hop_name", "is_compiling",
@@ -458,8 +459,7 @@ class DispatchBackend:
         self._lock = threading.Lock()
 
     def start(self, causal: str) -> int:
-        if causal not in ("full", "half"):
-            raise ValueError(f"causal_attention must be 'full' or 'half', not {causal!r}")
+        check_causal_attention(causal, type_error=False)
         limit = _C.LIMIT_COUNTERS_MAX
         with self._lock:
             if len(self._sessions) >= limit:
