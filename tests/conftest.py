@@ -60,6 +60,8 @@ class FakeDriver:
         lib.fake_set_work_ns.argtypes = [ctypes.c_uint64]
         lib.fake_set_no_context.argtypes = [ctypes.c_int]
         lib.fake_live_events.restype = ctypes.c_long
+        lib.fake_enqueue_ns.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
+        lib.fake_stream_wait_stream.argtypes = [ctypes.c_uint64, ctypes.c_uint64]
         self._lib = lib
 
     def reset(self) -> None:
@@ -94,6 +96,14 @@ class FakeDriver:
 
     def live_events(self) -> int:
         return self._lib.fake_live_events()
+
+    def enqueue_ns(self, stream: int, ns: int) -> None:
+        """A kernel of `ns` GPU nanoseconds on `stream` (fake_cuda.c)."""
+        self._lib.fake_enqueue_ns(stream, ns)
+
+    def stream_wait_stream(self, waiter: int, waited: int) -> None:
+        """`waiter`'s next work waits for `waited`'s work so far."""
+        self._lib.fake_stream_wait_stream(waiter, waited)
 
 
 @pytest.fixture

@@ -597,6 +597,31 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     opened = _C.Nvml(S(_fake_nvml.UUID), S(nvml_path))
     add("Nvml.read", opened.read)
     add("Nvml.__init__", opened.__init__, S(_fake_nvml.UUID), exc=RuntimeError)
+
+    # -- py_comm.c, py_links.c: communication (issue 24); no sink subscribed here
+    add("comm_kinds", _C.comm_kinds)
+    add("phase_names", _C.phase_names)
+    add("comm_op_table", _C.comm_op_table)
+    add("comm_kind_phase", _C.comm_kind_phase, S("all_gather"))
+    add("comm_kind_phase", _C.comm_kind_phase, S("gossip"), exc=ValueError)
+    add("comm_op_type_kind", _C.comm_op_type_kind, S("ALLGATHER"))
+    add("comm_op_type_kind", _C.comm_op_type_kind, I(3), exc=TypeError)
+    add("comm_busbw_factor", _C.comm_busbw_factor, S("all_reduce"), I(512))
+    add("comm_busbw_factor", _C.comm_busbw_factor, S("all_reduce"), S("eight"), exc=TypeError)
+    add("comm_sinks", _C.comm_sinks)
+    add("comm_wait_begin", _C.comm_wait_begin, I(1))           # every begin, then every end
+    add("comm_wait_end", _C.comm_wait_end)
+    add("comm_wait_begin", _C.comm_wait_begin, I(10_000), exc=ValueError)
+    add("link_table", _C.link_table)
+    add("link_intra", _C.link_intra, S("H100 SXM"))
+    add("link_intra", _C.link_intra, S("no such device"))      # None
+    add("link_inter", _C.link_inter, S("InfiniBand"), F(400.0))
+    add("link_inter", _C.link_inter, S("InfiniBand"), S("four hundred"), exc=TypeError)
+    add("link_parse_rate", _C.link_parse_rate, S("400 Gb/sec (4X NDR)"))
+    add("link_parse_rate", _C.link_parse_rate, S("fast"), exc=ValueError)
+    add("link_share", _C.link_share, F(50e9), I(300), I(600))
+    add("link_share", _C.link_share, F(50e9), I(2), S("four"), exc=TypeError)
+    add("StepTracker.comm", _C.StepTracker(clock=S("cpu")).comm)
     return calls
 
 

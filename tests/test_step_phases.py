@@ -40,7 +40,7 @@ def test_waterfall_by_hand():
     # mfu 0.25 (ideal 2.5 s), hfu 0.3
     w = waterfall(0.25, 0.30, 10.0, {"data": 1.0, "forward": 2.0, "backward": 3.0,
                                      "optimizer": 0.5, "communication": 1.5})
-    assert list(w) == list(LOSSES)
+    assert list(w) == [name for name in LOSSES if name != "pipeline_bubble"]  # not marked
     assert w["data"] == pytest.approx(0.1)
     assert w["communication"] == pytest.approx(0.15)
     assert w["optimizer"] == pytest.approx(0.05)

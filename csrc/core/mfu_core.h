@@ -27,6 +27,10 @@
  *   steps.h       step accounting: boundaries on a mark timer, the pending
  *                 ring, fallback to the CPU clock, windowed figures
  *   mixed.h       mixed precision: ideal seconds, each dtype's FLOPs at its peak
+ *   comm.h        communication: collective kinds, the c10d operators, bus
+ *                 bandwidth (nccl-tests), the per-step record and its ratios
+ *   links.h       the link table (NVLink, xGMI, PCIe, InfiniBand, RoCE; one
+ *                 row per link, source cited) and its lookups
  *   nvml.h        NVML (device telemetry), dlopen'd: energy, power, clocks
  *   mfu_limits.h  every bound on a size or a count
  *
@@ -52,6 +56,8 @@
 #include "phases.h"
 #include "steps.h"
 #include "mixed.h"
+#include "comm.h"
+#include "links.h"
 #include "nvml.h"
 #include "mfu_limits.h"
 

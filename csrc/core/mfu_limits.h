@@ -32,7 +32,12 @@
  *                         dtype fits many times over.
  *   MFU_PHASE_DEPTH_MAX   phases open at once in a step tracker (nested
  *                         phase() blocks); one per phase name nests every
- *                         phase in every other, twice over.
+ *                         phase in every other.
+ *   MFU_COMM_INFLIGHT_MAX collectives a step tracker times at once (launched,
+ *                         not yet completed); a training step keeps a few
+ *                         dozen in flight (DDP buckets, FSDP prefetches).
+ *   MFU_COMM_SINKS_MAX    step trackers receiving the process's
+ *                         communication at once (one per Tracker).
  *   MFU_GPU_CANDIDATES_MAX  rows an ambiguous device name lists (gpu_lookup.h):
  *                         a model has at most 4 rows (A100: SXM4/PCIe x
  *                         40/80 GB); a name carrying several model tokens
@@ -59,6 +64,9 @@
 #define MFU_PEAK_OVERRIDE_MAX 1024
 
 #define MFU_PHASE_DEPTH_MAX 16
+
+#define MFU_COMM_INFLIGHT_MAX 4096u
+#define MFU_COMM_SINKS_MAX 8
 
 #define MFU_GPU_CANDIDATES_MAX 8
 

@@ -11,6 +11,13 @@ static const char *const phase_names[MFU_PHASE_COUNT] = {
     [MFU_PHASE_BACKWARD] = "backward",
     [MFU_PHASE_OPTIMIZER] = "optimizer",
     [MFU_PHASE_COMMUNICATION] = "communication",
+    [MFU_PHASE_ALL_GATHER] = "all_gather",
+    [MFU_PHASE_REDUCE_SCATTER] = "reduce_scatter",
+    [MFU_PHASE_ALL_REDUCE] = "all_reduce",
+    [MFU_PHASE_ALL_TO_ALL] = "all_to_all",
+    [MFU_PHASE_BROADCAST] = "broadcast",
+    [MFU_PHASE_P2P] = "p2p",
+    [MFU_PHASE_PIPELINE_BUBBLE] = "pipeline_bubble",
     [MFU_PHASE_CHECKPOINT] = "checkpoint",
     [MFU_PHASE_EVAL] = "eval",
     [MFU_PHASE_COMPILE] = "compile",
@@ -53,7 +60,7 @@ mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
     *out = NULL;
     if (capacity < 1 || capacity > MFU_WINDOW_MAX)
         return MFU_ERR_INVALID_ARGUMENT;
-    /* capacity <= 2^24 records of 80 bytes: the size fits a size_t. */
+    /* capacity <= 2^24 records of 136 bytes: the size fits a size_t. */
     *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
     if (*out == NULL)
         return MFU_ERR_NO_MEMORY;

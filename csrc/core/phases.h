@@ -1,8 +1,9 @@
 /*
  * phases.h -- the phases of a training step (data, forward, backward,
- * optimizer, exposed communication), the badput phases beside them
- * (checkpoint, eval, compile), and the per-window record of the seconds
- * each took, for the MFU waterfall (steps.h, "Phases") and the job ledger.
+ * optimizer, exposed communication by kind, the pipeline bubble), the
+ * badput phases beside them (checkpoint, eval, compile), and the per-window
+ * record of the seconds each took, for the MFU waterfall (steps.h,
+ * "Phases") and the job ledger.
  *
  * A phase is marked by the loop (or an integration) on the step tracker's
  * mark timer; the tracker (steps.c) turns the marks into seconds per phase
@@ -20,9 +21,18 @@
 
 #include "mfu_status.h"
 
-/* The phases, in the order their keys are reported. COMMUNICATION is the
- * exposed (not overlapped) communication inside backward, marked by a
- * communication hook (mfu_tracker/distributed/_comm_hook.py) or by hand.
+/* The phases, in the order their keys are reported.
+ *
+ * COMMUNICATION and the six kind phases after it are exposed (not
+ * overlapped) communication: time the compute stream (on the CPU clock: the
+ * host) waited for a collective. The communication observer
+ * (mfu_tracker/distributed/_comm_observer.py, csrc/torch/comm.cpp) marks a
+ * kind's phase around each wait for a collective of that kind (comm.h);
+ * COMMUNICATION is the hand-marked phase, the DDP hook's without the
+ * observer, and the `other` kind's (barrier, reduce, gather, scatter).
+ * PIPELINE_BUBBLE is the time a pipeline stage waited for its neighbours'
+ * activations or gradients inside a schedule: the bubble, never also
+ * communication.
  *
  * CHECKPOINT, EVAL and COMPILE are *badput phases* (issue 28): work a
  * training job does besides training -- saving a checkpoint, evaluating,
@@ -33,14 +43,18 @@
 typedef enum mfu_phase {
     MFU_PHASE_DATA, MFU_PHASE_FORWARD, MFU_PHASE_BACKWARD, MFU_PHASE_OPTIMIZER,
     MFU_PHASE_COMMUNICATION,
+    MFU_PHASE_ALL_GATHER, MFU_PHASE_REDUCE_SCATTER, MFU_PHASE_ALL_REDUCE,
+    MFU_PHASE_ALL_TO_ALL, MFU_PHASE_BROADCAST, MFU_PHASE_P2P,
+    MFU_PHASE_PIPELINE_BUBBLE,
     MFU_PHASE_CHECKPOINT, MFU_PHASE_EVAL, MFU_PHASE_COMPILE,
     MFU_PHASE_COUNT,                 /* the number of phases */
     MFU_PHASE_NONE = MFU_PHASE_COUNT /* no phase: time falls into `other` */
 } mfu_phase;
 
 /* "data", "forward", "backward", "optimizer", "communication",
- * "checkpoint", "eval", "compile"; NULL for a value out of range
- * (MFU_PHASE_NONE included). */
+ * "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast",
+ * "p2p", "pipeline_bubble", "checkpoint", "eval", "compile"; NULL for a
+ * value out of range (MFU_PHASE_NONE included). */
 const char *mfu_phase_name(mfu_phase phase);
 
 /* 1 for a badput phase (checkpoint, eval, compile): its time is left out of

@@ -14,7 +14,9 @@ enum mark_kind {
     MARK_BOUNDARY = 0,
     MARK_PHASE = 1,         /* `phase` runs from this mark on (NONE: none) */
     MARK_EXCLUDE_BEGIN = 2,
-    MARK_EXCLUDE_END = 3
+    MARK_EXCLUDE_END = 3,
+    MARK_COMM_BEGIN = 4,    /* a collective launched (steps.h, "Communication") */
+    MARK_COMM_END = 5       /* the collective of `token` completed */
 };
 
 /* One mark waiting to be accounted for. */
@@ -28,6 +30,16 @@ struct record {
     mfu_work work;      /* the closed step's work (model_flops 0 if unknown) */
     double ideal_s;     /* mixed precision: its ideal seconds; NaN = unknown */
     double overcompute; /* its overcompute FLOPs (steps.h), >= 0 */
+    uint64_t token;     /* MARK_COMM_*: the collective (0: not timed) */
+    mfu_comm_launch launch; /* MARK_COMM_BEGIN: what was launched */
+};
+
+/* A timed collective between its begin's drain and its end's. */
+struct inflight {
+    uint64_t token;     /* 0: free */
+    int known;          /* the begin's time is known */
+    double begin_s;
+    mfu_comm_launch launch;
 };
 
 struct mfu_steps {
@@ -78,6 +90,15 @@ struct mfu_steps {
     double *ideal_ring;
     double *overcompute_ring; /* the same for overcompute FLOPs */
 
+    /* Communication (steps.h, "Communication"): NULL until enabled. The
+     * draining side's record of the open step, the window's, the timed
+     * collectives in flight (slot = token % MFU_COMM_INFLIGHT_MAX). */
+    mfu_comm_window *comm_window;
+    struct inflight *inflight;
+    mfu_comm_times comm;
+    uint64_t comm_next_token;
+    uint64_t comm_unpaired;
+
     uint32_t fallbacks;
     mfu_clock_kind failed_clock;
     mfu_gpu_error failure;
@@ -106,6 +127,8 @@ static void ring_pop(mfu_steps *s)
  * opening boundary leaves the next step without a start. */
 static void lose(mfu_steps *s, const struct record *r)
 {
+    if (r->kind == MARK_COMM_BEGIN || r->kind == MARK_COMM_END)
+        return; /* its end finds no begin: counted as unpaired */
     if (r->kind != MARK_BOUNDARY) {
         s->segment_known = 0;
         s->exclude_known = 0;
@@ -153,7 +176,9 @@ static void account_phase(mfu_steps *s, const struct record *r, int known, doubl
 {
     end_segment(s, known, t);
     s->running = r->phase;
-    if (r->phase != MFU_PHASE_NONE)
+    /* A phase that runs only inside an excluded interval (a wait inside the
+     * tracker's own aggregation) is not marked: it has no time in the step. */
+    if (r->phase != MFU_PHASE_NONE && !s->drain_excluding)
         s->times.marked |= 1u << r->phase;
 }
 
@@ -170,8 +195,58 @@ static void account_exclude(mfu_steps *s, int begin, int known, double t)
             s->ledger.own_s += t - s->exclude_s;
         }
         s->drain_excluding = 0;
+        if (s->running != MFU_PHASE_NONE) /* it runs on, now charged */
+            s->times.marked |= 1u << s->running;
         s->segment_known = known;
         s->segment_s = t;
+    }
+}
+
+/* A collective's begin: its bytes and call count in the open step; a timed
+ * one waits in the in-flight table for its end. Skipped inside an excluded
+ * interval (the tracker's own aggregation). */
+static void account_comm_begin(mfu_steps *s, const struct record *r, int known, double t)
+{
+    struct inflight *slot;
+    const mfu_comm_kind kind = r->launch.kind;
+    if (s->drain_excluding)
+        return;
+    s->comm.bytes[kind] += r->launch.bytes;
+    s->comm.calls[kind] += 1.0;
+    if (r->token == 0)
+        return;
+    slot = &s->inflight[r->token % MFU_COMM_INFLIGHT_MAX];
+    slot->token = r->token;
+    slot->known = known;
+    slot->begin_s = t;
+    slot->launch = r->launch;
+}
+
+/* A collective's end: its duration (and bus bytes, link capacity) in the
+ * open step, when its begin is in the table with a known time. */
+static void account_comm_end(mfu_steps *s, const struct record *r, int known, double t)
+{
+    struct inflight *slot = &s->inflight[r->token % MFU_COMM_INFLIGHT_MAX];
+    double duration, bus, link;
+    mfu_comm_kind kind;
+    if (slot->token != r->token) {
+        s->comm_unpaired++;
+        return;
+    }
+    slot->token = 0;
+    if (!known || !slot->known || !(t >= slot->begin_s))
+        return; /* a completion timed before its launch is not a duration */
+    kind = slot->launch.kind;
+    duration = t - slot->begin_s;
+    bus = slot->launch.bus_bytes;
+    link = slot->launch.link_bytes_per_sec;
+    s->comm.duration_s[kind] += duration;
+    if (isfinite(bus)) {
+        s->comm.bus_bytes[kind] += bus;
+        if (isfinite(link) && link > 0.0) {
+            s->comm.link_bus_bytes += bus;
+            s->comm.link_capacity_bytes += duration * link;
+        }
     }
 }
 
@@ -203,6 +278,8 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
         if (known && s->open_known
             && mfu_window_push(s->window, period_s, &r->work, NULL) == MFU_OK) {
             mfu_phase_window_push(s->phase_window, &s->times);
+            if (s->comm_window != NULL)
+                mfu_comm_window_push(s->comm_window, &s->comm);
             ledger_push(s, r, period_s);
             s->pushed++;
             if (!r->model_known)
@@ -220,6 +297,7 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
     s->open_s = t;
     s->running = MFU_PHASE_NONE;
     memset(&s->times, 0, sizeof s->times);
+    memset(&s->comm, 0, sizeof s->comm);
 }
 
 /* Account for every record whose mark is resolved, in id order. */
@@ -243,6 +321,12 @@ static void drain(mfu_steps *s)
         case MARK_EXCLUDE_BEGIN:
         case MARK_EXCLUDE_END:
             account_exclude(s, r->kind == MARK_EXCLUDE_BEGIN, known, t);
+            break;
+        case MARK_COMM_BEGIN:
+            account_comm_begin(s, r, known, t);
+            break;
+        case MARK_COMM_END:
+            account_comm_end(s, r, known, t);
             break;
         }
         ring_pop(s);
@@ -307,15 +391,22 @@ static void catch_up(mfu_steps *s)
         drain(s);
 }
 
-/* Take a mark on the current timer, falling back once if it fails. */
-static mfu_status take_mark(mfu_steps *s, uint64_t *id)
+/* Take a mark on `stream` of the current timer, falling back once if it
+ * fails. */
+static mfu_status take_mark_on(mfu_steps *s, uintptr_t stream, uint64_t *id)
 {
-    if (mfu_timer_mark(s->timer, s->config.stream, id) == MFU_OK)
+    if (mfu_timer_mark(s->timer, stream, id) == MFU_OK)
         return MFU_OK;
     fall_back(s);
     if (s->timer == NULL)
         return MFU_ERR_NO_MEMORY;
-    return mfu_timer_mark(s->timer, s->config.stream, id);
+    return mfu_timer_mark(s->timer, stream, id);
+}
+
+/* ... on the tracker's stream. */
+static mfu_status take_mark(mfu_steps *s, uint64_t *id)
+{
+    return take_mark_on(s, s->config.stream, id);
 }
 
 /* ---- boundaries ------------------------------------------------------ */
@@ -435,20 +526,25 @@ void mfu_steps_poll(mfu_steps *s)
 
 /* ---- phases and excluded intervals ------------------------------------ */
 
-/* Append a record of `kind` (and `phase`) on a new mark, when a step is
- * open to charge (steps.h, "Phases"). */
-static mfu_status mark_within_step(mfu_steps *s, enum mark_kind kind, uint8_t phase)
+/* Append a record of `kind` (filled in from `proto`: phase, token,
+ * launch) on a new mark on `stream`, when a step is open to charge
+ * (steps.h, "Phases"). *appended (may be NULL) says whether it was. */
+static mfu_status mark_record(mfu_steps *s, enum mark_kind kind, const struct record *proto,
+                              uintptr_t stream, const uint64_t *at_ns, int *appended)
 {
     struct record *r;
     uint64_t id;
     mfu_status status;
+    if (appended != NULL)
+        *appended = 0;
     if (s->closed)
         return MFU_ERR_UNAVAILABLE;
     if (s->timer == NULL)
         return MFU_ERR_NO_MEMORY;
     if (!s->step_open)
         return MFU_OK;
-    status = take_mark(s, &id);
+    status = at_ns != NULL ? mfu_timer_mark_at(s->timer, *at_ns, &id)
+                           : take_mark_on(s, stream, &id);
     if (status != MFU_OK)
         return status;
     if (!s->step_open) /* the mark fell back: the next boundary restarts */
@@ -456,15 +552,25 @@ static mfu_status mark_within_step(mfu_steps *s, enum mark_kind kind, uint8_t ph
     if (s->ring_count > 0)
         drain(s); /* as in mfu_steps_step: before the history forgets */
     r = ring_append(s);
-    memset(r, 0, sizeof *r);
+    *r = *proto;
     r->id = id;
     r->kind = (uint8_t)kind;
-    r->phase = phase;
+    if (appended != NULL)
+        *appended = 1;
     /* No poll here: a phase mark is on the hot path; the next boundary
      * (or summary) catches up. On the CPU clock the drain is immediate. */
     if (s->clock == MFU_CLOCK_CPU)
         drain(s);
     return MFU_OK;
+}
+
+/* A phase or exclusion record on the tracker's stream. */
+static mfu_status mark_within_step(mfu_steps *s, enum mark_kind kind, uint8_t phase)
+{
+    struct record proto;
+    memset(&proto, 0, sizeof proto);
+    proto.phase = phase;
+    return mark_record(s, kind, &proto, s->config.stream, NULL, NULL);
 }
 
 /* The phase running with the stack as it is now. */
@@ -504,6 +610,11 @@ uint32_t mfu_steps_phase_depth(const mfu_steps *s)
     return s->phase_depth;
 }
 
+mfu_phase mfu_steps_phase_innermost(const mfu_steps *s)
+{
+    return (mfu_phase)innermost(s);
+}
+
 mfu_status mfu_steps_exclude_begin(mfu_steps *s)
 {
     if (s->excluding)
@@ -524,6 +635,107 @@ void mfu_steps_phases(mfu_steps *s, mfu_phase_summary *out)
 {
     catch_up(s);
     mfu_phase_window_summarize(s->phase_window, out);
+}
+
+/* ---- communication ----------------------------------------------------- */
+
+mfu_status mfu_steps_comm_enable(mfu_steps *s)
+{
+    mfu_status status;
+    if (s->comm_window != NULL)
+        return MFU_OK;
+    s->inflight = calloc(MFU_COMM_INFLIGHT_MAX, sizeof *s->inflight);
+    if (s->inflight == NULL)
+        return MFU_ERR_NO_MEMORY;
+    /* The steps pushed so far had no communication: the window starts
+     * behind them, so it holds the step window's steps from here on. */
+    status = mfu_comm_window_create(s->config.window, s->config.warmup, s->pushed,
+                                    &s->comm_window);
+    if (status != MFU_OK) {
+        free(s->inflight);
+        s->inflight = NULL;
+    }
+    return status;
+}
+
+int mfu_steps_comm_enabled(const mfu_steps *s)
+{
+    return s->comm_window != NULL && !s->closed;
+}
+
+/* A kind in range, bytes finite >= 0, bus bytes and the link NaN (unknown)
+ * or finite >= 0. */
+static int valid_launch(const mfu_comm_launch *launch)
+{
+    return (unsigned)launch->kind < MFU_COMM_KIND_COUNT && usable(launch->bytes)
+           && usable_or_unknown(launch->bus_bytes)
+           && usable_or_unknown(launch->link_bytes_per_sec);
+}
+
+mfu_status mfu_steps_comm_begin(mfu_steps *s, const mfu_comm_launch *launch,
+                                uint64_t *token)
+{
+    struct record proto;
+    int appended;
+    mfu_status status;
+    *token = 0;
+    if (s->comm_window == NULL)
+        return MFU_OK;
+    if (!valid_launch(launch))
+        return MFU_ERR_INVALID_ARGUMENT;
+    if (mfu_phase_leaves_step((mfu_phase)innermost(s)))
+        return MFU_OK; /* the badput phase's own work (steps.h) */
+    memset(&proto, 0, sizeof proto);
+    proto.phase = MFU_PHASE_NONE;
+    proto.launch = *launch;
+    /* A host collective under a GPU clock: bytes, but no GPU-timeline time. */
+    if (!launch->host || s->clock == MFU_CLOCK_CPU)
+        proto.token = ++s->comm_next_token;
+    status = mark_record(s, MARK_COMM_BEGIN, &proto, s->config.stream, NULL, &appended);
+    if (status == MFU_OK && appended)
+        *token = proto.token;
+    return status;
+}
+
+mfu_status mfu_steps_comm_end(mfu_steps *s, uint64_t token, uintptr_t stream)
+{
+    struct record proto;
+    if (token == 0 || s->comm_window == NULL)
+        return MFU_OK;
+    memset(&proto, 0, sizeof proto);
+    proto.phase = MFU_PHASE_NONE;
+    proto.token = token;
+    return mark_record(s, MARK_COMM_END, &proto, stream, NULL, NULL);
+}
+
+mfu_status mfu_steps_comm_end_at(mfu_steps *s, uint64_t token, uint64_t monotonic_ns)
+{
+    struct record proto;
+    if (token == 0 || s->comm_window == NULL)
+        return MFU_OK;
+    if (s->clock != MFU_CLOCK_CPU)
+        return MFU_ERR_UNAVAILABLE;
+    memset(&proto, 0, sizeof proto);
+    proto.phase = MFU_PHASE_NONE;
+    proto.token = token;
+    return mark_record(s, MARK_COMM_END, &proto, 0, &monotonic_ns, NULL);
+}
+
+void mfu_steps_comm(mfu_steps *s, uint32_t *steps, mfu_comm_times *out)
+{
+    mfu_phase_summary phases;
+    catch_up(s);
+    mfu_phase_window_summarize(s->phase_window, &phases);
+    *steps = phases.steps;
+    if (s->comm_window == NULL)
+        memset(out, 0, sizeof *out);
+    else
+        mfu_comm_window_summarize(s->comm_window, phases.steps, out);
+}
+
+uint64_t mfu_steps_comm_unpaired(const mfu_steps *s)
+{
+    return s->comm_unpaired;
 }
 
 void mfu_steps_get_ledger(mfu_steps *s, mfu_steps_ledger *out)
@@ -722,6 +934,8 @@ void mfu_steps_destroy(mfu_steps *s)
     mfu_timer_destroy(s->timer);
     mfu_window_destroy(s->window);
     mfu_phase_window_destroy(s->phase_window);
+    mfu_comm_window_destroy(s->comm_window);
+    free(s->inflight);
     free(s->ideal_ring);
     free(s->overcompute_ring);
     free(s->ring);

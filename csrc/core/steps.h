@@ -138,6 +138,34 @@
  * The window keeps, beside each step's period and work, its phase seconds
  * and excluded seconds (phases.h); mfu_steps_phases() gives their sums.
  *
+ * ## Communication (issue 24; comm.h)
+ *
+ * Once enabled (mfu_steps_comm_enable), the tracker also records the
+ * collectives the process issues, on the same mark timer:
+ *   mfu_steps_comm_begin(launch)  one mark on the tracker's stream when a
+ *                                 collective is launched; its record carries
+ *                                 the kind, payload bytes, bus bytes and the
+ *                                 link's peak, and the call returns a token;
+ *   mfu_steps_comm_end(token, s)  one mark on stream `s` (one that the GPU
+ *                                 reaches only once the collective is done;
+ *                                 the CPU clock: now) when it completed.
+ * The drain adds a begin's bytes and call to the step its mark falls in, and
+ * an end's duration -- time(end) - time(begin), GPU-timeline seconds on a GPU
+ * clock -- with its bus bytes (and link capacity, duration x link peak, when
+ * the link is known) to the step the end falls in. Exposed seconds are not
+ * recorded here: they are the kinds' phases (phases.h), marked around waits.
+ * A collective launched before the first boundary, or inside an excluded
+ * interval (the tracker's own aggregation), is not recorded; nor is one
+ * launched while a badput phase is the innermost open phase (phases.h: a
+ * checkpoint's gathers are the checkpoint's, which the ledger books, not the
+ * step's communication), and the observer opens no wait phase inside one
+ * (mfu_steps_phase_innermost). A host (CPU)
+ * collective under a GPU clock has bytes but no duration. Up to
+ * MFU_COMM_INFLIGHT_MAX timed collectives may be in flight; an end whose
+ * begin was overwritten (or lost to a fallback) is not paired, and counted.
+ * Any thread may call these (the bindings hold the tracker's lock), so a
+ * backend's completion thread takes the end mark itself.
+
  * ## Badput phases (issue 28)
  *
  * The badput phases (phases.h: checkpoint, eval, compile) are excluded
@@ -171,6 +199,7 @@
 
 #include <stdint.h>
 
+#include "comm.h"
 #include "mfu_status.h"
 #include "phases.h"
 #include "stats.h"
@@ -335,6 +364,9 @@ mfu_status mfu_steps_phase_switch(mfu_steps *steps, mfu_phase phase);
 /* The phases open now (0 .. MFU_PHASE_DEPTH_MAX), innermost = the running one. */
 uint32_t mfu_steps_phase_depth(const mfu_steps *steps);
 
+/* The innermost open phase, as the marks left it (MFU_PHASE_NONE: none). */
+mfu_phase mfu_steps_phase_innermost(const mfu_steps *steps);
+
 /* Begin / end an interval left out of the step it falls in. */
 mfu_status mfu_steps_exclude_begin(mfu_steps *steps);
 mfu_status mfu_steps_exclude_end(mfu_steps *steps);
@@ -342,6 +374,54 @@ mfu_status mfu_steps_exclude_end(mfu_steps *steps);
 /* Poll, then the phase sums over the window's steps (the same steps as
  * mfu_steps_summarize's). */
 void mfu_steps_phases(mfu_steps *steps, mfu_phase_summary *out);
+
+/* ---- communication (see "Communication") ------------------------------ */
+
+/* One collective, as its launch describes it. */
+typedef struct mfu_comm_launch {
+    mfu_comm_kind kind;
+    double bytes;              /* payload bytes (comm.h's conventions) */
+    double bus_bytes;          /* bytes x the kind's bus factor; NaN: none */
+    double link_bytes_per_sec; /* the group's link peak per direction;
+                                  NaN: unknown */
+    int host;                  /* 1: a host (CPU) collective, which a GPU
+                                  clock does not time */
+} mfu_comm_launch;
+
+/* Start recording communication: allocates the window's record and the
+ * in-flight table. Twice: a no-op. MFU_ERR_NO_MEMORY. */
+mfu_status mfu_steps_comm_enable(mfu_steps *steps);
+
+/* 1 once enabled (and not closed). */
+int mfu_steps_comm_enabled(const mfu_steps *steps);
+
+/* A collective launched: one mark on the tracker's stream. *token (never
+ * NULL) is 0 when nothing will pair with an end (not enabled, no step open,
+ * a host collective under a GPU clock), else the token mfu_steps_comm_end
+ * takes. MFU_ERR_INVALID_ARGUMENT: a kind out of range, bytes not finite
+ * >= 0, bus bytes or the link neither NaN nor finite >= 0 (nothing
+ * recorded); a failed mark as for mfu_steps_step. An end timed before its
+ * begin (a clock going back) gives no duration. Inside a badput phase
+ * (see "Communication"): MFU_OK, *token 0, nothing recorded. */
+mfu_status mfu_steps_comm_begin(mfu_steps *steps, const mfu_comm_launch *launch,
+                                uint64_t *token);
+
+/* The collective of `token` completed: one mark on `stream` (ignored by the
+ * CPU clock). Token 0, or not enabled: a no-op. */
+mfu_status mfu_steps_comm_end(mfu_steps *steps, uint64_t token, uintptr_t stream);
+
+/* The collective of `token` completed at `monotonic_ns` (CLOCK_MONOTONIC,
+ * read by the thread that saw it complete), recorded later by a caller of
+ * this tracker: on the CPU clock only (MFU_ERR_UNAVAILABLE on a GPU clock,
+ * which times completions with events). Token 0, or not enabled: a no-op. */
+mfu_status mfu_steps_comm_end_at(mfu_steps *steps, uint64_t token, uint64_t monotonic_ns);
+
+/* Poll, then the sums over the window's steps (the same steps as
+ * mfu_steps_phases'): *steps is their number. Zeros before enabling. */
+void mfu_steps_comm(mfu_steps *steps, uint32_t *steps_out, mfu_comm_times *out);
+
+/* Ends that found no begin to pair with (see "Communication"). */
+uint64_t mfu_steps_comm_unpaired(const mfu_steps *steps);
 
 /* ---- the job ledger's totals (see "The job ledger's totals") ----------- */
 

@@ -229,17 +229,32 @@ static mfu_status make_room(mfu_timer *timer)
     return status;
 }
 
-static mfu_status mark_cpu(mfu_timer *timer, uint64_t *id)
+/* A CPU mark at `now_ns`. */
+static mfu_status mark_cpu_at(mfu_timer *timer, uint64_t now_ns, uint64_t *id)
 {
-    uint64_t now_ns;
-    if (mfu_clock_monotonic_ns(&now_ns) != MFU_OK)
-        return timer_fail(timer, MFU_ERR_UNAVAILABLE, "clock_gettime", 0);
     if (timer->next_id == 0)
         timer->origin_ns = now_ns;
     store_time(timer, timer->next_id, mfu_clock_elapsed_s(timer->origin_ns, now_ns));
     *id = timer->next_id++;
     timer->first_pending = timer->next_id;
     return MFU_OK;
+}
+
+static mfu_status mark_cpu(mfu_timer *timer, uint64_t *id)
+{
+    uint64_t now_ns;
+    if (mfu_clock_monotonic_ns(&now_ns) != MFU_OK)
+        return timer_fail(timer, MFU_ERR_UNAVAILABLE, "clock_gettime", 0);
+    return mark_cpu_at(timer, now_ns, id);
+}
+
+mfu_status mfu_timer_mark_at(mfu_timer *timer, uint64_t monotonic_ns, uint64_t *id)
+{
+    if (timer->failed != MFU_OK)
+        return timer->failed;
+    if (timer->clock != MFU_CLOCK_CPU)
+        return MFU_ERR_UNAVAILABLE;
+    return mark_cpu_at(timer, monotonic_ns, id);
 }
 
 mfu_status mfu_timer_mark(mfu_timer *timer, uintptr_t stream, uint64_t *id)

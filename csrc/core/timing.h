@@ -142,6 +142,12 @@ uint32_t mfu_timer_events_max(const mfu_timer *timer);
  * is full at events_max (see above). */
 mfu_status mfu_timer_mark(mfu_timer *timer, uintptr_t stream, uint64_t *id);
 
+/* A CPU timer's mark at `monotonic_ns` (a CLOCK_MONOTONIC reading taken
+ * earlier, by another thread: a backend's completion), not now; its id
+ * follows the marks taken before it, its time may precede theirs.
+ * MFU_ERR_UNAVAILABLE on a GPU timer. */
+mfu_status mfu_timer_mark_at(mfu_timer *timer, uint64_t monotonic_ns, uint64_t *id);
+
 /* Resolve, without blocking, every pending mark the GPU has passed. */
 mfu_status mfu_timer_poll(mfu_timer *timer);
 

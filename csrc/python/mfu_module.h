@@ -45,6 +45,9 @@ typedef struct mfu_module_state {
     PyObject *str_auto;
     /* op_count()'s result: a struct sequence (py_ops.c) */
     PyTypeObject *op_flops_type;
+    /* The communication sinks (py_comm.c): a plain C registry, never freed,
+     * holding no reference. */
+    void *comm_registry;
 } mfu_module_state;
 
 /* Every Python object the state holds, for module.c's traverse and clear:

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 
 #include "mfu_module.h"
+#include "py_step_comm.h"
 
 #ifndef MFU_TRACKER_VERSION
 #error "setup.py defines MFU_TRACKER_VERSION (the package version)"
@@ -97,6 +98,8 @@ static int add_limits(PyObject *module)
         {"LIMIT_DTYPE_NAME_MAX", MFU_DTYPE_NAME_MAX},
         {"LIMIT_PEAK_OVERRIDE_MAX", MFU_PEAK_OVERRIDE_MAX},
         {"LIMIT_PHASE_DEPTH_MAX", MFU_PHASE_DEPTH_MAX},
+        {"LIMIT_COMM_INFLIGHT_MAX", MFU_COMM_INFLIGHT_MAX},
+        {"LIMIT_COMM_SINKS_MAX", MFU_COMM_SINKS_MAX},
         {"LIMIT_GPU_CANDIDATES_MAX", MFU_GPU_CANDIDATES_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
@@ -126,7 +129,7 @@ static int add_library_env_names(PyObject *module)
 static int (*const topic_execs[])(PyObject *module) = {
     add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
-    mfu_py_nvml_exec,
+    mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,
 };
 
 static int mfu_module_exec(PyObject *module)

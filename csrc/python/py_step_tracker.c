@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "py_phases.h"
+#include "py_step_comm.h"
 #include "py_step_object.h"
 
 /* step()'s parameter names, interned in module state (step_kwnames). No
@@ -515,6 +516,7 @@ static int step_init(PyObject *self, PyObject *args, PyObject *kwargs)
 static void step_dealloc(PyObject *self)
 {
     step_object *s = (step_object *)self;
+    mfu_py_comm_forget(s); /* before the engine goes: no sink call reaches it */
     mfu_steps_destroy(s->steps);
     mfu_py_dealloc_locked(self, s->lock);
 }
@@ -609,6 +611,19 @@ static PyMethodDef step_methods[] = {
      "of the step it falls in."},
     {"_exclude_end", mfu_py_step_exclude_end, METH_NOARGS,
      "_exclude_end($self, /)\n--\n\nEnd the tracker's own time."},
+    {"_comm_subscribe", mfu_py_step_comm_subscribe, METH_NOARGS,
+     "_comm_subscribe()\n--\n\nRecord the process's communication here (True; False when\n"
+     "every sink slot is taken)."},
+    {"_comm_unsubscribe", mfu_py_step_comm_unsubscribe, METH_NOARGS,
+     "_comm_unsubscribe()\n--\n\nStop receiving the process's communication."},
+    {"comm", mfu_py_step_comm, METH_NOARGS,
+     "comm()\n--\n\nThe window's communication: bytes, calls and bus bandwidth per kind,\n"
+     "duration, net utilization, overlap (GPU clocks)."},
+    {"_comm_begin", mfu_py_step_comm_begin, METH_VARARGS,
+     "_comm_begin(kind, bytes, bus_bytes, link_bytes_per_sec, host=False, /)\n--\n\n"
+     "Record one collective launched in this tracker; its token (0: not timed)."},
+    {"_comm_end", mfu_py_step_comm_end, METH_VARARGS,
+     "_comm_end(token, stream=0, /)\n--\n\nThe collective of `token` completed."},
     {"counters", step_counters, METH_NOARGS,
      "counters($self, /)\n--\n\nTimer counters plus boundaries, pending, dropped."},
     {NULL, NULL, 0, NULL},

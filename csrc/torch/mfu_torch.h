@@ -76,6 +76,15 @@
  *   custom kernels that are not torch ops (register a formula for a custom
  *   torch op instead), ops on threads that did not start the count.
  *
+ * Communication (comm.cpp)
+ *   A second dispatch key, below the counting one, with a boxed kernel for
+ *   every c10d collective of the core's table (core/comm.h) and for
+ *   _c10d_functional::wait_tensor, a fallthrough for everything else:
+ *   collectives and their waits go to the communication sinks of
+ *   mfu_tracker._C (csrc/python/py_comm.h) through its capsule. Started
+ *   by mfu_tracker/distributed/_comm_observer.py (the key included on its
+ *   thread); details in comm.cpp's header.
+ *
  * Concurrency
  *   MFU_COUNTERS_MAX counters can be active at once in the process (nested
  *   counters each take one); each has its own marker callback (a template
@@ -98,6 +107,7 @@
 
 #include <vector>
 
+#include "../python/py_comm.h"
 #include "../python/py_ops.h"
 #include "mfu_limits.h"
 
@@ -266,6 +276,66 @@ void add_external(unsigned mask, const char *name, const mfu_op_flops counts[2],
  * (a higher-order op passed on with nothing counted inside). */
 void record_uncounted(int slot, const char *name, const std::vector<int64_t> &largest,
                       bool always);
+
+/* ---- comm.cpp: the communication observer ---- */
+namespace comm {
+
+/* The sinks' table (module init). */
+int init(const mfu_comm_api *api);
+/* Register the kernels (once) and include the key on this thread; 0 / -1 +
+ * exception. */
+int start();
+/* Leave the key out of this thread's dispatch. */
+void stop();
+/* Whether the key is included on this thread. */
+bool observing();
+/* The key's value (c10::DispatchKey): higher-order operators, which
+ * dispatch in Python on the thread's keys, are made to fall through it. */
+int key();
+/* The link peak (bytes/s per direction) of the group named `group`; NaN
+ * forgets it. */
+void set_link(const std::string &group, double bytes_per_sec);
+/* One peak for every group (link_bandwidth_gbs=); NaN: per group. */
+void set_fallback_link(double bytes_per_sec);
+
+/* A tracker's own collectives begin (on) / end on this thread: unrecorded
+ * meanwhile (nests). */
+void suspend(bool on);
+/* The exposed phase (mfu_phase) of the last collective launched on this
+ * thread. */
+int last_phase();
+/* Whether this thread runs a tracker's own collectives now. */
+bool suspended();
+/* A wait for a Work without an op type (nor a future) returned: the last
+ * such collective this thread launched completed now. */
+void complete_untimed();
+/* The exposed phase of the last collective launched while the stream with
+ * raw handle `handle` was current, or -1 (none, or a host stream). */
+int stream_phase(uintptr_t handle);
+/* Whether any sink observes (a hint). */
+bool sinks_active();
+/* A wait of this thread begins / ends: `phase` in the sinks created on it. */
+void begin_wait(int phase, mfu_comm_wait *wait);
+void end_wait(const mfu_comm_wait *wait);
+
+/* ---- comm_wait.cpp: Work.wait observed ---- */
+/* A method descriptor for `work_type` that calls `original` (Work's own
+ * wait, unbound) inside the wait's phase: {op type: phase} for Works with
+ * an op type, `p2p_types` the bubble inside a schedule, `unknown` the op
+ * type that means "the last launched". New reference, or NULL + exception. */
+PyObject *install_wait(PyObject *work_type, PyObject *original, PyObject *phases,
+                       PyObject *p2p_types, int unknown);
+/* A pipeline schedule's step() begins (enter) / ends on this thread; whether
+ * one runs on it now (its p2p transfers are the bubble). */
+void schedule(bool enter);
+bool in_schedule();
+
+struct CommCounters {
+  int64_t collectives, skipped, waits, backward_waits, completions, errors;
+};
+CommCounters counters();
+
+} // namespace comm
 
 } // namespace mfu_torch
 

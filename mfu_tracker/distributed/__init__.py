@@ -1,13 +1,19 @@
 """Ranks: cross-rank aggregation and communication.
 
 Owns the rows every rank contributes and their combination into the job's
-figures (:mod:`._figures`: global MFU, per-rank spread, the straggler), the
-collective that gathers them (:mod:`._collective`: a dedicated gloo group, a
-bounded wait) and the observation of the training's own communication
-(:mod:`._comm_hook`: DDP's exposed all-reduce).
+figures (:mod:`._figures`: global MFU, per-rank spread, the straggler, the
+job's communication), the collective that gathers them (:mod:`._collective`:
+a dedicated gloo group, a bounded wait) and the observation of the
+training's own communication: every collective, with no attach call
+(:mod:`._comm_observer`, over the C++ observer of ``csrc/torch/comm.cpp``),
+the links they travel over (:mod:`._links`: intra- vs inter-node by host,
+the link table of the C core) and DDP's communication hook
+(:mod:`._comm_hook`: ``attach_ddp``, and the marking hook without the
+observer).
 
 Layer 4 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: the foundation, ``peaks``, ``timing``.
+-> cli). May import: the foundation, ``peaks``, ``flops`` (the C++ observer's
+loader), ``timing``.
 """
 from ._figures import *  # noqa: F403 -- the names _figures.__all__ lists
 from ._figures import __all__  # noqa: F401

@@ -11,7 +11,9 @@ import time
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
+from ._comm_observer import unobserved
 from ._figures import ROW_LAYOUT, DistributedFigures, RankFigures, combine
+from ._links import gather_hosts
 
 #: Seconds a rank waits in the aggregation for the others before it gives up
 #: (one warning, local figures from then on). Ranks reach a logging step
@@ -45,7 +47,7 @@ class Aggregator:
     """
 
     __slots__ = ("rank", "world_size", "timeout_s", "group", "failed", "aggregations",
-                 "collectives", "failures", "_last_end", "_last_boundaries",
+                 "collectives", "failures", "hosts", "_last_end", "_last_boundaries",
                  "_warned_mismatch")
 
     def __init__(self, timeout_s: float) -> None:
@@ -57,6 +59,7 @@ class Aggregator:
         self.world_size = dist.get_world_size()
         self.timeout_s = timeout_s
         self.group: Any = None
+        self.hosts: Optional[List[str]] = None  # every rank's host (the links' scope)
         self.failed: Optional[str] = None
         self.aggregations = 0  # aggregate() calls
         self.collectives = 0   # all-gathers started
@@ -72,6 +75,11 @@ class Aggregator:
                 except Exception as exc:  # a fault, not a configuration error
                     self._fail(f"creating its gloo process group failed "
                                f"({type(exc).__name__}: {exc})", 4)
+                else:
+                    # Once, on every rank alike (whatever it observes): where
+                    # each rank runs, for the links of its process groups.
+                    with unobserved():
+                        self.hosts = gather_hosts(self.group, self.world_size)
         self._last_end = time.perf_counter()
         self._last_boundaries = 0
 
@@ -99,7 +107,9 @@ class Aggregator:
         try:
             # The group's timeout bounds the wait: a peer that never arrives
             # makes gloo raise after timeout_s, one that exited right away.
-            all_gather(recv, send, group=self.group)
+            # Never recorded as the run's communication, by any tracker.
+            with unobserved():
+                all_gather(recv, send, group=self.group)
         except Exception as exc:
             self._fail(f"the cross-rank aggregation failed after waiting up to "
                        f"{self.timeout_s:g} s for the other ranks "

@@ -1,25 +1,26 @@
-"""Exposed communication under DDP, measured: a communication hook that wraps
-DDP's gradient all-reduce and marks the moment the *last* bucket is handed
-over (``Tracker.attach_ddp``).
+"""Exposed communication under DDP through a communication hook
+(``Tracker.attach_ddp``).
 
-Until that mark the backward pass computes (the earlier buckets' all-reduces
-overlap it); after it, what remains of backward is waiting for the last
-all-reduce to finish -- on a GPU clock the mark is an event on the compute
-stream, and DDP makes that stream wait for the all-reduce before backward
-returns, so the interval is exactly the GPU time held up by communication;
-on the CPU clock (gloo) it is the host's wait in DDP's finalization. The
-rest of backward is switched to the ``communication`` phase, which the
-waterfall reports as ``mfu_lost/communication``. Needs the backward phase
-marked (by hand, or by ``MFUCallback`` / ``MFUOptimizerWrapper``): without
-an open phase the mark is skipped (nothing bounds the wait) and exposed
-communication stays in ``other``.
+A tracker that observes the process's communication
+(:mod:`mfu_tracker.distributed._comm_observer`, the default under a process
+group) needs no hook: the observer times DDP's waits itself. ``attach_ddp``
+then only registers the communication it is given (a compression hook, say)
+and marks nothing, so no collective is counted twice.
 
-FSDP2 (``fully_shard``) has no per-collective hook for its reduce-scatters
-(they run from autograd hooks on FSDP's own streams, and the wait for them
-is inside backward's last post-backward callback): under FSDP2 exposed
-communication is not separated, it stays inside backward and so in
-``mfu_lost/compute``; ``mfu_lost/communication`` is left out unless marked
-by hand (``Tracker.phase("communication")``) around a blocking collective.
+Without the observer (``Tracker(comm=False)``, or no C++ observer), the hook
+wraps DDP's gradient all-reduce and marks the moment the *last* bucket is
+handed over. Until that mark the backward pass computes (the earlier
+buckets' all-reduces overlap it); after it, what remains of backward is
+waiting for the last all-reduce to finish -- on a GPU clock the mark is an
+event on the compute stream, and DDP makes that stream wait for the
+all-reduce before backward returns, so the interval is exactly the GPU time
+held up by communication; on the CPU clock (gloo) it is the host's wait in
+DDP's finalization. The rest of backward is switched to the
+``communication`` phase, which the waterfall reports as
+``mfu_lost/communication``. Needs the backward phase marked (by hand, or by
+``MFUCallback`` / ``MFUOptimizerWrapper``): without an open phase the mark is
+skipped (nothing bounds the wait) and exposed communication stays in
+``other``.
 """
 from __future__ import annotations
 
@@ -31,8 +32,10 @@ __all__ = ["attach_ddp", "attach_ddp_or_warn"]
 
 
 def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = None,
-               state: Any = None) -> None:
-    """Register the marking communication hook on DDP ``model``.
+               state: Any = None, *, mark: bool = True) -> None:
+    """Register the communication hook on DDP ``model``: ``hook`` itself when
+    ``mark`` is False (the tracker's observer times the waits), else the
+    marking hook around it.
 
     ``hook(state, bucket) -> Future`` is the communication to run (default:
     DDP's own all-reduce, ``default_hooks.allreduce_hook``; pass e.g.
@@ -47,6 +50,10 @@ def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = No
                    "a torch.nn.parallel.DistributedDataParallel")
     check_callable(hook, "hook")
     communicate = hook if hook is not None else default_hooks.allreduce_hook
+    if not mark:
+        if hook is not None:  # DDP's own all-reduce needs no hook at all
+            model.register_comm_hook(state, hook)
+        return
 
     # No annotations: DDP checks them (bucket: dist.GradBucket, return: Future),
     # and under `from __future__ import annotations` they would be strings.
@@ -62,7 +69,10 @@ def attach_ddp(tracker: Any, model: Any, hook: Optional[Callable[..., Any]] = No
 def attach_ddp_or_warn(tracker: Any, model: Any, warn: Callable[[str], None], fix: str) -> bool:
     """:func:`attach_ddp` for the integrations, which must never raise: a
     model that already has a communication hook (DDP takes one) keeps it, and
-    ``warn`` gets one message ending with ``fix``. True when attached."""
+    ``warn`` gets one message ending with ``fix``. True when attached (or
+    not needed: the tracker observes its communication)."""
+    if getattr(tracker, "observes_communication", False):
+        return True
     try:
         attach_ddp(tracker, model)
     except Exception as error:  # noqa: BLE001 -- DDP takes one hook per model

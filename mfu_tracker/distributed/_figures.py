@@ -58,13 +58,14 @@ step-boundary timing on any rank.
 The straggler *culprit* under DDP / FSDP comes from the phases (issue 11):
 when every rank marked phases, each row carries its seconds per step per
 phase, and a rank's *busy* time is its step period less its exposed
-communication (the time it waited for its peers after handing over its last
-gradient bucket, measured by ``Tracker.attach_ddp``'s hook). The rank with
+communication (the time it waited for its peers inside collectives) and
+pipeline bubble. The rank with
 the most busy time is ``straggler_rank``; ``straggler_lost`` is the other
 ranks' mean (busy_straggler - busy_r) over the job's step time -- the share of
-the step they spent waiting for it. Without the communication phase (no
-hook, FSDP2) busy time equals the period and the straggler figures only
-reflect noise (``straggler_lost`` near 0). The global waterfall
+the step they spent waiting for it. The communication observer marks the
+waits of every collective (DDP, FSDP, DTensor, p2p) with no hook; without
+it (``comm=False`` and no hook) busy time equals the period and the
+straggler figures only reflect noise (``straggler_lost`` near 0). The global waterfall
 (``mfu_lost/*``) is the peak-weighted mean of the ranks' shares -- the weights
 of the global MFU -- so it still adds up to 1 with ``mfu``; ``phase_s/*`` is
 the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
@@ -81,6 +82,13 @@ rank's own device reading, so ``energy_j_per_token`` and ``tflops_per_watt``
 are the job's; ``sm_clock_mhz`` is the mean, ``clock_ratio`` the lowest and
 ``throttled`` 1 when any rank reports a throttle reason.
 
+Communication (issue 24) is global the same way, when every rank observes
+its own: payload bytes and exposed seconds per kind are the mean over ranks,
+bus bandwidth, ``net_utilization`` and ``comm_overlap`` the mean over the
+ranks that measured them, ``comm_s_max`` the largest rank's exposed total.
+A rank's busy time leaves out its exposed communication *and* its pipeline
+bubble (both are waiting for peers).
+
 The collective itself (the side group, the gather, the bounded wait) is in
 :mod:`mfu_tracker.distributed._collective`.
 
@@ -96,12 +104,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._validate import check_prefix
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import power_figures
-from ..timing._waterfall import PHASES, busy_s, closing_share, waterfall
+from ..timing._waterfall import COMM_KINDS, PHASES, busy_s, closing_share, waterfall
 
 __all__ = ["RankFigures", "DistributedFigures"]
 
@@ -111,8 +119,9 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
 #: telemetry fields of issue 12; 3.0 mfu_language (issue 27) and the job
-#: ledger's interval FLOPs (issue 28); 4.0 the over-compute of issue 22.)
-ROW_LAYOUT = 4.0
+#: ledger's interval FLOPs (issue 28); 4.0 the communication of issue 24; 5.0 the
+#: over-compute of issue 22.)
+ROW_LAYOUT = 5.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
 #: and peaks are this rank's *share* (divided by the declared model-parallel
@@ -155,9 +164,19 @@ ROW_FIELDS: Tuple[str, ...] = (
     # issue 28: model FLOPs of the steps since this rank's previous logged
     # metrics() (its share), for the job ledger (NaN = unknown)
     "ledger_model_flops",
+    # issue 24: communication (NaN = not observed, or none of that kind)
+    "phase_pipeline_bubble_s",  # seconds per step a pipeline stage waited
+    "comm_observed",           # 1.0 when the rank observes its communication
+    *(f"comm_bytes_{kind}" for kind in COMM_KINDS),      # payload bytes per step
+    *(f"comm_s_{kind}" for kind in COMM_KINDS),          # exposed seconds per step
+    *(f"comm_busbw_gbs_{kind}" for kind in COMM_KINDS),  # bus bandwidth, GB/s
+    "net_utilization",
+    "comm_overlap",
     # issue 22: executed FLOPs beyond the model convention, not recompute
     "overcompute_flops_per_sec",  # over-compute FLOPs / window_s (the waterfall books it to compute)
 )
+#: The per-kind communication families a row carries (``{family}_{kind}``).
+COMM_FAMILIES: Tuple[str, ...] = ("comm_bytes", "comm_s", "comm_busbw_gbs")
 #: The telemetry readings a row carries (the rest is derived in combine()).
 TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
 
@@ -207,6 +226,15 @@ class RankFigures:
     throttled: Optional[float] = None
     mfu_language: Optional[float] = None
     ledger_model_flops: Optional[float] = None
+    phase_pipeline_bubble_s: Optional[float] = None
+    comm_observed: Optional[float] = None
+    comm: Tuple[Tuple[str, Dict[str, float]], ...] = ()  # (family, {kind: value})
+    net_utilization: Optional[float] = None
+    comm_overlap: Optional[float] = None
+
+    def comm_family(self, family: str) -> Dict[str, float]:
+        """This rank's ``{kind: value}`` of a communication family."""
+        return dict(self.comm).get(family, {})
     overcompute_flops_per_sec: Optional[float] = None
 
     @property
@@ -248,16 +276,39 @@ class RankFigures:
         v = dict(zip(ROW_FIELDS, (float(x) for x in row)))
         ints = ("rank", "boundaries", "steps", "num_devices", "model_parallel", "interval_steps")
         kwargs: Dict[str, Any] = {}
+        comm = {family: {} for family in COMM_FAMILIES}  # type: Dict[str, Dict[str, float]]
         for name in ROW_FIELDS[1:]:
-            kwargs[name] = int(v[name]) if name in ints else _opt(v[name])
+            family = _comm_field(name)
+            if family is None:
+                kwargs[name] = int(v[name]) if name in ints else _opt(v[name])
+            elif not math.isnan(v[name]):
+                comm[family[0]][family[1]] = v[name]
+        kwargs["comm"] = comm_families(comm)
         return cls(**kwargs)
 
     def to_row(self) -> List[float]:
         row = [ROW_LAYOUT]
         for name in ROW_FIELDS[1:]:
-            value = getattr(self, name)
+            family = _comm_field(name)
+            value = (getattr(self, name) if family is None
+                     else self.comm_family(family[0]).get(family[1]))
             row.append(_NAN if value is None else float(value))
         return row
+
+
+def comm_families(figures: Mapping[str, Any]) -> Tuple[Tuple[str, Dict[str, float]], ...]:
+    """``RankFigures.comm`` from a mapping with the communication families:
+    the non-empty ones, in :data:`COMM_FAMILIES` order."""
+    return tuple((family, dict(figures[family])) for family in COMM_FAMILIES
+                 if figures.get(family))
+
+
+def _comm_field(name: str) -> Optional[Tuple[str, str]]:
+    """(family, kind) of a per-kind communication row field, else None."""
+    for family in COMM_FAMILIES:
+        if name.startswith(family + "_") and name[len(family) + 1:] in COMM_KINDS:
+            return family, name[len(family) + 1:]
+    return None
 
 
 def _total(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -311,6 +362,12 @@ class DistributedFigures:
     sm_clock_mhz: Optional[float] = None       # mean over ranks
     clock_ratio: Optional[float] = None        # lowest over ranks (the most held back)
     throttled: Optional[float] = None          # 1 when any rank reports a throttle reason
+    comm_bytes: Optional[Dict[str, float]] = None      # mean over ranks, per kind
+    comm_s: Optional[Dict[str, float]] = None          # mean over ranks, per kind
+    comm_busbw_gbs: Optional[Dict[str, float]] = None  # mean over the ranks that timed it
+    comm_s_max: Optional[float] = None         # the largest rank's exposed total
+    net_utilization: Optional[float] = None    # mean over the ranks that have it
+    comm_overlap: Optional[float] = None       # mean over the ranks that have it
     mfu_language: Optional[float] = None       # peak-weighted mean of the ranks' mfu_language
     mfu_lost_rank: Optional[Dict[str, float]] = None  # per loss: the rank with the largest share
     ledger_model_flops: Optional[float] = None  # sum over ranks (the job ledger's interval)
@@ -411,6 +468,35 @@ def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool,
     return out
 
 
+def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
+    """Mean over the values present, None when none is."""
+    present = [v for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _communication(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str, Any]:
+    """The job's communication, when every rank observes its own: bytes and
+    exposed seconds per kind are the mean over ranks (a rank without a kind
+    had none of it), bus bandwidth, net utilization and overlap the mean over
+    the ranks that measured them, ``comm_s_max`` the largest rank's total."""
+    if not with_steps or not all(r.comm_observed for r in ranks):
+        return {}
+    out: Dict[str, Any] = {}
+    n = len(ranks)
+    for family in ("comm_bytes", "comm_s"):
+        kinds = [k for k in COMM_KINDS if any(k in r.comm_family(family) for r in ranks)]
+        out[family] = {k: math.fsum(r.comm_family(family).get(k, 0.0) for r in ranks) / n
+                       for k in kinds}
+    busbw = {k: _mean([r.comm_family("comm_busbw_gbs").get(k) for r in ranks])
+             for k in COMM_KINDS}
+    out["comm_busbw_gbs"] = {k: v for k, v in busbw.items() if v is not None}
+    if out["comm_s"]:  # some rank waited for a collective
+        out["comm_s_max"] = max(math.fsum(r.comm_family("comm_s").values()) for r in ranks)
+    out["net_utilization"] = _mean([r.net_utilization for r in ranks])
+    out["comm_overlap"] = _mean([r.comm_overlap for r in ranks])
+    return out
+
+
 def _mfu_language(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[float]:
     """The job's MFU of the language model alone: the ranks' values weighted
     by their peaks, the weights of the global ``mfu`` (each rank's is its
@@ -460,6 +546,7 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         mfu_lost_rank=concentrated,
         ledger_model_flops=_total([r.ledger_model_flops for r in ranks]),
         **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
+        **_communication(ranks, with_steps),
         mfu_language=_mfu_language(ranks, with_steps),
         mfu_lost=lost,
         phase_s=phase_s,

@@ -13,8 +13,9 @@ The events, in a step's order::
     after optimizer.step()        -> no phase    (then the boundary)
 
 Forwards run in eval mode or without grad (evaluation, generation) are not
-marked. With a DDP communication hook attached (:mod:`mfu_tracker.distributed._comm_hook`)
-the end of backward after the last bucket becomes ``communication``.
+marked. Exposed communication is marked by the tracker's communication
+observer (:mod:`mfu_tracker.distributed._comm_observer`) around each wait,
+inside whichever of these phases it falls in.
 
 **Compile** (issue 28). For a compiled model (``torch.compile``: an
 ``_orig_mod``, a ``model.compile()``, Lightning's compiler context) the first

@@ -130,9 +130,11 @@ class MFUCallback(CallbackCore, TrainerCallback):
             model's forward hooks (backward runs to the next event: loss,
             backward, gradient clipping), optimizer from
             ``on_pre_optimizer_step`` to ``on_optimizer_step``. Evaluation
-            ends the running phase at its first prediction step. Exposed DDP
-            communication needs ``Tracker.attach_ddp`` on the wrapped model,
-            which a callback cannot reach: under DDP it stays in backward.
+            ends the running phase at its first prediction step. Under DDP
+            or FSDP the tracker observes the Trainer's collectives itself
+            (:mod:`mfu_tracker.distributed._comm_observer`): exposed
+            communication is its own share, with no hook on the wrapped
+            model.
         log_path: append each log entry's MFU keys to this JSONL file, one
             line per logging step with ``step`` (``state.global_step``) and
             ``time`` (rank 0 only; the input of ``mfu-tracker report``; a

@@ -57,12 +57,11 @@ How the numbers are made:
   backward to ``on_after_backward``, optimizer from
   ``on_before_optimizer_step`` -- one mark each on the tracker's clock -- so
   the logged figures carry the waterfall (``mfu_lost/*``, ``phase_s/*``).
-  Under the DDP strategy the gradient all-reduce runs behind the tracker's
-  marking communication hook (``Tracker.attach_ddp``): the exposed part of
-  it is ``mfu_lost/communication`` and the straggler keys name a slow rank.
-  A strategy with a communication hook of its own keeps it (one warning;
-  communication then stays in backward). FSDP: see
-  :mod:`mfu_tracker.distributed._comm_hook`.
+  Under the DDP and FSDP strategies the tracker observes the strategy's
+  collectives itself (:mod:`mfu_tracker.distributed._comm_observer`): their
+  exposed part is ``mfu_lost/communication`` (``comm_s/<kind>``,
+  ``comm_bytes/<kind>``) and the straggler keys name a slow rank, whatever
+  communication hook the strategy uses.
 
 * **The job** (issue 28): the tracker's run starts at ``trainer.global_step``
   (after ``fit(ckpt_path=...)`` restored it), so a resumed run's log shows
@@ -133,9 +132,9 @@ class MFUCallback(CallbackCore, Callback):
             to the next batch's start, forward from there to
             ``on_before_backward``, backward to ``on_after_backward``,
             optimizer from ``on_before_optimizer_step``; time between them
-            (gradient clipping, zero_grad) is ``other``. Under the DDP
-            strategy the exposed part of the gradient all-reduce is
-            ``communication`` (the tracker's hook marks it; see above).
+            (gradient clipping, zero_grad) is ``other``. Under a
+            multi-process strategy the exposed part of every collective is
+            ``communication`` (observed by the tracker; see above).
         log_path: append each logged dict to this JSONL file, with ``step``
             (``trainer.global_step``) and ``time`` (rank 0 only; the input of
             ``mfu-tracker report``). None: no file.

@@ -130,11 +130,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             (:mod:`mfu_tracker.integrations._auto_phases`): data from the step boundary to
             the model's first forward, forward and backward from the model's
             forward hooks (each micro-batch; a new ``track_step()`` block goes
-            back to data), optimizer around the wrapped ``step()``; with a
-            ``DistributedDataParallel`` model also exposed communication
-            (``Tracker.attach_ddp``: DDP's all-reduce behind a marking
-            communication hook). False: no marks (mark them yourself with
-            ``wrapper.tracker.phase()``).
+            back to data), optimizer around the wrapped ``step()``. Exposed
+            communication needs no mark: under a process group the tracker
+            observes every collective (:mod:`mfu_tracker.distributed._comm_observer`;
+            with ``comm=False`` a ``DistributedDataParallel`` model gets the
+            marking hook of ``Tracker.attach_ddp``). False: no marks (mark
+            them yourself with ``wrapper.tracker.phase()``).
         log_path: append each non-empty ``metrics()`` dict to this JSONL file
             (rank 0 only; the input of ``mfu-tracker report`` and
             ``mfu-tracker goodput``): the tracker's ``log_path`` (see

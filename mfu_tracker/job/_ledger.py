@@ -50,6 +50,7 @@ BUCKETS: Tuple[str, ...] = ("startup", "compile", "checkpoint", "eval", "data",
 #: buckets; a name not here is printed as it is).
 LABELS: Dict[str, str] = {
     "data": "data loading", "communication": "exposed communication",
+    "pipeline_bubble": "the pipeline bubble",
     "optimizer": "the optimizer", "recompute": "recompute", "compute": "compute below peak",
     "other": "other (unmarked) time", "startup": "startup", "compile": "compilation",
     "checkpoint": "checkpointing", "eval": "evaluation",

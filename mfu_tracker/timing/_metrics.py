@@ -15,7 +15,7 @@ Rules:
 * ``prefix=""`` gives bare names (``mfu``), anything else ``{prefix}/mfu``;
 * a *family* figure is a mapping ``{name: value}`` and gives one key per
   entry, ``{prefix}/{family}/{name}`` (:data:`FAMILIES`: the waterfall's
-  per-phase keys use them).
+  per-phase keys and the per-kind communication keys use them).
 """
 from __future__ import annotations
 
@@ -76,6 +76,13 @@ KEYS: Tuple[MetricKey, ...] = (
               "the rank with the most busy time per step (step less exposed communication)"),
     MetricKey("straggler_lost", "straggler_lost", 1.0, "fraction of step time",
               "the other ranks' mean wait for the straggler / the job's step time"),
+    # communication (issue 24: mfu_tracker.distributed._comm_observer)
+    MetricKey("comm_s_max", "comm_s_max", 1.0, "s",
+              "the largest rank's exposed communication per step (all kinds)"),
+    MetricKey("comm_overlap", "comm_overlap", 1.0, "ratio",
+              "share of the collectives' time hidden under compute (GPU clocks only)"),
+    MetricKey("net_utilization", "net_utilization", 1.0, "ratio",
+              "bus bytes / what the links could carry while collectives ran"),
     # the job ledger (mfu_tracker.job, issue 28): `mfu-tracker goodput`'s figures
     MetricKey("job_wall_s", "job_wall_s", 1.0, "s",
               "the first run's process start to the job's last record"),
@@ -90,6 +97,9 @@ KEYS: Tuple[MetricKey, ...] = (
 FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("mfu_lost", "fraction of step time", "the waterfall: step time lost to each cause"),
     ("phase_s", "s", "seconds per step in each marked phase"),
+    ("comm_bytes", "bytes", "payload bytes per step by collective kind"),
+    ("comm_s", "s", "exposed communication seconds per step by collective kind"),
+    ("comm_busbw_gbs", "GB/s", "bus bandwidth by collective kind (nccl-tests' conventions)"),
     # distributed: where each waterfall loss is concentrated (issue 28's diagnosis)
     ("mfu_lost_rank", "rank", "the rank with the largest share of each loss"),
     # the job ledger (issue 28): badput/* and goodput add up to 1

@@ -7,7 +7,10 @@ integrations' automatic marks; seconds per step from the step engine,
 ``csrc/core/phases.h``)::
 
     data           = t_data / T                 (the GPU waited for input)
-    communication  = t_communication / T        (exposed, not overlapped)
+    communication  = t_communication / T        (exposed, not overlapped: the
+                                                 sum of every kind's comm_s)
+    pipeline_bubble = t_pipeline_bubble / T     (a pipeline stage waited for
+                                                 its neighbours)
     optimizer      = t_optimizer / T
     recompute      = hfu - mfu - overcompute    (needs executed FLOPs)
     compute        = (t_forward + t_backward) / T - mfu - recompute
@@ -44,10 +47,15 @@ from __future__ import annotations
 import math
 from typing import Dict, Mapping, Optional, Tuple
 
-#: The phase names a loop may mark, in report order. ``communication`` is
-#: the exposed-communication phase, marked by the DDP communication hook
-#: (:mod:`mfu_tracker.distributed._comm_hook`) or by hand around a blocking collective.
-PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication")
+from .. import _C
+
+#: The phases reported (``{prefix}/phase_s/<name>``), in report order.
+#: ``communication`` is exposed communication of every kind: the
+#: communication observer (:mod:`mfu_tracker.distributed._comm_observer`)
+#: marks each kind's waits, the DDP hook or the loop by hand the rest.
+#: ``pipeline_bubble``: a pipeline stage waiting for its neighbours.
+PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication",
+                           "pipeline_bubble")
 
 #: The badput phases (issue 28): work a job does besides training steps --
 #: saving a checkpoint, evaluating, compiling. A loop marks them like the
@@ -58,8 +66,28 @@ PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communic
 BADPUT_PHASES: Tuple[str, ...] = ("checkpoint", "eval", "compile")
 
 #: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order.
-LOSSES: Tuple[str, ...] = ("data", "communication", "optimizer", "recompute", "compute",
-                           "other")
+LOSSES: Tuple[str, ...] = ("data", "communication", "pipeline_bubble", "optimizer",
+                           "recompute", "compute", "other")
+
+#: The collective kinds (``{prefix}/comm_s/<kind>``, ``comm_bytes``,
+#: ``comm_busbw_gbs``), and the step engine's phase that times each one's
+#: exposed seconds (``other``: the hand-marked ``communication`` phase).
+COMM_KINDS: Tuple[str, ...] = tuple(_C.comm_kinds())
+_KIND_PHASES: Tuple[Tuple[str, str], ...] = tuple(
+    (kind, _C.phase_names()[_C.comm_kind_phase(kind)]) for kind in COMM_KINDS)
+
+
+def split_communication(phase_s: Mapping[str, float]) -> Tuple[Dict[str, float], Dict[str, float]]:
+    """The step engine's phase seconds (``StepTracker.phases()``, one phase
+    per collective kind) as the reported phases and the kinds' exposed
+    seconds: ``(phase_s, comm_s)``, with ``phase_s["communication"]`` the
+    ``math.fsum`` of ``comm_s`` (present when any kind was marked)."""
+    comm_s = {kind: float(phase_s[phase]) for kind, phase in _KIND_PHASES if phase in phase_s}
+    out = {name: float(phase_s[name]) for name in PHASES
+           if name in phase_s and name != "communication"}
+    if comm_s:
+        out["communication"] = math.fsum(comm_s.values())
+    return {name: out[name] for name in PHASES if name in out}, comm_s
 
 
 def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[float],
@@ -78,7 +106,7 @@ def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[
         return None
     t = float(step_time_s)
     lost: Dict[str, float] = {}
-    for name in ("data", "communication", "optimizer"):
+    for name in ("data", "communication", "pipeline_bubble", "optimizer"):
         if name in phase_s:
             lost[name] = phase_s[name] / t
     if "forward" in phase_s or "backward" in phase_s:
@@ -114,7 +142,9 @@ def closing_share(shares: list) -> float:
 
 def busy_s(step_time_s: Optional[float], phase_s: Optional[Mapping[str, float]]) -> Optional[float]:
     """A rank's own seconds per step: its step period less its exposed
-    communication (the time it waited for its peers). None without phases."""
+    communication and its pipeline bubble (the time it waited for its
+    peers). None without phases."""
     if step_time_s is None or not phase_s:
         return None
-    return float(step_time_s) - phase_s.get("communication", 0.0)
+    return (float(step_time_s) - phase_s.get("communication", 0.0)
+            - phase_s.get("pipeline_bubble", 0.0))

@@ -45,6 +45,7 @@ from ..distributed._figures import (
     DistributedFigures,
     RankFigures,
     combine,
+    comm_families,
 )
 from ..job._log import MetricsLog, rank_world
 from ..job._prometheus import metrics_port as check_metrics_port
@@ -54,7 +55,7 @@ from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
-from ..timing._waterfall import BADPUT_PHASES, PHASES, waterfall
+from ..timing._waterfall import PHASES, split_communication, waterfall
 from ._run import RunBook
 
 __all__ = ["Tracker"]
@@ -112,6 +113,18 @@ def _times(ratio: Optional[float], ceiling: Optional[float]) -> Optional[float]:
     return None if ratio is None or ceiling is None else float(ratio) * ceiling
 
 
+def _check_comm(comm: Any, link_bandwidth_gbs: Any) -> None:
+    """``comm`` and ``link_bandwidth_gbs``; comm=True needs a process group."""
+    check_optional_flag(comm, "comm")
+    if comm is True:
+        import torch.distributed  # noqa: F401  (makes the check below see it)
+    if link_bandwidth_gbs is not None:
+        check_positive_number(link_bandwidth_gbs, "link_bandwidth_gbs", "GB/s")
+    if comm is True and not process_group_initialized():
+        raise ValueError("comm=True needs an initialized torch.distributed process group: "
+                         "call torch.distributed.init_process_group() first")
+
+
 def _distributed_mode(distributed: Any, timeout: Any, model_parallel: int) -> bool:
     """Whether the tracker aggregates across ranks; configuration errors raise."""
     check_optional_flag(distributed, "distributed")
@@ -148,6 +161,35 @@ def _measure(peak: Peak, kind: str, index: Optional[int], torch: Any) -> float:
                       f"wrong table row; mfu_vs_measured is reported beside mfu",
                       RuntimeWarning, stacklevel=3)
     return measured
+
+
+def _communication(tracker: "Tracker", comm: Optional[bool], link_bandwidth_gbs: Optional[float],
+                   peak: Peak, kind: str, agg: Optional[Aggregator]) -> Any:
+    """The tracker's communication observation
+    (:mod:`mfu_tracker.distributed._comm_observer`), or None: ``comm`` False,
+    no process group, or (one warning) the C++ observer unavailable."""
+    if comm is False or not process_group_initialized():
+        return None
+    from ..distributed._comm_observer import observe
+    from ..flops.counter._counter import observer_module
+
+    try:
+        module = observer_module()
+        if module is None:
+            raise RuntimeError("the C++ observer mfu_tracker._torch is unavailable (see the "
+                               "FLOP counter's warning)")
+        import torch.distributed as dist
+
+        spec = peak.spec
+        device_name = spec.name if spec is not None and spec.source == "datasheet" else None
+        return observe(tracker, module, aggregator=agg, rank=dist.get_rank(),
+                       device_name=device_name, on_gpu=kind != "cpu",
+                       link_bandwidth_gbs=link_bandwidth_gbs)
+    except Exception as exc:  # noqa: BLE001 -- a fault here must not stop the run
+        warnings.warn(f"mfu_tracker: Tracker: communication is not observed ({exc}); the "
+                      f"comm_* keys are left out and exposed communication stays in the "
+                      f"phases it interrupts", RuntimeWarning, stacklevel=3)
+        return None
 
 
 def _telemetry(telemetry: Any, kind: str, index: Optional[int], torch: Any) -> Optional[Telemetry]:
@@ -240,7 +282,8 @@ class Tracker(_C.StepTracker):
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
     ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
     step: "data", "forward", "backward", "optimizer" (and "communication",
-    exposed communication, which the DDP hook of :meth:`attach_ddp` marks).
+    exposed communication, which the communication observer marks by itself
+    -- see below -- and a loop may mark by hand).
     An unknown name raises ``ValueError``. Each mark is one point on the
     tracker's clock, never a sync: on a GPU clock a phase lasts what the GPU
     timeline says, so a host stall (a data wait) while queued kernels still
@@ -257,7 +300,8 @@ class Tracker(_C.StepTracker):
     key                                   meaning
     ====================================  ===========================================================
     ``{prefix}/mfu_lost/data``            the GPU waited for input (data phase / step time)
-    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with backward)
+    ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with compute)
+    ``{prefix}/mfu_lost/pipeline_bubble`` a pipeline stage waiting for its neighbours
     ``{prefix}/mfu_lost/optimizer``       the optimizer phase
     ``{prefix}/mfu_lost/recompute``       hfu - mfu - over-compute (needs executed FLOPs)
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
@@ -269,6 +313,38 @@ class Tracker(_C.StepTracker):
     A phase never marked in the window has no key (its time is in ``other``).
     ``metrics()`` leaves its own time out of the step it falls in: the
     aggregation collective on either clock, the local call on the CPU clock.
+
+    **Communication.** Under an initialized process group (``comm`` not
+    False) the tracker observes every collective the process issues, with
+    no attach call -- DDP, FSDP1 / FSDP2, DTensor tensor / sequence / context
+    parallelism, all-to-all, broadcast, p2p, pipeline schedules
+    (:mod:`mfu_tracker.distributed._comm_observer`) -- and adds, per step over
+    the window (kinds: ``all_gather``, ``reduce_scatter``, ``all_reduce``,
+    ``all_to_all``, ``broadcast``, ``p2p``, ``other``):
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/comm_bytes/<kind>``        payload bytes per step (all-gather: its output; reduce-
+                                          scatter and all-to-all: their input; the rest: the tensor)
+    ``{prefix}/comm_s/<kind>``            exposed seconds per step: the compute stream (CPU clock:
+                                          the host) waiting for collectives of that kind
+    ``{prefix}/phase_s/communication``    the sum of ``comm_s``; ``mfu_lost/communication`` its share
+    ``{prefix}/phase_s/pipeline_bubble``  a stage's waits for its neighbours' p2p inside a
+                                          ``torch.distributed.pipelining`` schedule (not also
+                                          communication); ``mfu_lost/pipeline_bubble`` its share
+    ``{prefix}/comm_busbw_gbs/<kind>``    bus bandwidth, GB/s: payload / duration (launch to
+                                          completion) x nccl-tests' factor for the group's size
+    ``{prefix}/net_utilization``          bus bytes / what the groups' links carry in the same time
+                                          (link table: NVLink, xGMI, PCIe, InfiniBand, RoCE; needs a
+                                          known link or ``link_bandwidth_gbs``)
+    ``{prefix}/comm_overlap``             share of the collectives' time hidden under compute (GPU
+                                          clocks only)
+    ====================================  ===========================================================
+
+    Under a process group each is the mean over ranks, and
+    ``{prefix}/comm_s_max`` is the largest rank's exposed total; the
+    straggler takes exposed communication and the bubble out of busy time.
 
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
@@ -297,6 +373,7 @@ class Tracker(_C.StepTracker):
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
     ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
                                                     seconds per step: step time less exposed communication
+                                                    and pipeline bubble
     ``{prefix}/straggler_lost``                     the other ranks' mean wait for it, a fraction of the job's
                                                     step time
     ``{prefix}/mfu_mixed``                          device-weighted mean of the ranks' ``mfu_mixed``
@@ -368,8 +445,9 @@ class Tracker(_C.StepTracker):
             process group is initialized when the tracker is created), True
             (require one: ValueError without) or False (never communicate).
             A distributed tracker's construction creates a gloo process group
-            -- a collective: construct it on every rank, in the same order
-            relative to your other ``new_group()`` calls.
+            and gathers the ranks' host names on it -- collectives: construct
+            it on every rank, in the same order relative to your other
+            ``new_group()`` calls.
         distributed_timeout: seconds a rank waits in the aggregation for the
             others before it gives up (one warning, local figures after).
         tensor_parallel, sequence_parallel, context_parallel,
@@ -414,6 +492,20 @@ class Tracker(_C.StepTracker):
             ``MFU_TRACKER_METRICS_PORT`` environment variable, else none.
             Needs ``prometheus_client`` (the ``[prometheus]`` extra).
 
+        comm: observe the process's collectives (see "Communication"):
+            None (yes, under an initialized process group), True (require
+            one: ValueError without) or False (no: exposed communication
+            stays in the phases it interrupts, as :meth:`attach_ddp`'s
+            marking hook leaves it). Needs the C++ observer
+            (``mfu_tracker._torch``; without it, one warning and no keys).
+            The links' hosts come from the one gather of host names a
+            distributed tracker makes when it creates its group; afterwards
+            nothing communicates outside ``metrics()``.
+        link_bandwidth_gbs: the link peak every group's ``net_utilization``
+            is measured against, GB/s per direction, instead of the link
+            table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
+            or RoCE ports, shared by its ranks, across nodes).
+
     **The job** (issue 28). A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step
     ``start_step + i`` -- call ``step()`` once before the loop and once after
@@ -431,7 +523,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_run", "__weakref__")
+                 "_measured_flops_per_sec", "_telemetry", "_run", "_comm", "__weakref__")
 
     def __init__(
         self,
@@ -460,6 +552,8 @@ class Tracker(_C.StepTracker):
         log_path: Any = None,
         start_step: int = 0,
         metrics_port: Optional[int] = None,
+        comm: Optional[bool] = None,
+        link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
@@ -476,6 +570,7 @@ class Tracker(_C.StepTracker):
         if telemetry is not None:
             check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
+        _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
         handle = None if stream is None else check_stream(stream)
         peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
@@ -515,8 +610,10 @@ class Tracker(_C.StepTracker):
         self._run = RunBook(start_step=start_step, endpoint=endpoint,
                             log=None if log_file is None else MetricsLog(log_file))
         self._run.start(self, peak=peak, num_gpus=num_gpus)
-        # Last: the group creation is the only step that communicates.
+        # Last: the group creation is the only step that communicates (with
+        # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(distributed_timeout) if aggregate else None
+        self._comm = _communication(self, comm, link_bandwidth_gbs, peak, kind, self._dist)
 
     @property
     def peak(self) -> Peak:
@@ -532,6 +629,12 @@ class Tracker(_C.StepTracker):
         """
         agg = self._dist
         return agg is not None and agg.failed is None
+
+    @property
+    def observes_communication(self) -> bool:
+        """Whether this tracker observes the process's collectives (the
+        ``comm`` argument; :mod:`mfu_tracker.distributed._comm_observer`)."""
+        return self._comm is not None
 
     @property
     def model_parallel(self) -> int:
@@ -632,6 +735,8 @@ class Tracker(_C.StepTracker):
 
     def _metrics(self, prefix: str, totals: Dict[str, float],
                  interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
+        if self._comm is not None:
+            self._comm.refresh()  # links of groups created since
         agg = self._dist
         collective = agg is not None and agg.failed is None
         # Left out of the step: the collective on either clock; the local
@@ -679,14 +784,30 @@ class Tracker(_C.StepTracker):
         achieved = out["achieved_flops_per_sec"]
         if measured and achieved is not None:
             out["mfu_vs_measured"] = achieved / (measured * self._num_gpus * self._model_parallel)
-        # The badput phases left the step: the ledger books them, not the waterfall.
-        phases = {name: seconds for name, seconds in _C.StepTracker.phases(self)["phase_s"].items()
-                  if name not in BADPUT_PHASES}
+        # The badput phases left the step (the ledger books them, not the
+        # waterfall): split_communication reports the step's phases only.
+        phases, comm_s = split_communication(_C.StepTracker.phases(self)["phase_s"])
         if phases:
             out["phase_s"] = phases
             out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases,
                                         out.get("overcompute"))
+        if self._comm is not None:
+            comm = _C.StepTracker.comm(self)
+            if comm["steps"]:
+                out["comm_s"] = comm_s
+                for key in ("comm_bytes", "comm_busbw_gbs", "net_utilization", "comm_overlap"):
+                    out[key] = comm[key]
+                self._comm.check(out)
         return out
+
+    def phases(self) -> Dict[str, Any]:
+        """The window's phases: ``steps``, ``phase_s`` (seconds per step of each
+        marked phase, ``communication`` the sum of every collective kind's
+        exposed seconds), ``comm_s`` (those seconds by kind) and
+        ``excluded_s`` (the tracker's own time per step, left out)."""
+        raw = _C.StepTracker.phases(self)
+        raw["phase_s"], raw["comm_s"] = split_communication(raw["phase_s"])
+        return raw
 
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
                        tokens_per_sec: Optional[float] = None) -> Dict[str, float]:
@@ -809,6 +930,10 @@ class Tracker(_C.StepTracker):
             measured_flops_per_sec=(None if not self._measured_flops_per_sec
                                     else self._measured_flops_per_sec * self._num_gpus),
             **{key: telemetry.get(key) for key in TELEMETRY_FIELDS},
+            comm_observed=1.0 if self._comm is not None else None,
+            comm=comm_families(w),
+            net_utilization=w.get("net_utilization"),
+            comm_overlap=w.get("comm_overlap"),
             ledger_model_flops=_share(interval["model_flops"], mp),
             overcompute_flops_per_sec=_share(_times(w["overcompute"], peak), mp),
         )
@@ -822,7 +947,7 @@ class Tracker(_C.StepTracker):
         marked (by hand or by an integration)."""
         from ..distributed._comm_hook import attach_ddp
 
-        attach_ddp(self, model, hook, state)
+        attach_ddp(self, model, hook, state, mark=self._comm is None)
 
     def distributed_counters(self) -> Dict[str, int]:
         """Aggregation counters: ``aggregations`` (collective metrics() /
@@ -843,6 +968,9 @@ class Tracker(_C.StepTracker):
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         super().close()
+        comm = self._comm
+        if comm is not None:
+            comm.close()
         self._run.end(self, self.global_step)
         agg = self._dist
         if agg is not None and agg.failed is None:

@@ -190,7 +190,7 @@ def test_mfu_language_is_peak_weighted_like_mfu():
 def test_row_round_trip():
     r = row(3, achieved=1.5e11, tokens=None, executed=2e11)
     values = r.to_row()
-    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 4.0
+    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 5.0
     assert math.isnan(values[ROW_FIELDS.index("tokens_per_sec")])
     assert RankFigures.from_row(values) == r
 

@@ -10,6 +10,7 @@ Only bounds that a hang would violate are timed (the subprocess timeout).
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -29,6 +30,18 @@ GLOBAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_
                "slowest_rank"}
 LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_time_min_s",
               "step_time_max_s", "peak_tflops"}
+# What the communication observer adds wherever collectives run (issue 24):
+# exposed seconds are a phase, so the waterfall, the straggler and (issue 28)
+# the rank where each loss is concentrated come with them.
+COMM_KEYS = {"comm_s_max", "phase_s/communication", "mfu_lost/communication",
+             "mfu_lost/other", "straggler_rank", "straggler_lost",
+             "mfu_lost_rank/communication", "mfu_lost_rank/other"}
+
+
+def comm_keys(*kinds: str) -> set:
+    """The observer's keys for collectives of these kinds."""
+    return COMM_KEYS | {f"{family}/{kind}" for kind in kinds
+                        for family in ("comm_bytes", "comm_s", "comm_busbw_gbs")}
 
 pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed")
 
@@ -145,7 +158,10 @@ def test_ddp(tmp_path):
     check_against_hand(records)
     for rec0, rec1 in zip(*records):
         m = rec0["metrics"]
-        assert keys(m) == GLOBAL_KEYS
+        # no attach_ddp: DDP's all-reduce (and its one-time bucket rebuild's
+        # broadcast, in the first windows) observed all the same
+        rebuild = {f"{family}/broadcast" for family in ("comm_bytes", "comm_s", "comm_busbw_gbs")}
+        assert keys(m) - rebuild == GLOBAL_KEYS | comm_keys("all_reduce")
         # DDP syncs every step, so both ranks' periods are the slowest's: rank 1's
         # 4x work shows in its MFU, the top of the per-rank spread.
         assert rec1["summary"]["mfu"] == m["throughput/mfu_rank_max"]
@@ -166,7 +182,8 @@ def test_fsdp2_counts_full_weights(tmp_path):
     records = [out["tracker"] for out in ranks]
     check_against_hand(records, bandwidth=0.01e12)
     for rec in records[0]:
-        assert keys(rec["metrics"]) == GLOBAL_KEYS | {"mbu"}
+        assert keys(rec["metrics"]) == GLOBAL_KEYS | {"mbu"} | comm_keys("all_gather",
+                                                                          "reduce_scatter")
 
 
 def test_mismatched_intervals_bounded_wait_one_warning(tmp_path):
@@ -256,6 +273,19 @@ def test_trainer_callback_under_ddp(trainer_run):
             # the counter's FLOPs by dtype reach the aggregation; with one user peak for
             # every dtype each rank's mfu_mixed is its mfu, and so is the global one
             assert entry["throughput/mfu_mixed"] == pytest.approx(entry["throughput/mfu"], rel=1e-9)
+            # the Trainer's DDP, which a callback never gets to attach to: observed all
+            # the same (issue 24). One bucket per step with the 29,568 parameters
+            # (wte, wpe 64 x 32 each; 2 blocks of 2 LayerNorms 2 x 32, c_attn 32 x 96
+            # + 96, attn c_proj 32 x 32 + 32, c_fc 32 x 128 + 128, mlp c_proj
+            # 128 x 32 + 32; ln_f 2 x 32), fp32, and the used-parameter map DDP
+            # all-reduces with find_unused_parameters: 28 tensors x 4 B (int32)
+            params = 2 * 64 * 32 + 2 * (4 * 32 + 32 * 96 + 96 + 32 * 32 + 32 + 32 * 128 + 128
+                                        + 128 * 32 + 32) + 2 * 32
+            assert params == 29_568
+            assert entry["throughput/comm_bytes/all_reduce"] == params * 4 + 28 * 4
+            assert entry["throughput/mfu_lost/communication"] > 0
+            assert math.fsum([entry["throughput/mfu"], *(v for k, v in entry.items()
+                                                        if "/mfu_lost/" in k)]) == 1.0
         # one all-gather per logging call (steps 2, 4, 6 and the final summary log), on
         # every rank alike; never one per step
         assert 3 <= out["gathers"] <= 4

@@ -64,7 +64,7 @@ MODULE_NAME = "mfu_tracker._torch"
 # What the observer needs, relative to csrc/: its C++ sources and the C
 # headers it includes (csrc/torch/mfu_torch.h). setup.py ships exactly these
 # in the wheel, under mfu_tracker/_csrc, in the same layout.
-SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/py_ops.h")
+SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/py_ops.h", "python/py_comm.h")
 
 # How long (s) a recorded failure stops first-use builds from trying again.
 FAILED_RETRY_S = 600.0

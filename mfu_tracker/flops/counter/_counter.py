@@ -167,6 +167,7 @@ class _ExtBackend:
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
+        self.module = module
         from . import _hops
         from ._compiled import recompute_plan
 
@@ -285,6 +286,14 @@ def _get_backend() -> Any:
 def counter_backend() -> str:
     """``"torch-ext"`` (the C++ observer) or ``"dispatch"`` (the fallback)."""
     return _get_backend().name
+
+
+def observer_module() -> Any:
+    """The C++ observer module ``mfu_tracker._torch`` (loaded, or built at
+    first use, as for counting), or None when counting fell back to the
+    dispatch mode (warned once there). The communication observer
+    (:mod:`mfu_tracker.distributed._comm_observer`) lives in it too."""
+    return getattr(_get_backend(), "module", None)
 
 
 # ---------------------------------------------------------------------------

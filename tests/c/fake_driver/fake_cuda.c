@@ -23,6 +23,21 @@
  * `mfu-tracker doctor` (the section at the end): fake_enqueue_ns,
  * fake_set_elapsed_scale, the device queries and environment knobs.
  *
+ * Streams waiting on each other (issue 24: a collective on its own stream,
+ * the compute stream waiting for it). cuStreamWaitEvent /
+ * hipStreamWaitEvent(stream, event) make the stream's next work start no
+ * earlier than the event completes:
+ *
+ *     stream complete = max(stream complete, event complete)
+ *
+ * (non-blocking for the host, as on a real GPU; not a synchronizing call).
+ * fake_stream_wait_stream(waiter, waited) does the same with the waited
+ * stream's work so far -- an event recorded on `waited` now -- without an
+ * event of the test's own. Together with fake_enqueue_ns they let a test
+ * lay out a collective on a communication stream that starts when the
+ * compute stream reaches its launch, and a wait of the compute stream for
+ * it: the stall the compute stream sees is the exposed communication.
+ *
  * Events are heap objects, so use after destroy shows up under
  * AddressSanitizer and valgrind. Not thread-safe (the tests drive it from
  * one thread).
@@ -53,6 +68,7 @@ enum fake_call {
     CALL_CU_STREAM_SYNCHRONIZE,
     CALL_CU_CTX_SYNCHRONIZE,
     CALL_CU_GET_ERROR_NAME,
+    CALL_CU_STREAM_WAIT_EVENT,
     CALL_HIP_EVENT_CREATE_WITH_FLAGS,
     CALL_HIP_EVENT_RECORD,
     CALL_HIP_EVENT_QUERY,
@@ -62,6 +78,7 @@ enum fake_call {
     CALL_HIP_STREAM_SYNCHRONIZE,
     CALL_HIP_DEVICE_SYNCHRONIZE,
     CALL_HIP_GET_ERROR_NAME,
+    CALL_HIP_STREAM_WAIT_EVENT,
     CALL_COUNT
 };
 
@@ -77,6 +94,7 @@ static const char *const call_names[CALL_COUNT] = {
     [CALL_CU_STREAM_SYNCHRONIZE] = "cuStreamSynchronize",
     [CALL_CU_CTX_SYNCHRONIZE] = "cuCtxSynchronize",
     [CALL_CU_GET_ERROR_NAME] = "cuGetErrorName",
+    [CALL_CU_STREAM_WAIT_EVENT] = "cuStreamWaitEvent",
     [CALL_HIP_EVENT_CREATE_WITH_FLAGS] = "hipEventCreateWithFlags",
     [CALL_HIP_EVENT_RECORD] = "hipEventRecord",
     [CALL_HIP_EVENT_QUERY] = "hipEventQuery",
@@ -86,6 +104,7 @@ static const char *const call_names[CALL_COUNT] = {
     [CALL_HIP_STREAM_SYNCHRONIZE] = "hipStreamSynchronize",
     [CALL_HIP_DEVICE_SYNCHRONIZE] = "hipDeviceSynchronize",
     [CALL_HIP_GET_ERROR_NAME] = "hipGetErrorName",
+    [CALL_HIP_STREAM_WAIT_EVENT] = "hipStreamWaitEvent",
 };
 
 struct fake_event {
@@ -314,6 +333,36 @@ static int stream_synchronize(enum fake_call call, void *stream_handle)
     return FAKE_SUCCESS;
 }
 
+/* The stream's next work waits for the event (non-blocking). */
+static int stream_wait_event(enum fake_call call, void *stream_handle, void *handle,
+                             unsigned int flags)
+{
+    int code = enter(call);
+    struct fake_event *event = handle;
+    struct fake_stream *stream;
+    if (code)
+        return code;
+    if (flags != 0 || !valid(event))
+        return flags != 0 ? FAKE_ERROR_INVALID_VALUE : FAKE_ERROR_INVALID_HANDLE;
+    stream = find_stream((uintptr_t)stream_handle);
+    if (stream == NULL)
+        return FAKE_ERROR_INVALID_HANDLE;
+    if (event->recorded && event->complete_ns > stream->last_complete_ns)
+        stream->last_complete_ns = event->complete_ns;
+    return FAKE_SUCCESS;
+}
+
+/* `waiter`'s next work waits for `waited`'s work so far (see the header). */
+void fake_stream_wait_stream(uintptr_t waiter_handle, uintptr_t waited_handle)
+{
+    struct fake_stream *waiter = find_stream(waiter_handle);
+    struct fake_stream *waited = find_stream(waited_handle);
+    if (waiter == NULL || waited == NULL)
+        return;
+    if (waited->last_complete_ns > waiter->last_complete_ns)
+        waiter->last_complete_ns = waited->last_complete_ns;
+}
+
 static int device_synchronize(enum fake_call call)
 {
     int code = enter(call);
@@ -396,6 +445,11 @@ int cuStreamSynchronize(void *stream)
 
 int cuCtxSynchronize(void) { return device_synchronize(CALL_CU_CTX_SYNCHRONIZE); }
 
+int cuStreamWaitEvent(void *stream, void *event, unsigned int flags)
+{
+    return stream_wait_event(CALL_CU_STREAM_WAIT_EVENT, stream, event, flags);
+}
+
 int cuGetErrorName(int code, const char **name)
 {
     int injected = enter(CALL_CU_GET_ERROR_NAME);
@@ -441,6 +495,11 @@ int hipStreamSynchronize(void *stream)
 }
 
 int hipDeviceSynchronize(void) { return device_synchronize(CALL_HIP_DEVICE_SYNCHRONIZE); }
+
+int hipStreamWaitEvent(void *stream, void *event, unsigned int flags)
+{
+    return stream_wait_event(CALL_HIP_STREAM_WAIT_EVENT, stream, event, flags);
+}
 
 const char *hipGetErrorName(int code)
 {

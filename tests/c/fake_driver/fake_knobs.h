@@ -31,6 +31,10 @@ static struct {
     void (*set_work_ns)(uint64_t ns);
     void (*set_no_context)(int no_context);
     long (*live_events)(void);
+    /* streams (fake_cuda.c's header): a kernel of `ns` on a stream, and one
+     * stream waiting for another's work so far */
+    void (*enqueue_ns)(uintptr_t stream, uint64_t ns);
+    void (*stream_wait_stream)(uintptr_t waiter, uintptr_t waited);
 } fake;
 
 /* Resolve one knob; POSIX guarantees the object-to-function conversion. */
@@ -59,7 +63,9 @@ static inline int fake_load(const char *suite)
            && FAKE_KNOB(set_gpu_lag_ns, "fake_set_gpu_lag_ns")
            && FAKE_KNOB(set_work_ns, "fake_set_work_ns")
            && FAKE_KNOB(set_no_context, "fake_set_no_context")
-           && FAKE_KNOB(live_events, "fake_live_events");
+           && FAKE_KNOB(live_events, "fake_live_events")
+           && FAKE_KNOB(enqueue_ns, "fake_enqueue_ns")
+           && FAKE_KNOB(stream_wait_stream, "fake_stream_wait_stream");
 }
 
 static inline void fake_unload(void)

@@ -21,10 +21,12 @@
  *   7    u8: bit 7 close, else the next call of one driver call (u8 % 5)
  *        fails with code 700
  * An op byte >= 200 is a phase op instead (issue 11), (byte - 200) % 6:
- *   0 begin phase u8 % 10 (8, 9: out of range)  1 end phase
- *   2 switch to phase u8 % 10                   3 exclude begin
+ *   0 begin phase u8 % (MFU_PHASE_COUNT + 2)    1 end phase
+ *     (the last two: out of range)
+ *   2 switch to phase u8 % (MFU_PHASE_COUNT + 2) 3 exclude begin
  *   4 exclude end                               5 phase summary
- * (phases 5-7 are the badput phases of issue 28: checkpoint, eval, compile)
+ * (phases 12-14 are the badput phases of issue 28: checkpoint, eval,
+ * compile; 5-11 the collective kinds' and the pipeline bubble, issue 24)
  * mode: bits 0-1 clock (0 cpu, 1 cuda, 2 hip, 3 an invalid value); bit 2:
  * no CUDA context at create (the fallback at create).
  *
@@ -310,7 +312,7 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
     uint8_t p;
     switch (op) {
     case 0:
-        p = fi_u8(in) % 10;
+        p = fi_u8(in) % (MFU_PHASE_COUNT + 2); /* two out of range */
         st = mfu_steps_phase_begin(s, (mfu_phase)p);
         if (p >= MFU_PHASE_COUNT || m->depth >= MFU_PHASE_DEPTH_MAX) {
             FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);
@@ -329,7 +331,7 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
         }
         break;
     case 2:
-        p = fi_u8(in) % 10;
+        p = fi_u8(in) % (MFU_PHASE_COUNT + 2); /* two out of range */
         st = mfu_steps_phase_switch(s, (mfu_phase)p);
         if (p >= MFU_PHASE_COUNT) {
             FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT);

@@ -936,22 +936,22 @@ STEPS = [
     ("cuda_phases_pool_full", steps_config(sizes=(2, 4, 4), window=8, warmup=0) + gpu(3, 0)
      + b"".join(step(1) + phase_switch(0) + phase_switch(2) + PHASE_END for _ in range(20))
      + PHASE_SUMMARY + FLUSH + PHASE_SUMMARY),
-    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(8)
-     + phase_switch(9) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
+    ("phase_misuse", steps_config(mode=CPU, warmup=0) + PHASE_END + phase_begin(15)
+     + phase_switch(16) + b"".join(phase_begin(0) for _ in range(17)) + step(1)
      + PHASE_END + step(1) + PHASE_SUMMARY),
     ("cuda_phases_fail_record", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + fail(0) + phase_switch(1) + PHASE_END + step(1) + phase_begin(2) + step(1)
      + PHASE_SUMMARY),
     ("cuda_phases_then_close", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + CLOSE + PHASE_END + EXCLUDE_BEGIN + PHASE_SUMMARY),
-    # badput phases (issue 28: 5 checkpoint, 6 eval, 7 compile) leave the periods
-    ("cuda_badput_phases", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(7)
-     + advance_ms(20) + PHASE_END + step(1) + phase_begin(5) + advance_ms(30) + EXCLUDE_BEGIN
-     + advance_ms(2) + EXCLUDE_END + PHASE_END + step(1) + phase_switch(6) + advance_ms(10)
+    # badput phases (issue 28: 12 checkpoint, 13 eval, 14 compile) leave the periods
+    ("cuda_badput_phases", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(14)
+     + advance_ms(20) + PHASE_END + step(1) + phase_begin(12) + advance_ms(30) + EXCLUDE_BEGIN
+     + advance_ms(2) + EXCLUDE_END + PHASE_END + step(1) + phase_switch(13) + advance_ms(10)
      + PHASE_SUMMARY + FLUSH + SUMMARY),
     # a clock failure inside an exclusion inside a badput phase (found by fuzzing)
     ("cuda_badput_fail_inside", steps_config(warmup=0) + gpu(1, 0) + advance_ms(50) + step(1)
-     + phase_begin(5) + EXCLUDE_BEGIN + advance_ms(1) + fail(0) + EXCLUDE_END + step(1)
+     + phase_begin(12) + EXCLUDE_BEGIN + advance_ms(1) + fail(0) + EXCLUDE_END + step(1)
      + step(1) + SUMMARY),
     # refused configurations, one field each
     ("bad_clock", steps_config(mode=3 | 0x50)),
@@ -1004,6 +1004,50 @@ MIXED = [
 ]
 
 
+# ---- fuzz_comm: mode u8, then per mode (tests/c/fuzz/fuzz_comm.c) ----------
+
+def comm_engine(window, warmup, *ops):
+    return u8(4) + u8(window) + u8(warmup) + b"".join(ops)
+
+
+def c_launch(kind, nbytes=4096.0, bus=2048.0, link=50e9, host=False):
+    return u8(2 | (8 if host else 0)) + u8(kind) + dbl(nbytes) + dbl(bus) + dbl(link)
+
+
+COMM = [
+    ("rate_ndr", u8(0) + b"400 Gb/sec (4X NDR)\n"),
+    ("rate_hdr_blanks", u8(0) + b"  200 Gb/sec (4X HDR)"),
+    ("rate_fdr_no_row", u8(0) + b"56 Gb/sec (4X FDR)"),
+    ("rate_roce_100", u8(0) + b"100 Gb/sec (4X EDR)"),
+    ("rate_fraction", u8(0) + b"2.5 Gb/sec (1X SDR)"),
+    ("rate_bad_unit", u8(0) + b"400 MB/sec"),
+    ("rate_empty", u8(0)),
+    ("rate_two_dots", u8(0) + b"1.2.3 Gb/sec"),
+    ("rate_long_number", u8(0) + b"9" * 80 + b" Gb/sec"),
+    ("intra_h100_sxm", u8(1) + u8(0) + dbl(400.0) + b"H100 SXM"),
+    ("intra_mi300x_roce", u8(1) + u8(1) + dbl(400.0) + b"MI300X"),
+    ("intra_unknown_layer", u8(1) + u8(2) + dbl(100.0) + b"Omni-Path"),
+    ("inter_nan_rate", u8(1) + u8(0) + dbl(NAN) + b"A10G"),
+    ("kind_all_gather", u8(2) + b"all_gather"),
+    ("kind_op_type", u8(2) + b"_REDUCE_SCATTER_BASE"),
+    ("kind_op_name", u8(2) + b"c10d::allreduce_"),
+    ("kind_unknown", u8(2) + b"UNKNOWN"),
+    ("ratios_all_reduce_8", u8(3) + i32(2) + i64(8) + dbl(1e9) + dbl(0.5) + dbl(0.0)),
+    ("ratios_other", u8(3) + i32(6) + i64(4) + dbl(1.0) + dbl(1.0) + dbl(1.0)),
+    ("ratios_bad", u8(3) + i32(-1) + i64(0) + dbl(NAN) + dbl(-1.0) + dbl(INF)),
+    ("engine_one_step", comm_engine(4, 0, u8(0), u8(1), c_launch(2), u8(4), u8(1))),
+    ("engine_deferred_end", comm_engine(4, 1, u8(0), u8(1), c_launch(0), u8(5), u8(1), u8(1))),
+    ("engine_excluded", comm_engine(2, 0, u8(0), u8(1), u8(7 | 16), c_launch(1), u8(4), u8(7),
+                                    u8(1))),
+    ("engine_bad_launch", comm_engine(2, 0, u8(0), u8(1), c_launch(7), c_launch(0, -1.0),
+                                      c_launch(0, 1.0, NAN, INF), u8(1))),
+    ("engine_phases", comm_engine(3, 0, u8(0), u8(1), u8(6 | 16), u8(5), c_launch(5), u8(6),
+                                  u8(4), u8(1))),
+    ("engine_end_before_begin", comm_engine(2, 0, u8(0), u8(1), c_launch(3), u8(5 | 16) + u64(0),
+                                            u8(1))),
+]
+
+
 def main():
     write("fuzz_lookup", LOOKUP)
     write("fuzz_normalize", NORMALIZE)
@@ -1015,8 +1059,9 @@ def main():
     write("fuzz_stats", STATS)
     write("fuzz_steps", STEPS)
     write("fuzz_mixed", MIXED)
+    write("fuzz_comm", COMM)
     total = sum(len(x) for x in (LOOKUP, NORMALIZE, OVERRIDE, FLOPS, OPS, TRANSFORMER, DRIVER,
-                                 STATS, STEPS, MIXED))
+                                 STATS, STEPS, MIXED, COMM))
     print(f"wrote {total} corpus files under {os.path.relpath(CORPUS)}")
 
 
