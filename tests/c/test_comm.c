@@ -26,7 +26,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
 
 static void test_kinds(void)
 {
