@@ -6,6 +6,7 @@
 
 #include "comm.h"
 #include "mfu_limits.h"
+#include "ring.h"
 
 static const char *const kind_names[MFU_COMM_KIND_COUNT] = {
     [MFU_COMM_ALL_GATHER] = "all_gather",
@@ -232,27 +233,20 @@ void mfu_comm_times_add(mfu_comm_times *sum, const mfu_comm_times *add)
     sum->link_capacity_bytes += add->link_capacity_bytes;
 }
 
-/* One allocation: the header and its ring (a flexible array member). */
+/* One allocation: the ring's bookkeeping and its records (ring.h). */
 struct mfu_comm_window {
-    uint32_t capacity, head, count;
-    uint64_t warmup, seen;
-    mfu_comm_times ring[];
+    mfu_ring ring;
+    mfu_comm_times records[];
 };
 
 mfu_status mfu_comm_window_create(uint32_t capacity, uint64_t warmup_steps,
                                   uint64_t seen, mfu_comm_window **out)
 {
-    *out = NULL;
-    if (capacity < 1 || capacity > MFU_WINDOW_MAX)
-        return MFU_ERR_INVALID_ARGUMENT;
-    /* capacity <= 2^24 records of 464 bytes: the size fits a size_t. */
-    *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_comm_times));
-    if (*out == NULL)
-        return MFU_ERR_NO_MEMORY;
-    (*out)->capacity = capacity;
-    (*out)->warmup = warmup_steps;
-    (*out)->seen = seen;
-    return MFU_OK;
+    void *w;
+    const mfu_status status = mfu_ring_alloc(sizeof **out, sizeof(mfu_comm_times), capacity,
+                                             warmup_steps, seen, &w);
+    *out = w;
+    return status;
 }
 
 void mfu_comm_window_destroy(mfu_comm_window *w)
@@ -262,22 +256,18 @@ void mfu_comm_window_destroy(mfu_comm_window *w)
 
 void mfu_comm_window_push(mfu_comm_window *w, const mfu_comm_times *times)
 {
-    if (++w->seen <= w->warmup)
-        return;
-    w->ring[(w->head + w->count) % w->capacity] = *times;
-    if (w->count < w->capacity)
-        w->count++;
-    else
-        w->head = (w->head + 1) % w->capacity;
+    const int64_t slot = mfu_ring_push(&w->ring);
+    if (slot >= 0)
+        w->records[slot] = *times;
 }
 
 void mfu_comm_window_summarize(const mfu_comm_window *w, uint32_t steps,
                                mfu_comm_times *out)
 {
-    uint32_t n = steps < w->count ? steps : w->count;
+    const uint32_t count = w->ring.count, n = steps < count ? steps : count;
     memset(out, 0, sizeof *out);
-    for (uint32_t i = w->count - n; i < w->count; i++)
-        mfu_comm_times_add(out, &w->ring[(w->head + i) % w->capacity]);
+    for (uint32_t i = count - n; i < count; i++)
+        mfu_comm_times_add(out, &w->records[mfu_ring_slot(&w->ring, i)]);
 }
 
 /* ---- the ratios --------------------------------------------------------- */

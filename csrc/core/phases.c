@@ -4,6 +4,7 @@
 
 #include "mfu_limits.h"
 #include "phases.h"
+#include "ring.h"
 
 static const char *const phase_names[MFU_PHASE_COUNT] = {
     [MFU_PHASE_DATA] = "data",
@@ -47,26 +48,20 @@ mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
     return MFU_ERR_INVALID_ARGUMENT;
 }
 
-/* One allocation: the header and its ring (a flexible array member). */
+/* One allocation: the ring's bookkeeping and its records (ring.h). */
 struct mfu_phase_window {
-    uint32_t capacity, head, count;
-    uint64_t warmup, seen;
-    mfu_phase_times ring[];
+    mfu_ring ring;
+    mfu_phase_times records[];
 };
 
 mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
                                    mfu_phase_window **out)
 {
-    *out = NULL;
-    if (capacity < 1 || capacity > MFU_WINDOW_MAX)
-        return MFU_ERR_INVALID_ARGUMENT;
-    /* capacity <= 2^24 records of 136 bytes: the size fits a size_t. */
-    *out = calloc(1, sizeof **out + (size_t)capacity * sizeof(mfu_phase_times));
-    if (*out == NULL)
-        return MFU_ERR_NO_MEMORY;
-    (*out)->capacity = capacity;
-    (*out)->warmup = warmup_steps;
-    return MFU_OK;
+    void *w;
+    const mfu_status status = mfu_ring_alloc(sizeof **out, sizeof(mfu_phase_times), capacity,
+                                             warmup_steps, 0, &w);
+    *out = w;
+    return status;
 }
 
 void mfu_phase_window_destroy(mfu_phase_window *w)
@@ -76,21 +71,17 @@ void mfu_phase_window_destroy(mfu_phase_window *w)
 
 void mfu_phase_window_push(mfu_phase_window *w, const mfu_phase_times *times)
 {
-    if (++w->seen <= w->warmup)
-        return;
-    w->ring[(w->head + w->count) % w->capacity] = *times;
-    if (w->count < w->capacity)
-        w->count++;
-    else
-        w->head = (w->head + 1) % w->capacity;
+    const int64_t slot = mfu_ring_push(&w->ring);
+    if (slot >= 0)
+        w->records[slot] = *times;
 }
 
 void mfu_phase_window_summarize(const mfu_phase_window *w, mfu_phase_summary *out)
 {
     memset(out, 0, sizeof *out);
-    out->steps = w->count;
-    for (uint32_t i = 0; i < w->count; i++) {
-        const mfu_phase_times *t = &w->ring[(w->head + i) % w->capacity];
+    out->steps = w->ring.count;
+    for (uint32_t i = 0; i < w->ring.count; i++) {
+        const mfu_phase_times *t = &w->records[mfu_ring_slot(&w->ring, i)];
         for (int p = 0; p < MFU_PHASE_COUNT; p++)
             out->seconds[p] += t->seconds[p];
         out->marked |= t->marked;

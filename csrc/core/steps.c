@@ -297,7 +297,8 @@ static void account_boundary(mfu_steps *s, const struct record *r, int known,
     s->open_s = t;
     s->running = MFU_PHASE_NONE;
     memset(&s->times, 0, sizeof s->times);
-    memset(&s->comm, 0, sizeof s->comm);
+    if (s->comm_window != NULL) /* untouched (zero) until communication is on */
+        memset(&s->comm, 0, sizeof s->comm);
 }
 
 /* Account for every record whose mark is resolved, in id order. */

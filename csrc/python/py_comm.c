@@ -102,31 +102,61 @@ static void open_phase(registry *reg, int i, step_object *s, mfu_phase phase,
             "separated");
 }
 
-static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_phase phase,
-                        unsigned flags, mfu_comm_ticket *ticket, mfu_comm_wait *wait)
+/* Under the registry's lock, after draining the completions: apply(reg, s,
+ * i, arg) to each sink recorded in `generation` (0: not recorded in that
+ * slot) that still holds it -- or, with generation NULL, to every live
+ * sink --, with the sink's lock held; its fallback warnings are queued. */
+static void each_sink(registry *reg, const uint32_t *generation,
+                      void (*apply)(registry *reg, step_object *s, int i, void *arg), void *arg)
 {
-    registry *reg = r;
-    memset(ticket, 0, sizeof *ticket);
-    memset(wait, 0, sizeof *wait);
-    if (!reg->active)
-        return;
     lock(reg->lock);
     drain_completions(reg);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
-        step_object *s = lock_sink(reg, i, 0);
-        uint64_t token = 0;
+        step_object *s;
+        if (generation != NULL && generation[i] == 0)
+            continue;
+        s = lock_sink(reg, i, generation != NULL ? generation[i] : 0);
         if (s == NULL)
             continue;
-        if (mfu_steps_comm_begin(s->steps, launch, &token) == MFU_OK && token != 0) {
-            ticket->generation[i] = reg->slots[i].generation;
-            ticket->token[i] = token;
-        }
-        if (selected(reg, i, s, flags))
-            open_phase(reg, i, s, phase, wait);
+        apply(reg, s, i, arg);
         mfu_py_step_check_fallback(s); /* queued: emitted by its next Python call */
         PyThread_release_lock(s->lock);
     }
     PyThread_release_lock(reg->lock);
+}
+
+/* A launch: recorded in every sink (its ticket), and the host's wait inside
+ * it opened where selected. */
+struct launch_arg {
+    const mfu_comm_launch *launch;
+    mfu_phase phase;
+    unsigned flags;
+    mfu_comm_ticket *ticket;
+    mfu_comm_wait *wait;
+};
+
+static void begin_collective(registry *reg, step_object *s, int i, void *arg)
+{
+    struct launch_arg *a = arg;
+    uint64_t token = 0;
+    if (mfu_steps_comm_begin(s->steps, a->launch, &token) == MFU_OK && token != 0) {
+        a->ticket->generation[i] = reg->slots[i].generation;
+        a->ticket->token[i] = token;
+    }
+    if (selected(reg, i, s, a->flags))
+        open_phase(reg, i, s, a->phase, a->wait);
+}
+
+static void sink_launch(void *r, const mfu_comm_launch *launch, mfu_phase phase,
+                        unsigned flags, mfu_comm_ticket *ticket, mfu_comm_wait *wait)
+{
+    registry *reg = r;
+    struct launch_arg a = {.launch = launch, .phase = phase, .flags = flags,
+                           .ticket = ticket, .wait = wait};
+    memset(ticket, 0, sizeof *ticket);
+    memset(wait, 0, sizeof *wait);
+    if (reg->active)
+        each_sink(reg, NULL, begin_collective, &a);
 }
 
 static void done_at(void *r, const mfu_comm_ticket *ticket, uint64_t monotonic_ns)
@@ -165,68 +195,64 @@ static void drain_completions(registry *reg)
     }
 }
 
+/* A completion: the ticket's token ends in its sink (arg: the ticket and its
+ * stream). */
+struct done_arg {
+    const mfu_comm_ticket *ticket;
+    uintptr_t stream;
+};
+
+static void end_collective(registry *reg, step_object *s, int i, void *arg)
+{
+    const struct done_arg *done = arg;
+    (void)reg;
+    (void)mfu_steps_comm_end(s->steps, done->ticket->token[i], done->stream);
+}
+
 static void sink_done(void *r, const mfu_comm_ticket *ticket, uintptr_t stream)
 {
-    registry *reg = r;
-    lock(reg->lock);
-    drain_completions(reg);
-    for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
-        step_object *s;
-        if (ticket->generation[i] == 0)
-            continue;
-        s = lock_sink(reg, i, ticket->generation[i]);
-        if (s == NULL)
-            continue;
-        (void)mfu_steps_comm_end(s->steps, ticket->token[i], stream);
-        mfu_py_step_check_fallback(s);
-        PyThread_release_lock(s->lock);
-    }
-    PyThread_release_lock(reg->lock);
+    struct done_arg done = {.ticket = ticket, .stream = stream};
+    each_sink(r, ticket->generation, end_collective, &done);
+}
+
+/* A wait: the exposed-communication phase opened where selected. */
+struct wait_arg {
+    mfu_phase phase;
+    unsigned flags;
+    mfu_comm_wait *wait;
+};
+
+static void begin_wait_phase(registry *reg, step_object *s, int i, void *arg)
+{
+    struct wait_arg *a = arg;
+    if (selected(reg, i, s, a->flags))
+        open_phase(reg, i, s, a->phase, a->wait);
 }
 
 static void sink_wait_begin(void *r, mfu_phase phase, unsigned flags, mfu_comm_wait *wait)
 {
     registry *reg = r;
+    struct wait_arg a = {.phase = phase, .flags = flags, .wait = wait};
     memset(wait, 0, sizeof *wait);
-    if (!reg->active)
-        return;
-    lock(reg->lock);
-    drain_completions(reg);
-    for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
-        step_object *s = lock_sink(reg, i, 0);
-        if (s == NULL)
-            continue;
-        if (selected(reg, i, s, flags)) {
-            open_phase(reg, i, s, phase, wait);
-            mfu_py_step_check_fallback(s);
-        }
-        PyThread_release_lock(s->lock);
-    }
-    PyThread_release_lock(reg->lock);
+    if (reg->active)
+        each_sink(reg, NULL, begin_wait_phase, &a);
+}
+
+static void end_wait_phase(registry *reg, step_object *s, int i, void *arg)
+{
+    (void)reg;
+    (void)i;
+    (void)arg;
+    (void)mfu_steps_phase_end(s->steps);
 }
 
 static void sink_wait_end(void *r, const mfu_comm_wait *wait)
 {
-    registry *reg = r;
     int any = 0;
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++)
         any |= wait->generation[i] != 0;
-    if (!any)
-        return;
-    lock(reg->lock);
-    drain_completions(reg);
-    for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {
-        step_object *s;
-        if (wait->generation[i] == 0)
-            continue;
-        s = lock_sink(reg, i, wait->generation[i]);
-        if (s == NULL)
-            continue;
-        (void)mfu_steps_phase_end(s->steps);
-        mfu_py_step_check_fallback(s);
-        PyThread_release_lock(s->lock);
-    }
-    PyThread_release_lock(reg->lock);
+    if (any)
+        each_sink(r, wait->generation, end_wait_phase, NULL);
 }
 
 /* ---- StepTracker's methods ---------------------------------------------- */

@@ -370,6 +370,19 @@ void in_backward(mfu_comm_kind kind) {
 
 // ---- the kernels -----------------------------------------------------------
 
+// Run the op on, then end the wait the caller opened -- also when the op
+// throws, so no exposed-communication phase is left open.
+void redispatch_then_end(const c10::OperatorHandle &op, c10::DispatchKeySet after,
+                         torch::jit::Stack *stack, const mfu_comm_wait *wait) {
+  try {
+    op.redispatchBoxed(after, stack);
+  } catch (...) {
+    g_api->wait_end(g_api->registry, wait);
+    throw;
+  }
+  g_api->wait_end(g_api->registry, wait);
+}
+
 struct CollectiveKernel final : c10::OperatorKernel {
   explicit CollectiveKernel(const mfu_comm_op *r) : row(r) {}
   const mfu_comm_op *row;
@@ -406,13 +419,7 @@ struct CollectiveKernel final : c10::OperatorKernel {
     mfu_comm_wait wait;
     g_api->launch(g_api->registry, &launch, phase,
                   MFU_COMM_WAIT_ANY_THREAD | MFU_COMM_WAIT_CPU_CLOCK_ONLY, &ticket, &wait);
-    try {
-      op.redispatchBoxed(after, stack);
-    } catch (...) {
-      g_api->wait_end(g_api->registry, &wait);
-      throw;
-    }
-    g_api->wait_end(g_api->registry, &wait);
+    redispatch_then_end(op, after, stack, &wait);
     on_completion(stack, op.schema().returns().size(), ticket);
     remember_result(result, row->kind);
     in_backward(row->kind);
@@ -443,13 +450,7 @@ void wait_tensor_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,
   mfu_comm_wait wait;
   g_api->wait_begin(g_api->registry, g_api->kind_phase(result_kind(t)),
                     MFU_COMM_WAIT_ANY_THREAD, &wait);
-  try {
-    op.redispatchBoxed(after, stack);
-  } catch (...) {
-    g_api->wait_end(g_api->registry, &wait);
-    throw;
-  }
-  g_api->wait_end(g_api->registry, &wait);
+  redispatch_then_end(op, after, stack, &wait);
 }
 
 // The kernels are registered once and never removed (the libraries live as
