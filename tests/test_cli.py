@@ -6,25 +6,12 @@ documents in shared/seeds/.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 
 import pytest
 
-from mfu_tracker.cli import main
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def field(out: str, label: str) -> str:
-    match = re.search(rf"^{re.escape(label)}:\s+(.*)$", out, re.MULTILINE)
-    assert match, f"no {label!r} line in:\n{out}"
-    return match.group(1)
+from _cli import field, run_cli
 
 
 def test_lambda_llama_3_1_8b_on_one_b200(capsys):

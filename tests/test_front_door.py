@@ -9,7 +9,6 @@ are in tests/install/, the README's snippets in tests/test_readme.py.
 """
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import warnings
@@ -21,21 +20,10 @@ import torch
 import mfu_tracker
 from mfu_tracker import Tracker, lookup_gpu_spec, param_bytes, track, transformer_flops
 from mfu_tracker._install import DISTRIBUTION
-from mfu_tracker.cli import main
 from mfu_tracker.cli._gpus import NONE, UNPUBLISHED
 
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
-def field(out: str, label: str) -> str:
-    match = re.search(rf"^{re.escape(label)}:\s+(.*)$", out, re.MULTILINE)
-    assert match, f"no {label!r} line in:\n{out}"
-    return match.group(1)
-
+from _cli import field
+from _cli import run_cli as cli
 
 ROOT = Path(mfu_tracker.__file__).resolve().parent.parent
 ESTIMATE = ("estimate", "--params", "7e9", "--tokens-per-sec", "1000")
