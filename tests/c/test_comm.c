@@ -23,10 +23,9 @@
 #include "fake_driver/fake_knobs.h"
 #include "mfu_limits.h"
 #include "steps.h"
+#include "steps_fixture.h"
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
-
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
 
 static void test_kinds(void)
 {
@@ -136,30 +135,6 @@ static void test_ratios(void)
     CHECK(isnan(mfu_comm_overlap(1.0, 0.0)) && isnan(mfu_comm_overlap(-1.0, 1.0)));
 }
 
-static mfu_steps *create_on(mfu_clock_kind clock, uintptr_t stream)
-{
-    mfu_steps_config c;
-    mfu_steps *s = NULL;
-    memset(&c, 0, sizeof c);
-    c.timer.clock = clock;
-    c.stream = stream;
-    c.window = 10;
-    c.per_step.model_flops = 1e12;
-    c.per_step.executed_flops = NAN;
-    c.per_step.param_bytes = NAN;
-    c.peak.flops_per_sec = 1e15;
-    c.peak.bytes_per_sec = NAN;
-    c.peak.num_devices = 1;
-    CHECK(mfu_steps_create(&c, &s, NULL) == MFU_OK);
-    return s;
-}
-
-static void boundary(mfu_steps *s)
-{
-    mfu_step_outcome outcome;
-    CHECK(mfu_steps_step(s, &NO_REPORT, &outcome) == MFU_OK);
-}
-
 static mfu_comm_launch launch_of(mfu_comm_kind kind, double bytes, double factor, double link)
 {
     mfu_comm_launch l;
@@ -181,7 +156,7 @@ static void sleep_ms(long ms)
  * nothing before enabling, before the first boundary or while excluded. */
 static void test_cpu_clock(void)
 {
-    mfu_steps *s = create_on(MFU_CLOCK_CPU, 0);
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
     mfu_comm_launch ag = launch_of(MFU_COMM_ALL_GATHER, 4096.0, 0.5, 1e9);
     mfu_comm_launch bad = ag;
     mfu_comm_times sum;
@@ -226,7 +201,7 @@ static void test_cpu_clock(void)
  * still covers exactly the step window's steps. */
 static void test_enable_late(void)
 {
-    mfu_steps *s = create_on(MFU_CLOCK_CPU, 0);
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
     mfu_comm_launch ar = launch_of(MFU_COMM_ALL_REDUCE, 100.0, 1.0, NAN);
     mfu_comm_times sum;
     uint32_t steps = 0;
@@ -284,7 +259,7 @@ static void test_gpu_exposure_and_overlap(void)
     uint32_t steps = 0;
     mfu_steps *s;
     fake.reset();
-    s = create_on(MFU_CLOCK_CUDA, COMPUTE);
+    s = steps_on(MFU_CLOCK_CUDA, COMPUTE);
     if (s == NULL)
         return;
     CHECK(mfu_steps_comm_enable(s) == MFU_OK);
@@ -330,7 +305,7 @@ static void test_gpu_host_collective(void)
     uint64_t token = 9;
     mfu_steps *s;
     fake.reset();
-    s = create_on(MFU_CLOCK_CUDA, COMPUTE);
+    s = steps_on(MFU_CLOCK_CUDA, COMPUTE);
     if (s == NULL)
         return;
     host.host = 1;
@@ -388,7 +363,7 @@ static void test_fake_stream_wait_event(void)
  * phase ends is the step's. The phase's time leaves the period. */
 static void test_badput_phase(void)
 {
-    mfu_steps *s = create_on(MFU_CLOCK_CPU, 0);
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
     mfu_comm_launch ag = launch_of(MFU_COMM_ALL_GATHER, 4096.0, 0.5, NAN);
     mfu_comm_times sum;
     mfu_phase_summary ph;

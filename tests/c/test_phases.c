@@ -19,34 +19,9 @@
 #include "mfu_limits.h"
 #include "phases.h"
 #include "steps.h"
+#include "steps_fixture.h"
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
-
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
-
-static mfu_steps *create_on(mfu_clock_kind clock)
-{
-    mfu_steps_config c;
-    mfu_steps *s = NULL;
-    memset(&c, 0, sizeof c);
-    c.timer.clock = clock;
-    c.window = 10;
-    c.per_step.model_flops = 1e12;
-    c.per_step.executed_flops = NAN;
-    c.per_step.param_bytes = NAN;
-    c.peak.flops_per_sec = 1e15;
-    c.peak.bytes_per_sec = NAN;
-    c.peak.num_devices = 1;
-    CHECK(mfu_steps_create(&c, &s, NULL) == MFU_OK);
-    return s;
-}
-
-static uint32_t boundary(mfu_steps *s)
-{
-    mfu_step_outcome outcome;
-    CHECK(mfu_steps_step(s, &NO_REPORT, &outcome) == MFU_OK);
-    return outcome.phases_closed;
-}
 
 /* Record with `work_ms` of GPU work before it. */
 static void work(uint64_t work_ms)
@@ -76,7 +51,7 @@ static void test_gpu_timeline(void)
     mfu_steps *s;
     fake.reset();
     work(0);
-    s = create_on(MFU_CLOCK_CUDA);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
     if (s == NULL)
         return;
     boundary(s);                                      /* GPU 0 */
@@ -124,7 +99,7 @@ static void test_exclusion(void)
     mfu_steps *s;
     fake.reset();
     work(0);
-    s = create_on(MFU_CLOCK_CUDA);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
     if (s == NULL)
         return;
     boundary(s);                                            /* GPU 0 */
@@ -168,7 +143,7 @@ static void test_nesting_and_misuse(void)
     long records;
     fake.reset();
     work(0);
-    s = create_on(MFU_CLOCK_CUDA);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
     if (s == NULL)
         return;
     /* Before the first boundary: nesting tracked, no mark taken. */
@@ -296,7 +271,7 @@ static void test_badput_phases_and_the_ledger(void)
     mfu_steps *s;
     fake.reset();
     work(0);
-    s = create_on(MFU_CLOCK_CUDA);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
     if (s == NULL)
         return;
     mfu_steps_get_ledger(s, &ledger);
@@ -357,7 +332,7 @@ static void test_ledger_unknown_flops(void)
     const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0, 0.0};
     mfu_step_outcome outcome;
     mfu_steps_ledger ledger;
-    mfu_steps *s = create_on(MFU_CLOCK_CPU);
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
     if (s == NULL)
         return;
     boundary(s);
@@ -378,7 +353,7 @@ static void test_fallback_inside_an_exclusion(void)
     mfu_steps *s;
     fake.reset();
     work(0);
-    s = create_on(MFU_CLOCK_CUDA);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
     if (s == NULL)
         return;
     fake.advance(1000 * MS);                       /* GPU times far from the CPU clock's */
@@ -402,7 +377,7 @@ static void test_cpu_clock(void)
 {
     const struct timespec two_ms = {0, 2 * MS};
     mfu_phase_summary ph;
-    mfu_steps *s = create_on(MFU_CLOCK_CPU);
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
     if (s == NULL)
         return;
     boundary(s);
