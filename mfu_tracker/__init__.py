@@ -12,45 +12,50 @@ them imports their framework).
 
 Importing the package loads only torch-free modules; torch is imported when a
 function needs it.
+
+This module is the façade only: it re-exports, and no module of the package
+imports from it (the layers reach the C core through ``mfu_tracker._native``).
 """
+import importlib
 from typing import Any
 
 from ._install import check_single_install
 
 check_single_install()  # this project and the peer in one directory: ImportError with the fix
 
-from . import _C  # noqa: E402
 from ._version import __version__  # noqa: E402
-
-if getattr(_C, "__version__", None) != __version__:
-    raise ImportError(
-        f"mfu_tracker {__version__} found a stale C extension "
-        f"(mfu_tracker._C {getattr(_C, '__version__', '?')}); rebuild it with "
-        "`pip install --no-build-isolation -e .` or `make build`"
-    )
-
-from . import counter, distributed, flops, gpu, presets, tracker, utilization  # noqa: E402
-# Each public name is listed once, in its module's __all__.
-from .counter import *  # noqa: E402, F403
+from . import _aliases  # noqa: E402
+from . import distributed as _distributed  # noqa: E402
+from . import flops as _flops  # noqa: E402
+from . import peaks as _peaks  # noqa: E402
+from . import timing as _timing  # noqa: E402
+from . import tracker as _tracker  # noqa: E402
+from .flops import counter as _counter  # noqa: E402
+from .flops import presets as _presets  # noqa: E402
 from .distributed import *  # noqa: E402, F403
 from .flops import *  # noqa: E402, F403
-from .gpu import *  # noqa: E402, F403
-from .presets import *  # noqa: E402, F403
+from .flops.counter import *  # noqa: E402, F403
+from .flops.presets import *  # noqa: E402, F403
+from .peaks import *  # noqa: E402, F403
+from .timing import *  # noqa: E402, F403
 from .tracker import *  # noqa: E402, F403
-from .utilization import *  # noqa: E402, F403
+
+# mfu_tracker.gpu, .counter, .utilization, .optim, .presets, .step: the
+# compatibility paths, each a second name for the module that owns the code.
+_aliases.install(__name__)
 
 #: Everything the public submodules list in their ``__all__`` (so the two can
 #: never disagree), and the lazily imported optimizer wrapper.
 __all__ = [
     "__version__",
     "MFUOptimizerWrapper",
-    *utilization.__all__,
-    *tracker.__all__,
-    *counter.__all__,
-    *distributed.__all__,
-    *flops.__all__,
-    *gpu.__all__,
-    *presets.__all__,
+    *_timing.__all__,
+    *_tracker.__all__,
+    *_counter.__all__,
+    *_distributed.__all__,
+    *_flops.__all__,
+    *_peaks.__all__,
+    *_presets.__all__,
 ]
 
 
@@ -58,7 +63,9 @@ def __getattr__(name: str) -> Any:
     # MFUOptimizerWrapper subclasses torch.optim.Optimizer: importing it
     # imports torch, which `import mfu_tracker` must not do.
     if name == "MFUOptimizerWrapper":
-        from .optim import MFUOptimizerWrapper
+        from .integrations.optim import MFUOptimizerWrapper
 
         return MFUOptimizerWrapper
+    if name in _aliases.ALIASES:  # mfu_tracker.gpu etc. without importing them first
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'mfu_tracker' has no attribute {name!r}")

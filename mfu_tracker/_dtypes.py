@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _C
+from ._native import _C
 
 #: Canonical dtype names, in the peak table's order.
 DTYPE_NAMES: tuple[str, ...] = tuple(_C.dtype_names())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from . import _C
+from ._native import _C
 
 #: Bounds shared with the C core (csrc/core/mfu_limits.h).
 WINDOW_MAX: int = _C.LIMIT_WINDOW_MAX

@@ -4,14 +4,15 @@ documented import path still working.
 
 The layers, in the order the data flows (README, "Architecture")::
 
-    foundation (_C, _version, _validate, _dtypes, _install)
+    foundation (_native: _C and _torch; _version, _validate, _dtypes, _install, _aliases)
       -> peaks -> flops -> timing -> distributed -> job -> tracker -> integrations -> cli
 
 A module may import the foundation, its own subpackage and the layers below
 its own; the foundation imports only itself. The public face (the package
-``__init__``, ``__main__`` and the documented compatibility modules
-``gpu``, ``counter``, ``utilization``, ``optim``, ``presets``, ``step``)
-re-exports and may import anything, and nothing inside a layer imports it.
+``__init__`` and ``__main__``) re-exports and may import anything, and no
+module imports from the package root: not even ``_C`` is reached through it.
+The documented compatibility paths (``gpu``, ``counter``, ``utilization``,
+``optim``, ``presets``, ``step``) are rows of one table, ``_aliases.ALIASES``.
 """
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ import mfu_tracker
 
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
 LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "cli")
-FOUNDATION = {"_C", "_torch", "_version", "_validate", "_dtypes", "_install"}
-FACE = {"", "__main__", "gpu", "counter", "utilization", "optim", "presets", "step"}
+FOUNDATION = {"_C", "_torch", "_native", "_version", "_validate", "_dtypes", "_install", "_aliases"}
+FACE = {"", "__main__"}
 MAX_FUNCTION_LINES = 80
 
 
@@ -229,6 +230,72 @@ def test_documented_import_paths_work(module, name):
     top = getattr(mfu_tracker, name, None)
     if top is not None:
         assert obj is top
+
+
+def _root_imports(path: Path, module: str) -> List[str]:
+    """The lines of ``path`` that import from the package root itself
+    (``from .. import x`` reaching ``mfu_tracker/__init__``, ``from mfu_tracker
+    import x``, ``import mfu_tracker``), as opposed to one of its modules."""
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = (node.module or "") if node.level == 0 else \
+                "mfu_tracker." + _resolve(module, is_package, node.level, node.module or "")
+            if base.rstrip(".") == "mfu_tracker":
+                found.append(f"{module}:{node.lineno}")
+        elif isinstance(node, ast.Import):
+            found += [f"{module}:{node.lineno}" for a in node.names if a.name == "mfu_tracker"]
+    return found
+
+
+def test_no_module_imports_from_the_package_root():
+    """The root is the façade only: importing a layer never runs it first by
+    design, and the layers reach the C core through ``_native``."""
+    wrong = [line for name, path in _modules().items() if name not in FACE
+             for line in _root_imports(path, name)]
+    assert wrong == []
+
+
+def test_root_import_check_sees_a_root_import(tmp_path):
+    # the check above is not vacuous: each spelling of a root import is caught
+    for text in ("from .. import _C\n", "from mfu_tracker import Tracker\n", "import mfu_tracker\n"):
+        path = tmp_path / "m.py"
+        path.write_text(text)
+        assert _root_imports(path, "timing._m"), text
+    path.write_text("from .._native import _C\nimport mfu_tracker._C\n")
+    assert _root_imports(path, "timing._m") == []
+
+
+def test_every_alias_is_the_module_it_names():
+    """Each row of the one alias table imports, by both spellings, as the very
+    module that owns the code, and its names are that module's objects."""
+    from mfu_tracker._aliases import ALIASES
+
+    assert set(ALIASES) == {"gpu", "counter", "utilization", "optim", "presets", "step"}
+    for alias, target in ALIASES.items():
+        face = importlib.import_module(f"mfu_tracker.{alias}")
+        assert face is importlib.import_module(f"mfu_tracker.{target}"), alias
+        assert getattr(mfu_tracker, alias) is face
+        assert all(getattr(face, n) is getattr(mfu_tracker, n, getattr(face, n)) for n in face.__all__)
+    # and none of them is a file of its own any more: the table is the one declaration
+    assert not [a for a in ALIASES if (PACKAGE / f"{a}.py").exists()]
+
+
+def test_aliases_resolve_in_a_fresh_interpreter():
+    """``from mfu_tracker.gpu import ...`` as a user's first import, without
+    ``import mfu_tracker`` before it; and the package alone imports no torch."""
+    code = ("import sys\n"
+            "from mfu_tracker.gpu import lookup_gpu_spec\n"
+            "from mfu_tracker.step import Tracker\n"
+            "import mfu_tracker.utilization as u\n"
+            "assert u.track is __import__('mfu_tracker').track\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n"
+            "from mfu_tracker.optim import MFUOptimizerWrapper, StepResult\n"
+            "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
 
 
 def test_compatibility_modules_list_the_same_names():

@@ -103,7 +103,7 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
 def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
                     peak_per_gpu: float, peak_text: str) -> float:
     """The estimate's lines; returns the MFU."""
-    from .. import _C
+    from .._native import _C
 
     out = sys.stdout
     global_flops_per_sec = counted.flops_per_token * tokens_per_sec

@@ -47,7 +47,7 @@ import warnings
 import weakref
 from typing import Any, Dict, Iterator, Optional, Set
 
-from .. import _C
+from .._native import _C
 from ._links import GroupLinks, process_groups
 
 __all__ = ["CommObservation", "observe", "unobserved"]

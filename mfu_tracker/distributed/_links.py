@@ -26,7 +26,7 @@ import socket
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import _C
+from .._native import _C
 
 #: Where the kernel lists RDMA devices (InfiniBand HCAs and RoCE NICs).
 SYSFS_INFINIBAND = Path("/sys/class/infiniband")

@@ -34,7 +34,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from .. import _C
+from .._native import _C
 from .._validate import (
     CAUSAL_ATTENTION,
     check_choice,

@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from .. import _C
+from .._native import _C
 from .._validate import (
     check_choice,
     check_flag,

@@ -71,7 +71,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
-from .. import _C
+from .._native import _C
 from ..peaks._resolve import dtype_peaks
 
 #: (model, executed, forward, overcompute) FLOPs of a step or a block.

@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 
 import torch
 
-from .. import _C
+from .._native import _C
 from .._dtypes import normalize_dtype
 from .._validate import (
     check_causal_attention,

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Optional, Union
 
-from .. import _C
+from .._native import _C
 from .._dtypes import DTYPE_NAMES, normalize_dtype
 from .._validate import (
     check_at_most,

@@ -21,7 +21,7 @@ import sys
 import warnings
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from .. import _C
+from .._native import _C
 from .._validate import check_clock
 from ..peaks._resolve import clear_cache as clear_peak_cache
 from ..peaks._resolve import dtype_peaks, resolve_peak

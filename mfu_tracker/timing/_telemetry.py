@@ -33,7 +33,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Dict, Optional
 
-from .. import _C
+from .._native import _C
 
 
 def device_id_of(torch: Any, index: Optional[int]) -> Optional[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .. import _C
+from .._native import _C
 from ..peaks._resolve import resolve_peak
 from ..peaks._table import GPUSpec, check_spec, get_gpu_spec
 from ._clock import resolve_track

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 from typing import Dict, Mapping, Optional, Tuple
 
-from .. import _C
+from .._native import _C
 
 #: The phases reported (``{prefix}/phase_s/<name>``), in report order.
 #: ``communication`` is exposed communication of every kind: the

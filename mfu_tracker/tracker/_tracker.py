@@ -19,7 +19,7 @@ import math
 import warnings
 from typing import Any, Dict, Mapping, Optional, Union
 
-from .. import _C
+from .._native import _C
 from .._validate import (
     WARMUP_MAX,
     WINDOW_MAX,

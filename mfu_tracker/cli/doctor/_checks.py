@@ -27,7 +27,7 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from ... import _C
+from ..._native import _C
 from ..._install import DISTRIBUTION
 from ._end_to_end import run as run_end_to_end
 from ._end_to_end import small_gpt2

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from ... import _C
+from ..._native import _C
 from ...peaks._table import GPUSpec, lookup_gpu_spec
 
 #: The fake GPU's GEMM speed: this fraction of its datasheet row's peak.

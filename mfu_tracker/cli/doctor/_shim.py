@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from ... import _C
+from ..._native import _C
 
 SHIM_SOURCE = Path(__file__).resolve().parent / "cuda_sync_counter.c"
 #: The environment variable naming the library the shim forwards to.

@@ -43,7 +43,7 @@ import sys
 import warnings
 from typing import Any, Optional
 
-from ... import _C
+from ..._native import _C
 
 __all__ = ["apply_deferred", "recompute_plan", "run_eagerly"]
 

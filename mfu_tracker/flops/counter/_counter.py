@@ -127,7 +127,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, NamedTuple, Optional
 
-from ... import _C
+from ..._native import _C, packaged_torch_extension
 from ..._validate import check_causal_attention, check_flag
 from ..._version import __version__
 from ._audit import UncountedOp, heavy_message, merge_uncounted, uncounted_ops
@@ -248,10 +248,7 @@ def _load_backend() -> Any:
         problem = f"disabled by {_DISABLE_ENV}=1"
     else:
         # 1. the observer built with the package (pip --no-build-isolation, make build)
-        try:
-            from ... import _torch as module  # type: ignore[attr-defined]
-        except ImportError:
-            module = None
+        module = packaged_torch_extension()
         if module is not None and _stale(module, torch.__version__) is None:
             return _ExtBackend(module)
         # 2. the per-user cache, built there now if need be (mfu_tracker/flops/counter/_build.py)

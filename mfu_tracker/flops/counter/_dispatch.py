@@ -30,7 +30,7 @@ import threading
 import weakref
 from typing import Any, NamedTuple
 
-from ... import _C
+from ..._native import _C
 from ..._dtypes import DTYPE_NAMES, normalize_dtype
 from ..._validate import check_causal_attention
 from ._audit import merge_uncounted

@@ -31,7 +31,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from ... import _C
+from ..._native import _C
 from ._dispatch import NodeSites, count_call, hop_name, is_compiling, largest_input
 
 __all__ = ["sync"]
