@@ -40,7 +40,9 @@ static const mfu_py_choice qk_norm_choices[] = {
     {"projection", MFU_QK_NORM_PROJECTION}, {NULL, 0}};
 static const mfu_py_choice vision_choices[] = {
     {"none", MFU_VISION_NONE}, {"qwen2_5_vl", MFU_VISION_QWEN2_5_VL},
-    {"qwen3_vl", MFU_VISION_QWEN3_VL}, {NULL, 0}};
+    {"qwen3_vl", MFU_VISION_QWEN3_VL}, {"gemma3", MFU_VISION_GEMMA3},
+    {"llava_clip", MFU_VISION_LLAVA_CLIP}, {"llava_siglip", MFU_VISION_LLAVA_SIGLIP},
+    {"llama4", MFU_VISION_LLAMA4}, {NULL, 0}};
 static const mfu_py_choice formula_choices[] = {
     {"6n", MFU_FORMULA_6N}, {"palm", MFU_FORMULA_PALM},
     {"matmul", MFU_FORMULA_MATMUL}, {NULL, 0}};
@@ -126,7 +128,8 @@ static const field_spec dim_fields[] = {
 
 static const field_spec vision_fields[] = {
     {"kind", offsetof(mfu_vision_dims, kind), FIELD_CHOICE, vision_choices,
-     "must be 'qwen2_5_vl' or 'qwen3_vl'"},
+     "must be 'qwen2_5_vl', 'qwen3_vl', 'gemma3', 'llava_clip', 'llava_siglip' "
+     "or 'llama4'"},
     VINT(depth, "must be >= 1"), VINT(hidden_size, "must be >= 1"),
     VINT(intermediate_size, "must be >= 1"),
     VINT(num_heads, "must be >= 1 and divide hidden_size"),
@@ -139,6 +142,22 @@ static const field_spec vision_fields[] = {
     VINT(num_full_blocks, "must be between 0 and depth (Qwen2.5-VL only)"),
     VINT(num_deepstack_mergers, "must be between 0 and depth (Qwen3-VL only)"),
     VINT(num_position_embeddings, "must be >= 0 (Qwen3-VL only)"),
+    /* fixed-resolution towers (core/vision_tiles.h) */
+    VINT(image_size, "must be >= patch_size (tiled towers)"),
+    VINT(tokens_per_image, "must be between 1 and the tile's patches (Gemma 3 "
+                           "only)"),
+    VINT(feature_layers, "must be between 1 and depth + 1 (LLaVA only)"),
+    {"keep_cls", offsetof(mfu_vision_dims, keep_cls), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA only)"},
+    {"use_head", offsetof(mfu_vision_dims, use_head), FIELD_FLAG, NULL,
+     "must be a bool (SigLIP towers only)"},
+    {"projector_bias", offsetof(mfu_vision_dims, projector_bias), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA only)"},
+    VINT(pixel_shuffle_inverse, "must be >= 1 and divide the tile's patches "
+                                "per side (Llama 4 only)"),
+    VINT(projector_input_dim, "must be >= 1 (Llama 4 only)"),
+    VINT(projector_output_dim, "must be >= 1 (Llama 4 only)"),
+    VINT(vision_output_dim, "must be >= 1 (Llama 4 only)"),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
 
@@ -158,6 +177,7 @@ static const char *option_rule(const char *field)
         {"seq_lens", "the batch has no tokens"},
         {"image_grid_thw", "each grid is [t, h, w] with t, h, w >= 1 and h, w "
                            "multiples of vision.spatial_merge_size"},
+        {"pixel_values", "each tile must be vision.image_size pixels square"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (strcmp(rules[i].field, field) == 0)

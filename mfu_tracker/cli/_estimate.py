@@ -57,27 +57,8 @@ def _params_counted(args: argparse.Namespace) -> _Counted:
     return _Counted(counted.flops_per_token, counted.conventions_str)
 
 
-def _meta_counted(config: dict, args: argparse.Namespace, seq_len: int) -> _Counted:
-    """The exact meta count, for a model_type the analytic formula lacks."""
-    from ._model import ModelError, meta_count
-
-    if args.lora or args.image_grid or args.video_grid or args.formula not in (None, "matmul"):
-        raise CliError(f"model_type {config.get('model_type')!r} has no analytic formula; its "
-                       "exact meta count takes no --lora, --formula or grids")
-    try:
-        fc, model = meta_count(config, batch_size=1, seq_len=seq_len,
-                               causal_attention=args.causal_attention)
-    except ModelError as exc:
-        raise CliError(str(exc)) from exc
-    note = (f"note: model_type {config.get('model_type')!r} has no analytic formula: "
-            f"counted exactly instead ({type(model).__name__} on meta, one forward + backward "
-            f"of {seq_len} tokens)")
-    return _Counted(fc.model_flops / seq_len, fc.conventions, [note])
-
-
 def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted:
     from ..flops._analytic import transformer_flops
-    from ..flops._hf_config import is_supported
     from ..flops.presets import resolve_model_config
 
     if seq_len is None:
@@ -86,18 +67,27 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
         # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
         raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
     config = resolve_model_config(args.model, argument="--model")
-    if not is_supported(config) and isinstance(config.get("model_type"), str):
-        return _meta_counted(config, args, seq_len)
     images = _grids(args.image_grid, "--image-grid")
     videos = _grids(args.video_grid, "--video-grid")
     counted = transformer_flops(
-        config, seq_len=seq_len, batch_size=1, formula=args.formula or "palm",
+        config, seq_len=seq_len, batch_size=1, formula=args.formula,
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
         image_grid_thw=images, video_grid_thw=videos,
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
-    return _Counted(counted.flops_per_token, counted.conventions_str, language_per_token=language)
+    return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
+                    language_per_token=language)
+
+
+def _exact_notes(counted: Any) -> list[str]:
+    """The note of an exact count (a model type without an analytic formula)."""
+    exact = counted.conventions.get("exact")
+    if exact is None or exact["reason"] != "no formula":
+        return []
+    return [f"note: model_type {counted.conventions['model_type']!r} has no analytic formula: "
+            f"counted exactly instead ({exact['model_class']} on meta, one forward + backward "
+            f"of {counted.num_tokens} tokens)"]
 
 
 def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,

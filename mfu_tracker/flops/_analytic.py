@@ -28,7 +28,6 @@ This module does not import transformers; torch is imported only by
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import types
 from collections.abc import Mapping
@@ -42,7 +41,10 @@ from .._validate import (
     check_int,
     check_positive_number,
 )
-from ._hf_config import ConfigDims, dims_from_config, lora_target_names
+from ._hf_vlm import tile_grids
+from ._hf_config import ConfigDims, dims_from_config, is_supported, lora_target_names, named_config
+from ._meta import ExactConfig
+from ._result import TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
 
 __all__ = [
@@ -59,63 +61,6 @@ _RECOMPUTE = ("none", "full", "selective")
 
 # Keyword dims accepted by transformer_flops(**dims): the C core's fields.
 _DIM_FIELDS = tuple(_C.transformer_dim_names())
-
-
-@dataclasses.dataclass(frozen=True)
-class TransformerFlops:
-    """Analytic FLOPs of one batch (all in FLOPs, not FLOP/s).
-
-    Attributes:
-        model_flops: MFU numerator for the batch (forward + backward the
-            training needs; recompute excluded), vision tower included.
-        hardware_flops: HFU numerator: model FLOPs + activation recompute.
-        forward_flops: one forward pass over the batch (inference cost).
-        attention_flops: the attention core (QKᵀ and AV) inside
-            ``forward_flops``; 0 with the ``"6n"`` formula.
-        flops_per_token: ``model_flops / num_tokens``.
-        num_tokens: real (unpadded) language tokens in the batch.
-        num_params: every parameter once (tied embeddings once), as
-            ``model.num_parameters()`` counts them.
-        num_embedding_params: N_emb: the token (and learned position)
-            embedding tables.
-        num_active_params: ``num_params`` with only the active experts.
-        num_adapter_params: LoRA A and B matrices (0 without LoRA).
-        conventions: how the numbers were counted (formula, causal
-            convention, attention spans, lm_head / embedding handling, LoRA,
-            recompute, sequence source, vision inputs), as a read-only
-            mapping.
-        conventions_str: the same as one readable line.
-        language_flops: the model FLOPs of the language model (the
-            lmms-engine convention's numerator).
-        vision_flops: the model FLOPs of the vision tower (0 without
-            images or videos); ``language_flops + vision_flops ==
-            model_flops``.
-        scan_flops: the forward matmuls of chunked linear-attention / SSM
-            scans inside ``forward_flops`` (0 without such layers).
-    """
-
-    model_flops: float
-    hardware_flops: float
-    forward_flops: float
-    attention_flops: float
-    flops_per_token: float
-    num_tokens: int
-    num_params: int
-    num_embedding_params: int
-    num_active_params: int
-    num_adapter_params: int
-    conventions: Mapping[str, Any]
-    conventions_str: str
-    language_flops: float = 0.0
-    vision_flops: float = 0.0
-    scan_flops: float = 0.0
-
-    def __str__(self) -> str:
-        return (
-            f"{self.flops_per_token / 1e9:.2f} GFLOP/token x {self.num_tokens:,} "
-            f"tokens = {self.model_flops:.4g} model FLOPs "
-            f"({self.hardware_flops:.4g} hardware); {self.conventions_str}"
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -159,6 +104,8 @@ def _conventions_str(conv: Mapping[str, Any]) -> str:
     parts.append(f"sequences from {conv['sequences']}")
     if conv.get("vision"):
         parts.append(f"vision tower: {conv['vision']} (bidirectional, not halved)")
+    elif conv.get("tower"):
+        parts.append("vision tower: not counted (no image in this batch: text only)")
     return " · ".join(parts)
 
 
@@ -173,7 +120,7 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
                         "the dimensions are mfu_tracker._C.transformer_dim_names()")
     if isinstance(config, ConfigDims):  # read once by a caller that counts often
         read = ConfigDims(dict(config.dims), dict(config.sources), config.vision,
-                          config.model_type)
+                          config.model_type, config.pinpoints)
     elif config is not None:
         read = dims_from_config(config)
     else:
@@ -194,7 +141,7 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         merged.pop("head_dim", None)
     if tie_word_embeddings is not None:
         merged["tie_word_embeddings"] = check_flag(tie_word_embeddings, "tie_word_embeddings")
-    return ConfigDims(merged, read.sources, read.vision, read.model_type)
+    return ConfigDims(merged, read.sources, read.vision, read.model_type, read.pinpoints)
 
 
 def _lora(lora_rank: Any, lora_targets: Any, mlp: str, model_type: str | None) -> dict | None:
@@ -206,6 +153,37 @@ def _lora(lora_rank: Any, lora_targets: Any, mlp: str, model_type: str | None) -
     targets = lora_target_names(lora_targets, mlp, model_type)
     check_int(len(targets), "lora_targets (module names)", 1)
     return {"rank": rank, "targets": tuple(targets)}
+
+
+def _vision_input(model: ConfigDims, image_grid_thw: Any, video_grid_thw: Any,
+                  pixel_values: Any, image_sizes: Any) -> tuple[list[list[int]], str | None]:
+    """The batch's images (and videos) as the tower's grids, and their
+    description; image inputs to a model without a tower are an error (its
+    count could not include them)."""
+    given = [name for name, value in (("image_grid_thw", image_grid_thw),
+                                      ("video_grid_thw", video_grid_thw),
+                                      ("pixel_values", pixel_values),
+                                      ("image_sizes", image_sizes)) if value is not None]
+    if not given:
+        return [], None
+    if model.vision is None:
+        raise ValueError(f"{' / '.join(given)} given, but model_type {model.model_type!r} has no "
+                         "vision tower here: its count cannot include images (a text-only "
+                         "config, or dims without a tower)")
+    if model.vision["kind"] in _TILED:
+        if image_grid_thw is not None or video_grid_thw is not None:
+            raise ValueError(f"model_type {model.model_type!r} takes its images as pixel_values "
+                             "(tiles x channels x height x width), not image_grid_thw")
+        if pixel_values is None:
+            raise ValueError("image_sizes needs pixel_values")
+        return tile_grids(pixel_values, image_sizes, model.vision, model.pinpoints)
+    if pixel_values is not None or image_sizes is not None:
+        raise ValueError(f"model_type {model.model_type!r} takes its images as image_grid_thw / "
+                         "video_grid_thw (the processor's grids), not pixel_values")
+    return _grids(image_grid_thw, video_grid_thw)
+
+
+_TILED = ("gemma3", "llava_clip", "llava_siglip", "llama4")
 
 
 def _grids(image_grid_thw: Any, video_grid_thw: Any) -> tuple[list[list[int]], str | None]:
@@ -253,7 +231,9 @@ def transformer_flops(
     attention_mask: Any = None,
     image_grid_thw: Any = None,
     video_grid_thw: Any = None,
-    formula: str = "palm",
+    pixel_values: Any = None,
+    image_sizes: Any = None,
+    formula: str | None = None,
     causal_attention: str = "full",
     include_lm_head: bool = True,
     include_embedding: bool = False,
@@ -335,9 +315,14 @@ def transformer_flops(
         ValueError: malformed config or impossible values, naming the field
             (and the config key it came from).
     """
+    exact = _exact_route(config, formula, causal_attention, dims, locals())
+    if exact is not None:
+        return exact(seq_len, batch_size, seq_lens, cu_seqlens, position_ids, attention_mask,
+                     image_grid_thw, video_grid_thw, pixel_values, image_sizes)
     model = _model_dims(config, dims, tie_word_embeddings)
     options: dict[str, Any] = {
-        "formula": check_choice(formula, "formula", _FORMULAS, ignore_case=True),
+        "formula": check_choice("palm" if formula is None else formula, "formula", _FORMULAS,
+                                ignore_case=True),
         "causal_attention": check_choice(causal_attention, "causal_attention",
                                          CAUSAL_ATTENTION, ignore_case=True),
         "include_lm_head": check_flag(include_lm_head, "include_lm_head"),
@@ -350,7 +335,8 @@ def transformer_flops(
         options.update(lora_rank=lora["rank"], lora_targets=list(lora["targets"]))
     lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
                                        position_ids, attention_mask)
-    grids, vision_text = _grids(image_grid_thw, video_grid_thw)
+    grids, vision_text = _vision_input(model, image_grid_thw, video_grid_thw, pixel_values,
+                                       image_sizes)
     raw = _call_core(model, options, lengths, seq_len, batch_size, grids)
     conventions = {
         **{k: options[k] for k in ("formula", "causal_attention", "include_lm_head",
@@ -359,8 +345,57 @@ def transformer_flops(
         "lora": lora, "sequences": source, "model_type": model.model_type,
         "windows": types.MappingProxyType(_windows(model.dims)),
         "vision": vision_text if raw["vision_flops"] else None,
+        "tower": model.vision is not None,
     }
     return _result(raw, conventions)
+
+
+def _exact_reason(config: Any, formula: Any) -> str | None:
+    """Why ``config`` takes the exact meta-device count (None: analytic)."""
+    if isinstance(config, ExactConfig):
+        return "no formula"
+    if isinstance(config, ConfigDims) or config is None:
+        return None
+    if formula == "exact":
+        return "asked"
+    model_type = (config.get("model_type") if isinstance(config, Mapping)
+                  else getattr(config, "model_type", None))
+    return "no formula" if isinstance(model_type, str) and not is_supported(config) else None
+
+
+def _exact_route(config: Any, formula: Any, causal_attention: Any, dims: Mapping[str, Any],
+                 given: Mapping[str, Any]) -> Any:
+    """For a config without an analytic formula: a function of the batch
+    that counts it exactly (:mod:`._exact`), the arguments checked; else
+    None."""
+    if formula is not None:
+        check_choice(formula, "formula", (*_FORMULAS, "exact"))
+    config = named_config(config)
+    reason = _exact_reason(config, formula)
+    if reason is None:
+        return None
+    from ._exact import check_exact_arguments, exact_images, exact_transformer_flops
+
+    model_type = (config.model_type if isinstance(config, ExactConfig) else
+                  config.get("model_type") if isinstance(config, Mapping) else config.model_type)
+    causal = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
+                          ignore_case=True)
+    check_exact_arguments(model_type, given, dims)
+
+    def count(seq_len: Any, batch_size: Any, seq_lens: Any, cu_seqlens: Any, position_ids: Any,
+              attention_mask: Any, image_grid_thw: Any, video_grid_thw: Any,
+              pixel_values: Any, image_sizes: Any) -> TransformerFlops:
+        lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
+                                           position_ids, attention_mask)
+        if video_grid_thw is not None or image_sizes is not None:
+            raise ValueError(f"model_type {model_type!r} has no analytic formula: its exact "
+                             "count takes images as pixel_values (and image_grid_thw), not "
+                             f"{'video_grid_thw' if video_grid_thw is not None else 'image_sizes'}")
+        images = exact_images(config, pixel_values, image_grid_thw)
+        return exact_transformer_flops(config, lengths=lengths or [seq_len] * batch_size,
+                                       source=source, causal=causal, images=images,
+                                       reason=reason)
+    return count
 
 
 def _result(raw: Mapping[str, float], conventions: dict[str, Any]) -> TransformerFlops:
