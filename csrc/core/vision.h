@@ -68,6 +68,7 @@ typedef struct mfu_vision_dims {
     int keep_cls;                /* LLaVA "full" strategy: CLS projected too */
     int use_head;                /* SigLIP's attention-pooling head runs */
     int projector_bias;          /* LLaVA projector Linears have biases */
+    int image_newline;           /* LLaVA-NeXT / OneVision: a learned [d] row */
     int64_t pixel_shuffle_inverse;   /* Llama 4: 1 / pixel_shuffle_ratio */
     int64_t projector_input_dim;     /* Llama 4 adapter fc1 output */
     int64_t projector_output_dim;    /* Llama 4 adapter fc2 (square) */

@@ -81,7 +81,8 @@ static mfu_status check_projector(const mfu_vision_dims *d, const tile_layout *l
 {
     const int64_t side = side_of(d);
     if (lay->projector == PROJECTOR_GEMMA3) {
-        if (d->tokens_per_image < 1 || d->tokens_per_image > side * side)
+        /* (<= the tile's patches: checked with images, see compute) */
+        if (d->tokens_per_image < 1)
             return bad(bf, "vision.tokens_per_image");
     } else if (d->tokens_per_image != 0) {
         return bad(bf, "vision.tokens_per_image");
@@ -89,9 +90,11 @@ static mfu_status check_projector(const mfu_vision_dims *d, const tile_layout *l
     if (lay->projector == PROJECTOR_LLAVA) {
         if (d->feature_layers < 1 || d->feature_layers > d->depth + 1)
             return bad(bf, "vision.feature_layers");
-    } else if (d->feature_layers > 1 || d->keep_cls || d->projector_bias) {
+    } else if (d->feature_layers > 1 || d->keep_cls || d->projector_bias || d->image_newline) {
         return bad(bf, d->feature_layers > 1 ? "vision.feature_layers"
-                       : d->keep_cls ? "vision.keep_cls" : "vision.projector_bias");
+                       : d->keep_cls      ? "vision.keep_cls"
+                       : d->image_newline ? "vision.image_newline"
+                                          : "vision.projector_bias");
     }
     if (lay->projector == PROJECTOR_LLAMA4) {
         const int64_t s = d->pixel_shuffle_inverse;
@@ -133,11 +136,14 @@ mfu_status mfu_vision_tiles_validate(const mfu_vision_dims *d, const char **bf)
         return bad(bf, "vision.out_hidden_size");
     if (d->use_head && !lay->siglip_head)
         return bad(bf, "vision.use_head");
-    if ((d->keep_cls != 0 && d->keep_cls != 1) || (d->use_head != 0 && d->use_head != 1) ||
-        (d->projector_bias != 0 && d->projector_bias != 1))
-        return bad(bf, d->use_head != 0 && d->use_head != 1 ? "vision.use_head"
-                       : d->keep_cls != 0 && d->keep_cls != 1 ? "vision.keep_cls"
-                                                              : "vision.projector_bias");
+    if (d->use_head != 0 && d->use_head != 1)
+        return bad(bf, "vision.use_head");
+    if (d->keep_cls != 0 && d->keep_cls != 1)
+        return bad(bf, "vision.keep_cls");
+    if (d->projector_bias != 0 && d->projector_bias != 1)
+        return bad(bf, "vision.projector_bias");
+    if (d->image_newline != 0 && d->image_newline != 1)
+        return bad(bf, "vision.image_newline");
     /* the grid-tower fields belong to the Qwen towers */
     if (d->temporal_patch_size > 1 || d->spatial_merge_size > 1 || d->window_size != 0 ||
         d->num_full_blocks != 0 || d->num_deepstack_mergers != 0 ||
@@ -211,6 +217,8 @@ static double tower_params(const mfu_vision_dims *d, const tile_layout *lay)
                    cls * dd /* class embedding */ + (side * side + cls) * dd;
     if (lay->siglip_head && d->use_head)
         total += p.head_query + p.head_kv + p.head_tail;
+    if (d->image_newline) /* LLaVA-NeXT's image_newline row: a parameter, no matmul */
+        total += (double)d->out_hidden_size;
     return total;
 }
 
@@ -234,6 +242,11 @@ mfu_status mfu_vision_tiles_compute(const mfu_vision_input *input, int matmul_on
             return bad(bad_field, "pixel_values");
         tiles += (double)g->t;
     }
+    /* Gemma 3 pools the tile's patches down to tokens_per_image: never up
+     * (transformers' class defaults, 224-pixel SigLIP under 256 tokens, run
+     * no image) */
+    if (tiles > 0.0 && lay->projector == PROJECTOR_GEMMA3 && (double)d->tokens_per_image > n)
+        return bad(bad_field, "vision.tokens_per_image");
     w = stage_weights(d, lay, matmul_only);
     patch_fwd = tiles * 2.0 * n * w.patch;
     /* QK^T + AV over all heads: 2 * 2D per (query, key) pair, whole tile */

@@ -144,8 +144,8 @@ static const field_spec vision_fields[] = {
     VINT(num_position_embeddings, "must be >= 0 (Qwen3-VL only)"),
     /* fixed-resolution towers (core/vision_tiles.h) */
     VINT(image_size, "must be >= patch_size (tiled towers)"),
-    VINT(tokens_per_image, "must be between 1 and the tile's patches (Gemma 3 "
-                           "only)"),
+    VINT(tokens_per_image, "must be >= 1, and with images at most the tile's "
+                           "patches (Gemma 3 only)"),
     VINT(feature_layers, "must be between 1 and depth + 1 (LLaVA only)"),
     {"keep_cls", offsetof(mfu_vision_dims, keep_cls), FIELD_FLAG, NULL,
      "must be a bool (LLaVA only)"},
@@ -153,6 +153,8 @@ static const field_spec vision_fields[] = {
      "must be a bool (SigLIP towers only)"},
     {"projector_bias", offsetof(mfu_vision_dims, projector_bias), FIELD_FLAG, NULL,
      "must be a bool (LLaVA only)"},
+    {"image_newline", offsetof(mfu_vision_dims, image_newline), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA-NeXT / OneVision only)"},
     VINT(pixel_shuffle_inverse, "must be >= 1 and divide the tile's patches "
                                 "per side (Llama 4 only)"),
     VINT(projector_input_dim, "must be >= 1 (Llama 4 only)"),

@@ -43,6 +43,20 @@ def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]
     return grids or None
 
 
+def _shape(text: Optional[str]) -> Optional[tuple]:
+    """--pixel-values: the pixel tensor's shape, e.g. 1,3,896,896."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) < 4 or min(shape) < 1:
+        raise CliError(f"--pixel-values takes the shape of pixel_values, e.g. 1,3,896,896 "
+                       f"(tiles, channels, height, width), got {text!r}")
+    return shape
+
+
 def _params_counted(args: argparse.Namespace) -> _Counted:
     from ..flops._analytic import params_flops
 
@@ -51,8 +65,8 @@ def _params_counted(args: argparse.Namespace) -> _Counted:
     if args.lora_rank is not None:
         raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
                        "not the adapters)")
-    if args.image_grid or args.video_grid:
-        raise CliError("--image-grid / --video-grid need --model (a VLM config)")
+    if args.image_grid or args.video_grid or args.pixel_values:
+        raise CliError("--image-grid / --video-grid / --pixel-values need --model (a VLM config)")
     counted = params_flops(args.params, lora=args.lora)
     return _Counted(counted.flops_per_token, counted.conventions_str)
 
@@ -69,11 +83,12 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
     config = resolve_model_config(args.model, argument="--model")
     images = _grids(args.image_grid, "--image-grid")
     videos = _grids(args.video_grid, "--video-grid")
+    pixels = _shape(args.pixel_values)
     counted = transformer_flops(
         config, seq_len=seq_len, batch_size=1, formula=args.formula,
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
-        image_grid_thw=images, video_grid_thw=videos,
+        image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels,
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
     return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
@@ -160,6 +175,9 @@ def add_parser(sub: Any) -> None:
     what.add_argument("--image-grid", action="append", metavar="T,H,W",
                       help="a VLM image's grid in patches (an image_grid_thw row), or NxT,H,W for N "
                       "images; repeatable")
+    what.add_argument("--pixel-values", metavar="SHAPE",
+                      help="the images' pixel_values shape for fixed-resolution towers (Gemma 3, "
+                      "Llama 4, LLaVA, SmolVLM, InternVL), e.g. 1,3,896,896 for one tile")
     what.add_argument("--video-grid", action="append", metavar="T,H,W",
                       help="a VLM video's grid in patches (a video_grid_thw row), or NxT,H,W; repeatable")
     hw = est.add_argument_group("hardware")

@@ -65,6 +65,7 @@ def tile_vision_dims(top: Any, kind: str, text_hidden: int) -> dict[str, Any] | 
         out["feature_layers"] = len(layer) if isinstance(layer, (list, tuple)) else 1
         out["keep_cls"] = top.get("vision_feature_select_strategy", "default") == "full"
         out["projector_bias"] = top.flag("multimodal_projector_bias", True)
+        out["image_newline"] = top.get("model_type") in ("llava_next", "llava_onevision")
     else:  # llama4
         ratio = float(vision.get("pixel_shuffle_ratio", 0.5))
         out["pixel_shuffle_inverse"] = int(round(1.0 / ratio)) if ratio > 0 else 0
