@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mfu_module.h"
+#include "py_transformer.h"
 
 /* ------------------------------------------------------------------------
  * Field tables: Python name -> struct offset, kind, rule (for messages)
@@ -408,6 +409,38 @@ static int parse_grids(PyObject *obj, mfu_vision_grid **grids, size_t *count)
     return 0;
 }
 
+int mfu_py_count_inputs_parse(PyObject *dims_obj, PyObject *lens_obj, PyObject *batch_obj,
+                              PyObject *seq_len_obj, PyObject *vision_obj,
+                              PyObject *grids_obj, mfu_py_count_inputs *in)
+{
+    *in = (mfu_py_count_inputs){.grids = NULL, .lens = NULL};
+    mfu_transformer_dims_init(&in->dims);
+    mfu_vision_dims_init(&in->vision.dims);
+    if (parse_fields(dims_obj, "dims", dim_fields, (char *)&in->dims) < 0 ||
+        (vision_obj != Py_None &&
+         parse_fields(vision_obj, "vision", vision_fields, (char *)&in->vision.dims) < 0) ||
+        parse_grids(grids_obj, &in->grids, &in->vision.num_grids) < 0 ||
+        parse_batch(lens_obj, batch_obj, seq_len_obj, &in->batch, &in->lens, &in->one) < 0) {
+        mfu_py_count_inputs_free(in);
+        return -1;
+    }
+    in->vision.grids = in->grids;
+    return 0;
+}
+
+void mfu_py_count_inputs_free(mfu_py_count_inputs *in)
+{
+    PyMem_Free(in->lens);
+    PyMem_Free(in->grids);
+    in->lens = NULL;
+    in->grids = NULL;
+}
+
+const char *mfu_py_transformer_field_rule(const char *field)
+{
+    return field_rule(field);
+}
+
 /* ------------------------------------------------------------------------
  * Functions
  * ------------------------------------------------------------------------ */
@@ -432,45 +465,31 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
     PyObject *dims_obj, *options_obj, *lens_obj = Py_None, *batch_obj = Py_None;
     PyObject *seq_len_obj = Py_None, *vision_obj = Py_None, *grids_obj = Py_None;
     PyObject *result = NULL;
-    mfu_transformer_dims dims;
     mfu_transformer_options options;
-    mfu_vision_input vision = {.grids = NULL};
-    mfu_batch batch;
+    mfu_py_count_inputs in;
     mfu_transformer_flops out;
-    mfu_vision_grid *grids = NULL;
-    int64_t *lens = NULL, one = 0;
     const char *bad_field = NULL;
     mfu_status st;
 
     (void)module;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOO:transformer_flops",
                                      keywords, &dims_obj, &options_obj, &lens_obj,
-                                     &batch_obj, &seq_len_obj, &vision_obj, &grids_obj))
-        return NULL;
-    mfu_transformer_dims_init(&dims);
-    mfu_vision_dims_init(&vision.dims);
-    if (parse_fields(dims_obj, "dims", dim_fields, (char *)&dims) < 0 ||
+                                     &batch_obj, &seq_len_obj, &vision_obj, &grids_obj) ||
         parse_options(options_obj, &options) < 0 ||
-        (vision_obj != Py_None &&
-         parse_fields(vision_obj, "vision", vision_fields, (char *)&vision.dims) < 0) ||
-        parse_grids(grids_obj, &grids, &vision.num_grids) < 0 ||
-        parse_batch(lens_obj, batch_obj, seq_len_obj, &batch, &lens, &one) < 0)
-        goto done;
-    vision.grids = grids;
-    st = mfu_transformer_flops_compute(&dims, &options, &batch, &vision, &out,
+        mfu_py_count_inputs_parse(dims_obj, lens_obj, batch_obj, seq_len_obj, vision_obj,
+                                  grids_obj, &in) < 0)
+        return NULL;
+    st = mfu_transformer_flops_compute(&in.dims, &options, &in.batch, &in.vision, &out,
                                        &bad_field);
     if (st != MFU_OK)
         mfu_py_raise(st, bad_field != NULL ? bad_field : "dims", "%s",
                      bad_field != NULL ? field_rule(bad_field) : "invalid");
     else
         result = result_dict(&out);
-done:
-    PyMem_Free(lens);
-    PyMem_Free(grids);
+    mfu_py_count_inputs_free(&in);
     return result;
 }
 
-/* A dict item; steals `value`. */
 static int put(PyObject *dict, const char *key, PyObject *value)
 {
     int rc = value == NULL ? -1 : PyDict_SetItemString(dict, key, value);
@@ -603,5 +622,7 @@ static PyMethodDef transformer_methods[] = {
 
 int mfu_py_transformer_exec(PyObject *module)
 {
-    return PyModule_AddFunctions(module, transformer_methods);
+    if (PyModule_AddFunctions(module, transformer_methods) < 0)
+        return -1;
+    return mfu_py_conventions_exec(module);
 }

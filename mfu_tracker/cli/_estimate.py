@@ -89,6 +89,7 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
         image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels,
+        convention=args.convention,
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
     return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
@@ -168,7 +169,9 @@ def add_parser(sub: Any) -> None:
                       "config.json, or org/name in the local HF cache")
     what.add_argument("--params", type=positive_float, help="bare parameter count N (6N rule)")
     what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
-    what.add_argument("--causal-attention", choices=["full", "half"], default="full",
+    what.add_argument("--convention", help="count as another framework does (verl, veomni, "
+                      "megatron, torchtitan, nanogpt); `mfu-tracker explain` itemizes why")
+    what.add_argument("--causal-attention", choices=["full", "half"], default=None,
                       help="count the causal attention square in full (PaLM, default) or half (Megatron)")
     what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
     what.add_argument("--lora-rank", type=int_at_least(1), default=None, help="adapter rank (adds the adapters' FLOPs)")

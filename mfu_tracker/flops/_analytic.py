@@ -44,6 +44,7 @@ from .._validate import (
 from ._hf_vlm import tile_grids
 from ._hf_config import ConfigDims, dims_from_config, is_supported, lora_target_names, named_config
 from ._meta import ExactConfig
+from ._conventions import convention_flops
 from ._result import TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
 
@@ -199,11 +200,9 @@ def _grids(image_grid_thw: Any, video_grid_thw: Any) -> tuple[list[list[int]], s
 def _call_core(model: ConfigDims, options: Mapping[str, Any], lengths: list[int] | None,
                seq_len: int | None, batch_size: int, grids: list[list[int]]) -> dict:
     """The C count, its errors named by the config key a field came from."""
-    batch = ({"seq_lens": lengths} if lengths is not None
-             else {"batch_size": batch_size, "seq_len": seq_len})
-    vision = {"vision": model.vision, "grids": grids} if model.vision else {}
+    inputs = _core_inputs(model, lengths, seq_len, batch_size, grids)
     try:
-        return _C.transformer_flops(model.dims, dict(options), **batch, **vision)
+        return _C.transformer_flops(inputs.pop("dims"), dict(options), **inputs)
     except (ValueError, TypeError) as exc:
         field, _, rest = str(exc).partition(":")
         if field in model.sources:
@@ -234,13 +233,14 @@ def transformer_flops(
     pixel_values: Any = None,
     image_sizes: Any = None,
     formula: str | None = None,
-    causal_attention: str = "full",
-    include_lm_head: bool = True,
-    include_embedding: bool = False,
+    causal_attention: str | None = None,
+    include_lm_head: bool | None = None,
+    include_embedding: bool | None = None,
     tie_word_embeddings: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: Any = None,
     activation_recompute: str = "none",
+    convention: str | None = None,
     **dims: Any,
 ) -> TransformerFlops:
     """Analytic FLOPs of a training step of a language model (or a VLM).
@@ -320,16 +320,9 @@ def transformer_flops(
         return exact(seq_len, batch_size, seq_lens, cu_seqlens, position_ids, attention_mask,
                      image_grid_thw, video_grid_thw, pixel_values, image_sizes)
     model = _model_dims(config, dims, tie_word_embeddings)
-    options: dict[str, Any] = {
-        "formula": check_choice("palm" if formula is None else formula, "formula", _FORMULAS,
-                                ignore_case=True),
-        "causal_attention": check_choice(causal_attention, "causal_attention",
-                                         CAUSAL_ATTENTION, ignore_case=True),
-        "include_lm_head": check_flag(include_lm_head, "include_lm_head"),
-        "include_embedding": check_flag(include_embedding, "include_embedding"),
-        "activation_recompute": check_choice(activation_recompute, "activation_recompute",
-                                             _RECOMPUTE, ignore_case=True),
-    }
+    explicit = {"formula": formula, "causal_attention": causal_attention,
+                "include_lm_head": include_lm_head, "include_embedding": include_embedding}
+    options = _options(explicit, activation_recompute)
     lora = _lora(lora_rank, lora_targets, model.dims.get("mlp", "swiglu"), model.model_type)
     if lora is not None:
         options.update(lora_rank=lora["rank"], lora_targets=list(lora["targets"]))
@@ -337,17 +330,58 @@ def transformer_flops(
                                        position_ids, attention_mask)
     grids, vision_text = _vision_input(model, image_grid_thw, video_grid_thw, pixel_values,
                                        image_sizes)
+    if convention is not None:
+        if lora is not None:
+            raise ValueError("convention= reproduces a framework's full-training formula: it "
+                             "takes no lora_rank")
+        ours = _result(_call_core(model, _options({}, "none"), lengths, seq_len, batch_size,
+                                  grids), _conventions(_options({}, "none"), model, None, source,
+                                                       vision_text))
+        return convention_flops(convention, explicit,
+                                _core_inputs(model, lengths, seq_len, batch_size, grids), ours)
     raw = _call_core(model, options, lengths, seq_len, batch_size, grids)
-    conventions = {
+    return _result(raw, _conventions(options, model, lora, source,
+                                     vision_text if raw["vision_flops"] else None))
+
+
+def _options(explicit: Mapping[str, Any], activation_recompute: Any) -> dict[str, Any]:
+    """The C core's options: the explicit arguments, our defaults elsewhere."""
+    def given(name: str, default: Any) -> Any:
+        value = explicit.get(name)
+        return default if value is None else value
+    return {
+        "formula": check_choice(given("formula", "palm"), "formula", _FORMULAS,
+                                ignore_case=True),
+        "causal_attention": check_choice(given("causal_attention", "full"), "causal_attention",
+                                         CAUSAL_ATTENTION, ignore_case=True),
+        "include_lm_head": check_flag(given("include_lm_head", True), "include_lm_head"),
+        "include_embedding": check_flag(given("include_embedding", False), "include_embedding"),
+        "activation_recompute": check_choice(activation_recompute, "activation_recompute",
+                                             _RECOMPUTE, ignore_case=True),
+    }
+
+
+def _conventions(options: Mapping[str, Any], model: ConfigDims, lora: Any, source: str,
+                 vision_text: str | None) -> dict[str, Any]:
+    return {
         **{k: options[k] for k in ("formula", "causal_attention", "include_lm_head",
                                    "include_embedding", "activation_recompute")},
         "tie_word_embeddings": bool(model.dims.get("tie_word_embeddings", False)),
         "lora": lora, "sequences": source, "model_type": model.model_type,
         "windows": types.MappingProxyType(_windows(model.dims)),
-        "vision": vision_text if raw["vision_flops"] else None,
-        "tower": model.vision is not None,
+        "vision": vision_text, "tower": model.vision is not None,
     }
-    return _result(raw, conventions)
+
+
+def _core_inputs(model: ConfigDims, lengths: list[int] | None, seq_len: int | None,
+                 batch_size: int, grids: list[list[int]]) -> dict[str, Any]:
+    """The batch and model as the C core's keyword arguments."""
+    out: dict[str, Any] = {"dims": model.dims}
+    out.update({"seq_lens": lengths} if lengths is not None
+               else {"batch_size": batch_size, "seq_len": seq_len})
+    if model.vision:
+        out.update(vision=model.vision, grids=grids)
+    return out
 
 
 def _exact_reason(config: Any, formula: Any) -> str | None:
