@@ -441,11 +441,16 @@ const char *mfu_py_transformer_field_rule(const char *field)
     return field_rule(field);
 }
 
+int mfu_py_transformer_options_parse(PyObject *dict, mfu_transformer_options *options)
+{
+    return parse_options(dict, options);
+}
+
 /* ------------------------------------------------------------------------
  * Functions
  * ------------------------------------------------------------------------ */
 
-static PyObject *result_dict(const mfu_transformer_flops *r)
+PyObject *mfu_py_transformer_result(const mfu_transformer_flops *r)
 {
     return Py_BuildValue(
         "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "model_flops",
@@ -485,7 +490,7 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
         mfu_py_raise(st, bad_field != NULL ? bad_field : "dims", "%s",
                      bad_field != NULL ? field_rule(bad_field) : "invalid");
     else
-        result = result_dict(&out);
+        result = mfu_py_transformer_result(&out);
     mfu_py_count_inputs_free(&in);
     return result;
 }
@@ -622,7 +627,8 @@ static PyMethodDef transformer_methods[] = {
 
 int mfu_py_transformer_exec(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, transformer_methods) < 0)
+    if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
+        mfu_py_context_parallel_exec(module) < 0)
         return -1;
     return mfu_py_conventions_exec(module);
 }

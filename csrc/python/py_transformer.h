@@ -29,7 +29,16 @@ void mfu_py_count_inputs_free(mfu_py_count_inputs *in);
 /* The rule a dims / vision / option field must follow (for messages). */
 const char *mfu_py_transformer_field_rule(const char *field);
 
+/* The options dict (formula, causal_attention, ...); -1 with an exception. */
+int mfu_py_transformer_options_parse(PyObject *dict, mfu_transformer_options *options);
+
+/* A count as the dict transformer_flops() returns. */
+PyObject *mfu_py_transformer_result(const mfu_transformer_flops *r);
+
 /* Registers convention_flops() and conventions() (py_conventions.c). */
 int mfu_py_conventions_exec(PyObject *module);
+
+/* Registers context_parallel_flops() (py_context_parallel.c). */
+int mfu_py_context_parallel_exec(PyObject *module);
 
 #endif /* MFU_PY_TRANSFORMER_H */

@@ -103,6 +103,10 @@ def _conventions_str(conv: Mapping[str, Any]) -> str:
                      "(frozen base: no weight gradients)")
     parts.append(f"recompute: {conv['activation_recompute']} (HFU only)")
     parts.append(f"sequences from {conv['sequences']}")
+    if conv.get("context_parallel"):
+        cp = conv["context_parallel"]
+        parts.append(f"context parallel ({cp['mode']}): rank {cp['rank']} of {cp['degree']}, its "
+                     f"share; the group's tokens {cp['group_tokens']:,}")
     if conv.get("vision"):
         parts.append(f"vision tower: {conv['vision']} (bidirectional, not halved)")
     elif conv.get("tower"):
@@ -241,6 +245,9 @@ def transformer_flops(
     lora_targets: Any = None,
     activation_recompute: str = "none",
     convention: str | None = None,
+    context_parallel: int | None = None,
+    cp_rank: int = 0,
+    cp_mode: str = "ring",
     **dims: Any,
 ) -> TransformerFlops:
     """Analytic FLOPs of a training step of a language model (or a VLM).
@@ -330,6 +337,17 @@ def transformer_flops(
                                        position_ids, attention_mask)
     grids, vision_text = _vision_input(model, image_grid_thw, video_grid_thw, pixel_values,
                                        image_sizes)
+    if context_parallel is not None:
+        if convention is not None or grids:
+            raise ValueError("context_parallel counts one rank's share of a language model: "
+                             "it takes no convention= and no images")
+        raw = _C_context_parallel(model, options, lengths, seq_len, batch_size,
+                                  context_parallel, cp_rank, cp_mode)
+        conv = _conventions(options, model, lora, source, None)
+        conv["context_parallel"] = types.MappingProxyType(
+            {"degree": context_parallel, "rank": cp_rank, "mode": cp_mode,
+             "group_tokens": int(raw["num_tokens"]) * context_parallel})
+        return _result(raw, conv)
     if convention is not None:
         if lora is not None:
             raise ValueError("convention= reproduces a framework's full-training formula: it "
@@ -342,6 +360,25 @@ def transformer_flops(
     raw = _call_core(model, options, lengths, seq_len, batch_size, grids)
     return _result(raw, _conventions(options, model, lora, source,
                                      vision_text if raw["vision_flops"] else None))
+
+
+def _C_context_parallel(model: ConfigDims, options: Mapping[str, Any], lengths: list[int] | None,
+                        seq_len: int | None, batch_size: int, degree: Any, rank: Any,
+                        mode: Any) -> dict:
+    """One rank's share (csrc/core/context_parallel.h), errors named by config key."""
+    check_int(degree, "context_parallel", 1)
+    check_int(rank, "cp_rank", 0, degree - 1)
+    mode = check_choice(mode, "cp_mode", ("ring", "ulysses"), ignore_case=True)
+    inputs = _core_inputs(model, lengths, seq_len, batch_size, [])
+    inputs.pop("vision", None), inputs.pop("grids", None)
+    try:
+        return _C.context_parallel_flops(inputs.pop("dims"), dict(options), degree, rank, mode,
+                                         **inputs)
+    except (ValueError, TypeError) as exc:
+        field, _, rest = str(exc).partition(":")
+        if field in model.sources:
+            raise type(exc)(f"{model.sources[field]} ({field}):{rest}") from None
+        raise
 
 
 def _options(explicit: Mapping[str, Any], activation_recompute: Any) -> dict[str, Any]:
