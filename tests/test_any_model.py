@@ -28,6 +28,7 @@ from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_N
 
 from _tiny_configs import tiny_config  # noqa: E402
 from mfu_tracker import profile_flops, transformer_flops  # noqa: E402
+from mfu_tracker.cli import main  # noqa: E402
 from mfu_tracker.flops import _meta  # noqa: E402
 
 S = 16  # tokens per sequence
@@ -161,3 +162,98 @@ def test_every_causal_lm_type_is_counted(model_type, record_property):
     if path == "exact":
         assert f.model_flops == _reference(f, config), f.conventions_str
         assert "exact count" in f.conventions_str
+
+
+# ---------------------------------------------------------------------------
+# The exact path: packed lengths, the cache, saved configs, one-line errors
+# ---------------------------------------------------------------------------
+
+def _starcoder2(**over):
+    fields = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=96, vocab_size=128, bos_token_id=1,
+                  eos_token_id=2, pad_token_id=0, use_cache=False)
+    fields.update(over)
+    return transformers.AutoConfig.for_model("starcoder2", **fields)
+
+
+def test_packed_batch_is_the_sum_of_its_sequences_counted_once_per_length(monkeypatch):
+    from mfu_tracker.counter import FlopCounter
+
+    config = _starcoder2()
+    _meta.clear_caches()
+    runs = []
+    real_run = _meta.run_counted
+    monkeypatch.setattr(_meta, "run_counted", lambda *a, **k: runs.append(k["length"]) or
+                        real_run(*a, **k))
+    packed = transformer_flops(config, seq_lens=[10, 6, 10])
+    assert sorted(runs) == [6, 10]                      # each distinct length once
+    again = transformer_flops(config, cu_seqlens=[0, 10, 16, 26])
+    assert again.model_flops == packed.model_flops and sorted(runs) == [6, 10]  # cached
+    assert transformer_flops(config, seq_len=10, batch_size=3).model_flops == \
+        3 * transformer_flops(config, seq_len=10).model_flops
+    assert sorted(runs) == [6, 10]
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    counted = 0
+    for n in (10, 6, 10):  # the packed sequences, each on its own (varlen attention)
+        with FlopCounter() as fc:
+            model(input_ids=torch.ones(1, n, dtype=torch.long)).logits.sum().backward()
+        counted += fc.model_flops
+    assert packed.model_flops == counted
+    assert packed.num_tokens == 26 and packed.conventions["sequences"] == "seq_lens"
+
+
+def test_exact_counts_refuse_what_the_built_model_cannot_show():
+    config = _starcoder2()
+    for kwargs, match in ((dict(formula="palm"), "formula='palm' needs the analytic formula"),
+                          (dict(lora_rank=8), "lora_rank=8 needs the analytic formula"),
+                          (dict(activation_recompute="full"), "activation_recompute"),
+                          (dict(convention="verl"), "convention= and context_parallel=")):
+        with pytest.raises(ValueError, match=match):
+            transformer_flops(config, seq_len=8, **kwargs)
+    with pytest.raises(TypeError, match="hidden_size apply to the analytic formula"):
+        transformer_flops(config, seq_len=8, hidden_size=32)
+    # what transformers builds has no MTP layer: num_mtp_layers=0 is its count
+    assert transformer_flops(config, seq_len=8, num_mtp_layers=0).model_flops == \
+        transformer_flops(config, seq_len=8, formula="matmul").model_flops
+
+
+def test_a_refused_config_is_one_line_naming_type_cause_and_alternatives(tmp_path, capsys):
+    config = _starcoder2(pad_token_id=500)  # outside the vocabulary: nn.Embedding asserts
+    with pytest.raises(ValueError) as info:
+        transformer_flops(config, seq_len=8)
+    message = str(info.value)
+    assert "model_type 'starcoder2'" in message and "AssertionError" in message
+    assert "mfu_tracker.FlopCounter" in message and 'profile_flops(model, batch, device="meta")' \
+        in message
+    assert "\n" not in message
+    config.save_pretrained(tmp_path)
+    for command in (["estimate", "--gpu", "H100 SXM", "--tokens-per-sec", "1e6"], ["profile"]):
+        assert main([*command, "--model", str(tmp_path), "--seq-len", "8"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+        assert "AssertionError" in err and "starcoder2" in err
+
+
+ISSUE_TYPES = ["smollm3", "olmo3", "olmoe", "exaone4", "starcoder2"]
+
+
+@pytest.mark.parametrize("model_type", ISSUE_TYPES)
+def test_configs_saved_with_use_cache_false_work_in_estimate_and_profile(model_type, tmp_path,
+                                                                         capsys):
+    fields = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=96, vocab_size=128, bos_token_id=1,
+                  eos_token_id=2, pad_token_id=0, use_cache=False)
+    if model_type == "olmoe":
+        fields.update(num_experts=4, num_experts_per_tok=2)
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    config.save_pretrained(tmp_path)
+    assert '"use_cache": false' in (tmp_path / "config.json").read_text()
+    assert main(["estimate", "--model", str(tmp_path), "--gpu", "H100 SXM", "--seq-len", "16",
+                 "--tokens-per-sec", "1e6"]) == 0
+    out = capsys.readouterr().out
+    f = transformer_flops(config, seq_len=16)
+    assert f"MFU:                   {100 * f.flops_per_token * 1e6 / 989.4e12:.2f}%" in out
+    assert main(["profile", "--model", str(tmp_path), "--seq-len", "16"]) == 0
+    out = capsys.readouterr().out
+    assert f"model FLOPs (MFU):     {int(f.model_flops):,}" in out

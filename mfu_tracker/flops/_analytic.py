@@ -421,6 +421,18 @@ def _core_inputs(model: ConfigDims, lengths: list[int] | None, seq_len: int | No
     return out
 
 
+def counting_config(config: Any) -> ConfigDims | ExactConfig:
+    """``config`` read once for repeated counts: its analytic dims, or, for a
+    type without a formula, the transformers config the exact count builds
+    (what the integrations keep). Raises as :func:`transformer_flops`."""
+    config = named_config(config)
+    if _exact_reason(config, None) is not None:
+        from ._meta import exact_config
+
+        return exact_config(config)
+    return dims_from_config(config)
+
+
 def _exact_reason(config: Any, formula: Any) -> str | None:
     """Why ``config`` takes the exact meta-device count (None: analytic)."""
     if isinstance(config, ExactConfig):
@@ -449,8 +461,8 @@ def _exact_route(config: Any, formula: Any, causal_attention: Any, dims: Mapping
 
     model_type = (config.model_type if isinstance(config, ExactConfig) else
                   config.get("model_type") if isinstance(config, Mapping) else config.model_type)
-    causal = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
-                          ignore_case=True)
+    causal = check_choice("full" if causal_attention is None else causal_attention,
+                          "causal_attention", CAUSAL_ATTENTION, ignore_case=True)
     check_exact_arguments(model_type, given, dims)
 
     def count(seq_len: Any, batch_size: Any, seq_lens: Any, cu_seqlens: Any, position_ids: Any,

@@ -37,9 +37,11 @@ def check_exact_arguments(model_type: str, given: Mapping[str, Any],
         raise ValueError(f"formula={formula!r} needs the analytic formula; {why} (every matmul "
                          "that runs: formula 'exact', which 'matmul' equals)")
     for argument, value in _FIXED:
-        if given.get(argument, value) != value:
+        if given.get(argument) is not None and given[argument] != value:
             raise ValueError(f"{argument}={given[argument]!r} needs the analytic formula; {why} "
                              f"(leave {argument} at {value!r}, or {ALTERNATIVES})")
+    if given.get("convention") is not None or given.get("context_parallel") is not None:
+        raise ValueError(f"convention= and context_parallel= need the analytic formula; {why}")
     extra = {k: v for k, v in dims.items() if not (k == "num_mtp_layers" and v == 0)}
     if extra:
         raise TypeError(f"transformer_flops(): the dimension keyword(s) "

@@ -22,6 +22,7 @@ the cause, whatever transformers raised.
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import warnings
 from collections.abc import Mapping
@@ -180,11 +181,14 @@ def exact_config(config: Any) -> ExactConfig:
             raise MetaCountError(f"model_type {model_type!r}: transformers refuses the config "
                                  f"({_one_line(exc)})") from None
     else:
-        hf_config = config
         model_type = getattr(config, "model_type", None)
         if not isinstance(model_type, str) or not hasattr(config, "to_json_string"):
             raise MetaCountError(f"config of type {type(config).__name__} is not a transformers "
                                  "config (no model_type / to_json_string)")
+        # a copy: building a model sets fields on its config (the attention
+        # implementation), which must touch neither the user's object nor
+        # the cache key
+        hf_config = copy.deepcopy(config)
     try:
         key = hf_config.to_json_string(use_diff=False)
     except Exception:  # noqa: BLE001 -- a config that cannot serialize: identity instead
