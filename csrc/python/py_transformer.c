@@ -539,26 +539,6 @@ static PyObject *py_transformer_family(PyObject *module, PyObject *arg)
     return d;
 }
 
-static PyObject *py_transformer_families(PyObject *module, PyObject *unused)
-{
-    const size_t n = mfu_family_count();
-    PyObject *names = PyTuple_New((Py_ssize_t)n);
-
-    (void)module;
-    (void)unused;
-    if (names == NULL)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        PyObject *s = PyUnicode_FromString(mfu_family_at(i)->model_type);
-        if (s == NULL) {
-            Py_DECREF(names);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(names, (Py_ssize_t)i, s);
-    }
-    return names;
-}
-
 static PyObject *py_transformer_dim_names(PyObject *module, PyObject *unused)
 {
     Py_ssize_t n = 0;
@@ -582,25 +562,6 @@ static PyObject *py_transformer_dim_names(PyObject *module, PyObject *unused)
     return names;
 }
 
-static PyObject *py_params_flops(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *keywords[] = {"num_params", "num_tokens", "lora", NULL};
-    PyObject *n_obj, *t_obj;
-    double n, t, model = 0.0, forward = 0.0;
-    int lora = 0;
-
-    (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$p:params_flops", keywords,
-                                     &n_obj, &t_obj, &lora))
-        return NULL;
-    if (mfu_py_real_arg(n_obj, "num_params", MFU_ARG_ABOVE_LOW, 0.0, &n) < 0 ||
-        mfu_py_real_arg(t_obj, "num_tokens", 0, 0.0, &t) < 0)
-        return NULL;
-    if (mfu_params_flops(n, t, lora, &model, &forward) != MFU_OK)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "num_params", "invalid");
-    return Py_BuildValue("{s:d,s:d}", "model_flops", model, "forward_flops", forward);
-}
-
 static PyMethodDef transformer_methods[] = {
     {"transformer_flops", (PyCFunction)(void (*)(void))py_transformer_flops,
      METH_VARARGS | METH_KEYWORDS,
@@ -613,22 +574,16 @@ static PyMethodDef transformer_methods[] = {
     {"transformer_family", (PyCFunction)py_transformer_family, METH_O,
      "transformer_family(model_type)\n--\n\n"
      "The structural dims of a model family (core/families.c), or None."},
-    {"transformer_families", (PyCFunction)py_transformer_families, METH_NOARGS,
-     "transformer_families()\n--\n\nThe model_type of every family row."},
     {"transformer_dim_names", (PyCFunction)py_transformer_dim_names, METH_NOARGS,
      "transformer_dim_names()\n--\n\nThe dims fields transformer_flops() reads, "
      "in table order."},
-    {"params_flops", (PyCFunction)(void (*)(void))py_params_flops,
-     METH_VARARGS | METH_KEYWORDS,
-     "params_flops(num_params, num_tokens, *, lora=False)\n--\n\n"
-     "The 6N rule: {model_flops: 6*N*T (4*N*T with lora), forward_flops: 2*N*T}."},
     {NULL, NULL, 0, NULL},
 };
 
 int mfu_py_transformer_exec(PyObject *module)
 {
     if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
-        mfu_py_context_parallel_exec(module) < 0)
+        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0)
         return -1;
     return mfu_py_conventions_exec(module);
 }

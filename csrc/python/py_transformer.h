@@ -38,6 +38,9 @@ PyObject *mfu_py_transformer_result(const mfu_transformer_flops *r);
 /* Registers convention_flops() and conventions() (py_conventions.c). */
 int mfu_py_conventions_exec(PyObject *module);
 
+/* Registers transformer_families() and params_flops() (py_families.c). */
+int mfu_py_families_exec(PyObject *module);
+
 /* Registers context_parallel_flops() (py_context_parallel.c). */
 int mfu_py_context_parallel_exec(PyObject *module);
 

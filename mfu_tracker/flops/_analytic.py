@@ -42,9 +42,10 @@ from .._validate import (
     check_positive_number,
 )
 from ._hf_vlm import tile_grids
-from ._hf_config import ConfigDims, dims_from_config, is_supported, lora_target_names, named_config
-from ._meta import ExactConfig
+from ._hf_config import ConfigDims, dims_from_config, lora_target_names
+from ._exact import counting_config, exact_route
 from ._conventions import convention_flops
+from ._result import FORMULAS as _FORMULAS
 from ._result import TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
 
@@ -57,7 +58,6 @@ __all__ = [
     "num_params",
 ]
 
-_FORMULAS = ("6n", "palm", "matmul")
 _RECOMPUTE = ("none", "full", "selective")
 
 # Keyword dims accepted by transformer_flops(**dims): the C core's fields.
@@ -322,7 +322,7 @@ def transformer_flops(
         ValueError: malformed config or impossible values, naming the field
             (and the config key it came from).
     """
-    exact = _exact_route(config, formula, causal_attention, dims, locals())
+    exact = exact_route(config, formula, causal_attention, dims, locals())
     if exact is not None:
         return exact(seq_len, batch_size, seq_lens, cu_seqlens, position_ids, attention_mask,
                      image_grid_thw, video_grid_thw, pixel_values, image_sizes)
@@ -419,66 +419,6 @@ def _core_inputs(model: ConfigDims, lengths: list[int] | None, seq_len: int | No
     if model.vision:
         out.update(vision=model.vision, grids=grids)
     return out
-
-
-def counting_config(config: Any) -> ConfigDims | ExactConfig:
-    """``config`` read once for repeated counts: its analytic dims, or, for a
-    type without a formula, the transformers config the exact count builds
-    (what the integrations keep). Raises as :func:`transformer_flops`."""
-    config = named_config(config)
-    if _exact_reason(config, None) is not None:
-        from ._meta import exact_config
-
-        return exact_config(config)
-    return dims_from_config(config)
-
-
-def _exact_reason(config: Any, formula: Any) -> str | None:
-    """Why ``config`` takes the exact meta-device count (None: analytic)."""
-    if isinstance(config, ExactConfig):
-        return "no formula"
-    if isinstance(config, ConfigDims) or config is None:
-        return None
-    if formula == "exact":
-        return "asked"
-    model_type = (config.get("model_type") if isinstance(config, Mapping)
-                  else getattr(config, "model_type", None))
-    return "no formula" if isinstance(model_type, str) and not is_supported(config) else None
-
-
-def _exact_route(config: Any, formula: Any, causal_attention: Any, dims: Mapping[str, Any],
-                 given: Mapping[str, Any]) -> Any:
-    """For a config without an analytic formula: a function of the batch
-    that counts it exactly (:mod:`._exact`), the arguments checked; else
-    None."""
-    if formula is not None:
-        check_choice(formula, "formula", (*_FORMULAS, "exact"))
-    config = named_config(config)
-    reason = _exact_reason(config, formula)
-    if reason is None:
-        return None
-    from ._exact import check_exact_arguments, exact_images, exact_transformer_flops
-
-    model_type = (config.model_type if isinstance(config, ExactConfig) else
-                  config.get("model_type") if isinstance(config, Mapping) else config.model_type)
-    causal = check_choice("full" if causal_attention is None else causal_attention,
-                          "causal_attention", CAUSAL_ATTENTION, ignore_case=True)
-    check_exact_arguments(model_type, given, dims)
-
-    def count(seq_len: Any, batch_size: Any, seq_lens: Any, cu_seqlens: Any, position_ids: Any,
-              attention_mask: Any, image_grid_thw: Any, video_grid_thw: Any,
-              pixel_values: Any, image_sizes: Any) -> TransformerFlops:
-        lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
-                                           position_ids, attention_mask)
-        if video_grid_thw is not None or image_sizes is not None:
-            raise ValueError(f"model_type {model_type!r} has no analytic formula: its exact "
-                             "count takes images as pixel_values (and image_grid_thw), not "
-                             f"{'video_grid_thw' if video_grid_thw is not None else 'image_sizes'}")
-        images = exact_images(config, pixel_values, image_grid_thw)
-        return exact_transformer_flops(config, lengths=lengths or [seq_len] * batch_size,
-                                       source=source, causal=causal, images=images,
-                                       reason=reason)
-    return count
 
 
 def _result(raw: Mapping[str, float], conventions: dict[str, Any]) -> TransformerFlops:

@@ -16,9 +16,11 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+from .._validate import CAUSAL_ATTENTION, check_choice
+from ._hf_config import ConfigDims, dims_from_config, is_supported, named_config
 from ._meta import ALTERNATIVES, ExactConfig, ImageStep, MetaStep, exact_config, step_flops, tower_step
-from ._result import TransformerFlops
-from ._sequences import grid_rows
+from ._result import FORMULAS, TransformerFlops
+from ._sequences import grid_rows, sequence_lengths
 
 # Arguments the exact count cannot honour: (argument, the value it takes).
 _FIXED = (("include_lm_head", True), ("include_embedding", False), ("lora_rank", None),
@@ -147,3 +149,63 @@ def exact_transformer_flops(config: Any, *, lengths: list[int], source: str, cau
         language_flops=float(totals["model"] - totals.get("vision", 0)),
         vision_flops=float(totals.get("vision", 0)), scan_flops=None,
     )
+
+
+# ---------------------------------------------------------------------------
+# The route from transformer_flops()
+# ---------------------------------------------------------------------------
+
+def counting_config(config: Any) -> ConfigDims | ExactConfig:
+    """``config`` read once for repeated counts: its analytic dims, or, for a
+    type without a formula, the transformers config the exact count builds
+    (what the integrations keep). Raises as :func:`transformer_flops`."""
+    config = named_config(config)
+    if _exact_reason(config, None) is not None:
+        return exact_config(config)
+    return dims_from_config(config)
+
+
+def _exact_reason(config: Any, formula: Any) -> str | None:
+    """Why ``config`` takes the exact meta-device count (None: analytic)."""
+    if isinstance(config, ExactConfig):
+        return "no formula"
+    if isinstance(config, ConfigDims) or config is None:
+        return None
+    if formula == "exact":
+        return "asked"
+    model_type = (config.get("model_type") if isinstance(config, Mapping)
+                  else getattr(config, "model_type", None))
+    return "no formula" if isinstance(model_type, str) and not is_supported(config) else None
+
+
+def exact_route(config: Any, formula: Any, causal_attention: Any, dims: Mapping[str, Any],
+                 given: Mapping[str, Any]) -> Any:
+    """For a config without an analytic formula: a function of the batch
+    that counts it exactly (:mod:`._exact`), the arguments checked; else
+    None."""
+    if formula is not None:
+        check_choice(formula, "formula", (*FORMULAS, "exact"))
+    config = named_config(config)
+    reason = _exact_reason(config, formula)
+    if reason is None:
+        return None
+    model_type = (config.model_type if isinstance(config, ExactConfig) else
+                  config.get("model_type") if isinstance(config, Mapping) else config.model_type)
+    causal = check_choice("full" if causal_attention is None else causal_attention,
+                          "causal_attention", CAUSAL_ATTENTION, ignore_case=True)
+    check_exact_arguments(model_type, given, dims)
+
+    def count(seq_len: Any, batch_size: Any, seq_lens: Any, cu_seqlens: Any, position_ids: Any,
+              attention_mask: Any, image_grid_thw: Any, video_grid_thw: Any,
+              pixel_values: Any, image_sizes: Any) -> TransformerFlops:
+        lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
+                                           position_ids, attention_mask)
+        if video_grid_thw is not None or image_sizes is not None:
+            raise ValueError(f"model_type {model_type!r} has no analytic formula: its exact "
+                             "count takes images as pixel_values (and image_grid_thw), not "
+                             f"{'video_grid_thw' if video_grid_thw is not None else 'image_sizes'}")
+        images = exact_images(config, pixel_values, image_grid_thw)
+        return exact_transformer_flops(config, lengths=lengths or [seq_len] * batch_size,
+                                       source=source, causal=causal, images=images,
+                                       reason=reason)
+    return count

@@ -9,6 +9,9 @@ from typing import Any
 
 __all__ = ["TransformerFlops"]
 
+#: The counting methods of ``transformer_flops(formula=...)`` (the C core's).
+FORMULAS = ("6n", "palm", "matmul")
+
 
 @dataclasses.dataclass(frozen=True)
 class TransformerFlops:
