@@ -33,16 +33,21 @@ def _count(args: argparse.Namespace, convention: Optional[str]) -> Any:
                              pixel_values=_shape(args.pixel_values), convention=convention)
 
 
+def _pct(share: float) -> str:
+    """A share of our count as a signed percentage (4 decimals below 0.01%)."""
+    return f"{share * 100:+.4f}%" if 0 < abs(share) < 5e-5 else f"{share:+.2%}"
+
+
 def _print_convention(f: Any, out: Any) -> None:
     info = f.conventions["convention"]
     ours = info["ours_model_flops"]
     share = (info["model_flops"] - ours) / ours if ours else 0.0
     print(f"{info['name'] + ':':<14}{f.flops_per_token / 1e9:10.3f} GFLOP/token  "
-          f"{share:+8.2%} vs ours   ({info['source']})", file=out)
+          f"{_pct(share):>8} vs ours   ({info['source']})", file=out)
     shown = [d for d in info["difference"] if d["delta_flops"]]
     for d in shown:
         print(f"  {d['item']:<11} {d['ours']:>9} -> {d['theirs']:<10} "
-              f"{d['delta_share']:+8.2%}   {d['meaning']}", file=out)
+              f"{_pct(d['delta_share']):>8}   {d['meaning']}", file=out)
     if not shown:
         print("  (the same count for this model and batch)", file=out)
 

@@ -39,12 +39,12 @@ from .._validate import (
     check_choice,
     check_flag,
     check_int,
-    check_positive_number,
 )
 from ._hf_vlm import tile_grids
 from ._hf_config import ConfigDims, dims_from_config, lora_target_names
-from ._exact import counting_config, exact_route
+from ._exact import counting_config, exact_route  # noqa: F401 -- counting_config: re-exported
 from ._conventions import convention_flops
+from ._peer import flash_attn_flops, num_params, param_bytes, params_flops  # noqa: F401 -- __all__
 from ._result import FORMULAS as _FORMULAS
 from ._result import TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
@@ -250,18 +250,32 @@ def transformer_flops(
     cp_mode: str = "ring",
     **dims: Any,
 ) -> TransformerFlops:
-    """Analytic FLOPs of a training step of a language model (or a VLM).
+    """FLOPs of a training step of a language model (or a VLM): analytic for
+    the families the C core lists, the exact count otherwise.
+
+    Any other ``model_type`` transformers can build (a config object, a
+    saved ``config.json`` dict, ``use_cache`` either way) is counted exactly:
+    its model is built on the ``meta`` device (no memory), one forward +
+    backward per distinct sequence length runs under FlopCounter, and the
+    batch's count is the sum over its sequences (cached per config and
+    length); ``conventions["formula"] == "exact"`` and a note say so. A
+    VLM's images run through its ``get_image_features`` (tower and
+    projector) on their own. What cannot be counted raises one line naming
+    the model type, the cause and the alternatives (:class:`FlopCounter` on
+    a real step, ``profile_flops(model, batch, device="meta")``).
 
     Args:
         config: a HuggingFace config (``PretrainedConfig`` or any object with
             the attributes), a ``config.json`` dict as transformers 4 or 5
             saves it, a preset name (``"llama-3.1-8b"``,
             :func:`~mfu_tracker.preset_names`) or a path to a ``config.json``,
-            of a model type in ``_C.transformer_families()``: dense
+            analytic for a model type in ``_C.transformer_families()``: dense
             (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma2, gemma3_text,
             olmo2), MoE (mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v3,
             glm4_moe, llama4_text), hybrid / SSM (qwen3_next, mamba2), VLM
-            (qwen2_5_vl, qwen3_vl), or a nanoGPT ``GPTConfig`` dict; or None
+            (qwen2_5_vl, qwen3_vl; composite gemma3, llama4, llava,
+            llava_next, llava_onevision configs with their tower), or a
+            nanoGPT ``GPTConfig`` dict; exact for any other type; or None
             with the dimensions given as keywords (every field of
             ``_C.transformer_dim_names()``: ``hidden_size``, ``num_layers``,
             ``num_heads``, ``vocab_size``, ``intermediate_size``,
@@ -284,17 +298,25 @@ def transformer_flops(
         image_grid_thw, video_grid_thw: a VLM batch's grids, rows
             ``[t, h, w]`` in patches (the processor's outputs): the vision
             tower runs on them and its FLOPs are added (``vision_flops``).
-        formula: ``"palm"`` (6·N_c·T + the attention and scan terms;
-            torchtitan's and Lambda's), ``"6n"`` (6·N_c·T) or ``"matmul"``
-            (every matmul's 2·m·n·k and every convolution: what an op
-            counter sees). N_c is the active parameter count without the
-            embedding tables, plus V·d per lm_head application when included
-            (also when tied).
+        pixel_values, image_sizes: a fixed-resolution tower's images
+            (Gemma 3, Llama 4, the LLaVA family; SmolVLM, InternVL ... on the
+            exact path): the pixel tensor (or its shape), tiles x channels x
+            height x width; LLaVA-NeXT / OneVision's 5-D
+            ``[images, crops, ...]`` with ``image_sizes`` keeps each image's
+            real crops. Image inputs to a model without a tower are an
+            error.
+        formula: ``"palm"`` (default; 6·N_c·T + the attention and scan
+            terms; torchtitan's and Lambda's), ``"6n"`` (6·N_c·T) or
+            ``"matmul"`` (every matmul's 2·m·n·k and every convolution: what
+            an op counter sees), or ``"exact"`` (the meta-device count, any
+            type; ``"matmul"`` equals it where both exist). N_c is the active
+            parameter count without the embedding tables, plus V·d per
+            lm_head application when included (also when tied).
         causal_attention: ``"full"`` (default) or ``"half"``; see the module
             docstring for windows and chunks.
-        include_lm_head: count the lm_head matmul.
+        include_lm_head: count the lm_head matmul (default True).
         include_embedding: count the embedding tables as if they were
-            matmul weights (the "6N with total N" habit).
+            matmul weights (the "6N with total N" habit; default False).
         tie_word_embeddings: override the config's value (parameter count).
         lora_rank, lora_targets: LoRA on a frozen base: base weights cost
             forward + input gradient (4·N per token), adapters full 6·N_a.
@@ -304,6 +326,21 @@ def transformer_flops(
         activation_recompute: ``"none"``, ``"selective"`` (the attention
             core runs again) or ``"full"`` (every layer's forward runs
             again). Changes ``hardware_flops`` only.
+        convention: count as another framework does: ``"verl"``,
+            ``"veomni"``, ``"megatron"``, ``"torchtitan"``, ``"nanogpt"``
+            (``"mfu_tracker"``: ours). A preset of every choice (formula,
+            embedding, lm_head, router, MTP, causal, windows, vision tower);
+            ``formula``, ``causal_attention``, ``include_embedding`` and
+            ``include_lm_head`` given explicitly override the preset's.
+            ``conventions["convention"]["difference"]`` itemizes the
+            difference from ours.
+        context_parallel, cp_rank, cp_mode: one rank's share when each
+            sequence is split across ``context_parallel`` ranks (contiguous
+            chunks; the degree divides every length): ``"ulysses"`` (heads
+            all-to-all: an even share) or ``"ring"`` (ring attention or an
+            all-gather of K and V: the rank's chunk against the chunks before
+            it, the causal diagonal; the blocks above it never run).
+            ``num_tokens`` is the rank's tokens.
 
     Returns:
         TransformerFlops; FLOPs totals are for the whole batch.
@@ -440,157 +477,3 @@ def _result(raw: Mapping[str, float], conventions: dict[str, Any]) -> Transforme
         vision_flops=raw["vision_flops"],
         scan_flops=raw["scan_flops"],
     )
-
-
-def params_flops(
-    num_params: int | float,
-    *,
-    num_tokens: int = 1,
-    lora: bool = False,
-) -> TransformerFlops:
-    """The 6N rule from a bare parameter count (no attention term).
-
-    Model FLOPs per token are 6·N (forward 2·N + backward 4·N); with
-    ``lora=True`` the frozen base costs forward + input gradient only, 4·N,
-    and the adapters — unknown here — are not counted (their cost is ~6·N_a,
-    negligible at usual ranks; use :func:`transformer_flops` with
-    ``lora_rank`` to count them). Totals are for ``num_tokens`` tokens. The
-    rule is the C core's (``mfu_params_flops``).
-
-    Raises:
-        TypeError: ``num_params`` / ``num_tokens`` not numbers / ints.
-        ValueError: ``num_params`` not finite and > 0, ``num_tokens`` < 1.
-    """
-    n = check_positive_number(num_params, "num_params")
-    num_tokens = check_int(num_tokens, "num_tokens", 1)
-    lora = check_flag(lora, "lora")
-    raw = _C.params_flops(n, num_tokens, lora=lora)
-    conventions = {
-        "formula": "6n",
-        "causal_attention": "full",
-        "include_lm_head": True,
-        "include_embedding": True,
-        "tie_word_embeddings": False,
-        "lora": {"rank": None, "targets": None} if lora else None,
-        "activation_recompute": "none",
-        "sequences": "num_tokens",
-        "model_type": None,
-    }
-    text = ("formula 6n on a bare parameter count (N as given, no attention "
-            "term) · " + ("LoRA: frozen base 4·N per token, adapters not counted"
-                          if lora else "full training 6·N per token"))
-    return TransformerFlops(
-        model_flops=raw["model_flops"],
-        hardware_flops=raw["model_flops"],
-        forward_flops=raw["forward_flops"],
-        attention_flops=0.0,
-        flops_per_token=raw["model_flops"] / num_tokens,
-        num_tokens=num_tokens,
-        num_params=int(n),
-        num_embedding_params=0,
-        num_active_params=int(n),
-        num_adapter_params=0,
-        conventions=types.MappingProxyType(conventions),
-        conventions_str=text,
-        language_flops=raw["model_flops"],
-    )
-
-
-# ---------------------------------------------------------------------------
-# Peer-compatible helpers
-# ---------------------------------------------------------------------------
-
-def _required_int(value: Any, name: str, minimum: int) -> int:
-    if value is None:
-        raise TypeError(f"flash_attn_flops() missing required argument {name!r}")
-    return check_int(value, name, minimum)
-
-
-def flash_attn_flops(
-    batch: int | None = None,
-    seq_len: int | None = None,
-    num_heads: int | None = None,
-    head_dim: int | None = None,
-    *,
-    causal: bool = True,
-    with_backward: bool = False,
-    causal_attention: str = "full",
-    batch_size: int | None = None,
-) -> int:
-    """FLOPs of a FlashAttention call (self-attention, s_q = s_kv = seq_len).
-
-    Forward: QKᵀ and AV, ``4 · batch · seq_len² · num_heads · head_dim``
-    FLOPs; ``with_backward=True`` adds the model-convention backward
-    (2× forward, the C core's ``MFU_ATTENTION_MODEL_BACKWARD``), giving 3×
-    forward. Returns an int (FLOPs, not FLOP/s).
-
-    The batch may be given as ``batch`` or, as in the pure-Python
-    ``mfu-tracker`` README, ``batch_size`` (exactly one of them).
-
-    NB: the pure-Python package halved the count whenever ``causal=True``.
-    This package follows DESIGN §3: causal attention counts the full s² by
-    default (PaLM / torchtitan / FlopCounterMode), so ``causal=True`` with
-    the default ``causal_attention="full"`` gives the full count; pass
-    ``causal_attention="half"`` for the halved (Megatron / verl, and the
-    peer's) number. ``causal=False`` is always the full count.
-    """
-    if batch is not None and batch_size is not None:
-        raise TypeError("flash_attn_flops() takes batch or batch_size, not both")
-    b = _required_int(batch if batch is not None else batch_size, "batch_size"
-                      if batch is None else "batch", 0)
-    s = _required_int(seq_len, "seq_len", 0)
-    h = _required_int(num_heads, "num_heads", 1)
-    d = _required_int(head_dim, "head_dim", 1)
-    causal = check_flag(causal, "causal")
-    with_backward = check_flag(with_backward, "with_backward")
-    convention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
-                              ignore_case=True)
-    if not causal:
-        convention = "full"
-    return _C.sdpa_model_flop(b, h, h, s, s, d, d, causal_attention=convention,
-                              with_backward=with_backward)
-
-
-def _parameters(model: Any) -> list[Any]:
-    """The model's parameters; a model without any is a ValueError, since its
-    bytes (the MBU numerator) or count (6N) would be 0 by definition."""
-    parameters = getattr(model, "parameters", None)
-    if not callable(parameters):
-        raise TypeError(
-            f"model must be a torch.nn.Module (with .parameters()), not "
-            f"{type(model).__name__}"
-        )
-    found = list(parameters())
-    if not found:
-        raise ValueError(
-            f"model has no parameters ({type(model).__name__}): its weights' bytes and "
-            "count would be 0, and MBU 0 by definition; pass the model whose weights the "
-            "step reads (or param_bytes=None to leave MBU out)"
-        )
-    return found
-
-
-def param_bytes(model: Any, trainable_only: bool = False) -> int:
-    """Bytes held by ``model``'s parameters: Σ numel × element_size.
-
-    Shared (tied) parameters count once. ``trainable_only=True`` counts only
-    parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
-    Works for models on the ``meta`` device. A model with no parameters at
-    all is a ``ValueError`` (not 0, which would make MBU 0).
-    """
-    trainable_only = check_flag(trainable_only, "trainable_only")
-    return sum(
-        p.numel() * p.element_size()
-        for p in _parameters(model)
-        if not trainable_only or p.requires_grad
-    )
-
-
-def num_params(model: Any, trainable_only: bool = False) -> int:
-    """Number of ``model``'s parameters (shared ones once); see param_bytes."""
-    trainable_only = check_flag(trainable_only, "trainable_only")
-    return sum(
-        p.numel() for p in _parameters(model)
-        if not trainable_only or p.requires_grad
-    )
-
