@@ -117,7 +117,7 @@ class _Gpm:
         previous one, and ``hw_window_s``; {} when it is under the minimum."""
         figures, seconds, failure = self._nvml.gpm_sample()
         if failure is not None:
-            self._once(f"failure:{failure.split(' ', 1)[0]}", f"NVML: {failure}")
+            self._once(f"failure:{failure}", f"NVML: {failure}")  # each cause once
         if seconds is not None and seconds < _C.GPM_MIN_INTERVAL_S:
             self._once("short", f"a window of {seconds * 1e3:.0f} ms between two readings is "
                                 f"under the {_C.GPM_MIN_INTERVAL_S * 1e3:.0f} ms GPM needs (log "
