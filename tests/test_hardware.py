@@ -374,3 +374,59 @@ def test_everything_together_in_one_window(fake, nvml, allocator):
     assert {"throughput/hw/tensor_active", "throughput/memory/peak_allocated_gib",
             "throughput/power_w", "throughput/mfu"} <= set(m)
     assert m["throughput/memory/peak_allocated_gib"] == 8.0
+
+
+# ---- the doctor's row ------------------------------------------------------------------
+
+
+class _Platform:
+    """A GEMM loop of known speed: each gemm(n, dtype, iters) is 2 n^3 iters FLOPs
+    and sleeps (n / 8192)^3 x iters x 1 ms: 8192^3 x 2 / 1 ms = 1.0995e15 FLOP/s."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def gemm(self, n, dtype, iters):
+        assert dtype == "bf16"
+        self.calls += 1
+        time.sleep((n / 8192) ** 3 * iters * 1e-3)
+        return 2.0 * n ** 3 * iters
+
+    def synchronize(self):
+        pass
+
+
+@pytest.mark.parametrize("tensor_pct, status, words", [
+    (90.0, "PASS", "MFU / tensor-active"),
+    (20.0, "WARN", "peak table's row or the GEMM's FLOP count"),   # MFU far above the pipes
+])
+def test_doctor_self_check_row(nvml, tensor_pct, status, words):
+    from mfu_tracker.cli.doctor._self_check import self_check_row
+    from mfu_tracker.peaks._table import lookup_gpu_spec
+
+    nvml.script_gpm(tensor_pct, 10.0)
+    rows = []
+    spec = lookup_gpu_spec("H100 SXM")             # bf16 989.4 TFLOP/s
+    self_check_row(lambda *a, **k: rows.append((a, k)), _Platform(), spec, UUID, quick=True)
+    (section, name, got, figure, detail), data = rows[0]
+    assert (section, name, got) == ("peak", "mfu_self_check", status)
+    assert words in figure + detail
+    # the loop's MFU is its FLOPs over its wall time over the peak (sleeps overshoot:
+    # at most the programmed 1.0995e15 / 989.4e12 = 1.11)
+    assert data["mfu"] == pytest.approx(data["loop_flops"] / data["loop_seconds"] / 989.4e12)
+    assert 0.3 < data["mfu"] <= 1.112
+    assert data["counters"]["tensor_active"] == tensor_pct / 100
+
+
+def test_doctor_self_check_row_says_why_it_cannot_run(nvml):
+    from mfu_tracker.cli.doctor._self_check import self_check_row
+    from mfu_tracker.peaks._table import lookup_gpu_spec
+
+    rows = []
+    add = lambda *a, **k: rows.append(a)  # noqa: E731
+    spec = lookup_gpu_spec("H100 SXM")
+    self_check_row(add, _Platform(), spec, None, quick=True)
+    nvml.set("gpm_supported", 0)
+    self_check_row(add, _Platform(), spec, UUID, quick=True)
+    assert [(r[2], r[3]) for r in rows] == [("SKIP", "no NVML device"), ("SKIP", "GPM unavailable")]
+    assert "does not support GPM" in rows[1][4]
