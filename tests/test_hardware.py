@@ -430,3 +430,15 @@ def test_doctor_self_check_row_says_why_it_cannot_run(nvml):
     self_check_row(add, _Platform(), spec, UUID, quick=True)
     assert [(r[2], r[3]) for r in rows] == [("SKIP", "no NVML device"), ("SKIP", "GPM unavailable")]
     assert "does not support GPM" in rows[1][4]
+
+
+def test_amd_gpus_say_the_counters_are_not_read(fake):
+    # the ROCm clock (the fake driver answers the HIP calls too): one warning, no keys
+    with pytest.warns(RuntimeWarning, match="AMD GPUs: device telemetry and the hardware counters "
+                                            "are not read"):
+        tracker = Tracker(FLOPS, spec=SPEC, clock="hip", stream=0, warmup=0, memory=False)
+    _steps(fake, tracker)
+    assert not [k for k in tracker.metrics() if "/hw/" in k]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Tracker(FLOPS, spec=SPEC, clock="hip", stream=0, telemetry=False, memory=False)

@@ -62,6 +62,7 @@ static struct {
     long (*call_count)(const char *name);
     int (*fail_next)(const char *name, int code);
     long (*live_samples)(void);
+    double (*last_window_s)(void);
 } knobs;
 
 static int load_knobs(void)
@@ -79,8 +80,9 @@ static int load_knobs(void)
     *(void **)&knobs.call_count = dlsym(library, "fake_nvml_call_count");
     *(void **)&knobs.fail_next = dlsym(library, "fake_nvml_fail_next");
     *(void **)&knobs.live_samples = dlsym(library, "fake_nvml_live_samples");
+    *(void **)&knobs.last_window_s = dlsym(library, "fake_nvml_last_window_s");
     return knobs.reset && knobs.set && knobs.set_gpm && knobs.call_count && knobs.fail_next
-           && knobs.live_samples; /* the library stays loaded: the core shares it */
+           && knobs.live_samples && knobs.last_window_s; /* stays loaded: the core shares it */
 }
 
 static void sleep_ms(long ms)
@@ -124,6 +126,8 @@ static void test_window_figures(void)
     sleep_ms(110);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && e.call == NULL);
     CHECK(w.seconds >= MFU_GPM_MIN_INTERVAL_S);
+    /* the window's seconds are those of the two samples NVML was given (to 1 ms) */
+    CHECK(fabs(w.seconds - knobs.last_window_s()) < 1e-3);
     CHECK(w.valid == (1u << MFU_GPM_FIGURES) - 1);
     CHECK_NEAR(w.value[MFU_GPM_TENSOR_ACTIVE], 0.625, 1e-15); /* 62.5 % */
     CHECK_NEAR(w.value[MFU_GPM_DRAM_BW_UTIL], 0.31, 1e-15);
@@ -211,6 +215,7 @@ static void test_failures(void)
     sleep_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == (1u << MFU_GPM_FIGURES) - 1);
     CHECK(w.seconds < 0.2); /* from the failed call's edge, not the one before */
+    CHECK(knobs.last_window_s() < 0.2 && fabs(w.seconds - knobs.last_window_s()) < 1e-3);
     /* A sample fails: no window until two good edges. */
     knobs.fail_next("nvmlGpmSampleGet", NVML_ERROR_UNKNOWN);
     sleep_ms(105);

@@ -27,7 +27,8 @@
  * Exports for tests: fake_nvml_reset, fake_nvml_set(knob, value),
  * fake_nvml_set_gpm(metric id, value, code), fake_nvml_call_count(name),
  * fake_nvml_fail_next(name, code), fake_nvml_initialized(),
- * fake_nvml_live_samples(). Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
+ * fake_nvml_live_samples(), fake_nvml_last_window_s() (the seconds between
+ * the samples of the last nvmlGpmMetricsGet). Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
  * "reasons", "init_fails" (nvmlInit_v2 returns it when non-zero),
  * "gpm_supported" (1 by default). Not thread-safe (the tests drive it from
  * one thread).
@@ -73,6 +74,7 @@ static struct {
     struct { unsigned int id; double value; int code; } gpm[GPM_SCRIPT_MAX];
     int gpm_scripted;
     long live_samples;   /* allocated minus freed */
+    double last_window_s; /* the samples of the last nvmlGpmMetricsGet: seconds apart */
 } fake = {.power_mw = 250000, .sm_mhz = 1755, .sm_max_mhz = 1980, .gpm_supported = 1};
 
 static struct nvmlDevice_st device_tag; /* the device handle points here */
@@ -134,6 +136,12 @@ int fake_nvml_set_gpm(unsigned int id, double value, int code)
 long fake_nvml_live_samples(void)
 {
     return fake.live_samples;
+}
+
+/* The seconds between the two samples the last nvmlGpmMetricsGet used. */
+double fake_nvml_last_window_s(void)
+{
+    return fake.last_window_s;
 }
 
 /* 0, or -1 for an unknown knob. */
@@ -397,6 +405,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
         || metricsGet->sample2 == NULL || !metricsGet->sample1->taken
         || !metricsGet->sample2->taken || metricsGet->sample1->order >= metricsGet->sample2->order)
         return NVML_ERROR_INVALID_ARGUMENT;
+    fake.last_window_s = metricsGet->sample2->time_s - metricsGet->sample1->time_s;
     for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
         nvmlGpmMetric_t *m = &metricsGet->metrics[i];
         m->value = 0.0;
