@@ -8,8 +8,8 @@ active_bytes, ...) and pool ("all", "small_pool", "large_pool"), ``current``,
 ``peak``, ``allocated`` and ``freed``, plus the plain counters
 ``num_alloc_retries`` and ``num_ooms``; ``torch.cuda.memory_stats`` flattens
 them into ``"allocated_bytes.all.peak"``-style keys, sorted.
-``reset_peak_memory_stats`` sets every peak to its current value; nothing
-resets the counters. Memory is reserved in 2 MiB segments (the large pool's
+``reset_peak_memory_stats`` sets every peak to its current value;
+``reset_accumulated_memory_stats`` sets the cumulative counters to 0. Memory is reserved in 2 MiB segments (the large pool's
 rounding: kLargeBuffer = 20 MiB aside, a segment of at least the request).
 """
 from __future__ import annotations
@@ -75,6 +75,12 @@ class FakeAllocator:
         for s in self.stat.values():
             s["peak"] = s["current"]
 
+    def reset_accumulated_memory_stats(self, device: Any = None) -> None:
+        """The cumulative counters (allocated, freed, retries, OOMs) back to 0."""
+        for s in self.stat.values():
+            s["allocated"] = s["freed"] = 0
+        self.num_alloc_retries = self.num_ooms = 0
+
     def max_memory_allocated(self, device: Any = None) -> int:
         return self.stat["allocated_bytes"]["peak"]
 
@@ -86,7 +92,8 @@ class FakeAllocator:
 
     def install(self, monkeypatch: Any, torch: Any) -> "FakeAllocator":
         """Put this allocator behind torch.cuda's statistics calls."""
-        for name in ("memory_stats", "reset_peak_memory_stats", "max_memory_allocated",
+        for name in ("memory_stats", "reset_peak_memory_stats", "reset_accumulated_memory_stats",
+                     "max_memory_allocated",
                      "max_memory_reserved", "get_device_properties"):
             monkeypatch.setattr(torch.cuda, name, getattr(self, name))
         return self

@@ -87,3 +87,13 @@ class FakeNvml:
 
     def initialized(self) -> int:
         return self.lib.fake_nvml_initialized()
+
+
+def fake_nvml(monkeypatch) -> FakeNvml:
+    """The fake built, named in MFU_TRACKER_NVML_LIBRARY (``monkeypatch``
+    restores it) and reset: the body of the tests' ``nvml`` fixtures."""
+    path = build()
+    monkeypatch.setenv("MFU_TRACKER_NVML_LIBRARY", path)
+    fake = FakeNvml(path)
+    fake.lib.fake_nvml_reset()
+    return fake

@@ -24,8 +24,7 @@ from _fake_nvml import (
     NVML_ERROR_NOT_SUPPORTED,
     NVML_ERROR_UNKNOWN,
     UUID,
-    FakeNvml,
-    build,
+    fake_nvml,
 )
 
 from mfu_tracker import user_gpu_spec
@@ -47,10 +46,7 @@ GPM_KEYS = ("hw/tensor_active", "hw/dram_bw_util", "hw/sm_active", "hw/sm_occupa
 
 @pytest.fixture
 def nvml(monkeypatch):
-    path = build()
-    monkeypatch.setenv("MFU_TRACKER_NVML_LIBRARY", path)
-    fake = FakeNvml(path)
-    fake.lib.fake_nvml_reset()
+    fake = fake_nvml(monkeypatch)
     yield fake
     fake.lib.fake_nvml_reset()
 
@@ -245,6 +241,16 @@ def test_mfu_clearly_above_the_tensor_pipes_warns_once_naming_count_or_peak(fake
         _window(fake, tracker)
 
 
+def test_the_limit_uses_the_counters_own_interval(fake, nvml):
+    # MFU 0.5 over pipes busy 16.5 %: 3.03, above 1.1 + 0.2 / window for any window of
+    # 0.11 s or more (<= 2.92), below the 3.1 of an interval unknown
+    nvml.script_gpm(16.5, 31.0)
+    tracker = _tracker()
+    with pytest.warns(RuntimeWarning, match="clearly above what the tensor pipes did"):
+        m = _window(fake, tracker)
+    assert m["throughput/hw/mfu_consistency"] == pytest.approx(0.5 / 0.165)
+
+
 def test_pipes_busy_far_beyond_mfu_names_kernels_below_peak(fake, nvml):
     # MFU 0.5 against pipes busy 100 %: 0.5 / 1.0 = 0.5 is the floor itself (not
     # below it); MFU 0.3 (3e11 per ms) is below: kernels below peak, the clock named
@@ -339,6 +345,22 @@ def test_memory_per_window_peaks_when_opted_in(fake, nvml, allocator):
     # the documented side effect: the user's max_memory_allocated() restarted at the edge
     assert torch.cuda.max_memory_allocated() == 1 * GIB
     assert allocator.resets == 3                            # construction + 2 edges
+
+
+def test_counters_reset_by_the_user_give_no_negative_difference(fake, nvml, allocator):
+    tracker = _tracker(telemetry=False, memory=True)
+    allocator.retry()
+    allocator.retry()
+    allocator.retry()
+    _steps(fake, tracker)
+    assert tracker.metrics()["throughput/memory/alloc_retries"] == 3.0   # 3 - 0
+    torch.cuda.reset_accumulated_memory_stats()                           # 3 -> 0 by the user
+    allocator.retry()
+    m = tracker.metrics()
+    assert "throughput/memory/alloc_retries" not in m                     # 1 - 3: unknown, never -2
+    assert m["throughput/memory/ooms"] == 0.0                             # 0 - 0
+    allocator.retry()
+    assert tracker.metrics()["throughput/memory/alloc_retries"] == 1.0   # 2 - 1
 
 
 def test_memory_without_statistics_warns_once_and_leaves_the_keys_out(fake, nvml, monkeypatch,

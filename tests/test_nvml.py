@@ -16,7 +16,7 @@ import types
 import warnings
 
 import pytest
-from _fake_nvml import UUID, FakeNvml, build
+from _fake_nvml import UUID, fake_nvml
 
 from mfu_tracker import _C, user_gpu_spec
 from mfu_tracker.step import Tracker
@@ -28,10 +28,7 @@ SPEC = user_gpu_spec(1000.0, name="fake GPU")  # 1e15 FLOP/s
 
 @pytest.fixture
 def nvml(monkeypatch):
-    path = build()
-    monkeypatch.setenv("MFU_TRACKER_NVML_LIBRARY", path)
-    fake = FakeNvml(path)
-    fake.lib.fake_nvml_reset()
+    fake = fake_nvml(monkeypatch)
     yield fake
     fake.lib.fake_nvml_reset()
 

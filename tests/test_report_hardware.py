@@ -78,3 +78,16 @@ def test_html_holds_the_panel(tmp_path, capsys):
     out_html = tmp_path / "r.html"
     _run(capsys, _log(tmp_path), "--out", out_html)
     assert "data:image/png;base64," in out_html.read_text()
+
+
+def test_a_negative_counter_is_not_drawn(tmp_path, capsys):
+    path = _log(tmp_path)
+    lines = path.read_text().splitlines()
+    row = json.loads(lines[1])
+    row["throughput/hw/tensor_active"] = -0.2          # no share is negative: not drawn
+    lines[1] = json.dumps(row)
+    path.write_text("\n".join(lines) + "\n")
+    out = _run(capsys, path, "--out", tmp_path / "r.png")
+    section = out[out.index("hardware (shares of the window"):]
+    assert "step=20 throughput/mfu=0.42 throughput/mbu=0.11 throughput/hw/dram_bw_util=0.35" in section
+    assert "-0.2" not in section

@@ -193,11 +193,12 @@ class Telemetry:
         out.update(power_figures(out.get("power_w"), achieved_flops_per_sec, tokens_per_sec))
         return out
 
-    def reading(self) -> Dict[str, float]:
+    def reading(self, counters: bool = True) -> Dict[str, float]:
         """Read the device: ``power_w`` (mean over the interval since the
         previous reading, from the energy counter, else the instant power),
-        ``sm_clock_mhz``, ``clock_ratio``, ``throttled``, and the GPM
-        counters' ``hw_*`` over the interval (module doc); missing where unknown."""
+        ``sm_clock_mhz``, ``clock_ratio``, ``throttled``, and, with
+        ``counters``, the GPM counters' ``hw_*`` over the interval since their
+        previous sample (module doc); missing where unknown."""
         now = self._read()
         last, self._last = self._last, now
         out: Dict[str, float] = {}
@@ -216,6 +217,6 @@ class Telemetry:
                 out["clock_ratio"] = clock / clock_max
         if now["throttled"] is not None:
             out["throttled"] = float(now["throttled"])
-        if self._gpm is not None:
+        if counters and self._gpm is not None:
             out.update(self._gpm.sample())
         return out

@@ -155,3 +155,27 @@ def test_lightning_logs_the_hardware_keys_to_csv(tmp_path, device, fake):
     for row, entry in zip(rows, cb.history):
         for key, value in entry["metrics"].items():
             assert float(row[key]) == pytest.approx(value, rel=1e-12)
+
+
+def test_fabric_tracker_takes_the_hardware_arguments(tmp_path, device, fake):
+    from lightning.fabric import Fabric
+
+    from mfu_tracker.integrations.fabric import fabric_tracker
+
+    _, allocator = device
+    fabric = Fabric(accelerator="cpu", devices=1)
+    tracker = fabric_tracker(fabric, 5e11, dtype="bf16", peak_tflops=1000.0, clock="cuda",
+                             stream=0, warmup=0, telemetry=UUID, memory="window")
+    tracker.step()
+    for _ in range(2):
+        fake.advance(1 * MS)                      # 5e11 FLOPs per 1 ms / 1e15 = MFU 0.5
+        tracker.step()
+    tracker.flush()
+    time.sleep(0.11)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")           # MFU 0.5 vs 20 %: the self-check's warning
+        m = tracker.metrics()
+    assert m["throughput/hw/tensor_active"] == 0.2
+    assert m["throughput/hw/mfu_consistency"] == pytest.approx(0.5 / 0.2)
+    assert m["throughput/memory/peak_allocated_gib"] == 2.0
+    assert allocator.resets == 2                   # per-window peaks: construction + this edge
