@@ -203,6 +203,16 @@ def test_packed_batch_is_the_sum_of_its_sequences_counted_once_per_length(monkey
     assert packed.num_tokens == 26 and packed.conventions["sequences"] == "seq_lens"
 
 
+def test_each_causal_convention_is_counted_and_cached_on_its_own():
+    config = _starcoder2()
+    full = transformer_flops(config, seq_len=16)
+    half = transformer_flops(config, seq_len=16, causal_attention="half")
+    # sdpa is_causal: the counter halves the 16^2 square of 4 heads of 16, 2
+    # layers: 3 * (4 * 4 * 16) * 128 * 2 = 49,152 FLOPs fewer
+    assert full.model_flops - half.model_flops == 3 * (4 * 4 * 16) * 128 * 2
+    assert half.conventions["causal_attention"] == "half"
+
+
 def test_exact_counts_refuse_what_the_built_model_cannot_show():
     config = _starcoder2()
     for kwargs, match in ((dict(formula="palm"), "formula='palm' needs the analytic formula"),

@@ -253,7 +253,8 @@ def test_preset_reproduces_the_framework_formula(convention, model_type, batch):
 
 
 def test_ours_is_the_default_count():
-    for model_type, config in CONFIGS.items():
+    with_mtp = dict(CONFIGS["deepseek_v3"], num_nextn_predict_layers=1)  # an MTP layer: ours counts it
+    for model_type, config in [*CONFIGS.items(), ("deepseek_v3", with_mtp)]:
         f = transformer_flops(config, seq_lens=LENGTHS, convention="mfu_tracker")
         assert f.model_flops == transformer_flops(config, seq_lens=LENGTHS).model_flops
         assert f.conventions["convention"]["difference"] == ()
