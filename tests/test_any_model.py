@@ -245,6 +245,25 @@ def test_a_refused_config_is_one_line_naming_type_cause_and_alternatives(tmp_pat
         assert "AssertionError" in err and "starcoder2" in err
 
 
+
+def test_a_config_saved_with_use_cache_false_runs_on_meta_without_a_fallback():
+    # the step passes use_cache=True whatever the config saved: transformers
+    # then skips reading the position ids (a meta tensor has no values), so
+    # the first recipe runs (plain ids, sdpa) and no mask or eager fallback
+    _meta.clear_caches()
+    f = transformer_flops(_starcoder2(use_cache=False), seq_len=8)
+    assert f.conventions["exact"]["recipe"] == str(_meta.RECIPES[0])
+    assert str(_meta.RECIPES[0]) == "sdpa attention, input_ids, use_cache, on meta"
+
+
+def test_the_cause_reported_is_the_first_that_is_not_a_fallbacks_reason():
+    meta = RuntimeError("Tensor.item() cannot be called on meta tensors")
+    sdpa = ValueError("does not support an attention implementation through "
+                      "torch.nn.functional.scaled_dot_product_attention yet")
+    telling = TypeError("forward() got an unexpected keyword argument 'use_cache'")
+    assert _meta._cause([meta, sdpa, telling, KeyError("later")]) is telling
+    assert _meta._cause([meta, sdpa]) is sdpa  # nothing better: the last
+
 ISSUE_TYPES = ["smollm3", "olmo3", "olmoe", "exaone4", "starcoder2"]
 
 
