@@ -237,11 +237,11 @@ def test_images_on_a_model_without_a_tower_are_an_error():
     for images in ({"image_grid_thw": [[1, 4, 4]]}, {"pixel_values": (1, 3, 32, 32)}):
         with pytest.raises(ValueError, match="has no vision tower"):
             transformer_flops(llama, seq_len=16, **images)
-    starcoder = transformers.AutoConfig.for_model(
-        "starcoder2", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+    stablelm = transformers.AutoConfig.for_model(  # the exact path
+        "stablelm", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, intermediate_size=96, vocab_size=128)
     with pytest.raises(ValueError, match="has no vision tower"):
-        transformer_flops(starcoder, seq_len=16, pixel_values=(1, 3, 32, 32))
+        transformer_flops(stablelm, seq_len=16, pixel_values=(1, 3, 32, 32))
     cfg, inputs, _ = _analytic_case("llava")
     with pytest.raises(ValueError, match="pixel_values.*not image_grid_thw"):
         transformer_flops(cfg, seq_len=S, image_grid_thw=[[1, 4, 4]])

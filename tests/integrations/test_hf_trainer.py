@@ -325,7 +325,7 @@ def test_analytic_flops_use_the_real_lengths_when_counting_is_off(tmp_path):
 
 
 def test_a_type_without_a_formula_takes_the_exact_count_in_the_same_path(tmp_path):
-    # starcoder2 has no analytic formula: transformer_flops counts it exactly
+    # stablelm has no analytic formula: transformer_flops counts it exactly
     # on the meta device, per real length; with counting off, each step's
     # FLOPs are that count, which equals FlopCounter on the real step
     from transformers import AutoConfig, AutoModelForCausalLM
@@ -335,7 +335,7 @@ def test_a_type_without_a_formula_takes_the_exact_count_in_the_same_path(tmp_pat
     lengths = [8, 3, 6, 6, 2, 7, 5, 1]
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
-        "starcoder2", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        "stablelm", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
         num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB, bos_token_id=0,
         eos_token_id=0, pad_token_id=0, use_cache=False))
     cb = MFUCallback(peak_tflops=PEAK_TFLOPS, count_every=0)
