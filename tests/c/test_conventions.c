@@ -119,6 +119,18 @@ static void test_context_parallel(void)
     CHECK(r0.model_flops + r1.model_flops == whole.model_flops);
     CHECK(r1.model_flops - r0.model_flops == 256.0 * 256.0 * 2.0 * 3.0);
     CHECK(r0.num_tokens == 16.0 && r1.num_tokens == 16.0);
+    /* full recompute runs rank 1's extra block forward once more: 3 + 1
+     * passes of 256 pairs * 4 heads * 2 * 32 FLOPs * 2 layers in hardware
+     * FLOPs, and the ranks' hardware FLOPs add up to the whole's */
+    o.recompute = MFU_RECOMPUTE_FULL;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &whole, &field) == MFU_OK);
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_OK);
+    cp.rank = 0;
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r0, &field) == MFU_OK);
+    CHECK(r1.hardware_flops - r0.hardware_flops == 256.0 * 256.0 * 2.0 * 4.0);
+    CHECK(r0.hardware_flops + r1.hardware_flops == whole.hardware_flops);
+    o.recompute = MFU_RECOMPUTE_NONE;
+    cp.rank = 1;
     cp.mode = MFU_CP_ULYSSES;
     CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_OK);
     CHECK(r1.model_flops == whole.model_flops / 2.0 && r1.num_tokens == 16.0);
