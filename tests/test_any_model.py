@@ -116,6 +116,8 @@ def _reference(f, config) -> int:
         model = transformers.AutoModelForCausalLM.from_config(
             config, attn_implementation=attention, dtype=getattr(config, "dtype", None) or dtype)
     model.train()
+    if getattr(config, "languages", None) and getattr(config, "default_language", None) is None:
+        model.set_default_language(list(config.languages)[0])  # X-MOD, as the count does
     kwargs = {"use_cache": "use_cache" in recipe}
     if "inputs_embeds" in recipe:
         width = model.get_input_embeddings().embedding_dim
