@@ -353,7 +353,8 @@ static mfu_status block_count(const mfu_attention_shape *shape, const mfu_block_
         *flops = 0;
         return MFU_OK;
     }
-    if ((st = block_pairs(shape, m, &pairs)) != MFU_OK || (st = mfu_mul_i64(2, pairs, &twice)) != MFU_OK)
+    if ((st = block_pairs(shape, m, &pairs)) != MFU_OK ||
+        (st = mfu_mul_i64(2, pairs, &twice)) != MFU_OK)
         return st;
     /* each of the mask's rows stands for (batch / mask batch) x (heads /
      * mask heads) of the query's */
@@ -389,7 +390,7 @@ mfu_status mfu_sdpa_model_flop(const mfu_attention_shape *shape,
     if (st != MFU_OK)
         return st;
     st = mfu_mul_i64(forward, with_backward ? 1 + MFU_ATTENTION_MODEL_BACKWARD : 1,
-                 &total);
+                     &total);
     if (st == MFU_OK)
         *flops = total;
     return st;
