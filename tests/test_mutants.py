@@ -1,17 +1,21 @@
-"""Tests that kill one-line mutants a review found surviving: each test names
-the rule it pins and the mutant it fails under (applied by hand, the test run,
-the change reverted: tests/README.md, "Mutation passes"). Only public or
-stable paths: ``mfu-tracker goodput`` on a hand-written log, ``FlopCounter``,
-``transformer_flops``, ``Tracker`` observing a process group, and
-``mfu_tracker.distributed.combine`` over rank rows. The expected numbers are
-hand arithmetic, written beside each assertion."""
+"""Tests that kill one-line mutants which survived the suite: six a review
+found, and the survivors of the mutation pass over the attention pairs rule
+and the op path's files (tests/README.md, "Mutation pass: ..."). Each test
+names the rule it pins and the mutant it fails under (applied by hand, the
+test run, the change reverted). Only public or stable paths: ``mfu-tracker
+goodput`` on a hand-written log, ``FlopCounter`` and
+``register_flop_formula``, ``transformer_flops``, ``Tracker`` observing a
+process group, and ``mfu_tracker.distributed.combine`` over rank rows. The
+expected numbers are hand arithmetic, written beside each assertion."""
 from __future__ import annotations
 
 import json
 
 import pytest
+import torch
 
-from mfu_tracker import FlopCounter, Tracker, transformer_flops, user_gpu_spec
+from mfu_tracker import (FlopCounter, Tracker, register_flop_formula, transformer_flops,
+                         unregister_flop_formula, user_gpu_spec)
 from mfu_tracker.cli import main
 from mfu_tracker.distributed import RankFigures, combine
 
@@ -87,7 +91,6 @@ def test_lost_progress_is_cut_at_the_earliest_later_resume(tmp_path, capsys):
 def test_varlen_key_lengths_come_from_cu_seqlens_k():
     """Mutant: varlen attention's key lengths taken from cu_seqlens_q
     (csrc/core/flops_attention.c, varlen_masked)."""
-    torch = pytest.importorskip("torch")
     # queries of 3 and 7 tokens (cu_seqlens_q 0, 3, 10) against keys of 5 and
     # 3 (cu_seqlens_k 0, 5, 8); h 4, h_kv 2, d 8; meta tensors, host offsets
     q = torch.empty(10, 4, 8, device="meta")
@@ -122,7 +125,6 @@ def world_of_two():
 def test_coalesced_reduce_scatter_bytes_are_the_inputs(world_of_two):
     """Mutant: c10d::reduce_scatter_tensor_coalesced_'s payload taken from its
     outputs (csrc/core/comm.c's operator table, payload_arg 0 for 1)."""
-    torch = pytest.importorskip("torch")
     spec = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)
     t = Tracker(1e9, spec=spec, warmup=0, distributed=False)
     assert t.observes_communication
@@ -187,3 +189,77 @@ def test_moe_lora_is_charged_on_the_active_experts_only():
     # adapters of the 1 routed expert: 6 * 28 * 5 = 840 (the mutant: 6 * 112 * 5
     # = 3,360)
     assert lora.model_flops - 4 / 6 * full.model_flops == pytest.approx(840.0, rel=1e-12)
+
+
+# ---- custom formulas: an answer below zero ---------------------------------------------
+
+def test_a_custom_formula_answer_below_zero_is_an_error_never_a_count():
+    """Mutant: a formula's -1 taken as an answer (csrc/python/py_formulas.c
+    count_from_py, ``value < -1`` for ``value < 0``): (flops, -1) would pass
+    as "the default model backward" and be counted silently."""
+
+    @torch.library.custom_op("mfu_mutants::doubled", mutates_args=())
+    def doubled(a: torch.Tensor) -> torch.Tensor:
+        return a * 2
+
+    for answer in (-1, (10, -1), (-1, 10)):
+        register_flop_formula("mfu_mutants::doubled", lambda a, answer=answer: answer)
+        try:
+            with pytest.warns(RuntimeWarning, match="int >= 0"):
+                with FlopCounter() as fc:
+                    doubled(torch.ones(3))
+            # one error, nothing counted
+            assert fc.errors == 1 and fc.executed_flops == 0, answer
+        finally:
+            unregister_flop_formula("mfu_mutants::doubled")
+
+
+# ---- op_count's arguments from Python -----------------------------------------------------
+
+def test_op_count_reads_a_bool_as_its_int():
+    """Mutant: a bool argument of ``_C.op_count`` inverted
+    (csrc/python/py_ops.c op_arg, ``obj != Py_True``); the counters pass ints,
+    so only a direct call sees it."""
+    from mfu_tracker import _C
+    q = ((1, 2, 8, 16), False)          # [b 1, h 2, s 8, d 16]
+    half = {"causal_attention": "half"}
+    by_int = _C.op_count("aten::_scaled_dot_product_flash_attention", [q, q, q, None, 1], **half)
+    by_bool = _C.op_count("aten::_scaled_dot_product_flash_attention", [q, q, q, None, True],
+                          **half)
+    # causal, halved: 2 * 1 * 2 * 8 * 8 * (16 + 16) / 2 = 4,096; not causal 8,192
+    assert by_int.executed == by_bool.executed == 4_096
+    not_causal = _C.op_count("aten::_scaled_dot_product_flash_attention",
+                             [q, q, q, None, False], **half)
+    assert not_causal.executed == 8_192
+
+
+def test_op_count_refuses_values_that_do_not_fill_their_tensor():
+    """Mutant: a block mask's values accepted when there are more of them
+    than the tensor holds (csrc/python/py_ops.c values_fit, ``>=`` for ``==``)."""
+    from mfu_tracker import _C
+    q = ((1, 2, 8, 16), False)
+    counts = ((1, 1, 2), False, [1, 2])          # [b 1, h 1, 2 query blocks]
+    indices = ((1, 1, 2, 2), False, [0, 0, 0, 1])
+    args = [q, q, q, counts, indices, None, None, 4, 4]
+    # blocks of 4: row 0 block 0, row 1 blocks 0 and 1: 16 + 32 = 48 pairs,
+    # 2 * 1 * 2 * 48 * (16 + 16) = 6,144
+    assert _C.op_count("higher_order::flex_attention", args).executed == 6_144
+    for values in ([1], [1, 2, 2]):              # 1 or 3 values for a tensor of 2
+        args[3] = ((1, 1, 2), False, values)
+        with pytest.raises(ValueError, match=f"kv_num_blocks: {len(values)} values for a "
+                                             f"tensor of another size"):
+            _C.op_count("higher_order::flex_attention", args)
+
+
+def test_op_count_gives_the_over_compute_by_name():
+    """Mutant: OpFlops.overcompute filled with the model backward
+    (csrc/python/py_ops.c flops_tuple); the fallback counter books it from there."""
+    from mfu_tracker import _C
+    q = ((1, 2, 8, 4), True)                     # [b 1, h 2, s 8, d 4], grad on
+    got = _C.op_count("aten::_scaled_dot_product_attention_math", [q, q, q, None, None, True],
+                      causal_attention="half")
+    # the math path computes the full square: 2 * 1 * 2 * 8 * 8 * (4 + 4) = 2,048;
+    # the model counts half, 1,024, and 2 x 1,024 of backward; the excess is
+    # 1,024 forward + 2 x 1,024 its backward bmms repeat = 3,072
+    assert (got.executed, got.model_self, got.model_backward) == (2_048, 1_024, 2_048)
+    assert got.overcompute == 3_072 and got.site == "forward"

@@ -56,9 +56,9 @@ double mfu_pair_count_double(mfu_pair_count count)
 
 /* ------------------------------------------------------------------------
  * Positions: query positions p and key indices, int64. The lengths are
- * below 2^63, windows are clamped to the lengths and chunks to s_k, so
- * every bound below fits; where a sum may pass INT64_MAX only comparisons
- * with positions follow, and it saturates.
+ * below 2^63 and windows are clamped to the lengths, so every bound below
+ * fits; where a sum may pass INT64_MAX (a chunk's last position, a window's
+ * reach) only comparisons with positions follow, and it saturates.
  * ------------------------------------------------------------------------ */
 
 static int64_t min_i64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -96,17 +96,15 @@ static mfu_pair_count kept_piece(int64_t a, int64_t b, int64_t left, int64_t rig
         a = max_i64(a, lo - right);
         return a > b ? wide(0) : series(b - a + 1, a + right - lo + 1, 1);
     }
-    /* hi - (p - left) + 1, shrinking, to the last query whose window starts
-     * by hi (b - left > lo >= 0 here: p - left is the left edge) */
-    if (b - left > hi)
-        b = hi + left;
-    return a > b ? wide(0) : series(b - a + 1, hi - (b - left) + 1, 1);
+    /* hi - (p - left) + 1, shrinking; at least 1 at b, since no query sits
+     * past the last key (b <= hi) */
+    return series(b - a + 1, hi - (b - left) + 1, 1);
 }
 
 /* sum over p = q0..q1 of the keys [max(p - left, lo), min(p + right, hi)]
- * (left / right < 0: unbounded). The count is linear in p between x1
- * (after it the left edge is p - left) and x2 (up to it the right edge is
- * p + right): sum each piece. */
+ * (left / right < 0: unbounded; region_pairs' bounds). The count is linear
+ * in p between x1 (after it the left edge is p - left) and x2 (up to it the
+ * right edge is p + right): sum each piece. */
 static mfu_pair_count kept_pairs(int64_t q0, int64_t q1, int64_t left, int64_t right,
                                  int64_t lo, int64_t hi)
 {
@@ -126,12 +124,12 @@ static mfu_pair_count kept_pairs(int64_t q0, int64_t q1, int64_t left, int64_t r
 }
 
 /* Pairs of the query positions q0..q1 whose keys lie in [lo, hi], by
- * convention: FULL min(span, region) each, HALF the kept ones. */
+ * convention: FULL min(span, region) each, HALF the kept ones. Every
+ * caller has q0 <= q1 <= hi and lo <= hi: at least one query, no query
+ * past the last key, at least one key. */
 static mfu_pair_count region_pairs(int64_t q0, int64_t q1, int64_t left, int64_t right,
                                    int64_t lo, int64_t hi, mfu_causal causal)
 {
-    if (q1 < q0 || hi < lo)
-        return wide(0);
     if (causal == MFU_CAUSAL_HALF)
         return kept_pairs(q0, q1, left, right, lo, hi);
     const int64_t region = hi - lo + 1;
@@ -143,25 +141,24 @@ static mfu_pair_count region_pairs(int64_t q0, int64_t q1, int64_t left, int64_t
 }
 
 /* A chunked sequence: the chunks of the query positions p0..p1 (k0..k1),
- * chunk <= s_k. The chunks strictly inside, at k >= 0, all count the same:
- * one of them times their number; chunks wholly before key 0 count nothing. */
+ * 0 <= p0 <= p1 = s_k - 1; each chunk's queries and keys start at its
+ * start, so region_pairs' bounds hold. The chunks strictly between k0 and
+ * k1 all count the same: one of them times their number. */
 static mfu_pair_count chunk_pairs(int64_t p0, int64_t p1, int64_t s_k, int64_t left,
                                   int64_t right, int64_t chunk, mfu_causal causal)
 {
-    const int64_t k0 = p0 >= 0 ? p0 / chunk : -((-p0 + chunk - 1) / chunk);
-    const int64_t k1 = p1 / chunk;
+    const int64_t k0 = p0 / chunk, k1 = p1 / chunk;
     const int64_t edges[2] = {k0, k1};
-    const int64_t inner = k1 - max_i64(k0 + 1, 0);
     mfu_pair_count total = wide(0);
     for (int e = 0; e < (k0 == k1 ? 1 : 2); e++) {
         const int64_t start = edges[e] * chunk, last = sat_add(start, chunk - 1);
-        add_wide(&total, region_pairs(max_i64(start, p0), min_i64(last, p1), left, right,
-                                      max_i64(start, 0), min_i64(last, s_k - 1), causal));
+        add_wide(&total, region_pairs(max_i64(start, p0), min_i64(last, p1), left, right, start,
+                                      min_i64(last, s_k - 1), causal));
     }
-    if (inner > 0)
+    if (k1 - k0 > 1)
         add_wide(&total, scale_wide(region_pairs(0, chunk - 1, left, right, 0, chunk - 1,
                                                  causal),
-                                    (uint64_t)inner));
+                                    (uint64_t)(k1 - k0 - 1)));
     return total;
 }
 
@@ -182,14 +179,16 @@ mfu_status mfu_attention_pairs(int64_t s_q, int64_t s_k, const mfu_attention_mas
             return MFU_OK;
         }
     } else if (s_q > 0 && s_k > 0) {
-        /* a side or a chunk past every key keeps them all, as any longer
-         * one does: clamped, the position arithmetic stays in int64 */
+        /* a side past every key keeps them all, as any longer one does:
+         * clamped, the position arithmetic stays in int64 */
         const int64_t left = mask->window_left < 0 ? -1 : min_i64(mask->window_left, s_k);
         const int64_t right =
             mask->window_right < 0 ? -1 : min_i64(mask->window_right, max_i64(s_q, s_k));
+        /* a query before key 0 (s_q > s_k) sits in a chunk of no keys: it
+         * counts nothing under a chunk */
         pairs = mask->chunk > 0
-                    ? chunk_pairs(s_k - s_q, s_k - 1, s_k, left, right,
-                                  min_i64(mask->chunk, s_k), causal)
+                    ? chunk_pairs(max_i64(s_k - s_q, 0), s_k - 1, s_k, left, right, mask->chunk,
+                                  causal)
                     : region_pairs(s_k - s_q, s_k - 1, left, right, 0, s_k - 1, causal);
     }
     twice->hi = pairs.hi << 1 | pairs.lo >> 63;

@@ -328,7 +328,8 @@ static void test_masked_attention(void)
                                            MFU_CAUSAL_FULL, &f) == MFU_OK && f == 60);
     CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
                                            MFU_CAUSAL_HALF, &f) == MFU_OK && f == 48);
-    /* errors: no mask, a bad shape, decreasing offsets; overflow beyond 2^62 */
+    /* errors: no mask, a bad shape, decreasing offsets; a count past int64
+     * (2^62 queries x 3 keys, twice: 6 x 2^62) */
     CHECK(mfu_masked_attention_flop(&s, NULL, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
     const int64_t down[3] = {0, 5, 3};
     CHECK(mfu_varlen_masked_attention_flop(down, NULL, 3, 1, 1, 1, 0, &window3, MFU_CAUSAL_FULL,
