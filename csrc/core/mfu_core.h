@@ -42,6 +42,8 @@
  *   links.h       the link table (NVLink, xGMI, PCIe, InfiniBand, RoCE; one
  *                 row per link, source cited) and its lookups
  *   nvml.h        NVML (device telemetry), dlopen'd: energy, power, clocks
+ *   gpm.h         NVML's GPM counters at window edges (tensor pipes, DRAM
+ *                 bandwidth, SM activity and occupancy, NVLink)
  *
  * Private to csrc/core (shared by some of its files, not included here):
  *   checked.h     checked int64 arithmetic of the op formulas
@@ -79,5 +81,6 @@
 #include "comm.h"
 #include "links.h"
 #include "nvml.h"
+#include "gpm.h"
 
 #endif /* MFU_CORE_H */
