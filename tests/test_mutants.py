@@ -19,6 +19,8 @@ from mfu_tracker import (FlopCounter, Tracker, register_flop_formula, transforme
 from mfu_tracker.cli import main
 from mfu_tracker.distributed import RankFigures, combine
 
+from _process_group import process_group
+
 
 def _goodput(tmp_path, capsys, lines):
     """``mfu-tracker goodput --json`` over a log of `lines`: its fields."""
@@ -108,18 +110,9 @@ def test_varlen_key_lengths_come_from_cu_seqlens_k():
 
 @pytest.fixture
 def world_of_two():
-    """A process group of 2 in this process: torch's fake backend (collectives
-    do nothing; rank 1 is what this machine lacks)."""
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available():
-        pytest.skip("no torch.distributed")
-    fake_pg = pytest.importorskip("torch.testing._internal.distributed.fake_pg")
-    dist.init_process_group("fake", store=fake_pg.FakeStore(), rank=0, world_size=2)
-    try:
+    """A process group of 2 in this process (rank 1 is what this machine lacks)."""
+    with process_group("fake", world_size=2) as dist:
         yield dist
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def test_coalesced_reduce_scatter_bytes_are_the_inputs(world_of_two):
