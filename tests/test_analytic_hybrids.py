@@ -318,6 +318,28 @@ def test_falcon_runs_attention_and_ssm_in_every_layer():
     assert f.attention_flops == 2 * 256 * 2 * 256 and f.scan_flops > 0
 
 
+def test_declared_mtp_layers():
+    from mfu_tracker.flops._hf_config import counter_notes
+
+    _, saved, _ = _built("qwen3_5_text")
+    hub = dict(saved, mtp_num_hidden_layers=1)  # as Qwen3.5 checkpoints declare it
+    with_mtp, without = _analytic(hub), _analytic(hub, num_mtp_layers=0)
+    # one MTP module: one more full-attention layer (what a 5th layer with 2
+    # full-attention layers adds), fc [2d -> d] = 2 * 64 * 64 and a second
+    # lm_head 128 * 64 at 6 FLOPs per weight per token; transformers builds
+    # none (the equality above holds with num_mtp_layers=0)
+    layer = _analytic(saved, num_layers=5, num_linear_layers=3).model_flops - without.model_flops
+    assert with_mtp.model_flops - without.model_flops == layer + _six(2 * 64 * 64 + 128 * 64)
+    assert without.model_flops == _counted("qwen3_5_text", S_IN)
+    assert any("estimate counts them" in n for n in counter_notes(hub))
+    # Nemotron-H's MTP blocks are not DeepSeek's: not counted, and said so
+    _, saved, _ = _built("nemotron_h")
+    hub = dict(saved, num_nextn_predict_layers=1)
+    assert _analytic(hub).model_flops == _counted("nemotron_h", S_IN)
+    assert counter_notes(hub) == ["nemotron_h's MTP blocks (num_nextn_predict_layers) are "
+                                  "counted neither here nor by estimate: transformers builds none"]
+
+
 # ---------------------------------------------------------------------------
 # Qwen3.5 as its checkpoints ship: the composite config, one image
 # ---------------------------------------------------------------------------

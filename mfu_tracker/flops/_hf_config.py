@@ -62,7 +62,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ssm_num_groups": ("n_groups",),
     "ssm_conv_kernel": ("conv_kernel",),
     "ssm_chunk_size": ("chunk_size",),
-    "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers"),
+    "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers"),
 }
 
 # dims flag -> config keys (bools) that set it, per flag group.
@@ -356,10 +356,14 @@ def is_supported(config: Any) -> bool:
 def counter_notes(config: Any) -> list[str]:
     """Where transformers' implementation of ``config``'s family runs other
     FLOPs than the analytic count's (for ``mfu-tracker profile``)."""
-    cfg = _Config(config)
-    name = ALIASES.get(str(cfg.get("model_type")), str(cfg.get("model_type")))
+    top = _Config(config)
+    cfg = top.sub("text_config") or top  # a VLM's language model
+    name = ALIASES.get(str(top.get("model_type")), str(top.get("model_type")))
     notes = []
-    if cfg.int("num_mtp_layers", default=0):
+    if name in _HYBRID_READERS and cfg.int("num_mtp_layers", default=0):
+        notes.append(f"{name}'s MTP blocks (num_nextn_predict_layers) are counted neither here "
+                     "nor by estimate: transformers builds none")
+    elif cfg.int("num_mtp_layers", default=0):
         notes.append("transformers builds no MTP layers: the analytic lines leave them out "
                      "(num_mtp_layers=0; estimate counts them)")
     if name == "llama4_text":
