@@ -152,10 +152,11 @@ def nemotron_h(cfg: Any, dims: dict[str, Any]) -> None:
     dims["ssm_num_heads"] = heads
     _mamba2(cfg, dims, {"ssm_head_dim": (("mamba_head_dim",), 64),
                         "ssm_state_size": (("ssm_state_size",), 128),
-                        "ssm_num_groups": (("n_groups", "mamba_n_groups"), 8),
-                        "ssm_conv_kernel": (("conv_kernel", "mamba_d_conv"), 4),
-                        "ssm_chunk_size": (("chunk_size", "mamba_chunk_size"), 128)}, 0)
-    conv_bias = "use_conv_bias" if cfg.has("use_conv_bias") else "mamba_conv_bias"
+                        # NemotronHConfig takes the older mamba_* keys first
+                        "ssm_num_groups": (("mamba_n_groups", "n_groups"), 8),
+                        "ssm_conv_kernel": (("mamba_d_conv", "conv_kernel"), 4),
+                        "ssm_chunk_size": (("mamba_chunk_size", "chunk_size"), 128)}, 0)
+    conv_bias = "mamba_conv_bias" if cfg.has("mamba_conv_bias") else "use_conv_bias"
     _flags(cfg, dims, {"ssm_conv_bias": (conv_bias, True), "ssm_proj_bias": ("use_bias", False),
                        "ssm_out_proj_bias": ("use_bias", False), "mlp_bias": ("mlp_bias", False)})
     if count["mlp"]:
