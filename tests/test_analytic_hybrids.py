@@ -95,7 +95,7 @@ VARIANTS = {
     # the layer list from a hub config's linear_attn_config (1-based)
     "kimi_linear/hub": ("kimi_linear", dict(q_lora_rank=24, num_hidden_layers=3,
                                             layer_types=None, linear_attn_config={
-                                                "full_attn_layers": [2], "kda_layers": [1, 3],
+                                                "full_attn_layers": [3], "kda_layers": [1, 2],
                                                 "num_heads": 2, "head_dim": 16,
                                                 "short_conv_kernel_size": 3})),
     "granitemoehybrid/dense": ("granitemoehybrid", dict(
@@ -107,7 +107,8 @@ VARIANTS = {
                                          attention_bias=True, mlp_bias=True, mamba_d_ssm=None,
                                          mamba_n_heads=4)),
     "jamba/dense": ("jamba", dict(num_experts=1, mamba_dt_rank="auto", mamba_proj_bias=True,
-                                  mamba_conv_bias=False, attn_layer_offset=0)),
+                                  mamba_conv_bias=False, attn_layer_period=4,
+                                  attn_layer_offset=2)),
     "lfm2/bias": ("lfm2", dict(conv_bias=True, block_ffn_dim_multiplier=1.5, block_multiple_of=32,
                                layer_types=None, full_attn_idxs=[1])),
     "lfm2/unadjusted": ("lfm2", dict(block_auto_adjust_ff_dim=False)),
@@ -178,7 +179,7 @@ def test_hub_style_keys_read_as_transformers_reads_them():
     hub = {k: v for k, v in saved.items()
            if k not in ("layer_types", "linear_head_dim", "linear_num_heads",
                         "linear_conv_kernel_dim")}
-    hub["linear_attn_config"] = {"full_attn_layers": [2], "kda_layers": [1, 3], "num_heads": 2,
+    hub["linear_attn_config"] = {"full_attn_layers": [3], "kda_layers": [1, 2], "num_heads": 2,
                                  "head_dim": 16, "short_conv_kernel_size": 3}
     assert _analytic(hub).model_flops == _counted("kimi_linear/hub", S_IN)
     _, saved, _ = _built("nemotron_h")
@@ -191,6 +192,46 @@ def test_hub_style_keys_read_as_transformers_reads_them():
     legacy = {k: v for k, v in saved.items() if k != "intermediate_size"}
     legacy["block_ff_dim"] = saved["intermediate_size"]
     assert _analytic(legacy).model_flops == _counted("lfm2", S_IN)
+
+
+# config.json files written by hand hold a few keys; transformers fills in
+# the rest from its config class: the readers must take the same defaults
+PARTIAL = {
+    "qwen3_5_text": dict(num_hidden_layers=4),
+    "qwen3_5_moe_text": dict(num_hidden_layers=4),
+    "deepseek_v2": dict(MLA, n_routed_experts=4, **MOE, num_hidden_layers=3),
+    "glm4_moe_lite": dict(MLA, n_routed_experts=4, **MOE, num_hidden_layers=3),
+    "kimi_linear": dict(MLA, num_experts=4, num_experts_per_token=2, moe_intermediate_size=32,
+                        num_hidden_layers=3, linear_attn_config={
+                            "full_attn_layers": [3], "kda_layers": [1, 2], "num_heads": 2,
+                            "head_dim": 16}),
+    "granitemoehybrid": dict(SSD, layer_types=["mamba", "attention"], num_local_experts=4,
+                             shared_intermediate_size=48),
+    "nemotron_h": dict(hybrid_override_pattern="ME*-", head_dim=16, mamba_num_heads=8,
+                       mamba_head_dim=16, ssm_state_size=8, mamba_n_groups=2,
+                       n_routed_experts=4, **MOE, moe_shared_expert_intermediate_size=48),
+    "falcon_h1": dict(SSD, mamba_d_ssm=None),
+    "jamba": dict(num_experts=4, num_hidden_layers=4, attn_layer_period=4, attn_layer_offset=2,
+                  mamba_d_state=8),
+    "lfm2": dict(full_attn_idxs=[1]),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(PARTIAL))
+def test_absent_keys_read_as_the_config_class_defaults(model_type):
+    from mfu_tracker.flops._hf_config import dims_from_config
+
+    fields = {**SMALL, **PARTIAL[model_type]}
+    if model_type.startswith("qwen3_5"):  # their defaults: head_dim 256, kv heads 4 / 2
+        fields.pop("num_key_value_heads")
+    written = {"model_type": model_type, **fields}
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    assert dims_from_config(written).dims == dims_from_config(config).dims
+    if model_type == "qwen3_5_text":  # the same inside the composite config
+        composite = {"model_type": "qwen3_5", "text_config": written,
+                     "vision_config": dict(VISION, model_type="qwen3_5")}
+        config = transformers.Qwen3_5Config(text_config=fields, vision_config=VISION)
+        assert dims_from_config(composite).dims == dims_from_config(config).dims
 
 
 def test_unknown_layer_types_name_the_key():

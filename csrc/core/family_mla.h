@@ -16,6 +16,22 @@
  *   output gate g_a, g_b      d*D + D*H*D
  *   o_proj                    H*D*d
  * and a depthwise conv1d over 3*H*D channels (spans.h counts its positions).
+ *
+ * The chunked KDA scan as transformers' torch fallback runs it
+ * (kimi_linear/modeling_kimi_linear.py chunk_kimi_delta_attention, chunk
+ * C = linear_chunk_size = 64, each sequence padded to whole chunks; FLA's
+ * chunk_kda uses the same chunk), per head and chunk:
+ *   attn @ v_beta, attn @ (k_beta * exp(g))     2*C^2*D + 2*C^2*D
+ *   (q * exp(g)) @ S, k_cumdecay @ S            2 * 2*C*D^2
+ *   attn_intra @ v_new                          2*C^2*D
+ *   (k * decay)^T @ v_new (state update)        2*C*D^2
+ * = 6C^2 D + 6C D^2, and the model saves the first chunk's two reads of the
+ * zero state, as the gated DeltaNet's scan (blocks.h) with d_k = d_v = D:
+ * mfu_deltanet_scan counts a KDA layer too. NB: unlike the gated DeltaNet,
+ * the key-key and query-key products inside a chunk are per-channel decayed
+ * elementwise sums (the decay is per channel), not matmuls: neither this
+ * count nor the counter sees them; nor the in-place row recurrence that
+ * inverts the intra-chunk system.
  */
 #ifndef MFU_FAMILY_MLA_H
 #define MFU_FAMILY_MLA_H
@@ -25,14 +41,9 @@
 /* A KDA layer's projections, conv weights, dt_bias, A_log and o_norm. */
 mfu_tally mfu_kda_tally(const mfu_transformer_dims *d);
 
-/* The chunked KDA scan over the batch (forward and model matmul FLOPs). */
-mfu_status mfu_kda_scan(const mfu_transformer_dims *d, const mfu_batch *batch,
-                        mfu_scan_flops *out);
-
-/* The linear-attention layer of d->linear_kind: its tally and scan. */
+/* The linear-attention layer of d->linear_kind: its tally (the scan of
+ * either kind is mfu_deltanet_scan's, above). */
 mfu_tally mfu_linear_mixer_tally(const mfu_transformer_dims *d);
-mfu_status mfu_linear_mixer_scan(const mfu_transformer_dims *d,
-                                 const mfu_batch *batch, mfu_scan_flops *out);
 
 /* linear_kind and, for KDA layers, equal key / value heads and dims; on
  * error *bad_field names the field (INVALID_ARGUMENT). */

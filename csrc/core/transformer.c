@@ -393,7 +393,7 @@ static mfu_status mixer_terms(const mfu_transformer_dims *d,
     if (o->formula == MFU_FORMULA_6N)
         return MFU_OK;
     if (m->linear > 0.0) {
-        if ((st = mfu_linear_mixer_scan(d, b, &s)) != MFU_OK)
+        if ((st = mfu_deltanet_scan(d, b, &s)) != MFU_OK) /* KDA's too: family_mla.h */
             return st;
         scan->forward += m->linear * s.forward;
         scan->model += m->linear * s.model;

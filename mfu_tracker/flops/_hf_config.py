@@ -111,11 +111,14 @@ class _Config:
     which config key each dims field came from (for error messages)."""
 
     def __init__(self, config: Any, prefix: str = "config",
-                 sources: dict[str, str] | None = None) -> None:
+                 sources: dict[str, str] | None = None,
+                 defaults: Mapping[str, int] | None = None) -> None:
         self._data: Mapping[str, Any] | None = config if isinstance(config, Mapping) else None
         self._obj = None if self._data is not None else config
         self.prefix = prefix
         self.sources: dict[str, str] = {} if sources is None else sources
+        # the config class's defaults of keys a dict config may leave out
+        self.defaults: Mapping[str, int] = defaults or {}
 
     def get(self, key: str, default: Any = None) -> Any:
         if self._data is not None:
@@ -143,16 +146,21 @@ class _Config:
         value = self.get(key)
         if value is None:
             return None
-        return _Config(value, f"{self.prefix}.{key}", self.sources)
+        return _Config(value, f"{self.prefix}.{key}", self.sources, self.defaults)
 
     def int(self, field: str, keys: Iterable[str] | None = None, *,
             default: int | None = None, minimum: int = 0) -> int | None:
         """The first present key among ``keys`` (default: KEYS[field])."""
-        for key in keys if keys is not None else KEYS[field]:
+        keys = tuple(keys if keys is not None else KEYS[field])
+        for key in keys:
             value = self.get(key)
             if value is not None:
                 self.sources[field] = f"{self.prefix}.{key}"
                 return check_whole_number(value, f"{self.prefix}.{key}", minimum)
+        if not any(self.raw(key)[0] for key in keys):  # all absent: the class's default
+            for key in keys:
+                if key in self.defaults:
+                    return self.defaults[key]
         return default
 
     def require(self, field: str, keys: Iterable[str] | None = None, minimum: int = 1) -> int:
@@ -282,6 +290,7 @@ class _Family(NamedTuple):
     span: str = "sliding"       # what `local` layers are: sliding / chunked / linear
     moe: str | None = None      # None, all, qwen, first_k_dense, layer_types, llama4
     experts_width: str = "moe_intermediate_size"  # the config key of an expert's width
+    defaults: Mapping[str, int] = {}  # config key -> the class default (dicts leave keys out)
 
 
 FAMILIES: dict[str, _Family] = {
@@ -307,11 +316,16 @@ FAMILIES: dict[str, _Family] = {
     "qwen2_5_vl": _Family(flags=_QKV_BIAS, local=_qwen_local),
     "qwen3_vl": _Family(local=None),
     # Qwen3.5, the MLA family and the hybrids (readers: _hf_hybrid.py)
-    "qwen3_5": _Family(local=_qwen3_next_linear, span="linear", moe="qwen"),
-    "qwen3_5_moe": _Family(local=_qwen3_next_linear, span="linear", moe="qwen"),
-    "deepseek_v2": _Family(local=None, moe="first_k_dense"),
-    "glm4_moe_lite": _Family(local=None, moe="layer_types"),
-    "kimi_linear": _Family(local=_hf_hybrid.kimi_linear_local, span="linear", moe="layer_types"),
+    "qwen3_5": _Family(local=_qwen3_next_linear, span="linear", moe="qwen",
+                       defaults=_hf_hybrid.DEFAULTS["qwen3_5"]),
+    "qwen3_5_moe": _Family(local=_qwen3_next_linear, span="linear", moe="qwen",
+                           defaults=_hf_hybrid.DEFAULTS["qwen3_5_moe"]),
+    "deepseek_v2": _Family(local=None, moe="first_k_dense",
+                           defaults=_hf_hybrid.DEFAULTS["deepseek_v2"]),
+    "glm4_moe_lite": _Family(local=None, moe="layer_types",
+                             defaults=_hf_hybrid.DEFAULTS["glm4_moe_lite"]),
+    "kimi_linear": _Family(local=_hf_hybrid.kimi_linear_local, span="linear", moe="layer_types",
+                           defaults=_hf_hybrid.DEFAULTS["kimi_linear"]),
     "granitemoehybrid": _Family(flags={}, local=None),
     "nemotron_h": _Family(flags={}, local=None),
     "falcon_h1": _Family(flags={}, local=None),
@@ -433,8 +447,9 @@ def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
         dims["qk_norm"] = "head" if cfg.flag("use_qk_norm") else "none"
     for field in ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
                   "linear_value_head_dim", "linear_conv_kernel"):
-        if cfg.has(KEYS[field][0]):
-            dims[field] = cfg.int(field)
+        value = cfg.int(field)  # absent: the family's class default, if any
+        if value is not None:
+            dims[field] = value
 
 
 def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> None:
@@ -494,6 +509,7 @@ def dims_from_config(config: Any) -> ConfigDims:
     model_type = _model_type(top)
     name = ALIASES.get(model_type, model_type)
     spec = FAMILIES[name]
+    top.defaults = spec.defaults
     family = dict(_C.transformer_family(name))
     vision_kind = family.pop("vision")
     text = top.sub("text_config") if vision_kind != "none" else None

@@ -24,6 +24,31 @@ from __future__ import annotations
 import math
 from typing import Any
 
+# The config classes' defaults (transformers 5.24) of the keys the shared
+# reader (_hf_config.py) reads, for dict configs that leave them out; each
+# default sits on the last key of the reader's chain for its field.
+_MLA = dict(kv_lora_rank=512, qk_rope_head_dim=64)
+_QWEN3_5 = dict(head_dim=256, linear_conv_kernel_dim=4, linear_key_head_dim=128,
+                linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32)
+DEFAULTS: dict[str, dict[str, int]] = {
+    # Qwen3_5TextConfig, Qwen3_5MoeTextConfig (over Qwen3NextConfig)
+    "qwen3_5": dict(_QWEN3_5, num_key_value_heads=4),
+    "qwen3_5_moe": dict(_QWEN3_5, num_key_value_heads=2, n_routed_experts=256,
+                        num_experts_per_token=8, moe_intermediate_size=512,
+                        shared_expert_intermediate_size=512),
+    # DeepseekV2Config
+    "deepseek_v2": dict(_MLA, q_lora_rank=1536, qk_nope_head_dim=128, v_head_dim=128,
+                        n_routed_experts=64, moe_intermediate_size=1407, num_shared_experts=2),
+    # Glm4MoeLiteConfig
+    "glm4_moe_lite": dict(_MLA, q_lora_rank=768, qk_nope_head_dim=192, v_head_dim=256,
+                          n_routed_experts=64, num_experts_per_token=4,
+                          moe_intermediate_size=1536, num_shared_experts=1),
+    # KimiLinearConfig (q_lora_rank None: a direct q_proj)
+    "kimi_linear": dict(_MLA, qk_nope_head_dim=128, v_head_dim=128, n_routed_experts=256,
+                        num_experts_per_token=8, moe_intermediate_size=1024,
+                        num_shared_experts=1),
+}
+
 _ATTENTION_TYPES = ("full_attention", "attention")
 _MAMBA_TYPES = ("linear_attention", "mamba")
 

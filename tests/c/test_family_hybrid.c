@@ -39,23 +39,16 @@ static void test_kda(void)
     CHECK(t.matmul == 292.0 && t.params == 375.0);
     t = mfu_linear_mixer_tally(&d);
     CHECK(t.matmul == 292.0);
-    /* chunk 4, s 10 -> 3 chunks per sequence, 3 sequences; per head and
-     * chunk 2*16*3 + 4*16*3 + 6*4*3*3 = 96 + 192 + 216 = 504; x 9 chunks
-     * x 2 heads = 9,072. Model: 3x less 2 zero-state reads 4*4*3*3 = 144
-     * per head and sequence: 27,216 - 6 * 144 = 26,352 */
+    /* KDA's scan, by its own matmuls: chunk 4, s 10 -> 3 chunks per
+     * sequence, 3 sequences; per head and chunk attn @ v_beta and attn @
+     * k-decayed 2*16*3 + 2*16*3 = 192, q @ S and k_cumdecay @ S
+     * 2 * 2*4*3*3 = 144, attn_intra @ v_new 2*16*3 = 96, the state update
+     * 2*4*3*3 = 72: 504; x 9 chunks x 2 heads = 9,072. Model: 3x less 2 zero-state reads 4*4*3*3 = 144 per
+     * head and sequence: 27,216 - 6 * 144 = 26,352. The gated DeltaNet's
+     * scan counts exactly that at d_k = d_v (family_mla.h). */
     d.linear_chunk_size = 4;
-    CHECK(mfu_kda_scan(&d, &b, &s) == MFU_OK && s.forward == 9072.0);
+    CHECK(mfu_deltanet_scan(&d, &b, &s) == MFU_OK && s.forward == 9072.0);
     CHECK(s.model == 26352.0);
-    CHECK(mfu_linear_mixer_scan(&d, &b, &s) == MFU_OK && s.forward == 9072.0);
-    /* the gated DeltaNet on the same dims: 4*16*3 + 2*16*3 + 6*4*9 = 504
-     * too (d_k = d_v), so switch d_v to tell them apart: d_v 5 */
-    d.linear_kind = MFU_LINEAR_GATED_DELTANET;
-    d.linear_value_head_dim = 5;
-    /* DeltaNet: 4*16*3 + 2*16*5 + 6*4*3*5 = 192 + 160 + 360 = 712 x 18 */
-    CHECK(mfu_linear_mixer_scan(&d, &b, &s) == MFU_OK && s.forward == 18.0 * 712.0);
-    d.linear_kind = MFU_LINEAR_KDA;
-    /* KDA: 2*16*3 + 4*16*5 + 6*4*3*5 = 96 + 320 + 360 = 776 x 18 */
-    CHECK(mfu_kda_scan(&d, &b, &s) == MFU_OK && s.forward == 18.0 * 776.0);
 }
 
 static void test_mamba1(void)
@@ -202,6 +195,18 @@ static void test_layouts(void)
     CHECK(r.attention_flops == 0.0);
     CHECK(r.forward_flops == 2.0 * 4.0 * (2.0 * (256.0 + 384.0) + 256.0) +
                                  2.0 * 2.0 * 3.0 * 8.0 * 6.0);
+    /* a mixer conv of kernel 0: no conv term, not an error */
+    d = small(2);
+    d.mlp = MFU_MLP_NONE;
+    d.intermediate_size = 0;
+    d.num_ssm_layers = 2;
+    d.ssm_num_heads = d.ssm_num_groups = 1;
+    d.ssm_head_dim = d.ssm_state_size = 2;
+    d.ssm_conv_kernel = 0;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &r, &field) == MFU_OK);
+    d.ssm_conv_kernel = 1; /* 1 * (2 + 2*2) = 6 channels, 4 positions: 2*6*4 = 48 */
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &plain, &field) == MFU_OK);
+    CHECK(plain.forward_flops - r.forward_flops == 2.0 * 48.0);
 }
 
 static void expect_bad(const mfu_transformer_dims *d, const char *want)
@@ -280,6 +285,25 @@ static void test_validation(void)
     CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
     d.num_linear_layers = 3; /* 2 mixer layers */
     expect_bad(&d, "num_linear_layers");
+    /* with experts: at most the 2 MLP layers dense */
+    d.num_linear_layers = 0;
+    d.num_experts = 4;
+    d.experts_per_token = 2;
+    d.moe_intermediate_size = 8;
+    d.num_dense_layers = 3;
+    expect_bad(&d, "num_dense_layers");
+    d.num_dense_layers = 2;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
+    /* short-conv layers take what the linear and SSM layers leave */
+    d = small(4);
+    d.num_linear_layers = 2;
+    d.linear_num_key_heads = d.linear_num_value_heads = 1;
+    d.linear_key_head_dim = d.linear_value_head_dim = 2;
+    d.num_short_conv_layers = 3;
+    d.short_conv_kernel = 2;
+    expect_bad(&d, "num_short_conv_layers");
+    d.num_short_conv_layers = 2;
+    CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_OK);
     d = small(4);
     d.mlp = MFU_MLP_NONE;
     d.intermediate_size = 0;
