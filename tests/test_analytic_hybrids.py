@@ -205,7 +205,8 @@ PARTIAL = {
                         num_hidden_layers=3, linear_attn_config={
                             "full_attn_layers": [3], "kda_layers": [1, 2], "num_heads": 2,
                             "head_dim": 16}),
-    "granitemoehybrid": dict(SSD, layer_types=["mamba", "attention"], num_local_experts=4,
+    # every mamba_* key absent: BambaMixer's class defaults (128 heads of "auto" dim, ...)
+    "granitemoehybrid": dict(layer_types=["mamba", "attention"], num_local_experts=4,
                              shared_intermediate_size=48),
     "nemotron_h": dict(hybrid_override_pattern="ME*-", head_dim=16, mamba_num_heads=8,
                        mamba_head_dim=16, ssm_state_size=8, mamba_n_groups=2,

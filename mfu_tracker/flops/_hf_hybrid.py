@@ -94,6 +94,19 @@ def _mamba2(cfg: Any, dims: dict[str, Any], keys: dict[str, tuple[tuple[str, ...
         dims[field] = cfg.int(field, names, default=default, minimum=1)
 
 
+def _bamba_mixer(cfg: Any, dims: dict[str, Any], inner: int) -> None:
+    """The Mamba-2 keys Granite 4 and Falcon-H1 share (BambaMixer's), with
+    their class defaults; an absent head dim is "auto"."""
+    _mamba2(cfg, dims, {"ssm_num_heads": (("mamba_n_heads",), 128),
+                        "ssm_head_dim": (("mamba_d_head",), 0),
+                        "ssm_state_size": (("mamba_d_state",), 256),
+                        "ssm_num_groups": (("mamba_n_groups",), 1),
+                        "ssm_conv_kernel": (("mamba_d_conv",), 4),
+                        "ssm_chunk_size": (("mamba_chunk_size",), 256)}, inner)
+    if not dims["ssm_head_dim"]:
+        dims["ssm_head_dim"] = inner // dims["ssm_num_heads"]
+
+
 def _flags(cfg: Any, dims: dict[str, Any], flags: dict[str, tuple[str, bool]]) -> None:
     for field, (key, default) in flags.items():
         dims[field] = cfg.flag(key, default)
@@ -113,14 +126,7 @@ def granitemoehybrid(cfg: Any, dims: dict[str, Any]) -> None:
     dims["num_ssm_layers"] = sum(t in _MAMBA_TYPES for t in types)
     _attention(cfg, dims)
     inner = cfg.int("mamba_expand", ("mamba_expand",), default=2) * dims["hidden_size"]
-    _mamba2(cfg, dims, {"ssm_num_heads": (("mamba_n_heads",), 128),
-                        "ssm_head_dim": (("mamba_d_head",), 0),
-                        "ssm_state_size": (("mamba_d_state",), 256),
-                        "ssm_num_groups": (("mamba_n_groups",), 1),
-                        "ssm_conv_kernel": (("mamba_d_conv",), 4),
-                        "ssm_chunk_size": (("mamba_chunk_size",), 256)}, inner)
-    if not dims["ssm_head_dim"]:  # absent: "auto"
-        dims["ssm_head_dim"] = inner // dims["ssm_num_heads"]
+    _bamba_mixer(cfg, dims, inner)
     _flags(cfg, dims, {"qkv_bias": ("attention_bias", False),
                        "attention_out_bias": ("attention_bias", False),
                        "ssm_conv_bias": ("mamba_conv_bias", True),
@@ -213,14 +219,7 @@ def falcon_h1(cfg: Any, dims: dict[str, Any]) -> None:
         else (1024 if not present else None)
     if inner is None:
         inner = cfg.int("mamba_expand", ("mamba_expand",), default=2) * dims["hidden_size"]
-    _mamba2(cfg, dims, {"ssm_num_heads": (("mamba_n_heads",), 128),
-                        "ssm_head_dim": (("mamba_d_head",), 0),
-                        "ssm_state_size": (("mamba_d_state",), 256),
-                        "ssm_num_groups": (("mamba_n_groups",), 1),
-                        "ssm_conv_kernel": (("mamba_d_conv",), 4),
-                        "ssm_chunk_size": (("mamba_chunk_size",), 256)}, inner)
-    if not dims["ssm_head_dim"]:  # absent: "auto"
-        dims["ssm_head_dim"] = inner // dims["ssm_num_heads"]
+    _bamba_mixer(cfg, dims, inner)
     dims["num_ssm_layers"] = dims["num_layers"]
     dims["intermediate_size"] = cfg.require("intermediate_size", ("intermediate_size",))
     _flags(cfg, dims, {"qkv_bias": ("attention_bias", False),
