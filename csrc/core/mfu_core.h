@@ -21,6 +21,11 @@
  *                 PaLM, per-matmul), from its parts:
  *     blocks.h    decoder blocks (GQA / MLA attention, MLP, MoE, gated
  *                 DeltaNet, Mamba-2) and the chunked scans
+ *     family_mla.h     the MLA family's blocks beyond blocks.h (Kimi
+ *                      delta attention) and the linear-attention dispatch
+ *     family_hybrid.h  the Mamba / convolution hybrids' further blocks
+ *                      (Mamba-1, short conv, latent experts) and their
+ *                      layer layouts
  *     spans.h     attention spans of a batch (full, sliding, chunked) under
  *                 both causal conventions
  *     vision.h    VLM vision towers (Qwen2.5-VL, Qwen3-VL)
@@ -68,6 +73,8 @@
 #include "pairs.h"
 #include "transformer.h"
 #include "blocks.h"
+#include "family_mla.h"
+#include "family_hybrid.h"
 #include "spans.h"
 #include "vision.h"
 #include "families.h"
