@@ -4,6 +4,7 @@
 
 #include "blocks.h"
 #include "context_parallel.h"
+#include "family_hybrid.h"
 
 static mfu_status bad(const char **bad_field, const char *field)
 {
@@ -28,7 +29,7 @@ static mfu_status check(const mfu_transformer_dims *d, const mfu_batch *b,
             return bad(bf, "context_parallel");
     if (cp->mode == MFU_CP_RING && cp->degree > 1 &&
         (d->num_sliding_layers > 0 || d->num_chunked_layers > 0 || d->num_linear_layers > 0 ||
-         d->num_ssm_layers > 0 || d->num_mtp_layers > 0))
+         d->num_ssm_layers > 0 || d->num_short_conv_layers > 0 || d->num_mtp_layers > 0))
         return bad(bf, "context_parallel");
     return MFU_OK;
 }
@@ -66,8 +67,8 @@ static mfu_status ring(const mfu_transformer_dims *d, const mfu_transformer_opti
     if (st != MFU_OK)
         return st;
     extra = o->formula == MFU_FORMULA_6N ? 0.0
-            : mfu_attention_pair_flops(d) * (double)d->num_layers * (double)cp->rank *
-                  blocks * (double)b->repeat;
+            : mfu_attention_pair_flops(d) * (double)mfu_attention_layer_count(d) *
+                  (double)cp->rank * blocks * (double)b->repeat;
     r->forward_flops += extra;
     r->attention_flops += extra;
     r->model_flops += (1.0 + MFU_ATTENTION_MODEL_BACKWARD) * extra;

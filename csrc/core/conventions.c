@@ -6,6 +6,7 @@
 
 #include "blocks.h"
 #include "conventions.h"
+#include "family_hybrid.h"
 
 enum { EMB_EXCLUDED = 0, EMB_COUNTED = 1, EMB_ONCE = 2 };
 enum { WIN_SPAN = 0, WIN_SQUARE = 1, WIN_HALF_SPAN = 2, WIN_KEPT = 3 };
@@ -158,9 +159,10 @@ static mfu_status layer_pairs(const mfu_batch *batch, mfu_span_kind kind, int64_
 static mfu_status attention_forward(const mfu_transformer_dims *d, const mfu_batch *batch,
                                     const int *c, double *out)
 {
-    /* the layer partition of transformer.h (no linear / SSM layers here) */
+    /* the layer partition of transformer.h: the attention layers less the
+     * windowed ones (no linear / SSM layers here: refused) */
     const double sliding = (double)d->num_sliding_layers, chunked = (double)d->num_chunked_layers;
-    const double full = (double)d->num_layers - sliding - chunked +
+    const double full = (double)mfu_attention_layer_count(d) - sliding - chunked +
                         (c[MFU_CHOICE_MTP] ? (double)d->num_mtp_layers : 0.0);
     double f = 0.0, s = 0.0, ch = 0.0;
     mfu_status st;
@@ -183,7 +185,7 @@ static double router_weights(const mfu_transformer_dims *d, const int *c)
     double layers;
     if (c[MFU_CHOICE_ROUTER] || d->num_experts == 0)
         return 0.0;
-    layers = (double)(d->num_layers - d->num_dense_layers) +
+    layers = (double)(d->num_layers - d->num_mixer_only_layers - d->num_dense_layers) +
              (c[MFU_CHOICE_MTP] ? (double)d->num_mtp_layers : 0.0);
     return layers * ((double)d->hidden_size * (double)d->num_experts +
                      (d->router_bias && c[MFU_CHOICE_FORMULA] != MFU_FORMULA_MATMUL

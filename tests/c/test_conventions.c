@@ -207,11 +207,52 @@ static void test_tiled_tower(void)
     CHECK(field_is(field, "vision.image_size"));
 }
 
+/* A layer without attention (Nemotron-H's MLP-only block) beside two
+ * attention layers: "ours" is the core's count and the ring's extra blocks
+ * run in the attention layers only, so the ranks add up to the whole. A
+ * short-conv layer (LFM2) needs the previous chunk's tokens: the ring
+ * refuses it, as it refuses linear and SSM layers. */
+static void test_layers_without_attention(void)
+{
+    mfu_transformer_dims d = small();
+    mfu_transformer_options o;
+    mfu_batch b = one_sequence(32);
+    mfu_transformer_flops whole, r0, r1;
+    mfu_convention_flops ours;
+    mfu_context_parallel cp = {.degree = 2, .rank = 0, .mode = MFU_CP_RING};
+    const char *field = NULL;
+
+    d.num_layers = 3;
+    d.num_mlp_only_layers = 1;
+    mfu_transformer_options_init(&o);
+    o.formula = MFU_FORMULA_PALM;
+    o.causal = MFU_CAUSAL_FULL;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &whole, &field) == MFU_OK);
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), &ours, &field) ==
+          MFU_OK);
+    CHECK(ours.model_flops == whole.model_flops);
+    o.formula = MFU_FORMULA_MATMUL;
+    o.causal = MFU_CAUSAL_HALF;
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &whole, &field) == MFU_OK);
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r0, &field) == MFU_OK);
+    cp.rank = 1;
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_OK);
+    CHECK(r0.model_flops + r1.model_flops == whole.model_flops);
+    /* one 16 x 16 block more on rank 1, in the 2 attention layers only */
+    CHECK(r1.model_flops - r0.model_flops == 256.0 * 256.0 * 2.0 * 3.0);
+    d.num_mlp_only_layers = 0;
+    d.num_short_conv_layers = 1;
+    d.short_conv_kernel = 3;
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "context_parallel"));
+}
+
 int main(void)
 {
     test_presets();
     test_preset_refusals();
     test_context_parallel();
+    test_layers_without_attention();
     test_tiled_tower();
     return check_summary("test_conventions");
 }
