@@ -22,7 +22,9 @@ double mfu_norm_params(const mfu_transformer_dims *d, double width)
  * k_proj / v_proj [d -> H_kv*Q], o_proj [H*Q -> d]; q/k norms per head
  * (Qwen3, Gemma 3) or over all heads (OLMo 2: Olmo2Attention q_norm over
  * H*Q, k_norm over H_kv*Q); gpt-oss: one sink logit per head
- * (GptOssAttention.sinks). */
+ * (GptOssAttention.sinks). The output gate of Qwen3-Next is q_proj's
+ * second half; AFMoE's (AfmoeAttention.gate_proj) is its own bias-free
+ * [d -> H*Q] Linear: the same matmul. */
 static mfu_tally gqa_tally(const mfu_transformer_dims *d,
                            const mfu_transformer_options *o)
 {
@@ -35,8 +37,9 @@ static mfu_tally gqa_tally(const mfu_transformer_dims *d,
 
     r.matmul = h * heads * q * qw + 2.0 * h * kv * q + heads * q * h;
     r.params = r.matmul;
+    /* AFMoE's separate gate_proj has no bias (AfmoeAttention) */
     if (d->qkv_bias)
-        r.params += heads * q * qw + 2.0 * kv * q;
+        r.params += heads * q * (d->attention_gate_proj ? 1.0 : qw) + 2.0 * kv * q;
     if (d->attention_out_bias)
         r.params += h;
     if (d->qk_norm == MFU_QK_NORM_HEAD)
@@ -93,11 +96,13 @@ double mfu_attention_pair_flops(const mfu_transformer_dims *d)
     return 2.0 * heads * 2.0 * head_dim_of(d);
 }
 
-/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's fused gate_up_proj is the
- * same two matrices): gate, up [d -> I], down [I -> d]; GELU (GPT2MLP):
- * c_fc [d -> I], c_proj [I -> d]. gpt-oss experts carry biases (2I + d). */
-mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
-                        const mfu_transformer_options *o, double width)
+/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's and Glm4MLP's fused
+ * gate_up_proj are the same two matrices): gate, up [d -> I], down [I -> d];
+ * two matrices, "gelu" (GPT2MLP c_fc [d -> I], c_proj [I -> d]; the same
+ * shape in Starcoder2MLP, ArceeMLP's ReLU^2 and ApertusMLP's xIELU up_proj /
+ * down_proj). gpt-oss experts carry biases (2I + d). */
+static mfu_tally mlp_tally(const mfu_transformer_dims *d,
+                           const mfu_transformer_options *o, double width, int bias)
 {
     const double h = (double)d->hidden_size, rank = (double)o->lora_rank;
     const int swiglu = d->mlp == MFU_MLP_SWIGLU;
@@ -107,11 +112,17 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
     if (d->mlp == MFU_MLP_NONE)
         return r;
     r.matmul = (swiglu ? 3.0 : 2.0) * h * width;
-    r.params = r.matmul + (d->mlp_bias ? (swiglu ? 2.0 : 1.0) * width + h : 0.0);
+    r.params = r.matmul + (bias ? (swiglu ? 2.0 : 1.0) * width + h : 0.0);
     r.lora = ((swiglu && (t & MFU_LORA_GATE)) ? rank * (h + width) : 0.0) +
              ((t & MFU_LORA_UP) ? rank * (h + width) : 0.0) +
              ((t & MFU_LORA_DOWN) ? rank * (width + h) : 0.0);
     return r;
+}
+
+mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
+                        const mfu_transformer_options *o, double width)
+{
+    return mlp_tally(d, o, width, d->mlp_bias);
 }
 
 /* Router [d -> E] (+ bias: gpt-oss GptOssTopKRouter), k of E experts
@@ -119,14 +130,17 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * expert (Qwen2MoeSparseMoeBlock.shared_expert with shared_expert_gate
  * [d -> 1]; DeepseekV3MoE.shared_experts of width n_shared * I_moe;
  * Llama4TextMoe.shared_expert). DeepSeek's e_score_correction_bias is a
- * buffer, not a parameter. */
+ * buffer, not a parameter; ERNIE 4.5's (Ernie4_5_MoeStatics) and AFMoE's
+ * expert_bias are parameters: router_bias counts their E. */
 void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all)
 {
     const double h = (double)d->hidden_size, e = (double)d->num_experts;
     const double k = (double)d->experts_per_token;
-    const mfu_tally expert = mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    /* ERNIE 4.5 MoE: biased dense and shared MLPs, bias-free experts */
+    const mfu_tally expert = mlp_tally(d, o, (double)d->moe_intermediate_size,
+                                       d->mlp_bias && !d->unbiased_experts);
     mfu_tally shared = {0};
 
     if (d->shared_expert_intermediate_size > 0) {

@@ -109,7 +109,10 @@ typedef struct mfu_transformer_dims {
     int64_t moe_intermediate_size;           /* each expert's width */
     int64_t shared_expert_intermediate_size; /* 0 = no shared expert */
     int shared_expert_gate; /* Linear(d, 1) on the shared expert (Qwen) */
-    int router_bias;        /* the router Linear has a bias (gpt-oss) */
+    int router_bias;        /* E more router parameters: the router Linear's
+                             * bias (gpt-oss) or a learned per-expert score
+                             * bias (ERNIE 4.5 e_score_correction_bias,
+                             * AFMoE expert_bias); no matmul */
     int64_t num_dense_layers; /* with experts: layers using the dense MLP */
     /* embeddings */
     int tie_word_embeddings;  /* lm_head shares the token embedding */
@@ -129,6 +132,19 @@ typedef struct mfu_transformer_dims {
     int ssm_conv_bias, ssm_proj_bias;
     /* multi-token prediction layers (DeepSeek-V3, GLM-4.5) */
     int64_t num_mtp_layers;
+    /* structure a few dense / MoE families add (families.h: family_dense.c,
+     * family_moe.c); each 0 = the layout above */
+    int unbiased_experts;    /* routed experts have no biases even with
+                              * mlp_bias (ERNIE 4.5 MoE's MixtralExperts) */
+    int attention_gate_proj; /* the output gate is its own gate_proj [d ->
+                              * H*Q] without bias (AFMoE), not q_proj's
+                              * second half; needs attention_gate */
+    int lm_head_bias;        /* the lm_head Linear has a bias (PhiMoE) */
+    int bidirectional;       /* attention is not causal (Gemma's
+                              * use_bidirectional_attention): "half" counts
+                              * the full square; no windowed layers */
+    int64_t mlp_act_params;  /* learned scalars of each dense MLP's
+                              * activation (xIELU's alpha_p, alpha_n: 2) */
 } mfu_transformer_dims;
 
 typedef enum mfu_flops_formula {

@@ -116,6 +116,15 @@ static const field_spec dim_fields[] = {
     INT(ssm_conv_kernel, GE0), INT(ssm_chunk_size, "must be >= 1"),
     FLAG(ssm_conv_bias), FLAG(ssm_proj_bias),
     INT(num_mtp_layers, GE0),
+    /* dense / MoE family structure (family_dense.c, family_moe.c) */
+    FLAG(unbiased_experts),
+    {"attention_gate_proj", offsetof(mfu_transformer_dims, attention_gate_proj), FIELD_FLAG,
+     NULL, "needs attention_gate (and no LoRA: adapters on a separate gate_proj are not "
+           "counted)"},
+    FLAG(lm_head_bias),
+    {"bidirectional", offsetof(mfu_transformer_dims, bidirectional), FIELD_FLAG, NULL,
+     "must be a bool, and false with sliding or chunked layers"},
+    INT(mlp_act_params, GE0),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
 
@@ -151,8 +160,8 @@ static const char *option_rule(const char *field)
         const char *field, *rule;
     } rules[] = {
         {"lora_rank", "must be >= 0; LoRA is counted on GQA attention and MLP "
-                      "layers only (not MLA, linear-attention, SSM or a vision "
-                      "tower)"},
+                      "layers only (not MLA, linear-attention, SSM, a separate "
+                      "attention gate_proj or a vision tower)"},
         {"lora_targets", "must be non-empty exactly when lora_rank > 0 ('gate' "
                          "needs a SwiGLU MLP)"},
         {"seq_lens", "the batch has no tokens"},
@@ -486,7 +495,9 @@ static PyObject *py_transformer_family(PyObject *module, PyObject *arg)
         put(d, "tie_word_embeddings", PyBool_FromLong(f->tie_word_embeddings)) < 0 ||
         (f->linear_chunk_size > 0 &&
          put(d, "linear_chunk_size", PyLong_FromLongLong((long long)f->linear_chunk_size)) < 0) ||
-        put(d, "vision", PyUnicode_FromString(mfu_py_choice_name(vision_choices, (int)f->vision))) < 0) {
+        put(d, "vision", PyUnicode_FromString(mfu_py_choice_name(vision_choices, (int)f->vision))) < 0 ||
+        put(d, "unbiased_experts", PyBool_FromLong(f->unbiased_experts)) < 0 ||
+        put(d, "attention_gate_proj", PyBool_FromLong(f->attention_gate_proj)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

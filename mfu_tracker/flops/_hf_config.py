@@ -27,6 +27,13 @@ from .._validate import (
     check_str_list,
     check_whole_number,
 )
+from ._hf_decoders import (
+    ATTENTION_BIAS as _ATTENTION_BIAS,
+    DECODER_FAMILIES,
+    MLP_BIAS as _MLP_BIAS,
+    QKV_BIAS as _QKV_BIAS,
+    SSM_BIAS as _SSM_BIAS,
+)
 from .presets import resolve_model_config
 
 # dims field -> config keys holding it, first present wins.
@@ -39,8 +46,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("intermediate_size", "n_inner"),
     "vocab_size": ("vocab_size",),
     "num_positions": ("n_positions", "max_position_embeddings", "block_size"),
-    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
-    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token"),
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token", "moe_k", "moe_topk"),
     "moe_intermediate_size": ("moe_intermediate_size",),
     "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),
     "sliding_window": ("sliding_window",),
@@ -63,13 +70,6 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ssm_chunk_size": ("chunk_size",),
     "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers"),
 }
-
-# dims flag -> config keys (bools) that set it, per flag group.
-_ATTENTION_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias"),
-                   "attention_out_bias": ("attention_bias",)}
-_QKV_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias")}
-_MLP_BIAS = {"mlp_bias": ("mlp_bias",)}
-_SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",)}
 
 # Vision tower dims field -> config keys (vision_config).
 VISION_KEYS: dict[str, tuple[str, ...]] = {
@@ -220,7 +220,7 @@ _SPAN_TYPES = {"sliding_attention": "num_sliding_layers", "chunked_attention": "
 def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
     """Layer counts by span from ``layer_types`` (transformers 5), else the
     family's rule; a window / chunk the config does not set drops its layers."""
-    types = cfg.str_list("layer_types")
+    types = cfg.str_list("layer_types") if spec.layer_types else None
     if types is None:
         kind = "linear_attention" if spec.span == "linear" else (
             "chunked_attention" if spec.span == "chunked" else "sliding_attention")
@@ -237,6 +237,8 @@ def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
 
 def _moe_layers(cfg: _Config, spec: "_Family", layers: int, experts: int) -> int:
     """How many layers use experts."""
+    if callable(spec.moe):  # the family's rule per layer
+        return sum(1 for i in range(layers) if spec.moe(cfg, i))
     if spec.moe == "all":
         return layers
     if spec.moe == "first_k_dense":  # DeepSeek-V3, GLM-4.5
@@ -263,8 +265,13 @@ class _Family(NamedTuple):
     flags: Mapping[str, tuple[str, ...]] = _ATTENTION_BIAS
     local: Callable[[_Config, int], bool] | None = _always  # sliding where True
     span: str = "sliding"       # what `local` layers are: sliding / chunked / linear
-    moe: str | None = None      # None, all, qwen, first_k_dense, llama4
+    # None, all, qwen, first_k_dense, llama4, or a rule (config, layer) -> has experts
+    moe: str | Callable[[_Config, int], bool] | None = None
     experts_width: str = "moe_intermediate_size"  # the config key of an expert's width
+    layer_types: bool = True    # the model reads config.layer_types
+    experts_per_token: int | None = None  # fixed by the implementation
+    shared_experts: tuple[str, ...] = ()  # keys: shared experts of the expert width
+    shared_width: tuple[str, ...] = KEYS["shared_expert_intermediate_size"]
 
 
 FAMILIES: dict[str, _Family] = {
@@ -289,6 +296,7 @@ FAMILIES: dict[str, _Family] = {
     "mamba2": _Family(flags=_SSM_BIAS, local=None),
     "qwen2_5_vl": _Family(flags=_QKV_BIAS, local=_qwen_local),
     "qwen3_vl": _Family(local=None),
+    **{name: _Family(**spec) for name, spec in DECODER_FAMILIES.items()},
 }
 
 # Other names of a row: the text model of a VLM, the config class's own name.
@@ -405,11 +413,16 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
     if not moe:
         dims.update(shared_expert_gate=False, router_bias=False)
     if moe:
-        dims.update(num_experts=experts, experts_per_token=cfg.require("experts_per_token"),
+        dims.update(num_experts=experts,
+                    experts_per_token=spec.experts_per_token or _one_per_model(
+                        cfg, "experts_per_token"),
                     moe_intermediate_size=cfg.require("moe_intermediate_size", (spec.experts_width,)),
                     num_dense_layers=layers - moe)
-        shared = cfg.int("shared_expert_intermediate_size", default=0)
-        if spec.moe == "first_k_dense":  # n_shared_experts of the expert width
+        shared = cfg.int("shared_expert_intermediate_size", spec.shared_width, default=0)
+        if spec.shared_experts:  # that many shared experts of the expert width
+            shared = cfg.int("shared_expert_intermediate_size", spec.shared_experts,
+                             default=0) * dims["moe_intermediate_size"]
+        elif spec.moe == "first_k_dense":  # n_shared_experts of the expert width
             shared = cfg.int("shared_expert_intermediate_size", ("n_shared_experts",),
                              default=0) * dims["moe_intermediate_size"]
         elif spec.moe == "llama4":
@@ -418,6 +431,8 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
             dims["shared_expert_intermediate_size"] = shared
         else:
             dims["shared_expert_gate"] = False
+    if cfg.get("hidden_act") == "xielu" and not experts:  # ACT2FN's XIELU: alpha_p, alpha_n
+        dims["mlp_act_params"] = 2
     dense_key = ("intermediate_size_mlp",) if spec.moe == "llama4" else KEYS["intermediate_size"]
     if layers - moe > 0:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
@@ -425,6 +440,24 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
         dims["intermediate_size"] = 0
     else:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
+
+
+def _one_per_model(cfg: _Config, field: str) -> int:
+    """An int field a config may also give per layer (Hunyuan's moe_topk):
+    a per-layer list must hold one value."""
+    for key in KEYS[field]:
+        value = cfg.get(key)
+        if isinstance(value, (list, tuple)):
+            values = check_int_list(value, f"{cfg.prefix}.{key}", 1)
+            if len(set(values)) != 1:
+                raise ValueError(f"{cfg.prefix}.{key} differs between layers ({values}): the "
+                                 f"analytic count takes one {field}; pass {field}= or count "
+                                 "the model exactly (FlopCounter)")
+            cfg.sources[field] = f"{cfg.prefix}.{key}"
+            return values[0]
+        if value is not None:
+            break
+    return cfg.require(field)
 
 
 def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | None:
