@@ -451,8 +451,8 @@ def _one_per_model(cfg: _Config, field: str) -> int:
             values = check_int_list(value, f"{cfg.prefix}.{key}", 1)
             if len(set(values)) != 1:
                 raise ValueError(f"{cfg.prefix}.{key} differs between layers ({values}): the "
-                                 f"analytic count takes one {field}; pass {field}= or count "
-                                 "the model exactly (FlopCounter)")
+                                 f"analytic count takes one {field}; count the model exactly "
+                                 "instead (FlopCounter, or profile_flops(model, device='meta'))")
             cfg.sources[field] = f"{cfg.prefix}.{key}"
             return values[0]
         if value is not None:
