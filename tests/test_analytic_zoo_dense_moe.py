@@ -172,6 +172,40 @@ def test_mistral_style_models_window_every_layer_whatever_layer_types_say():
             transformer_flops(saved, seq_len=S_OUT, batch_size=B).model_flops
 
 
+# Flags a saved config may leave out (older versions, hand-written configs)
+FLAG_KEYS = ("attention_bias", "attention_out_bias", "use_bias", "mlp_bias", "lm_head_bias",
+             "tie_word_embeddings", "use_bidirectional_attention")
+
+
+@pytest.mark.parametrize("model_type", sorted(FAMILIES))
+def test_a_config_without_its_flags_reads_the_config_class_defaults(model_type):
+    # the C family row starts each flag at the config class's default
+    config, saved, _ = _built(model_type)
+    keys = [k for k in FLAG_KEYS if k in saved]
+    defaults = {k: getattr(type(config), k) for k in keys}
+    bare = {k: v for k, v in saved.items() if k not in keys}
+    a = transformer_flops(bare, seq_len=S_IN, causal_attention="half")
+    b = transformer_flops(dict(saved, **defaults), seq_len=S_IN, causal_attention="half")
+    assert (a.num_params, a.model_flops) == (b.num_params, b.model_flops)
+
+
+def test_ernie_moe_layers_between_start_and_end_every_interval():
+    # 4 layers, interval 2 from 1 to 2: experts on layer 1 only
+    config = _config("ernie4_5_moe", num_hidden_layers=4, moe_layer_start_index=1,
+                     moe_layer_end_index=2, moe_layer_interval=2)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    saved = json.loads(config.to_json_string())
+    a = transformer_flops(saved, seq_len=S_IN, batch_size=B, formula="matmul")
+    assert a.model_flops == _count(model, S_IN) and a.num_params == model.num_parameters()
+    # -1 = to the last layer: experts on layers 1 and 3
+    b = transformer_flops(dict(saved, moe_layer_end_index=-1), seq_len=S_IN, batch_size=B,
+                          formula="matmul")
+    one_more = transformer_flops(saved, seq_len=S_IN, batch_size=B, formula="matmul",
+                                 num_dense_layers=2)
+    assert b.model_flops == one_more.model_flops != a.model_flops
+
+
 # ---------------------------------------------------------------------------
 # What a family's implementation fixes, by hand or by its count
 # ---------------------------------------------------------------------------
