@@ -71,7 +71,7 @@ FAMILIES = {
                    num_hidden_layers=3, sliding_window=W, max_window_layers=1), 2),
     "afmoe": (dict(head_dim=16, num_experts=4, **EXPERTS, num_shared_experts=1,
                    num_dense_layers=1, num_hidden_layers=3, sliding_window=W,
-                   global_attn_every_n_layers=2), 2),
+                   global_attn_every_n_layers=2, attention_bias=True), 2),
 }
 
 
