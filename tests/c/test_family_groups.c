@@ -15,11 +15,6 @@
 static const int64_t lens[2] = {3, 5}; /* T = 8; full pairs 9 + 25 = 34 */
 static const mfu_batch batch = {.lengths = lens, .count = 2, .repeat = 1};
 
-static int field_is(const char *field, const char *want)
-{
-    return field != NULL && strcmp(field, want) == 0;
-}
-
 /* d 8, L 2, H 4, H_kv 2, Q 2, I 16, V 10: per token per layer q 64, k 32,
  * v 32, o 64 = 192 attention weights, SwiGLU 3*8*16 = 384. */
 static mfu_transformer_dims tiny(void)

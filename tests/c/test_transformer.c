@@ -22,11 +22,6 @@ static mfu_batch uniform(int64_t batch, int64_t seq_len)
     return (mfu_batch){.lengths = len_storage, .count = 1, .repeat = batch};
 }
 
-static int field_is(const char *field, const char *want)
-{
-    return field != NULL && strcmp(field, want) == 0;
-}
-
 /* Llama-3.1-8B dims. */
 static mfu_transformer_dims llama8b(void)
 {
