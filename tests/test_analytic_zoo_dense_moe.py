@@ -31,7 +31,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from mfu_tracker.cli import main  # noqa: E402
+from _cli import field, run_cli  # noqa: E402
 from mfu_tracker.counter import FlopCounter  # noqa: E402
 from mfu_tracker.flops import transformer_flops  # noqa: E402
 
@@ -47,15 +47,18 @@ EXPERTS = dict(num_experts_per_tok=2, moe_intermediate_size=32)
 # model_type -> (config fields over SMALL, sliding layers among them)
 FAMILIES = {
     # dense
-    "smollm3": (dict(use_sliding_window=True, sliding_window=W, no_rope_layer_interval=2), 1),
+    # NoPE (so sliding) every 3rd layer of 3; every pattern below leaves
+    # a different number of windowed layers when read backwards
+    "smollm3": (dict(use_sliding_window=True, sliding_window=W, no_rope_layer_interval=3,
+                     num_hidden_layers=3), 1),
     "olmo3": (dict(sliding_window=W, num_hidden_layers=4), 3),  # 3 sliding, then full
     "ministral3": (dict(head_dim=16, sliding_window=W), 2),
     "seed_oss": (dict(head_dim=16, attention_out_bias=True), 0),
     "glm4": (dict(head_dim=16), 0),
     "gemma": (dict(head_dim=16), 0),
     "ernie4_5": (dict(head_dim=16, use_bias=True), 0),
-    "exaone4": (dict(sliding_window=W, sliding_window_pattern=2), 1),
-    "cohere2": (dict(sliding_window=W, sliding_window_pattern=2), 1),
+    "exaone4": (dict(sliding_window=W, sliding_window_pattern=3, num_hidden_layers=3), 2),
+    "cohere2": (dict(sliding_window=W, sliding_window_pattern=3, num_hidden_layers=3), 2),
     "apertus": (dict(), 0),
     "arcee": (dict(), 0),
     "starcoder2": (dict(sliding_window=W), 2),
@@ -131,7 +134,7 @@ def test_analytic_equals_the_exact_count(model_type, seq_len):
 OLD_KEYS = {
     "smollm3": {}, "olmo3": {}, "exaone4": {}, "dots1": {}, "afmoe": {},
     # Cohere2Config pops its pattern when it builds layer_types
-    "cohere2": {"sliding_window_pattern": 2},
+    "cohere2": {"sliding_window_pattern": 3},
 }
 
 
@@ -152,11 +155,17 @@ def test_a_config_without_layer_types_reads_the_same_layers(model_type):
 def test_exaone4_reads_its_older_letter_pattern():
     _, saved, _ = _built("exaone4")
     old = {k: v for k, v in saved.items() if k != "layer_types"}
-    # "LG": layer 0 local, layer 1 global, as layer_types ["sliding", "full"]
-    letters = transformer_flops(dict(old, sliding_window_pattern="LG"), seq_len=S_OUT,
-                                batch_size=B, formula="matmul")
-    assert letters.model_flops == transformer_flops(saved, seq_len=S_OUT, batch_size=B,
-                                                    formula="matmul").model_flops
+
+    def model_flops(config, **dims):
+        return transformer_flops(config, seq_len=S_OUT, batch_size=B, formula="matmul",
+                                 **dims).model_flops
+
+    # "LLG": layers 0 and 1 local, 2 global, as the saved layer_types
+    assert model_flops(dict(old, sliding_window_pattern="LLG")) == model_flops(saved)
+    # "LG" repeats: L G L -> 2 local; "LGG": 1 local
+    assert model_flops(dict(old, sliding_window_pattern="LG")) == model_flops(saved)
+    assert model_flops(dict(old, sliding_window_pattern="LGG")) == \
+        model_flops(saved, num_sliding_layers=1) != model_flops(saved)
     none = transformer_flops(dict(old, sliding_window_pattern=0), seq_len=S_OUT, batch_size=B,
                              formula="matmul")
     assert dict(none.conventions["windows"]) == {}
@@ -255,6 +264,28 @@ def test_gemma_bidirectional_attention_is_never_halved():
                              causal_attention="half").attention_flops == 262_144 / 2
 
 
+def test_phimoe_lm_head_bias_is_a_parameter_not_a_matmul():
+    _, saved, _ = _built("phimoe")
+    unbiased = dict(saved, lm_head_bias=False)
+    for formula in ("palm", "6n"):
+        # 128 bias terms in N: 6 FLOPs each per token, 32 tokens
+        assert transformer_flops(saved, seq_len=S_IN, batch_size=B, formula=formula).model_flops \
+            - transformer_flops(unbiased, seq_len=S_IN, batch_size=B,
+                                formula=formula).model_flops == 6 * 128 * 32
+    assert transformer_flops(saved, seq_len=S_IN, formula="matmul").model_flops == \
+        transformer_flops(unbiased, seq_len=S_IN, formula="matmul").model_flops
+
+
+def test_structure_that_cannot_be_counted_is_refused_by_name():
+    _, gemma, _ = _built("gemma")
+    with pytest.raises(ValueError, match="bidirectional.*sliding or chunked"):
+        transformer_flops(gemma, seq_len=S_IN, bidirectional=True, sliding_window=W,
+                          num_sliding_layers=1)
+    _, afmoe, _ = _built("afmoe")
+    with pytest.raises(ValueError, match="attention_gate_proj.*needs attention_gate"):
+        transformer_flops(afmoe, seq_len=S_IN, attention_gate=False)
+
+
 def test_apertus_xielu_scalars_are_parameters():
     _, saved, model = _built("apertus")
     with_act = transformer_flops(saved, seq_len=S_IN)
@@ -274,25 +305,17 @@ def test_afmoe_lora_is_refused_naming_the_separate_gate():
 # The command line takes the analytic path on every saved config
 # ---------------------------------------------------------------------------
 
-def _line(out: str, label: str) -> str:
-    match = re.search(rf"^{re.escape(label)}\s+(.*)$", out, re.M)
-    assert match, (label, out)
-    return match.group(1)
-
-
 @pytest.mark.parametrize("model_type", sorted(FAMILIES))
 def test_estimate_and_profile_read_the_saved_config(model_type, tmp_path, capsys):
     config, saved, _ = _built(model_type)
     config.save_pretrained(tmp_path)
-    tps = 1e9
-    assert main(["estimate", "--model", str(tmp_path), "--gpu", "H100 SXM", "--seq-len", "16",
-                 "--tokens-per-sec", str(tps)]) == 0
-    out = capsys.readouterr().out
-    assert "counted exactly instead" not in out
+    status, out, _ = run_cli(capsys, "estimate", "--model", str(tmp_path), "--gpu", "H100 SXM",
+                             "--seq-len", "16", "--tokens-per-sec", "1e9")
+    assert status == 0 and "counted exactly instead" not in out
     palm = transformer_flops(saved, seq_len=16)
-    # MFU = FLOP/token x tokens/s / 989.4 TFLOP/s (H100 SXM dense bf16)
-    assert _line(out, "MFU:") == f"{100 * palm.flops_per_token * tps / 989.4e12:.2f}%"
-    assert main(["profile", "--model", str(tmp_path), "--seq-len", "16"]) == 0
-    out = capsys.readouterr().out
+    # MFU = FLOP/token x 1e9 tokens/s / 989.4 TFLOP/s (H100 SXM dense bf16)
+    assert field(out, "MFU") == f"{100 * palm.flops_per_token * 1e9 / 989.4e12:.2f}%"
+    status, out, _ = run_cli(capsys, "profile", "--model", str(tmp_path), "--seq-len", "16")
+    assert status == 0
     ratio = float(re.search(r"analytic \(matmul\):.*counted / analytic = ([\d.]+)", out).group(1))
     assert ratio == pytest.approx(1.0, abs=1e-6)
