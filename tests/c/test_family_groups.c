@@ -10,25 +10,11 @@
 
 #include "check.h"
 #include "families.h"
+#include "tiny_model.h"
 #include "transformer.h"
 
 static const int64_t lens[2] = {3, 5}; /* T = 8; full pairs 9 + 25 = 34 */
 static const mfu_batch batch = {.lengths = lens, .count = 2, .repeat = 1};
-
-/* d 8, L 2, H 4, H_kv 2, Q 2, I 16, V 10: per token per layer q 64, k 32,
- * v 32, o 64 = 192 attention weights, SwiGLU 3*8*16 = 384. */
-static mfu_transformer_dims tiny(void)
-{
-    mfu_transformer_dims d;
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 8;
-    d.num_layers = 2;
-    d.num_heads = 4;
-    d.num_kv_heads = 2;
-    d.intermediate_size = 16;
-    d.vocab_size = 10;
-    return d;
-}
 
 static mfu_transformer_flops count(const mfu_transformer_dims *d, mfu_flops_formula formula,
                                    mfu_causal causal)
@@ -84,8 +70,8 @@ static void test_groups_join_the_table(void)
 
 static void test_biases_and_activation_params(void)
 {
-    mfu_transformer_dims d = tiny();
-    const mfu_transformer_dims plain = tiny();
+    mfu_transformer_dims d = tiny_gqa_dims();
+    const mfu_transformer_dims plain = tiny_gqa_dims();
     const mfu_transformer_flops base = count(&d, MFU_FORMULA_PALM, MFU_CAUSAL_FULL);
     mfu_transformer_flops r;
 
@@ -128,7 +114,7 @@ static void test_biases_and_activation_params(void)
 
 static void test_gate_proj_and_bidirectional(void)
 {
-    mfu_transformer_dims d = tiny();
+    mfu_transformer_dims d = tiny_gqa_dims();
     mfu_transformer_flops fused, separate, half;
     mfu_transformer_options o;
     const char *field = NULL;
@@ -155,7 +141,7 @@ static void test_gate_proj_and_bidirectional(void)
 
     /* bidirectional: "half" keeps the full square, 2*4*2*2 = 32 FLOPs a
      * pair, 34 pairs, 2 layers = 2,176 forward; causal "half" 1,088 */
-    d = tiny();
+    d = tiny_gqa_dims();
     CHECK(count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_HALF).attention_flops == 1088.0);
     d.bidirectional = 1;
     half = count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_HALF);
@@ -168,11 +154,11 @@ static void test_gate_proj_and_bidirectional(void)
     CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT &&
           field_is(field, "bidirectional"));
     /* flags are 0 / 1 */
-    d = tiny();
+    d = tiny_gqa_dims();
     d.lm_head_bias = 2;
     CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT &&
           field_is(field, "lm_head_bias"));
-    d = tiny();
+    d = tiny_gqa_dims();
     d.mlp_act_params = -1;
     CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT &&
           field_is(field, "mlp_act_params"));
