@@ -19,7 +19,8 @@ ATTENTION_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias"),
                   "attention_out_bias": ("attention_bias",)}
 QKV_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias")}
 MLP_BIAS = {"mlp_bias": ("mlp_bias",)}
-SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",)}
+SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",),
+            "ssm_out_proj_bias": ("use_bias",)}
 # ERNIE 4.5, StarCoder2: one use_bias on every projection of attention and MLP
 USE_BIAS = {"qkv_bias": ("use_bias",), "attention_out_bias": ("use_bias",),
             "mlp_bias": ("use_bias",)}
@@ -94,6 +95,35 @@ def _ernie_moe_layer(cfg: Any, i: int) -> bool:
 def _afmoe_moe_layer(cfg: Any, i: int) -> bool:
     """AfmoeDecoderLayer: experts from layer num_dense_layers on (default 1)."""
     return i >= cfg.int("num_dense_layers", ("num_dense_layers",), default=1)
+
+
+def moe_layers(cfg: Any, spec: Any, layers: int) -> int:
+    """How many of the first ``layers`` layers use experts, by ``spec.moe``
+    (an ``_hf_config._Family``'s rule: a name or a rule per layer)."""
+    if callable(spec.moe):  # the family's rule per layer
+        return sum(1 for i in range(layers) if spec.moe(cfg, i))
+    if spec.moe == "all":
+        return layers
+    if spec.moe == "first_k_dense":  # DeepSeek-V3, GLM-4.5
+        first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=0)
+        freq = cfg.int("num_dense_layers", ("moe_layer_freq",), default=1, minimum=1)
+        return sum(1 for i in range(layers) if i >= first and i % freq == 0)
+    if spec.moe == "layer_types":  # GLM-4.7-Flash, Kimi Linear: mlp_layer_types
+        kinds = cfg.str_list("mlp_layer_types")
+        if kinds is None:  # their configs' default: dense below first_k_dense_replace
+            first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=1)
+            kinds = ["dense" if i < first else "sparse" for i in range(layers)]
+        return kinds[:layers].count("sparse")
+    if spec.moe == "llama4":
+        listed = cfg.int_list("moe_layers")
+        if cfg.has("moe_layers"):
+            return sum(1 for i in set(listed) if i < layers)
+        step = cfg.int("num_dense_layers", ("interleave_moe_layer_step",), default=1, minimum=1)
+        return len(range(step - 1, layers, step))
+    # Qwen: every decoder_sparse_step-th layer, except mlp_only_layers
+    step = cfg.int("num_dense_layers", ("decoder_sparse_step",), default=1, minimum=1)
+    only = set(cfg.int_list("mlp_only_layers"))
+    return sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
 
 
 # ---------------------------------------------------------------------------
