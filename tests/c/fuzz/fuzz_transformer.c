@@ -29,7 +29,10 @@
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
  *    (a non-empty string); compute agrees with validate on the dims;
  *  - spans: OK iff the batch is valid; pairs finite, >= 0; half <= full;
- *    sliding and chunked <= the full span; chunking counts >= 0;
+ *    sliding and chunked <= the full span; chunking counts >= 0; every
+ *    span equal (to 1e-12) to spans.h's closed forms summed in doubles, as
+ *    spans.c computed them before it called the pairs rule (pairs.h): the
+ *    analytic numbers did not move;
  *  - compute on OK: every figure finite and >= 0, forward >= attention +
  *    scans, model >= forward, hardware >= model, active params <= params,
  *    language + vision = model; the same call twice gives the same numbers;
@@ -246,6 +249,37 @@ static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
     v->grids = grids;
 }
 
+/* spans.h's closed forms for one sequence of s tokens, in doubles (what
+ * spans.c summed before it called pairs.h): full s^2 (half s^2 / 2);
+ * sliding w: full s * min(s, w), half w(w + 1)/2 + (s - w) w (s(s + 1)/2 at
+ * s <= w); chunked w: full whole * w^2 + rest^2, half whole * w(w + 1)/2 +
+ * rest(rest + 1)/2. */
+static double closed_span_pairs(int64_t len, mfu_span_kind kind, int64_t window, int half)
+{
+    const double s = (double)len, w = (double)window;
+    const double whole = kind == MFU_SPAN_CHUNKED ? (double)(len / window) : 0.0;
+    const double rest = kind == MFU_SPAN_CHUNKED ? (double)(len % window) : 0.0;
+    if (kind == MFU_SPAN_SLIDING && half)
+        return len <= window ? s * (s + 1.0) / 2.0 : w * (w + 1.0) / 2.0 + (s - w) * w;
+    if (kind == MFU_SPAN_SLIDING)
+        return s * (len < window ? s : w);
+    if (kind == MFU_SPAN_CHUNKED)
+        return half ? whole * w * (w + 1.0) / 2.0 + rest * (rest + 1.0) / 2.0
+                    : whole * w * w + rest * rest;
+    return half ? s * s / 2.0 : s * s;
+}
+
+/* mfu_span_pairs(b, kind, window, causal) against the closed forms. */
+static void check_closed(const mfu_batch *b, mfu_span_kind kind, int64_t window, int half,
+                         double got)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < b->count; i++)
+        sum += closed_span_pairs(b->lengths[i], kind, window, half);
+    sum *= (double)b->repeat;
+    FUZZ_CHECK(got == sum || fabs(got - sum) <= 1e-12 * fabs(sum));
+}
+
 /* Plausible hybrids: mixers and layouts carved from the plausible model. */
 static void plausible_hybrid(fuzz_input *in, mfu_transformer_dims *d,
                              mfu_transformer_options *o)
@@ -323,10 +357,16 @@ static void check_spans(const mfu_batch *b, int batch_ok, int64_t window)
     if (st != MFU_OK || window < 1)
         return;
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_FULL, 0, MFU_CAUSAL_HALF, &full_h) == MFU_OK);
+    check_closed(b, MFU_SPAN_FULL, 0, 0, full_f);
+    check_closed(b, MFU_SPAN_FULL, 0, 1, full_h);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_FULL, &s_f) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_HALF, &s_h) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_FULL, &c_f) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_HALF, &c_h) == MFU_OK);
+    check_closed(b, MFU_SPAN_SLIDING, window, 0, s_f);
+    check_closed(b, MFU_SPAN_SLIDING, window, 1, s_h);
+    check_closed(b, MFU_SPAN_CHUNKED, window, 0, c_f);
+    check_closed(b, MFU_SPAN_CHUNKED, window, 1, c_h);
     /* exact below 2^53; beyond, doubles round: compare with 1e-12 slack */
     FUZZ_CHECK(full_f >= 0.0 && full_h <= full_f && le(s_f, full_f) && le(c_f, full_f));
     FUZZ_CHECK(le(s_h, s_f) && le(c_h, c_f) && le(c_h, s_h));

@@ -274,6 +274,12 @@ def masked(op, causal, b, hq, hkv, sq, skv, dqk, dv, left, right, chunk, flags=0
             + shape(left, right, chunk))
 
 
+def pairs(how, causal, sq, sk, left, right, chunk):
+    """The pairs rule itself (fuzz_flops op 15): shape byte, lengths, mask, convention."""
+    c = {0: 0, 1: 120}[causal]
+    return u8(15) + u8(0) + u8(how) + shape(sq, sk, left, right, chunk) + u8(c)
+
+
 def block(op, dims, mb, mh, qb, kvb, full, qsize, kvsize, counts, cells, flags=0):
     """counts: per row (partial, full); cells: per row ([partial indices],
     [full indices]); values are sent as byte = value + 2 (fuzz_block)."""
@@ -361,6 +367,18 @@ FLOPS = [
     ("masked_span_limit", masked(11, 0, 1, 1, 1, 2**62, 2**62, 1, 1, 7, 0, 0)),
     ("masked_no_work_huge", masked(11, 1, 0, 1, 1, I64_MAX, I64_MAX, 1, 1, 7, 0, 3)),
     ("masked_bwd", masked(12, 1, 2, 16, 4, 4096, 4096, 128, 128, 511, 0, 0)),
+    # the pairs rule (pairs.h): shape byte, causal, s_q, s_k, left, right, chunk
+    ("pairs_small_window", pairs(1, 1, 9, 9, 2, 0, 0)),
+    ("pairs_two_sided", pairs(1, 0, 7, 7, 2, 2, 0)),
+    ("pairs_decode_long_keys", pairs(2, 1, 3, 2**62 + 5, 7, 0, 16)),
+    ("pairs_queries_past_keys", pairs(3, 0, 2**62, 9, 2, 0, 4)),
+    ("pairs_queries_past_keys_half", pairs(3, 1, I64_MAX, 40, -1, 3, 5)),
+    ("pairs_mistral_window_huge", pairs(4, 1, I64_MAX, I64_MAX, 4095, 0, 0)),
+    ("pairs_llama4_chunk_huge", pairs(4, 0, 2**62 + 3, 2**62 + 3, -1, 0, 8192)),
+    ("pairs_chunk_past_keys", pairs(4, 1, 2**62, 2**62, -1, 0, I64_MAX)),
+    ("pairs_rectangle_max", pairs(0, 0, I64_MAX, I64_MAX, -1, -1, 0)),
+    ("pairs_causal_half_max", pairs(0, 1, I64_MAX, I64_MAX, -1, 0, 0)),
+    ("pairs_negative_length", pairs(0, 0, -1, 4, 2, 0, 0)),
     # block attention: b, h, h_kv, s_q, s_kv, d_qk, d_v, then the mask
     ("block_causal_256", block(13, (1, 2, 2, 256, 256, 16, 16), 1, 1, 2, 2, True, 128, 128,
                                [(1, 0), (1, 1)], [([0, 0], [0, 0]), ([1, 0], [0, 0])])),
