@@ -25,10 +25,9 @@ import pytest
 pytest.importorskip("matplotlib")
 import matplotlib.image  # noqa: E402
 
-from mfu_tracker.cli import (
-    _report,  # noqa: E402
-    main,  # noqa: E402
-)
+from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.cli.report import _render, plan  # noqa: E402
+from mfu_tracker.cli.report.panels import waterfall  # noqa: E402
 from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
 CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
@@ -54,8 +53,8 @@ def png_shape(data: bytes):
 
 
 def expected_shape(panels: int):
-    return (round(_report.PANEL_HEIGHT_IN * panels * _report.DPI),
-            round(_report.WIDTH_IN * _report.DPI), 4)
+    return (round(_render.PANEL_HEIGHT_IN * panels * _render.DPI),
+            round(_render.WIDTH_IN * _render.DPI), 4)
 
 
 def report(capsys, *argv):
@@ -330,7 +329,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
 
 
 def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(_report, "MAX_BARS", 4)   # the band path, without thousands of lines
+    monkeypatch.setattr(waterfall, "MAX_BARS", 4)   # the band path, without thousands of lines
     rows = []
     for step in range(1, 11):
         # 0.2 + 0.3 + 0.5 = 1
@@ -444,9 +443,9 @@ def test_the_printed_sum_is_the_bar_as_drawn(tmp_path, capsys):
     # the drawing stacks the same layers: the picture's bar has that height
     from mfu_tracker.job import read_log
 
-    drawn = _report.plan(read_log(str(path)))
-    _, heights, bottoms = drawn.stacked()[-1]
-    assert [b + h for b, h in zip(bottoms, heights)] == [cells[-1]] == drawn.bar_tops()
+    bars = plan(read_log(str(path))).panel("waterfall")
+    _, heights, bottoms = bars.stacked()[-1]
+    assert [b + h for b, h in zip(bottoms, heights)] == [cells[-1]] == bars.bar_tops()
 
 
 def test_the_axes_run_over_the_logged_steps(tmp_path, capsys):

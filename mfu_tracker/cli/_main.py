@@ -17,20 +17,12 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import _build_ext, _estimate, _goodput, _gpus, _profile
+from . import _build_ext, _estimate, _goodput, _gpus, _profile, report
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
 # point (pyproject.toml), run as a program, not a library function.
 __all__: List[str] = []
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    from ._report import run
-
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
-    print(f"wrote {args.out}")
-    return 0
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -45,18 +37,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _gpus.add_parser(sub)
     _estimate.add_parser(sub)
     _profile.add_parser(sub)
-    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
-                         "log (JSONL from log_path=, or a TensorBoard log directory)")
-    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
-    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
-    rep.add_argument("--prefix", default=None,
-                     help="metric key prefix (default: found from the <prefix>/mfu key)")
-    rep.add_argument("--title", default=None, help="the picture's title")
-    rep.add_argument("--run", default="last",
-                     help="which run of the log to draw: the last (default), N (1 = the first), "
-                          "or all (each run its own line, its start marked)")
-    rep.set_defaults(func=_cmd_report)
-
+    report.add_parser(sub)
     _goodput.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser

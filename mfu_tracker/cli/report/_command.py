@@ -1,0 +1,43 @@
+"""The ``report`` command: its flags and what it prints."""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Optional
+
+from ._load import load
+from ._plan import plan
+from ._render import check_out, pyplot, render
+from ._text import numbers_text
+
+__all__ = ["add_parser", "run"]
+
+
+def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
+        which: str = "last") -> str:
+    """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`)."""
+    check_out(out)
+    pyplot()                        # the missing extra is said before any work
+    report = plan(load(path), prefix, which)
+    render(report, out, title)
+    return numbers_text(report)
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
+    print(f"wrote {args.out}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``report`` on the command line's subparsers."""
+    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
+                         "log (JSONL from log_path=, or a TensorBoard log directory)")
+    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
+    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
+    rep.add_argument("--prefix", default=None,
+                     help="metric key prefix (default: found from the <prefix>/mfu key)")
+    rep.add_argument("--title", default=None, help="the picture's title")
+    rep.add_argument("--run", default="last",
+                     help="which run of the log to draw: the last (default), N (1 = the first), "
+                          "or all (each run its own line, its start marked)")
+    rep.set_defaults(func=_cmd_report)
