@@ -313,6 +313,17 @@ def check_log_path(path: Any, argument: str = "log_path") -> Optional[str]:
     return text
 
 
+def check_job(job: Any, argument: str = "job") -> Optional[str]:
+    """``job``: None or a non-empty job id (a str of printable characters)."""
+    if job is None:
+        return None
+    if not isinstance(job, str):
+        raise TypeError(f"{argument} must be a str job id or None, got {type(job).__name__}")
+    if not job.strip() or not job.isprintable():
+        raise ValueError(f"{argument} must be a non-empty printable job id, got {job!r}")
+    return job
+
+
 def check_optional_instance(value: Any, argument: str, cls: type) -> Any:
     """``argument``: None or an instance of ``cls`` (named in the error)."""
     if value is not None and not isinstance(value, cls):

@@ -378,15 +378,19 @@ def test_goodput_errors_name_the_file(tmp_path, capsys):
     (tmp_path / "old.jsonl").write_text('{"step": 1, "throughput/mfu": 0.1}\n')
     status, _, err = goodput(capsys, tmp_path / "old.jsonl")
     assert status == 2 and "no run records" in err
+    # a line that cannot be read is skipped and counted; --strict refuses it, naming it
     log = hand_log(tmp_path / "m.jsonl")
     log.write_text(log.read_text() + "{not json\n")
-    status, _, err = goodput(capsys, log)
-    assert status == 2 and "m.jsonl:6: not a JSON line" in err
+    status, out, err = goodput(capsys, log)
+    assert status == 0 and err == "", err
+    assert "skipped: 1 line(s) that could not be read" in out and "m.jsonl:6: not a JSON line" in out
+    status, _, err = goodput(capsys, log, "--strict")
+    assert status == 2 and "m.jsonl:6: not a JSON line" in err and "--strict" in err
     log = hand_log(tmp_path / "m2.jsonl")
     lines = records(log)
     lines[1]["ledger"]["to_step"] = -1
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    status, _, err = goodput(capsys, log)
+    status, _, err = goodput(capsys, log, "--strict")
     assert status == 2 and "m2.jsonl:2: 'ledger' ends" in err
 
 

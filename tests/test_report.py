@@ -235,12 +235,17 @@ def test_empty_file(tmp_path, capsys):
     assert status == 2 and "no metrics" in err
 
 
-def test_corrupt_line_names_the_line(tmp_path, capsys):
-    path, _ = hand_written(tmp_path)
+def test_a_corrupt_line_is_skipped_and_counted_and_strict_refuses_it(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
     path.write_text(path.read_text() + '{"step": 40, "throughput/mfu": 0.\n')
-    status, _, err = report(capsys, path, "--out", tmp_path / "r.png")
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--strict")
     assert status == 2 and "metrics.jsonl:4: not a JSON line" in err
     assert not (tmp_path / "r.png").exists()
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0 and err == "", err
+    assert "skipped: 1 line(s) that could not be read" in out
+    assert "metrics.jsonl:4: not a JSON line" in out
+    assert {s for s, _ in printed(out)} == {10, 20, 30}
 
 
 @pytest.mark.parametrize("line, message", [('[1, 2]', "not a JSON object"),

@@ -63,9 +63,9 @@ class RunBook:
                  "_booked_mark", "_calls", "_calls_mark", "_ended", "_peak_tflops")
 
     def __init__(self, *, start_step: int, log: Optional[MetricsLog],
-                 endpoint: Optional[Endpoint]) -> None:
+                 endpoint: Optional[Endpoint], job: Optional[str] = None) -> None:
         self.run_id = new_run_id()
-        self.job = job_name(self.run_id)
+        self.job = job_name(self.run_id, job)
         self.start_step = start_step
         self.rank = rank_world()[0]
         self.log = log

@@ -26,6 +26,7 @@ from .._validate import (
     check_clock,
     check_instance,
     check_int,
+    check_job,
     check_log_path,
     check_optional_flag,
     check_optional_number,
@@ -485,6 +486,14 @@ class Tracker(_C.StepTracker):
             checkpoint: the steps before it were trained by earlier runs);
             steps an earlier run logged at or beyond it are lost progress in
             the job ledger. The integrations take it from the trainer.
+            A run appended to a log that already holds runs continues their
+            job only when it resumes: ``start_step`` > 0, or the same
+            ``job`` id; otherwise it starts a new job in the file
+            (:mod:`mfu_tracker.job._jobs`).
+        job: the job's id (default: ``MFU_TRACKER_JOB``,
+            ``TORCHELASTIC_RUN_ID`` or ``SLURM_JOB_ID``, else none: the run
+            id stands in), in the run record and the Prometheus ``job``
+            label. Runs of one log with the same id are one job.
         metrics_port: serve the latest ``metrics()`` values on this port, on
             rank 0, as Prometheus gauges ``mfu_tracker_*`` (labels ``job``,
             ``rank``, ``prefix``; :mod:`mfu_tracker.job._prometheus`); 0 picks
@@ -551,12 +560,14 @@ class Tracker(_C.StepTracker):
         telemetry: Union[bool, str, None] = None,
         log_path: Any = None,
         start_step: int = 0,
+        job: Optional[str] = None,
         metrics_port: Optional[int] = None,
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
+        job = check_job(job)
         port = check_metrics_port(metrics_port)
         model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
         executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
@@ -607,7 +618,7 @@ class Tracker(_C.StepTracker):
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
         endpoint = serve_metrics(port) if port is not None and rank_world()[0] == 0 else None
-        self._run = RunBook(start_step=start_step, endpoint=endpoint,
+        self._run = RunBook(start_step=start_step, endpoint=endpoint, job=job,
                             log=None if log_file is None else MetricsLog(log_file))
         self._run.start(self, peak=peak, num_gpus=num_gpus)
         # Last: the group creation is the only step that communicates (with

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, Optional
 
+from .._log_notes import STRICT_HELP, warn_cut
 from ._load import load
 from ._plan import plan
 from ._render import check_out, pyplot, render
@@ -13,17 +14,20 @@ __all__ = ["add_parser", "run"]
 
 
 def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
-        which: str = "last") -> str:
+        which: str = "last", strict: bool = False) -> str:
     """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`)."""
     check_out(out)
     pyplot()                        # the missing extra is said before any work
-    report = plan(load(path), prefix, which)
+    log = load(path, strict)
+    warn_cut(log, "report")
+    report = plan(log, prefix, which)
     render(report, out, title)
     return numbers_text(report)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
+    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run,
+              strict=args.strict))
     print(f"wrote {args.out}")
     return 0
 
@@ -40,4 +44,5 @@ def add_parser(sub: Any) -> None:
     rep.add_argument("--run", default="last",
                      help="which run of the log to draw: the last (default), N (1 = the first), "
                           "or all (each run its own line, its start marked)")
+    rep.add_argument("--strict", action="store_true", help=STRICT_HELP)
     rep.set_defaults(func=_cmd_report)

@@ -17,16 +17,17 @@ def _is_event_file(path: str) -> bool:
     return "tfevents" in os.path.basename(path)
 
 
-def load(path: str) -> Log:
+def load(path: str, strict: bool = False) -> Log:
     """The runs of ``path`` (a JSONL log, a TensorBoard directory or event
-    file: one run), each run's metrics records sorted by step."""
+    file: one run), each run's metrics records sorted by step. A JSONL line
+    that cannot be read is skipped and named (``strict``: refused)."""
     if not os.path.exists(path):
         raise ReportError(f"{path}: no such file or directory")
     if os.path.isdir(path) or _is_event_file(path):
         log = _load_tensorboard(path)
     else:
         try:
-            log = read_log(path)
+            log = read_log(path, strict=strict)
         except LogError as error:
             raise ReportError(str(error)) from None
     if not any(run.metrics for run in log.runs):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
+from .._log_notes import skipped_lines
 from ._axes import axis_ticks
 from ._model import Report
 from .panels import PANELS
@@ -27,7 +28,7 @@ def head(report: Report) -> List[str]:
     if report.invalid:
         lines.append("invalid values (not drawn):")
         lines += [f"  {what}" for what in report.invalid]
-    return lines
+    return lines + skipped_lines(report.log)
 
 
 def numbers_text(report: Report) -> str:

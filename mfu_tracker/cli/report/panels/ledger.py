@@ -1,10 +1,12 @@
 """The job ledger (:mod:`mfu_tracker.job._ledger`), when every run of the log
-has its run record: one bar per run and one for the job, goodput then each
-badput bucket, as fractions of each bar's wall time."""
+has its run record: one bar per run of the job the last drawn run belongs to
+and one for the job, goodput then each badput bucket, as fractions of each
+bar's wall time."""
 from __future__ import annotations
 
 from typing import Any, List, Optional
 
+from ....job._jobs import jobs
 from ....job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger
 from ....job._records import LogError
 from .._model import Report
@@ -18,8 +20,10 @@ class LedgerPanel(Panel):
         runs = report.log.runs
         if not runs or any(run.record is None for run in runs):
             return None
+        last = report.runs[-1]
+        job = next(j.number for j in jobs(report.log) if last in j.runs)
         try:
-            return job_ledger(report.log)
+            return job_ledger(report.log, job)
         except LogError as error:
             report.missing.append(f"the job ledger: {error}")
             return None
