@@ -38,6 +38,7 @@ run has no peak or the log lacks some steps' FLOPs.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -116,6 +117,7 @@ class _Steps:
     flops: float = 0.0
     flops_complete: bool = True
     first_boundary: Optional[float] = None
+    startup: float = 0.0             # the first step's excess over the run's median step
 
 
 def _number(value: Any) -> Optional[float]:
@@ -172,6 +174,7 @@ def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _S
             pushed += n
             forward_backward += fb
         calls += int(iv.get("compile_calls") or 0)
+    _first_step_excess(run, steps, cut, "compile" if calls else "startup", notes)
     if calls:
         normal = pushed - calls
         if normal > 0:
@@ -182,6 +185,39 @@ def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _S
             notes.append(f"run {run.number}: no step besides the compiled call's to take its "
                          f"normal work from: compile holds the whole call")
     return steps
+
+
+def _pushed(iv: Dict[str, Any]) -> int:
+    return iv["to_step"] - iv["from_step"] - int(iv.get("dropped") or 0)
+
+
+def _first_step_excess(run: Run, steps: _Steps, cut: Optional[int], bucket: str,
+                       notes: List[str]) -> None:
+    """Move the run's first step's excess over its median step from goodput to
+    ``bucket`` (startup, or compile when the run marked a compiled call): the
+    median over the run's intervals of their mean step period, the first
+    step left out of its interval. The step itself (and its FLOPs) stays."""
+    first = next((iv for iv in run.intervals if _pushed(iv) > 0), None)
+    first_s = None if first is None else _number(first.get("first_step_s"))
+    if first_s is None or (cut is not None and first["from_step"] >= cut):
+        return   # a log without the field, or the first step was lost progress (all of it)
+    means = []
+    for iv in run.intervals:
+        n, seconds = _pushed(iv), float(iv["step_s"])
+        if iv is first:
+            n, seconds = n - 1, seconds - first_s
+        if n > 0:
+            means.append(seconds / n)
+    if not means:
+        notes.append(f"run {run.number}: one step only, no normal step to compare its first "
+                     f"with: all of it is goodput")
+        return
+    excess = min(max(0.0, first_s - statistics.median(means)), steps.productive)
+    steps.productive -= excess
+    if bucket == "compile":
+        steps.phases["compile"] += excess
+    else:
+        steps.startup += excess
 
 
 def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[str],
@@ -200,7 +236,7 @@ def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[s
     steps = _book_steps(run, cut, notes, path)
     boundary = steps.first_boundary
     startup = (end if boundary is None else boundary) - span_start
-    seconds = {"startup": max(0.0, startup), **steps.phases, "data": steps.data,
+    seconds = {"startup": max(0.0, startup) + steps.startup, **steps.phases, "data": steps.data,
                "lost_progress": steps.lost, "restart_gap": gap}
     wall = gap + (end - span_start)
     seconds["other"] = wall - math.fsum([steps.productive, *seconds.values()])

@@ -55,6 +55,8 @@ half open), and every second the step engine booked meanwhile
                    integration marks the first compiled step so): the ledger
                    takes one normal step's forward + backward back out of it
     first_boundary wall time of the run's first step boundary: its startup's end
+    first_step_s   the run's first step's period (its excess over the run's
+                   median step is startup); None before it
 
 Reading (:func:`read_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
@@ -80,7 +82,7 @@ RUN, RUN_END, PEAK_CHECK = "run", "run_end", "peak_check"
 LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
     "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
-    "flops_steps", "flops_ranks", "compile_calls", "first_boundary",
+    "flops_steps", "flops_ranks", "compile_calls", "first_boundary", "first_step_s",
 )
 #: Two measurements of a peak that differ by more than this factor mean the
 #: machine was busy during one of them (the main job, examples/train_gpt2.py,

@@ -129,7 +129,8 @@ class RunBook:
             "model_flops": flops if flops_steps > 0 or steps == dropped else None,
             "flops_steps": flops_steps, "flops_ranks": 1,
             "compile_calls": self._calls - self._calls_mark,
-            "first_boundary": now["first_boundary_unix_s"], "_now": now,
+            "first_boundary": now["first_boundary_unix_s"],
+            "first_step_s": now.get("first_step_s"), "_now": now,
         }
 
     def commit(self, interval: Mapping[str, Any]) -> None:
