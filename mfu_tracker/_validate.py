@@ -41,11 +41,17 @@ def check_optional_work(value: Any, argument: str, figure: str) -> Optional[floa
     """``value``: None or a finite number > 0. Zero is refused, naming the
     figure it would make 0 by definition ("MFU", "MBU"): a count that is
     missing, never a measurement."""
-    number = check_optional_number(value, argument, 0)
-    if number == 0:
-        raise ValueError(f"{argument} must be > 0 or None, got {value!r}: 0 would make "
-                         f"{figure} 0 by definition (a missing count, not a measurement)")
-    return number
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{argument} must be a number or None, not {type(value).__name__}")
+    if value == 0:
+        raise ValueError(f"{argument} must be a finite number > 0 or None, got {value!r}: 0 "
+                         f"would make {figure} 0 by definition (a missing count, not a "
+                         f"measurement)")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{argument} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
 
 
 def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:

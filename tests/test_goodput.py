@@ -152,7 +152,8 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
 
 
 def test_two_runs_report_draws_one_bar_per_run_and_the_job(two_runs, tmp_path, capsys):
-    status = main(["report", str(two_runs), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    status = main(["report", str(two_runs), "--out", str(tmp_path / "r.png"), "--run", "all",
+                   "--numbers"])
     out, err = capsys.readouterr()
     assert status == 0, err
     assert "runs: the file holds 2; drawn: all runs" in out
@@ -426,7 +427,7 @@ def test_incomplete_flops_or_no_peak_leave_job_mfu_out(tmp_path, capsys):
     assert status == 0, err
     g = json.loads((tmp_path / "g.json").read_text())
     assert "job_mfu" not in g and any("FLOPs" in n for n in g["notes"])
-    assert "job_mfu: not available" in out
+    assert "job_mfu: the log lacks some steps' model FLOPs" in out
 
 
 # ---- bad input --------------------------------------------------------------------------

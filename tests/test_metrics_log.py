@@ -232,7 +232,8 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
 
     from mfu_tracker.cli import main
 
-    assert main(["report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.png")]) == 0
+    assert main(["report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.png"),
+                 "--numbers"]) == 0
     out = capsys.readouterr().out
     assert "per-rank MFU:" in out and "missing: throughput/mfu_rank" not in out
     for step, m in expected[-4:]:

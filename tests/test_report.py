@@ -58,7 +58,8 @@ def expected_shape(panels: int):
 
 
 def report(capsys, *argv):
-    status = main(["report", *map(str, argv)])
+    """``mfu-tracker report ... --numbers``: every number drawn, printed."""
+    status = main(["report", *map(str, argv), "--numbers"])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -137,7 +138,7 @@ def test_a_real_tracker_log_draws_mfu_and_says_what_is_missing(tmp_path, capsys)
     assert printed(out) == {(step, key): m[key] for step, m in returned.items()
                             for key in ("throughput/mfu", "throughput/step_time_s")}
     assert "missing: throughput/mfu_lost/*" in out
-    assert "missing: throughput/mfu_rank_min" in out
+    assert "mfu_rank_min" not in out                  # one process: no ranks, nothing missing
     # the run record's peak and its source; the job ledger is the third panel
     assert "peak: 1 TFLOP/s per device, fp32 (user)" in out
     assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(3)
@@ -269,10 +270,54 @@ def test_unknown_output_extension(tmp_path, capsys, out):
     assert status == 2 and "unknown extension" in err and ".png, .html" in err
 
 
-def test_no_mfu_key(tmp_path, capsys):
+def test_nothing_to_draw(tmp_path, capsys):
     (tmp_path / "m.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
     status, _, err = report(capsys, tmp_path / "m.jsonl", "--out", tmp_path / "r.png")
-    assert status == 2 and "no MFU key" in err
+    assert status == 2 and "no MFU, step time or tokens/s key" in err and "nothing to draw" in err
+
+
+def test_a_run_without_a_peak_draws_what_it_has_and_says_why(tmp_path, capsys):
+    """A CPU run with no peak: step time, tokens/s, the phases in seconds and the
+    job ledger are drawn; one line says why there is no MFU and how to give a peak."""
+    from mfu_tracker import Tracker
+
+    log = tmp_path / "cpu.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # "no datasheet peak for a cpu device"
+        t = Tracker(1e6, dtype="fp32", clock="cpu", window=4, warmup=0, log_path=log)
+    returned = {}
+    t.step()
+    for i in range(5):
+        with t.phase("data"):
+            sum(range(1000))
+        with t.phase("forward"):
+            sum(range(3000))
+        t.step(num_tokens=64)
+        m = t.metrics()
+        if m:
+            returned[i + 1] = m                    # i + 1 steps completed
+    t.close()
+    assert returned and not any("throughput/mfu" in m for m in returned.values())
+    status, out, err = report(capsys, log, "--out", tmp_path / "cpu.png")
+    assert status == 0, err
+    (line,) = [line for line in out.splitlines() if line.startswith("no MFU:")]
+    assert "the run record has no peak" in line and "MFU_TRACKER_PEAK_TFLOPS" in line
+    assert "peak_tflops=" in line and "measured_gpu_spec" in line
+    keys = ("throughput/step_time_s", "throughput/tokens_per_sec", "throughput/phase_s/data",
+            "throughput/phase_s/forward")
+    numbers = printed(out)
+    assert {k: v for k, v in numbers.items() if k[1] != "unmarked_s"} == \
+        {(step, key): m[key] for step, m in returned.items() for key in keys}
+    for step, m in returned.items():       # the unmarked rest: step time less the phases
+        assert numbers[(step, "unmarked_s")] == m["throughput/step_time_s"] - math.fsum(
+            [m["throughput/phase_s/data"], m["throughput/phase_s/forward"]])
+    assert "job ledger" in out
+    # step time + tokens/s, the phases in seconds, the job ledger
+    assert png_shape((tmp_path / "cpu.png").read_bytes()) == expected_shape(3)
+    status, out, err = main(["goodput", str(log)]), *capsys.readouterr()
+    assert status == 0, err
+    (why,) = [line for line in out.splitlines() if line.startswith("job_mfu:")]
+    assert "a run has no peak" in why and "MFU_TRACKER_PEAK_TFLOPS" in why
 
 
 def test_directory_without_event_files(tmp_path, capsys):
@@ -324,7 +369,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
         assert line["throughput/phase_s/forward"] > 0 and line["throughput/phase_s/backward"] > 0
     out_png = tmp_path / "report.png"
     proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "report", str(log), "--out",
-                           str(out_png)], capture_output=True, text=True, timeout=300)
+                           str(out_png), "--numbers"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert printed(proc.stdout) == {(line["step"], key): value for line in lines
                                     for key, value in line.items()

@@ -62,13 +62,14 @@ def text(log: Log, ledger: JobLedger) -> str:
     keys = format_metrics(ledger.figures(), "")
     lines = [f"{log.path}: {len(log.runs)} run(s)"]
     lines += [f"{key}={value!r}" for key, value in keys.items()]
+    why = next((note for note in ledger.notes if note.startswith("job_mfu: ")), None)
     if ledger.job_mfu is None:
-        lines.append("job_mfu: not available (see the notes)")
+        lines.append(why or "job_mfu: not available")
     lines.append("runs (seconds: goodput, then each badput bucket):")
     for run in ledger.runs:
         cells = " ".join(f"{k}={run.seconds[k]!r}" for k in ("goodput", *BUCKETS))
         lines.append(f"  run={run.number} start_step={run.start_step} wall_s={run.wall_s!r} {cells}")
-    lines += [f"note: {note}" for note in ledger.notes]
+    lines += [f"note: {note}" for note in ledger.notes if note != why]
     lines += [f"invalid: {what}" for what in log.invalid]
     lines += skipped_lines(log)
     lines.append(_diagnosis(log, ledger))

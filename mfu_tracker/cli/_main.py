@@ -14,6 +14,8 @@ parser, each command registered by its own module.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from typing import List, Optional
 
@@ -47,15 +49,48 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: A flag's value that is a negative number ("-7e9", "-1.5", "-3"): argparse
+#: reads "-7e9" (an exponent) as a flag of its own and says only "expected
+#: one argument"; joined to its flag ("--params=-7e9") it reaches the flag's
+#: check, whose error names the value.
+_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _join_negative_values(argv: List[str]) -> List[str]:
+    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`)."""
+    out: List[str] = []
+    for arg in argv:
+        if (out and _NEGATIVE_NUMBER.fullmatch(arg) and out[-1].startswith("--")
+                and "=" not in out[-1]):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``mfu-tracker gpus | head -1``):
+    not an error. Later writes (the interpreter's flush at exit) go nowhere,
+    so no traceback follows."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 usage error)."""
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit_:  # argparse printed its usage line and error (--help: 0)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()                  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except (CliError, ValueError, LookupError, FileNotFoundError) as exc:
         print(f"mfu-tracker {args.command}: error: {exc}", file=sys.stderr)
         return 2

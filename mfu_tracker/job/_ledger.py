@@ -42,6 +42,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..peaks._table import GIVE_A_PEAK
 from ..timing._waterfall import closing_share
 from ._jobs import Job, jobs
 from ._records import Log, LogError, Run
@@ -257,8 +258,8 @@ def _job_mfu(runs: Sequence[RunLedger], kept_flops: Optional[float],
                      "FLOPs of one rank only); it is left out")
         return None
     if any(r.device_s is None or r.peak_flops_per_sec is None for r in runs):
-        notes.append("job_mfu: a run has no peak (a CPU or an unknown device without "
-                     "peak_tflops=); it is left out")
+        notes.append(f"job_mfu: a run has no peak (a CPU, or a device the peak table does not "
+                     f"know); it is left out: {GIVE_A_PEAK}")
         return None
     denominator = math.fsum(r.device_s * r.peak_flops_per_sec for r in runs)  # type: ignore[operator]
     return kept_flops / denominator if denominator > 0 else None

@@ -74,6 +74,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ..peaks._measure import peak_disagrees  # noqa: F401 -- re-exported: the readers use it
 from ..timing._metrics import FAMILIES, KEYS
 
 #: The ``record`` values.
@@ -84,10 +85,6 @@ LEDGER_FIELDS: Tuple[str, ...] = (
     "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
     "flops_steps", "flops_ranks", "compile_calls", "first_boundary", "first_step_s",
 )
-#: Two measurements of a peak that differ by more than this factor mean the
-#: machine was busy during one of them (the main job, examples/train_gpt2.py,
-#: re-measures after training): the report carries a caveat.
-PEAK_DISAGREEMENT = 1.25
 
 #: Environment variables naming the job, in order (the Prometheus ``job``
 #: label and the run record's ``job``); without any, the run id.
@@ -152,14 +149,6 @@ def job_name(run_id: str, job: Optional[str] = None) -> str:
 
 def host_name() -> str:
     return socket.gethostname()
-
-
-def peak_disagrees(first: Optional[float], again: Optional[float]) -> bool:
-    """Whether two measurements of one peak differ by more than
-    :data:`PEAK_DISAGREEMENT` (a busy machine during one of them)."""
-    if not first or not again or first <= 0 or again <= 0:
-        return False
-    return max(first, again) > PEAK_DISAGREEMENT * min(first, again)
 
 
 # ---- reading --------------------------------------------------------------------

@@ -52,7 +52,8 @@ from ..job._log import MetricsLog, rank_world
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..job._prometheus import serve as serve_metrics
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
-from ..peaks._table import GPUSpec, measured_gpu_spec
+from ..peaks._measure import measured_gpu_spec
+from ..peaks._table import GPUSpec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._telemetry import Telemetry, device_id_of
@@ -369,7 +370,8 @@ class Tracker(_C.StepTracker):
     ``{prefix}/tokens_per_sec_per_device``          tokens/s over all devices (sum of ``num_gpus``)
     ``{prefix}/mfu_rank_min`` / ``mean`` / ``max``  spread of the per-rank MFU (unweighted mean)
     ``{prefix}/slowest_rank``                       the rank that took longest (host seconds per step) from
-                                                    the previous aggregation to this one
+                                                    the previous aggregation to this one (when that
+                                                    interval holds the warm-up: the window's mean period)
     ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
     ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
@@ -909,7 +911,9 @@ class Tracker(_C.StepTracker):
         bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
         agg = self._dist
         if agg is not None and agg.failed is None:
-            interval_s, interval_steps = agg.interval(int(w["boundaries"]))
+            # the window's own steps: before the warm-up ended, the window's periods
+            since = agg.interval(int(w["boundaries"]), self.warmup + 1)
+            interval_s, interval_steps = since or (w["window_s"], int(w["steps"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0

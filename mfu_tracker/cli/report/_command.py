@@ -8,27 +8,29 @@ from .._log_notes import STRICT_HELP, warn_cut
 from ._load import load
 from ._plan import plan
 from ._render import check_out, pyplot, render
-from ._text import numbers_text
+from ._text import numbers_text, summary_text
 
 __all__ = ["add_parser", "run"]
 
 
 def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
-        which: str = "last", strict: bool = False) -> str:
-    """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`)."""
+        which: str = "last", strict: bool = False, numbers: bool = True) -> str:
+    """Load ``path``, draw ``out``; returns every number drawn
+    (:func:`numbers_text`), or with ``numbers=False`` the summary a person
+    reads (:func:`summary_text`)."""
     check_out(out)
     pyplot()                        # the missing extra is said before any work
     log = load(path, strict)
     warn_cut(log, "report")
     report = plan(log, prefix, which)
     render(report, out, title)
-    return numbers_text(report)
+    return numbers_text(report) if numbers else summary_text(report)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run,
-              strict=args.strict))
-    print(f"wrote {args.out}")
+              strict=args.strict, numbers=args.numbers))
+    print(f"wrote {args.out}" + ("" if args.numbers else " (every number drawn: --numbers)"))
     return 0
 
 
@@ -44,5 +46,8 @@ def add_parser(sub: Any) -> None:
     rep.add_argument("--run", default="last",
                      help="which run of the log to draw: the last (default), N (1 = the first), "
                           "or all (each run its own line, its start marked)")
+    rep.add_argument("--numbers", action="store_true",
+                     help="print every number drawn (step=N key=value, full precision) instead "
+                          "of the summary")
     rep.add_argument("--strict", action="store_true", help=STRICT_HELP)
     rep.set_defaults(func=_cmd_report)

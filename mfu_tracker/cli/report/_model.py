@@ -34,7 +34,9 @@ def _family_name(name: str) -> str:
 
 MFU = _key_name("mfu")
 STEP_TIME = _key_name("step_time_s")
+TOKENS = _key_name("tokens_per_sec")
 LOST = _family_name("mfu_lost")
+PHASES = _family_name("phase_s")
 RANK_SPREAD = (_key_name("mfu_rank_min"), _key_name("mfu_rank_mean"), _key_name("mfu_rank_max"))
 SLOWEST = _key_name("slowest_rank")
 
@@ -69,6 +71,7 @@ class Report:
     run_starts: List[Tuple[int, int]] = field(default_factory=list)  # (first step, run number)
     peak: Optional[str] = None                                      # "989.4 TFLOP/s ... (datasheet)"
     caveat: Optional[str] = None
+    no_mfu: Optional[str] = None                                    # why there is no MFU, how to get it
     diagnosis: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
     steps: List[int] = field(default_factory=list)                  # the x axis: logged steps drawn

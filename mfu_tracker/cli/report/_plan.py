@@ -6,35 +6,51 @@ from typing import List, Optional, Sequence
 
 from ...job._records import Log, Run, peak_disagrees
 from ._load import select_runs
-from ._model import LOST, MFU, Record, Report, ReportError, number
+from ...peaks._table import GIVE_A_PEAK
+from ._model import LOST, MFU, STEP_TIME, TOKENS, Record, Report, ReportError, number
 from .panels import PANELS
 
 __all__ = ["Report", "find_prefix", "plan"]
 
 
 def find_prefix(records: Sequence[Record]) -> Optional[str]:
-    """The metric prefix: ``p`` of the first ``p/mfu`` key (``""`` for a bare one)."""
-    suffix = "/" + MFU
-    for record in records:
-        for key in record:
-            if key == MFU:
-                return ""
-            if key.endswith(suffix):
-                return key[: -len(suffix)]
+    """The metric prefix: ``p`` of the first ``p/mfu`` key (``""`` for a bare
+    one); without MFU (no peak), of the first ``p/step_time_s`` or
+    ``p/tokens_per_sec`` key."""
+    for name in (MFU, STEP_TIME, TOKENS):
+        suffix = "/" + name
+        for record in records:
+            for key in record:
+                if key == name:
+                    return ""
+                if key.endswith(suffix):
+                    return key[: -len(suffix)]
     return None
+
+
+def _no_mfu(report: Report) -> None:
+    """Why the report has no MFU, and how to give a peak (one line)."""
+    mfu = report.panel("mfu")
+    if mfu is not None and mfu.mfu:
+        return
+    peaks = [run.get("peak_tflops") for run in report.runs if run.record is not None]
+    why = ("the run record has no peak (a CPU, or a device the peak table does not know)"
+           if peaks and all(number(p) is None for p in peaks)
+           else f"the log has no {report.mfu_key} values (a run without a peak?)")
+    report.no_mfu = f"no MFU: {why}; {GIVE_A_PEAK}"
 
 
 def _peak_and_caveat(report: Report, runs: Sequence[Run]) -> None:
     run = runs[-1]
     peak = number(run.get("peak_tflops"))
     if peak is not None:
-        report.peak = (f"{peak:.6g} TFLOP/s per device, {run.get('dtype', '?')} "
+        report.peak = (f"{peak:.4g} TFLOP/s per device, {run.get('dtype', '?')} "
                        f"({run.get('peak_source', 'unknown')})")
     for check in (c for r in runs for c in r.peak_checks):
         first, again = number(check.get("peak_tflops")), number(check.get("remeasured_tflops"))
         if peak_disagrees(first, again):
-            report.caveat = (f"the peak was measured on a busy machine: {first:.6g} TFLOP/s, "
-                             f"then {again:.6g} re-measured after training (they differ by more "
+            report.caveat = (f"the peak was measured on a busy machine: {first:.4g} TFLOP/s, "
+                             f"then {again:.4g} re-measured after training (they differ by more "
                              f"than 25%); MFU against the other would read "
                              f"{first / again:.3g}x as high")  # type: ignore[operator]
 
@@ -60,7 +76,9 @@ def plan(log: Log, prefix: Optional[str] = None, which: str = "last") -> Report:
     if prefix is None:
         prefix = find_prefix(records)
         if prefix is None:
-            raise ReportError(f"no MFU key (<prefix>/{MFU}) in any record: nothing to draw")
+            raise ReportError(f"no MFU, step time or tokens/s key (<prefix>/{MFU}, "
+                              f"<prefix>/{STEP_TIME}, <prefix>/{TOKENS}) in any record: "
+                              f"nothing to draw")
     report = Report(prefix, log, runs, invalid=list(log.invalid))
     for run in runs:
         ordered = sorted(run.metrics, key=lambda r: r["step"])
@@ -69,7 +87,9 @@ def plan(log: Log, prefix: Optional[str] = None, which: str = "last") -> Report:
         report.points += [(record, run.number) for record in ordered]
     _collect(report)
     if not report.steps:
-        raise ReportError(f"no {report.mfu_key}, {report.key(LOST)}/* or per-rank MFU "
-                          f"values in the input (prefix {prefix!r}; found: {find_prefix(records)!r})")
+        raise ReportError(f"no {report.mfu_key}, {report.key(STEP_TIME)}, {report.key(LOST)}/* "
+                          f"or per-rank MFU values in the input (prefix {prefix!r}; found: "
+                          f"{find_prefix(records)!r})")
     _peak_and_caveat(report, runs)
+    _no_mfu(report)
     return report

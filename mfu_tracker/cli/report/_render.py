@@ -45,7 +45,7 @@ def check_out(out: str) -> str:
 
 def drawn(report: Report) -> List[Panel]:
     """The panels the picture has, in order."""
-    return [panel for panel in PANELS if panel.always or panel.name in report.data]
+    return [panel for panel in PANELS if panel.name in report.data or panel.placeholder(report)]
 
 
 def png_bytes(report: Report) -> bytes:

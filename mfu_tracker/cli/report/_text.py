@@ -10,7 +10,7 @@ from ._axes import axis_ticks
 from ._model import Report
 from .panels import PANELS
 
-__all__ = ["head", "numbers_text"]
+__all__ = ["head", "numbers_text", "summary_text"]
 
 
 def head(report: Report) -> List[str]:
@@ -25,6 +25,8 @@ def head(report: Report) -> List[str]:
         lines.append(f"peak: {report.peak}")
     if report.caveat:
         lines.append(f"caveat: {report.caveat}")
+    if report.no_mfu:
+        lines.append(report.no_mfu)
     if report.invalid:
         lines.append("invalid values (not drawn):")
         lines += [f"  {what}" for what in report.invalid]
@@ -41,6 +43,20 @@ def numbers_text(report: Report) -> str:
     if report.steps:
         lines.append(f"x axis: steps {report.steps[0]}..{report.steps[-1]} (the logged steps; "
                      f"ticks at {', '.join(map(str, axis_ticks(report)))})")
+    if report.diagnosis:
+        lines.append(report.diagnosis)
+    lines += [f"missing: {what}" for what in report.missing]
+    return "\n".join(lines)
+
+
+def summary_text(report: Report) -> str:
+    """What a person reads: the head, each panel's latest figures rounded, the
+    diagnosis and what is missing (every number drawn: :func:`numbers_text`)."""
+    lines = head(report)
+    for panel in PANELS:
+        data = report.panel(panel.name)
+        if data is not None:
+            lines += panel.summary(report, data)
     if report.diagnosis:
         lines.append(report.diagnosis)
     lines += [f"missing: {what}" for what in report.missing]

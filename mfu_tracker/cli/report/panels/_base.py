@@ -18,11 +18,13 @@ class Panel:
 
     #: The panel's name: its data is ``report.data[name]``.
     name = ""
-    #: Drawn even without data (a placeholder saying what is missing).
-    always = False
 
     def collect(self, report: Report) -> Optional[Any]:
         raise NotImplementedError
+
+    def placeholder(self, report: Report) -> bool:
+        """Drawn without data, saying what is missing (default: not drawn)."""
+        return False
 
     def absent(self, report: Report) -> Optional[str]:
         """Why the panel has no data (a line of ``missing:``); None: say nothing."""
@@ -36,10 +38,15 @@ class Panel:
         """The numbers drawn, printed: ``step=N key=value`` lines under a heading."""
         return []
 
+    def summary(self, report: Report, data: Any) -> List[str]:
+        """A line or two a person reads (the default output): the panel's
+        latest figures, rounded; :meth:`text` has every number."""
+        return []
+
     def table(self, report: Report, data: Any) -> Dict[int, Dict[str, float]]:
         """The numbers drawn by step, for the HTML page's table (key -> value)."""
         return {}
 
     def draw(self, ax: Any, report: Report, data: Optional[Any]) -> None:
-        """Draw on ``ax`` (``data`` is None only for a panel drawn :attr:`always`)."""
+        """Draw on ``ax`` (``data`` is None only for a :meth:`placeholder`)."""
         raise NotImplementedError

@@ -41,6 +41,13 @@ class LedgerPanel(Panel):
         lines.append(f"  job: {diagnosis({name: share}, 'the job wall time')}")
         return lines
 
+    def summary(self, report: Report, data: JobLedger) -> List[str]:
+        job_mfu = "" if data.job_mfu is None else f", job MFU {data.job_mfu:.3g}"
+        name, share = data.largest_loss()
+        return [f"job: goodput {data.goodput:.3f} of {data.job_wall_s:.4g} s over "
+                f"{len(data.runs)} run(s){job_mfu}; "
+                f"{diagnosis({name: share}, 'the job wall time')}"]
+
     def draw(self, ax: Any, report: Report, data: Optional[JobLedger]) -> None:
         assert data is not None
         names = ["goodput", *BUCKETS]

@@ -33,9 +33,13 @@ class RanksPanel(Panel):
                 spread.slowest.append((record["step"], slowest))
         return spread if spread.series else None
 
-    def absent(self, report: Report) -> str:
-        return (f"{report.key(RANK_SPREAD[0])} / _mean / _max: no per-rank MFU (not distributed; "
-                f"no per-rank panel)")
+    def absent(self, report: Report) -> Optional[str]:
+        """Said only for a distributed run (``world_size`` > 1 in its lines): a
+        single process has no ranks to spread over."""
+        if not any((number(record.get("world_size")) or 1) > 1 for record in report.records):
+            return None
+        return (f"{report.key(RANK_SPREAD[0])} / _mean / _max: no per-rank MFU (no per-rank "
+                f"panel)")
 
     def steps(self, data: Spread) -> List[int]:
         return [step for series in data.series.values() for step, _ in series]
@@ -50,6 +54,14 @@ class RanksPanel(Panel):
                 cells.append(f"{report.key(SLOWEST)}={int(slowest[step])}")
             lines.append(f"  step={step} " + " ".join(cells))
         return lines
+
+    def summary(self, report: Report, data: Spread) -> List[str]:
+        last = max(self.steps(data))
+        cells = [f"{key.rsplit('/', 1)[-1]} {dict(series)[last]:.3f}"
+                 for key, series in data.series.items() if last in dict(series)]
+        slowest = dict(data.slowest).get(last)
+        tail = "" if slowest is None else f"; slowest rank {int(slowest)}"
+        return [f"per-rank MFU at step {last}: {', '.join(cells)}{tail}"]
 
     def table(self, report: Report, data: Spread) -> Dict[int, Dict[str, float]]:
         rows: Dict[int, Dict[str, float]] = {}

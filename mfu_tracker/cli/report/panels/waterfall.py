@@ -45,7 +45,9 @@ class Bars:
 
 class WaterfallPanel(Panel):
     name = "waterfall"
-    always = True
+
+    def placeholder(self, report: Report) -> bool:
+        return "phases" not in report.data     # without MFU: the phases in seconds instead
 
     def collect(self, report: Report) -> Optional[Bars]:
         base = report.key(LOST) + "/"
@@ -67,7 +69,8 @@ class WaterfallPanel(Panel):
         return bars
 
     def absent(self, report: Report) -> str:
-        return f"{report.key(LOST)}/*: no waterfall keys (the waterfall panel is empty)"
+        return (f"{report.key(LOST)}/*: no waterfall keys (the waterfall needs MFU and marked "
+                f"phases)")
 
     def steps(self, data: Bars) -> List[int]:
         return [step for step, _ in data.rows]
@@ -78,6 +81,11 @@ class WaterfallPanel(Panel):
             cells = " ".join(f"{key}={value!r}" for key, value in shares.items())
             lines.append(f"  step={step} {cells} sum={top!r}")
         return lines
+
+    def summary(self, report: Report, data: Bars) -> List[str]:
+        step, shares = data.rows[-1]
+        cells = ", ".join(f"{key.rsplit('/', 1)[-1]} {value:.3f}" for key, value in shares.items())
+        return [f"where step {step}'s time went (window): {cells} (sum {data.bar_tops()[-1]:.3f})"]
 
     def table(self, report: Report, data: Bars) -> Dict[int, Dict[str, float]]:
         return {step: dict(shares) for step, shares in data.rows}
