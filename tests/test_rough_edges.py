@@ -217,3 +217,23 @@ def test_make_runs_report_is_short_and_numbers_steps_like_the_training_table(tmp
     named = {int(s) for s in re.findall(r"\bsteps? (\d+)", report.stdout)}
     assert named and named <= set(rows), (named, rows)   # every step it names is a table row
     assert lines[-1].endswith("(every number drawn: --numbers)")
+
+
+def test_the_examples_measure_their_peak_again_after_training(monkeypatch):
+    """As `make run` does: a peak the examples measured is measured again and
+    compared (examples/_common.py, printed at the end of each example)."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
+    import _common
+
+    for name in ("MFU_TRACKER_PEAK_TFLOPS", _common.MEASURED_ON):
+        monkeypatch.setenv(name, "")        # so the values ensure_peak sets are undone after
+        monkeypatch.delenv(name)
+    assert _common.recheck_peak() is None                         # nothing measured
+    rates = iter([0.002e12, 0.17e12])                              # busy, then quiet
+    monkeypatch.setattr(mfu_tracker, "measure_peak_flops", lambda *a, **k: next(rates))
+    assert "MEASURED cpu fp32 GEMM peak 0.002 TFLOP/s" in _common.ensure_peak(
+        __import__("torch").device("cpu"))
+    line = _common.recheck_peak()
+    # 0.002 before, 0.17 after: against 0.17 the MFU above reads 0.002 / 0.17 = 0.0118x
+    assert line == ("note: the peak measured 0.002 TFLOP/s before training and 0.17 after: the "
+                    "machine was busy; against 0.17 the MFU above reads 0.0118x as high")
