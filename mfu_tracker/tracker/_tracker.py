@@ -762,6 +762,7 @@ class Tracker(_C.StepTracker):
         try:
             if collective:
                 figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
+                self._run.ranks = None if figures is None else figures.ranks   # served per rank
                 if figures is not None:
                     if interval is not None:   # the job's FLOPs of it: every rank's, summed
                         interval["model_flops"] = figures.ledger_model_flops
