@@ -358,7 +358,7 @@ def test_the_ledger_by_hand(tmp_path, capsys):
     assert g["diagnosis"] in out
 
 
-def _first_step_log(path, *, compile_calls=0, resume_at=None):
+def _first_step_log(path, *, compile_calls=0, resume_at=None, first_step_s=7.0):
     """One run of 12 steps in three intervals whose first step took 7 s; the
     other steps: (10 - 7) / 3 = 1 s, 4 / 4 = 1 s, 6 / 4 = 1.5 s -> median 1 s.
     ``resume_at``: a second run resuming there (run 1's first step lost or not)."""
@@ -366,7 +366,7 @@ def _first_step_log(path, *, compile_calls=0, resume_at=None):
               "process_start": 90.0, "start_step": 0, "peak_tflops": 1.0}]
     for first, step_s in ((0, 10.0), (4, 4.0), (8, 6.0)):
         iv = {**_interval(first, first + 4, step_s), "flops_ranks": 1, "first_boundary": 95.0,
-              "first_step_s": 7.0, "compile_calls": compile_calls if first == 0 else 0}
+              "first_step_s": first_step_s, "compile_calls": compile_calls if first == 0 else 0}
         lines.append({"step": first + 4, "time": 100.0 + 2 * first + 10, "ledger": iv})
     if resume_at is not None:
         lines.append({"record": "run", "time": 200.0, "run_id": "b", "job": "j", "ranks": 1, "devices": 1,
@@ -391,6 +391,16 @@ def test_only_the_first_steps_excess_over_the_median_is_startup(tmp_path, capsys
     assert ledger.runs[0].seconds["startup"] == 5.0 and ledger.runs[0].seconds["compile"] == 6.0
     # every kept step's FLOPs count: 12 steps x 1e12 over 1 device x (last record - start) x 1e12
     assert ledger.job_mfu == pytest.approx(12e12 / ((100.0 + 16 + 10 - 90.0) * 1e12), rel=1e-12)
+
+
+def test_a_first_step_faster_than_the_median_moves_nothing(tmp_path):
+    from mfu_tracker.job import job_ledger
+
+    # a compiled first call marked compile left a 0.5 s period: below the median, no excess
+    # (the other steps of the first interval: (10 - 0.5) / 3 = 3.17 s; median of 3.17, 1, 1.5)
+    log = _first_step_log(tmp_path / "m.jsonl", first_step_s=0.5)
+    (run,) = job_ledger(read_log(str(log))).runs
+    assert run.seconds["startup"] == 5.0 and run.seconds["goodput"] == 10.0 + 4.0 + 6.0
 
 
 def test_a_first_step_redone_after_a_restart_is_lost_progress_whole(tmp_path):

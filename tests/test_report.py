@@ -276,6 +276,25 @@ def test_nothing_to_draw(tmp_path, capsys):
     assert status == 2 and "no MFU, step time or tokens/s key" in err and "nothing to draw" in err
 
 
+def test_no_mfu_names_the_missing_peak_only_when_no_run_had_one(tmp_path, capsys):
+    lines = []
+    for run, peak in ((1, None), (2, 1.0)):
+        lines.append({"record": "run", "time": 100.0 * run, "run_id": f"r{run}", "job": "j",
+                      "ranks": 1, "devices": 1, "process_start": 99.0 * run, "start_step": run - 1,
+                      "peak_tflops": peak})
+        lines.append({"step": run + 1, "time": 100.0 * run + 1,
+                      **format_metrics({"step_time_s": 0.5}, "throughput")})
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", "all")
+    assert status == 0, err
+    (line,) = [line for line in out.splitlines() if line.startswith("no MFU:")]
+    # run 2 had a peak: the log lacks the MFU values, not a peak
+    assert "the log has no throughput/mfu values" in line
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", "1")
+    assert "no MFU: the run record has no peak" in out
+
+
 def test_a_run_without_a_peak_draws_what_it_has_and_says_why(tmp_path, capsys):
     """A CPU run with no peak: step time, tokens/s, the phases in seconds and the
     job ledger are drawn; one line says why there is no MFU and how to give a peak."""

@@ -77,6 +77,9 @@ def test_names_the_table_knows_are_not_flagged(capsys):
         assert status == 0, (gpu, err)
     status, _, err = cli(capsys, *ESTIMATE, "--gpu", "H100")   # two rows: the listing, no typo
     assert status == 2 and "fits 2 rows" in err and "did you mean" not in err
+    # "super" is a word the lookup reads (another product: rejected), not a misspelling
+    status, _, err = cli(capsys, *ESTIMATE, "--gpu", "GeForce RTX 4080 SUPER")
+    assert status == 2 and "not in the peak table" in err and "in no row's name" not in err
 
 
 def test_the_library_says_did_you_mean_too():
@@ -163,6 +166,58 @@ def test_agreeing_rounds_measure_twice_only(monkeypatch):
 
 
 # ---- rank-window keys cover the window's steps -----------------------------------------------
+
+def _one_rank_tracker():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    return Tracker(1e6, dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=1, window=10,
+                   comm=False)
+
+
+def test_an_interval_from_the_clocks_start_holds_the_warm_up():
+    """metrics() at the clock's start (boundary 1), then the warm-up step: the
+    next interval holds it, so the window's own periods stand in."""
+    import torch.distributed as dist
+
+    t = _one_rank_tracker()
+    try:
+        t.step()
+        t.metrics()                                      # an aggregation at boundary 1
+        time.sleep(0.3)                                  # the warm-up step
+        t.step()
+        for _ in range(3):
+            time.sleep(0.01)
+            t.step()
+        m = t.metrics()
+        assert m["throughput/step_time_rank_max"] == m["throughput/step_time_s"] < 0.1
+        t.close()
+    finally:
+        dist.destroy_process_group()
+
+
+def test_an_interval_after_the_warm_up_is_host_time():
+    """metrics() right after the warm-up step closed (boundary 2): the next
+    interval holds window steps only, timed on the host."""
+    import torch.distributed as dist
+
+    t = _one_rank_tracker()
+    try:
+        t.step()
+        time.sleep(0.3)
+        t.step()
+        t.metrics()                                      # boundary 2: the warm-up just closed
+        for _ in range(3):
+            time.sleep(0.01)
+            t.step()
+        m = t.metrics()
+        # host seconds per step since boundary 2, not the window's mean period (another clock)
+        assert m["throughput/step_time_rank_max"] != m["throughput/step_time_s"]
+        assert 0.01 <= m["throughput/step_time_rank_max"] < 0.1
+        t.close()
+    finally:
+        dist.destroy_process_group()
+
 
 def test_rank_step_times_leave_the_warm_up_out_like_the_window():
     """A first step that takes 0.3 s (a first-use build) is warm-up: the window

@@ -61,7 +61,11 @@ half open), and every second the step engine booked meanwhile
 Reading (:func:`read_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
 metric that is not a finite number, a negative ratio or time -- as
-``file:line`` (:attr:`Log.invalid`) instead of using it.
+``file:line`` (:attr:`Log.invalid`) instead of using it. A line a crash or a
+disk left unreadable is skipped and named: the last line cut short by a
+killed writer in :attr:`Log.cut` (the commands print one warning), any other
+in :attr:`Log.skipped` (counted); ``strict=True`` refuses either. Which runs
+of a log make one job: :mod:`._jobs`.
 """
 from __future__ import annotations
 
