@@ -167,61 +167,50 @@ def test_agreeing_rounds_measure_twice_only(monkeypatch):
 
 # ---- rank-window keys cover the window's steps -----------------------------------------------
 
-def _one_rank_tracker():
+def _warm_up_then_steps(metrics_at: int, steps: int = 3):
+    """A one-rank gloo job: the clock starts (boundary 1), a 0.3 s warm-up step
+    (a first-use build; boundary 2), then ``steps`` steps of 10 ms; metrics()
+    also right after boundary ``metrics_at`` (0: not before the end). Returns
+    the last metrics() dict."""
     import torch.distributed as dist
 
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    return Tracker(1e6, dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=1, window=10,
-                   comm=False)
-
-
-def test_an_interval_from_the_clocks_start_holds_the_warm_up():
-    """metrics() at the clock's start (boundary 1), then the warm-up step: the
-    next interval holds it, so the window's own periods stand in."""
-    import torch.distributed as dist
-
-    t = _one_rank_tracker()
     try:
-        t.step()
-        t.metrics()                                      # an aggregation at boundary 1
-        time.sleep(0.3)                                  # the warm-up step
-        t.step()
-        for _ in range(3):
-            time.sleep(0.01)
+        t = Tracker(1e6, dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=1, window=10,
+                    comm=False)
+        for boundary, pause in enumerate([0.3] + [0.01] * steps, start=1):
             t.step()
-        m = t.metrics()
-        assert m["throughput/step_time_rank_max"] == m["throughput/step_time_s"] < 0.1
+            if boundary == metrics_at:
+                t.metrics()                              # an aggregation at this boundary
+            time.sleep(pause)
+        t.step()
+        last = t.metrics()
         t.close()
+        return last
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("metrics_at", [0, 1])
+def test_rank_step_times_leave_the_warm_up_out_like_the_window(metrics_at):
+    """A 0.3 s first step is warm-up: the window leaves it out, and so must
+    step_time_rank_max / _min when the interval since the last aggregation
+    (construction, or boundary 1) holds it: the window's own mean period."""
+    m = _warm_up_then_steps(metrics_at)
+    assert m["throughput/step_time_rank_max"] == m["throughput/step_time_s"] < 0.1
+    assert m["throughput/step_time_rank_min"] == m["throughput/step_time_s"]
 
 
 def test_an_interval_after_the_warm_up_is_host_time():
     """metrics() right after the warm-up step closed (boundary 2): the next
     interval holds window steps only, timed on the host."""
-    import torch.distributed as dist
-
-    t = _one_rank_tracker()
-    try:
-        t.step()
-        time.sleep(0.3)
-        t.step()
-        t.metrics()                                      # boundary 2: the warm-up just closed
-        for _ in range(3):
-            time.sleep(0.01)
-            t.step()
-        m = t.metrics()
-        # host seconds per step since boundary 2, not the window's mean period (another clock)
-        assert m["throughput/step_time_rank_max"] != m["throughput/step_time_s"]
-        assert 0.01 <= m["throughput/step_time_rank_max"] < 0.1
-        t.close()
-    finally:
-        dist.destroy_process_group()
+    m = _warm_up_then_steps(2)
+    # host seconds per step since boundary 2, not the window's mean period (another clock)
+    assert m["throughput/step_time_rank_max"] != m["throughput/step_time_s"]
+    assert 0.01 <= m["throughput/step_time_rank_max"] < 0.1
 
 
-def test_rank_step_times_leave_the_warm_up_out_like_the_window():
-    """A first step that takes 0.3 s (a first-use build) is warm-up: the window
-    leaves it out, and so must step_time_rank_max / _min."""
+def test_later_intervals_are_host_time():
     import torch.distributed as dist
 
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
@@ -229,16 +218,12 @@ def test_rank_step_times_leave_the_warm_up_out_like_the_window():
         t = Tracker(1e6, dtype="fp32", peak_tflops=1.0, clock="cpu", warmup=1, window=10,
                     comm=False)
         t.step()
-        time.sleep(0.3)                                  # the warm-up step
-        t.step()
+        time.sleep(0.3)
         for _ in range(4):
-            time.sleep(0.01)
             t.step()
-        first = t.metrics()
-        # the interval held the warm-up: the window's own mean period, exactly
-        assert first["throughput/step_time_rank_max"] == first["throughput/step_time_s"]
-        assert first["throughput/step_time_rank_min"] == first["throughput/step_time_s"]
-        assert first["throughput/step_time_s"] < 0.1
+            time.sleep(0.01)
+        t.step()
+        t.metrics()
         for _ in range(4):
             time.sleep(0.01)
             t.step()

@@ -3,12 +3,12 @@ each panel's ``step=N key=value`` lines, the x axis, the diagnosis and what
 is missing."""
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Callable, List
 
 from .._log_notes import skipped_lines
 from ._axes import axis_ticks
 from ._model import Report
-from .panels import PANELS
+from .panels import PANELS, Panel
 
 __all__ = ["head", "numbers_text", "summary_text"]
 
@@ -33,14 +33,15 @@ def head(report: Report) -> List[str]:
     return lines + skipped_lines(report.log)
 
 
-def numbers_text(report: Report) -> str:
-    """Every number drawn, one ``step=N key=value ...`` line per step and panel."""
+def _compose(report: Report, panel_lines: Callable[[Panel, Report, Any], List[str]],
+             axis: bool) -> str:
+    """The head, each panel's lines, (the x axis,) the diagnosis, what is missing."""
     lines = head(report)
     for panel in PANELS:
         data = report.panel(panel.name)
         if data is not None:
-            lines += panel.text(report, data)
-    if report.steps:
+            lines += panel_lines(panel, report, data)
+    if axis and report.steps:
         lines.append(f"x axis: steps {report.steps[0]}..{report.steps[-1]} (the logged steps; "
                      f"ticks at {', '.join(map(str, axis_ticks(report)))})")
     if report.diagnosis:
@@ -49,15 +50,12 @@ def numbers_text(report: Report) -> str:
     return "\n".join(lines)
 
 
+def numbers_text(report: Report) -> str:
+    """Every number drawn, one ``step=N key=value ...`` line per step and panel."""
+    return _compose(report, lambda panel, r, data: panel.text(r, data), axis=True)
+
+
 def summary_text(report: Report) -> str:
     """What a person reads: the head, each panel's latest figures rounded, the
     diagnosis and what is missing (every number drawn: :func:`numbers_text`)."""
-    lines = head(report)
-    for panel in PANELS:
-        data = report.panel(panel.name)
-        if data is not None:
-            lines += panel.summary(report, data)
-    if report.diagnosis:
-        lines.append(report.diagnosis)
-    lines += [f"missing: {what}" for what in report.missing]
-    return "\n".join(lines)
+    return _compose(report, lambda panel, r, data: panel.summary(r, data), axis=False)
