@@ -3,7 +3,7 @@ built from the checkout.
 
 The first screen is the README down to "The names the examples use": what it
 is, the install, the quick start and the status. The wheel (the ``tree_wheel``
-fixture, tests/install/conftest.py) goes into a new venv with a plain ``pip
+fixture, tests/install/_wheel.py) goes into a new venv with a plain ``pip
 install`` (``--no-index --no-deps``: torch, the one dependency, comes from
 this environment through a path file, as `make install-check` does, since the
 README's CPU-torch line needs the network); then the quick start's code, as
@@ -22,6 +22,9 @@ import pytest
 import torch
 
 import mfu_tracker
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _wheel import tree_wheel  # noqa: E402, F401 -- the fixture
 
 ROOT = Path(mfu_tracker.__file__).resolve().parent.parent
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)

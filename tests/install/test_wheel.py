@@ -9,7 +9,7 @@ checkout -- its tracked files, the in-place binaries and the build directory,
 mtimes kept so ``_C`` is not compiled again -- builds a wheel with ``pip wheel
 --no-build-isolation`` and checks it with ``check_wheel.py``, the check
 ``make install-check`` runs on its isolated wheel too. No network. (The wheel:
-the ``tree_wheel`` fixture, tests/install/conftest.py.)
+the ``tree_wheel`` fixture, tests/install/_wheel.py.)
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = Path(mfu_tracker.__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 import check_wheel  # noqa: E402
+from _wheel import tree_wheel  # noqa: E402, F401 -- the fixture
 
 
 def test_the_tree_holds_a_torch_build_and_the_wheel_does_not(tree_wheel):

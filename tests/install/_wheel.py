@@ -1,14 +1,18 @@
 """The wheel built from a copy of the checkout, shared by the install tests
-(tests/install/test_wheel.py, test_readme_first_screen.py): built once per
-session with ``pip wheel --no-build-isolation`` from the checkout's tracked
-files plus its in-place binaries and build directory (mtimes kept, so ``_C``
-is not compiled again). No network."""
+(tests/install/test_wheel.py, test_readme_first_screen.py import the
+``tree_wheel`` fixture from here): built once per session (a module-level
+cache: each test module registers the fixture, the build runs once) with
+``pip wheel --no-build-isolation`` from the checkout's tracked and new files
+plus its in-place binaries and build directory (mtimes kept, so ``_C`` is
+not compiled again). No network. Not named conftest.py: tests/conftest.py is
+imported by that name."""
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -33,8 +37,14 @@ def _copy_checkout(dest: Path) -> None:
         shutil.copytree(lib, dest / "build" / lib.name)
 
 
+_BUILT: Optional[Path] = None
+
+
 @pytest.fixture(scope="session")
 def tree_wheel(tmp_path_factory) -> Path:
+    global _BUILT
+    if _BUILT is not None:
+        return _BUILT
     if not list((ROOT / "mfu_tracker").glob("_torch*.so")):
         pytest.skip("the checkout has no in-place _torch build (run `make build`)")
     tree = tmp_path_factory.mktemp("checkout")
@@ -50,6 +60,7 @@ def tree_wheel(tmp_path_factory) -> Path:
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (wheel,) = out.glob("*.whl")
+    _BUILT = wheel
     return wheel
 
 
