@@ -30,8 +30,13 @@ prefix, found from the MFU key):
 2. :mod:`.panels.waterfall` -- one stacked bar per logged step, MFU then each
    ``{p}/mfu_lost/<cause>`` share (causes in the order they first appear);
    each bar is as high as its printed ``sum``;
-3. :mod:`.panels.ranks` -- per-rank MFU when present;
-4. :mod:`.panels.ledger` -- the job ledger when the log has run records.
+3. :mod:`.panels.phases` -- without MFU (no peak): the phases in seconds
+   instead of the waterfall;
+4. :mod:`.panels.ranks` -- per-rank MFU when present;
+5. :mod:`.panels.hardware` -- when the log has the GPM keys: MFU against
+   ``{p}/hw/tensor_active``, MBU against ``{p}/hw/dram_bw_util``; the
+   waterfall's compute share is annotated with them;
+6. :mod:`.panels.ledger` -- the job ledger when the log has run records.
 
 **Adding a panel**: a module in :mod:`.panels` with a
 :class:`~.panels._base.Panel` subclass (``collect`` its data from the

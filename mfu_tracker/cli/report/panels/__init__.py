@@ -8,10 +8,11 @@ belongs in the picture.
 """
 from typing import Tuple
 
-from . import ledger, mfu, phases, ranks, waterfall
+from . import hardware, ledger, mfu, phases, ranks, waterfall
 from ._base import Panel
 
 #: The panels in drawing order.
-PANELS: Tuple[Panel, ...] = (mfu.PANEL, waterfall.PANEL, phases.PANEL, ranks.PANEL, ledger.PANEL)
+PANELS: Tuple[Panel, ...] = (mfu.PANEL, waterfall.PANEL, phases.PANEL, ranks.PANEL,
+                             hardware.PANEL, ledger.PANEL)
 
 __all__ = ["PANELS", "Panel"]

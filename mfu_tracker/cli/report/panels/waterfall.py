@@ -11,6 +11,7 @@ from ....job._ledger import diagnosis, rank_of
 from .._axes import MAX_TICKS
 from .._model import LOST, Report, number
 from ._base import Panel
+from .hardware import compute_note
 
 #: Above this many logged steps the bars touch and are drawn as one filled
 #: band per layer (thousands of separate bars take minutes to draw).
@@ -80,12 +81,18 @@ class WaterfallPanel(Panel):
         for (step, shares), top in zip(data.rows, data.bar_tops()):
             cells = " ".join(f"{key}={value!r}" for key, value in shares.items())
             lines.append(f"  step={step} {cells} sum={top!r}")
-        return lines
+        return lines + self._compute_note(report, data)
+
+    def _compute_note(self, report: Report, data: Bars) -> List[str]:
+        """The last bar's compute share read against the tensor pipes, when logged."""
+        note = compute_note(report, data.rows[-1][0])
+        return [f"  {note}"] if note else []
 
     def summary(self, report: Report, data: Bars) -> List[str]:
         step, shares = data.rows[-1]
         cells = ", ".join(f"{key.rsplit('/', 1)[-1]} {value:.3f}" for key, value in shares.items())
-        return [f"where step {step}'s time went (window): {cells} (sum {data.bar_tops()[-1]:.3f})"]
+        return ([f"where step {step}'s time went (window): {cells} (sum {data.bar_tops()[-1]:.3f})"]
+                + self._compute_note(report, data))
 
     def table(self, report: Report, data: Bars) -> Dict[int, Dict[str, float]]:
         return {step: dict(shares) for step, shares in data.rows}
@@ -115,6 +122,10 @@ class WaterfallPanel(Panel):
         ax.set_xlabel("step (as logged)")
         ax.set_ylim(min(0.0, min(tops)), max(1.0, max(tops)))
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+        note = compute_note(report, data.rows[-1][0])
+        if note:
+            ax.text(0.01, 0.98, note, transform=ax.transAxes, fontsize="x-small", va="top",
+                    bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
 
 
 PANEL = WaterfallPanel()
