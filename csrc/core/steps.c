@@ -254,6 +254,8 @@ static void account_comm_end(mfu_steps *s, const struct record *r, int known, do
  * model FLOPs (the badput phases and own time went there as they ended). */
 static void ledger_push(mfu_steps *s, const struct record *r, double period_s)
 {
+    if (isnan(s->ledger.first_step_s))
+        s->ledger.first_step_s = period_s;
     s->ledger.step_s += period_s;
     for (int p = 0; p < MFU_PHASE_COUNT; p++)
         if (!mfu_phase_leaves_step((mfu_phase)p))
@@ -979,6 +981,7 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
     s->config.per_step.num_tokens = NAN;
     s->running = MFU_PHASE_NONE;
     s->ledger.first_boundary_unix_s = NAN;
+    s->ledger.first_step_s = NAN;
     status = mfu_window_create(config->window, config->warmup, &s->window);
     if (status == MFU_OK)
         status = mfu_phase_window_create(config->window, config->warmup, &s->phase_window);

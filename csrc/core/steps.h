@@ -181,9 +181,11 @@
  * (warm-up included), their periods, their step phases' seconds, their model
  * FLOPs; the badput phases' seconds and the tracker's own excluded seconds
  * as each interval ends (so a checkpoint after the last boundary counts,
- * once its marks resolve: at the latest at flush / close); and the wall-clock
+ * once its marks resolve: at the latest at flush / close); the wall-clock
  * time of the first boundary (read once, with timespec_get), where the
- * run's startup ends. Differences of two readings are an interval's.
+ * run's startup ends; and the first pushed step's period, whose excess over
+ * a normal step the ledger books as startup. Differences of two readings
+ * are an interval's.
  *
  * ## The ring holds one record per mark
  *
@@ -438,6 +440,9 @@ typedef struct mfu_steps_ledger {
     uint64_t unknown_flops_steps; /* pushed steps whose model FLOPs were not */
     double first_boundary_unix_s; /* wall clock at the first boundary (seconds
                                      since the epoch); NaN before it */
+    double first_step_s;     /* the first pushed step's period, s (the job
+                                ledger books its excess over the run's
+                                median step as startup); NaN before it */
 } mfu_steps_ledger;
 
 /* Poll, then the totals. */

@@ -605,7 +605,7 @@ static PyMethodDef step_methods[] = {
     {"ledger", mfu_py_step_ledger, METH_NOARGS,
      "ledger($self, /)\n--\n\nThe job ledger's running totals since creation: "
      "steps, dropped, step_s, phase_s, own_s, model_flops, unknown_flops_steps, "
-     "first_boundary_unix_s."},
+     "first_boundary_unix_s, first_step_s."},
     {"_exclude_begin", mfu_py_step_exclude_begin, METH_NOARGS,
      "_exclude_begin($self, /)\n--\n\nBegin the tracker's own time: left out "
      "of the step it falls in."},

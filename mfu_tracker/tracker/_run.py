@@ -59,17 +59,18 @@ atexit.register(_close_open_trackers)
 class RunBook:
     """The run's running state for the ledger (module docstring)."""
 
-    __slots__ = ("run_id", "job", "start_step", "rank", "log", "endpoint", "_mark", "_booked",
-                 "_booked_mark", "_calls", "_calls_mark", "_ended", "_peak_tflops")
+    __slots__ = ("run_id", "job", "start_step", "rank", "log", "endpoint", "ranks", "_mark",
+                 "_booked", "_booked_mark", "_calls", "_calls_mark", "_ended", "_peak_tflops")
 
     def __init__(self, *, start_step: int, log: Optional[MetricsLog],
-                 endpoint: Optional[Endpoint]) -> None:
+                 endpoint: Optional[Endpoint], job: Optional[str] = None) -> None:
         self.run_id = new_run_id()
-        self.job = job_name(self.run_id)
+        self.job = job_name(self.run_id, job)
         self.start_step = start_step
         self.rank = rank_world()[0]
         self.log = log
         self.endpoint = endpoint
+        self.ranks: Any = None      # the last aggregation's rank rows (served per rank)
         self._mark: Optional[Dict[str, Any]] = None   # the engine's totals at the last record
         self._booked: Tuple[float, int] = (0.0, 0)    # FLOPs, steps booked by an integration
         self._booked_mark: Tuple[float, int] = (0.0, 0)
@@ -129,7 +130,8 @@ class RunBook:
             "model_flops": flops if flops_steps > 0 or steps == dropped else None,
             "flops_steps": flops_steps, "flops_ranks": 1,
             "compile_calls": self._calls - self._calls_mark,
-            "first_boundary": now["first_boundary_unix_s"], "_now": now,
+            "first_boundary": now["first_boundary_unix_s"],
+            "first_step_s": now.get("first_step_s"), "_now": now,
         }
 
     def commit(self, interval: Mapping[str, Any]) -> None:
@@ -153,7 +155,8 @@ class RunBook:
             if self.log is not None:
                 self.log.write(out, step=step, ledger=self.record(interval))
         if self.endpoint is not None:
-            self.endpoint.update(out, prefix=prefix, step=step, job=self.job, rank=self.rank)
+            self.endpoint.update(out, prefix=prefix, step=step, job=self.job, rank=self.rank,
+                                 ranks=self.ranks)
 
     # ---- the end ------------------------------------------------------------------
 

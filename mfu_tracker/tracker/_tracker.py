@@ -26,6 +26,7 @@ from .._validate import (
     check_clock,
     check_instance,
     check_int,
+    check_job,
     check_log_path,
     check_optional_flag,
     check_optional_number,
@@ -51,7 +52,8 @@ from ..job._log import MetricsLog, rank_world
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..job._prometheus import serve as serve_metrics
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
-from ..peaks._table import GPUSpec, measured_gpu_spec
+from ..peaks._measure import measured_gpu_spec
+from ..peaks._table import GPUSpec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._hardware import DeviceWindow, check_memory
@@ -364,7 +366,8 @@ class Tracker(_C.StepTracker):
     ``{prefix}/tokens_per_sec_per_device``          tokens/s over all devices (sum of ``num_gpus``)
     ``{prefix}/mfu_rank_min`` / ``mean`` / ``max``  spread of the per-rank MFU (unweighted mean)
     ``{prefix}/slowest_rank``                       the rank that took longest (host seconds per step) from
-                                                    the previous aggregation to this one
+                                                    the previous aggregation to this one (when that
+                                                    interval holds the warm-up: the window's mean period)
     ``{prefix}/step_time_rank_max``                 its seconds per step over that interval
     ``{prefix}/step_time_rank_min``                 the fastest rank's seconds per step
     ``{prefix}/straggler_rank``                     (phases marked on every rank) the rank with the most busy
@@ -489,6 +492,14 @@ class Tracker(_C.StepTracker):
             checkpoint: the steps before it were trained by earlier runs);
             steps an earlier run logged at or beyond it are lost progress in
             the job ledger. The integrations take it from the trainer.
+            A run appended to a log that already holds runs continues their
+            job only when it resumes: ``start_step`` > 0, or the same
+            ``job`` id; otherwise it starts a new job in the file
+            (:mod:`mfu_tracker.job._jobs`).
+        job: the job's id (default: ``MFU_TRACKER_JOB``,
+            ``TORCHELASTIC_RUN_ID`` or ``SLURM_JOB_ID``, else none: the run
+            id stands in), in the run record and the Prometheus ``job``
+            label. Runs of one log with the same id are one job.
         metrics_port: serve the latest ``metrics()`` values on this port, on
             rank 0, as Prometheus gauges ``mfu_tracker_*`` (labels ``job``,
             ``rank``, ``prefix``; :mod:`mfu_tracker.job._prometheus`); 0 picks
@@ -556,12 +567,14 @@ class Tracker(_C.StepTracker):
         memory: Union[bool, str, None] = None,
         log_path: Any = None,
         start_step: int = 0,
+        job: Optional[str] = None,
         metrics_port: Optional[int] = None,
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
+        job = check_job(job)
         port = check_metrics_port(metrics_port)
         model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
         executed_flops = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
@@ -617,7 +630,7 @@ class Tracker(_C.StepTracker):
         self._num_gpus = num_gpus
         self._model_parallel = model_parallel
         endpoint = serve_metrics(port) if port is not None and rank_world()[0] == 0 else None
-        self._run = RunBook(start_step=start_step, endpoint=endpoint,
+        self._run = RunBook(start_step=start_step, endpoint=endpoint, job=job,
                             log=None if log_file is None else MetricsLog(log_file))
         self._run.start(self, peak=peak, num_gpus=num_gpus)
         # Last: the group creation is the only step that communicates (with
@@ -759,6 +772,7 @@ class Tracker(_C.StepTracker):
         try:
             if collective:
                 figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
+                self._run.ranks = None if figures is None else figures.ranks   # served per rank
                 if figures is not None:
                     if interval is not None:   # the job's FLOPs of it: every rank's, summed
                         interval["model_flops"] = figures.ledger_model_flops
@@ -909,7 +923,9 @@ class Tracker(_C.StepTracker):
         bandwidth = None if bandwidth is None else bandwidth * self._num_gpus * mp
         agg = self._dist
         if agg is not None and agg.failed is None:
-            interval_s, interval_steps = agg.interval(int(w["boundaries"]))
+            # the window's own steps: before the warm-up ended, the window's periods
+            since = agg.interval(int(w["boundaries"]), self.warmup + 1)
+            interval_s, interval_steps = since or (w["window_s"], int(w["steps"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0

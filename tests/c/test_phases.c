@@ -276,6 +276,7 @@ static void test_badput_phases_and_the_ledger(void)
         return;
     mfu_steps_get_ledger(s, &ledger);
     CHECK(ledger.steps == 0 && isnan(ledger.first_boundary_unix_s));
+    CHECK(isnan(ledger.first_step_s));
     CHECK(mfu_phase_leaves_step(MFU_PHASE_CHECKPOINT) && mfu_phase_leaves_step(MFU_PHASE_EVAL)
           && mfu_phase_leaves_step(MFU_PHASE_COMPILE));
     CHECK(!mfu_phase_leaves_step(MFU_PHASE_DATA) && !mfu_phase_leaves_step(MFU_PHASE_NONE));
@@ -322,6 +323,7 @@ static void test_badput_phases_and_the_ledger(void)
     CHECK_NEAR(ledger.own_s, 5e-3, 1e-9);
     CHECK(ledger.model_flops == 2e12);                              /* 2 steps x 1e12 */
     CHECK(ledger.first_boundary_unix_s > 1.5e9);                    /* a wall-clock time */
+    CHECK_NEAR(ledger.first_step_s, 7e-3, 1e-9);                    /* the first period, kept */
     CHECK(fake.sync_calls() <= 1);                                  /* the flush at most */
     mfu_steps_destroy(s);
 }
