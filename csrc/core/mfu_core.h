@@ -23,9 +23,13 @@
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
- *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; the window
- *   steps.h       step accounting: boundaries on a mark timer, the pending
- *                 ring, fallback to the CPU clock, windowed figures
+ *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; a window's
+ *                 figures
+ *   records.h     one record per step (period, work, phases, communication)
+ *                 in a ring keyed by step id; windows are views over it
+ *   steps.h       step accounting: boundaries on a mark timer, the marks
+ *                 ring, late booking, fallback to the CPU clock, windowed
+ *                 figures
  *   mixed.h       mixed precision: ideal seconds, each dtype's FLOPs at its peak
  *   comm.h        communication: collective kinds, the c10d operators, bus
  *                 bandwidth (nccl-tests), the per-step record and its ratios
@@ -54,6 +58,7 @@
 #include "timing.h"
 #include "stats.h"
 #include "phases.h"
+#include "records.h"
 #include "steps.h"
 #include "mixed.h"
 #include "comm.h"
