@@ -5,8 +5,10 @@ and run-end lines, the ledger interval, reading a log back with every
 invalid value named), its writer (:mod:`._log`: ``log_path=``, rank 0 only,
 never raising into training), the job ledger's arithmetic (:mod:`._ledger`:
 goodput, the badput buckets, lost progress, one job MFU, the diagnosis line)
-and the Prometheus endpoint (:mod:`._prometheus`: the latest ``metrics()``
-values as gauges, served from a cache).
+the Prometheus endpoint (:mod:`._prometheus`: the latest ``metrics()``
+values as gauges, served from a cache) and a tracker's run in the job
+(:mod:`._run`: its run record, ledger intervals from the step engine's
+totals, its run end).
 
 Layer 5 (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import: every layer below it. The Tracker writes
