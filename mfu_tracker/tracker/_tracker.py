@@ -83,7 +83,8 @@ class Tracker(_C.StepTracker):
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
     ) -> None:
-        arguments = {name: value for name, value in locals().items() if name != "self"}
+        arguments = dict(locals())  # the parameters only: nothing else is bound yet
+        del arguments["self"]
         config = TrackerConfig.check(**arguments)
         peak = resolve_peak(config.dtype, device=config.device, spec=config.spec,
                             peak_tflops=config.peak_tflops)

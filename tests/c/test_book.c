@@ -173,16 +173,23 @@ static void test_every_field(void)
 }
 
 /* mfu_language needs model FLOPs > 0 beside the language FLOPs: the share
- * of no work is no figure. */
+ * of no work is no figure. A step's language FLOPs are unknown until given
+ * (at its boundary or booked), and a window total replaces the window's. */
 static void test_language_needs_model_flops(void)
 {
     mfu_step_report language = NO_REPORT;
+    mfu_step_outcome outcome;
     mfu_steps_summary sum;
     mfu_steps *s = gpu_steps(10, 0);
     if (s == NULL)
         return;
     boundary(s);
-    boundary(s);
+    CHECK(mfu_steps_step(s, &language, &outcome) == MFU_OK); /* closes 1: none given */
+    mfu_steps_flush(s);
+    CHECK(book(s, 1, model(2e12), NULL) == MFU_OK);
+    mfu_steps_summarize(s, &sum);
+    CHECK(isnan(sum.language_flops) && isnan(sum.mfu_language)); /* unknown, not 0 */
+    CHECK(book(s, 1, model(NAN), NULL) == MFU_OK);
     language.given = MFU_STEP_LANGUAGE_FLOPS;
     language.language_flops = 1e12;
     CHECK(book(s, 1, language, NULL) == MFU_OK);
@@ -195,6 +202,39 @@ static void test_language_needs_model_flops(void)
     CHECK(book(s, 1, model(2e12), NULL) == MFU_OK);
     mfu_steps_summarize(s, &sum);
     CHECK_NEAR(sum.mfu_language, 1e12 / 2e-3 / 1e15, 1e-12); /* 0.5 */
+    /* a window total replaces the window's: 5e11 / 2e-3 / 1e15 = 0.25 */
+    language.language_flops = 5e11;
+    mfu_steps_summarize_with(s, &language, &sum);
+    CHECK(sum.language_flops == 5e11);
+    CHECK_NEAR(sum.mfu_language, 0.25, 1e-12);
+    /* ... and a boundary gives a step's own: step 2 closes with 3e11 */
+    language.given = MFU_STEP_LANGUAGE_FLOPS | MFU_STEP_MODEL_FLOPS;
+    language.model_flops = 1e12;
+    language.language_flops = 3e11;
+    CHECK(mfu_steps_step(s, &language, &outcome) == MFU_OK && outcome.bad == 0);
+    mfu_steps_flush(s);
+    mfu_steps_summarize(s, &sum);
+    CHECK(sum.window.steps == 2 && sum.language_flops == 1e12 + 3e11);
+    mfu_steps_destroy(s);
+}
+
+/* The window's records are its newest pushed steps: warm-up and steps that
+ * left it are not copied (window 2, warm-up 1, 5 steps: steps 4 and 5). */
+static void test_window_records(void)
+{
+    mfu_step_record window[4];
+    mfu_steps *s = gpu_steps(2, 1);
+    if (s == NULL)
+        return;
+    for (int i = 0; i < 6; i++)
+        boundary(s);
+    CHECK(book(s, 4, model(4e12), NULL) == MFU_OK);
+    mfu_steps_flush(s);
+    CHECK(mfu_steps_window(s, 4, window) == 2);
+    CHECK(window[0].id == 4 && window[1].id == 5);
+    CHECK(window[0].work.model_flops == 4e12 && isnan(window[1].work.model_flops));
+    CHECK(window[0].state == MFU_STEP_PUSHED && window[1].period_s == 2e-3);
+    CHECK(mfu_steps_window(s, 1, window) == 2 && window[0].id == 4); /* fewer copied */
     mfu_steps_destroy(s);
 }
 
@@ -272,6 +312,7 @@ int main(void)
     test_book_pending_and_pushed();
     test_every_field();
     test_language_needs_model_flops();
+    test_window_records();
     test_eviction_keeps_the_ledger();
     test_lost_steps_have_no_record();
     fake_unload();

@@ -277,6 +277,30 @@ static void test_phases_follow_the_window(void)
     mfu_steps_destroy(s);
 }
 
+/* A phase that runs only inside an excluded interval (a wait inside the
+ * tracker's own aggregation) is not marked in the step: it had no time in
+ * it. One that runs on after the interval is. */
+static void test_phase_only_inside_an_exclusion_is_not_marked(void)
+{
+    mfu_phase_summary ph;
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
+    if (s == NULL)
+        return;
+    boundary(s);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_ALL_GATHER) == MFU_OK);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_OPTIMIZER) == MFU_OK);
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);       /* the optimizer runs on */
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    boundary(s);
+    mfu_steps_phases(s, &ph);
+    CHECK(ph.steps == 1);
+    CHECK(ph.marked == (1u << MFU_PHASE_OPTIMIZER));
+    CHECK(ph.seconds[MFU_PHASE_ALL_GATHER] == 0.0);
+    mfu_steps_destroy(s);
+}
+
 /* Badput phases (issue 28) leave the step like the tracker's own time, are
  * booked in the ledger's totals as they end -- a checkpoint after the last
  * boundary too -- and the ledger sums the pushed steps' periods, step phases
@@ -425,6 +449,7 @@ int main(void)
     test_nesting_and_misuse();
     test_ring_bound_with_phases();
     test_phases_follow_the_window();
+    test_phase_only_inside_an_exclusion_is_not_marked();
     test_badput_phases_and_the_ledger();
     test_ledger_unknown_flops();
     test_fallback_inside_an_exclusion();
