@@ -19,13 +19,15 @@ import warnings
 
 import pytest
 
-from mfu_tracker import Tracker
+from mfu_tracker import Tracker, user_gpu_spec
 from mfu_tracker.timing._metrics import FAMILIES, KEYS
 from mfu_tracker.timing._totals import NO_TOTALS, WindowTotals
 from mfu_tracker.timing._waterfall import COMM_KINDS, LOSSES, PHASES
 from mfu_tracker.tracker._config import TrackerConfig
 
 PEAK = 1e18  # FLOP/s: peak_tflops=1e6 (no MFU > 1 on CPU periods)
+MS = 1_000_000  # ns
+SPEC = user_gpu_spec(1000.0, name="fake GPU")  # 1e15 FLOP/s
 
 
 def _tracker(steps: int = 3, **kwargs) -> Tracker:
@@ -54,8 +56,6 @@ def test_booked_work_is_the_windows_work():
     assert m["throughput/mfu"] == pytest.approx(6e9 / window_s / PEAK, rel=1e-12)
     assert m["throughput/hfu"] == pytest.approx(12e9 / window_s / PEAK, rel=1e-12)
     assert m["throughput/tokens_per_sec"] == pytest.approx(300 / window_s, rel=1e-12)
-    s = t.summary()
-    assert (s["model_flops"], s["executed_flops"], s["num_tokens"]) == (6e9, 12e9, 300.0)
 
 
 def test_a_step_is_bookable_once_closed_and_while_held():
@@ -114,6 +114,27 @@ def test_booked_flops_are_the_ledgers(tmp_path):
     assert end["model_flops"] == 2e9 and end["flops_steps"] == 1
 
 
+def test_steps_lost_to_a_clock_failure_carry_no_flops_in_the_ledger(fake, tmp_path):
+    """A step the clock lost has no record: it counts as dropped in the
+    ledger's interval, not among the steps with FLOPs."""
+    log = tmp_path / "m.jsonl"
+    fake.set_lag_ns(5 * MS)                       # nothing resolves before a flush
+    t = Tracker(1e9, spec=SPEC, clock="cuda", stream=0, warmup=0, log_path=log)
+    for _ in range(4):                            # opens 1, closes 1..3, opens 4
+        t.step()
+        fake.advance(MS)
+    fake.fail_next("cuEventSynchronize", 700)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")           # the clock's failure: one warning
+        t.flush()                                 # 1..3 dropped; 4 lost with its start
+        for _ in range(3):                        # CPU clock: 4 dropped, 5 and 6 timed
+            t.step()
+        t.close()
+    end = [json.loads(line) for line in log.read_text().splitlines()][-1]["ledger"]
+    assert (end["from_step"], end["to_step"], end["dropped"]) == (0, 6, 4)
+    assert end["flops_steps"] == 2 and end["model_flops"] == 2e9     # steps 5 and 6
+
+
 # ---- the composition ----------------------------------------------------------------
 
 
@@ -160,3 +181,82 @@ def test_tracker_doc_keys_are_the_key_table():
     assert names - documented == {"goodput", "goodput_s", "job_mfu", "job_wall_s"}
     used = {key.partition("/")[0] for key in documented if "/" in key}
     assert families - used == {"badput", "badput_s"}
+
+
+def test_a_ranks_row_is_its_share_by_hand():
+    """The row a rank contributes (distributed/_rank_row.py): rates and peaks
+    over the model-parallel degree; MBU and HFU back to rates over the
+    bandwidth and the peak of every device the figures cover; the measured
+    peak of this process's devices."""
+    spec = user_gpu_spec(1e6, memory_bandwidth_tbs=2.0)     # 1e18 FLOP/s, 2e12 B/s
+    t = Tracker(4e9, spec=spec, clock="cpu", warmup=0, num_gpus=2, tensor_parallel=3,
+                param_bytes=1e6, executed_flops_per_step=6e9, measure_peak=True)
+    for _ in range(4):
+        t.step(num_tokens=30)
+    row = t.rank_figures()
+    window_s = sum(s["period_s"] for s in t.window_steps())
+    mp, devices = 3, 2 * 3                      # 2 GPUs x tensor parallel 3
+    assert row.model_parallel == mp and row.num_devices == 2 and row.steps == 3
+    assert row.achieved_flops_per_sec == pytest.approx(3 * 4e9 / window_s / mp, rel=1e-12)
+    assert row.executed_flops_per_sec == pytest.approx(3 * 6e9 / window_s / mp, rel=1e-12)
+    assert row.achieved_bytes_per_sec == pytest.approx(3 * 1e6 / window_s / mp, rel=1e-12)
+    assert row.tokens_per_sec == pytest.approx(90 / window_s / mp, rel=1e-12)
+    assert row.peak_flops_per_sec == pytest.approx(1e18 * devices / mp, rel=1e-12)
+    assert row.peak_bytes_per_sec == pytest.approx(2e12 * devices / mp, rel=1e-12)
+    measured = t.measured_peak_flops_per_sec
+    assert row.measured_flops_per_sec == pytest.approx(measured * 2, rel=1e-12)
+    # the ledger's interval since construction: 3 steps x 4e9, this rank's share
+    assert row.ledger_model_flops == pytest.approx(3 * 4e9 / mp, rel=1e-12)
+    # mfu_vs_measured: the window's FLOP/s over the measured peak of every device
+    m = t.summary()
+    assert m["mfu_vs_measured"] == pytest.approx(3 * 4e9 / window_s / (measured * devices),
+                                                 rel=1e-12)
+
+
+# ---- the integrations book onto the tracker's records ------------------------------
+
+
+def test_a_step_record_books_every_figure_of_its_step():
+    """StepFlops.book(): a counted step's model, executed and over-compute
+    FLOPs and its tokens land on its record (no window of its own)."""
+    from mfu_tracker.integrations._step_flops import StepFlops, StepRecord
+
+    warned = []
+    policy = StepFlops(count_every=1, causal_attention="full", hfu_factor=None,
+                       warn_once=lambda key, message: warned.append(key))
+    t = _tracker(2)
+    records = []
+    for counted in ((10.0, 15.0, 4.0, 2.0), (20.0, 30.0, 8.0, 0.0)):
+        record = StepRecord()
+        record.add_block(8)
+        record.counted = counted                 # (model, executed, forward, overcompute)
+        records.append(record)
+    policy.book(t, [(1, records[0]), (2, records[1])], [None] * 6)
+    steps = t.window_steps()
+    assert [(s["model_flops"], s["executed_flops"], s["overcompute_flops"], s["num_tokens"])
+            for s in steps] == [(10.0, 15.0, 2.0, 8.0), (20.0, 30.0, 0.0, 8.0)]
+    assert t.summary()["overcompute_flops"] == 2.0 and warned == []
+
+
+def test_a_callbacks_history_is_the_trackers_window():
+    """CallbackCore (the Trainer callbacks' core) keeps no window: a log's
+    history entry is the tracker's window as booked; a step without FLOPs
+    leaves the window's FLOPs unknown (None), never a partial sum."""
+    torch = pytest.importorskip("torch")
+    from mfu_tracker.integrations._callback import CallbackCore
+
+    cb = CallbackCore(peak_tflops=1e6, clock="cpu", warmup=0, count_every=0, phases=False)
+    cb._start(torch.nn.Linear(4, 4), dtype="fp32", window=4, device="cpu")
+    for tokens in (10, 20, 30):
+        cb._open_step()
+        cb._step.add_block(tokens)
+        cb._close_step()
+    with pytest.warns(RuntimeWarning, match="no FLOPs for some steps"):
+        out = cb._window_metrics(3)
+    (entry,) = cb.history
+    steps = cb._tracker.window_steps()
+    assert entry["steps"] == len(steps) == 3 and entry["tokens"] == 60.0
+    assert entry["window_s"] == sum(s["period_s"] for s in steps)
+    assert entry["model_flops"] is None and entry["step_flops"] == [None, None, None]
+    assert "throughput/mfu" not in out and "throughput/tokens_per_sec" in out
+    cb._stop()

@@ -7,8 +7,17 @@
 
 struct mfu_step_ring {
     uint32_t capacity, head, count;
+    uint64_t newest_id; /* the newest record's id (count > 0) */
     mfu_step_record records[];
 };
+
+/* The slot of the i-th oldest record: head + i < 2 x capacity, so one
+ * subtraction instead of a division (a step touches a few records). */
+static inline uint32_t slot_of(const mfu_step_ring *ring, uint32_t i)
+{
+    const uint32_t slot = ring->head + i;
+    return slot >= ring->capacity ? slot - ring->capacity : slot;
+}
 
 mfu_status mfu_step_ring_create(uint32_t capacity, mfu_step_ring **out)
 {
@@ -44,18 +53,17 @@ mfu_step_record *mfu_step_ring_at(const mfu_step_ring *ring, uint32_t i)
 {
     if (i >= ring->count)
         return NULL;
-    /* head + i < 2 * capacity <= 2^27: no overflow */
-    return (mfu_step_record *)&ring->records[(ring->head + i) % ring->capacity];
+    return (mfu_step_record *)&ring->records[slot_of(ring, i)];
 }
 
 mfu_step_record *mfu_step_ring_append(mfu_step_ring *ring, uint64_t id)
 {
     mfu_step_record *r;
-    if (ring->count == ring->capacity
-        || (ring->count > 0 && id <= mfu_step_ring_at(ring, ring->count - 1)->id))
+    if (ring->count == ring->capacity || (ring->count > 0 && id <= ring->newest_id))
         return NULL;
+    r = &ring->records[slot_of(ring, ring->count)];
     ring->count++;
-    r = mfu_step_ring_at(ring, ring->count - 1);
+    ring->newest_id = id;
     memset(r, 0, sizeof *r);
     r->id = id;
     r->state = MFU_STEP_OPEN;
@@ -75,7 +83,7 @@ mfu_step_record *mfu_step_ring_find(const mfu_step_ring *ring, uint64_t id)
     uint64_t newest;
     if (ring->count == 0)
         return NULL;
-    newest = mfu_step_ring_at(ring, ring->count - 1)->id;
+    newest = ring->newest_id;
     if (id > newest)
         return NULL;
     /* Ids are consecutive unless a step was removed: try that slot first. */
@@ -101,7 +109,7 @@ void mfu_step_ring_pop_oldest(mfu_step_ring *ring)
 {
     if (ring->count == 0)
         return;
-    ring->head = (ring->head + 1) % ring->capacity;
+    ring->head = slot_of(ring, 1);
     ring->count--;
 }
 
@@ -112,12 +120,17 @@ void mfu_step_ring_remove(mfu_step_ring *ring, uint32_t i)
     for (uint32_t j = i; j + 1 < ring->count; j++)
         *mfu_step_ring_at(ring, j) = *mfu_step_ring_at(ring, j + 1);
     ring->count--;
+    if (ring->count > 0)
+        ring->newest_id = mfu_step_ring_at(ring, ring->count - 1)->id;
 }
 
 void mfu_step_ring_truncate(mfu_step_ring *ring, uint32_t count)
 {
-    if (count < ring->count)
+    if (count < ring->count) {
         ring->count = count;
+        if (count > 0)
+            ring->newest_id = mfu_step_ring_at(ring, count - 1)->id;
+    }
 }
 
 /* ---- views --------------------------------------------------------------- */
@@ -130,17 +143,14 @@ static void add_phases(mfu_phase_summary *sum, const mfu_phase_times *t)
     sum->excluded_s += t->excluded_s;
 }
 
-void mfu_step_view_sum(const mfu_step_view *view, mfu_step_sums *out)
+/* The work part: periods and work of every record, NaN propagating. */
+static void sum_work(const mfu_step_ring *ring, uint32_t first, uint32_t steps,
+                     mfu_step_sums *out)
 {
-    const uint32_t count = mfu_step_ring_count(view->ring);
-    const uint32_t first = view->first < count ? view->first : count;
-    const uint32_t steps = view->steps < count - first ? view->steps : count - first;
-    memset(out, 0, sizeof *out);
-    out->steps = steps;
     out->period_min_s = INFINITY;
     out->period_max_s = -INFINITY;
     for (uint32_t i = first; i < first + steps; i++) {
-        const mfu_step_record *r = mfu_step_ring_at(view->ring, i);
+        const mfu_step_record *r = mfu_step_ring_at(ring, i);
         out->period_s += r->period_s;
         out->period_min_s = fmin(out->period_min_s, r->period_s);
         out->period_max_s = fmax(out->period_max_s, r->period_s);
@@ -151,16 +161,29 @@ void mfu_step_view_sum(const mfu_step_view *view, mfu_step_sums *out)
         out->ideal_s += r->ideal_s;
         out->overcompute_flops += r->overcompute_flops;
         out->language_flops += r->language_flops;
-        add_phases(&out->phases, &r->phases);
-        mfu_comm_times_add(&out->comm, &r->comm);
     }
+}
+
+void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums *out)
+{
+    const uint32_t count = mfu_step_ring_count(view->ring);
+    const uint32_t first = view->first < count ? view->first : count;
+    const uint32_t steps = view->steps < count - first ? view->steps : count - first;
+    memset(out, 0, sizeof *out);
+    out->steps = steps;
     out->phases.steps = steps;
-    if (steps == 0) {
+    if ((parts & MFU_SUM_WORK) && steps > 0) {
+        sum_work(view->ring, first, steps, out);
+    } else {
         out->period_s = out->period_min_s = out->period_max_s = NAN;
         out->work.model_flops = out->work.executed_flops = NAN;
         out->work.param_bytes = out->work.num_tokens = NAN;
         out->ideal_s = out->overcompute_flops = out->language_flops = NAN;
     }
+    for (uint32_t i = first; (parts & MFU_SUM_PHASES) && i < first + steps; i++)
+        add_phases(&out->phases, &mfu_step_ring_at(view->ring, i)->phases);
+    for (uint32_t i = first; (parts & MFU_SUM_COMM) && i < first + steps; i++)
+        mfu_comm_times_add(&out->comm, &mfu_step_ring_at(view->ring, i)->comm);
 }
 
 void mfu_step_sums_window(const mfu_step_sums *sums, const mfu_peak *peak,

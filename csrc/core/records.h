@@ -39,9 +39,9 @@
  * ## Windows are views
  *
  * A window is `steps` consecutive records of the ring, from index `first`
- * (0 = the oldest). mfu_step_view_sum() sums a view in one pass, oldest
- * first; the step tracker's window is the view of its newest pushed steps
- * after warm-up.
+ * (0 = the oldest). mfu_step_view_sum() sums the parts of a view asked for,
+ * oldest first; the step tracker's window is the view of its newest pushed
+ * steps after warm-up.
  */
 #ifndef MFU_RECORDS_H
 #define MFU_RECORDS_H
@@ -138,8 +138,17 @@ typedef struct mfu_step_sums {
     mfu_comm_times comm;
 } mfu_step_sums;
 
-/* Sum a view (records past the ring's count are not read). O(steps). */
-void mfu_step_view_sum(const mfu_step_view *view, mfu_step_sums *out);
+/* The parts of the records a sum reads (the others are not summed). */
+enum {
+    MFU_SUM_WORK = 1u << 0,   /* periods, work, ideal, over-compute, language */
+    MFU_SUM_PHASES = 1u << 1, /* phases */
+    MFU_SUM_COMM = 1u << 2,   /* communication */
+    MFU_SUM_ALL = MFU_SUM_WORK | MFU_SUM_PHASES | MFU_SUM_COMM
+};
+
+/* Sum the `parts` of a view (records past the ring's count are not read).
+ * A part not asked for reads as an empty view's. O(steps) per part. */
+void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums *out);
 
 /* The window's figures from a view's sums: window_s, step time mean / min /
  * max, the work totals, and mfu_metrics_compute(totals, peak, window_s).

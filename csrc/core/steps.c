@@ -188,8 +188,9 @@ mfu_status mfu_steps_book(mfu_steps *s, uint64_t step, const mfu_step_report *re
 
 /* ---- figures --------------------------------------------------------- */
 
-/* The window: the newest min(window, pushed - warmup) pushed steps. */
-static void window_sums(const mfu_steps *s, mfu_step_sums *out)
+/* The `parts` of the window: the newest min(window, pushed - warmup)
+ * pushed steps. */
+static void window_sums(const mfu_steps *s, unsigned parts, mfu_step_sums *out)
 {
     uint64_t steps = s->pushed > s->config.warmup ? s->pushed - s->config.warmup : 0;
     mfu_step_view view;
@@ -200,7 +201,7 @@ static void window_sums(const mfu_steps *s, mfu_step_sums *out)
     view.ring = s->records;
     view.first = s->pushed_held - (uint32_t)steps;
     view.steps = (uint32_t)steps;
-    mfu_step_view_sum(&view, out);
+    mfu_step_view_sum(&view, parts, out);
 }
 
 /* `flops` as a share of the window's time at the peak, as stats.c's hfu:
@@ -229,7 +230,7 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
 {
     mfu_step_sums sums;
     mfu_steps_catch_up(s);
-    window_sums(s, &sums);
+    window_sums(s, MFU_SUM_WORK, &sums);
     /* The peak was validated at create. */
     mfu_step_sums_window(&sums, &s->config.peak, &out->window);
     out->window.steps_seen = s->pushed;
@@ -281,7 +282,7 @@ void mfu_steps_phases(mfu_steps *s, mfu_phase_summary *out)
 {
     mfu_step_sums sums;
     mfu_steps_catch_up(s);
-    window_sums(s, &sums);
+    window_sums(s, MFU_SUM_PHASES, &sums);
     *out = sums.phases;
 }
 
@@ -289,7 +290,7 @@ void mfu_steps_comm(mfu_steps *s, uint32_t *steps, mfu_comm_times *out)
 {
     mfu_step_sums sums;
     mfu_steps_catch_up(s);
-    window_sums(s, &sums);
+    window_sums(s, MFU_SUM_COMM, &sums);
     *steps = sums.steps;
     *out = sums.comm;
 }
@@ -298,7 +299,7 @@ uint32_t mfu_steps_window(mfu_steps *s, uint32_t max, mfu_step_record *out)
 {
     mfu_step_sums sums;
     mfu_steps_catch_up(s);
-    window_sums(s, &sums);
+    window_sums(s, 0, &sums); /* the count */
     for (uint32_t i = 0; i < sums.steps && i < max; i++)
         out[i] = *mfu_step_ring_at(s->records, s->pushed_held - sums.steps + i);
     return sums.steps;

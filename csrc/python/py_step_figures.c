@@ -100,8 +100,7 @@ static PyObject *summary_dict(const mfu_steps_summary *sum)
         {"peak_tflops", peak * 1e-12}, {"mfu_mixed", sum->mfu_mixed},
         {"ideal_s", sum->ideal_s}, {"overcompute_flops", sum->overcompute_flops},
         {"overcompute", sum->overcompute}, {"language_flops", sum->language_flops},
-        {"mfu_language", sum->mfu_language}, {"model_flops", w->totals.model_flops},
-        {"executed_flops", w->totals.executed_flops}, {"num_tokens", w->totals.num_tokens},
+        {"mfu_language", sum->mfu_language},
     };
     PyObject *result = Py_BuildValue(
         "{sIsKsKsIsKsKss}", "steps", (unsigned int)w->steps, "steps_seen",

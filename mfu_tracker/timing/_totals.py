@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, fields
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .._validate import check_optional_number
 
@@ -41,7 +41,10 @@ class WindowTotals:
         """The totals from the keywords of ``metrics()`` (None: not given),
         each a finite number >= 0, or NaN after one warning for anything
         else. :data:`NO_TOTALS` when none is given: the common call."""
-        if all(value is None for value in values.values()):
+        for value in values.values():
+            if value is not None:
+                break
+        else:
             return NO_TOTALS
         checked: Dict[str, float] = {}
         for argument, value in values.items():
@@ -57,7 +60,10 @@ class WindowTotals:
 
     def __bool__(self) -> bool:
         """Whether any total is given."""
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        return self is not NO_TOTALS and any(value is not None for value in self._values())
+
+    def _values(self) -> Tuple[Optional[float], ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
 
     def summary_kwargs(self) -> Dict[str, float]:
         """The given totals as the step engine's ``summary()`` keywords."""

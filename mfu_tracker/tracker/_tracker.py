@@ -333,8 +333,7 @@ class Tracker(_C.StepTracker):
         calls), ``window_s``, ``step_time_s`` / ``_min_s`` / ``_max_s`` (step
         periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
         ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
-        and ``peak_tflops`` (the MFU denominator, x num_gpus), ``model_flops``,
-        ``executed_flops`` and ``num_tokens`` (the window's totals),
+        and ``peak_tflops`` (the MFU denominator, x num_gpus),
         ``overcompute_flops`` and ``overcompute`` (its share at the peak),
         ``peak_source`` ("datasheet", "measured", "user" or "unknown"),
         ``dtype``, ``clock``; when phases were marked in the window also

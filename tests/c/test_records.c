@@ -39,7 +39,7 @@ static void window_of(const mfu_step_ring *ring, uint32_t steps, const mfu_peak 
 {
     const uint32_t count = mfu_step_ring_count(ring);
     mfu_step_view view = {ring, count > steps ? count - steps : 0, steps};
-    mfu_step_view_sum(&view, sums);
+    mfu_step_view_sum(&view, MFU_SUM_ALL, sums);
     mfu_step_sums_window(sums, p, out);
 }
 
@@ -140,6 +140,17 @@ static void test_every_fact_is_summed(void)
     CHECK(isnan(sums.ideal_s) && sums.language_flops == 500.0);
     window_of(ring, 1, &peak, &s, &sums);
     CHECK(sums.ideal_s == 1.5);
+    /* Only the parts asked for are read; the others read as an empty view's. */
+    {
+        mfu_step_view view = {ring, 1, 2};
+        mfu_step_view_sum(&view, MFU_SUM_PHASES, &sums);
+        CHECK(sums.steps == 2 && sums.phases.excluded_s == 0.25 && isnan(sums.period_s));
+        CHECK(sums.comm.bytes[MFU_COMM_ALL_REDUCE] == 0.0);
+        mfu_step_view_sum(&view, MFU_SUM_COMM, &sums);
+        CHECK(sums.comm.bytes[MFU_COMM_ALL_REDUCE] == 5000.0 && sums.phases.marked == 0);
+        mfu_step_view_sum(&view, MFU_SUM_WORK, &sums);
+        CHECK(sums.period_s == 2.0 && sums.phases.seconds[MFU_PHASE_DATA] == 0.0);
+    }
     mfu_step_ring_destroy(ring);
 }
 

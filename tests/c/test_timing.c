@@ -360,7 +360,7 @@ static void test_gpu_zero_stall_steady_state(mfu_clock_kind clock, const char *c
     view.ring = ring;
     view.first = 0;
     view.steps = 100;
-    mfu_step_view_sum(&view, &sums);
+    mfu_step_view_sum(&view, MFU_SUM_ALL, &sums);
     mfu_step_sums_window(&sums, &peak, &summary);
     CHECK(summary.steps == 100 && mfu_step_ring_at(ring, 99)->id == 9998);
     CHECK_NEAR(summary.step_s_mean, 1e-3, 1e-6);

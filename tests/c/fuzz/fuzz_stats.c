@@ -153,7 +153,7 @@ static void op_summarize(fuzz_input *in, const mfu_step_ring *ring, uint64_t see
     view.ring = ring;
     view.first = mfu_step_ring_count(ring) - (uint32_t)steps;
     view.steps = (uint32_t)steps;
-    mfu_step_view_sum(&view, &sums);
+    mfu_step_view_sum(&view, MFU_SUM_ALL, &sums);
     mfu_step_sums_window(&sums, &p, &s);
     FUZZ_CHECK(s.steps == steps && sums.phases.steps == steps);
     if (steps == 0) {
