@@ -1,5 +1,6 @@
 /* records.c -- the step records, their ring and its views (see records.h). */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,7 @@
 struct mfu_step_ring {
     uint32_t capacity, head, count;
     uint64_t newest_id; /* the newest record's id (count > 0) */
+    int comm;           /* mfu_step_ring_track_comm() was called */
     mfu_step_record records[];
 };
 
@@ -39,6 +41,11 @@ void mfu_step_ring_destroy(mfu_step_ring *ring)
     free(ring);
 }
 
+void mfu_step_ring_track_comm(mfu_step_ring *ring)
+{
+    ring->comm = 1;
+}
+
 uint32_t mfu_step_ring_capacity(const mfu_step_ring *ring)
 {
     return ring->capacity;
@@ -64,7 +71,9 @@ mfu_step_record *mfu_step_ring_append(mfu_step_ring *ring, uint64_t id)
     r = &ring->records[slot_of(ring, ring->count)];
     ring->count++;
     ring->newest_id = id;
-    memset(r, 0, sizeof *r);
+    /* Everything before the communication; that only once it is tracked
+     * (until then every slot's is still the allocation's zeros). */
+    memset(r, 0, ring->comm ? sizeof *r : offsetof(mfu_step_record, comm));
     r->id = id;
     r->state = MFU_STEP_OPEN;
     r->period_s = NAN;

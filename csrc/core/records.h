@@ -19,7 +19,8 @@
  *               executed FLOPs beyond the model convention that are not
  *               recompute; the language model's part of the model FLOPs
  *   phases      the seconds of each phase marked in it, its excluded time
- *   comm        its communication: bytes, calls, durations per kind
+ *   comm        its communication: bytes, calls, durations per kind (zero
+ *               while communication is not recorded)
  *   period_s    its period, once its closing boundary resolved (pushed)
  *
  * Nothing about a step is kept anywhere else: the window's figures, the
@@ -83,6 +84,13 @@ mfu_status mfu_step_ring_create(uint32_t capacity, mfu_step_ring **ring);
 
 /* NULL is a no-op. */
 void mfu_step_ring_destroy(mfu_step_ring *ring);
+
+/* From now on every new record's communication starts at zero. Until then a
+ * new record leaves it as the slot has it -- zero: nothing writes a record's
+ * communication before this call (the step tracker calls it when it starts
+ * recording communication) -- so a step of a tracker without communication
+ * does not clear the 240 bytes it never uses. */
+void mfu_step_ring_track_comm(mfu_step_ring *ring);
 
 uint32_t mfu_step_ring_capacity(const mfu_step_ring *ring);
 

@@ -13,7 +13,10 @@ mfu_status mfu_steps_comm_enable(mfu_steps *s)
         return MFU_OK;
     /* The steps before had no communication: their records say so. */
     s->inflight = calloc(MFU_COMM_INFLIGHT_MAX, sizeof *s->inflight);
-    return s->inflight != NULL ? MFU_OK : MFU_ERR_NO_MEMORY;
+    if (s->inflight == NULL)
+        return MFU_ERR_NO_MEMORY;
+    mfu_step_ring_track_comm(s->records);
+    return MFU_OK;
 }
 
 int mfu_steps_comm_enabled(const mfu_steps *s)

@@ -217,6 +217,7 @@ static void test_keyed_by_id(void)
             CHECK(mfu_step_ring_find(ring, id) != NULL && mfu_step_ring_find(ring, id)->id == id);
     CHECK(mfu_step_ring_find(ring, 6) == NULL && mfu_step_ring_find(ring, 0) == NULL);
     CHECK(mfu_step_ring_append(ring, 9) != NULL);   /* 1 3 4 5 9 */
+    CHECK(mfu_step_ring_find(ring, 9)->comm.calls[MFU_COMM_P2P] == 0.0);
     CHECK(mfu_step_ring_find(ring, 9) != NULL && mfu_step_ring_find(ring, 8) == NULL);
     mfu_step_ring_truncate(ring, 2);                /* 1 3 */
     CHECK(mfu_step_ring_count(ring) == 2 && mfu_step_ring_find(ring, 4) == NULL);
@@ -227,6 +228,20 @@ static void test_keyed_by_id(void)
     CHECK(mfu_step_ring_at(ring, 0)->id == 3 && mfu_step_ring_count(ring) == 1);
     mfu_step_ring_destroy(ring);
     mfu_step_ring_destroy(NULL);
+}
+
+/* A new record's communication is cleared once the ring tracks it: a slot
+ * reused after communication was written starts at zero. */
+static void test_communication_cleared_once_tracked(void)
+{
+    mfu_step_ring *ring = NULL;
+    CHECK(mfu_step_ring_create(1, &ring) == MFU_OK);
+    CHECK(mfu_step_ring_append(ring, 1)->comm.bytes[0] == 0.0);
+    mfu_step_ring_track_comm(ring);
+    mfu_step_ring_at(ring, 0)->comm.bytes[0] = 5.0;
+    mfu_step_ring_pop_oldest(ring);
+    CHECK(mfu_step_ring_append(ring, 2)->comm.bytes[0] == 0.0); /* the same slot */
+    mfu_step_ring_destroy(ring);
 }
 
 /* A zero-length step is possible (no GPU work between two marks): kept,
@@ -250,6 +265,7 @@ int main(void)
     test_every_fact_is_summed();
     test_ring_eviction();
     test_keyed_by_id();
+    test_communication_cleared_once_tracked();
     test_zero_time();
     return check_summary("test_records");
 }
