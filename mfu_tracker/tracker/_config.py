@@ -4,8 +4,8 @@
 one frozen value or raises ``TypeError`` / ``ValueError`` naming the bad
 argument -- before anything is built, so a bad argument never leaves half a
 tracker (an open log, a served port, a process group) behind. The tracker is
-then composed from it (:mod:`._parts`): peak, clock, step engine, window-edge
-readers, run book, aggregator, communication observer.
+then composed from it (:mod:`._parts`): peak, clock, step engine, what it reads
+at window edges, run book, aggregator, communication observer.
 
 A new option is one field here and its check in :meth:`TrackerConfig.check`
 (per-step options, such as a profiled step every N steps, included); the
@@ -31,6 +31,7 @@ from .._validate import (
 )
 from ..distributed._collective import process_group_initialized
 from ..job._prometheus import metrics_port as check_metrics_port
+from ..timing._hardware import check_memory
 
 __all__ = ["TrackerConfig"]
 
@@ -103,6 +104,7 @@ class TrackerConfig:
     flops_by_dtype: Optional[Mapping[str, float]]
     measure_peak: bool
     telemetry: Union[bool, str, None]
+    memory: Union[bool, str, None]
     log_path: Optional[str]
     start_step: int
     metrics_port: Optional[int]
@@ -134,6 +136,7 @@ class TrackerConfig:
         flops_by_dtype: Optional[Mapping[str, float]],
         measure_peak: bool,
         telemetry: Union[bool, str, None],
+        memory: Union[bool, str, None],
         log_path: Any,
         start_step: int,
         metrics_port: Optional[int],
@@ -158,6 +161,7 @@ class TrackerConfig:
         if telemetry is not None:
             check_instance(telemetry, "telemetry", (bool, str),
                            "None, a bool or an NVML device id (str)")
+        check_memory(memory)
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         link = _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
@@ -168,6 +172,7 @@ class TrackerConfig:
             peak_tflops=peak_tflops, clock=clock,
             stream=None if stream is None else check_stream(stream), aggregate=aggregate,
             distributed_timeout=float(distributed_timeout), flops_by_dtype=flops_by_dtype,
-            measure_peak=bool(measure_peak), telemetry=telemetry, log_path=log_file,
+            measure_peak=bool(measure_peak), telemetry=telemetry, memory=memory,
+            log_path=log_file,
             start_step=start_step, metrics_port=port, comm=comm, link_bandwidth_gbs=link,
         )

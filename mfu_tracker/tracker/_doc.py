@@ -73,6 +73,19 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     thread; a missing or failing NVML leaves them out with one warning. Under
     a process group these eight keys are global too (below).
 
+    **Measured by the hardware** (docs/hardware-counters.md;
+    :mod:`mfu_tracker.timing._hardware`). At the same edges, on Hopper and later,
+    NVML's GPM counters give ``{prefix}/hw/tensor_active``, ``hw/dram_bw_util``
+    (the measured MBU), ``hw/sm_active``, ``hw/sm_occupancy`` (0-1 shares of the
+    interval since the previous ``metrics()``, >= 0.1 s), ``hw/nvlink_gbs`` and
+    ``comm_link_measured_util``; ``hw/mfu_consistency`` = mfu / tensor_active
+    checks MFU (a clear excess, or pipes busy far beyond it, warns once, naming
+    the likely cause). The caching allocator gives ``memory/peak_allocated_gib``,
+    ``memory/peak_reserved_gib`` (with ``_frac`` of the device's memory),
+    ``memory/alloc_retries`` and ``memory/ooms`` (in the window). Unsupported:
+    absent, with one warning saying why. Local figures only: left out under
+    a process group's aggregation.
+
     **Work learned late.** A loop that learns a step's work only after that
     step's ``step()`` call (the integrations resolve a step's FLOPs at logging
     time, from token counts still on the device) books it onto the step:
@@ -275,10 +288,18 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             during it) and report ``mfu_vs_measured``; a measured peak above
             the one in use gives one warning. On a CPU it measures the CPU
             matmul. Under a process group ``mfu_vs_measured`` is global.
-        telemetry: device telemetry from NVML (power, energy, clocks): None
-            (on when the tracker's clock is a CUDA device), True (the same,
-            warning when the device cannot be identified), False (off), or
-            an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
+        telemetry: device telemetry from NVML (power, energy, clocks, and the
+            GPM counters ``hw/*``): None (on when the tracker's clock is a
+            CUDA device), True (the same, warning when the device cannot be
+            identified), False (off), or an NVML device id (a UUID "GPU-..."
+            or a PCI bus id) to read.
+        memory: the caching allocator's memory headroom (``memory/*``): None
+            (on when the tracker's clock is a CUDA / ROCm device torch has),
+            True (the same, warning when it cannot be read), "window"
+            (per-window peaks: each ``metrics()`` resets the allocator's peak
+            statistics, so ``torch.cuda.max_memory_allocated()`` restarts
+            there too) or False (off). The default reports running peaks and
+            changes nothing.
         log_path: a file to append the run's records to: a run record now
             (run id, host, ranks, the process's start time from the OS,
             ``start_step``, the peak), one JSON line per non-empty

@@ -4,8 +4,9 @@ its checked configuration (:class:`._config.TrackerConfig`):
 * the clock it times steps on (:func:`clock_of`: GPU events on the device's
   stream, else the CPU clock);
 * the measured GEMM peak (:func:`measured_peak`, ``measure_peak=True``);
-* the readers it reads at each window edge (:func:`edge_readers`: NVML
-  telemetry, :mod:`mfu_tracker.timing._edges`);
+* what it reads from the device at each window edge (:func:`device_window`:
+  NVML telemetry and GPM counters, the allocator's memory, the MFU
+  self-check; :mod:`mfu_tracker.timing._hardware`);
 * its communication observer (:func:`communication`,
   :mod:`mfu_tracker.distributed._comm_observer`).
 
@@ -23,11 +24,10 @@ from ..distributed._collective import Aggregator, process_group_initialized
 from ..peaks._resolve import Peak
 from ..peaks._table import measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
-from ..timing._edges import EdgeReaders, TelemetryReader
-from ..timing._telemetry import Telemetry, device_id_of
+from ..timing._hardware import DeviceWindow
 from ._config import TrackerConfig
 
-__all__ = ["Clock", "clock_of", "communication", "edge_readers", "measured_peak"]
+__all__ = ["Clock", "clock_of", "communication", "device_window", "measured_peak"]
 
 #: (kind: "cpu", "cuda" or "hip"; device index or None; torch or None; the
 #: raw stream handle the boundaries go on).
@@ -68,28 +68,15 @@ def measured_peak(peak: Peak, clock: Clock) -> float:
     return measured
 
 
-def _telemetry(telemetry: Any, clock: Clock) -> Optional[Telemetry]:
-    """The tracker's NVML telemetry, or None (see the ``telemetry`` argument)."""
+def device_window(config: TrackerConfig, peak: Peak, clock: Clock) -> DeviceWindow:
+    """What the tracker reads from its device at each window edge (the
+    ``telemetry`` and ``memory`` arguments; :class:`DeviceWindow`)."""
     kind, index, torch, _ = clock
-    if telemetry is False:
-        return None
-    if isinstance(telemetry, str):
-        return Telemetry.open(telemetry, "Tracker")
-    device_id = device_id_of(torch, index) if kind == "cuda" else None
-    if device_id is None:
-        if telemetry is True:
-            warnings.warn("mfu_tracker: Tracker: telemetry=True but the tracker's device has "
-                          "no NVML id (not a CUDA device, or torch reports no UUID or PCI bus "
-                          "id); the power, energy and clock keys are left out",
-                          RuntimeWarning, stacklevel=4)
-        return None
-    return Telemetry.open(device_id, "Tracker")
-
-
-def edge_readers(config: TrackerConfig, clock: Clock) -> EdgeReaders:
-    """The readers the tracker reads at each window edge, in order."""
-    telemetry = _telemetry(config.telemetry, clock)
-    return EdgeReaders([None if telemetry is None else TelemetryReader(telemetry)])
+    spec = peak.spec
+    return DeviceWindow.open(
+        telemetry=config.telemetry, memory=config.memory, kind=kind, index=index, torch=torch,
+        spec_name=spec.name if spec is not None and spec.source == "datasheet" else None,
+        link_bandwidth_gbs=config.link_bandwidth_gbs)
 
 
 def communication(tracker: Any, config: TrackerConfig, peak: Peak, clock: Clock,

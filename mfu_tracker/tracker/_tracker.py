@@ -11,7 +11,8 @@ monotonic CPU clock. The hot path, the step records and every ratio are in C
 
 A Tracker is a composition: its checked configuration
 (:class:`._config.TrackerConfig`), the peak, the clock and the step engine it
-subclasses, the readers it reads at window edges, the run book of the job
+subclasses, what it reads from the device at window edges
+(:mod:`mfu_tracker.timing._hardware`), the run book of the job
 ledger (:mod:`mfu_tracker.job._run`), the aggregator and the communication
 observer (:mod:`mfu_tracker.distributed`). The window's figures are
 :mod:`mfu_tracker.timing._figures`', a rank's row of an aggregation
@@ -39,7 +40,7 @@ from ..timing._totals import NO_TOTALS, WindowTotals
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
 from ._doc import TRACKER_DOC
-from ._parts import Clock, clock_of, communication, edge_readers, measured_peak
+from ._parts import Clock, clock_of, communication, device_window, measured_peak
 
 __all__ = ["Tracker"]
 
@@ -50,7 +51,7 @@ _OPTIONAL_SUMMARY = ("mfu_mixed", "ideal_s", "mfu_language", "language_flops")
 class Tracker(_C.StepTracker):
     __doc__ = TRACKER_DOC
 
-    __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_edges", "_run",
+    __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
                  "_comm", "__weakref__")
 
     def __init__(
@@ -77,6 +78,7 @@ class Tracker(_C.StepTracker):
         flops_by_dtype: Optional[Mapping[str, float]] = None,
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
+        memory: Union[bool, str, None] = None,
         log_path: Any = None,
         start_step: int = 0,
         metrics_port: Optional[int] = None,
@@ -93,7 +95,7 @@ class Tracker(_C.StepTracker):
         self._config = config
         self._peak = peak
         self._measured_flops_per_sec = measured_peak(peak, clock) if config.measure_peak else None
-        self._edges = edge_readers(config, clock)
+        self._hardware = device_window(config, peak, clock)
         endpoint = (serve_metrics(config.metrics_port)
                     if config.metrics_port is not None and rank_world()[0] == 0 else None)
         self._run = RunBook(start_step=config.start_step, endpoint=endpoint,
@@ -309,7 +311,8 @@ class Tracker(_C.StepTracker):
             local = self._figures(totals)
             if not local["steps"]:
                 return {}
-            local.update(self._edges.figures(local))
+            local["dtype"] = self._peak.dtype       # the self-check's tensor dtypes
+            local.update(self._hardware.figures(local))
             return format_metrics(local, prefix)
         finally:
             if exclude:
@@ -370,7 +373,7 @@ class Tracker(_C.StepTracker):
         ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
         calls it. Never raises (a failing read: one warning, figures out).
         """
-        telemetry = self._edges.telemetry()
+        telemetry = self._hardware.telemetry
         if telemetry is None:
             return {}
         return telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
@@ -466,7 +469,7 @@ class Tracker(_C.StepTracker):
             num_devices=config.num_gpus, model_parallel=config.model_parallel,
             peak_bytes_per_sec=None if bandwidth is None else bandwidth * devices,
             measured_flops_per_sec=measured * config.num_gpus if measured else None,
-            readings=self._edges.reading(), comm_observed=self._comm is not None,
+            readings=self._hardware.reading(), comm_observed=self._comm is not None,
             ledger_model_flops=interval["model_flops"])
 
     def attach_ddp(self, model: Any, hook: Any = None, state: Any = None) -> None:
