@@ -74,17 +74,34 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     a process group these eight keys are global too (below).
 
     **Measured by the hardware** (docs/hardware-counters.md;
-    :mod:`mfu_tracker.timing._hardware`). At the same edges, on Hopper and later,
-    NVML's GPM counters give ``{prefix}/hw/tensor_active``, ``hw/dram_bw_util``
-    (the measured MBU), ``hw/sm_active``, ``hw/sm_occupancy`` (0-1 shares of the
-    interval since the previous ``metrics()``, >= 0.1 s), ``hw/nvlink_gbs`` and
-    ``comm_link_measured_util``; ``hw/mfu_consistency`` = mfu / tensor_active
-    checks MFU (a clear excess, or pipes busy far beyond it, warns once, naming
-    the likely cause). The caching allocator gives ``memory/peak_allocated_gib``,
-    ``memory/peak_reserved_gib`` (with ``_frac`` of the device's memory),
-    ``memory/alloc_retries`` and ``memory/ooms`` (in the window). Unsupported:
-    absent, with one warning saying why. Local figures only: left out under
-    a process group's aggregation.
+    :mod:`mfu_tracker.timing._hardware`), at the same edges. Unsupported:
+    absent, with one warning saying why. Local figures only: left out under a
+    process group's aggregation.
+
+    ========================================  ================================================
+    key                                       meaning
+    ========================================  ================================================
+    ``{prefix}/hw/tensor_active``             share (0-1) of the interval since the previous
+                                              ``metrics()`` (>= 0.1 s) the tensor pipes were
+                                              busy (NVML's GPM counters, Hopper and later)
+    ``{prefix}/hw/dram_bw_util``              DRAM bandwidth used / its peak over the same
+                                              interval: the measured MBU (GPM)
+    ``{prefix}/hw/sm_active``                 share of the interval the SMs were busy (GPM)
+    ``{prefix}/hw/sm_occupancy``              active warps / the SMs' maximum (GPM)
+    ``{prefix}/hw/nvlink_gbs``                NVLink traffic, received + sent, all links, GB/s
+    ``{prefix}/comm_link_measured_util``      ``hw/nvlink_gbs`` / the NVLink peak, both
+                                              directions (beside the computed one)
+    ``{prefix}/hw/mfu_consistency``           mfu / tensor_active: a check of MFU (a clear
+                                              excess, or pipes busy far beyond it, warns
+                                              once, naming the likely cause)
+    ``{prefix}/memory/peak_allocated_gib``    peak memory held by tensors, GiB (running, or
+                                              the window's with ``memory="window"``)
+    ``{prefix}/memory/peak_reserved_gib``     peak memory the caching allocator reserved, GiB
+    ``{prefix}/memory/peak_allocated_frac``   peak allocated / the device's memory
+    ``{prefix}/memory/peak_reserved_frac``    peak reserved / the device's memory
+    ``{prefix}/memory/alloc_retries``         allocation retries in the window
+    ``{prefix}/memory/ooms``                  out-of-memory errors in the window
+    ========================================  ================================================
 
     **Work learned late.** A loop that learns a step's work only after that
     step's ``step()`` call (the integrations resolve a step's FLOPs at logging
