@@ -22,6 +22,7 @@ LIMIT_PEAK_OVERRIDE_MAX: int
 LIMIT_PHASE_DEPTH_MAX: int
 LIMIT_COMM_INFLIGHT_MAX: int
 LIMIT_COMM_SINKS_MAX: int
+LIMIT_STEPS_KEPT: int
 LIMIT_GPU_CANDIDATES_MAX: int
 # The environment variables naming the dlopen'd libraries (the driver, NVML).
 CUDA_LIBRARY_ENV: str
@@ -275,7 +276,21 @@ class StepTracker:
         num_tokens: float | None = ...,
         ideal_s: float | None = ...,
         overcompute_flops: float | None = ...,
+        language_flops: float | None = ...,
     ) -> dict[str, Any]: ...
+    def book(
+        self,
+        step: int,
+        /,
+        *,
+        model_flops: float | None = ...,
+        executed_flops: float | None = ...,
+        num_tokens: float | None = ...,
+        ideal_s: float | None = ...,
+        overcompute_flops: float | None = ...,
+        language_flops: float | None = ...,
+    ) -> bool: ...
+    def window_steps(self, /) -> list[dict[str, Any]]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
     def end_phase(self, /) -> None: ...
     def switch_phase(self, name: PhaseName, /) -> None: ...

@@ -28,7 +28,7 @@ typedef struct mfu_module_state {
      * num_tokens, model_flops, executed_flops, flops_by_dtype,
      * overcompute_flops. */
     PyObject *step_kwnames[5];
-    PyObject *summary_kwnames[5]; /* StepTracker.summary()'s window totals */
+    PyObject *summary_kwnames[6]; /* summary()'s totals, book()'s fields */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;

@@ -100,6 +100,7 @@ static int add_limits(PyObject *module)
         {"LIMIT_PHASE_DEPTH_MAX", MFU_PHASE_DEPTH_MAX},
         {"LIMIT_COMM_INFLIGHT_MAX", MFU_COMM_INFLIGHT_MAX},
         {"LIMIT_COMM_SINKS_MAX", MFU_COMM_SINKS_MAX},
+        {"LIMIT_STEPS_KEPT", MFU_STEPS_KEPT},
         {"LIMIT_GPU_CANDIDATES_MAX", MFU_GPU_CANDIDATES_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {

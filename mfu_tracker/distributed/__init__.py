@@ -1,6 +1,7 @@
 """Ranks: cross-rank aggregation and communication.
 
-Owns the rows every rank contributes and their combination into the job's
+Owns the rows every rank contributes (:mod:`._rank_row`: a rank's row from
+its tracker's window figures) and their combination into the job's
 figures (:mod:`._figures`: global MFU, per-rank spread, the straggler, the
 job's communication), the collective that gathers them (:mod:`._collective`:
 a dedicated gloo group, a bounded wait) and the observation of the

@@ -7,8 +7,10 @@ writer (:mod:`._log`: ``log_path=``, rank 0 only, one write per whole line,
 never raising into training), which runs make one job (:mod:`._jobs`: a run
 continues one only when it resumes), the job ledger's arithmetic
 (:mod:`._ledger`: goodput, the badput buckets, lost progress, one job MFU,
-the diagnosis line) and the Prometheus endpoint (:mod:`._prometheus`: the
-latest ``metrics()`` values and every rank's as gauges, served from a cache).
+the diagnosis line), the Prometheus endpoint (:mod:`._prometheus`: the
+latest ``metrics()`` values and every rank's as gauges, served from a cache)
+and a tracker's run in the job (:mod:`._run`: its run record, ledger
+intervals from the step engine's totals, its run end).
 
 Layer 5 (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import: every layer below it. The Tracker writes

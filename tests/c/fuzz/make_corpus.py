@@ -966,6 +966,15 @@ def fail(index):  # 0 record, 1 query, 2 elapsed, 3 synchronize, 4 create
     return u8(7) + u8(index)
 
 
+BOOK_FIELDS = ("tokens", "model", "executed", "ideal", "overcompute", "language")
+
+
+def book(back=0, **values):  # the step `back` before the newest closed one (255: far past)
+    given = sum(1 << i for i, name in enumerate(BOOK_FIELDS) if name in values)
+    return (u8(7) + u8(0x40) + u8(back) + u8(given)
+            + b"".join(dbl(values.get(name, 0.0)) for name in BOOK_FIELDS))
+
+
 # phase ops (fuzz_steps.c): an op byte >= 200, (byte - 200) % 6
 def phase_begin(phase):
     return u8(200) + u8(phase)
@@ -1015,6 +1024,14 @@ STEPS = [
      + step(tokens=-1.0) + advance_ms(1) + step(model=NAN) + advance_ms(1)
      + step(executed=INF) + advance_ms(1) + step(-INF, -0.5, NAN) + advance_ms(1)
      + step(0.0, 0.0, 0.0) + advance_ms(1) + SUMMARY + FLUSH + SUMMARY),
+    # booking work onto closed steps (steps.h "Booking"): pending, pushed, open, past
+    ("cuda_book", steps_config(model=NAN, executed=NAN, window=4, warmup=0) + gpu(1, 3)
+     + loop(6) + book(0, model=1e12, tokens=10) + book(3, model=2e12, executed=3e12, ideal=1e-3)
+     + book(255, model=1.0) + book(200, model=1.0) + FLUSH + SUMMARY
+     + book(1, model=-1.0, overcompute=INF, language=NAN) + SUMMARY),
+    ("cpu_book_evicted", steps_config(mode=CPU, model=NAN, window=1, warmup=0)
+     + loop(40, ms=0) + book(5, model=1e9, language=4e8, overcompute=1e8) + book(30, model=1e9)
+     + SUMMARY),
     ("per_step_override", steps_config(window=2, warmup=0) + gpu(2, 0) + step()
      + step(10, 1e12) + advance_ms(2) + step(10, 1e12, 3e12) + advance_ms(2) + step(10)
      + advance_ms(2) + SUMMARY + FLUSH + SUMMARY),
