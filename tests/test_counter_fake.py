@@ -49,15 +49,19 @@ def test_fake_mode_around_the_counter_counts_the_same():
 
 
 def test_compile_tracing_is_not_counted():
-    """torch.compile traces on fake tensors of its own (dynamo, AOTAutograd):
-    the first, compiling call counts what ran, not what was traced."""
-    x = torch.randn(64, 64)
-    compiled = torch.compile(lambda a: a @ a, backend="aot_eager", fullgraph=True)
+    """torch.compile traces on fake tensors of its own (dynamo, AOTAutograd)
+    and compiles the backward at its first call: the first, compiling step
+    counts what ran, not what was traced (inductor's lazily compiled
+    backward: tests/test_compile.py)."""
+    x = torch.randn(64, 64, requires_grad=True)
+    compiled = torch.compile(lambda a: (a @ a).sum(), backend="aot_eager", fullgraph=True)
     with FlopCounter() as fc:
-        compiled(x)          # traced, then run: one mm ran
+        compiled(x).backward()   # traced, compiled, then run
     with FlopCounter() as again:
-        compiled(x)          # cached
-    assert fc.executed_flops == again.executed_flops == MM_64
+        compiled(x).backward()   # cached
+    # forward 524,288; x @ x needs both input grads: model 3 x, executed 3 x
+    assert fc.executed_flops == again.executed_flops == 3 * MM_64
+    assert fc.model_flops == again.model_flops == 3 * MM_64
 
 
 def _flash_on_fake():

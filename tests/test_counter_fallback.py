@@ -64,12 +64,13 @@ def test_both_backends_agree_and_the_fallback_warns_once():
 
 def test_behaviour_suite_passes_on_the_fallback():
     """The whole behaviour suite (nesting, threads, failures, profile_flops,
-    hand arithmetic) again, on the fallback."""
+    hand arithmetic, fake tensors either way round) again, on the fallback."""
     env = dict(os.environ, MFU_TRACKER_DISABLE_TORCH_EXT="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-W", "ignore::RuntimeWarning:mfu_tracker.counter",
-         str(TESTS / "test_counter.py"), "-k", "not torch_compile"],
+         str(TESTS / "test_counter.py"), str(TESTS / "test_counter_fake.py"),
+         "-k", "not torch_compile and not backtrace"],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
@@ -242,11 +243,11 @@ _NEED_TYPES = {
 
 def test_higher_order_rows_read_the_flat_call():
     """The rows of higher-order ops (flex_attention and its backward) read
-    the flat argument list _dispatch.hop_args builds from the BlockMask
+    the flat argument list _args.hop_args builds from the BlockMask
     tuple: each position holds the BlockMask field its role names."""
     from torch.nn.attention.flex_attention import create_block_mask
 
-    from mfu_tracker.flops.counter._dispatch import hop_args
+    from mfu_tracker.flops.counter._args import hop_args
 
     mask = create_block_mask(lambda b, h, q, kv: q >= kv, 1, 2, 256, 256, device="cpu",
                              BLOCK_SIZE=(64, 128))

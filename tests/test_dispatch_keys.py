@@ -27,9 +27,10 @@ TESTS = Path(__file__).resolve().parent
 pytestmark = pytest.mark.skipif(counter_backend() != "torch-ext",
                                 reason="the C++ observer's keys (the fallback is forced)")
 
-# Counts an 8 x 8 x 8 mm in a fresh process after `setup` ran (the foreign
-# registrations), then again once FOREIGN_AFTER ran; prints the figures and
-# which of the foreign kernel's calls happened outside any counter.
+# Counts an 8 x 8 x 8 mm in a fresh process after `setup` ran, with one
+# counter over three blocks: `after` runs between the first two, `during`
+# inside the second; the figures after each block, and how often the foreign
+# kernel ran for an mm outside any block while the counter still lives.
 _SCRIPT = r"""
 import json, warnings, sys
 import torch
@@ -43,29 +44,43 @@ def foreign_mm(a, b):   # another library's kernel on the key: counts its calls,
     with torch._C._ExcludeDispatchKeyGuard(skip):
         return torch.mm(a, b)
 
+def register_foreign():
+    global lib
+    lib = torch.library.Library('aten', 'IMPL', key)
+    lib.impl('mm', foreign_mm)
+
 %(setup)s
 from mfu_tracker.counter import FlopCounter, counter_backend
 a = torch.randn(8, 8)
 out = {}
 with warnings.catch_warnings(record=True) as caught:
-    with FlopCounter(modules=False) as fc:
+    fc = FlopCounter(modules=False)
+    with fc:
         torch.mm(a, a)
     out["first"] = [fc.executed_flops, counter_backend()]
     %(after)s
-    with FlopCounter(modules=False) as fc2:
+    with fc:
+        %(during)s
         torch.mm(a, a)
-    out["second"] = [fc2.executed_flops, counter_backend()]
-    del fc, fc2
+    out["second"] = [fc.executed_flops, counter_backend(), fc.errors]
+    with fc:
+        torch.mm(a, a)
+    out["third"] = [fc.executed_flops, counter_backend()]
     before = len(calls)
-    torch.mm(a, a)                  # no counter alive: nothing of the key runs
+    torch.mm(a, a)                  # outside any block: nothing of the key runs
     out["outside_calls"] = len(calls) - before
+    del fc
+    before = len(calls)
+    torch.mm(a, a)                  # and none alive
+    out["outside_calls"] += len(calls) - before
 out["warnings"] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
 print(json.dumps(out))
 """
 
 
-def _run(setup: str = "", after: str = "pass", env: dict | None = None) -> dict:
-    code = _SCRIPT % {"setup": setup, "after": after}
+def _run(setup: str = "", after: str = "pass", during: str = "pass",
+         env: dict | None = None) -> dict:
+    code = _SCRIPT % {"setup": setup, "after": after, "during": during}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=600, env=dict(os.environ, **(env or {})))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -75,7 +90,9 @@ def _run(setup: str = "", after: str = "pass", env: dict | None = None) -> dict:
 
 def test_own_keys_count_and_warn_nothing():
     out = _run()
-    assert out["first"] == [1024, "torch-ext"] and out["second"] == [1024, "torch-ext"]
+    # 2 * 8 * 8 * 8 = 1,024 per mm
+    assert out["first"] == [1024, "torch-ext"] and out["second"] == [2048, "torch-ext", 0]
+    assert out["third"] == [3072, "torch-ext"]
     assert out["warnings"] == [] and out["outside_calls"] == 0
 
 
@@ -83,41 +100,65 @@ def test_a_fallback_registered_first_falls_back_with_one_warning():
     setup = ("lib = torch.library.Library('_', 'IMPL', key)\n"
              "lib.fallback(torch.library.fallthrough_kernel)")
     out = _run(setup)
-    assert out["first"] == [1024, "dispatch"] and out["second"] == [1024, "dispatch"]
+    assert out["first"] == [1024, "dispatch"] and out["third"] == [3072, "dispatch"]
     [warning] = out["warnings"]
     assert "TorchDispatchMode fallback" in warning
     assert "another library registered a fallback on the dispatch key " \
            "TESTING_ONLY_GenericMode first" in warning
 
 
+def test_an_mm_kernel_registered_before_the_first_count_falls_back_with_one_warning():
+    """Kernels of another library already on the key when the observer
+    loads: the key is someone else's; ours are never registered over them."""
+    out = _run(setup="register_foreign()")
+    assert out["first"] == [1024, "dispatch"] and out["third"] == [3072, "dispatch"]
+    [warning] = out["warnings"]
+    assert "another library registered kernels on the dispatch key " \
+           "TESTING_ONLY_GenericMode (aten::mm)" in warning
+
+
 def test_an_mm_kernel_registered_after_a_count_falls_back_with_one_warning():
     """torch lets the newer kernel win with only a printed warning; the next
-    counter's start finds it (its registration is not ours), counts on the
-    fallback, and the key leaves the thread: the foreign kernel no longer
-    runs for an mm outside any counter."""
-    after = ("lib = torch.library.Library('aten', 'IMPL', key)\n"
-             "    lib.impl('mm', foreign_mm)")
-    out = _run(after=after)
+    block's start finds it (its registration is not ours), counts on the
+    fallback -- the same counter keeps its first block --, and the key
+    leaves the thread: the foreign kernel no longer runs for an mm outside
+    a block, though the counter lives."""
+    out = _run(after="register_foreign()")
     assert out["first"] == [1024, "torch-ext"]
-    assert out["second"] == [1024, "dispatch"]  # not the silent 0 of the borrowed key
+    assert out["second"] == [2048, "dispatch", 0]  # not the silent 0 of the borrowed key
+    assert out["third"] == [3072, "dispatch"]
     [warning] = out["warnings"]
     assert "another library registered a kernel on the dispatch key " \
            "TESTING_ONLY_GenericMode for aten::mm" in warning
     assert out["outside_calls"] == 0
 
 
+def test_an_mm_kernel_registered_during_a_block_is_an_error_not_a_silent_zero():
+    """Registered inside a block, after its start: the block's mm never
+    reached the counter. Its end finds the kernel: one call that could not
+    be counted (the block's warning says so), then the fallback."""
+    out = _run(during="register_foreign()")
+    assert out["second"] == [1024, "dispatch", 1]
+    assert out["third"] == [2048, "dispatch"]
+    assert len(out["warnings"]) == 2
+    assert any("could not be counted" in w and "while counting" in w for w in out["warnings"])
+    assert any("TorchDispatchMode fallback" in w for w in out["warnings"])
+
+
 @pytest.mark.parametrize("answer, reason", [
-    ("None", "has no dispatch key TESTING_ONLY_GenericMode"),
-    ("torch._C._parse_dispatch_key('PythonDispatcher')", "not at"),
+    ("None if name == key else real(name)", "has no dispatch key TESTING_ONLY_GenericMode"),
+    ("real('PythonDispatcher') if name == key else real(name)", "not at"),
+    ("real('PythonDispatcher') if name == 'AutogradOther' else real(name)",
+     "is not above AutogradOther"),
 ])
 def test_a_torch_without_the_key_falls_back_with_one_warning(answer, reason):
     """Simulated: torch's own key parser -- what the loader asks -- says the
-    key does not exist (a torch that removed it) or sits elsewhere (moved)."""
+    key does not exist (a torch that removed it), sits at another value
+    (moved), or below autograd (moved in the order)."""
     setup = ("real = torch._C._parse_dispatch_key\n"
-             f"torch._C._parse_dispatch_key = lambda name: ({answer}) if name == key "
-             "else real(name)")
+             f"torch._C._parse_dispatch_key = lambda name: {answer}")
     out = _run(setup)
-    assert out["first"] == [1024, "dispatch"] and out["second"] == [1024, "dispatch"]
+    assert out["first"] == [1024, "dispatch"] and out["third"] == [3072, "dispatch"]
     [warning] = out["warnings"]
     assert "TorchDispatchMode fallback" in warning and reason in warning
 
@@ -164,6 +205,9 @@ from mfu_tracker.step import Tracker
 dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
 spec = user_gpu_spec(1000.0, name="fake GPU")
 with warnings.catch_warnings(record=True) as caught:
+    first = Tracker(1e9, spec=spec, warmup=0)   # the observer loaded, its kernels registered
+    first.close()
+    %(between)s
     t = Tracker(1e9, spec=spec, warmup=0)
     t.step()
     dist.all_reduce(torch.ones(256))               # 256 * 4 = 1024 bytes
@@ -181,11 +225,12 @@ print(json.dumps(out))
 """
 
 
-def _run_comm(setup: str = "") -> dict:
+def _run_comm(setup: str = "", between: str = "pass") -> dict:
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         pytest.skip("no torch.distributed / gloo")
-    proc = subprocess.run([sys.executable, "-c", _COMM % {"setup": setup}], capture_output=True,
-                          text=True, timeout=600)
+    code = _COMM % {"setup": setup, "between": between}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "frame #" not in proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -213,3 +258,20 @@ def test_comm_key_taken_or_missing_observes_through_the_mode(setup, reason):
     [warning] = out["warnings"]
     assert "TorchDispatchMode fallback" in warning and reason in warning
     assert not out["included_after_close"] and not out["mode_after_close"]
+
+
+def test_comm_kernel_registered_after_a_tracker_observes_through_the_mode():
+    """Another library's kernel on the communication key for
+    c10d::allreduce_ (a fallthrough: the collective would skip the
+    observer), registered after a first tracker: the next tracker's start
+    finds it and observes through the mode, one warning."""
+    between = ("lib = torch.library.Library('c10d', 'IMPL', 'TESTING_ONLY_GenericWrapper')\n"
+               "    lib.impl('allreduce_', torch.library.fallthrough_kernel)")
+    out = _run_comm(between=between)
+    assert out["bytes"] == {"all_reduce": 1024.0, "broadcast": 32.0}
+    [warning] = out["warnings"]
+    assert "TorchDispatchMode fallback" in warning
+    assert "another library registered a kernel on the dispatch key " \
+           "TESTING_ONLY_GenericWrapper for c10d::allreduce_" in warning
+    assert not out["included_after_close"] and not out["mode_after_close"]
+

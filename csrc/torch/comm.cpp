@@ -71,6 +71,8 @@ namespace {
 // checked: keys.cpp, docs/dispatch_keys.md); below the FLOP counter's key,
 // so a counted region sees the collective as well.
 constexpr c10::DispatchKey kCommKey = c10::DispatchKey::TESTING_ONLY_GenericWrapper;
+static_assert(kCommKey < c10::DispatchKey::TESTING_ONLY_GenericMode,
+              "the communication key must sit below the counting key (kernels.cpp)");
 const c10::DispatchKeySet kAfter(c10::DispatchKeySet::FULL_AFTER, kCommKey);
 
 const mfu_comm_api *g_api = nullptr;
@@ -526,8 +528,6 @@ int start() {
 void stop() { c10::impl::tls_set_dispatch_key_included(kCommKey, false); }
 
 bool observing() { return c10::impl::tls_is_dispatch_key_included(kCommKey); }
-
-bool registered() { return g_libraries != nullptr; }
 
 std::string foreign_kernel() {
   return g_handles == nullptr ? std::string() : first_foreign(*g_handles, kCommKey);

@@ -160,12 +160,6 @@ void include_key(bool on) { c10::impl::tls_set_dispatch_key_included(kCountKey, 
 
 int count_key() { return static_cast<int>(kCountKey); }
 
-bool count_key_registered() {
-  Registry &r = registry();
-  std::lock_guard<std::mutex> sync_lock(r.sync_mutex);
-  return r.ready;
-}
-
 std::string foreign_kernel() {
   Registry &r = registry();
   std::lock_guard<std::mutex> sync_lock(r.sync_mutex);

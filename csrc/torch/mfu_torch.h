@@ -44,8 +44,8 @@
  *     on plain tensors is the one that counts (once, per rank). Except fake
  *     tensors under the user's own FakeTensorMode, entered outside the
  *     counter or inside it: they count while a fake mode is active, no proxy
- *     (tracing) mode is and torch.compile is not compiling
- *     (set_compiling_check), as real tensors would; their cumulative
+ *     (tracing) mode is and torch.compile is not at work (set_compiling_check),
+ *     as real tensors would; their cumulative
  *     lengths are unknown (the worst case counts, flagged approximate).
  *   - Site (site.cpp): an op run while an autograd graph task is active on
  *     its thread (torch::autograd::get_current_graph_task_id() != -1) is a
@@ -187,8 +187,6 @@ void include_key(bool on);
 /* The counting key's value (c10::DispatchKey), for the Python kernels of
  * higher-order operators. */
 int count_key();
-/* Whether the counting key's fallthrough (ours) is registered. */
-bool count_key_registered();
 /* The first counted operator whose kernel on the counting key is not ours
  * ("aten::mm (registered at ...)"), or "" (keys.cpp). */
 std::string foreign_kernel();
@@ -264,9 +262,10 @@ at::RecordFunctionCallback audit_callback(int slot);
  * With `modules`, its forward-site calls are also added per module token
  * (module_enter). */
 int start(mfu_causal causal, bool modules);
-/* The Python callable telling whether torch.compile is compiling now
- * (torch.compiler.is_compiling): fake tensors then are its tracing's, not
- * the user's, and are not counted. GIL held; None: none (never counted). */
+/* The Python callable telling whether torch.compile is at work on the
+ * thread (tracing, or compiling a graph: _args.compiling_internally): fake
+ * tensors then are its own, not the user's, and are not counted. GIL held;
+ * None: none (fake tensors never count). */
 void set_compiling_check(PyObject *check);
 /* Stop the count in `slot` (must be the starting thread) and add its final
  * totals to *out (a counter's totals over its blocks): 0 / -1 + exception. */
@@ -324,9 +323,7 @@ int start();
 void stop();
 /* Whether the key is included on this thread. */
 bool observing();
-/* Whether the kernels are registered; the first collective whose kernel on
- * the key is not ours, or "" (keys.cpp). */
-bool registered();
+/* The first collective whose kernel on the key is not ours, or "" (keys.cpp). */
 std::string foreign_kernel();
 /* The key's value (c10::DispatchKey): higher-order operators, which
  * dispatch in Python on the thread's keys, are made to fall through it. */

@@ -1,7 +1,7 @@
 // module.cpp -- the CPython module mfu_tracker._torch: the counting and key
 // entry points, the method table and init; the communication entry points are
 // in module_comm.cpp; the work in observer.cpp, classify.cpp, convert.cpp. Import it
-// after `import torch` (it links libtorch); mfu_tracker/flops/counter/_counter.py does.
+// after `import torch` (it links libtorch); mfu_tracker/_native/_observer.py does.
 #include "mfu_torch.h"
 
 #include <cstring>
@@ -243,13 +243,6 @@ int which_key(PyObject *arg) {
   return -1;
 }
 
-PyObject *py_key_registered(PyObject *, PyObject *arg) {
-  const int which = which_key(arg);
-  if (which < 0)
-    return nullptr;
-  return PyBool_FromLong(which == 0 ? count_key_registered() : comm::registered());
-}
-
 PyObject *py_foreign_kernel(PyObject *, PyObject *arg) {
   const int which = which_key(arg);
   if (which < 0)
@@ -285,9 +278,6 @@ PyMethodDef methods[] = {
     {"set_compiling_check", py_set_compiling_check, METH_O,
      "set_compiling_check(fn, /)\n--\n\nfn() tells whether torch.compile is compiling "
      "(its fake tensors are not counted); None: fake tensors never count."},
-    {"key_registered", py_key_registered, METH_O,
-     "key_registered(key, /)\n--\n\nWhether this extension's kernels are registered on "
-     "the key (COUNT_KEY or COMM_KEY)."},
     {"foreign_kernel", py_foreign_kernel, METH_O,
      "foreign_kernel(key, /)\n--\n\nThe first operator whose kernel on the key (COUNT_KEY "
      "or COMM_KEY) another library registered over ours, with its registration, or None."},

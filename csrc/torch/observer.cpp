@@ -124,13 +124,13 @@ bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
   return false;
 }
 
-// torch.compiler.is_compiling (set_compiling_check); GIL guards it.
+// Whether torch.compile is at work (set_compiling_check); the GIL guards it.
 PyObject *g_compiling = nullptr;
 
 // Whether a call on Python-key tensors counts: the user's fake run -- a fake
 // mode active (entered around the counter or inside it), no proxy (tracing)
-// mode, and torch.compile not compiling (its tracing runs under a fake mode
-// of its own) -- not a subclass nor torch.compile's tracing.
+// mode, and torch.compile not at work (its tracing and its compiling of a
+// graph run under a fake mode of its own) -- not a subclass, nor compile's.
 bool user_fake_run() {
   using c10::impl::TorchDispatchModeKey;
   using c10::impl::TorchDispatchModeTLS;

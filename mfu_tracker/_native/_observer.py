@@ -100,9 +100,10 @@ def check_key(torch: Any, module: Any, which: str) -> Optional[str]:
     """Why the observer's key ``which`` ("count" or "comm") cannot be used in
     this process, or None: the running torch has no key of that name, or has
     it at another value (the module was built against other headers), or
-    below autograd / autocast (then ops would not be seen as called), or the
-    counting key not above the communication one; or another library
-    registered a fallback or kernels on it before the observer did."""
+    below autograd / autocast (then ops would not be seen as called); or
+    another library registered a fallback or kernels on it before the
+    observer did. (That the counting key sits above the communication key
+    is checked when the observer compiles: csrc/torch/comm.cpp.)"""
     value_attr, name_attr = KEYS[which]
     value, name = getattr(module, value_attr), getattr(module, name_attr)
     key = torch._C._parse_dispatch_key(name)
@@ -115,10 +116,6 @@ def check_key(torch: Any, module: Any, which: str) -> Optional[str]:
         below = torch._C._parse_dispatch_key(other)
         if below is not None and below.value >= value:
             return f"the dispatch key {name} is not above {other} in torch {torch.__version__}"
-    if which == "comm" and module.COUNT_KEY <= value:
-        return f"the dispatch key {name} is not below {module.COUNT_KEY_NAME}"
-    if module.key_registered(value):
-        return None  # ours are there already (an earlier check passed)
     if torch._C._dispatch_has_backend_fallback(key):
         return f"another library registered a fallback on the dispatch key {name} first"
     taken = torch._C._dispatch_get_registrations_for_dispatch_key(name)

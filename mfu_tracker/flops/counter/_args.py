@@ -16,8 +16,8 @@ from typing import Any
 from ..._native import _C
 from ..._dtypes import normalize_dtype
 
-__all__ = ["BLOCK_MASK_AT", "INPUTS", "Args", "count_call", "hop_args", "hop_name",
-           "is_compiling", "largest_input", "one_line", "tf32_bits"]
+__all__ = ["BLOCK_MASK_AT", "INPUTS", "Args", "compiling_internally", "count_call", "hop_args",
+           "hop_name", "is_compiling", "largest_input", "one_line", "tf32_bits"]
 
 # op name -> the arguments its count reads: ((position, role, need), ...)
 INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
@@ -184,6 +184,16 @@ def is_compiling() -> bool:
 
     check = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
     return bool(check())
+
+
+def compiling_internally() -> bool:
+    """Whether torch.compile is at work on this thread -- tracing (dynamo,
+    make_fx) or compiling a graph (inductor; a backward compiled lazily at
+    its first call, inside the tracing context it saved): the fake tensors it
+    runs ops on are its own, not a user's fake run."""
+    import torch
+
+    return bool(is_compiling()) or torch._guards.TracingContext.try_get() is not None
 
 
 def hop_name(hop: Any) -> str:

@@ -36,9 +36,8 @@ class ExtBackend:
     name = "torch-ext"
 
     def __init__(self, module: Any) -> None:
-        import torch
-
         from . import _hops
+        from ._args import compiling_internally
         from ._compiled import recompute_plan
 
         self.module = module
@@ -59,13 +58,18 @@ class ExtBackend:
         self.module_exit = module.module_exit
         self.sync = module.sync_kernels
         module.set_recompute_planner(recompute_plan)
-        module.set_compiling_check(torch.compiler.is_compiling)
+        module.set_compiling_check(compiling_internally)  # its fake tensors are not counted
 
     def foreign(self) -> Optional[str]:
-        """Why the counting key is no longer ours, or None: a counted op whose
-        kernel on it another library registered over ours (the dispatcher
-        lets the newer win with only a printed warning)."""
+        """Why the counting key is no longer ours, or None: another library
+        registered a fallback on it before ours (registered here, once), or
+        a kernel over ours for a counted op (the dispatcher lets the newer
+        win with only a printed warning)."""
         module = self.module
+        try:
+            module.sync_kernels()
+        except RuntimeError as exc:  # a foreign fallback: ours cannot be registered
+            return str(exc)
         found = module.foreign_kernel(module.COUNT_KEY)
         if found is None:
             return None

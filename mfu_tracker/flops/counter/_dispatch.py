@@ -32,7 +32,7 @@ from typing import Any
 from ..._native import _C
 from ..._dtypes import DTYPE_NAMES
 from ..._validate import check_causal_attention
-from ._args import INPUTS, count_call, hop_name, largest_input, one_line
+from ._args import INPUTS, compiling_internally, count_call, hop_name, largest_input, one_line
 from ._audit import merge_uncounted
 from ._totals import merge, zero_totals
 from ._sites import NodeSites
@@ -113,7 +113,8 @@ def _skip_subclass(args: tuple) -> bool:
     """A tensor subclass among the arguments: the op it becomes counts --
     unless they are fake tensors of the user's fake run (a FakeTensorMode
     active, entered around the counter or inside it; no proxy mode and not
-    torch.compile, whose tracing runs under a fake mode of its own)."""
+    torch.compile, whose tracing and compiling run under a fake mode of its
+    own)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
@@ -125,7 +126,7 @@ def _skip_subclass(args: tuple) -> bool:
     return not (all(isinstance(x, FakeTensor) for x in odd)
                 and torch._C._get_dispatch_mode(key.FAKE) is not None
                 and torch._C._get_dispatch_mode(key.PROXY) is None
-                and not torch.compiler.is_compiling())
+                and not compiling_internally())
 
 
 def _function_name(func: Any) -> str | None:
