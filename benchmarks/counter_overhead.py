@@ -27,7 +27,9 @@
    the same with its audit (a RecordFunction callback with inputs on every
    op: what observing ops through RecordFunction costs, docs/dispatch_keys.md)
    vs ``FlopCounterMode``: the ns each adds per call. This is where the
-   counter's own per-call work shows (parts 1 and 2 drown it in the model).
+   counter's own per-call work shows (parts 1 and 2 drown it in the model);
+   then one empty counted block (a block's start and stop with the check of
+   the borrowed dispatch key, docs/dispatch_keys.md).
 
     .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--runs 3]
         [--threads 1] [--only meta|training|ops]
@@ -164,6 +166,32 @@ def bench_ops(reps: int, calls: int = 20_000) -> None:
         fcm = min(times["FlopCounterMode"]) - base
         ratio = f"{fcm / ours:.1f}x" if ours > 0 else "inf (no measurable overhead)"
         print(f"  {label:<24}overhead ratio FlopCounterMode / FlopCounter(modules=False): {ratio}")
+    bench_blocks(reps)
+
+
+def bench_blocks(reps: int, blocks: int = 2_000) -> None:
+    """The cost of one empty counted block: the start and stop of a block,
+    with the check at each that no other library's kernel took a counted op
+    (docs/dispatch_keys.md), on a new counter and on one reused."""
+    import contextlib
+
+    reused = FlopCounter()
+    variants = {"nullcontext()": contextlib.nullcontext, "FlopCounter() new": FlopCounter,
+                "FlopCounter() reused": lambda: reused}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, make in variants.items():
+            gc.collect()
+            t0 = time.thread_time()
+            for _ in range(blocks):
+                with make():
+                    pass
+            times[name].append(time.thread_time() - t0)
+    base = min(times["nullcontext()"])
+    print(f"Empty counted block: {blocks:,} blocks per rep, thread CPU time, best of {reps} reps")
+    for name, ts in times.items():
+        print(f"  {name:<24}{min(ts) / blocks * 1e6:>8.1f} us/block"
+              f"{(min(ts) - base) / blocks * 1e6:>8.1f} us added")
 
 
 def _llama(hidden: int, batch: int, seq: int):
