@@ -56,9 +56,18 @@ $(STAMP): pyproject.toml setup.py constraints-test.txt
 build: $(STAMP)
 	MFU_TRACKER_WERROR=1 $(PY) setup.py -q build_ext --inplace
 
-build/ctest/%: tests/c/%.c $(CTEST_HDR) $(CORE_SRC) $(CORE_HDR)
+# The real nvml.h (the nvidia-nvml-dev package of the test extras, installed
+# by the set-up above, so cached in the venv and found offline): the fake
+# NVML is compiled from it, and test_gpm.c checks the core's copy of NVML's
+# GPM layouts against it (included by its path: the core has an nvml.h of its
+# own). Evaluated once, when first needed.
+NVML_INCLUDE = $(eval NVML_INCLUDE := $$(shell $(PY) tests/c/fake_nvml/nvml_include.py))$(NVML_INCLUDE)
+CTEST_INC = -Icsrc/core -Itests/c -DMFU_REAL_NVML_H='"$(NVML_INCLUDE)/nvml.h"'
+
+
+build/ctest/%: tests/c/%.c $(CTEST_HDR) $(CORE_SRC) $(CORE_HDR) | $(STAMP)
 	@mkdir -p build/ctest
-	$(CC) $(CFLAGS_CORE) -Icsrc/core -Itests/c -o $@ $< $(CORE_SRC) -lm -ldl
+	$(CC) $(CFLAGS_CORE) $(CTEST_INC) -o $@ $< $(CORE_SRC) -lm -ldl
 
 ctest: $(CTESTS)
 	@set -e; for t in $(CTESTS); do echo "== $$t"; $$t; done
@@ -79,9 +88,9 @@ ctest: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
 # libnvidia-ml.so.1, through MFU_TRACKER_NVML_LIBRARY.
 FAKE_NVML := build/ctest/libfake_nvml.so
 
-$(FAKE_NVML): tests/c/fake_nvml/fake_nvml.c
+$(FAKE_NVML): tests/c/fake_nvml/fake_nvml.c | $(STAMP)
 	@mkdir -p build/ctest
-	$(CC) $(CFLAGS_CORE) -fPIC -shared -o $@ $<
+	$(CC) $(CFLAGS_CORE) -I$(NVML_INCLUDE) -fPIC -shared -o $@ $<
 
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: $(FAKE_NVML)
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_NVML_LIBRARY = $(abspath $(FAKE_NVML))
@@ -112,8 +121,8 @@ build/asan/core/%.o: csrc/core/%.c $(CORE_HDR)
 	@mkdir -p build/asan/core
 	$(CC) $(CFLAGS_ASAN) -c -o $@ $<
 
-build/asan/%: tests/c/%.c $(CTEST_HDR) $(ASAN_CORE_OBJ)
-	$(CC) $(CFLAGS_ASAN) -Icsrc/core -Itests/c -o $@ $< $(ASAN_CORE_OBJ) -lm -ldl
+build/asan/%: tests/c/%.c $(CTEST_HDR) $(ASAN_CORE_OBJ) | $(STAMP)
+	$(CC) $(CFLAGS_ASAN) $(CTEST_INC) -o $@ $< $(ASAN_CORE_OBJ) -lm -ldl
 
 .SECONDARY: $(ASAN_CORE_OBJ) build/fuzz/standalone.o
 

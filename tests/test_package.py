@@ -16,10 +16,10 @@ def test_import_loads_neither_torch_nor_transformers():
 
 def test_stale_extension_is_refused_with_the_fix():
     code = (
-        "import importlib, mfu_tracker, mfu_tracker._C as C\n"
+        "import importlib, mfu_tracker, mfu_tracker._native as native, mfu_tracker._C as C\n"
         "C.__version__ = '0.0.0-stale'\n"
         "try:\n"
-        "    importlib.reload(mfu_tracker)\n"
+        "    importlib.reload(native)\n"
         "except ImportError as e:\n"
         "    print('refused:', e)\n"
     )

@@ -596,6 +596,10 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("Nvml()", _C.Nvml, I(3), exc=TypeError)
     opened = _C.Nvml(S(_fake_nvml.UUID), S(nvml_path))
     add("Nvml.read", opened.read)
+    unopened = _C.Nvml(S(_fake_nvml.UUID), S(nvml_path))
+    add("Nvml.gpm_sample", unopened.gpm_sample, exc=RuntimeError)  # GPM never opened on it
+    add("Nvml.gpm_open", opened.gpm_open)
+    add("Nvml.gpm_sample", opened.gpm_sample)                     # a window under 0.1 s
     add("Nvml.__init__", opened.__init__, S(_fake_nvml.UUID), exc=RuntimeError)
 
     # -- py_comm.c, py_links.c: communication (issue 24); no sink subscribed here

@@ -21,7 +21,10 @@
 # figures), doctor.log (stderr), the same three for the quick pass
 # (doctor-quick.*), env.txt (machine, driver, torch, setuptools, git
 # revision), build.log, run.log, status (the full doctor's exit status:
-# 0 = no FAIL).
+# 0 = no FAIL), hardware.json (benchmarks/gpu/hardware_check.py: a bf16 GEMM
+# loop must show hw/tensor_active high and MFU consistent with it, a
+# memory-bound copy loop hw/dram_bw_util high and MFU near 0; its status in
+# hardware.status, limit HARDWARE_TIMEOUT, default 60 s).
 # Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
 set -euo pipefail
@@ -39,6 +42,7 @@ DEVICE=${DEVICE:-0}
 BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
 DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
+HARDWARE_TIMEOUT=${HARDWARE_TIMEOUT:-60}
 read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
 
 log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
@@ -95,6 +99,15 @@ PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$QUICK_TIMEOUT" \
     "$PYTHON" -m mfu_tracker doctor --quick --device "$DEVICE" --json "$OUTDIR/doctor-quick.json" \
     > "$OUTDIR/doctor-quick.txt" 2> "$OUTDIR/doctor-quick.log"
 log "quick doctor exited $?"
+set -e
+
+# The hardware counters against loops of known character (Hopper or later).
+log "hardware counters check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): hardware.json"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
+    "$PYTHON" benchmarks/gpu/hardware_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/hardware.txt" 2>&1
+echo $? > "$OUTDIR/hardware.status"
+log "hardware check exited $(cat "$OUTDIR/hardware.status")"
 set -e
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"

@@ -1,5 +1,6 @@
 /* blocks.c -- decoder blocks and chunked scans (see blocks.h). */
 #include "blocks.h"
+#include "family_hybrid.h"
 
 static double head_dim_of(const mfu_transformer_dims *d)
 {
@@ -119,16 +120,22 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * expert (Qwen2MoeSparseMoeBlock.shared_expert with shared_expert_gate
  * [d -> 1]; DeepseekV3MoE.shared_experts of width n_shared * I_moe;
  * Llama4TextMoe.shared_expert). DeepSeek's e_score_correction_bias is a
- * buffer, not a parameter. */
+ * buffer, not a parameter. Latent experts (Nemotron-H): family_hybrid.h. */
 void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all)
 {
     const double h = (double)d->hidden_size, e = (double)d->num_experts;
     const double k = (double)d->experts_per_token;
-    const mfu_tally expert = mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    mfu_tally expert = d->moe_latent_size > 0
+                           ? mfu_latent_expert_tally(d)
+                           : mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    const mfu_tally latent = d->moe_latent_size > 0 ? mfu_latent_projection_tally(d)
+                                                    : (mfu_tally){0};
     mfu_tally shared = {0};
 
+    if (d->unbiased_experts) /* NemotronHExperts: no bias whatever mlp_bias */
+        expert.params = expert.matmul;
     if (d->shared_expert_intermediate_size > 0) {
         shared = mfu_mlp_tally(d, o, (double)d->shared_expert_intermediate_size);
         if (d->shared_expert_gate) {
@@ -136,7 +143,8 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
             shared.params += h;
         }
     }
-    *active = *all = (mfu_tally){.matmul = h * e, .params = h * e + (d->router_bias ? e : 0.0)};
+    *active = *all = (mfu_tally){.matmul = h * e + latent.matmul,
+                                 .params = h * e + (d->router_bias ? e : 0.0) + latent.params};
     active->matmul += k * expert.matmul + shared.matmul;
     active->params += k * expert.params + shared.params;
     active->lora = k * expert.lora + shared.lora;
@@ -178,7 +186,8 @@ double mfu_ssm_conv_channels(const mfu_transformer_dims *d)
 /* Mamba-2 (Dao & Gu, arXiv:2405.21060; transformers Mamba2Mixer):
  * in_proj [d -> I + (I + 2GN) + H_s] (z, xBC, dt), conv1d depthwise over
  * I + 2GN channels (bias: use_conv_bias), dt_bias / A_log / D (H_s each),
- * MambaRMSNormGated(I), out_proj [I -> d] (bias: use_bias). */
+ * MambaRMSNormGated(I) (ssm_norm), out_proj [I -> d] (bias: use_bias; the
+ * in_proj bias is ssm_proj_bias, the out_proj one ssm_out_proj_bias). */
 mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
 {
     const double h = (double)d->hidden_size;
@@ -188,11 +197,15 @@ mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
     mfu_tally r = {0};
 
     r.matmul = h * proj_out + inner * h;
-    r.params = r.matmul + conv * (double)d->ssm_conv_kernel + 3.0 * hs + inner;
+    r.params = r.matmul + conv * (double)d->ssm_conv_kernel + 3.0 * hs;
+    if (d->ssm_norm) /* Falcon-H1: only with mamba_rms_norm */
+        r.params += inner;
     if (d->ssm_conv_bias)
         r.params += conv;
     if (d->ssm_proj_bias)
-        r.params += proj_out + h;
+        r.params += proj_out;
+    if (d->ssm_out_proj_bias) /* Falcon-H1: projectors_bias */
+        r.params += h;
     return r;
 }
 

@@ -35,6 +35,12 @@ typedef struct mfu_family {
     int tie_word_embeddings;
     int64_t linear_chunk_size; /* gated DeltaNet chunk (the kernel's, fixed) */
     mfu_vision_kind vision;
+    /* hybrid mixers (family_mla.h, family_hybrid.h) */
+    mfu_linear_kind linear_kind;
+    mfu_ssm_kind ssm_kind;
+    int ssm_parallel;
+    int ssm_inner_norms;
+    int unbiased_experts;
 } mfu_family;
 
 /* The row of `model_type`, or NULL. */

@@ -62,6 +62,7 @@
 #include "comm.h"
 #include "links.h"
 #include "nvml.h"
+#include "gpm.h"
 #include "mfu_limits.h"
 
 #endif /* MFU_CORE_H */

@@ -143,6 +143,21 @@ mfu_status mfu_nvml_open(const char *path, const char *device_id, mfu_nvml **out
     return MFU_OK;
 }
 
+void *mfu_nvml_symbol(const mfu_nvml *n, const char *name)
+{
+    return symbol(n->library, name);
+}
+
+void *mfu_nvml_device(const mfu_nvml *n)
+{
+    return n->device;
+}
+
+void mfu_nvml_call_error(const mfu_nvml *n, mfu_gpu_error *error, const char *call, int code)
+{
+    call_error(n, error, call, code);
+}
+
 int mfu_nvml_throttled(uint64_t reasons)
 {
     return (reasons & MFU_NVML_THROTTLE_POWER_THERMAL) != 0;

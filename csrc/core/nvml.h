@@ -94,6 +94,14 @@ mfu_status mfu_nvml_read(mfu_nvml *nvml, mfu_nvml_sample *sample, mfu_gpu_error 
 /* 1 when `reasons` holds a power or thermal throttle reason. */
 int mfu_nvml_throttled(uint64_t reasons);
 
+/* For the GPM counters (gpm.h), which share the loaded library and the
+ * device: a call of the library (NULL when it lacks it), the device handle
+ * (an nvmlDevice_t), and *error set to a failed call (its name, code and
+ * NVML's text for the code). */
+void *mfu_nvml_symbol(const mfu_nvml *nvml, const char *name);
+void *mfu_nvml_device(const mfu_nvml *nvml);
+void mfu_nvml_call_error(const mfu_nvml *nvml, mfu_gpu_error *error, const char *call, int code);
+
 /* nvmlShutdown and dlclose; NULL is a no-op. */
 void mfu_nvml_close(mfu_nvml *nvml);
 

@@ -6,6 +6,10 @@
  * Python layer, mfu_tracker/timing/_telemetry.py, turns that into one warning and
  * missing keys). read() never raises for a driver failure: it returns the
  * figures NVML gave and the first failure's description.
+ *
+ * The GPM counters (core/gpm.h) ride on the same handle: gpm_open() once,
+ * then gpm_sample() at each window edge; neither raises for a driver
+ * failure: they say why in a string.
  */
 #include <math.h>
 #include <stddef.h>
@@ -17,6 +21,7 @@
 typedef struct {
     PyObject_HEAD
     mfu_nvml *nvml; /* NULL until __init__ succeeds */
+    mfu_gpm *gpm;   /* NULL until gpm_open() succeeds */
 } nvml_object;
 
 /* "nvmlInit_v2 failed with 999 (Unknown Error)" or "dlopen: <detail>". */
@@ -135,10 +140,90 @@ static PyObject *nvml_read(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-/* NVML shut down and unloaded with the object. */
+/* gpm_open() -> None when the GPM counters are available, else why not. */
+static PyObject *nvml_gpm_open(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    nvml_object *n = (nvml_object *)self;
+    mfu_gpu_error error;
+    mfu_status status;
+    char cause[300];
+
+    if (n->nvml == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Nvml.__init__ was not called");
+        return NULL;
+    }
+    if (n->gpm != NULL)
+        Py_RETURN_NONE;
+    Py_BEGIN_CRITICAL_SECTION(self);
+    status = mfu_gpm_open(n->nvml, &n->gpm, &error);
+    Py_END_CRITICAL_SECTION();
+    if (status == MFU_OK)
+        Py_RETURN_NONE;
+    if (status == MFU_ERR_NO_MEMORY)
+        return PyErr_NoMemory();
+    describe(&error, cause, sizeof cause);
+    return PyUnicode_FromString(cause);
+}
+
+/* The window's figures, keyed by name: only those NVML gave. */
+static PyObject *gpm_figures(const mfu_gpm_window *w)
+{
+    static const char *const names[MFU_GPM_FIGURES] = {
+        [MFU_GPM_TENSOR_ACTIVE] = "tensor_active", [MFU_GPM_DRAM_BW_UTIL] = "dram_bw_util",
+        [MFU_GPM_SM_ACTIVE] = "sm_active", [MFU_GPM_SM_OCCUPANCY] = "sm_occupancy",
+        [MFU_GPM_NVLINK_GBS] = "nvlink_gbs"};
+    PyObject *dict = PyDict_New();
+    for (int i = 0; dict != NULL && i < MFU_GPM_FIGURES; i++) {
+        PyObject *value;
+        if (!(w->valid & (1u << i)))
+            continue;
+        value = PyFloat_FromDouble(w->value[i]);
+        if (value == NULL || PyDict_SetItemString(dict, names[i], value) < 0)
+            Py_CLEAR(dict);
+        Py_XDECREF(value);
+    }
+    return dict;
+}
+
+/* gpm_sample() -> (figures, seconds, failure) */
+static PyObject *nvml_gpm_sample(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    nvml_object *n = (nvml_object *)self;
+    mfu_gpm_window w;
+    mfu_gpu_error error;
+    mfu_status status;
+    char cause[300];
+    PyObject *figures, *seconds, *failure, *result = NULL;
+
+    if (n->gpm == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Nvml.gpm_open() did not succeed");
+        return NULL;
+    }
+    Py_BEGIN_CRITICAL_SECTION(self);
+    status = mfu_gpm_sample(n->gpm, &w, &error);
+    Py_END_CRITICAL_SECTION();
+    (void)status; /* error.call says whether anything failed */
+    figures = gpm_figures(&w);
+    seconds = mfu_py_float_or_none(w.seconds);
+    if (error.call == NULL) {
+        failure = Py_NewRef(Py_None);
+    } else {
+        describe(&error, cause, sizeof cause);
+        failure = PyUnicode_FromString(cause);
+    }
+    if (figures != NULL && seconds != NULL && failure != NULL)
+        result = PyTuple_Pack(3, figures, seconds, failure);
+    Py_XDECREF(figures);
+    Py_XDECREF(seconds);
+    Py_XDECREF(failure);
+    return result;
+}
+
+/* NVML shut down and unloaded with the object (its GPM samples first). */
 static void nvml_dealloc(PyObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    mfu_gpm_close(((nvml_object *)self)->gpm);
     mfu_nvml_close(((nvml_object *)self)->nvml);
     type->tp_free(self);
     Py_DECREF(type); /* a heap type's instances hold a reference to it */
@@ -156,6 +241,15 @@ static PyMethodDef nvml_methods[] = {
      "power_w (W), sm_clock_mhz, sm_clock_max_mhz (MHz), throttle_reasons "
      "(NVML's mask), throttled (1: a power or thermal reason); None where NVML "
      "did not give it. failure: None, or the first failing call described."},
+    {"gpm_open", nvml_gpm_open, METH_NOARGS,
+     "gpm_open($self, /)\n--\n\nStart the GPM counters (Hopper and later): None, or "
+     "why they are unavailable (a call missing or failing, the device not supported)."},
+    {"gpm_sample", nvml_gpm_sample, METH_NOARGS,
+     "gpm_sample($self, /)\n--\n\nA window edge (never waits): (figures, seconds, failure). "
+     "figures over the window since the previous edge: tensor_active, dram_bw_util, "
+     "sm_active, sm_occupancy (0-1 shares) and nvlink_gbs (GB/s), only those NVML "
+     "gave ({} on the first edge and for a window under 0.1 s). seconds: the window, "
+     "None on the first edge. failure: None, or the first failing call or metric."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -184,9 +278,15 @@ static PyType_Spec nvml_spec = MFU_PY_TYPE_SPEC(
 
 int mfu_py_nvml_exec(PyObject *module)
 {
-    PyObject *type = PyType_FromModuleAndSpec(module, &nvml_spec, NULL);
+    PyObject *type = PyType_FromModuleAndSpec(module, &nvml_spec, NULL), *interval;
     int rc = type == NULL ? -1 : PyModule_AddType(module, (PyTypeObject *)type);
     Py_XDECREF(type);
+    if (rc < 0)
+        return -1;
+    /* GPM's shortest window, seconds (core/gpm.h) */
+    interval = PyFloat_FromDouble(MFU_GPM_MIN_INTERVAL_S);
+    rc = interval == NULL ? -1 : PyModule_AddObjectRef(module, "GPM_MIN_INTERVAL_S", interval);
+    Py_XDECREF(interval);
     if (rc < 0)
         return -1;
     return PyModule_AddFunctions(module, nvml_module_methods);

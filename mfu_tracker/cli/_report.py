@@ -26,7 +26,10 @@ spelled here; ``{p}`` is the metric prefix, found from the MFU key):
    first appear); each bar is as high as its printed ``sum``;
 3. per-rank MFU when present: the spread ``{p}/mfu_rank_min`` / ``mean`` /
    ``max`` over steps;
-4. the job ledger when the log has run records (:mod:`mfu_tracker.job._ledger`):
+4. the hardware panel when the log has the GPM keys (:mod:`._report_hardware`):
+   MFU against ``{p}/hw/tensor_active``, MBU against ``{p}/hw/dram_bw_util``;
+   the waterfall's compute share is annotated with them;
+5. the job ledger when the log has run records (:mod:`mfu_tracker.job._ledger`):
    one bar per run and one for the job, goodput then each badput bucket, as
    fractions of each bar's wall time.
 
@@ -53,6 +56,7 @@ from .._install import DISTRIBUTION
 from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
 from ..job._records import Log, LogError, Run, invalid_reason, peak_disagrees, read_log
 from ..timing._metrics import FAMILIES, KEYS, metric_key
+from . import _report_hardware as hardware
 
 __all__ = ["ReportError", "Report", "load", "plan", "numbers_text", "render", "run"]
 
@@ -205,6 +209,7 @@ class Report:
     caveat: Optional[str] = None
     ledger: Optional[JobLedger] = None
     diagnosis: Optional[str] = None
+    hardware: Optional[hardware.HardwarePanel] = None
 
     @property
     def mfu_key(self) -> str:
@@ -342,7 +347,10 @@ def plan(log: Log, prefix: Optional[str] = None, which: str = "last") -> Report:
     if not (report.mfu or report.waterfall or report.ranks):
         raise ReportError(f"no {report.mfu_key}, {metric_key(prefix, LOST)}/* or per-rank MFU "
                           f"values in the input (prefix {prefix!r}; found: {find_prefix(records)!r})")
+    report.hardware = hardware.hardware_panel(records, prefix)
     _missing(report)
+    if report.hardware is None:
+        report.missing.append(hardware.MISSING)
     _peak_and_caveat(report, runs)
     _diagnose(report, records)
     if log.runs and all(run.record is not None for run in log.runs):
@@ -409,6 +417,9 @@ def numbers_text(report: Report) -> str:
         for (step, shares), top in zip(report.waterfall, report.bar_tops()):
             cells = " ".join(f"{key}={value!r}" for key, value in shares.items())
             lines.append(f"  step={step} {cells} sum={top!r}")
+        note = hardware.compute_note(report.hardware, report.waterfall[-1][0])
+        if note:
+            lines.append(f"  {note}")
     if report.ranks:
         lines.append("per-rank MFU:")
         slowest = dict(report.slowest)
@@ -418,6 +429,8 @@ def numbers_text(report: Report) -> str:
             if step in slowest:
                 cells.append(f"{metric_key(report.prefix, SLOWEST)}={int(slowest[step])}")
             lines.append(f"  step={step} " + " ".join(cells))
+    if report.hardware is not None:
+        lines += report.hardware.lines()
     steps = report.steps()
     if steps:
         lines.append(f"x axis: steps {steps[0]}..{steps[-1]} (the logged steps; ticks at "
@@ -538,6 +551,10 @@ def _draw_waterfall(ax: Any, report: Report) -> None:
     ax.set_xlabel("step (as logged)")
     ax.set_ylim(min(0.0, min(tops)), max(1.0, max(tops)))
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    note = hardware.compute_note(report.hardware, report.waterfall[-1][0])
+    if note:
+        ax.text(0.01, 0.98, note, transform=ax.transAxes, fontsize="x-small", va="top",
+                bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
 
 
 def _draw_ranks(ax: Any, report: Report) -> None:
@@ -573,7 +590,7 @@ def _draw_ledger(ax: Any, ledger: JobLedger) -> None:
 
 def panels(report: Report) -> int:
     """How many panels the picture has."""
-    return 2 + bool(report.ranks) + (report.ledger is not None)
+    return 2 + bool(report.ranks) + (report.hardware is not None) + (report.ledger is not None)
 
 
 def png_bytes(report: Report, title: str = "") -> bytes:
@@ -587,6 +604,9 @@ def png_bytes(report: Report, title: str = "") -> bytes:
         index = 2
         if report.ranks:
             _draw_ranks(axes[index], report)
+            index += 1
+        if report.hardware is not None:
+            hardware.draw(axes[index], report.hardware, lambda ax: _steps_axis(ax, report))
             index += 1
         if report.ledger is not None:
             _draw_ledger(axes[index], report.ledger)

@@ -192,6 +192,8 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         merged["num_sliding_layers"] = merged.get("num_layers", 0)
     if merged.get("head_dim") is None:
         merged.pop("head_dim", None)
+    if "ssm_proj_bias" in dims and "ssm_out_proj_bias" not in dims:
+        merged["ssm_out_proj_bias"] = dims["ssm_proj_bias"]  # one keyword for both, as before
     if tie_word_embeddings is not None:
         merged["tie_word_embeddings"] = check_flag(tie_word_embeddings, "tie_word_embeddings")
     return ConfigDims(merged, read.sources, read.vision, read.model_type)
@@ -273,8 +275,10 @@ def transformer_flops(
             of a model type in ``_C.transformer_families()``: dense
             (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma2, gemma3_text,
             olmo2), MoE (mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v3,
-            glm4_moe, llama4_text), hybrid / SSM (qwen3_next, mamba2), VLM
-            (qwen2_5_vl, qwen3_vl), or a nanoGPT ``GPTConfig`` dict; or None
+            glm4_moe, llama4_text, deepseek_v2, glm4_moe_lite), hybrid / SSM
+            (qwen3_next, qwen3_5, qwen3_5_moe, kimi_linear, mamba2,
+            granitemoehybrid, nemotron_h, falcon_h1, jamba, lfm2), VLM
+            (qwen2_5_vl, qwen3_vl, qwen3_5), or a nanoGPT ``GPTConfig`` dict; or None
             with the dimensions given as keywords (every field of
             ``_C.transformer_dim_names()``: ``hidden_size``, ``num_layers``,
             ``num_heads``, ``vocab_size``, ``intermediate_size``,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, TypeVar
+from typing import Any, Callable, Deque, Dict, Optional, TypeVar, Union
 
 from .._dtypes import normalize_dtype
 from .._validate import (
@@ -49,10 +49,12 @@ from .._validate import (
     check_optional_number,
     check_peak_tflops,
     check_prefix,
+    check_instance,
     check_sample_batch,
 )
 from ..flops.counter._compiled import apply_deferred
 from ..peaks._table import GPUSpec, check_spec
+from ..timing._hardware import check_memory
 from ._auto_phases import AutoPhases
 from ._step_flops import (
     StepCounter,
@@ -114,6 +116,8 @@ class CallbackCore:
         clock: str = "auto",
         phases: bool = True,
         log_path: Any = None,
+        telemetry: Union[bool, str, None] = None,
+        memory: Union[bool, str, None] = None,
     ) -> None:
         """The constructor every callback shares (the peer's, plus keyword-only
         options); arguments are documented on the callbacks. Errors name them."""
@@ -135,6 +139,10 @@ class CallbackCore:
         self.clock = check_clock(clock)
         self.phases = check_flag(phases, "phases")
         self.log_path = check_log_path(log_path)
+        if telemetry is not None:
+            check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
+        check_memory(memory)
+        self.telemetry, self.memory = telemetry, memory
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
         self.resolved_dtype: Optional[str] = None
         self._warned: set = set()
@@ -190,7 +198,8 @@ class CallbackCore:
                                 param_bytes=self._param_bytes, num_gpus=self.num_gpus,
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
                                 clock=self.clock, log_path=self.log_path,
-                                start_step=max(0, int(start_step)))
+                                start_step=max(0, int(start_step)), telemetry=self.telemetry,
+                                memory=self.memory)
         if self.phases:
             self._phases = AutoPhases(self._tracker)
             self._phases.compiled(model)

@@ -139,6 +139,13 @@ class MFUCallback(CallbackCore, TrainerCallback):
             line per logging step with ``step`` (``state.global_step``) and
             ``time`` (rank 0 only; the input of ``mfu-tracker report``; a
             failing write warns once and stops the logging). None: no file.
+        telemetry: NVML telemetry and the hardware counters (``hw/*``) of the
+            device: None (on for a CUDA device), True, False, or an NVML
+            device id (:class:`~mfu_tracker.Tracker`'s ``telemetry``).
+        memory: the caching allocator's headroom (``memory/*``): None (on for
+            a CUDA / ROCm device), True, False, or "window" for per-window
+            peaks (resets the allocator's peak statistics at each log, so
+            ``torch.cuda.max_memory_allocated()`` restarts there too).
 
     Attributes:
         history: one dict per emitted log (``step``, ``steps``, ``window_s``,

@@ -138,6 +138,13 @@ class MFUCallback(CallbackCore, Callback):
         log_path: append each logged dict to this JSONL file, with ``step``
             (``trainer.global_step``) and ``time`` (rank 0 only; the input of
             ``mfu-tracker report``). None: no file.
+        telemetry: NVML telemetry and the hardware counters (``hw/*``) of the
+            device: None (on for a CUDA device), True, False, or an NVML
+            device id (:class:`~mfu_tracker.Tracker`'s ``telemetry``).
+        memory: the caching allocator's headroom (``memory/*``): None (on for
+            a CUDA / ROCm device), True, False, or "window" for per-window
+            peaks (resets the allocator's peak statistics at each log, so
+            ``torch.cuda.max_memory_allocated()`` restarts there too).
 
     Attributes:
         history: one dict per log (``step``, ``steps``, ``window_s``,

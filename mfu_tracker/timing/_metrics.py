@@ -60,6 +60,29 @@ KEYS: Tuple[MetricKey, ...] = (
         ("clock_ratio", "ratio", "SM clock / maximum SM clock"),
         ("throttled", "flag", "1 when a power or thermal clock-event reason is set"),
     )),
+    # what the hardware did over the window (mfu_tracker.timing._hardware: NVML
+    # GPM, Hopper and later, windows >= 0.1 s; docs/hardware-counters.md)
+    *(MetricKey(name, name.replace("/", "_"), 1.0, unit, meaning) for name, unit, meaning in (
+        ("hw/tensor_active", "ratio", "share of the window the tensor pipes were busy "
+         "(GPM ANY_TENSOR_UTIL)"),
+        ("hw/dram_bw_util", "ratio", "DRAM bandwidth used / its peak over the window "
+         "(GPM DRAM_BW_UTIL): the measured MBU"),
+        ("hw/sm_active", "ratio", "share of the window the SMs were busy (GPM SM_UTIL)"),
+        ("hw/sm_occupancy", "ratio", "active warps / the SMs' maximum (GPM SM_OCCUPANCY)"),
+        ("hw/nvlink_gbs", "GB/s", "NVLink traffic, received + sent, all links"),
+        ("hw/mfu_consistency", "ratio", "mfu / hw/tensor_active: the self-check of MFU"),
+        ("comm_link_measured_util", "ratio", "hw/nvlink_gbs / the NVLink peak, both "
+         "directions: measured, beside the computed net_utilization"),
+        # the caching allocator's host-side statistics (mfu_tracker.timing._memory)
+        ("memory/peak_allocated_gib", "GiB", "peak memory held by tensors (running, or the "
+         "window's with per-window peaks)"),
+        ("memory/peak_allocated_frac", "ratio", "memory/peak_allocated_gib / device memory"),
+        ("memory/peak_reserved_gib", "GiB", "peak memory the caching allocator reserved"),
+        ("memory/peak_reserved_frac", "ratio", "memory/peak_reserved_gib / device memory"),
+        ("memory/alloc_retries", "count", "allocations retried after freeing the cache, "
+         "in the window"),
+        ("memory/ooms", "count", "out-of-memory errors the allocator raised in the window"),
+    )),
     # distributed (mfu_tracker.distributed.DistributedFigures)
     MetricKey("tokens_per_sec_per_device", "tokens_per_sec_per_device", 1.0, "tokens/s",
               "tokens/s over all devices"),

@@ -21,12 +21,24 @@ figure                    meaning
 ``throttled``             1 when NVML reports a power or thermal clock-event reason
 ========================  ==========================================================
 
+On Hopper and later the same handle reads NVML's GPM counters at the same
+edges (``csrc/core/gpm.h``): what the hardware did over the interval, each a
+share of it -- ``hw_tensor_active`` (tensor pipes busy), ``hw_dram_bw_util``
+(DRAM bandwidth against its peak: the measured MBU), ``hw_sm_active``,
+``hw_sm_occupancy`` -- and ``hw_nvlink_gbs`` (NVLink received + sent, GB/s),
+with ``hw_window_s``, the interval they cover. An interval under
+``_C.GPM_MIN_INTERVAL_S`` (0.1 s) gives none of them (NVML's counters refresh
+that often: a shorter one reads noise). Where GPM is not supported (before
+Hopper, a MIG instance or vGPU without it, no permission, a driver without
+the calls) they are left out, with one warning saying why; never 0.
+
 The device is found by its UUID or PCI bus id (what the CUDA driver reports,
 so a reordered ``CUDA_VISIBLE_DEVICES`` maps right). A missing or failing
 NVML leaves the figures out, with one warning; nothing here raises into a
 training loop.
 
-AMD GPUs: not read (amdsmi is not loaded); the keys are left out.
+AMD GPUs: not read (amdsmi is not loaded); the keys are left out, with one
+warning (mfu_tracker.timing._hardware).
 """
 from __future__ import annotations
 
@@ -79,6 +91,43 @@ def _warn(what: str, cause: str) -> None:
                   f"power, energy and clock keys are left out", RuntimeWarning, stacklevel=4)
 
 
+def _warn_gpm(what: str, cause: str) -> None:
+    warnings.warn(f"mfu_tracker: {what}: hardware counters: {cause}; the hw/* keys are "
+                  f"left out", RuntimeWarning, stacklevel=5)
+
+
+class _Gpm:
+    """NVML's GPM counters on a telemetry handle, read at its edges (module doc)."""
+
+    __slots__ = ("_nvml", "_what", "_warned")
+
+    def __init__(self, nvml: "_C.Nvml", what: str) -> None:
+        self._nvml = nvml
+        self._what = what
+        self._warned: set = set()
+        self.sample()  # the first edge: no window yet
+
+    def _once(self, key: str, cause: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            _warn_gpm(self._what, cause)
+
+    def sample(self) -> Dict[str, float]:
+        """A window edge: ``hw_*`` figures over the interval since the
+        previous one, and ``hw_window_s``; {} when it is under the minimum."""
+        figures, seconds, failure = self._nvml.gpm_sample()
+        if failure is not None:
+            self._once(f"failure:{failure}", f"NVML: {failure}")  # each cause once
+        if seconds is not None and seconds < _C.GPM_MIN_INTERVAL_S:
+            self._once("short", f"a window of {seconds * 1e3:.0f} ms between two readings is "
+                                f"under the {_C.GPM_MIN_INTERVAL_S * 1e3:.0f} ms GPM needs (log "
+                                f"less often to get them)")
+        out = {f"hw_{name}": value for name, value in figures.items()}
+        if out:
+            out["hw_window_s"] = seconds
+        return out
+
+
 class Telemetry:
     """NVML readings of one device at window edges (see the module doc).
 
@@ -86,26 +135,39 @@ class Telemetry:
     when NVML or the device cannot be had.
     """
 
-    __slots__ = ("_nvml", "_what", "_last", "_warned", "_ratio", "_reads")
+    __slots__ = ("_nvml", "_what", "_last", "_warned", "_ratio", "_reads", "_gpm")
 
-    def __init__(self, nvml: "_C.Nvml", what: str) -> None:
+    def __init__(self, nvml: "_C.Nvml", what: str, counters: bool = True) -> None:
         self._nvml = nvml
         self._what = what
         self._warned = False
         self._reads = 0
         self._last = self._read()
+        self._gpm: Optional[_Gpm] = None
+        if counters:
+            unavailable = nvml.gpm_open()
+            if unavailable is None:
+                self._gpm = _Gpm(nvml, what)
+            else:
+                _warn_gpm(what, f"GPM is unavailable ({unavailable})")
 
     @classmethod
-    def open(cls, device_id: str, what: str, library: Optional[str] = None) -> Optional["Telemetry"]:
-        """Telemetry of the NVML device ``device_id`` (a UUID or PCI bus id);
-        None, after one warning naming ``what`` and the cause, when NVML or the
-        device is unavailable."""
+    def open(cls, device_id: str, what: str, library: Optional[str] = None,
+             counters: bool = True) -> Optional["Telemetry"]:
+        """Telemetry of the NVML device ``device_id`` (a UUID or PCI bus id),
+        with its GPM counters when ``counters``; None, after one warning naming
+        ``what`` and the cause, when NVML or the device is unavailable."""
         try:
             nvml = _C.Nvml(device_id, library)
         except (RuntimeError, ValueError, TypeError) as exc:
             _warn(what, str(exc))
             return None
-        return cls(nvml, what)
+        return cls(nvml, what, counters)
+
+    @property
+    def counters(self) -> bool:
+        """Whether the GPM counters are read (supported and started)."""
+        return self._gpm is not None
 
     @property
     def reads(self) -> int:
@@ -131,10 +193,12 @@ class Telemetry:
         out.update(power_figures(out.get("power_w"), achieved_flops_per_sec, tokens_per_sec))
         return out
 
-    def reading(self) -> Dict[str, float]:
+    def reading(self, counters: bool = True) -> Dict[str, float]:
         """Read the device: ``power_w`` (mean over the interval since the
         previous reading, from the energy counter, else the instant power),
-        ``sm_clock_mhz``, ``clock_ratio``, ``throttled``; missing where unknown."""
+        ``sm_clock_mhz``, ``clock_ratio``, ``throttled``, and, with
+        ``counters``, the GPM counters' ``hw_*`` over the interval since their
+        previous sample (module doc); missing where unknown."""
         now = self._read()
         last, self._last = self._last, now
         out: Dict[str, float] = {}
@@ -153,4 +217,6 @@ class Telemetry:
                 out["clock_ratio"] = clock / clock_max
         if now["throttled"] is not None:
             out["throttled"] = float(now["throttled"])
+        if counters and self._gpm is not None:
+            out.update(self._gpm.sample())
         return out

@@ -54,7 +54,7 @@ from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
-from ..timing._telemetry import Telemetry, device_id_of
+from ..timing._hardware import DeviceWindow, check_memory
 from ..timing._waterfall import PHASES, split_communication, waterfall
 from ._run import RunBook
 
@@ -192,23 +192,6 @@ def _communication(tracker: "Tracker", comm: Optional[bool], link_bandwidth_gbs:
         return None
 
 
-def _telemetry(telemetry: Any, kind: str, index: Optional[int], torch: Any) -> Optional[Telemetry]:
-    """The tracker's NVML telemetry, or None (see the ``telemetry`` argument)."""
-    if telemetry is False:
-        return None
-    if isinstance(telemetry, str):
-        return Telemetry.open(telemetry, "Tracker")
-    device_id = device_id_of(torch, index) if kind == "cuda" else None
-    if device_id is None:
-        if telemetry is True:
-            warnings.warn("mfu_tracker: Tracker: telemetry=True but the tracker's device has "
-                          "no NVML id (not a CUDA device, or torch reports no UUID or PCI bus "
-                          "id); the power, energy and clock keys are left out",
-                          RuntimeWarning, stacklevel=3)
-        return None
-    return Telemetry.open(device_id, "Tracker")
-
-
 class Tracker(_C.StepTracker):
     """End-to-end MFU / HFU / MBU, tokens/s and step time of a training loop::
 
@@ -278,6 +261,19 @@ class Tracker(_C.StepTracker):
     construction and once per ``metrics()`` call -- never per step, never on a
     thread; a missing or failing NVML leaves them out with one warning. Under
     a process group these eight keys are global too (below).
+
+    **Measured by the hardware** (docs/hardware-counters.md;
+    :mod:`mfu_tracker.timing._hardware`). At the same edges, on Hopper and later,
+    NVML's GPM counters give ``{prefix}/hw/tensor_active``, ``hw/dram_bw_util``
+    (the measured MBU), ``hw/sm_active``, ``hw/sm_occupancy`` (0-1 shares of the
+    interval since the previous ``metrics()``, >= 0.1 s), ``hw/nvlink_gbs`` and
+    ``comm_link_measured_util``; ``hw/mfu_consistency`` = mfu / tensor_active
+    checks MFU (a clear excess, or pipes busy far beyond it, warns once, naming
+    the likely cause). The caching allocator gives ``memory/peak_allocated_gib``,
+    ``memory/peak_reserved_gib`` (with ``_frac`` of the device's memory),
+    ``memory/alloc_retries`` and ``memory/ooms`` (in the window). Unsupported:
+    absent, with one warning saying why. Local figures only: left out under
+    a process group's aggregation.
 
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
     ``begin_phase(name)`` / ``end_phase()`` from hooks) marks a phase of the
@@ -466,10 +462,18 @@ class Tracker(_C.StepTracker):
             during it) and report ``mfu_vs_measured``; a measured peak above
             the one in use gives one warning. On a CPU it measures the CPU
             matmul. Under a process group ``mfu_vs_measured`` is global.
-        telemetry: device telemetry from NVML (power, energy, clocks): None
-            (on when the tracker's clock is a CUDA device), True (the same,
-            warning when the device cannot be identified), False (off), or
-            an NVML device id (a UUID "GPU-..." or a PCI bus id) to read.
+        telemetry: device telemetry from NVML (power, energy, clocks, and the
+            GPM counters ``hw/*``): None (on when the tracker's clock is a
+            CUDA device), True (the same, warning when the device cannot be
+            identified), False (off), or an NVML device id (a UUID "GPU-..."
+            or a PCI bus id) to read.
+        memory: the caching allocator's memory headroom (``memory/*``): None
+            (on when the tracker's clock is a CUDA / ROCm device torch has),
+            True (the same, warning when it cannot be read), "window"
+            (per-window peaks: each ``metrics()`` resets the allocator's peak
+            statistics, so ``torch.cuda.max_memory_allocated()`` restarts
+            there too) or False (off). The default reports running peaks and
+            changes nothing.
         log_path: a file to append the run's records to: a run record now
             (run id, host, ranks, the process's start time from the OS,
             ``start_step``, the peak), one JSON line per non-empty
@@ -523,7 +527,7 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_telemetry", "_run", "_comm", "__weakref__")
+                 "_measured_flops_per_sec", "_hardware", "_run", "_comm", "__weakref__")
 
     def __init__(
         self,
@@ -549,6 +553,7 @@ class Tracker(_C.StepTracker):
         flops_by_dtype: Optional[Mapping[str, float]] = None,
         measure_peak: bool = False,
         telemetry: Union[bool, str, None] = None,
+        memory: Union[bool, str, None] = None,
         log_path: Any = None,
         start_step: int = 0,
         metrics_port: Optional[int] = None,
@@ -569,6 +574,7 @@ class Tracker(_C.StepTracker):
         check_optional_flag(measure_peak, "measure_peak")
         if telemetry is not None:
             check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
+        check_memory(memory)
         aggregate = _distributed_mode(distributed, distributed_timeout, model_parallel)
         _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
@@ -601,7 +607,11 @@ class Tracker(_C.StepTracker):
             flops_by_dtype=flops_by_dtype,
         )
         self._measured_flops_per_sec = _measure(peak, kind, index, torch) if measure_peak else None
-        self._telemetry = _telemetry(telemetry, kind, index, torch)
+        spec = peak.spec
+        self._hardware = DeviceWindow.open(
+            telemetry=telemetry, memory=memory, kind=kind, index=index, torch=torch,
+            spec_name=spec.name if spec is not None and spec.source == "datasheet" else None,
+            link_bandwidth_gbs=link_bandwidth_gbs)
         self._peak = peak
         self._dtype = peak.dtype
         self._num_gpus = num_gpus
@@ -757,8 +767,8 @@ class Tracker(_C.StepTracker):
             local = self._window_figures(totals)
             if not local["steps"]:
                 return {}
-            local.update(self.read_telemetry(local["achieved_flops_per_sec"],
-                                             local["tokens_per_sec"]))
+            local["dtype"] = self._dtype
+            local.update(self._hardware.figures(local))
             return format_metrics(local, prefix)
         finally:
             if exclude:
@@ -818,9 +828,10 @@ class Tracker(_C.StepTracker):
         ``clock_ratio``, ``throttled``. ``{}`` without telemetry. ``metrics()``
         calls it. Never raises (a failing read: one warning, figures out).
         """
-        if self._telemetry is None:
+        telemetry = self._hardware.telemetry
+        if telemetry is None:
             return {}
-        return self._telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
+        return telemetry.figures(achieved_flops_per_sec, tokens_per_sec)
 
     @property
     def measured_peak_flops_per_sec(self) -> Optional[float]:
@@ -904,7 +915,7 @@ class Tracker(_C.StepTracker):
             interval_s, interval_steps, rank = None, 0, 0
         phases = w.get("phase_s", {})
         # This rank's own device: the per-work figures are the job's (combine()).
-        telemetry = self._telemetry.reading() if self._telemetry is not None else {}
+        telemetry = self._hardware.reading()
         return RankFigures(
             rank=rank,
             boundaries=int(w["boundaries"]),

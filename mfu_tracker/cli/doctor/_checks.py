@@ -330,6 +330,7 @@ class Doctor:
         if platform is None:
             for dtype in PEAK_DTYPES:
                 self._skip("peak", f"gemm_{dtype}")
+            self._skip("peak", "mfu_self_check")
             return
         spec = self._spec_of(platform)
         try:
@@ -339,6 +340,19 @@ class Doctor:
             return
         for dtype in PEAK_DTYPES:
             self._peak_row(platform, timer, spec, dtype)
+        self._self_check_row(platform, spec)
+
+    def _self_check_row(self, platform: Platform, spec: Any) -> None:
+        """MFU of a GEMM loop against the tensor pipes' counters (_self_check.py)."""
+        from ...timing._telemetry import device_id_of
+        from ._self_check import self_check_row
+
+        ident = None
+        if isinstance(platform, TorchGpuPlatform) and platform.kind == "cuda":
+            import torch
+
+            ident = device_id_of(torch, platform.index)
+        self_check_row(self.report.add, platform, spec, ident, self.quick)
 
     def _peak_row(self, platform: Platform, timer: Any, spec: Any, dtype: str) -> None:
         add = self.report.add

@@ -12,33 +12,56 @@
  * pairing two readings of the counter with the times it read them gets
  * power_mw / 1000 watts.
  *
+ * GPM (GPU Performance Monitoring): nvmlGpmQueryDeviceSupport reports the
+ * "gpm_supported" knob; samples come from nvmlGpmSampleAlloc (each one
+ * records the CLOCK_MONOTONIC time and the count of nvmlGpmSampleGet when it
+ * was taken); nvmlGpmMetricsGet checks the version, that both samples are
+ * the fake's, taken, and in order, and fills each requested metric with its
+ * scripted value and return code (fake_nvml_set_gpm), NVML_ERROR_NOT_SUPPORTED
+ * for a metric never scripted.
+ *
+ * Every NVML call here has the signature, and every structure the layout, of
+ * the real nvml.h (the nvidia-nvml-dev package; tests/c/fake_nvml/nvml_include.py
+ * finds it): the compiler refuses a fake that differs from the real library.
+ *
  * Exports for tests: fake_nvml_reset, fake_nvml_set(knob, value),
- * fake_nvml_call_count(name), fake_nvml_fail_next(name, code),
- * fake_nvml_initialized(). Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
- * "reasons", "init_fails" (nvmlInit_v2 returns it when non-zero). Not
- * thread-safe (the tests drive it from one thread).
+ * fake_nvml_set_gpm(metric id, value, code), fake_nvml_call_count(name),
+ * fake_nvml_fail_next(name, code), fake_nvml_initialized(),
+ * fake_nvml_live_samples(), fake_nvml_last_window_s() (the seconds between
+ * the samples of the last nvmlGpmMetricsGet). Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
+ * "reasons", "init_fails" (nvmlInit_v2 returns it when non-zero),
+ * "gpm_supported" (1 by default). Not thread-safe (the tests drive it from
+ * one thread).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <nvml.h>
 
 #define FAKE_NVML_UUID "GPU-00000000-fa4e-0000-0000-000000000001"
 #define FAKE_NVML_PCI_BUS_ID "00000000:3B:00.0"
 
-enum {
-    NVML_SUCCESS = 0,
-    NVML_ERROR_UNINITIALIZED = 1,
-    NVML_ERROR_INVALID_ARGUMENT = 2,
-    NVML_ERROR_NOT_FOUND = 6,
-    NVML_CLOCK_SM = 1
+/* The opaque handles of nvml.h, defined by the fake. */
+struct nvmlDevice_st {
+    int tag;
 };
+struct nvmlGpmSample_st {
+    int taken;       /* nvmlGpmSampleGet filled it */
+    long order;      /* the nvmlGpmSampleGet call that filled it */
+    double time_s;
+};
+
+enum { GPM_SCRIPT_MAX = 16 };
 
 static const char *const call_names[] = {
     "nvmlInit_v2", "nvmlShutdown", "nvmlDeviceGetHandleByUUID",
     "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetTotalEnergyConsumption",
     "nvmlDeviceGetPowerUsage", "nvmlDeviceGetClockInfo", "nvmlDeviceGetMaxClockInfo",
-    "nvmlDeviceGetCurrentClocksEventReasons",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc", "nvmlGpmSampleFree", "nvmlGpmSampleGet", "nvmlGpmMetricsGet",
 };
 enum { NCALLS = sizeof call_names / sizeof call_names[0] };
 
@@ -47,10 +70,14 @@ static struct {
     int fail_code[NCALLS]; /* returned by the next call of that name; 0 = none */
     int initialized;       /* nvmlInit_v2 minus nvmlShutdown */
     double start_s;
-    unsigned long long power_mw, sm_mhz, sm_max_mhz, reasons, init_fails;
-} fake = {.power_mw = 250000, .sm_mhz = 1755, .sm_max_mhz = 1980};
+    unsigned long long power_mw, sm_mhz, sm_max_mhz, reasons, init_fails, gpm_supported;
+    struct { unsigned int id; double value; int code; } gpm[GPM_SCRIPT_MAX];
+    int gpm_scripted;
+    long live_samples;   /* allocated minus freed */
+    double last_window_s; /* the samples of the last nvmlGpmMetricsGet: seconds apart */
+} fake = {.power_mw = 250000, .sm_mhz = 1755, .sm_max_mhz = 1980, .gpm_supported = 1};
 
-static int device_tag; /* the device handle points here */
+static struct nvmlDevice_st device_tag; /* the device handle points here */
 
 static double now_s(void)
 {
@@ -85,6 +112,36 @@ void fake_nvml_reset(void)
     fake.sm_max_mhz = 1980;
     fake.reasons = 0;
     fake.init_fails = 0;
+    fake.gpm_supported = 1;
+    fake.gpm_scripted = 0;
+}
+
+/* Script GPM metric `id` (an nvmlGpmMetricId_t): nvmlGpmMetricsGet returns
+ * `value` with return code `code` for it. 0, or -1 when the script is full. */
+int fake_nvml_set_gpm(unsigned int id, double value, int code)
+{
+    int i = 0;
+    while (i < fake.gpm_scripted && fake.gpm[i].id != id)
+        i++;
+    if (i == GPM_SCRIPT_MAX)
+        return -1;
+    fake.gpm[i].id = id;
+    fake.gpm[i].value = value;
+    fake.gpm[i].code = code;
+    if (i == fake.gpm_scripted)
+        fake.gpm_scripted++;
+    return 0;
+}
+
+long fake_nvml_live_samples(void)
+{
+    return fake.live_samples;
+}
+
+/* The seconds between the two samples the last nvmlGpmMetricsGet used. */
+double fake_nvml_last_window_s(void)
+{
+    return fake.last_window_s;
 }
 
 /* 0, or -1 for an unknown knob. */
@@ -100,6 +157,8 @@ int fake_nvml_set(const char *knob, unsigned long long value)
         fake.reasons = value;
     else if (strcmp(knob, "init_fails") == 0)
         fake.init_fails = value;
+    else if (strcmp(knob, "gpm_supported") == 0)
+        fake.gpm_supported = value;
     else
         return -1;
     return 0;
@@ -127,11 +186,11 @@ int fake_nvml_initialized(void)
 
 /* ---- the NVML calls ------------------------------------------------------ */
 
-int nvmlInit_v2(void)
+nvmlReturn_t nvmlInit_v2(void)
 {
-    int code = enter(0);
-    if (code == 0 && fake.init_fails != 0)
-        code = (int)fake.init_fails;
+    nvmlReturn_t code = (nvmlReturn_t)enter(0);
+    if (code == NVML_SUCCESS && fake.init_fails != 0)
+        code = (nvmlReturn_t)fake.init_fails;
     if (code != 0)
         return code;
     if (fake.initialized++ == 0)
@@ -139,9 +198,9 @@ int nvmlInit_v2(void)
     return NVML_SUCCESS;
 }
 
-int nvmlShutdown(void)
+nvmlReturn_t nvmlShutdown(void)
 {
-    int code = enter(1);
+    nvmlReturn_t code = (nvmlReturn_t)enter(1);
     if (code != 0)
         return code;
     if (fake.initialized == 0)
@@ -150,7 +209,7 @@ int nvmlShutdown(void)
     return NVML_SUCCESS;
 }
 
-const char *nvmlErrorString(int code)
+const char *nvmlErrorString(nvmlReturn_t code)
 {
     switch (code) {
     case NVML_SUCCESS:
@@ -159,6 +218,10 @@ const char *nvmlErrorString(int code)
         return "Uninitialized";
     case NVML_ERROR_INVALID_ARGUMENT:
         return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+        return "Insufficient Permissions";
     case NVML_ERROR_NOT_FOUND:
         return "Not Found";
     default:
@@ -166,9 +229,9 @@ const char *nvmlErrorString(int code)
     }
 }
 
-int nvmlDeviceGetHandleByUUID(const char *uuid, void **device)
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
-    int code = enter(2);
+    nvmlReturn_t code = (nvmlReturn_t)enter(2);
     if (code != 0)
         return code;
     if (!fake.initialized)
@@ -193,9 +256,9 @@ static int same_bus_id(const char *a, const char *b)
     return 1;
 }
 
-int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, void **device)
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *device)
 {
-    int code = enter(3);
+    nvmlReturn_t code = (nvmlReturn_t)enter(3);
     if (code != 0)
         return code;
     if (!fake.initialized)
@@ -209,10 +272,10 @@ int nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, void **device)
 }
 
 /* Common checks of a device query. */
-static int query(int call, void *device, const void *out)
+static nvmlReturn_t query(int call, nvmlDevice_t device, const void *out)
 {
-    int code = enter(call);
-    if (code != 0)
+    nvmlReturn_t code = (nvmlReturn_t)enter(call);
+    if (code != NVML_SUCCESS)
         return code;
     if (!fake.initialized)
         return NVML_ERROR_UNINITIALIZED;
@@ -221,25 +284,25 @@ static int query(int call, void *device, const void *out)
     return NVML_SUCCESS;
 }
 
-int nvmlDeviceGetTotalEnergyConsumption(void *device, unsigned long long *mj)
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *mj)
 {
-    int code = query(4, device, mj);
+    nvmlReturn_t code = query(4, device, mj);
     if (code == 0)
         *mj = (unsigned long long)((double)fake.power_mw * (now_s() - fake.start_s));
     return code;
 }
 
-int nvmlDeviceGetPowerUsage(void *device, unsigned int *mw)
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw)
 {
-    int code = query(5, device, mw);
+    nvmlReturn_t code = query(5, device, mw);
     if (code == 0)
         *mw = (unsigned int)fake.power_mw;
     return code;
 }
 
-int nvmlDeviceGetClockInfo(void *device, int type, unsigned int *mhz)
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *mhz)
 {
-    int code = query(6, device, mhz);
+    nvmlReturn_t code = query(6, device, mhz);
     if (code == 0 && type != NVML_CLOCK_SM)
         code = NVML_ERROR_INVALID_ARGUMENT;
     if (code == 0)
@@ -247,9 +310,9 @@ int nvmlDeviceGetClockInfo(void *device, int type, unsigned int *mhz)
     return code;
 }
 
-int nvmlDeviceGetMaxClockInfo(void *device, int type, unsigned int *mhz)
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *mhz)
 {
-    int code = query(7, device, mhz);
+    nvmlReturn_t code = query(7, device, mhz);
     if (code == 0 && type != NVML_CLOCK_SM)
         code = NVML_ERROR_INVALID_ARGUMENT;
     if (code == 0)
@@ -257,10 +320,97 @@ int nvmlDeviceGetMaxClockInfo(void *device, int type, unsigned int *mhz)
     return code;
 }
 
-int nvmlDeviceGetCurrentClocksEventReasons(void *device, unsigned long long *reasons)
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long *clocksEventReasons)
 {
-    int code = query(8, device, reasons);
-    if (code == 0)
-        *reasons = fake.reasons;
+    nvmlReturn_t code = query(8, device, clocksEventReasons);
+    if (code == NVML_SUCCESS)
+        *clocksEventReasons = fake.reasons;
     return code;
+}
+
+/* ---- GPM ----------------------------------------------------------------- */
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gpmSupport)
+{
+    nvmlReturn_t code = query(9, device, gpmSupport);
+    if (code == NVML_SUCCESS && gpmSupport->version != NVML_GPM_SUPPORT_VERSION)
+        code = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (code == NVML_SUCCESS)
+        gpmSupport->isSupportedDevice = fake.gpm_supported != 0;
+    return code;
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *gpmSample)
+{
+    nvmlReturn_t code = (nvmlReturn_t)enter(10);
+    if (code != NVML_SUCCESS)
+        return code;
+    if (gpmSample == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *gpmSample = calloc(1, sizeof **gpmSample);
+    if (*gpmSample == NULL)
+        return NVML_ERROR_MEMORY;
+    fake.live_samples++;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample)
+{
+    nvmlReturn_t code = (nvmlReturn_t)enter(11);
+    if (code != NVML_SUCCESS)
+        return code;
+    if (gpmSample == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    free(gpmSample);
+    fake.live_samples--;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
+{
+    nvmlReturn_t code = query(12, device, gpmSample);
+    if (code != NVML_SUCCESS)
+        return code;
+    gpmSample->taken = 1;
+    gpmSample->order = fake.calls[12];
+    gpmSample->time_s = now_s();
+    return NVML_SUCCESS;
+}
+
+/* The scripted value of metric `id`: its return code, *value set on success. */
+static nvmlReturn_t scripted(unsigned int id, double *value)
+{
+    for (int i = 0; i < fake.gpm_scripted; i++) {
+        if (fake.gpm[i].id == id) {
+            *value = fake.gpm[i].value;
+            return (nvmlReturn_t)fake.gpm[i].code;
+        }
+    }
+    return NVML_ERROR_NOT_SUPPORTED;
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
+{
+    nvmlReturn_t code = (nvmlReturn_t)enter(13);
+    if (code != NVML_SUCCESS)
+        return code;
+    if (!fake.initialized)
+        return NVML_ERROR_UNINITIALIZED;
+    if (metricsGet == NULL)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (metricsGet->version != NVML_GPM_METRICS_GET_VERSION)
+        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX || metricsGet->sample1 == NULL
+        || metricsGet->sample2 == NULL || !metricsGet->sample1->taken
+        || !metricsGet->sample2->taken || metricsGet->sample1->order >= metricsGet->sample2->order)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    fake.last_window_s = metricsGet->sample2->time_s - metricsGet->sample1->time_s;
+    for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &metricsGet->metrics[i];
+        m->value = 0.0;
+        m->nvmlReturn = scripted(m->metricId, &m->value);
+        m->metricInfo.shortName = m->metricInfo.longName = m->metricInfo.unit = NULL;
+    }
+    return NVML_SUCCESS;
 }

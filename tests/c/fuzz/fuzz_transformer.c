@@ -14,10 +14,15 @@
  * lora_rank (fi_i64), lora_targets (fi_i32); with mode bit 2 the vision
  * dims (kind fi_i32, then every int64 of `vision_fields`) and a grid count
  * u8 % 5 with t, h, w (fi_i64 each); then a sequence count u8 % 65 and the
- * lengths (fi_i64). Mode bit 0 keeps the dims plausible (small positive
- * sizes, a consistent layer partition) so the compute path is reached
- * often; bit 1 reads the first two lengths as (batch, seq_len) of a
- * uniform batch.
+ * lengths (fi_i64); last, the hybrid fields (family_mla.h, family_hybrid.h:
+ * every int64 of `hybrid_int_fields`, every flag of `hybrid_flag_fields`,
+ * then linear_kind, ssm_kind as fi_i32), read in raw mode only when bytes
+ * remain, so inputs without them read as before. Mode bit 0 keeps the dims
+ * plausible (small positive sizes, a consistent layer partition; the hybrid
+ * block is then one pick byte switching on KDA, Mamba-1, SSM beside
+ * attention, short-conv layers, MLP-only / mixer-only layers, latent experts
+ * and the hybrid flags) so the compute path is reached often; bit 1 reads
+ * the first two lengths as (batch, seq_len) of a uniform batch.
  *
  * Properties:
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
@@ -32,6 +37,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "family_hybrid.h"
 #include "fuzz_input.h"
 #include "spans.h"
 #include "transformer.h"
@@ -62,6 +68,18 @@ static const size_t flag_fields[] = {
     OFF(attention_sinks), OFF(mlp_bias), OFF(shared_expert_gate),
     OFF(router_bias), OFF(tie_word_embeddings), OFF(ssm_conv_bias),
     OFF(ssm_proj_bias),
+};
+
+/* The hybrid fields, read after the lengths. */
+static const size_t hybrid_int_fields[] = {
+    OFF(ssm_intermediate_size), OFF(ssm_dt_rank), OFF(num_short_conv_layers),
+    OFF(short_conv_kernel), OFF(num_mlp_only_layers), OFF(num_mixer_only_layers),
+    OFF(moe_latent_size),
+};
+
+static const size_t hybrid_flag_fields[] = {
+    OFF(ssm_parallel), OFF(ssm_norm), OFF(ssm_out_proj_bias), OFF(ssm_inner_norms),
+    OFF(short_conv_bias), OFF(unbiased_experts),
 };
 
 #undef OFF
@@ -222,6 +240,67 @@ static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
     v->grids = grids;
 }
 
+/* Plausible hybrids: mixers and layouts carved from the plausible model. */
+static void plausible_hybrid(fuzz_input *in, mfu_transformer_dims *d,
+                             mfu_transformer_options *o)
+{
+    const uint8_t pick = fi_u8(in), flags = fi_u8(in);
+    int64_t free_attention;
+    if ((pick & 1) && d->num_linear_layers > 0) { /* KDA: one head count and dim */
+        d->linear_kind = MFU_LINEAR_KDA;
+        d->linear_num_value_heads = d->linear_num_key_heads;
+        d->linear_value_head_dim = d->linear_key_head_dim;
+    }
+    if ((pick & 2) && d->num_ssm_layers > 0) {
+        d->ssm_kind = MFU_SSM_MAMBA1;
+        d->ssm_intermediate_size = small(in, 256);
+        d->ssm_dt_rank = small(in, 16);
+    }
+    d->ssm_parallel = (pick & 4) && d->num_ssm_layers > 0; /* all layers: attention too */
+    free_attention = mfu_attention_layer_count(d) - d->num_sliding_layers -
+                     d->num_chunked_layers;
+    if ((pick & 8) && free_attention > 0) {
+        d->num_short_conv_layers = (int64_t)(fi_u8(in) % (uint64_t)(free_attention + 1));
+        d->short_conv_kernel = small(in, 4);
+        free_attention -= d->num_short_conv_layers;
+    }
+    if ((pick & 16) && d->mlp != MFU_MLP_NONE && free_attention > 0) {
+        d->num_mlp_only_layers = (int64_t)(fi_u8(in) % (uint64_t)(free_attention + 1));
+        d->num_mixer_only_layers =
+            (int64_t)(fi_u8(in) % (uint64_t)(d->num_layers - d->num_mlp_only_layers + 1));
+        if (d->num_dense_layers > d->num_layers - d->num_mixer_only_layers)
+            d->num_dense_layers = d->num_layers - d->num_mixer_only_layers;
+    }
+    if ((pick & 32) && d->num_experts > 0)
+        d->moe_latent_size = small(in, 64);
+    d->ssm_norm = flags & 1;
+    d->ssm_out_proj_bias = (flags >> 1) & 1;
+    d->ssm_inner_norms = (flags >> 2) & 1;
+    d->short_conv_bias = (flags >> 3) & 1;
+    d->unbiased_experts = (flags >> 4) & 1;
+    if (d->num_short_conv_layers > 0 || d->moe_latent_size > 0 || d->ssm_kind != MFU_SSM_MAMBA2) {
+        o->lora_rank = 0; /* adapters: GQA and MLP layers only */
+        o->lora_targets = 0;
+    }
+}
+
+static void read_hybrid(fuzz_input *in, int is_plausible, mfu_transformer_dims *d,
+                        mfu_transformer_options *o)
+{
+    if (is_plausible) {
+        plausible_hybrid(in, d, o);
+        return;
+    }
+    if (in->pos >= in->size)
+        return;
+    for (size_t i = 0; i < FI_COUNT(hybrid_int_fields); i++)
+        *slot64(d, hybrid_int_fields[i]) = fi_i64(in);
+    for (size_t i = 0; i < FI_COUNT(hybrid_flag_fields); i++)
+        *(int *)(void *)((char *)d + hybrid_flag_fields[i]) = (int)(fi_u8(in) % 4) - 1;
+    d->linear_kind = (mfu_linear_kind)fi_i32(in);
+    d->ssm_kind = (mfu_ssm_kind)fi_i32(in);
+}
+
 static int le(double a, double b)
 {
     return a <= b * (1.0 + 1e-12) + 1.0;
@@ -294,6 +373,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < count && i < 64; i++)
         lengths[i] = is_plausible ? (int64_t)fi_bytes_le(&in, 2) : fi_i64(&in);
     count = count < 64 ? count : 64;
+    read_hybrid(&in, is_plausible, &d, &o);
     b = (mfu_batch){.lengths = lengths, .count = count, .repeat = 1};
     if (is_uniform)
         b = (mfu_batch){.lengths = count > 1 ? &lengths[1] : lengths,

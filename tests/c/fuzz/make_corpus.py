@@ -589,10 +589,18 @@ TFM_VISION = ("depth", "hidden_size", "intermediate_size", "num_heads", "in_chan
               "num_position_embeddings")
 TFM_DEFAULTS = dict(norms_per_layer=2, linear_chunk_size=64, ssm_chunk_size=256, mlp=1,
                     formula=1, lm_head=1)
+# fuzz_transformer.c's hybrid_int_fields / hybrid_flag_fields, then the two kinds
+TFM_HYBRID_INTS = ("ssm_intermediate_size", "ssm_dt_rank", "num_short_conv_layers",
+                   "short_conv_kernel", "num_mlp_only_layers", "num_mixer_only_layers",
+                   "moe_latent_size")
+TFM_HYBRID_FLAGS = ("ssm_parallel", "ssm_norm", "ssm_out_proj_bias", "ssm_inner_norms",
+                    "short_conv_bias", "unbiased_experts")
+TFM_HYBRID_DEFAULTS = dict(ssm_norm=1)
 
 
-def tfm(lengths=(), uniform=None, vision=None, grids=(), **fields):
-    """Raw mode (every value spelled); `uniform` = (batch, seq_len)."""
+def tfm(lengths=(), uniform=None, vision=None, grids=(), hybrid=None, **fields):
+    """Raw mode (every value spelled); `uniform` = (batch, seq_len); `hybrid`
+    the trailing hybrid fields (absent: not written, the defaults)."""
     f = {**TFM_DEFAULTS, **fields}
 
     def flag(v):  # the raw flag: (byte % 4) - 1
@@ -612,6 +620,11 @@ def tfm(lengths=(), uniform=None, vision=None, grids=(), **fields):
     if uniform:
         lengths = uniform
     out += u8(len(lengths)) + b"".join(i64(n) for n in lengths)
+    if hybrid is not None:
+        h = {**TFM_HYBRID_DEFAULTS, **hybrid}
+        out += b"".join(i64(h.get(k, 0)) for k in TFM_HYBRID_INTS)
+        out += b"".join(flag(h.get(k, 0)) for k in TFM_HYBRID_FLAGS)
+        out += i32(h.get("linear_kind", 0)) + i32(h.get("ssm_kind", 0))
     return out
 
 
@@ -665,6 +678,32 @@ QWEN3_VL_TOWER = dict(kind=2, depth=27, hidden_size=1152, intermediate_size=4304
                       num_position_embeddings=2304)
 QWEN2_7B = dict(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4,
                 intermediate_size=18944, vocab_size=152064, qkv_bias=1)
+# The hybrids (family_mla.h, family_hybrid.h), from their published configs.
+KIMI_LINEAR = dict(hidden_size=2304, num_layers=27, num_heads=32, attention=1,
+                   kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                   intermediate_size=9216, vocab_size=163840, num_experts=256,
+                   experts_per_token=8, moe_intermediate_size=1024,
+                   shared_expert_intermediate_size=1024, num_dense_layers=1,
+                   num_linear_layers=20, linear_num_key_heads=32, linear_key_head_dim=128,
+                   linear_num_value_heads=32, linear_value_head_dim=128, linear_conv_kernel=4)
+NEMOTRON_H = dict(hidden_size=2688, num_layers=52, num_heads=32, num_kv_heads=2, head_dim=128,
+                  vocab_size=131072, mlp=0, norms_per_layer=1, num_experts=128,
+                  experts_per_token=6, moe_intermediate_size=1856,
+                  shared_expert_intermediate_size=3712, num_ssm_layers=23, ssm_num_heads=64,
+                  ssm_head_dim=64, ssm_state_size=128, ssm_num_groups=8, ssm_conv_kernel=4,
+                  ssm_chunk_size=128, ssm_conv_bias=1)
+NEMOTRON_H_LAYOUT = dict(num_mlp_only_layers=23, num_mixer_only_layers=29, unbiased_experts=1)
+JAMBA = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+             intermediate_size=14336, vocab_size=65536, num_experts=16, experts_per_token=2,
+             moe_intermediate_size=14336, num_dense_layers=16, num_ssm_layers=28,
+             ssm_state_size=16, ssm_conv_kernel=4, ssm_conv_bias=1)
+JAMBA_MAMBA1 = dict(ssm_kind=1, ssm_intermediate_size=8192, ssm_dt_rank=256, ssm_inner_norms=1)
+FALCON_H1 = dict(hidden_size=2048, num_layers=36, num_heads=8, num_kv_heads=2, head_dim=128,
+                 intermediate_size=8192, vocab_size=65537, num_ssm_layers=36, ssm_num_heads=24,
+                 ssm_head_dim=64, ssm_state_size=256, ssm_num_groups=1, ssm_conv_kernel=4,
+                 ssm_conv_bias=1)
+LFM2 = dict(hidden_size=2048, num_layers=16, num_heads=32, num_kv_heads=8,
+            intermediate_size=8192, vocab_size=65536, qk_norm=1, tie_word_embeddings=1)
 
 TRANSFORMER = [
     ("llama2_7b_palm", tfm(**LLAMA2_7B, uniform=(8, 4096))),
@@ -698,6 +737,28 @@ TRANSFORMER = [
     ("vision_bad_kind", tfm(**QWEN2_7B, uniform=(1, 64), vision={**QWEN3_VL_TOWER, "kind": 9},
                             grids=((1, 2, 2),))),
     ("no_tokens", tfm(**LLAMA2_7B, lengths=(0, 0))),
+    ("kimi_linear_kda", tfm(**KIMI_LINEAR, formula=2, lengths=(4096, 65, 1),
+                            hybrid=dict(linear_kind=1))),
+    ("kimi_linear_kda_unequal_heads", tfm(**{**KIMI_LINEAR, "linear_num_value_heads": 64},
+                                          uniform=(1, 64), hybrid=dict(linear_kind=1))),
+    ("nemotron_h_blocks_latent", tfm(**NEMOTRON_H, formula=2, uniform=(2, 8192),
+                                     hybrid=dict(NEMOTRON_H_LAYOUT, moe_latent_size=1024))),
+    ("nemotron_h_too_many_mixer_only", tfm(**NEMOTRON_H, uniform=(1, 64),
+                                           hybrid=dict(NEMOTRON_H_LAYOUT,
+                                                       num_mixer_only_layers=30))),
+    ("jamba_mamba1", tfm(**JAMBA, formula=2, lengths=(262144, 3), hybrid=JAMBA_MAMBA1)),
+    ("jamba_mamba1_no_rank", tfm(**JAMBA, uniform=(1, 64),
+                                 hybrid=dict(JAMBA_MAMBA1, ssm_dt_rank=0))),
+    ("falcon_h1_parallel", tfm(**FALCON_H1, formula=2, uniform=(4, 16384),
+                               hybrid=dict(ssm_parallel=1, ssm_norm=0))),
+    ("lfm2_short_conv", tfm(**LFM2, formula=2, lengths=(32768, 5, 0),
+                            hybrid=dict(num_short_conv_layers=10, short_conv_kernel=3,
+                                        short_conv_bias=1))),
+    ("lfm2_short_conv_lora_refused", tfm(**LFM2, lora_rank=8, lora_targets=1, uniform=(1, 64),
+                                         hybrid=dict(num_short_conv_layers=10,
+                                                     short_conv_kernel=3))),
+    ("hybrid_bad_kinds", tfm(**LLAMA3_8B, uniform=(1, 64), hybrid=dict(ssm_kind=7,
+                                                                        linear_kind=-1))),
     ("negative_length", tfm(**LLAMA2_7B, lengths=(10, -1))),
     ("length_int64_max", tfm(**LLAMA2_7B, lengths=(I64_MAX, I64_MAX))),
     ("uniform_huge", tfm(**LLAMA2_7B, uniform=(I64_MAX, I64_MAX))),
