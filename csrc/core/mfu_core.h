@@ -32,6 +32,8 @@
  *     families.h  which blocks each HuggingFace model_type uses
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
+ *   nodes.h       which autograd node a backward call runs in (the site
+ *                 rule's input, one rule for both counters)
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
@@ -85,6 +87,7 @@
 #include "families.h"
 #include "ops.h"
 #include "gpu_driver.h"
+#include "nodes.h"
 #include "timing.h"
 #include "stats.h"
 #include "phases.h"

@@ -31,7 +31,7 @@ class StepCounter:
             return
         try:
             if self._counter is None:
-                from ..flops.counter._counter import (
+                from ..flops.counter import (
                     FlopCounter,  # lazy: the counter loads its extension
                 )
 

@@ -117,6 +117,7 @@ class StepFlops:
         self.profile_tokens: Optional[int] = None
         self._profile_failed = False
         self.audited = False               # a counted step ran with the audit on
+        self._key_holder: Any = None       # a counter holding the counting key (attach)
 
     # ---- set-up -------------------------------------------------------------------
 
@@ -124,17 +125,22 @@ class StepFlops:
         """The model the steps train; with ``analytic``, its ``config`` is used
         for the analytic count when it is a supported transformer. Steps to
         count: the counting key goes on this thread now, before the model
-        can run compiled (an evaluation before training), so torch.compile
-        never recompiles for it (FlopCounter docs)."""
+        can run compiled (an evaluation before training), and stays while
+        this policy lives, so torch.compile never recompiles for it
+        (FlopCounter docs)."""
         self.model = model
         self.recompute = recompute
         self.config = None
         self.vision = False
         if self.count_every > 0:
             try:
-                from ..flops.counter._counter import FlopCounter
+                from ..flops.counter import FlopCounter
 
-                with FlopCounter(modules=False):
+                # held while the integration lives: the key stays on this
+                # thread between the steps' own counters (it leaves when no
+                # counter is alive)
+                self._key_holder = FlopCounter(modules=False)
+                with self._key_holder:
                     pass
             except Exception:  # noqa: BLE001 -- counting will warn when it fails
                 pass
@@ -163,7 +169,7 @@ class StepFlops:
         if self.profile is not None or self.sample_batch is None or self._profile_failed \
                 or self.model is None:
             return
-        from ..flops.counter._counter import (
+        from ..flops.counter import (
             profile_flops_with_hfu,  # lazy: the counter loads its extension
         )
 

@@ -87,13 +87,13 @@ def communication(tracker: Any, config: TrackerConfig, peak: Peak, clock: Clock,
     if config.comm is False or not process_group_initialized():
         return None
     from ..distributed._comm_observer import observe
-    from ..flops.counter._counter import observer_module
+    from .._native._observer import observer_module, observer_problem
 
     try:
         module = observer_module()
         if module is None:
-            raise RuntimeError("the C++ observer mfu_tracker._torch is unavailable (see the "
-                               "FLOP counter's warning)")
+            raise RuntimeError(f"the C++ observer mfu_tracker._torch is unavailable: "
+                               f"{observer_problem()}")
         import torch.distributed as dist
 
         spec = peak.spec
