@@ -23,7 +23,9 @@ double mfu_norm_params(const mfu_transformer_dims *d, double width)
  * k_proj / v_proj [d -> H_kv*Q], o_proj [H*Q -> d]; q/k norms per head
  * (Qwen3, Gemma 3) or over all heads (OLMo 2: Olmo2Attention q_norm over
  * H*Q, k_norm over H_kv*Q); gpt-oss: one sink logit per head
- * (GptOssAttention.sinks). */
+ * (GptOssAttention.sinks). The output gate of Qwen3-Next is q_proj's
+ * second half; AFMoE's (AfmoeAttention.gate_proj) is its own bias-free
+ * [d -> H*Q] Linear: the same matmul. */
 static mfu_tally gqa_tally(const mfu_transformer_dims *d,
                            const mfu_transformer_options *o)
 {
@@ -36,8 +38,9 @@ static mfu_tally gqa_tally(const mfu_transformer_dims *d,
 
     r.matmul = h * heads * q * qw + 2.0 * h * kv * q + heads * q * h;
     r.params = r.matmul;
+    /* AFMoE's separate gate_proj has no bias (AfmoeAttention) */
     if (d->qkv_bias)
-        r.params += heads * q * qw + 2.0 * kv * q;
+        r.params += heads * q * (d->attention_gate_proj ? 1.0 : qw) + 2.0 * kv * q;
     if (d->attention_out_bias)
         r.params += h;
     if (d->qk_norm == MFU_QK_NORM_HEAD)
@@ -94,9 +97,11 @@ double mfu_attention_pair_flops(const mfu_transformer_dims *d)
     return 2.0 * heads * 2.0 * head_dim_of(d);
 }
 
-/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's fused gate_up_proj is the
- * same two matrices): gate, up [d -> I], down [I -> d]; GELU (GPT2MLP):
- * c_fc [d -> I], c_proj [I -> d]. gpt-oss experts carry biases (2I + d). */
+/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's and Glm4MLP's fused
+ * gate_up_proj are the same two matrices): gate, up [d -> I], down [I -> d];
+ * two matrices, "gelu" (GPT2MLP c_fc [d -> I], c_proj [I -> d]; the same
+ * shape in Starcoder2MLP, ArceeMLP's ReLU^2 and ApertusMLP's xIELU up_proj /
+ * down_proj). gpt-oss experts carry biases (2I + d). */
 mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
                         const mfu_transformer_options *o, double width)
 {
@@ -120,7 +125,9 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * expert (Qwen2MoeSparseMoeBlock.shared_expert with shared_expert_gate
  * [d -> 1]; DeepseekV3MoE.shared_experts of width n_shared * I_moe;
  * Llama4TextMoe.shared_expert). DeepSeek's e_score_correction_bias is a
- * buffer, not a parameter. Latent experts (Nemotron-H): family_hybrid.h. */
+ * buffer, not a parameter; ERNIE 4.5's (Ernie4_5_MoeStatics) and AFMoE's
+ * expert_bias are parameters: router_bias counts their E. Latent experts
+ * (Nemotron-H): family_hybrid.h. */
 void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all)
@@ -134,7 +141,8 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
                                                     : (mfu_tally){0};
     mfu_tally shared = {0};
 
-    if (d->unbiased_experts) /* NemotronHExperts: no bias whatever mlp_bias */
+    /* NemotronHExperts, ERNIE 4.5 MoE: bias-free experts whatever mlp_bias */
+    if (d->unbiased_experts)
         expert.params = expert.matmul;
     if (d->shared_expert_intermediate_size > 0) {
         shared = mfu_mlp_tally(d, o, (double)d->shared_expert_intermediate_size);

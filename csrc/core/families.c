@@ -135,23 +135,42 @@ static const mfu_family families[] = {
 
 #undef DECODER
 
+static const size_t families_count = sizeof families / sizeof families[0];
+
+/* Every group, in table order. */
+static const mfu_family_group groups[] = {
+    {families, &families_count},
+    /* dense and MoE decoders (family_dense.c, family_moe.c) */
+    {mfu_families_dense, &mfu_families_dense_count},
+    {mfu_families_moe, &mfu_families_moe_count},
+};
+
 size_t mfu_family_count(void)
 {
-    return sizeof families / sizeof families[0];
+    size_t n = 0;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+        n += *groups[g].count;
+    return n;
 }
 
 const mfu_family *mfu_family_at(size_t index)
 {
-    return index < mfu_family_count() ? &families[index] : NULL;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        if (index < *groups[g].count)
+            return &groups[g].rows[index];
+        index -= *groups[g].count;
+    }
+    return NULL;
 }
 
 const mfu_family *mfu_family_find(const char *model_type)
 {
+    const mfu_family *f;
     if (model_type == NULL)
         return NULL;
-    for (size_t i = 0; i < mfu_family_count(); i++)
-        if (strcmp(families[i].model_type, model_type) == 0)
-            return &families[i];
+    for (size_t i = 0; (f = mfu_family_at(i)) != NULL; i++)
+        if (strcmp(f->model_type, model_type) == 0)
+            return f;
     return NULL;
 }
 
@@ -177,4 +196,5 @@ void mfu_family_apply(const mfu_family *f, mfu_transformer_dims *d)
     d->ssm_parallel = f->ssm_parallel;
     d->ssm_inner_norms = f->ssm_inner_norms;
     d->unbiased_experts = f->unbiased_experts;
+    d->attention_gate_proj = f->attention_gate_proj;
 }

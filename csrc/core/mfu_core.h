@@ -38,15 +38,21 @@
  *                 parallelism (Ulysses, ring / all-gather KV)
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
+ *   nodes.h       which autograd node a backward call runs in (the site
+ *                 rule's input, one rule for both counters)
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
- *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; the window
+ *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; a window's
+ *                 figures
  *   phases.h      the phases of a step (data, forward, backward, optimizer,
  *                 communication by kind, the bubble, the badput phases) and
- *                 their window
- *   steps.h       step accounting: boundaries on a mark timer, the pending
- *                 ring, fallback to the CPU clock, windowed figures
+ *                 a step's seconds in each
+ *   records.h     one record per step (period, work, phases, communication)
+ *                 in a ring keyed by step id; windows are views over it
+ *   steps.h       step accounting: boundaries on a mark timer, the marks
+ *                 ring, late booking, fallback to the CPU clock, windowed
+ *                 figures
  *   mixed.h       mixed precision: ideal seconds, each dtype's FLOPs at its peak
  *   comm.h        communication: collective kinds, the c10d operators, bus
  *                 bandwidth (nccl-tests), the per-step record and its ratios
@@ -60,7 +66,8 @@
  *   checked.h     checked int64 arithmetic of the op formulas
  *   mfu_text.h    ASCII text helpers of the name and value parsers
  *   op_internal.h what the files behind mfu_op_count share
- *   ring.h        the bookkeeping of the phase and communication windows
+ *   steps_internal.h  what the files behind the step tracker (steps*.c)
+ *                 share
  *
  * Conventions: symbols are prefixed mfu_; nothing prints or exits; results go
  * through out-parameters and the return value is an mfu_status.
@@ -89,9 +96,11 @@
 #include "context_parallel.h"
 #include "ops.h"
 #include "gpu_driver.h"
+#include "nodes.h"
 #include "timing.h"
 #include "stats.h"
 #include "phases.h"
+#include "records.h"
 #include "steps.h"
 #include "mixed.h"
 #include "comm.h"

@@ -71,6 +71,7 @@ static const struct {
     {DIM(ssm_num_heads), 0}, {DIM(ssm_head_dim), 0}, {DIM(ssm_state_size), 0},
     {DIM(ssm_num_groups), 0}, {DIM(ssm_conv_kernel), 0},
     {DIM(ssm_chunk_size), 1}, {DIM(num_mtp_layers), 0},
+    {DIM(mlp_act_params), 0},
 };
 
 /* 0 / 1 fields. */
@@ -81,7 +82,8 @@ static const struct {
     {DIM(qkv_bias)}, {DIM(attention_out_bias)}, {DIM(attention_gate)},
     {DIM(attention_sinks)}, {DIM(mlp_bias)}, {DIM(shared_expert_gate)},
     {DIM(router_bias)}, {DIM(tie_word_embeddings)}, {DIM(ssm_conv_bias)},
-    {DIM(ssm_proj_bias)},
+    {DIM(ssm_proj_bias)}, {DIM(unbiased_experts)}, {DIM(attention_gate_proj)},
+    {DIM(lm_head_bias)}, {DIM(bidirectional)},
 };
 
 #undef DIM
@@ -163,6 +165,11 @@ static mfu_status check_layers(const mfu_transformer_dims *d, const char **bf)
     if (d->num_chunked_layers > attention - d->num_sliding_layers ||
         (d->attention_chunk_size == 0 && d->num_chunked_layers != 0))
         return bad(bf, "num_chunked_layers");
+    /* a bidirectional window spans both sides: not the spans of spans.h */
+    if (d->bidirectional && d->num_sliding_layers + d->num_chunked_layers > 0)
+        return bad(bf, "bidirectional");
+    if (d->attention_gate_proj && !d->attention_gate)
+        return bad(bf, "attention_gate_proj");
     if (d->num_linear_layers > 0) {
         if (d->linear_num_key_heads < 1 || d->linear_key_head_dim < 1)
             return bad(bf, d->linear_num_key_heads < 1 ? "linear_num_key_heads"
@@ -240,7 +247,7 @@ static mfu_status check_options(const mfu_transformer_dims *d,
     if (o->lora_rank < 0)
         return bad(bf, "lora_rank");
     /* adapters are counted on GQA projections and MLPs only */
-    if (o->lora_rank > 0 && (d->attention == MFU_ATTENTION_MLA ||
+    if (o->lora_rank > 0 && (d->attention == MFU_ATTENTION_MLA || d->attention_gate_proj ||
                              d->num_linear_layers > 0 || d->num_ssm_layers > 0 ||
                              d->num_short_conv_layers > 0 || d->moe_latent_size > 0))
         return bad(bf, "lora_rank");
@@ -328,7 +335,8 @@ static model_tally tally_model(const mfu_transformer_dims *d,
                m->moe * act.matmul +
                m->mtp * (att.matmul + mtp_mlp.matmul + 2.0 * h * h);
     t.params_active = attention_layers * att.params + m->linear * lin.params +
-                      m->ssm * ssm.params + m->conv * conv.params + m->dense * dense.params +
+                      m->ssm * ssm.params + m->conv * conv.params +
+                      m->dense * (dense.params + (double)d->mlp_act_params) +
                       m->moe * act.params + m->layers * (double)d->norms_per_layer * norm +
                       norm + /* the final norm */
                       m->mtp * (att.params + mtp_mlp.params + 2.0 * h * h +
@@ -345,12 +353,14 @@ static mfu_status attention_term(const mfu_transformer_dims *d,
                                  const mfu_transformer_options *o,
                                  const mfu_batch *b, const layer_mix *m, double *out)
 {
+    /* bidirectional attention computes every pair: nothing to halve */
+    const mfu_causal causal = d->bidirectional ? MFU_CAUSAL_FULL : o->causal;
     double full, sliding = 0.0, chunked = 0.0;
     mfu_status st;
     *out = 0.0;
     if (o->formula == MFU_FORMULA_6N || m->full + m->sliding + m->chunked + m->mtp == 0.0)
         return MFU_OK;
-    if ((st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, o->causal, &full)) != MFU_OK)
+    if ((st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, causal, &full)) != MFU_OK)
         return st;
     if (m->sliding > 0.0 &&
         (st = mfu_span_pairs(b, MFU_SPAN_SLIDING, d->sliding_window, o->causal,
@@ -424,9 +434,13 @@ static void combine(const mfu_transformer_dims *d, const mfu_transformer_options
     const double h = (double)d->hidden_size, vocab = (double)d->vocab_size;
     const double n_emb = vocab * h + (double)d->num_positions * h;
     const double lm_head = vocab * h; /* [d -> V], once per head application */
+    const double lm_bias = d->lm_head_bias ? vocab : 0.0; /* PhimoeForCausalLM */
     const double final_norm = mfu_norm_params(d, h);
-    const double layers_w = o->formula == MFU_FORMULA_MATMUL ? t->matmul : t->params_active;
-    const double weights = layers_w + (o->include_lm_head ? (1.0 + m->mtp) * lm_head : 0.0) +
+    const int matmul = o->formula == MFU_FORMULA_MATMUL;
+    const double layers_w = matmul ? t->matmul : t->params_active;
+    /* per lm_head application; its bias is a parameter, not a matmul */
+    const double head_w = lm_head + (matmul ? 0.0 : lm_bias);
+    const double weights = layers_w + (o->include_lm_head ? (1.0 + m->mtp) * head_w : 0.0) +
                            (o->include_embedding ? n_emb : 0.0);
     const double base = o->lora_rank > 0 ? 4.0 : 6.0; /* frozen base: no weight grad */
 
@@ -440,17 +454,16 @@ static void combine(const mfu_transformer_dims *d, const mfu_transformer_options
     else if (o->recompute == MFU_RECOMPUTE_FULL)
         /* the decoder layers' forward again (not the final norm, the
          * lm_head or the embedding) */
-        r->hardware_flops += 2.0 * (layers_w - (o->formula == MFU_FORMULA_MATMUL ? 0.0
-                                                                                 : final_norm)) *
-                                 tokens +
+        r->hardware_flops += 2.0 * (layers_w - (matmul ? 0.0 : final_norm)) * tokens +
                              2.0 * t->lora_active * tokens + attn + scan->forward + conv;
     r->attention_flops = attn;
     r->scan_flops = scan->forward;
     r->language_flops = r->model_flops;
     r->vision_flops = 0.0;
-    r->num_params = t->params_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    r->num_params = t->params_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head) + lm_bias;
     r->num_embedding_params = n_emb;
-    r->num_active_params = t->params_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    r->num_active_params = t->params_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head) +
+                           lm_bias;
     r->num_adapter_params = t->lora_all;
     r->num_tokens = tokens;
 }

@@ -127,7 +127,10 @@ typedef struct mfu_transformer_dims {
     int64_t moe_intermediate_size;           /* each expert's width */
     int64_t shared_expert_intermediate_size; /* 0 = no shared expert */
     int shared_expert_gate; /* Linear(d, 1) on the shared expert (Qwen) */
-    int router_bias;        /* the router Linear has a bias (gpt-oss) */
+    int router_bias;        /* E more router parameters: the router Linear's
+                             * bias (gpt-oss) or a learned per-expert score
+                             * bias (ERNIE 4.5 e_score_correction_bias,
+                             * AFMoE expert_bias); no matmul */
     int64_t num_dense_layers; /* with experts: layers using the dense MLP */
     /* embeddings */
     int tie_word_embeddings;  /* lm_head shares the token embedding */
@@ -159,7 +162,19 @@ typedef struct mfu_transformer_dims {
     int short_conv_bias;    /* its in_proj, conv and out_proj biases */
     int64_t num_mlp_only_layers, num_mixer_only_layers; /* Nemotron-H blocks */
     int64_t moe_latent_size; /* experts run in a latent width (Nemotron-H) */
-    int unbiased_experts;    /* experts carry no bias even with mlp_bias */
+    int unbiased_experts;    /* routed experts carry no bias even with mlp_bias
+                              * (NemotronHExperts, ERNIE 4.5 MoE's MixtralExperts) */
+    /* structure a few dense / MoE families add (families.h: family_dense.c,
+     * family_moe.c); each 0 = the layout above */
+    int attention_gate_proj; /* the output gate is its own gate_proj [d ->
+                              * H*Q] without bias (AFMoE), not q_proj's
+                              * second half; needs attention_gate */
+    int lm_head_bias;        /* the lm_head Linear has a bias (PhiMoE) */
+    int bidirectional;       /* attention is not causal (Gemma's
+                              * use_bidirectional_attention): "half" counts
+                              * the full square; no windowed layers */
+    int64_t mlp_act_params;  /* learned scalars of each dense MLP's
+                              * activation (xIELU's alpha_p, alpha_n: 2) */
 } mfu_transformer_dims;
 
 typedef enum mfu_flops_formula {

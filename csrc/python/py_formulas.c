@@ -317,7 +317,7 @@ int mfu_py_formulas_exec(PyObject *module)
                  .inputs = mfu_op_inputs, .role_name = mfu_op_role_name,
                  .kind_name = mfu_op_kind_name,
                  .site_name = mfu_op_site_name,
-                 .count = mfu_op_count},
+                 .count = mfu_op_count, .node_kind = mfu_node_kind},
         .formulas = {.registry = reg, .generation = formula_generation,
                      .find = formula_find, .count = mfu_py_formula_count},
     };

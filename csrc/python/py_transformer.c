@@ -147,6 +147,14 @@ static const field_spec dim_fields[] = {
                                "num_mlp_only_layers"),
     INT(moe_latent_size, "must be >= 0, and 0 without experts"),
     FLAG(unbiased_experts),
+    /* dense / MoE family structure (family_dense.c, family_moe.c) */
+    {"attention_gate_proj", offsetof(mfu_transformer_dims, attention_gate_proj), FIELD_FLAG,
+     NULL, "needs attention_gate (and no LoRA: adapters on a separate gate_proj are not "
+           "counted)"},
+    FLAG(lm_head_bias),
+    {"bidirectional", offsetof(mfu_transformer_dims, bidirectional), FIELD_FLAG, NULL,
+     "must be a bool, and false with sliding or chunked layers"},
+    INT(mlp_act_params, GE0),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
 
@@ -201,8 +209,8 @@ static const char *option_rule(const char *field)
         const char *field, *rule;
     } rules[] = {
         {"lora_rank", "must be >= 0; LoRA is counted on GQA attention and MLP "
-                      "layers only (not MLA, linear-attention, SSM or a vision "
-                      "tower)"},
+                      "layers only (not MLA, linear-attention, SSM, a separate "
+                      "attention gate_proj or a vision tower)"},
         {"lora_targets", "must be non-empty exactly when lora_rank > 0 ('gate' "
                          "needs a SwiGLU MLP)"},
         {"seq_lens", "the batch has no tokens"},
@@ -565,7 +573,8 @@ static PyObject *py_transformer_family(PyObject *module, PyObject *arg)
         put(d, "ssm_kind", PyUnicode_FromString(mfu_py_choice_name(ssm_kind_choices, (int)f->ssm_kind))) < 0 ||
         put(d, "ssm_parallel", PyBool_FromLong(f->ssm_parallel)) < 0 ||
         put(d, "ssm_inner_norms", PyBool_FromLong(f->ssm_inner_norms)) < 0 ||
-        put(d, "unbiased_experts", PyBool_FromLong(f->unbiased_experts)) < 0) {
+        put(d, "unbiased_experts", PyBool_FromLong(f->unbiased_experts)) < 0 ||
+        put(d, "attention_gate_proj", PyBool_FromLong(f->attention_gate_proj)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

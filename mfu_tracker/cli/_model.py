@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..flops._meta import MetaCountError, exact_config, run_counted
-from ..flops.counter._counter import FlopCounter
+from ..flops.counter import FlopCounter
 
 #: The error of a model that cannot be built or counted (one line).
 ModelError = MetaCountError

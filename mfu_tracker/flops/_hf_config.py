@@ -27,6 +27,14 @@ from .._validate import (
     check_str_list,
     check_whole_number,
 )
+from ._hf_decoders import (
+    ATTENTION_BIAS as _ATTENTION_BIAS,
+    DECODER_FAMILIES,
+    MLP_BIAS as _MLP_BIAS,
+    QKV_BIAS as _QKV_BIAS,
+    SSM_BIAS as _SSM_BIAS,
+    moe_layers,
+)
 from . import _hf_hybrid
 from ._hf_vlm import COMPOSITES, tile_vision_dims, tower_kind
 from .presets import resolve_model_config
@@ -41,8 +49,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("intermediate_size", "n_inner"),
     "vocab_size": ("vocab_size",),
     "num_positions": ("n_positions", "max_position_embeddings", "block_size"),
-    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
-    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token"),
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token", "moe_k", "moe_topk"),
     "moe_intermediate_size": ("moe_intermediate_size",),
     "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),
     "sliding_window": ("sliding_window",),
@@ -65,14 +73,6 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ssm_chunk_size": ("chunk_size",),
     "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers"),
 }
-
-# dims flag -> config keys (bools) that set it, per flag group.
-_ATTENTION_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias"),
-                   "attention_out_bias": ("attention_bias",)}
-_QKV_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias")}
-_MLP_BIAS = {"mlp_bias": ("mlp_bias",)}
-_SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",),
-             "ssm_out_proj_bias": ("use_bias",)}
 
 # Vision tower dims field -> config keys (vision_config).
 VISION_KEYS: dict[str, tuple[str, ...]] = {
@@ -240,7 +240,7 @@ _SPAN_TYPES = {"sliding_attention": "num_sliding_layers", "chunked_attention": "
 def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
     """Layer counts by span from ``layer_types`` (transformers 5), else the
     family's rule; a window / chunk the config does not set drops its layers."""
-    types = cfg.str_list("layer_types")
+    types = cfg.str_list("layer_types") if spec.layer_types else None
     if types is None:
         kind = "linear_attention" if spec.span == "linear" else (
             "chunked_attention" if spec.span == "chunked" else "sliding_attention")
@@ -255,32 +255,6 @@ def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _moe_layers(cfg: _Config, spec: "_Family", layers: int, experts: int) -> int:
-    """How many layers use experts."""
-    if spec.moe == "all":
-        return layers
-    if spec.moe == "first_k_dense":  # DeepSeek-V3, GLM-4.5
-        first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=0)
-        freq = cfg.int("num_dense_layers", ("moe_layer_freq",), default=1, minimum=1)
-        return sum(1 for i in range(layers) if i >= first and i % freq == 0)
-    if spec.moe == "layer_types":  # GLM-4.7-Flash, Kimi Linear: mlp_layer_types
-        kinds = cfg.str_list("mlp_layer_types")
-        if kinds is None:  # their configs' default: dense below first_k_dense_replace
-            first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=1)
-            kinds = ["dense" if i < first else "sparse" for i in range(layers)]
-        return kinds[:layers].count("sparse")
-    if spec.moe == "llama4":
-        listed = cfg.int_list("moe_layers")
-        if cfg.has("moe_layers"):
-            return sum(1 for i in set(listed) if i < layers)
-        step = cfg.int("num_dense_layers", ("interleave_moe_layer_step",), default=1, minimum=1)
-        return len(range(step - 1, layers, step))
-    # Qwen: every decoder_sparse_step-th layer, except mlp_only_layers
-    step = cfg.int("num_dense_layers", ("decoder_sparse_step",), default=1, minimum=1)
-    only = set(cfg.int_list("mlp_only_layers"))
-    return sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
-
-
 # ---------------------------------------------------------------------------
 # Families: how each model_type's config is read
 # ---------------------------------------------------------------------------
@@ -289,8 +263,14 @@ class _Family(NamedTuple):
     flags: Mapping[str, tuple[str, ...]] = _ATTENTION_BIAS
     local: Callable[[_Config, int], bool] | None = _always  # sliding where True
     span: str = "sliding"       # what `local` layers are: sliding / chunked / linear
-    moe: str | None = None      # None, all, qwen, first_k_dense, layer_types, llama4
+    # None, all, qwen, first_k_dense, layer_types, llama4, or a rule
+    # (config, layer) -> has experts
+    moe: str | Callable[[_Config, int], bool] | None = None
     experts_width: str = "moe_intermediate_size"  # the config key of an expert's width
+    layer_types: bool = True    # the model reads config.layer_types
+    experts_per_token: int | None = None  # fixed by the implementation
+    shared_experts: tuple[str, ...] = ()  # keys: shared experts of the expert width
+    shared_width: tuple[str, ...] = KEYS["shared_expert_intermediate_size"]
     defaults: Mapping[str, int] = {}  # config key -> the class default (dicts leave keys out)
 
 
@@ -316,6 +296,7 @@ FAMILIES: dict[str, _Family] = {
     "mamba2": _Family(flags=_SSM_BIAS, local=None),
     "qwen2_5_vl": _Family(flags=_QKV_BIAS, local=_qwen_local),
     "qwen3_vl": _Family(local=None),
+    **{name: _Family(**spec) for name, spec in DECODER_FAMILIES.items()},
     # Qwen3.5, the MLA family and the hybrids (readers: _hf_hybrid.py)
     "qwen3_5": _Family(local=_qwen3_next_linear, span="linear", moe="qwen",
                        defaults=_hf_hybrid.DEFAULTS["qwen3_5"]),
@@ -432,8 +413,15 @@ def _model_type(cfg: _Config) -> str:
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
         return "nanogpt"  # nanoGPT's GPTConfig (no model_type)
     check_given(model_type, "config.model_type", " (or pass explicit dims as keywords)")
-    return check_choice(model_type, "config.model_type (supported; or pass explicit dims)",
-                        (*FAMILIES, *ALIASES, *COMPOSITES))
+    known = (*FAMILIES, *ALIASES, *COMPOSITES)
+    if model_type in known:
+        return model_type
+    # the names are too many for one readable line: say where they are listed
+    raise ValueError(f"config.model_type must be one of the {len(FAMILIES)} types of "
+                     f"mfu_tracker._C.transformer_families() or an alias "
+                     f"({', '.join(ALIASES)}), got "
+                     f"{model_type!r}; pass explicit dims, or count the model exactly "
+                     "(FlopCounter, or profile_flops(model, device='meta'))")
 
 
 def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
@@ -488,15 +476,20 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
     if dims.get("mlp") == "none":
         return
     experts = cfg.int("num_experts", default=0) if spec.moe else 0
-    moe = _moe_layers(cfg, spec, layers, experts) if experts else 0
+    moe = moe_layers(cfg, spec, layers) if experts else 0
     if not moe:
         dims.update(shared_expert_gate=False, router_bias=False)
     if moe:
-        dims.update(num_experts=experts, experts_per_token=cfg.require("experts_per_token"),
+        dims.update(num_experts=experts,
+                    experts_per_token=spec.experts_per_token or _one_per_model(
+                        cfg, "experts_per_token"),
                     moe_intermediate_size=cfg.require("moe_intermediate_size", (spec.experts_width,)),
                     num_dense_layers=layers - moe)
-        shared = cfg.int("shared_expert_intermediate_size", default=0)
-        if spec.moe in ("first_k_dense", "layer_types"):  # n_shared_experts of the expert width
+        shared = cfg.int("shared_expert_intermediate_size", spec.shared_width, default=0)
+        if spec.shared_experts:  # that many shared experts of the expert width
+            shared = cfg.int("shared_expert_intermediate_size", spec.shared_experts,
+                             default=0) * dims["moe_intermediate_size"]
+        elif spec.moe in ("first_k_dense", "layer_types"):  # n_shared_experts of the expert width
             shared = cfg.int("shared_expert_intermediate_size",
                              ("n_shared_experts", "num_shared_experts"),
                              default=0) * dims["moe_intermediate_size"]
@@ -506,6 +499,8 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
             dims["shared_expert_intermediate_size"] = shared
         else:
             dims["shared_expert_gate"] = False
+    if cfg.get("hidden_act") == "xielu" and not experts:  # ACT2FN's XIELU: alpha_p, alpha_n
+        dims["mlp_act_params"] = 2
     dense_key = ("intermediate_size_mlp",) if spec.moe == "llama4" else KEYS["intermediate_size"]
     if layers - moe > 0:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
@@ -513,6 +508,24 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
         dims["intermediate_size"] = 0
     else:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
+
+
+def _one_per_model(cfg: _Config, field: str) -> int:
+    """An int field a config may also give per layer (Hunyuan's moe_topk):
+    a per-layer list must hold one value."""
+    for key in KEYS[field]:
+        value = cfg.get(key)
+        if isinstance(value, (list, tuple)):
+            values = check_int_list(value, f"{cfg.prefix}.{key}", 1)
+            if len(set(values)) != 1:
+                raise ValueError(f"{cfg.prefix}.{key} differs between layers ({values}): the "
+                                 f"analytic count takes one {field}; count the model exactly "
+                                 "instead (FlopCounter, or profile_flops(model, device='meta'))")
+            cfg.sources[field] = f"{cfg.prefix}.{key}"
+            return values[0]
+        if value is not None:
+            break
+    return cfg.require(field)
 
 
 def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | None:

@@ -49,6 +49,7 @@ def params_flops(
         "include_lm_head": True,
         "include_embedding": True,
         "tie_word_embeddings": False,
+        "bidirectional": False,
         "lora": {"rank": None, "targets": None} if lora else None,
         "activation_recompute": "none",
         "sequences": "num_tokens",

@@ -13,11 +13,6 @@
 #include "family_mla.h"
 #include "transformer.h"
 
-static int field_is(const char *field, const char *want)
-{
-    return field != NULL && strcmp(field, want) == 0;
-}
-
 static void test_kda(void)
 {
     mfu_transformer_dims d;

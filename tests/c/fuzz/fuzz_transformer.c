@@ -7,7 +7,8 @@
  * image_grid_thw).
  *
  * Input: mode u8; then every int64 dims field of `int_fields` below in
- * order (fi_i64; in plausible mode a small value instead, see plausible()),
+ * order (fi_i64; in plausible mode a small value instead, see plausible(),
+ * which reads mlp_act_params last),
  * every flag of `flag_fields` (a u8: raw (byte % 4) - 1, plausible byte & 1),
  * the enums attention, mlp, norm, qk_norm (fi_i32); the options formula,
  * causal, recompute (fi_i32), include_lm_head, include_embedding (u8 flags),
@@ -78,14 +79,15 @@ static const size_t int_fields[] = {
     OFF(linear_conv_kernel), OFF(linear_chunk_size), OFF(num_ssm_layers),
     OFF(ssm_num_heads), OFF(ssm_head_dim), OFF(ssm_state_size),
     OFF(ssm_num_groups), OFF(ssm_conv_kernel), OFF(ssm_chunk_size),
-    OFF(num_mtp_layers),
+    OFF(num_mtp_layers), OFF(mlp_act_params),
 };
 
 static const size_t flag_fields[] = {
     OFF(qkv_bias), OFF(attention_out_bias), OFF(attention_gate),
     OFF(attention_sinks), OFF(mlp_bias), OFF(shared_expert_gate),
     OFF(router_bias), OFF(tie_word_embeddings), OFF(ssm_conv_bias),
-    OFF(ssm_proj_bias),
+    OFF(ssm_proj_bias), OFF(attention_gate_proj), OFF(lm_head_bias),
+    OFF(bidirectional),
 };
 
 /* The hybrid fields, read after the lengths. */
@@ -182,6 +184,7 @@ static void plausible(fuzz_input *in, mfu_transformer_dims *d)
                                           (uint64_t)(attention - d->num_sliding_layers + 1));
     }
     d->num_mtp_layers = (shape & 128) ? 1 : 0;
+    d->mlp_act_params = (int64_t)(fi_u8(in) % 3);
 }
 
 static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
@@ -200,6 +203,9 @@ static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
     if (is_plausible) {
         d->shared_expert_gate &= d->shared_expert_intermediate_size > 0;
         d->router_bias &= d->num_experts > 0;
+        d->attention_gate_proj &= d->attention_gate;
+        if (d->bidirectional) /* a bidirectional window is refused */
+            d->num_sliding_layers = d->num_chunked_layers = 0;
         return;
     }
     d->attention = (mfu_attention_kind)fi_i32(in);

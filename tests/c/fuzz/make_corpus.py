@@ -597,10 +597,10 @@ TFM_INTS = ("hidden_size", "num_layers", "vocab_size", "num_heads", "num_kv_head
             "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
             "linear_conv_kernel", "linear_chunk_size", "num_ssm_layers", "ssm_num_heads",
             "ssm_head_dim", "ssm_state_size", "ssm_num_groups", "ssm_conv_kernel",
-            "ssm_chunk_size", "num_mtp_layers")
+            "ssm_chunk_size", "num_mtp_layers", "mlp_act_params")
 TFM_FLAGS = ("qkv_bias", "attention_out_bias", "attention_gate", "attention_sinks", "mlp_bias",
              "shared_expert_gate", "router_bias", "tie_word_embeddings", "ssm_conv_bias",
-             "ssm_proj_bias")
+             "ssm_proj_bias", "attention_gate_proj", "lm_head_bias", "bidirectional")
 TFM_VISION = ("depth", "hidden_size", "intermediate_size", "num_heads", "in_channels",
               "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
               "window_size", "num_full_blocks", "num_deepstack_mergers",
@@ -694,6 +694,20 @@ QWEN3_VL_TOWER = dict(kind=2, depth=27, hidden_size=1152, intermediate_size=4304
                       in_channels=3, patch_size=16, temporal_patch_size=2,
                       spatial_merge_size=2, out_hidden_size=4096, num_deepstack_mergers=3,
                       num_position_embeddings=2304)
+# the dense / MoE families' structure (family_dense.c, family_moe.c)
+ERNIE45_MOE = dict(hidden_size=2560, num_layers=28, num_heads=20, num_kv_heads=4, head_dim=128,
+                   intermediate_size=12288, vocab_size=103424, num_experts=64,
+                   experts_per_token=6, moe_intermediate_size=1536,
+                   shared_expert_intermediate_size=3072, num_dense_layers=1, router_bias=1,
+                   mlp_bias=1, qkv_bias=1, attention_out_bias=1, lm_head_bias=1,
+                   tie_word_embeddings=1)
+AFMOE = dict(hidden_size=2048, num_layers=32, num_heads=16, num_kv_heads=4, head_dim=128,
+             intermediate_size=6144, vocab_size=200192, norms_per_layer=4, qk_norm=1,
+             attention_gate=1, attention_gate_proj=1, num_experts=64, experts_per_token=6,
+             moe_intermediate_size=1408, shared_expert_intermediate_size=2816,
+             num_dense_layers=1, router_bias=1, sliding_window=1024, num_sliding_layers=24)
+APERTUS = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+               intermediate_size=21504, vocab_size=131072, mlp=0, qk_norm=1, mlp_act_params=2)
 QWEN2_7B = dict(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4,
                 intermediate_size=18944, vocab_size=152064, qkv_bias=1)
 # The hybrids (family_mla.h, family_hybrid.h), from their published configs.
@@ -811,6 +825,15 @@ TRANSFORMER = [
     ("experts_without_k", tfm(**{**MIXTRAL, "experts_per_token": 0}, uniform=(1, 128))),
     ("dense_fields_with_no_experts", tfm(**LLAMA2_7B, moe_intermediate_size=5, lengths=(5,))),
     ("all_zero", tfm(hidden_size=0, num_layers=0, num_heads=0, vocab_size=0, lengths=())),
+    ("ernie45_moe_biases", tfm(**ERNIE45_MOE, lengths=(4096, 100),
+                               hybrid=dict(unbiased_experts=1))),
+    ("afmoe_gate_proj_sliding", tfm(**AFMOE, formula=2, causal=1, uniform=(2, 4096))),
+    ("afmoe_lora_refused", tfm(**AFMOE, lora_rank=8, lora_targets=1, lengths=(64,))),
+    ("gate_proj_without_gate", tfm(**{**AFMOE, "attention_gate": 0}, lengths=(64,))),
+    ("apertus_xielu", tfm(**APERTUS, recompute=1, uniform=(4, 4096))),
+    ("gemma_bidirectional_half", tfm(**LLAMA2_7B, bidirectional=1, causal=1, uniform=(2, 512))),
+    ("bidirectional_window_refused", tfm(**MISTRAL, bidirectional=1, lengths=(8192,))),
+    ("act_params_int64_max", tfm(**{**APERTUS, "mlp_act_params": I64_MAX}, lengths=(I64_MAX,))),
 ]
 
 # ---- fuzz_driver: mode, api, code, path ---------------------------------------
@@ -943,6 +966,15 @@ def fail(index):  # 0 record, 1 query, 2 elapsed, 3 synchronize, 4 create
     return u8(7) + u8(index)
 
 
+BOOK_FIELDS = ("tokens", "model", "executed", "ideal", "overcompute", "language")
+
+
+def book(back=0, **values):  # the step `back` before the newest closed one (255: far past)
+    given = sum(1 << i for i, name in enumerate(BOOK_FIELDS) if name in values)
+    return (u8(7) + u8(0x40) + u8(back) + u8(given)
+            + b"".join(dbl(values.get(name, 0.0)) for name in BOOK_FIELDS))
+
+
 # phase ops (fuzz_steps.c): an op byte >= 200, (byte - 200) % 6
 def phase_begin(phase):
     return u8(200) + u8(phase)
@@ -992,6 +1024,14 @@ STEPS = [
      + step(tokens=-1.0) + advance_ms(1) + step(model=NAN) + advance_ms(1)
      + step(executed=INF) + advance_ms(1) + step(-INF, -0.5, NAN) + advance_ms(1)
      + step(0.0, 0.0, 0.0) + advance_ms(1) + SUMMARY + FLUSH + SUMMARY),
+    # booking work onto closed steps (steps.h "Booking"): pending, pushed, open, past
+    ("cuda_book", steps_config(model=NAN, executed=NAN, window=4, warmup=0) + gpu(1, 3)
+     + loop(6) + book(0, model=1e12, tokens=10) + book(3, model=2e12, executed=3e12, ideal=1e-3)
+     + book(255, model=1.0) + book(200, model=1.0) + FLUSH + SUMMARY
+     + book(1, model=-1.0, overcompute=INF, language=NAN) + SUMMARY),
+    ("cpu_book_evicted", steps_config(mode=CPU, model=NAN, window=1, warmup=0)
+     + loop(40, ms=0) + book(5, model=1e9, language=4e8, overcompute=1e8) + book(30, model=1e9)
+     + SUMMARY),
     ("per_step_override", steps_config(window=2, warmup=0) + gpu(2, 0) + step()
      + step(10, 1e12) + advance_ms(2) + step(10, 1e12, 3e12) + advance_ms(2) + step(10)
      + advance_ms(2) + SUMMARY + FLUSH + SUMMARY),

@@ -10,10 +10,11 @@ and hands each metrics dict to the Prometheus endpoint. The record format is
 :mod:`mfu_tracker.job._records`'s, the arithmetic over them
 :mod:`mfu_tracker.job._ledger`'s.
 
-Integrations whose steps carry no FLOPs of their own (they learn a step's
-FLOPs at logging time) book them here (:meth:`RunBook.book_flops`), so the
-ledger interval still has the steps' model FLOPs; and they count the steps
-whose compile phase holds a whole compiled call (:meth:`RunBook.compile_call`).
+A step's model FLOPs reach the ledger one way: from its record in the step
+engine, whether given at its boundary or booked onto it later
+(``Tracker.book()``: the integrations resolve a step's FLOPs at logging
+time). Integrations count here the steps whose compile phase holds a whole
+compiled call (:meth:`RunBook.compile_call`).
 """
 from __future__ import annotations
 
@@ -21,12 +22,12 @@ import atexit
 import os
 import threading
 import weakref
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional
 
 from .._version import __version__
-from ..job._log import MetricsLog, rank_world
-from ..job._prometheus import Endpoint
-from ..job._records import (
+from ._log import MetricsLog, rank_world
+from ._prometheus import Endpoint
+from ._records import (
     PEAK_CHECK,
     RUN,
     RUN_END,
@@ -59,20 +60,19 @@ atexit.register(_close_open_trackers)
 class RunBook:
     """The run's running state for the ledger (module docstring)."""
 
-    __slots__ = ("run_id", "job", "start_step", "rank", "log", "endpoint", "_mark", "_booked",
-                 "_booked_mark", "_calls", "_calls_mark", "_ended", "_peak_tflops")
+    __slots__ = ("run_id", "job", "start_step", "rank", "log", "endpoint", "ranks", "_mark",
+                 "_calls", "_calls_mark", "_ended", "_peak_tflops")
 
     def __init__(self, *, start_step: int, log: Optional[MetricsLog],
-                 endpoint: Optional[Endpoint]) -> None:
+                 endpoint: Optional[Endpoint], job: Optional[str] = None) -> None:
         self.run_id = new_run_id()
-        self.job = job_name(self.run_id)
+        self.job = job_name(self.run_id, job)
         self.start_step = start_step
         self.rank = rank_world()[0]
         self.log = log
         self.endpoint = endpoint
+        self.ranks: Any = None      # the last aggregation's rank rows (served per rank)
         self._mark: Optional[Dict[str, Any]] = None   # the engine's totals at the last record
-        self._booked: Tuple[float, int] = (0.0, 0)    # FLOPs, steps booked by an integration
-        self._booked_mark: Tuple[float, int] = (0.0, 0)
         self._calls = self._calls_mark = 0
         self._ended = False
         self._peak_tflops: Optional[float] = None
@@ -96,12 +96,6 @@ class RunBook:
 
     # ---- what integrations tell ---------------------------------------------------
 
-    def book_flops(self, model_flops: float, steps: int) -> None:
-        """Model FLOPs of ``steps`` closed steps whose FLOPs the tracker did not
-        get at their boundary (an integration resolves them at logging time)."""
-        flops, count = self._booked
-        self._booked = (flops + float(model_flops), count + int(steps))
-
     def compile_call(self) -> None:
         """A step whose compile phase holds a whole (first) compiled call."""
         self._calls += 1
@@ -115,12 +109,11 @@ class RunBook:
         steps = now["steps"] - mark.get("steps", 0)
         dropped = now["dropped"] - mark.get("dropped", 0)
         unknown = now["unknown_flops_steps"] - mark.get("unknown_flops_steps", 0)
-        booked_flops = self._booked[0] - self._booked_mark[0]
-        flops_steps = (steps - dropped - unknown) + (self._booked[1] - self._booked_mark[1])
+        flops_steps = steps - dropped - unknown
         before = mark.get("phase_s", {})
         phase_s = {name: seconds - before.get(name, 0.0)
                    for name, seconds in now["phase_s"].items() if seconds != before.get(name, 0.0)}
-        flops = now["model_flops"] - mark.get("model_flops", 0.0) + booked_flops
+        flops = now["model_flops"] - mark.get("model_flops", 0.0)
         return {
             "from_step": self.start_step + mark.get("steps", 0),
             "to_step": self.start_step + now["steps"],
@@ -129,13 +122,13 @@ class RunBook:
             "model_flops": flops if flops_steps > 0 or steps == dropped else None,
             "flops_steps": flops_steps, "flops_ranks": 1,
             "compile_calls": self._calls - self._calls_mark,
-            "first_boundary": now["first_boundary_unix_s"], "_now": now,
+            "first_boundary": now["first_boundary_unix_s"],
+            "first_step_s": now.get("first_step_s"), "_now": now,
         }
 
     def commit(self, interval: Mapping[str, Any]) -> None:
         """The interval was logged: the next one starts where it ended."""
         self._mark = interval["_now"]
-        self._booked_mark = self._booked
         self._calls_mark = self._calls
 
     @staticmethod
@@ -153,7 +146,8 @@ class RunBook:
             if self.log is not None:
                 self.log.write(out, step=step, ledger=self.record(interval))
         if self.endpoint is not None:
-            self.endpoint.update(out, prefix=prefix, step=step, job=self.job, rank=self.rank)
+            self.endpoint.update(out, prefix=prefix, step=step, job=self.job, rank=self.rank,
+                                 ranks=self.ranks)
 
     # ---- the end ------------------------------------------------------------------
 

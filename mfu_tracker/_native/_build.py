@@ -12,7 +12,7 @@ torch, once, into a per-user cache:
 
 * base key: our version, torch's version (and git hash), the C++ ABI flag,
   the Python ABI tag and a hash of the sources. A build for another torch is
-  never found (and ``counter.py`` checks the loaded module's versions again).
+  never found (and ``_observer.py`` checks the loaded module's versions again).
 * compiler key: the compiler's path and ``--version`` line. A machine with no
   compiler (a compute node) loads any finished build of its base key, such as
   one ``mfu-tracker build-ext`` made on a login node.
@@ -64,7 +64,7 @@ MODULE_NAME = "mfu_tracker._torch"
 # What the observer needs, relative to csrc/: its C++ sources and the C
 # headers it includes (csrc/torch/mfu_torch.h). setup.py ships exactly these
 # in the wheel, under mfu_tracker/_csrc, in the same layout.
-SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/py_ops.h", "python/py_comm.h")
+SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/mfu_capsules.h")
 
 # How long (s) a recorded failure stops first-use builds from trying again.
 FAILED_RETRY_S = 600.0
@@ -98,7 +98,7 @@ def compile_args(werror: bool = False) -> list[str]:
 
 
 def define_macros(version: str, torch_version: str, cxx11_abi: int) -> list[tuple[str, str]]:
-    """The observer's macros: the versions ``counter.py`` checks at load."""
+    """The observer's macros: the versions ``_observer.py`` checks at load."""
     return [
         ("MFU_TRACKER_VERSION", f'"{version}"'),
         ("MFU_TORCH_VERSION", f'"{torch_version}"'),
@@ -109,7 +109,7 @@ def define_macros(version: str, torch_version: str, cxx11_abi: int) -> list[tupl
 def source_root() -> Optional[Path]:
     """The directory holding ``SOURCE_PATTERNS``: the installed package's
     ``_csrc``, else a checkout's ``csrc``; None when neither has the sources."""
-    package = Path(__file__).resolve().parents[2]  # mfu_tracker/flops/counter/_build.py
+    package = Path(__file__).resolve().parents[1]  # mfu_tracker/_native/_build.py
     for root in (package / "_csrc", package.parent / "csrc"):
         if any((root / "torch").glob("*.cpp")):
             return root
