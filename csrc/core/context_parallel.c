@@ -29,7 +29,8 @@ static mfu_status check(const mfu_transformer_dims *d, const mfu_batch *b,
             return bad(bf, "context_parallel");
     if (cp->mode == MFU_CP_RING && cp->degree > 1 &&
         (d->num_sliding_layers > 0 || d->num_chunked_layers > 0 || d->num_linear_layers > 0 ||
-         d->num_ssm_layers > 0 || d->num_short_conv_layers > 0 || d->num_mtp_layers > 0))
+         d->num_ssm_layers > 0 || d->num_short_conv_layers > 0 || d->num_mtp_layers > 0 ||
+         d->bidirectional))
         return bad(bf, "context_parallel");
     return MFU_OK;
 }

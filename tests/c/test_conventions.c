@@ -20,11 +20,6 @@ static mfu_batch one_sequence(int64_t s)
     return (mfu_batch){.lengths = lens, .count = 1, .repeat = 1};
 }
 
-static int field_is(const char *field, const char *want)
-{
-    return field != NULL && strcmp(field, want) == 0;
-}
-
 /* d 64, 2 layers, 4 heads of 16 (2 kv heads), SwiGLU 96, vocab 128, untied */
 static mfu_transformer_dims small(void)
 {
@@ -245,6 +240,9 @@ static void test_layers_without_attention(void)
     d.short_conv_kernel = 3;
     CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(field_is(field, "context_parallel"));
+    d.num_short_conv_layers = 0; /* bidirectional: every rank needs every block */
+    d.bidirectional = 1;
+    CHECK(mfu_context_parallel_flops(&d, &o, &b, &cp, &r1, &field) == MFU_ERR_INVALID_ARGUMENT);
 }
 
 int main(void)
