@@ -29,7 +29,13 @@
  *     spans.h     attention spans of a batch (full, sliding, chunked) under
  *                 both causal conventions
  *     vision.h    VLM vision towers (Qwen2.5-VL, Qwen3-VL)
+ *     vision_tiles.h  fixed-resolution towers on tiles (SigLIP / Gemma 3,
+ *                     CLIP and SigLIP under LLaVA, Llama 4)
  *     families.h  which blocks each HuggingFace model_type uses
+ *   conventions.h other frameworks' MFU formulas as presets of choices, and
+ *                 the difference from ours choice by choice
+ *   context_parallel.h  one rank's share of a batch under context
+ *                 parallelism (Ulysses, ring / all-gather KV)
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
  *   nodes.h       which autograd node a backward call runs in (the site
@@ -84,10 +90,13 @@
 #include "family_hybrid.h"
 #include "spans.h"
 #include "vision.h"
+#include "vision_tiles.h"
 #include "families.h"
+#include "conventions.h"
+#include "context_parallel.h"
 #include "ops.h"
-#include "gpu_driver.h"
 #include "nodes.h"
+#include "gpu_driver.h"
 #include "timing.h"
 #include "stats.h"
 #include "phases.h"

@@ -2,6 +2,7 @@
 #include <stddef.h>
 
 #include "vision.h"
+#include "vision_tiles.h"
 
 /* How a kind lays out its tower; the arithmetic below reads only this. */
 typedef struct vision_layout {
@@ -65,9 +66,17 @@ mfu_status mfu_vision_validate(const mfu_vision_dims *d, const char **bad_field)
         return bad(bad_field, "vision");
     if (d->kind == MFU_VISION_NONE)
         return MFU_OK;
+    if (mfu_vision_is_tiled(d->kind))
+        return mfu_vision_tiles_validate(d, bad_field);
     lay = layout_of(d->kind);
     if (lay == NULL)
         return bad(bad_field, "vision.kind");
+    if (d->image_size != 0 || d->tokens_per_image != 0 || d->feature_layers > 1 ||
+        d->keep_cls || d->use_head || d->projector_bias || d->image_newline ||
+        d->pixel_shuffle_inverse != 0 ||
+        d->projector_input_dim != 0 || d->projector_output_dim != 0 ||
+        d->vision_output_dim != 0)
+        return bad(bad_field, "vision.image_size"); /* the tiled towers' fields */
     if (d->depth < 1)
         return bad(bad_field, "vision.depth");
     if (d->hidden_size < 1)
@@ -184,6 +193,8 @@ mfu_status mfu_vision_flops_compute(const mfu_vision_input *input,
         *out = r;
         return MFU_OK;
     }
+    if (mfu_vision_is_tiled(d->kind))
+        return mfu_vision_tiles_compute(input, matmul_only, with_attention, out, bad_field);
     lay = layout_of(d->kind);
     for (size_t i = 0; i < input->num_grids; i++) {
         const mfu_vision_grid *g = &input->grids[i];

@@ -21,6 +21,11 @@
  *   merger        P/m^2 merged tokens x [D m^2 -> D m^2 -> out]; Qwen3-VL's
  *                 deepstack mergers the same, each
  * model = 3x forward except the patch embed (2x). P = t*h*w, m = merge.
+ *
+ * Fixed-resolution towers (vision_tiles.c: SigLIP / CLIP / Llama 4 vision
+ * encoders with the Gemma 3, LLaVA and Llama 4 projectors) take each grid
+ * row as t tiles of h x w patches (the tile's pixels / patch_size); every
+ * tile runs the encoder on its own (attention within the tile).
  */
 #ifndef MFU_VISION_H
 #define MFU_VISION_H
@@ -33,7 +38,11 @@
 typedef enum mfu_vision_kind {
     MFU_VISION_NONE = 0,
     MFU_VISION_QWEN2_5_VL = 1, /* Qwen2.5-VL: RMSNorm, SwiGLU, windows */
-    MFU_VISION_QWEN3_VL = 2    /* Qwen3-VL: LayerNorm, GELU, deepstack */
+    MFU_VISION_QWEN3_VL = 2,   /* Qwen3-VL: LayerNorm, GELU, deepstack */
+    MFU_VISION_GEMMA3 = 3,     /* SigLIP + Gemma 3's pooled projector */
+    MFU_VISION_LLAVA_CLIP = 4, /* CLIP + LLaVA's two-layer projector */
+    MFU_VISION_LLAVA_SIGLIP = 5, /* SigLIP + LLaVA's projector (OneVision) */
+    MFU_VISION_LLAMA4 = 6      /* Llama 4's encoder, pixel shuffle, projector */
 } mfu_vision_kind;
 
 /* Field names are the Python keyword names (the config's, where it has one). */
@@ -52,6 +61,18 @@ typedef struct mfu_vision_dims {
     int64_t num_full_blocks;     /* Qwen2.5-VL: len(fullatt_block_indexes) */
     int64_t num_deepstack_mergers;   /* Qwen3-VL */
     int64_t num_position_embeddings; /* Qwen3-VL learned table (params) */
+    /* fixed-resolution towers (vision_tiles.c) */
+    int64_t image_size;          /* tile side in pixels (the position table) */
+    int64_t tokens_per_image;    /* Gemma 3: mm_tokens_per_image (pooled) */
+    int64_t feature_layers;      /* LLaVA: hidden states concatenated (1) */
+    int keep_cls;                /* LLaVA "full" strategy: CLS projected too */
+    int use_head;                /* SigLIP's attention-pooling head runs */
+    int projector_bias;          /* LLaVA projector Linears have biases */
+    int image_newline;           /* LLaVA-NeXT / OneVision: a learned [d] row */
+    int64_t pixel_shuffle_inverse;   /* Llama 4: 1 / pixel_shuffle_ratio */
+    int64_t projector_input_dim;     /* Llama 4 adapter fc1 output */
+    int64_t projector_output_dim;    /* Llama 4 adapter fc2 (square) */
+    int64_t vision_output_dim;       /* Llama 4 projector input */
 } mfu_vision_dims;
 
 /* One image or video: t frames (after temporal patching) of h x w patches;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mfu_module.h"
+#include "py_transformer.h"
 
 /* ------------------------------------------------------------------------
  * Field tables: Python name -> struct offset, kind, rule (for messages)
@@ -40,7 +41,9 @@ static const mfu_py_choice qk_norm_choices[] = {
     {"projection", MFU_QK_NORM_PROJECTION}, {NULL, 0}};
 static const mfu_py_choice vision_choices[] = {
     {"none", MFU_VISION_NONE}, {"qwen2_5_vl", MFU_VISION_QWEN2_5_VL},
-    {"qwen3_vl", MFU_VISION_QWEN3_VL}, {NULL, 0}};
+    {"qwen3_vl", MFU_VISION_QWEN3_VL}, {"gemma3", MFU_VISION_GEMMA3},
+    {"llava_clip", MFU_VISION_LLAVA_CLIP}, {"llava_siglip", MFU_VISION_LLAVA_SIGLIP},
+    {"llama4", MFU_VISION_LLAMA4}, {NULL, 0}};
 static const mfu_py_choice linear_kind_choices[] = {
     {"gated_deltanet", MFU_LINEAR_GATED_DELTANET}, {"kda", MFU_LINEAR_KDA}, {NULL, 0}};
 static const mfu_py_choice ssm_kind_choices[] = {
@@ -162,7 +165,8 @@ static const field_spec dim_fields[] = {
 
 static const field_spec vision_fields[] = {
     {"kind", offsetof(mfu_vision_dims, kind), FIELD_CHOICE, vision_choices,
-     "must be 'qwen2_5_vl' or 'qwen3_vl'"},
+     "must be 'qwen2_5_vl', 'qwen3_vl', 'gemma3', 'llava_clip', 'llava_siglip' "
+     "or 'llama4'"},
     VINT(depth, "must be >= 1"), VINT(hidden_size, "must be >= 1"),
     VINT(intermediate_size, "must be >= 1"),
     VINT(num_heads, "must be >= 1 and divide hidden_size"),
@@ -175,6 +179,24 @@ static const field_spec vision_fields[] = {
     VINT(num_full_blocks, "must be between 0 and depth (Qwen2.5-VL only)"),
     VINT(num_deepstack_mergers, "must be between 0 and depth (Qwen3-VL only)"),
     VINT(num_position_embeddings, "must be >= 0 (Qwen3-VL only)"),
+    /* fixed-resolution towers (core/vision_tiles.h) */
+    VINT(image_size, "must be >= patch_size (tiled towers)"),
+    VINT(tokens_per_image, "must be >= 1, and with images at most the tile's "
+                           "patches (Gemma 3 only)"),
+    VINT(feature_layers, "must be between 1 and depth + 1 (LLaVA only)"),
+    {"keep_cls", offsetof(mfu_vision_dims, keep_cls), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA only)"},
+    {"use_head", offsetof(mfu_vision_dims, use_head), FIELD_FLAG, NULL,
+     "must be a bool (SigLIP towers only)"},
+    {"projector_bias", offsetof(mfu_vision_dims, projector_bias), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA only)"},
+    {"image_newline", offsetof(mfu_vision_dims, image_newline), FIELD_FLAG, NULL,
+     "must be a bool (LLaVA-NeXT / OneVision only)"},
+    VINT(pixel_shuffle_inverse, "must be >= 1 and divide the tile's patches "
+                                "per side (Llama 4 only)"),
+    VINT(projector_input_dim, "must be >= 1 (Llama 4 only)"),
+    VINT(projector_output_dim, "must be >= 1 (Llama 4 only)"),
+    VINT(vision_output_dim, "must be >= 1 (Llama 4 only)"),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
 
@@ -194,6 +216,7 @@ static const char *option_rule(const char *field)
         {"seq_lens", "the batch has no tokens"},
         {"image_grid_thw", "each grid is [t, h, w] with t, h, w >= 1 and h, w "
                            "multiples of vision.spatial_merge_size"},
+        {"pixel_values", "each tile must be vision.image_size pixels square"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (strcmp(rules[i].field, field) == 0)
@@ -422,11 +445,48 @@ static int parse_grids(PyObject *obj, mfu_vision_grid **grids, size_t *count)
     return 0;
 }
 
+int mfu_py_count_inputs_parse(PyObject *dims_obj, PyObject *lens_obj, PyObject *batch_obj,
+                              PyObject *seq_len_obj, PyObject *vision_obj,
+                              PyObject *grids_obj, mfu_py_count_inputs *in)
+{
+    *in = (mfu_py_count_inputs){.grids = NULL, .lens = NULL};
+    mfu_transformer_dims_init(&in->dims);
+    mfu_vision_dims_init(&in->vision.dims);
+    if (parse_fields(dims_obj, "dims", dim_fields, (char *)&in->dims) < 0 ||
+        (vision_obj != Py_None &&
+         parse_fields(vision_obj, "vision", vision_fields, (char *)&in->vision.dims) < 0) ||
+        parse_grids(grids_obj, &in->grids, &in->vision.num_grids) < 0 ||
+        parse_batch(lens_obj, batch_obj, seq_len_obj, &in->batch, &in->lens, &in->one) < 0) {
+        mfu_py_count_inputs_free(in);
+        return -1;
+    }
+    in->vision.grids = in->grids;
+    return 0;
+}
+
+void mfu_py_count_inputs_free(mfu_py_count_inputs *in)
+{
+    PyMem_Free(in->lens);
+    PyMem_Free(in->grids);
+    in->lens = NULL;
+    in->grids = NULL;
+}
+
+const char *mfu_py_transformer_field_rule(const char *field)
+{
+    return field_rule(field);
+}
+
+int mfu_py_transformer_options_parse(PyObject *dict, mfu_transformer_options *options)
+{
+    return parse_options(dict, options);
+}
+
 /* ------------------------------------------------------------------------
  * Functions
  * ------------------------------------------------------------------------ */
 
-static PyObject *result_dict(const mfu_transformer_flops *r)
+PyObject *mfu_py_transformer_result(const mfu_transformer_flops *r)
 {
     return Py_BuildValue(
         "{s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "model_flops",
@@ -446,45 +506,31 @@ static PyObject *py_transformer_flops(PyObject *module, PyObject *args,
     PyObject *dims_obj, *options_obj, *lens_obj = Py_None, *batch_obj = Py_None;
     PyObject *seq_len_obj = Py_None, *vision_obj = Py_None, *grids_obj = Py_None;
     PyObject *result = NULL;
-    mfu_transformer_dims dims;
     mfu_transformer_options options;
-    mfu_vision_input vision = {.grids = NULL};
-    mfu_batch batch;
+    mfu_py_count_inputs in;
     mfu_transformer_flops out;
-    mfu_vision_grid *grids = NULL;
-    int64_t *lens = NULL, one = 0;
     const char *bad_field = NULL;
     mfu_status st;
 
     (void)module;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOO:transformer_flops",
                                      keywords, &dims_obj, &options_obj, &lens_obj,
-                                     &batch_obj, &seq_len_obj, &vision_obj, &grids_obj))
-        return NULL;
-    mfu_transformer_dims_init(&dims);
-    mfu_vision_dims_init(&vision.dims);
-    if (parse_fields(dims_obj, "dims", dim_fields, (char *)&dims) < 0 ||
+                                     &batch_obj, &seq_len_obj, &vision_obj, &grids_obj) ||
         parse_options(options_obj, &options) < 0 ||
-        (vision_obj != Py_None &&
-         parse_fields(vision_obj, "vision", vision_fields, (char *)&vision.dims) < 0) ||
-        parse_grids(grids_obj, &grids, &vision.num_grids) < 0 ||
-        parse_batch(lens_obj, batch_obj, seq_len_obj, &batch, &lens, &one) < 0)
-        goto done;
-    vision.grids = grids;
-    st = mfu_transformer_flops_compute(&dims, &options, &batch, &vision, &out,
+        mfu_py_count_inputs_parse(dims_obj, lens_obj, batch_obj, seq_len_obj, vision_obj,
+                                  grids_obj, &in) < 0)
+        return NULL;
+    st = mfu_transformer_flops_compute(&in.dims, &options, &in.batch, &in.vision, &out,
                                        &bad_field);
     if (st != MFU_OK)
         mfu_py_raise(st, bad_field != NULL ? bad_field : "dims", "%s",
                      bad_field != NULL ? field_rule(bad_field) : "invalid");
     else
-        result = result_dict(&out);
-done:
-    PyMem_Free(lens);
-    PyMem_Free(grids);
+        result = mfu_py_transformer_result(&out);
+    mfu_py_count_inputs_free(&in);
     return result;
 }
 
-/* A dict item; steals `value`. */
 static int put(PyObject *dict, const char *key, PyObject *value)
 {
     int rc = value == NULL ? -1 : PyDict_SetItemString(dict, key, value);
@@ -535,26 +581,6 @@ static PyObject *py_transformer_family(PyObject *module, PyObject *arg)
     return d;
 }
 
-static PyObject *py_transformer_families(PyObject *module, PyObject *unused)
-{
-    const size_t n = mfu_family_count();
-    PyObject *names = PyTuple_New((Py_ssize_t)n);
-
-    (void)module;
-    (void)unused;
-    if (names == NULL)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        PyObject *s = PyUnicode_FromString(mfu_family_at(i)->model_type);
-        if (s == NULL) {
-            Py_DECREF(names);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(names, (Py_ssize_t)i, s);
-    }
-    return names;
-}
-
 static PyObject *py_transformer_dim_names(PyObject *module, PyObject *unused)
 {
     Py_ssize_t n = 0;
@@ -578,25 +604,6 @@ static PyObject *py_transformer_dim_names(PyObject *module, PyObject *unused)
     return names;
 }
 
-static PyObject *py_params_flops(PyObject *module, PyObject *args, PyObject *kwargs)
-{
-    static char *keywords[] = {"num_params", "num_tokens", "lora", NULL};
-    PyObject *n_obj, *t_obj;
-    double n, t, model = 0.0, forward = 0.0;
-    int lora = 0;
-
-    (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$p:params_flops", keywords,
-                                     &n_obj, &t_obj, &lora))
-        return NULL;
-    if (mfu_py_real_arg(n_obj, "num_params", MFU_ARG_ABOVE_LOW, 0.0, &n) < 0 ||
-        mfu_py_real_arg(t_obj, "num_tokens", 0, 0.0, &t) < 0)
-        return NULL;
-    if (mfu_params_flops(n, t, lora, &model, &forward) != MFU_OK)
-        return mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "num_params", "invalid");
-    return Py_BuildValue("{s:d,s:d}", "model_flops", model, "forward_flops", forward);
-}
-
 static PyMethodDef transformer_methods[] = {
     {"transformer_flops", (PyCFunction)(void (*)(void))py_transformer_flops,
      METH_VARARGS | METH_KEYWORDS,
@@ -609,19 +616,16 @@ static PyMethodDef transformer_methods[] = {
     {"transformer_family", (PyCFunction)py_transformer_family, METH_O,
      "transformer_family(model_type)\n--\n\n"
      "The structural dims of a model family (core/families.c), or None."},
-    {"transformer_families", (PyCFunction)py_transformer_families, METH_NOARGS,
-     "transformer_families()\n--\n\nThe model_type of every family row."},
     {"transformer_dim_names", (PyCFunction)py_transformer_dim_names, METH_NOARGS,
      "transformer_dim_names()\n--\n\nThe dims fields transformer_flops() reads, "
      "in table order."},
-    {"params_flops", (PyCFunction)(void (*)(void))py_params_flops,
-     METH_VARARGS | METH_KEYWORDS,
-     "params_flops(num_params, num_tokens, *, lora=False)\n--\n\n"
-     "The 6N rule: {model_flops: 6*N*T (4*N*T with lora), forward_flops: 2*N*T}."},
     {NULL, NULL, 0, NULL},
 };
 
 int mfu_py_transformer_exec(PyObject *module)
 {
-    return PyModule_AddFunctions(module, transformer_methods);
+    if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
+        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0)
+        return -1;
+    return mfu_py_conventions_exec(module);
 }

@@ -43,6 +43,20 @@ def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]
     return grids or None
 
 
+def _shape(text: Optional[str]) -> Optional[tuple]:
+    """--pixel-values: the pixel tensor's shape, e.g. 1,3,896,896."""
+    if text is None:
+        return None
+    try:
+        shape = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        shape = ()
+    if len(shape) < 4 or min(shape) < 1:
+        raise CliError(f"--pixel-values takes the shape of pixel_values, e.g. 1,3,896,896 "
+                       f"(tiles, channels, height, width), got {text!r}")
+    return shape
+
+
 def _params_counted(args: argparse.Namespace) -> _Counted:
     from ..flops._analytic import params_flops
 
@@ -51,33 +65,14 @@ def _params_counted(args: argparse.Namespace) -> _Counted:
     if args.lora_rank is not None:
         raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
                        "not the adapters)")
-    if args.image_grid or args.video_grid:
-        raise CliError("--image-grid / --video-grid need --model (a VLM config)")
+    if args.image_grid or args.video_grid or args.pixel_values:
+        raise CliError("--image-grid / --video-grid / --pixel-values need --model (a VLM config)")
     counted = params_flops(args.params, lora=args.lora)
     return _Counted(counted.flops_per_token, counted.conventions_str)
 
 
-def _meta_counted(config: dict, args: argparse.Namespace, seq_len: int) -> _Counted:
-    """The exact meta count, for a model_type the analytic formula lacks."""
-    from ._model import ModelError, meta_count
-
-    if args.lora or args.image_grid or args.video_grid or args.formula not in (None, "matmul"):
-        raise CliError(f"model_type {config.get('model_type')!r} has no analytic formula; its "
-                       "exact meta count takes no --lora, --formula or grids")
-    try:
-        fc, model = meta_count(config, batch_size=1, seq_len=seq_len,
-                               causal_attention=args.causal_attention)
-    except ModelError as exc:
-        raise CliError(str(exc)) from exc
-    note = (f"note: model_type {config.get('model_type')!r} has no analytic formula: "
-            f"counted exactly instead ({type(model).__name__} on meta, one forward + backward "
-            f"of {seq_len} tokens)")
-    return _Counted(fc.model_flops / seq_len, fc.conventions, [note])
-
-
 def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted:
     from ..flops._analytic import transformer_flops
-    from ..flops._hf_config import is_supported
     from ..flops.presets import resolve_model_config
 
     if seq_len is None:
@@ -86,18 +81,29 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
         # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
         raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
     config = resolve_model_config(args.model, argument="--model")
-    if not is_supported(config) and isinstance(config.get("model_type"), str):
-        return _meta_counted(config, args, seq_len)
     images = _grids(args.image_grid, "--image-grid")
     videos = _grids(args.video_grid, "--video-grid")
+    pixels = _shape(args.pixel_values)
     counted = transformer_flops(
-        config, seq_len=seq_len, batch_size=1, formula=args.formula or "palm",
+        config, seq_len=seq_len, batch_size=1, formula=args.formula,
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
-        image_grid_thw=images, video_grid_thw=videos,
+        image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels,
+        convention=args.convention,
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
-    return _Counted(counted.flops_per_token, counted.conventions_str, language_per_token=language)
+    return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
+                    language_per_token=language)
+
+
+def _exact_notes(counted: Any) -> list[str]:
+    """The note of an exact count (a model type without an analytic formula)."""
+    exact = counted.conventions.get("exact")
+    if exact is None or exact["reason"] != "no formula":
+        return []
+    return [f"note: model_type {counted.conventions['model_type']!r} has no analytic formula: "
+            f"counted exactly instead ({exact['model_class']} on meta, one forward + backward "
+            f"of {counted.num_tokens} tokens)"]
 
 
 def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
@@ -163,13 +169,18 @@ def add_parser(sub: Any) -> None:
                       "config.json, or org/name in the local HF cache")
     what.add_argument("--params", type=positive_float, help="bare parameter count N (6N rule)")
     what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
-    what.add_argument("--causal-attention", choices=["full", "half"], default="full",
+    what.add_argument("--convention", help="count as another framework does (verl, veomni, "
+                      "megatron, torchtitan, nanogpt); `mfu-tracker explain` itemizes why")
+    what.add_argument("--causal-attention", choices=["full", "half"], default=None,
                       help="count the causal attention square in full (PaLM, default) or half (Megatron)")
     what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")
     what.add_argument("--lora-rank", type=int_at_least(1), default=None, help="adapter rank (adds the adapters' FLOPs)")
     what.add_argument("--image-grid", action="append", metavar="T,H,W",
                       help="a VLM image's grid in patches (an image_grid_thw row), or NxT,H,W for N "
                       "images; repeatable")
+    what.add_argument("--pixel-values", metavar="SHAPE",
+                      help="the images' pixel_values shape for fixed-resolution towers (Gemma 3, "
+                      "Llama 4, LLaVA, SmolVLM, InternVL), e.g. 1,3,896,896 for one tile")
     what.add_argument("--video-grid", action="append", metavar="T,H,W",
                       help="a VLM video's grid in patches (a video_grid_thw row), or NxT,H,W; repeatable")
     hw = est.add_argument_group("hardware")

@@ -6,6 +6,7 @@ parser, each command registered by its own module.
     mfu-tracker estimate --params 7e9 --gpu "H100 SXM" --num-gpus 8 \\
         --batch-size 8 --seq-len 4096 --step-time 1.2
     mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
+    mfu-tracker explain --model qwen2.5-7b --seq-len 4096 --convention verl --their-mfu 52
     mfu-tracker report LOG --out report.png
     mfu-tracker goodput LOG [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
@@ -19,7 +20,7 @@ import re
 import sys
 from typing import List, Optional
 
-from . import _build_ext, _estimate, _goodput, _gpus, _profile, report
+from . import _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -39,6 +40,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _gpus.add_parser(sub)
     _estimate.add_parser(sub)
     _profile.add_parser(sub)
+    _explain.add_parser(sub)
     report.add_parser(sub)
     _goodput.add_parser(sub)
 

@@ -6,7 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-from ._errors import CliError
 from ._flag_types import int_at_least
 
 
@@ -40,16 +39,13 @@ def _profile_analytic(config: dict, args: argparse.Namespace, counted: int, toke
 
 def run(args: argparse.Namespace) -> int:
     from ..flops.presets import resolve_model_config
-    from ._model import ModelError, meta_count
+    from ._model import meta_count
 
     config = resolve_model_config(args.model, argument="--model")
-    try:
-        fc, model = meta_count(config, batch_size=args.batch_size, seq_len=args.seq_len,
-                               causal_attention=args.causal_attention,
-                               attn_implementation=args.attn_implementation,
-                               forward_only=args.forward_only, audit=True)
-    except ModelError as exc:
-        raise CliError(str(exc)) from exc
+    fc, model = meta_count(config, batch_size=args.batch_size, seq_len=args.seq_len,
+                           causal_attention=args.causal_attention,
+                           attn_implementation=args.attn_implementation,
+                           forward_only=args.forward_only, audit=True)
     tokens = args.batch_size * args.seq_len
     model_flops = fc.model_flops
     out = sys.stdout

@@ -28,7 +28,6 @@ This module does not import transformers; torch is imported only by
 """
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import types
 from collections.abc import Mapping
@@ -40,9 +39,14 @@ from .._validate import (
     check_choice,
     check_flag,
     check_int,
-    check_positive_number,
 )
+from ._hf_vlm import tile_grids
 from ._hf_config import ConfigDims, dims_from_config, lora_target_names
+from ._exact import counting_config, exact_route  # noqa: F401 -- counting_config: re-exported
+from ._conventions import convention_flops
+from ._peer import flash_attn_flops, num_params, param_bytes, params_flops  # noqa: F401 -- __all__
+from ._result import FORMULAS as _FORMULAS
+from ._result import TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
 
 __all__ = [
@@ -54,68 +58,10 @@ __all__ = [
     "num_params",
 ]
 
-_FORMULAS = ("6n", "palm", "matmul")
 _RECOMPUTE = ("none", "full", "selective")
 
 # Keyword dims accepted by transformer_flops(**dims): the C core's fields.
 _DIM_FIELDS = tuple(_C.transformer_dim_names())
-
-
-@dataclasses.dataclass(frozen=True)
-class TransformerFlops:
-    """Analytic FLOPs of one batch (all in FLOPs, not FLOP/s).
-
-    Attributes:
-        model_flops: MFU numerator for the batch (forward + backward the
-            training needs; recompute excluded), vision tower included.
-        hardware_flops: HFU numerator: model FLOPs + activation recompute.
-        forward_flops: one forward pass over the batch (inference cost).
-        attention_flops: the attention core (QKᵀ and AV) inside
-            ``forward_flops``; 0 with the ``"6n"`` formula.
-        flops_per_token: ``model_flops / num_tokens``.
-        num_tokens: real (unpadded) language tokens in the batch.
-        num_params: every parameter once (tied embeddings once), as
-            ``model.num_parameters()`` counts them.
-        num_embedding_params: N_emb: the token (and learned position)
-            embedding tables.
-        num_active_params: ``num_params`` with only the active experts.
-        num_adapter_params: LoRA A and B matrices (0 without LoRA).
-        conventions: how the numbers were counted (formula, causal
-            convention, attention spans, lm_head / embedding handling, LoRA,
-            recompute, sequence source, vision inputs), as a read-only
-            mapping.
-        conventions_str: the same as one readable line.
-        language_flops: the model FLOPs of the language model (the
-            lmms-engine convention's numerator).
-        vision_flops: the model FLOPs of the vision tower (0 without
-            images or videos); ``language_flops + vision_flops ==
-            model_flops``.
-        scan_flops: the forward matmuls of chunked linear-attention / SSM
-            scans inside ``forward_flops`` (0 without such layers).
-    """
-
-    model_flops: float
-    hardware_flops: float
-    forward_flops: float
-    attention_flops: float
-    flops_per_token: float
-    num_tokens: int
-    num_params: int
-    num_embedding_params: int
-    num_active_params: int
-    num_adapter_params: int
-    conventions: Mapping[str, Any]
-    conventions_str: str
-    language_flops: float = 0.0
-    vision_flops: float = 0.0
-    scan_flops: float = 0.0
-
-    def __str__(self) -> str:
-        return (
-            f"{self.flops_per_token / 1e9:.2f} GFLOP/token x {self.num_tokens:,} "
-            f"tokens = {self.model_flops:.4g} model FLOPs "
-            f"({self.hardware_flops:.4g} hardware); {self.conventions_str}"
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -159,8 +105,14 @@ def _conventions_str(conv: Mapping[str, Any]) -> str:
                      "(frozen base: no weight gradients)")
     parts.append(f"recompute: {conv['activation_recompute']} (HFU only)")
     parts.append(f"sequences from {conv['sequences']}")
+    if conv.get("context_parallel"):
+        cp = conv["context_parallel"]
+        parts.append(f"context parallel ({cp['mode']}): rank {cp['rank']} of {cp['degree']}, its "
+                     f"share; the group's tokens {cp['group_tokens']:,}")
     if conv.get("vision"):
         parts.append(f"vision tower: {conv['vision']} (bidirectional, not halved)")
+    elif conv.get("tower"):
+        parts.append("vision tower: not counted (no image in this batch: text only)")
     return " · ".join(parts)
 
 
@@ -175,7 +127,7 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
                         "the dimensions are mfu_tracker._C.transformer_dim_names()")
     if isinstance(config, ConfigDims):  # read once by a caller that counts often
         read = ConfigDims(dict(config.dims), dict(config.sources), config.vision,
-                          config.model_type)
+                          config.model_type, config.pinpoints)
     elif config is not None:
         read = dims_from_config(config)
     else:
@@ -198,7 +150,7 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         merged["ssm_out_proj_bias"] = dims["ssm_proj_bias"]  # one keyword for both, as before
     if tie_word_embeddings is not None:
         merged["tie_word_embeddings"] = check_flag(tie_word_embeddings, "tie_word_embeddings")
-    return ConfigDims(merged, read.sources, read.vision, read.model_type)
+    return ConfigDims(merged, read.sources, read.vision, read.model_type, read.pinpoints)
 
 
 def _lora(lora_rank: Any, lora_targets: Any, mlp: str, model_type: str | None) -> dict | None:
@@ -210,6 +162,37 @@ def _lora(lora_rank: Any, lora_targets: Any, mlp: str, model_type: str | None) -
     targets = lora_target_names(lora_targets, mlp, model_type)
     check_int(len(targets), "lora_targets (module names)", 1)
     return {"rank": rank, "targets": tuple(targets)}
+
+
+def _vision_input(model: ConfigDims, image_grid_thw: Any, video_grid_thw: Any,
+                  pixel_values: Any, image_sizes: Any) -> tuple[list[list[int]], str | None]:
+    """The batch's images (and videos) as the tower's grids, and their
+    description; image inputs to a model without a tower are an error (its
+    count could not include them)."""
+    given = [name for name, value in (("image_grid_thw", image_grid_thw),
+                                      ("video_grid_thw", video_grid_thw),
+                                      ("pixel_values", pixel_values),
+                                      ("image_sizes", image_sizes)) if value is not None]
+    if not given:
+        return [], None
+    if model.vision is None:
+        raise ValueError(f"{' / '.join(given)} given, but model_type {model.model_type!r} has no "
+                         "vision tower here: its count cannot include images (a text-only "
+                         "config, or dims without a tower)")
+    if model.vision["kind"] in _TILED:
+        if image_grid_thw is not None or video_grid_thw is not None:
+            raise ValueError(f"model_type {model.model_type!r} takes its images as pixel_values "
+                             "(tiles x channels x height x width), not image_grid_thw")
+        if pixel_values is None:
+            raise ValueError("image_sizes needs pixel_values")
+        return tile_grids(pixel_values, image_sizes, model.vision, model.pinpoints)
+    if pixel_values is not None or image_sizes is not None:
+        raise ValueError(f"model_type {model.model_type!r} takes its images as image_grid_thw / "
+                         "video_grid_thw (the processor's grids), not pixel_values")
+    return _grids(image_grid_thw, video_grid_thw)
+
+
+_TILED = ("gemma3", "llava_clip", "llava_siglip", "llama4")
 
 
 def _grids(image_grid_thw: Any, video_grid_thw: Any) -> tuple[list[list[int]], str | None]:
@@ -225,11 +208,9 @@ def _grids(image_grid_thw: Any, video_grid_thw: Any) -> tuple[list[list[int]], s
 def _call_core(model: ConfigDims, options: Mapping[str, Any], lengths: list[int] | None,
                seq_len: int | None, batch_size: int, grids: list[list[int]]) -> dict:
     """The C count, its errors named by the config key a field came from."""
-    batch = ({"seq_lens": lengths} if lengths is not None
-             else {"batch_size": batch_size, "seq_len": seq_len})
-    vision = {"vision": model.vision, "grids": grids} if model.vision else {}
+    inputs = _core_inputs(model, lengths, seq_len, batch_size, grids)
     try:
-        return _C.transformer_flops(model.dims, dict(options), **batch, **vision)
+        return _C.transformer_flops(inputs.pop("dims"), dict(options), **inputs)
     except (ValueError, TypeError) as exc:
         field, _, rest = str(exc).partition(":")
         if field in model.sources:
@@ -257,24 +238,42 @@ def transformer_flops(
     attention_mask: Any = None,
     image_grid_thw: Any = None,
     video_grid_thw: Any = None,
-    formula: str = "palm",
-    causal_attention: str = "full",
-    include_lm_head: bool = True,
-    include_embedding: bool = False,
+    pixel_values: Any = None,
+    image_sizes: Any = None,
+    formula: str | None = None,
+    causal_attention: str | None = None,
+    include_lm_head: bool | None = None,
+    include_embedding: bool | None = None,
     tie_word_embeddings: bool | None = None,
     lora_rank: int | None = None,
     lora_targets: Any = None,
     activation_recompute: str = "none",
+    convention: str | None = None,
+    context_parallel: int | None = None,
+    cp_rank: int = 0,
+    cp_mode: str = "ring",
     **dims: Any,
 ) -> TransformerFlops:
-    """Analytic FLOPs of a training step of a language model (or a VLM).
+    """FLOPs of a training step of a language model (or a VLM): analytic for
+    the families the C core lists, the exact count otherwise.
+
+    Any other ``model_type`` transformers can build (a config object, a
+    saved ``config.json`` dict, ``use_cache`` either way) is counted exactly:
+    its model is built on the ``meta`` device (no memory), one forward +
+    backward per distinct sequence length runs under FlopCounter, and the
+    batch's count is the sum over its sequences (cached per config and
+    length); ``conventions["formula"] == "exact"`` and a note say so. A
+    VLM's images run through its ``get_image_features`` (tower and
+    projector) on their own. What cannot be counted raises one line naming
+    the model type, the cause and the alternatives (:class:`FlopCounter` on
+    a real step, ``profile_flops(model, batch, device="meta")``).
 
     Args:
         config: a HuggingFace config (``PretrainedConfig`` or any object with
             the attributes), a ``config.json`` dict as transformers 4 or 5
             saves it, a preset name (``"llama-3.1-8b"``,
             :func:`~mfu_tracker.preset_names`) or a path to a ``config.json``,
-            of a model type in ``_C.transformer_families()``: dense
+            analytic for a model type in ``_C.transformer_families()``: dense
             (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma, gemma2,
             gemma3_text, olmo2, olmo3, smollm3, ministral3, seed_oss, glm4,
             ernie4_5, exaone4, cohere2, apertus, arcee, starcoder2), MoE
@@ -283,7 +282,9 @@ def transformer_flops(
             ernie4_5_moe, hunyuan_v1_moe, dots1, afmoe), hybrid / SSM
             (qwen3_next, qwen3_5, qwen3_5_moe, kimi_linear, mamba2,
             granitemoehybrid, nemotron_h, falcon_h1, jamba, lfm2), VLM
-            (qwen2_5_vl, qwen3_vl, qwen3_5), or a nanoGPT ``GPTConfig`` dict; or None
+            (qwen2_5_vl, qwen3_vl, qwen3_5; composite gemma3, llama4, llava,
+            llava_next, llava_onevision configs with their tower), or a
+            nanoGPT ``GPTConfig`` dict; exact for any other type; or None
             with the dimensions given as keywords (every field of
             ``_C.transformer_dim_names()``: ``hidden_size``, ``num_layers``,
             ``num_heads``, ``vocab_size``, ``intermediate_size``,
@@ -306,18 +307,26 @@ def transformer_flops(
         image_grid_thw, video_grid_thw: a VLM batch's grids, rows
             ``[t, h, w]`` in patches (the processor's outputs): the vision
             tower runs on them and its FLOPs are added (``vision_flops``).
-        formula: ``"palm"`` (6·N_c·T + the attention and scan terms;
-            torchtitan's and Lambda's), ``"6n"`` (6·N_c·T) or ``"matmul"``
-            (every matmul's 2·m·n·k and every convolution: what an op
-            counter sees). N_c is the active parameter count without the
-            embedding tables, plus V·d per lm_head application when included
-            (also when tied).
+        pixel_values, image_sizes: a fixed-resolution tower's images
+            (Gemma 3, Llama 4, the LLaVA family; SmolVLM, InternVL ... on the
+            exact path): the pixel tensor (or its shape), tiles x channels x
+            height x width; LLaVA-NeXT / OneVision's 5-D
+            ``[images, crops, ...]`` with ``image_sizes`` keeps each image's
+            real crops. Image inputs to a model without a tower are an
+            error.
+        formula: ``"palm"`` (default; 6·N_c·T + the attention and scan
+            terms; torchtitan's and Lambda's), ``"6n"`` (6·N_c·T) or
+            ``"matmul"`` (every matmul's 2·m·n·k and every convolution: what
+            an op counter sees), or ``"exact"`` (the meta-device count, any
+            type; ``"matmul"`` equals it where both exist). N_c is the active
+            parameter count without the embedding tables, plus V·d per
+            lm_head application when included (also when tied).
         causal_attention: ``"full"`` (default) or ``"half"``; see the module
             docstring for windows and chunks. Bidirectional attention
             (Gemma's ``use_bidirectional_attention``) is never halved.
-        include_lm_head: count the lm_head matmul.
+        include_lm_head: count the lm_head matmul (default True).
         include_embedding: count the embedding tables as if they were
-            matmul weights (the "6N with total N" habit).
+            matmul weights (the "6N with total N" habit; default False).
         tie_word_embeddings: override the config's value (parameter count).
         lora_rank, lora_targets: LoRA on a frozen base: base weights cost
             forward + input gradient (4·N per token), adapters full 6·N_a.
@@ -327,6 +336,21 @@ def transformer_flops(
         activation_recompute: ``"none"``, ``"selective"`` (the attention
             core runs again) or ``"full"`` (every layer's forward runs
             again). Changes ``hardware_flops`` only.
+        convention: count as another framework does: ``"verl"``,
+            ``"veomni"``, ``"megatron"``, ``"torchtitan"``, ``"nanogpt"``
+            (``"mfu_tracker"``: ours). A preset of every choice (formula,
+            embedding, lm_head, router, MTP, causal, windows, vision tower);
+            ``formula``, ``causal_attention``, ``include_embedding`` and
+            ``include_lm_head`` given explicitly override the preset's.
+            ``conventions["convention"]["difference"]`` itemizes the
+            difference from ours.
+        context_parallel, cp_rank, cp_mode: one rank's share when each
+            sequence is split across ``context_parallel`` ranks (contiguous
+            chunks; the degree divides every length): ``"ulysses"`` (heads
+            all-to-all: an even share) or ``"ring"`` (ring attention or an
+            all-gather of K and V: the rank's chunk against the chunks before
+            it, the causal diagonal; the blocks above it never run).
+            ``num_tokens`` is the rank's tokens.
 
     Returns:
         TransformerFlops; FLOPs totals are for the whole batch.
@@ -345,33 +369,104 @@ def transformer_flops(
         ValueError: malformed config or impossible values, naming the field
             (and the config key it came from).
     """
+    exact = exact_route(config, formula, causal_attention, dims, locals())
+    if exact is not None:
+        return exact(seq_len, batch_size, seq_lens, cu_seqlens, position_ids, attention_mask,
+                     image_grid_thw, video_grid_thw, pixel_values, image_sizes)
     model = _model_dims(config, dims, tie_word_embeddings)
-    options: dict[str, Any] = {
-        "formula": check_choice(formula, "formula", _FORMULAS, ignore_case=True),
-        "causal_attention": check_choice(causal_attention, "causal_attention",
-                                         CAUSAL_ATTENTION, ignore_case=True),
-        "include_lm_head": check_flag(include_lm_head, "include_lm_head"),
-        "include_embedding": check_flag(include_embedding, "include_embedding"),
-        "activation_recompute": check_choice(activation_recompute, "activation_recompute",
-                                             _RECOMPUTE, ignore_case=True),
-    }
+    explicit = {"formula": formula, "causal_attention": causal_attention,
+                "include_lm_head": include_lm_head, "include_embedding": include_embedding}
+    options = _options(explicit, activation_recompute)
     lora = _lora(lora_rank, lora_targets, model.dims.get("mlp", "swiglu"), model.model_type)
     if lora is not None:
         options.update(lora_rank=lora["rank"], lora_targets=list(lora["targets"]))
     lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
                                        position_ids, attention_mask)
-    grids, vision_text = _grids(image_grid_thw, video_grid_thw)
+    grids, vision_text = _vision_input(model, image_grid_thw, video_grid_thw, pixel_values,
+                                       image_sizes)
+    if context_parallel is not None:
+        if convention is not None or grids:
+            raise ValueError("context_parallel counts one rank's share of a language model: "
+                             "it takes no convention= and no images")
+        raw = _C_context_parallel(model, options, lengths, seq_len, batch_size,
+                                  context_parallel, cp_rank, cp_mode)
+        conv = _conventions(options, model, lora, source, None)
+        conv["context_parallel"] = types.MappingProxyType(
+            {"degree": context_parallel, "rank": cp_rank, "mode": cp_mode,
+             "group_tokens": int(raw["num_tokens"]) * context_parallel})
+        return _result(raw, conv)
+    if convention is not None:
+        if lora is not None:
+            raise ValueError("convention= reproduces a framework's full-training formula: it "
+                             "takes no lora_rank")
+        ours = _result(_call_core(model, _options({}, "none"), lengths, seq_len, batch_size,
+                                  grids), _conventions(_options({}, "none"), model, None, source,
+                                                       vision_text))
+        return convention_flops(convention, explicit,
+                                _core_inputs(model, lengths, seq_len, batch_size, grids), ours)
     raw = _call_core(model, options, lengths, seq_len, batch_size, grids)
-    conventions = {
+    return _result(raw, _conventions(options, model, lora, source,
+                                     vision_text if raw["vision_flops"] else None))
+
+
+def _C_context_parallel(model: ConfigDims, options: Mapping[str, Any], lengths: list[int] | None,
+                        seq_len: int | None, batch_size: int, degree: Any, rank: Any,
+                        mode: Any) -> dict:
+    """One rank's share (csrc/core/context_parallel.h), errors named by config key."""
+    check_int(degree, "context_parallel", 1)
+    check_int(rank, "cp_rank", 0, degree - 1)
+    mode = check_choice(mode, "cp_mode", ("ring", "ulysses"), ignore_case=True)
+    inputs = _core_inputs(model, lengths, seq_len, batch_size, [])
+    inputs.pop("vision", None), inputs.pop("grids", None)
+    try:
+        return _C.context_parallel_flops(inputs.pop("dims"), dict(options), degree, rank, mode,
+                                         **inputs)
+    except (ValueError, TypeError) as exc:
+        field, _, rest = str(exc).partition(":")
+        if field in model.sources:
+            raise type(exc)(f"{model.sources[field]} ({field}):{rest}") from None
+        raise
+
+
+def _options(explicit: Mapping[str, Any], activation_recompute: Any) -> dict[str, Any]:
+    """The C core's options: the explicit arguments, our defaults elsewhere."""
+    def given(name: str, default: Any) -> Any:
+        value = explicit.get(name)
+        return default if value is None else value
+    return {
+        "formula": check_choice(given("formula", "palm"), "formula", _FORMULAS,
+                                ignore_case=True),
+        "causal_attention": check_choice(given("causal_attention", "full"), "causal_attention",
+                                         CAUSAL_ATTENTION, ignore_case=True),
+        "include_lm_head": check_flag(given("include_lm_head", True), "include_lm_head"),
+        "include_embedding": check_flag(given("include_embedding", False), "include_embedding"),
+        "activation_recompute": check_choice(activation_recompute, "activation_recompute",
+                                             _RECOMPUTE, ignore_case=True),
+    }
+
+
+def _conventions(options: Mapping[str, Any], model: ConfigDims, lora: Any, source: str,
+                 vision_text: str | None) -> dict[str, Any]:
+    return {
         **{k: options[k] for k in ("formula", "causal_attention", "include_lm_head",
                                    "include_embedding", "activation_recompute")},
         "tie_word_embeddings": bool(model.dims.get("tie_word_embeddings", False)),
         "bidirectional": bool(model.dims.get("bidirectional", False)),
         "lora": lora, "sequences": source, "model_type": model.model_type,
         "windows": types.MappingProxyType(_windows(model.dims)),
-        "vision": vision_text if raw["vision_flops"] else None,
+        "vision": vision_text, "tower": model.vision is not None,
     }
-    return _result(raw, conventions)
+
+
+def _core_inputs(model: ConfigDims, lengths: list[int] | None, seq_len: int | None,
+                 batch_size: int, grids: list[list[int]]) -> dict[str, Any]:
+    """The batch and model as the C core's keyword arguments."""
+    out: dict[str, Any] = {"dims": model.dims}
+    out.update({"seq_lens": lengths} if lengths is not None
+               else {"batch_size": batch_size, "seq_len": seq_len})
+    if model.vision:
+        out.update(vision=model.vision, grids=grids)
+    return out
 
 
 def _result(raw: Mapping[str, float], conventions: dict[str, Any]) -> TransformerFlops:
@@ -393,158 +488,3 @@ def _result(raw: Mapping[str, float], conventions: dict[str, Any]) -> Transforme
         vision_flops=raw["vision_flops"],
         scan_flops=raw["scan_flops"],
     )
-
-
-def params_flops(
-    num_params: int | float,
-    *,
-    num_tokens: int = 1,
-    lora: bool = False,
-) -> TransformerFlops:
-    """The 6N rule from a bare parameter count (no attention term).
-
-    Model FLOPs per token are 6·N (forward 2·N + backward 4·N); with
-    ``lora=True`` the frozen base costs forward + input gradient only, 4·N,
-    and the adapters — unknown here — are not counted (their cost is ~6·N_a,
-    negligible at usual ranks; use :func:`transformer_flops` with
-    ``lora_rank`` to count them). Totals are for ``num_tokens`` tokens. The
-    rule is the C core's (``mfu_params_flops``).
-
-    Raises:
-        TypeError: ``num_params`` / ``num_tokens`` not numbers / ints.
-        ValueError: ``num_params`` not finite and > 0, ``num_tokens`` < 1.
-    """
-    n = check_positive_number(num_params, "num_params")
-    num_tokens = check_int(num_tokens, "num_tokens", 1)
-    lora = check_flag(lora, "lora")
-    raw = _C.params_flops(n, num_tokens, lora=lora)
-    conventions = {
-        "formula": "6n",
-        "causal_attention": "full",
-        "include_lm_head": True,
-        "include_embedding": True,
-        "tie_word_embeddings": False,
-        "bidirectional": False,
-        "lora": {"rank": None, "targets": None} if lora else None,
-        "activation_recompute": "none",
-        "sequences": "num_tokens",
-        "model_type": None,
-    }
-    text = ("formula 6n on a bare parameter count (N as given, no attention "
-            "term) · " + ("LoRA: frozen base 4·N per token, adapters not counted"
-                          if lora else "full training 6·N per token"))
-    return TransformerFlops(
-        model_flops=raw["model_flops"],
-        hardware_flops=raw["model_flops"],
-        forward_flops=raw["forward_flops"],
-        attention_flops=0.0,
-        flops_per_token=raw["model_flops"] / num_tokens,
-        num_tokens=num_tokens,
-        num_params=int(n),
-        num_embedding_params=0,
-        num_active_params=int(n),
-        num_adapter_params=0,
-        conventions=types.MappingProxyType(conventions),
-        conventions_str=text,
-        language_flops=raw["model_flops"],
-    )
-
-
-# ---------------------------------------------------------------------------
-# Peer-compatible helpers
-# ---------------------------------------------------------------------------
-
-def _required_int(value: Any, name: str, minimum: int) -> int:
-    if value is None:
-        raise TypeError(f"flash_attn_flops() missing required argument {name!r}")
-    return check_int(value, name, minimum)
-
-
-def flash_attn_flops(
-    batch: int | None = None,
-    seq_len: int | None = None,
-    num_heads: int | None = None,
-    head_dim: int | None = None,
-    *,
-    causal: bool = True,
-    with_backward: bool = False,
-    causal_attention: str = "full",
-    batch_size: int | None = None,
-) -> int:
-    """FLOPs of a FlashAttention call (self-attention, s_q = s_kv = seq_len).
-
-    Forward: QKᵀ and AV, ``4 · batch · seq_len² · num_heads · head_dim``
-    FLOPs; ``with_backward=True`` adds the model-convention backward
-    (2× forward, the C core's ``MFU_ATTENTION_MODEL_BACKWARD``), giving 3×
-    forward. Returns an int (FLOPs, not FLOP/s).
-
-    The batch may be given as ``batch`` or, as in the pure-Python
-    ``mfu-tracker`` README, ``batch_size`` (exactly one of them).
-
-    NB: the pure-Python package halved the count whenever ``causal=True``.
-    This package follows DESIGN §3: causal attention counts the full s² by
-    default (PaLM / torchtitan / FlopCounterMode), so ``causal=True`` with
-    the default ``causal_attention="full"`` gives the full count; pass
-    ``causal_attention="half"`` for the halved (Megatron / verl, and the
-    peer's) number. ``causal=False`` is always the full count.
-    """
-    if batch is not None and batch_size is not None:
-        raise TypeError("flash_attn_flops() takes batch or batch_size, not both")
-    b = _required_int(batch if batch is not None else batch_size, "batch_size"
-                      if batch is None else "batch", 0)
-    s = _required_int(seq_len, "seq_len", 0)
-    h = _required_int(num_heads, "num_heads", 1)
-    d = _required_int(head_dim, "head_dim", 1)
-    causal = check_flag(causal, "causal")
-    with_backward = check_flag(with_backward, "with_backward")
-    convention = check_choice(causal_attention, "causal_attention", CAUSAL_ATTENTION,
-                              ignore_case=True)
-    if not causal:
-        convention = "full"
-    return _C.sdpa_model_flop(b, h, h, s, s, d, d, causal_attention=convention,
-                              with_backward=with_backward)
-
-
-def _parameters(model: Any) -> list[Any]:
-    """The model's parameters; a model without any is a ValueError, since its
-    bytes (the MBU numerator) or count (6N) would be 0 by definition."""
-    parameters = getattr(model, "parameters", None)
-    if not callable(parameters):
-        raise TypeError(
-            f"model must be a torch.nn.Module (with .parameters()), not "
-            f"{type(model).__name__}"
-        )
-    found = list(parameters())
-    if not found:
-        raise ValueError(
-            f"model has no parameters ({type(model).__name__}): its weights' bytes and "
-            "count would be 0, and MBU 0 by definition; pass the model whose weights the "
-            "step reads (or param_bytes=None to leave MBU out)"
-        )
-    return found
-
-
-def param_bytes(model: Any, trainable_only: bool = False) -> int:
-    """Bytes held by ``model``'s parameters: Σ numel × element_size.
-
-    Shared (tied) parameters count once. ``trainable_only=True`` counts only
-    parameters with ``requires_grad`` (LoRA adapters, unfrozen layers).
-    Works for models on the ``meta`` device. A model with no parameters at
-    all is a ``ValueError`` (not 0, which would make MBU 0).
-    """
-    trainable_only = check_flag(trainable_only, "trainable_only")
-    return sum(
-        p.numel() * p.element_size()
-        for p in _parameters(model)
-        if not trainable_only or p.requires_grad
-    )
-
-
-def num_params(model: Any, trainable_only: bool = False) -> int:
-    """Number of ``model``'s parameters (shared ones once); see param_bytes."""
-    trainable_only = check_flag(trainable_only, "trainable_only")
-    return sum(
-        p.numel() for p in _parameters(model)
-        if not trainable_only or p.requires_grad
-    )
-

@@ -36,6 +36,7 @@ from ._hf_decoders import (
     moe_layers,
 )
 from . import _hf_hybrid
+from ._hf_vlm import COMPOSITES, tile_vision_dims, tower_kind
 from .presets import resolve_model_config
 
 # dims field -> config keys holding it, first present wins.
@@ -337,15 +338,45 @@ class ConfigDims(NamedTuple):
     sources: dict[str, str]      # dims field -> config key (for messages)
     vision: dict[str, Any] | None  # the vision tower's dims, or None
     model_type: str
+    pinpoints: Any = None  # LLaVA-NeXT's image_grid_pinpoints (anyres tiling)
 
 
 def is_supported(config: Any) -> bool:
-    """Whether :func:`dims_from_config` knows ``config``'s model type."""
+    """Whether :func:`dims_from_config` knows ``config``'s model type (a
+    composite VLM's: its tower and its text model's)."""
     try:
-        _model_type(_Config(config))  # raises for a type it does not read
+        top = _Config(config)
+        model_type = _model_type(top)  # raises for a type it does not read
     except (ValueError, TypeError):
         return False
+    if _is_composite(top, model_type):
+        text = top.sub("text_config")
+        return tower_kind(top, model_type) is not None and text is not None and \
+            is_supported(text._data if text._data is not None else text._obj)
     return True
+
+
+# --- composite VLM configs (gemma3, llama4, the llava family): _hf_vlm.py ---
+
+def _is_composite(top: _Config, model_type: str) -> bool:
+    return model_type in COMPOSITES and top.has("text_config")
+
+
+def _composite_dims(top: _Config, model_type: str) -> ConfigDims:
+    """The text model by its own family, the tower by the composite's."""
+    text = top.sub("text_config")
+    kind = tower_kind(top, model_type)
+    if kind is None:
+        vision = top.sub("vision_config")
+        raise ValueError(f"config.vision_config.model_type "
+                         f"{vision.get('model_type') if vision else None!r}: no analytic tower "
+                         f"formula for it under {model_type!r}")
+    inner = _dims_of(text)
+    dims = dict(inner.dims)
+    dims["tie_word_embeddings"] = top.flag("tie_word_embeddings", dims["tie_word_embeddings"])
+    vision = tile_vision_dims(top, kind, dims["hidden_size"])
+    return ConfigDims(dims, top.sources, vision, model_type, top.get("image_grid_pinpoints"))
+# --- end of composite VLM configs ---
 
 
 def counter_notes(config: Any) -> list[str]:
@@ -382,7 +413,7 @@ def _model_type(cfg: _Config) -> str:
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
         return "nanogpt"  # nanoGPT's GPTConfig (no model_type)
     check_given(model_type, "config.model_type", " (or pass explicit dims as keywords)")
-    known = (*FAMILIES, *ALIASES)
+    known = (*FAMILIES, *ALIASES, *COMPOSITES)
     if model_type in known:
         return model_type
     # the names are too many for one readable line: say where they are listed
@@ -518,8 +549,13 @@ def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | Non
 def dims_from_config(config: Any) -> ConfigDims:
     """Read ``config`` (dict or object, or a preset name or config.json path)
     into the C core's dims."""
-    top = _Config(named_config(config))
+    return _dims_of(_Config(named_config(config)))
+
+
+def _dims_of(top: _Config) -> ConfigDims:
     model_type = _model_type(top)
+    if _is_composite(top, model_type):
+        return _composite_dims(top, model_type)
     name = ALIASES.get(model_type, model_type)
     spec = FAMILIES[name]
     top.defaults = spec.defaults

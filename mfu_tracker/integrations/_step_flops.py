@@ -19,8 +19,9 @@ Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
    to it when either has no token count.
 3. **Analytic**: ``transformer_flops(model.config, formula="matmul")`` per
    micro-batch, each sequence at its real length (the attention mask's row
-   sums) -- where the integration sees the inputs and the config is a
-   supported transformer.
+   sums) -- where the integration sees the inputs and transformers can build
+   the config (a type without a formula: its exact meta-device count, the
+   same path).
 4. **Profiled**: ``sample_batch`` counted once (forward + backward) and scaled
    by the step's real tokens over the sample's, or x the step's micro-batches
    without token counts. Profiled before the clock starts when it is the only
@@ -146,14 +147,16 @@ class StepFlops:
                 pass
         config = getattr(model, "config", None) if analytic else None
         if config is not None:
-            from ..flops._analytic import transformer_flops
-            from ..flops._hf_config import dims_from_config
+            from ..flops._analytic import counting_config, transformer_flops
 
             try:
-                read = dims_from_config(config)  # once: the analytic count reuses it
+                # once: the analytic count (or, without a formula, the exact
+                # meta-device count) reuses it
+                read = counting_config(config)
                 transformer_flops(read, seq_len=1, batch_size=1, formula="matmul")
                 self.config = read
-                self.vision = read.vision is not None
+                self.vision = getattr(read, "vision", None) is not None or \
+                    getattr(read, "has_tower", False)
             except Exception:  # noqa: BLE001 -- not a supported transformer
                 self.config = None
 

@@ -52,11 +52,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(case: str, tmp_path: Path, nproc: int = 2, env: dict | None = None) -> list[dict]:
-    """Run `case` on `nproc` ranks; return each rank's JSON, rank order."""
+def launch(case: str | None, tmp_path: Path, nproc: int = 2, env: dict | None = None,
+           worker: Path = WORKER) -> list[dict]:
+    """Run `case` of `worker` (no case: the worker's only one) on `nproc`
+    ranks; return each rank's JSON, rank order."""
     full_env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT), **(env or {}))
     cmd = [str(TORCHRUN), f"--nproc_per_node={nproc}", f"--master_port={_free_port()}",
-           str(WORKER), case, str(tmp_path)]
+           str(worker), *([case] if case is not None else []), str(tmp_path)]
     proc = subprocess.run(cmd, env=full_env, capture_output=True, text=True,
                           timeout=LAUNCH_TIMEOUT_S)
     assert proc.returncode == 0, f"torchrun failed ({proc.returncode}):\n{proc.stderr[-4000:]}"

@@ -324,6 +324,36 @@ def test_analytic_flops_use_the_real_lengths_when_counting_is_off(tmp_path):
         check_entry(entry, [matmul_flops(model, seq_lens=pair)], [sum(pair)])
 
 
+def test_a_type_without_a_formula_takes_the_exact_count_in_the_same_path(tmp_path):
+    # stablelm has no analytic formula: transformer_flops counts it exactly
+    # on the meta device, per real length; with counting off, each step's
+    # FLOPs are that count, which equals FlopCounter on the real step
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from mfu_tracker.counter import FlopCounter
+
+    lengths = [8, 3, 6, 6, 2, 7, 5, 1]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(
+        "stablelm", hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB, bos_token_id=0,
+        eos_token_id=0, pad_token_id=0, use_cache=False))
+    cb = MFUCallback(peak_tflops=PEAK_TFLOPS, count_every=0)
+    train(tmp_path, model, Ragged(lengths), cb, collator=pad_collate, max_steps=4, logging_steps=1)
+    pairs = [lengths[i:i + 2] for i in range(0, 8, 2)]
+    assert [e["step"] for e in cb.history] == [2, 3, 4]
+    for entry, pair in zip(cb.history, pairs[1:]):
+        exact = transformer_flops(model.config, seq_lens=pair, formula="matmul")
+        assert exact.conventions["formula"] == "exact"
+        check_entry(entry, [exact.model_flops], [sum(pair)])
+        counted = 0
+        for n in pair:  # each sequence on its own: what the real lengths run
+            with FlopCounter() as fc:
+                model(input_ids=torch.ones(1, n, dtype=torch.long)).logits.sum().backward()
+            counted += fc.model_flops
+        assert exact.model_flops == counted
+
+
 def test_count_every_scales_uncounted_steps_by_tokens(tmp_path):
     lengths = [8, 8, 4, 4]
     model = gpt2()

@@ -25,6 +25,13 @@
  * and the hybrid flags) so the compute path is reached often; bit 1 reads
  * the first two lengths as (batch, seq_len) of a uniform batch.
  *
+ * With mode bit 2 the vision dims also hold the tiled towers' fields
+ * (vision_tiles.h: image_size .. vision_output_dim, then the flags keep_cls,
+ * use_head, projector_bias, image_newline as u8); plausible kinds cover all
+ * six towers. After a count: every convention preset and a fuzzed choice
+ * vector (mfu_convention_compute), and a context-parallel split (degree
+ * u8 % 4 + 1, rank, mode).
+ *
  * Properties:
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
  *    (a non-empty string); compute agrees with validate on the dims;
@@ -36,11 +43,19 @@
  *  - compute on OK: every figure finite and >= 0, forward >= attention +
  *    scans, model >= forward, hardware >= model, active params <= params,
  *    language + vision = model; the same call twice gives the same numbers;
- *    NULL batch / out refused.
+ *    NULL batch / out refused;
+ *  - conventions: OK or INVALID naming a field; on OK finite figures, ours
+ *    + the itemized deltas = the convention's count, and the "mfu_tracker"
+ *    row = the count itself under the default options;
+ *  - context parallelism: OK or INVALID naming a field; Ulysses = the
+ *    count without a tower / degree; ring under "half": the ranks add up to
+ *    it.
  */
 #include <math.h>
 #include <stddef.h>
 
+#include "context_parallel.h"
+#include "conventions.h"
 #include "family_hybrid.h"
 #include "fuzz_input.h"
 #include "spans.h"
@@ -95,7 +110,9 @@ static const size_t vision_fields[] = {
     VOFF(in_channels), VOFF(patch_size), VOFF(temporal_patch_size),
     VOFF(spatial_merge_size), VOFF(out_hidden_size), VOFF(window_size),
     VOFF(num_full_blocks), VOFF(num_deepstack_mergers),
-    VOFF(num_position_embeddings),
+    VOFF(num_position_embeddings), VOFF(image_size), VOFF(tokens_per_image),
+    VOFF(feature_layers), VOFF(pixel_shuffle_inverse), VOFF(projector_input_dim),
+    VOFF(projector_output_dim), VOFF(vision_output_dim),
 };
 
 #undef VOFF
@@ -220,15 +237,52 @@ static void read_options(fuzz_input *in, int is_plausible, const mfu_transformer
     }
 }
 
+/* A tiled tower's coherent fields (plausible mode): tiles of side x side
+ * patches, each tower's own projector fields, the Qwen ones zero. */
+static int64_t plausible_tiles(fuzz_input *in, mfu_vision_dims *v)
+{
+    const int64_t side = 2 * small(in, 4);
+    const int kind = (int)v->kind;
+    v->temporal_patch_size = v->spatial_merge_size = 0;
+    v->window_size = v->num_full_blocks = v->num_deepstack_mergers = 0;
+    v->num_position_embeddings = 0;
+    v->image_size = v->patch_size * side;
+    v->tokens_per_image = kind == MFU_VISION_GEMMA3 ? 1 + v->tokens_per_image % (side * side) : 0;
+    v->feature_layers = kind == MFU_VISION_LLAVA_CLIP || kind == MFU_VISION_LLAVA_SIGLIP
+                            ? 1 + v->feature_layers % v->depth : 0;
+    v->pixel_shuffle_inverse = kind == MFU_VISION_LLAMA4 ? 1 + (v->pixel_shuffle_inverse & 1) : 0;
+    if (kind != MFU_VISION_LLAMA4)
+        v->projector_input_dim = v->projector_output_dim = v->vision_output_dim = 0;
+    if (kind != MFU_VISION_LLAVA_CLIP && kind != MFU_VISION_LLAVA_SIGLIP)
+        v->keep_cls = v->projector_bias = v->image_newline = 0;
+    if (kind == MFU_VISION_LLAVA_CLIP || kind == MFU_VISION_LLAMA4)
+        v->use_head = 0;
+    return side;
+}
+
 static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
                         mfu_vision_grid *grids)
 {
+    int *flags[] = {&v->dims.keep_cls, &v->dims.use_head, &v->dims.projector_bias,
+                    &v->dims.image_newline};
+    int64_t side = 0;
     mfu_vision_dims_init(&v->dims);
-    v->dims.kind = (mfu_vision_kind)(is_plausible ? 1 + fi_u8(in) % 2 : fi_i32(in));
+    v->dims.kind = (mfu_vision_kind)(is_plausible ? 1 + fi_u8(in) % 6 : fi_i32(in));
     for (size_t i = 0; i < FI_COUNT(vision_fields); i++)
         *slot64(&v->dims, vision_fields[i]) = is_plausible ? small(in, 64) : fi_i64(in);
+    for (size_t i = 0; i < FI_COUNT(flags); i++)
+        *flags[i] = is_plausible ? fi_u8(in) & 1 : fi_u8(in) % 4 - 1;
     if (is_plausible) {
         v->dims.num_heads = 1;
+        if (v->dims.kind >= MFU_VISION_GEMMA3) {
+            side = plausible_tiles(in, &v->dims);
+        } else {
+            v->dims.image_size = v->dims.tokens_per_image = v->dims.feature_layers = 0;
+            v->dims.pixel_shuffle_inverse = v->dims.projector_input_dim = 0;
+            v->dims.projector_output_dim = v->dims.vision_output_dim = 0;
+            v->dims.keep_cls = v->dims.use_head = v->dims.projector_bias = 0;
+            v->dims.image_newline = 0;
+        }
         v->dims.window_size = v->dims.kind == MFU_VISION_QWEN2_5_VL
                                   ? v->dims.window_size * v->dims.spatial_merge_size *
                                         v->dims.patch_size
@@ -243,8 +297,12 @@ static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
     v->num_grids = fi_u8(in) % 5;
     for (size_t i = 0; i < v->num_grids; i++) {
         grids[i].t = is_plausible ? small(in, 4) : fi_i64(in);
-        grids[i].h = is_plausible ? v->dims.spatial_merge_size * small(in, 32) : fi_i64(in);
-        grids[i].w = is_plausible ? v->dims.spatial_merge_size * small(in, 32) : fi_i64(in);
+        grids[i].h = !is_plausible ? fi_i64(in)
+                     : side > 0    ? side
+                                   : v->dims.spatial_merge_size * small(in, 32);
+        grids[i].w = !is_plausible ? fi_i64(in) : side > 0 ? side : grids[i].h;
+        if (is_plausible && side == 0)
+            grids[i].w = v->dims.spatial_merge_size * small(in, 32);
     }
     v->grids = grids;
 }
@@ -393,6 +451,70 @@ static void check_result(const mfu_transformer_flops *r)
                1e-9 * r->model_flops);
 }
 
+/* Every preset and one fuzzed choice vector on a batch the count accepted. */
+static void check_conventions(fuzz_input *in, const mfu_transformer_dims *d,
+                              const mfu_transformer_options *o, const mfu_batch *b,
+                              const mfu_vision_input *v, const mfu_transformer_flops *out)
+{
+    int fuzzed[MFU_CONVENTION_CHOICES];
+    for (int i = 0; i < MFU_CONVENTION_CHOICES; i++)
+        fuzzed[i] = fi_u8(in) % 6 - 1;
+    for (size_t row = 0; row <= mfu_convention_count(); row++) {
+        const int *choice = row < mfu_convention_count() ? mfu_convention_at(row)->choice
+                                                          : fuzzed;
+        mfu_convention_flops c;
+        const char *bad = NULL;
+        double sum = 0.0;
+        const mfu_status st = mfu_convention_compute(d, b, v, choice, &c, &bad);
+        FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT);
+        if (st != MFU_OK) {
+            FUZZ_CHECK(bad != NULL && bad[0] != '\0');
+            continue;
+        }
+        FUZZ_CHECK(!isnan(c.model_flops) && !isnan(c.forward_flops) && c.vision_flops >= 0.0);
+        if (!isfinite(c.model_flops) || !isfinite(c.ours_model_flops))
+            continue;
+        for (int i = 0; i < MFU_CONVENTION_CHOICES; i++)
+            sum += c.delta[i];
+        FUZZ_CHECK(fabs(c.ours_model_flops + sum - c.model_flops) <=
+                   1e-9 * (fabs(c.model_flops) + fabs(c.ours_model_flops)) + 1.0);
+        if (row == 0 && o->formula == MFU_FORMULA_PALM && o->causal == MFU_CAUSAL_FULL &&
+            o->include_lm_head && !o->include_embedding && o->lora_rank == 0)
+            FUZZ_CHECK(fabs(c.model_flops - out->model_flops) <= 1e-9 * out->model_flops + 1.0);
+    }
+}
+
+/* A context-parallel split of the batch: Ulysses is an even share; ring
+ * under "half" adds up over the ranks. */
+static void check_context_parallel(fuzz_input *in, const mfu_transformer_dims *d,
+                                   const mfu_transformer_options *o, const mfu_batch *b)
+{
+    mfu_context_parallel cp = {.degree = 1 + fi_u8(in) % 4, .rank = 0,
+                               .mode = (mfu_cp_mode)(fi_u8(in) % 2)};
+    mfu_transformer_flops whole, share;
+    double sum = 0.0;
+    const char *bad = NULL;
+    mfu_status st;
+    if (mfu_transformer_flops_compute(d, o, b, NULL, &whole, NULL) != MFU_OK ||
+        !isfinite(whole.model_flops))
+        return;
+    for (cp.rank = 0; cp.rank < cp.degree; cp.rank++) {
+        st = mfu_context_parallel_flops(d, o, b, &cp, &share, &bad);
+        FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT);
+        if (st != MFU_OK) {
+            FUZZ_CHECK(bad != NULL && bad[0] != '\0');
+            return;
+        }
+        check_result(&share);
+        if (cp.mode == MFU_CP_ULYSSES)
+            FUZZ_CHECK(fabs(share.model_flops * (double)cp.degree - whole.model_flops) <=
+                       1e-9 * whole.model_flops + 1.0);
+        sum += share.model_flops;
+    }
+    if (cp.mode == MFU_CP_RING && o->causal == MFU_CAUSAL_HALF)
+        FUZZ_CHECK(fabs(sum - whole.model_flops) <= 1e-9 * whole.model_flops + 1.0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fi_make(data, size);
@@ -449,5 +571,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                MFU_ERR_INVALID_ARGUMENT);
     FUZZ_CHECK(mfu_transformer_flops_compute(&d, &o, NULL, NULL, &out2, NULL) ==
                MFU_ERR_INVALID_ARGUMENT);
+    check_conventions(&in, &d, &o, &b, &v, &out);
+    check_context_parallel(&in, &d, &o, &b);
     return 0;
 }
