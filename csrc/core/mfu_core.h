@@ -32,6 +32,10 @@
  *   links.h       the link table (NVLink, xGMI, PCIe, InfiniBand, RoCE; one
  *                 row per link, source cited) and its lookups
  *   nvml.h        NVML (device telemetry), dlopen'd: energy, power, clocks
+ *   kernels.h     kernel classes: the table of name rules that puts a
+ *                 profiled kernel, op or annotation in its class
+ *   timeline.h    a profiled step split by class on the union timeline
+ *                 (overlap resolved by class priority), and its idle time
  *   mfu_limits.h  every bound on a size or a count
  *
  * Conventions: symbols are prefixed mfu_; nothing prints or exits; results go
@@ -60,6 +64,8 @@
 #include "links.h"
 #include "nvml.h"
 #include "gpm.h"
+#include "kernels.h"
+#include "timeline.h"
 #include "mfu_limits.h"
 
 #endif /* MFU_CORE_H */

@@ -38,6 +38,13 @@
  *                         dozen in flight (DDP buckets, FSDP prefetches).
  *   MFU_COMM_SINKS_MAX    step trackers receiving the process's
  *                         communication at once (one per Tracker).
+ *   MFU_TIMELINE_INTERVALS_MAX  intervals of one profiled step the kernel
+ *                         breakdown reduces (timeline.h: 25 bytes each in
+ *                         the sweep, so at most ~400 MiB); a training step
+ *                         launches thousands to a few hundred thousand
+ *                         kernels and ops. Past it the step is not broken
+ *                         down (one warning), never cut short silently.
+ *   MFU_TIMELINE_LANES_MAX  streams or threads of one profiled step.
  *   MFU_GPU_CANDIDATES_MAX  rows an ambiguous device name lists (gpu_lookup.h):
  *                         a model has at most 4 rows (A100: SXM4/PCIe x
  *                         40/80 GB); a name carrying several model tokens
@@ -69,5 +76,8 @@
 #define MFU_COMM_SINKS_MAX 8
 
 #define MFU_GPU_CANDIDATES_MAX 8
+
+#define MFU_TIMELINE_INTERVALS_MAX (1u << 24)
+#define MFU_TIMELINE_LANES_MAX 65536
 
 #endif /* MFU_LIMITS_H */
