@@ -93,7 +93,8 @@ JOB_ENV = ("MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
 
 #: Units whose values are never negative (a negative one is invalid).
 _NONNEGATIVE_UNITS = ("ratio", "s", "TFLOP/s", "tokens/s", "W", "J/token", "MHz",
-                      "TFLOP/s per W", "fraction of job wall time")
+                      "TFLOP/s per W", "fraction of job wall time",
+                      "fraction of the profiled step", "GB/s")
 _UNIT_OF_KEY = {key.name: key.unit for key in KEYS}
 _FAMILY_UNIT = {family: unit for family, unit, _ in FAMILIES}
 

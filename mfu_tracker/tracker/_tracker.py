@@ -55,6 +55,8 @@ from ..peaks._table import GPUSpec, measured_gpu_spec
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
 from ..timing._metrics import format_metrics
 from ..timing._hardware import DeviceWindow, check_memory
+from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
+from ..timing._step_profile import StepProfiler, check_profile_steps, check_trace_dir
 from ..timing._waterfall import PHASES, split_communication, waterfall
 from ._run import RunBook
 
@@ -527,7 +529,18 @@ class Tracker(_C.StepTracker):
     """
 
     __slots__ = ("_peak", "_dtype", "_num_gpus", "_model_parallel", "_dist",
-                 "_measured_flops_per_sec", "_hardware", "_run", "_comm", "__weakref__")
+                 "_measured_flops_per_sec", "_hardware", "_run", "_comm", "_profiler",
+                 "__weakref__")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
+        # The kernel breakdown: a tracker that profiles steps is a
+        # ProfiledTracker, whose step() adds the profiler's boundary; any
+        # other keeps step() in C alone (no cost when profiling is off).
+        if cls is Tracker and kwargs.get("profile_steps") not in (None, False, 0):
+            from ._profiled import ProfiledTracker
+
+            cls = ProfiledTracker
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -559,7 +572,11 @@ class Tracker(_C.StepTracker):
         metrics_port: Optional[int] = None,
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
+        profile_steps: Any = None,
+        profile_trace_dir: Any = None,
     ) -> None:
+        schedule = check_profile_steps(profile_steps)   # the kernel breakdown
+        trace_dir = check_trace_dir(profile_trace_dir)
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
         port = check_metrics_port(metrics_port)
@@ -620,6 +637,10 @@ class Tracker(_C.StepTracker):
         self._run = RunBook(start_step=start_step, endpoint=endpoint,
                             log=None if log_file is None else MetricsLog(log_file))
         self._run.start(self, peak=peak, num_gpus=num_gpus)
+        self._profiler = None if schedule is None else StepProfiler(
+            schedule, kind=kind, index=index, peak=peak, first_step=start_step + warmup + 1,
+            start_step=start_step, trace_dir=trace_dir, sink=self._log_breakdown,
+            rank=rank_world()[0])
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(distributed_timeout) if aggregate else None
@@ -733,6 +754,18 @@ class Tracker(_C.StepTracker):
         value = check_positive_number(measured_flops_per_sec, "measured_flops_per_sec", "FLOP/s")
         return self._run.peak_check(value)
 
+    @property
+    def last_breakdown(self) -> Optional[Breakdown]:
+        """The kernel breakdown of the last profiled step (``profile_steps``;
+        :mod:`mfu_tracker.timing._breakdown`), or None."""
+        return None if self._profiler is None else self._profiler.last
+
+    def _log_breakdown(self, breakdown: Breakdown) -> None:
+        """A profiled step's breakdown: a ``breakdown`` record in the log."""
+        log = self._run.log
+        if log is not None:
+            log.write_record(BREAKDOWN_RECORD, breakdown.to_record())
+
     def _book_flops(self, model_flops: float, steps: int) -> None:
         """An integration's model FLOPs of ``steps`` closed steps it resolved
         late (:meth:`RunBook.book_flops`)."""
@@ -769,6 +802,8 @@ class Tracker(_C.StepTracker):
                 return {}
             local["dtype"] = self._dtype
             local.update(self._hardware.figures(local))
+            if self._profiler is not None:   # the kernel breakdown's keys, once
+                local.update(self._profiler.take_figures())
             return format_metrics(local, prefix)
         finally:
             if exclude:
@@ -979,6 +1014,8 @@ class Tracker(_C.StepTracker):
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         super().close()
+        if self._profiler is not None:
+            self._profiler.close()
         comm = self._comm
         if comm is not None:
             comm.close()
