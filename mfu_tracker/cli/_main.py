@@ -7,6 +7,8 @@ parser, each command registered by its own module.
         --batch-size 8 --seq-len 4096 --step-time 1.2
     mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
     mfu-tracker report LOG --out report.png
+    mfu-tracker report A.jsonl B.jsonl --out compare.png
+    mfu-tracker advise LOG
     mfu-tracker goodput LOG [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
@@ -17,7 +19,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import _build_ext, _estimate, _goodput, _gpus, _profile
+from . import _advise, _build_ext, _estimate, _goodput, _gpus, _profile
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -26,9 +28,18 @@ __all__: List[str] = []
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from ._report import run
+    if len(args.paths) > 2:
+        raise CliError(f"give one log, or two to compare (A B); got {len(args.paths)}")
+    if len(args.paths) == 2:   # two runs side by side (the kernel breakdown's comparison)
+        from ._report_compare import run as compare
 
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run))
+        print(compare(args.paths, args.out, prefix=args.prefix, title=args.title or "",
+                      which=args.run))
+    else:
+        from ._report import run
+
+        print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
+                  which=args.run))
     print(f"wrote {args.out}")
     return 0
 
@@ -47,15 +58,19 @@ def _build_parser() -> argparse.ArgumentParser:
     _profile.add_parser(sub)
     rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
                          "log (JSONL from log_path=, or a TensorBoard log directory)")
-    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
+    rep.add_argument("paths", nargs="+", metavar="path",
+                     help="a JSONL metrics log, a TensorBoard log directory or event file; "
+                          "two logs (A B) draw the two runs side by side")
     rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
     rep.add_argument("--prefix", default=None,
                      help="metric key prefix (default: found from the <prefix>/mfu key)")
     rep.add_argument("--title", default=None, help="the picture's title")
     rep.add_argument("--run", default="last",
                      help="which run of the log to draw: the last (default), N (1 = the first), "
-                          "or all (each run its own line, its start marked)")
+                          "or all (each run its own line, its start marked); with two logs, "
+                          "the run of each")
     rep.set_defaults(func=_cmd_report)
+    _advise.add_parser(sub)
 
     _goodput.add_parser(sub)
 

@@ -32,6 +32,13 @@ spelled here; ``{p}`` is the metric prefix, found from the MFU key):
 5. the job ledger when the log has run records (:mod:`mfu_tracker.job._ledger`):
    one bar per run and one for the job, goodput then each badput bucket, as
    fractions of each bar's wall time.
+6. the kernel breakdown when the log has profiled steps (``breakdown``
+   records, or the ``kernel_share/*`` keys; :mod:`._report_kernels`): one
+   stacked bar per profiled step, each kernel class's share and idle's.
+
+The output ends with what to change (``mfu-tracker advise``,
+:mod:`._advise`). Two logs (``report A.jsonl B.jsonl``) draw the two runs
+side by side instead (:mod:`._report_compare`).
 
 The x axis runs over the logged steps (its range and ticks are printed).
 Every number drawn is also printed (:func:`numbers_text`), ``key=value``
@@ -57,6 +64,7 @@ from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
 from ..job._records import Log, LogError, Run, invalid_reason, peak_disagrees, read_log
 from ..timing._metrics import FAMILIES, KEYS, metric_key
 from . import _report_hardware as hardware
+from . import _report_kernels as kernels
 
 __all__ = ["ReportError", "Report", "load", "plan", "numbers_text", "render", "run"]
 
@@ -210,6 +218,7 @@ class Report:
     ledger: Optional[JobLedger] = None
     diagnosis: Optional[str] = None
     hardware: Optional[hardware.HardwarePanel] = None
+    kernels: Optional[kernels.KernelPanel] = None     # the kernel breakdown (profiled steps)
 
     @property
     def mfu_key(self) -> str:
@@ -348,9 +357,12 @@ def plan(log: Log, prefix: Optional[str] = None, which: str = "last") -> Report:
         raise ReportError(f"no {report.mfu_key}, {metric_key(prefix, LOST)}/* or per-rank MFU "
                           f"values in the input (prefix {prefix!r}; found: {find_prefix(records)!r})")
     report.hardware = hardware.hardware_panel(records, prefix)
+    report.kernels = kernels.kernel_panel(runs, prefix)
     _missing(report)
     if report.hardware is None:
         report.missing.append(hardware.MISSING)
+    if report.kernels is None:
+        report.missing.append(kernels.MISSING)
     _peak_and_caveat(report, runs)
     _diagnose(report, records)
     if log.runs and all(run.record is not None for run in log.runs):
@@ -435,6 +447,8 @@ def numbers_text(report: Report) -> str:
     if steps:
         lines.append(f"x axis: steps {steps[0]}..{steps[-1]} (the logged steps; ticks at "
                      f"{', '.join(map(str, axis_ticks(report)))})")
+    if report.kernels is not None:
+        lines += report.kernels.lines()
     if report.ledger is not None:
         lines += _ledger_lines(report.ledger)
     if report.diagnosis:
@@ -590,7 +604,8 @@ def _draw_ledger(ax: Any, ledger: JobLedger) -> None:
 
 def panels(report: Report) -> int:
     """How many panels the picture has."""
-    return 2 + bool(report.ranks) + (report.hardware is not None) + (report.ledger is not None)
+    return (2 + bool(report.ranks) + (report.hardware is not None) + (report.kernels is not None)
+            + (report.ledger is not None))
 
 
 def png_bytes(report: Report, title: str = "") -> bytes:
@@ -607,6 +622,9 @@ def png_bytes(report: Report, title: str = "") -> bytes:
             index += 1
         if report.hardware is not None:
             hardware.draw(axes[index], report.hardware, lambda ax: _steps_axis(ax, report))
+            index += 1
+        if report.kernels is not None:
+            kernels.draw(axes[index], report.kernels)
             index += 1
         if report.ledger is not None:
             _draw_ledger(axes[index], report.ledger)
@@ -664,8 +682,12 @@ def render(report: Report, out: str, title: str = "") -> None:
 def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
         which: str = "last") -> str:
     """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`)."""
+    from ._advise import _lines_for_report
+
     _check_out(out)
     _pyplot()                       # the missing extra is said before any work
-    report = plan(load(path), prefix, which)
+    log = load(path)
+    report = plan(log, prefix, which)
     render(report, out, title)
-    return numbers_text(report)
+    # what to change, from the same run (mfu_tracker.job._advice)
+    return "\n".join([numbers_text(report), *_lines_for_report(log, which, report.prefix)])

@@ -3,7 +3,7 @@
 A log (``Tracker(log_path=...)``, the integrations' ``log_path=``) is a JSONL
 file that one or more *runs* of a job append to -- a run being one process
 (rank 0 of it) that trained and then exited, cleanly or not. Every line is
-one JSON object, of one of four kinds:
+one JSON object, of one of five kinds:
 
 ``run`` -- the first line of every run, written when the tracker is created::
 
@@ -30,6 +30,9 @@ one JSON object, of one of four kinds:
 
 ``peak_check`` -- a second measurement of the peak (``Tracker.peak_check``):
   ``{"record": "peak_check", "time": T, "peak_tflops": P0, "remeasured_tflops": P1}``.
+
+``breakdown`` -- a profiled step's kernel breakdown (``Tracker(profile_steps=)``;
+  fields: :meth:`mfu_tracker.timing._breakdown.Breakdown.to_record`).
 
 ``run_end`` -- written when the tracker closes (``close()``, the end of
   training, the interpreter's exit): ``{"record": "run_end", "time": T,
@@ -72,10 +75,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..timing._breakdown import BREAKDOWN_RECORD
 from ..timing._metrics import FAMILIES, KEYS
 
 #: The ``record`` values.
 RUN, RUN_END, PEAK_CHECK = "run", "run_end", "peak_check"
+#: A profiled step's kernel breakdown (mfu_tracker.timing._breakdown).
+BREAKDOWN = BREAKDOWN_RECORD
 #: The key of a metrics line's (and a run-end record's) interval.
 LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
@@ -172,6 +178,7 @@ class Run:
     metrics: List[Dict[str, Any]] = field(default_factory=list)    # each with "_line"
     intervals: List[Dict[str, Any]] = field(default_factory=list)  # ledger objects, "_line"
     peak_checks: List[Dict[str, Any]] = field(default_factory=list)
+    breakdowns: List[Dict[str, Any]] = field(default_factory=list)  # each with "_line"
     end: Optional[Dict[str, Any]] = None
     last_time: Optional[float] = None             # the time of its last record
 
@@ -268,7 +275,7 @@ def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
         if isinstance(step, bool) or not isinstance(step, (int, float)) or step != step:
             raise LogError(f"{path}:{number}: no numeric 'step' field")
         record["step"] = int(step)
-    elif kind not in (RUN, RUN_END, PEAK_CHECK):
+    elif kind not in (RUN, RUN_END, PEAK_CHECK, BREAKDOWN):
         raise LogError(f"{path}:{number}: unknown record {kind!r}")
     return record
 
@@ -288,6 +295,9 @@ def _add(runs: List[Run], record: Dict[str, Any], where: str, number: int,
         run.last_time = when
     if kind == PEAK_CHECK:
         run.peak_checks.append(record)
+        return
+    if kind == BREAKDOWN:
+        run.breakdowns.append({**record, "_line": number})
         return
     if LEDGER in record:
         run.intervals.append({**_check_ledger(record[LEDGER], where), "_line": number})

@@ -106,8 +106,24 @@ class Breakdown:
     events: int = 0
     names_folded: int = 0                       # names past the top table's bound
     trace: Optional[str] = None                 # the raw trace, when kept
+    compiled: bool = False                      # a compiled region ran in the step
 
     # ---- shares and rates ------------------------------------------------------
+
+    @property
+    def busy_s(self) -> float:
+        """The step less idle: time some class covered."""
+        return self.step_s - self.idle_s
+
+    def mean_s(self, kclass: Optional[str] = None) -> Optional[float]:
+        """Busy time per kernel (GPU) or op (CPU): of one class (its own
+        union over its count), or of the step (busy time over every count);
+        None without any."""
+        if kclass is not None:
+            row = self.classes[kclass]
+            return row.active_s / row.count if row.count else None
+        count = sum(row.count for row in self.classes.values())
+        return self.busy_s / count if count else None
 
     def time_of(self, row: str) -> float:
         """Seconds of ``row`` (a class or ``idle``)."""
@@ -184,6 +200,7 @@ class Breakdown:
             "top": [{"name": k.name, "class": k.kclass, "time_s": k.time_s, "count": k.count}
                     for k in self.top],
             "events": self.events, "names_folded": self.names_folded, "trace": self.trace,
+            "compiled": self.compiled,
         }
 
     @classmethod
@@ -219,7 +236,7 @@ class Breakdown:
                    dtype=record.get("dtype"), host_s=_number(record, "host_s", "", optional=True),
                    events=int(_number(record, "events", "", optional=True) or 0),
                    names_folded=int(_number(record, "names_folded", "", optional=True) or 0),
-                   trace=record.get("trace"))
+                   trace=record.get("trace"), compiled=record.get("compiled") is True)
 
     def metric_figures(self) -> Dict[str, Any]:
         """The figures ``Tracker.metrics()`` logs once after a profiled step

@@ -119,6 +119,7 @@ class _HostWalk:
         self.bytes = [0] * len(CLASSES)
         self.sized = [0] * len(CLASSES)          # op chains whose bytes counted
         self.unsized = [0] * len(CLASSES)
+        self.compiled = False                    # a compiled region's span was seen
         self.intervals: List[Tuple[int, int, int, int]] = []     # start, end, thread, class
 
     def thread(self, lane: int, events: List[TraceEvent]) -> None:
@@ -147,6 +148,7 @@ class _HostWalk:
             self._bytes(stack, frame)
         elif not scopes:
             self.unsized[kclass] += 1            # a compiled region: work of unknown traffic
+            self.compiled |= raw == _INDEX["fused"]
         if self.keep_links and event.link:
             self.links[event.link] = (scope, frame.is_op and event.operand_bytes is not None)
         self.intervals.append((event.start_ns, event.end_ns, lane, kclass))
@@ -313,4 +315,4 @@ def reduce_events(events: Iterable[TraceEvent], *, timeline: str,
                      classes=classes, timeline=timeline, step=step, top=names.top(),
                      peak_flops_per_sec=peak_flops_per_sec, peak_bytes_per_sec=peak_bytes_per_sec,
                      dtype=dtype, host_s=None if marker is None else (marker.end_ns - marker.start_ns) * 1e-9,
-                     events=count, names_folded=names.folded)
+                     events=count, names_folded=names.folded, compiled=walk.compiled)
