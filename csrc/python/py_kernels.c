@@ -31,7 +31,8 @@ static PyObject *py_kernel_classes(PyObject *Py_UNUSED(module), PyObject *Py_UNU
     return names;
 }
 
-/* kernel_class(name, source) -> (class name or None, scope, rule index or None) */
+/* kernel_class(name, source) -> (class name or None, scope, rule): rule is the
+ * row's index, -1 for an op the FLOP op table counts, None when no row matched */
 static PyObject *py_kernel_class(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *name_obj, *source_obj;
@@ -44,7 +45,9 @@ static PyObject *py_kernel_class(PyObject *Py_UNUSED(module), PyObject *args)
         || mfu_py_choice_arg(source_obj, "source", source_choices, &source) < 0)
         return NULL;
     (void)mfu_kclass_of(name, (unsigned)source, &kclass, &scope, &rule); /* valid by now */
-    PyObject *index = rule < mfu_krule_count() ? PyLong_FromSize_t(rule) : Py_NewRef(Py_None);
+    PyObject *index = rule < mfu_krule_count()      ? PyLong_FromSize_t(rule)
+                      : rule == MFU_KRULE_OP_TABLE ? PyLong_FromLong(-1)
+                                                   : Py_NewRef(Py_None);
     if (index == NULL)
         return NULL;
     const char *class_name = mfu_kclass_name(kclass);
@@ -194,8 +197,9 @@ static PyMethodDef kernels_methods[] = {
      "kernel_classes()\n--\n\nThe kernel classes, in the priority order that settles overlap "
      "(core/kernels.h)."},
     {"kernel_class", py_kernel_class, METH_VARARGS,
-     "kernel_class(name, source, /)\n--\n\n(class or None, scope, rule index or None) of a "
-     "name from source 'kernel', 'op' or 'annotation'."},
+     "kernel_class(name, source, /)\n--\n\n(class or None, scope, rule) of a name from source "
+     "'kernel', 'op' or 'annotation'; rule: the row's index, -1 for an op the FLOP op table "
+     "counts, None for no row."},
     {"kernel_rules", py_kernel_rules, METH_NOARGS,
      "kernel_rules()\n--\n\nEvery row of the kernel class table (core/kernels.c), as dicts."},
     {"timeline_split", py_timeline_split, METH_VARARGS,

@@ -192,8 +192,8 @@ class Breakdown:
         return {
             "step": self.step, "timeline": self.timeline, "step_s": self.step_s,
             "idle_s": self.idle_s, "host_s": self.host_s, "dtype": self.dtype,
-            "peak_tflops": None if self.peak_flops_per_sec is None else self.peak_flops_per_sec * 1e-12,
-            "peak_gbs": None if self.peak_bytes_per_sec is None else self.peak_bytes_per_sec * 1e-9,
+            "peak_flops_per_sec": self.peak_flops_per_sec,
+            "peak_bytes_per_sec": self.peak_bytes_per_sec,
             "classes": {name: {"time_s": c.time_s, "active_s": c.active_s, "count": c.count,
                                "flops": c.flops, "bytes": c.bytes, "unsized": c.unsized}
                         for name, c in self.classes.items()},
@@ -222,8 +222,6 @@ class Breakdown:
                 flops=_number(row, "flops", f"classes.{name}", optional=True),
                 bytes=_number(row, "bytes", f"classes.{name}", optional=True),
                 unsized=int(_number(row, "unsized", f"classes.{name}", optional=True) or 0))
-        peak = _number(record, "peak_tflops", "", optional=True)
-        bandwidth = _number(record, "peak_gbs", "", optional=True)
         top = [KernelRow(str(k.get("name", "")), str(k.get("class", "other")),
                          _number(k, "time_s", "top"), int(_number(k, "count", "top")))
                for k in record.get("top") or [] if isinstance(k, Mapping)]
@@ -231,8 +229,9 @@ class Breakdown:
         return cls(step_s=_number(record, "step_s", ""), idle_s=_number(record, "idle_s", ""),
                    classes=classes, timeline=str(record.get("timeline", "host")),
                    step=step if isinstance(step, int) and not isinstance(step, bool) else None,
-                   top=top, peak_flops_per_sec=None if peak is None else peak * 1e12,
-                   peak_bytes_per_sec=None if bandwidth is None else bandwidth * 1e9,
+                   top=top,
+                   peak_flops_per_sec=_number(record, "peak_flops_per_sec", "", optional=True),
+                   peak_bytes_per_sec=_number(record, "peak_bytes_per_sec", "", optional=True),
                    dtype=record.get("dtype"), host_s=_number(record, "host_s", "", optional=True),
                    events=int(_number(record, "events", "", optional=True) or 0),
                    names_folded=int(_number(record, "names_folded", "", optional=True) or 0),

@@ -6,9 +6,13 @@ step is refused with :class:`BreakdownError`, never cut short):
 
 1. **Host nesting**, thread by thread (:class:`_HostWalk`): every op and
    annotation gets its class from the one table (``_C.kernel_class``); an
-   annotation the table does not name is transparent. Inside a *scope*
-   (``Optimizer.step``) every class but gemm and attention becomes the
-   scope's. Operand bytes count once per class chain: at the outermost op
+   annotation the table does not name is transparent. An op the FLOP
+   counter counts (gemm or attention by the op table) *owns* what runs
+   inside it: its nested ops and the kernels they launch take its class --
+   the counter books the op's FLOPs to it and skips its nested calls, so
+   the time follows the FLOPs (the math attention path's bmm and softmax
+   are attention). Inside a *scope* (``Optimizer.step``) every class but
+   gemm and attention becomes the scope's. Operand bytes count once per class chain: at the outermost op
    of its class that the profiler sized (nested ops of the same class read
    the same tensors); a chain with no sized op makes the class's bytes
    unknown (``unsized``). Each op's correlation id is kept, for the kernels
@@ -35,7 +39,7 @@ from .._native import _C
 from ._breakdown import CLASSES, FLOP_CLASSES, Breakdown, ClassTime, KernelRow
 from ._trace import ANNOTATION, KERNEL, OP, TraceEvent
 
-__all__ = ["BreakdownError", "MARKER", "MAX_NAMES", "TOP", "reduce_events"]
+__all__ = ["BreakdownError", "EVENTS_MAX", "MARKER", "MAX_NAMES", "TOP", "reduce_events"]
 
 #: The annotation the tracker opens at one step boundary and closes at the
 #: next: the profiled step's host window (transparent to the class table).
@@ -44,6 +48,8 @@ MARKER = "mfu_tracker: profiled step"
 MAX_NAMES = 4096
 #: Rows of the top table in the record.
 TOP = 10
+#: Events of one profiled step the reduction takes (the core's bound).
+EVENTS_MAX = int(_C.LIMIT_TIMELINE_INTERVALS_MAX)
 #: Classes by index, and the classes a scope never takes over.
 _INDEX = {name: i for i, name in enumerate(CLASSES)}
 _KEEP = frozenset(_INDEX[name] for name in FLOP_CLASSES)
@@ -56,17 +62,18 @@ class BreakdownError(ValueError):
 
 
 class _Classes:
-    """``_C.kernel_class`` per (name, source), cached for a bounded number of names."""
+    """``_C.kernel_class`` per (name, source), cached for a bounded number of
+    names: (class index or None, scope, counted: an op the FLOP op table counts)."""
 
     def __init__(self) -> None:
-        self._cache: Dict[Tuple[str, str], Tuple[Optional[int], bool]] = {}
+        self._cache: Dict[Tuple[str, str], Tuple[Optional[int], bool, bool]] = {}
 
-    def __call__(self, name: str, kind: str) -> Tuple[Optional[int], bool]:
+    def __call__(self, name: str, kind: str) -> Tuple[Optional[int], bool, bool]:
         key = (name, kind)
         hit = self._cache.get(key)
         if hit is None:
-            kclass, scope, _ = _C.kernel_class(name, _SOURCE[kind])
-            hit = (None if kclass is None else _INDEX[kclass], bool(scope))
+            kclass, scope, rule = _C.kernel_class(name, _SOURCE[kind])
+            hit = (None if kclass is None else _INDEX[kclass], bool(scope), rule == -1)
             if len(self._cache) < _CACHE_MAX:
                 self._cache[key] = hit
         return hit
@@ -95,12 +102,15 @@ class _Names:
 
 
 class _Frame:
-    __slots__ = ("event", "kclass", "scope", "is_op", "chain", "counted", "covered", "child_ns")
+    __slots__ = ("event", "kclass", "scope", "owner", "is_op", "chain", "counted", "covered",
+                 "child_ns")
 
-    def __init__(self, event: TraceEvent, kclass: int, scope: Optional[int], is_op: bool) -> None:
+    def __init__(self, event: TraceEvent, kclass: int, scope: Optional[int],
+                 owner: Optional[int], is_op: bool) -> None:
         self.event = event
         self.kclass = kclass         # the effective class
         self.scope = scope           # the scope class in force here (None: none)
+        self.owner = owner           # the class of the counted op around (or this one)
         self.is_op = is_op
         self.chain = False           # this op or a same-class op around it counted its bytes
         self.counted = False         # this op counted its bytes
@@ -115,7 +125,9 @@ class _HostWalk:
         self.classify = classify
         self.keep_links = keep_links
         self.names = names                       # host timeline: ops' self time by name
-        self.links: Dict[int, Tuple[Optional[int], bool]] = {}   # link -> (scope, sized)
+        # link -> (the class that decides its kernels: owner or scope, whether
+        # that decides every class (owner) or all but gemm / attention, sized)
+        self.links: Dict[int, Tuple[Optional[int], bool, bool]] = {}
         self.bytes = [0] * len(CLASSES)
         self.sized = [0] * len(CLASSES)          # op chains whose bytes counted
         self.unsized = [0] * len(CLASSES)
@@ -133,26 +145,39 @@ class _HostWalk:
             self._pop(stack)
 
     def _push(self, stack: List[_Frame], lane: int, event: TraceEvent) -> None:
-        raw, scopes = self.classify(event.name, event.kind)
+        raw, scopes, counted = self.classify(event.name, event.kind)
         outer = stack[-1] if stack else None
         scope = outer.scope if outer is not None else None
+        owner = outer.owner if outer is not None else None
         if raw is None:                          # a transparent annotation
-            if self.keep_links and event.link:
-                self.links[event.link] = (scope, False)
+            self._link(event, scope, owner, False)
             return
-        kclass = scope if scope is not None and raw not in _KEEP else raw
+        if owner is not None:                    # inside a counted op: its class
+            kclass = owner
+        elif scope is not None and raw not in _KEEP:
+            kclass = scope
+        else:
+            kclass = raw
         if scopes:
             scope = kclass
-        frame = _Frame(event, kclass, scope, event.kind == OP)
+        if counted and owner is None:
+            owner = kclass
+        frame = _Frame(event, kclass, scope, owner, event.kind == OP)
         if frame.is_op:
             self._bytes(stack, frame)
         elif not scopes:
             self.unsized[kclass] += 1            # a compiled region: work of unknown traffic
             self.compiled |= raw == _INDEX["fused"]
-        if self.keep_links and event.link:
-            self.links[event.link] = (scope, frame.is_op and event.operand_bytes is not None)
+        self._link(event, scope, owner, frame.is_op and event.operand_bytes is not None)
         self.intervals.append((event.start_ns, event.end_ns, lane, kclass))
         stack.append(frame)
+
+    def _link(self, event: TraceEvent, scope: Optional[int], owner: Optional[int],
+              sized: bool) -> None:
+        """What decides the class of the kernels ``event`` launches."""
+        if self.keep_links and event.link:
+            self.links[event.link] = ((owner, True, sized) if owner is not None
+                                      else (scope, False, sized))
 
     def _bytes(self, stack: List[_Frame], frame: _Frame) -> None:
         """Count the op's operand bytes unless a same-class op around it did."""
@@ -200,7 +225,7 @@ def _split(intervals: List[Tuple[int, int, int, int]], window: Tuple[int, int]) 
 def _gather(events: Iterable[TraceEvent]) -> Tuple[Dict[int, List[TraceEvent]],
                                                    List[TraceEvent], Optional[TraceEvent], int]:
     """Host events by thread, device events, the marker, and the count."""
-    limit = int(_C.LIMIT_TIMELINE_INTERVALS_MAX)
+    limit = EVENTS_MAX
     host: Dict[int, List[TraceEvent]] = {}
     device: List[TraceEvent] = []
     marker: Optional[TraceEvent] = None
@@ -233,11 +258,11 @@ def _device_timeline(device: List[TraceEvent], marker: Optional[TraceEvent], wal
     start = min(k.start_ns if begin is None else max(k.start_ns, begin) for k in kernels)
     end = max(k.end_ns for k in kernels)
     for kernel in kernels:
-        own, _ = classify(kernel.name, KERNEL)
-        kclass = CLASSES.index("other") if own is None else own
-        scope, sized = walk.links.get(kernel.link, (None, False))
-        if scope is not None and kclass not in _KEEP:
-            kclass = scope
+        own, _, _ = classify(kernel.name, KERNEL)
+        kclass = _INDEX["other"] if own is None else own
+        decider, owns, sized = walk.links.get(kernel.link, (None, False, False))
+        if decider is not None and (owns or kclass not in _KEEP):
+            kclass = decider
         if not sized:
             unsized[kclass] += 1
         intervals.append((kernel.start_ns, kernel.end_ns, kernel.lane, kclass))
@@ -258,7 +283,7 @@ def _flops(flops_by_op: Optional[Mapping[str, Tuple[int, int]]],
            classify: _Classes) -> List[float]:
     flops = [0.0] * len(CLASSES)
     for name, (_, executed) in (flops_by_op or {}).items():
-        kclass, _ = classify(name, OP)
+        kclass, _, _ = classify(name, OP)
         if kclass is not None:
             flops[kclass] += float(executed)
     return flops
