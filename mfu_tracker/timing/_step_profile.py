@@ -54,6 +54,9 @@ DEFAULT_EVERY = 500
 _ACTIVE_LOCK = threading.Lock()
 _ACTIVE: Dict[str, Any] = {"owner": None}
 
+#: Profiler starts seen in this process (:func:`_watch_profiler_starts`).
+_STARTS: Dict[str, Any] = {"count": 0, "watching": False}
+
 
 class ProfileSchedule:
     """Which steps to profile: every ``every``-th from the first step after
@@ -213,6 +216,11 @@ class StepProfiler:
         finally:
             _release(self)
         step = opened["step"]
+        if results is None:              # a profiler started inside the step took it over
+            self._warn_once("aside", f"a torch profiler is running since step {step}: the "
+                            "kernel breakdown steps aside for the steps it is running "
+                            "(not warned again)")
+            return
         trace = self._keep_trace(opened, step)
         breakdown = reduce_events(
             kineto_events(results, device=self.index if self.kind != "cpu" else None),
@@ -287,6 +295,28 @@ def _prepare_counter() -> bool:
         return False
 
 
+def _watch_profiler_starts(torch: Any) -> None:
+    """Count every profiler start in this process, so a profiler started
+    inside a profiled step is seen. Kineto holds one session: a profiler
+    started while ours runs takes the session over, and stopping ours then
+    would end the user's (its trace lost). ``torch.autograd.profiler`` calls
+    its module-level ``_run_on_profiler_start`` at every start (kineto, ITT,
+    NVTX); the count wraps it once. A torch without it: no count, and a
+    takeover shows as a step with no host op (one warning)."""
+    import torch.autograd.profiler as autograd_profiler
+
+    original = getattr(autograd_profiler, "_run_on_profiler_start", None)
+    if _STARTS["watching"] or original is None:
+        return
+
+    def counted_start(*args: Any, **kwargs: Any) -> Any:
+        _STARTS["count"] += 1
+        return original(*args, **kwargs)
+
+    autograd_profiler._run_on_profiler_start = counted_start
+    _STARTS["watching"] = True
+
+
 def _start(torch: Any, step: int, kind: str, counting: bool) -> Dict[str, Any]:
     """Open a profile: the counter, the profiler, then the marker span."""
     from torch.profiler import ProfilerActivity, profile
@@ -301,8 +331,10 @@ def _start(torch: Any, step: int, kind: str, counting: bool) -> Dict[str, Any]:
         opened["counter"] = FlopCounter(modules=False)
         opened["counter"].__enter__()
     try:
+        _watch_profiler_starts(torch)
         opened["profiler"] = profile(activities=activities, record_shapes=True)
         opened["profiler"].start()
+        opened["starts"] = _STARTS["count"]
         opened["marker"] = torch.autograd.profiler.record_function(MARKER)
         opened["marker"].__enter__()
     except BaseException:
@@ -313,19 +345,22 @@ def _start(torch: Any, step: int, kind: str, counting: bool) -> Dict[str, Any]:
 
 def _stop(opened: Dict[str, Any]) -> Any:
     """Close a profile (marker, profiler, counter, each only if opened):
-    (kineto results, the counter's by_op or None)."""
+    (kineto results, the counter's by_op or None). A profiler started since
+    ours (:func:`_watch_profiler_starts`) owns the session now: ours is not
+    stopped (that would end the other's) and the results are None."""
     marker, profiler, counter = opened["marker"], opened["profiler"], opened["counter"]
     flops_by_op = None
+    taken_over = opened.get("starts", _STARTS["count"]) != _STARTS["count"]
     try:
         if marker is not None:
             marker.__exit__(None, None, None)
-        if profiler is not None:
+        if profiler is not None and not taken_over:
             profiler.stop()
     finally:
         if counter is not None:
             counter.stop(warn=False)
             flops_by_op = counter.by_op
-    results = None if profiler is None else profiler.profiler.kineto_results
+    results = None if profiler is None or taken_over else profiler.profiler.kineto_results
     return results, flops_by_op
 
 

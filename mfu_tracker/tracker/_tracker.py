@@ -552,7 +552,7 @@ class Tracker(_C.StepTracker):
         # The kernel breakdown: a tracker that profiles steps is a
         # ProfiledTracker, whose step() adds the profiler's boundary; any
         # other keeps step() in C alone (no cost when profiling is off).
-        if cls is Tracker and kwargs.get("profile_steps") not in (None, False, 0):
+        if cls is Tracker and _profiles(kwargs.get("profile_steps")):
             from ._profiled import ProfiledTracker
 
             cls = ProfiledTracker
@@ -1075,3 +1075,12 @@ class Tracker(_C.StepTracker):
     def __repr__(self) -> str:
         return (f"Tracker(dtype={self._dtype!r}, clock={self.clock!r}, window={self.window}, "
                 f"warmup={self.warmup}, peak_source={self._peak.source!r})")
+
+
+def _profiles(profile_steps: Any) -> bool:
+    """Whether ``profile_steps`` turns profiling on (a bad value: False here,
+    ``__init__`` names it)."""
+    try:
+        return check_profile_steps(profile_steps) is not None
+    except (TypeError, ValueError):
+        return False
