@@ -267,3 +267,88 @@ def test_the_raw_trace_is_kept_only_when_asked(tmp_path):
     assert u.last_breakdown.trace is None
     with pytest.raises(ValueError, match="profile_trace_dir"):
         tracker(profile_trace_dir=__file__)
+
+
+@pytest.fixture(scope="module")
+def compiled_log(tmp_path_factory):
+    """The eager fixture's loop on the compiled model: step 3 profiled (the
+    first step compiles; warm-up 1); dynamo's graph count around it."""
+    from torch._dynamo.utils import counters
+
+    path = tmp_path_factory.mktemp("compiled") / "compiled.jsonl"
+    t = tracker(profile_steps=[3], warmup=1, log_path=str(path))
+    model = torch.compile(gpt2())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    t.step()
+    graphs = []
+    for _ in range(4):
+        train_step(model, opt)
+        t.step(num_tokens=B * S)
+        t.metrics()
+        graphs.append(counters["stats"]["unique_graphs"])
+    t.close()
+    return path, t.last_breakdown, graphs
+
+
+def test_a_compiled_step_books_its_region_as_fused(eager_log, compiled_log):
+    _, _, eager, _ = eager_log
+    _, compiled, graphs = compiled_log
+    assert compiled.step == 3 and compiled.compiled and not eager.compiled
+    assert compiled.classes["fused"].count > 0 and eager.classes["fused"].count == 0
+    # the profiled step (and its counter) compiled nothing new
+    assert graphs[0] == graphs[1] == graphs[2] == graphs[3]
+    assert math.fsum(compiled.time_of(row) for row in ROWS) == pytest.approx(compiled.step_s,
+                                                                             rel=1e-9)
+    # inductor fuses GPT-2's elementwise ops into its generated code: the
+    # compiled step's elementwise share is below the eager one's
+    assert compiled.share("elementwise") < eager.share("elementwise")
+    # the counter still counts the compiled step's matmuls: the same FLOPs
+    # (inductor decomposes SDPA's math path into bmm, booked as GEMM there)
+    def matmul(b):
+        return (b.classes["gemm"].flops or 0) + (b.classes["attention"].flops or 0)
+
+    assert compiled.classes["gemm"].flops > 0 and matmul(compiled) == matmul(eager)
+
+
+def test_report_draws_the_breakdown_and_ends_with_advice(eager_log, tmp_path, capsys):
+    path, _, last, _ = eager_log
+    status, out, _ = run_cli(capsys, "report", str(path), "--out", str(tmp_path / "r.png"))
+    assert status == 0 and (tmp_path / "r.png").stat().st_size > 0
+    # one line per class of the last profiled step, its share as logged
+    for row in ROWS:
+        assert f"{row}:" in out or f"{row}=" in out, row
+    assert repr(last.share("gemm")) in out
+    assert "kernel breakdown: no profiled step" not in out
+    assert "what to change" in out.lower()
+
+
+def test_report_a_b_shows_eager_against_compiled(eager_log, compiled_log, tmp_path, capsys):
+    eager_path, _, eager, _ = eager_log
+    compiled_path, compiled, _ = compiled_log
+    for out_file in ("ab.png", "ab.html"):
+        status, out, _ = run_cli(capsys, "report", str(eager_path), str(compiled_path),
+                                 "--out", str(tmp_path / out_file))
+        assert status == 0 and (tmp_path / out_file).stat().st_size > 0
+    html = (tmp_path / "ab.html").read_text()
+    assert html.count("data:image/png;base64,") == 1
+    line = next(l for l in out.splitlines() if l.startswith("  elementwise: A="))
+    diff = compiled.share("elementwise") - eager.share("elementwise")
+    assert f"diff={diff!r}" in line and diff < 0
+    fused = next(l for l in out.splitlines() if l.startswith("  fused: A="))
+    assert f"A=0.0 B={compiled.share('fused')!r}" in fused
+    status, _, err = run_cli(capsys, "report", str(eager_path), str(compiled_path),
+                             str(eager_path), "--out", str(tmp_path / "x.png"))
+    assert status != 0 and "give one log, or two to compare (A B); got 3" in err
+
+
+def test_advise_on_the_real_log(eager_log, capsys):
+    path, _, last, _ = eager_log
+    status, out, _ = run_cli(capsys, "advise", str(path))
+    assert status == 0
+    # eager GPT-2 on CPU: elementwise + reduction is a large share, no
+    # compiled region: the compile rule fires with its figures
+    fusable = last.share("elementwise") + last.share("reduction")
+    if fusable >= 0.20:
+        assert "torch.compile" in out and f"{fusable * 100:.1f}%" in out
+    else:
+        assert "compile" not in out.split("needs")[0]
