@@ -148,3 +148,14 @@ def test_advice_is_ranked_by_bound_and_every_rule_is_judged():
     assert [a.rule for a in advice] == ["fused_optimizer", "compile", "data_loading"]
     assert [a.bound for a in advice] == sorted((a.bound for a in advice), reverse=True)
     assert needs == []          # every rule had its inputs (or nothing to judge)
+
+
+def test_rates_divide_by_the_time_a_class_ran_not_the_time_it_won():
+    # GEMMs ran 0.4 s (active) over 4 kernels; attention, first in priority,
+    # won 0.1 s of it on another stream: GEMM's time (its share) is 0.3 s
+    b = breakdown(gemm=0.3, attention=0.7, counts={"gemm": 4}, peak=1e15,
+                  flops={"gemm": 2e14})
+    b.classes["gemm"].active_s = 0.4
+    assert b.mean_s("gemm") == pytest.approx(0.1)                  # 0.4 s / 4 kernels
+    assert b.tflops("gemm") == pytest.approx(500.0)                # 2e14 / 0.4 s
+    assert b.peak_share("gemm") == pytest.approx(0.5)              # 500 / 1000 TFLOP/s

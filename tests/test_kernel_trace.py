@@ -349,3 +349,15 @@ def test_every_counted_op_is_classed_by_its_flop_kind():
         kclass, scope, rule = _C.kernel_class(row["name"], "op")
         want = "attention" if row["kind"].startswith("attention") else "gemm"
         assert (kclass, scope, rule) == (want, False, -1), row["name"]
+
+
+def test_the_top_table_keeps_a_name_apart_per_class():
+    # aten::add_ runs 10 us on its own (elementwise), then 30 us inside the
+    # optimizer's annotation (its scope makes it optimizer): two rows
+    trace = host(op("aten::add_", 10, 10, 1),
+                 annotation("Optimizer.step#AdamW.step", 40, 50),
+                 op("aten::add_", 50, 30, 2))
+    b = reduce_events(chrome_trace_events(trace), timeline="host")
+    rows = {(k.name, k.kclass): (k.time_s, k.count) for k in b.top}
+    assert rows[("aten::add_", "optimizer")] == (pytest.approx(30 * US), 1)
+    assert rows[("aten::add_", "elementwise")] == (pytest.approx(10 * US), 1)

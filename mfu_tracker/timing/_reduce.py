@@ -80,25 +80,27 @@ class _Classes:
 
 
 class _Names:
-    """Time and calls per name, for the top table (bounded)."""
+    """Time and calls per (name, class), for the top table (bounded): one
+    name can run in several classes (aten::add_ in the optimizer's scope and
+    inside an attention op), each its own row."""
 
     def __init__(self) -> None:
-        self.rows: Dict[str, List[Any]] = {}   # name -> [class index, ns, count]
+        self.rows: Dict[Tuple[str, int], List[int]] = {}   # (name, class) -> [ns, count]
         self.folded = 0
 
     def add(self, name: str, kclass: int, ns: int) -> None:
-        row = self.rows.get(name)
+        row = self.rows.get((name, kclass))
         if row is None:
             if len(self.rows) >= MAX_NAMES:
                 self.folded += 1
                 return
-            row = self.rows[name] = [kclass, 0, 0]
-        row[1] += ns
-        row[2] += 1
+            row = self.rows[(name, kclass)] = [0, 0]
+        row[0] += ns
+        row[1] += 1
 
     def top(self) -> List[KernelRow]:
-        best = sorted(self.rows.items(), key=lambda kv: -kv[1][1])[:TOP]
-        return [KernelRow(name[:200], CLASSES[c], ns * 1e-9, n) for name, (c, ns, n) in best]
+        best = sorted(self.rows.items(), key=lambda kv: -kv[1][0])[:TOP]
+        return [KernelRow(name[:200], CLASSES[c], ns * 1e-9, n) for (name, c), (ns, n) in best]
 
 
 class _Frame:
