@@ -57,7 +57,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .._install import DISTRIBUTION
 from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
@@ -668,6 +668,12 @@ def render(report: Report, out: str, title: str = "") -> None:
     """Write ``out`` (.png or .html)."""
     ext = _check_out(out)
     png = png_bytes(report, title)
+    write_out(out, ext, png, lambda: html_text(report, png, title or "MFU report"))
+
+
+def write_out(out: str, ext: str, png: bytes, html_page: Callable[[], str]) -> None:
+    """Write the picture ``out``: the PNG, or (``.html``) the page
+    ``html_page()`` builds around it; its directory is created."""
     parent = os.path.dirname(out)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -676,7 +682,7 @@ def render(report: Report, out: str, title: str = "") -> None:
             f.write(png)
     else:
         with open(out, "w", encoding="utf-8") as f:
-            f.write(html_text(report, png, title or "MFU report"))
+            f.write(html_page())
 
 
 def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",

@@ -194,22 +194,14 @@ def _draw_differences(ax: Any, a: Side, b: Side) -> None:
 def run(paths: Sequence[str], out: str, prefix: Optional[str] = None, title: str = "",
         which: str = "last") -> str:
     """Compare two logs, draw ``out``; returns the numbers (:func:`text`)."""
-    from ._report import _check_out, _pyplot
+    from ._report import _check_out, _pyplot, write_out
 
     ext = _check_out(out)
     _pyplot()
     a, b = compare(paths, which, prefix)
     png = _draw(a, b, title)
     numbers = text(a, b)
-    parent = os.path.dirname(out)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
-    if ext == ".png":
-        with open(out, "wb") as f:
-            f.write(png)
-    else:
-        with open(out, "w", encoding="utf-8") as f:
-            f.write(_html(png, numbers, title or "MFU report: A vs B"))
+    write_out(out, ext, png, lambda: _html(png, numbers, title or "MFU report: A vs B"))
     return numbers
 
 
