@@ -352,3 +352,23 @@ def test_advise_on_the_real_log(eager_log, capsys):
         assert "torch.compile" in out and f"{fusable * 100:.1f}%" in out
     else:
         assert "compile" not in out.split("needs")[0]
+
+
+def test_the_example_script_runs_and_shares_a_peak(tmp_path):
+    """examples/kernel_breakdown.py (make docs-breakdown's), tiny: the log
+    holds breakdowns, and --peak-from takes the other log's peak."""
+    import subprocess
+    import sys
+
+    tiny = ["--steps", "4", "--profile-every", "2", "--batch-size", "2", "--seq-len", "16",
+            "--hidden", "32", "--layers", "1", "--heads", "2", "--vocab-size", "128"]
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for log, extra in ((a, []), (b, ["--peak-from", str(a)])):
+        done = subprocess.run([sys.executable, "examples/kernel_breakdown.py", "--log-path",
+                               str(log), *tiny, *extra], capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "profiled step 5" in done.stdout
+    assert [r["step"] for r in _records(a, "breakdown")] == [3, 5]
+    assert _records(b, "run")[0]["peak_tflops"] == _records(a, "run")[0]["peak_tflops"]
+    assert _records(b, "run")[0]["peak_source"] == "user"

@@ -22,7 +22,7 @@ from ..job._advice import advise, evidence_of_run
 from ..job._records import Log, Run
 from ._errors import CliError
 
-__all__ = ["add_parser", "advice_text", "advice_data"]
+__all__ = ["add_parser", "advice_text", "advice_data", "lines_for_report"]
 
 
 def _pick(log: Log, which: str) -> Run:
@@ -96,7 +96,7 @@ def add_parser(sub: Any) -> None:
     cmd.set_defaults(func=_cmd_advise)
 
 
-def _lines_for_report(log: Log, which: str, prefix: Optional[str]) -> List[str]:
+def lines_for_report(log: Log, which: str, prefix: Optional[str]) -> List[str]:
     """The advice lines ``report`` prints at its end ([] when it cannot)."""
     try:
         return advice_text(log, which, prefix).splitlines()

@@ -39,7 +39,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from ._report import run
 
         print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
-                  which=args.run))
+                  which=args.run, epilogue=_advise.lines_for_report))
     print(f"wrote {args.out}")
     return 0
 

@@ -686,14 +686,15 @@ def write_out(out: str, ext: str, png: bytes, html_page: Callable[[], str]) -> N
 
 
 def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
-        which: str = "last") -> str:
-    """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`)."""
-    from ._advise import _lines_for_report
-
+        which: str = "last",
+        epilogue: Optional[Callable[[Log, str, str], List[str]]] = None) -> str:
+    """Load ``path``, draw ``out``; returns the numbers drawn (:func:`numbers_text`),
+    then ``epilogue(log, which, prefix)``'s lines (the command line passes
+    what to change: :func:`mfu_tracker.cli._advise.lines_for_report`)."""
     _check_out(out)
     _pyplot()                       # the missing extra is said before any work
     log = load(path)
     report = plan(log, prefix, which)
     render(report, out, title)
-    # what to change, from the same run (mfu_tracker.job._advice)
-    return "\n".join([numbers_text(report), *_lines_for_report(log, which, report.prefix)])
+    tail = [] if epilogue is None else epilogue(log, which, report.prefix)
+    return "\n".join([numbers_text(report), *tail])

@@ -114,7 +114,7 @@ def _difference_lines(a: Side, b: Side) -> List[str]:
 
 def text(a: Side, b: Side) -> str:
     """Every number drawn, and the differences, then each run's advice."""
-    from ._advise import _lines_for_report
+    from ._advise import lines_for_report
 
     lines = [a.label, b.label]
     for side in (a, b):
@@ -132,7 +132,7 @@ def text(a: Side, b: Side) -> str:
     lines += _difference_lines(a, b)
     for side in (a, b):
         lines += [f"{side.name}: {line}" if i == 0 else line for i, line in
-                  enumerate(_lines_for_report(side.log, str(side.run.number), side.prefix))]
+                  enumerate(lines_for_report(side.log, str(side.run.number), side.prefix))]
     return "\n".join(lines)
 
 

@@ -1,6 +1,7 @@
 """A :class:`~._tracker.Tracker` that profiles chosen steps (``profile_steps``).
 
-``Tracker(profile_steps=...)`` constructs this subclass (``Tracker.__new__``):
+``Tracker(profile_steps=...)`` constructs this subclass (``Tracker.__new__``,
+which finds it in ``_tracker.PROFILED``: the package imports this module):
 its ``step()`` is the C boundary, then the step profiler's
 (:class:`~mfu_tracker.timing._step_profile.StepProfiler`), which closes the
 profile of the step that ended and opens one for the step now starting
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._native import _C
-from ._tracker import Tracker
+from ._tracker import PROFILED, Tracker
 
 __all__ = ["ProfiledTracker"]
 
@@ -27,3 +28,6 @@ class ProfiledTracker(Tracker):
         result = _C.StepTracker.step(self, *args, **kwargs)
         self._profiler.boundary(self)
         return result
+
+
+PROFILED.append(ProfiledTracker)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Dict, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .._native import _C
 from .._validate import (
@@ -553,9 +553,7 @@ class Tracker(_C.StepTracker):
         # ProfiledTracker, whose step() adds the profiler's boundary; any
         # other keeps step() in C alone (no cost when profiling is off).
         if cls is Tracker and _profiles(kwargs.get("profile_steps")):
-            from ._profiled import ProfiledTracker
-
-            cls = ProfiledTracker
+            cls = PROFILED[0]      # registered by ._profiled (the package imports it)
         return super().__new__(cls)
 
     def __init__(
@@ -1075,6 +1073,12 @@ class Tracker(_C.StepTracker):
     def __repr__(self) -> str:
         return (f"Tracker(dtype={self._dtype!r}, clock={self.clock!r}, window={self.window}, "
                 f"warmup={self.warmup}, peak_source={self._peak.source!r})")
+
+
+#: The Tracker subclass ``profile_steps`` selects: :mod:`._profiled` puts it
+#: here when the package loads (a registration, so this module never imports
+#: the subclass's module, which imports this one).
+PROFILED: List[type] = []
 
 
 def _profiles(profile_steps: Any) -> bool:
