@@ -39,14 +39,16 @@ docs-report: run
 	cp $(RUN_REPORT) docs/report.png
 
 # The kernel breakdown's page (docs/kernel-breakdown.md): make run's model,
-# eager then compiled, each profiling steps; the eager run's report and
+# eager then compiled (against the peak the eager run measured: one peak for
+# both), each profiling steps; the eager run's report and
 # advice, and both runs side by side, drawn into build/breakdown/. Only this
 # target replaces the page's picture, docs/kernel-breakdown.png.
 BD := build/breakdown
 docs-breakdown: build
 	@mkdir -p $(BD) && rm -f $(BD)/eager.jsonl $(BD)/compiled.jsonl
 	$(PY) examples/kernel_breakdown.py --log-path $(BD)/eager.jsonl
-	$(PY) examples/kernel_breakdown.py --log-path $(BD)/compiled.jsonl --compile
+	$(PY) examples/kernel_breakdown.py --log-path $(BD)/compiled.jsonl --compile \
+		--peak-from $(BD)/eager.jsonl
 	$(PY) -m mfu_tracker report $(BD)/eager.jsonl --out $(BD)/eager.png > $(BD)/eager.txt
 	$(PY) -m mfu_tracker advise $(BD)/eager.jsonl > $(BD)/advise.txt
 	$(PY) -m mfu_tracker report $(BD)/eager.jsonl $(BD)/compiled.jsonl --out $(BD)/compare.png \

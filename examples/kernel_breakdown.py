@@ -15,10 +15,12 @@ other, memory, communication, idle), logged with the metrics. Then::
 ``docs/kernel-breakdown.png``.
 
     python examples/kernel_breakdown.py --log-path eager.jsonl [--compile] [--steps 8]
+        [--peak-from eager.jsonl]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import torch
@@ -41,7 +43,20 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--peak-from", default=None,
+                        help="take the peak from this log's run record (another run of this "
+                             "script on the same machine: both MFUs against one peak)")
     return parser.parse_args()
+
+
+def peak_of_log(path: str) -> float:
+    """The measured peak (TFLOP/s) in the run record of a metrics log."""
+    with open(path) as f:
+        for line in f:
+            record = json.loads(line)
+            if record.get("record") == "run" and record.get("peak_tflops"):
+                return float(record["peak_tflops"])
+    raise SystemExit(f"--peak-from: no run record with peak_tflops in {path}")
 
 
 def main() -> None:
@@ -51,8 +66,11 @@ def main() -> None:
     model.train()
     flops = transformer_flops(model.config, seq_len=args.seq_len, batch_size=args.batch_size,
                               formula="matmul").model_flops
-    spec = measured_gpu_spec("fp32", "cpu")            # a CPU has no datasheet peak
-    tracker = Tracker(flops, dtype="fp32", spec=spec, window=args.steps, warmup=2,
+    if args.peak_from:      # the other run's measurement: one peak for both
+        peak = {"peak_tflops": peak_of_log(args.peak_from)}
+    else:                   # a CPU has no datasheet peak: measured
+        peak = {"spec": measured_gpu_spec("fp32", "cpu")}
+    tracker = Tracker(flops, dtype="fp32", window=args.steps, warmup=2, **peak,
                       param_bytes=param_bytes(model), log_path=args.log_path,
                       profile_steps=args.profile_every)
     run = torch.compile(model) if args.compile else model
