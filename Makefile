@@ -18,9 +18,9 @@ CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # What the C tests include besides the core: the harness, the fake driver's knobs
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
-CTEST_HDR := tests/c/check.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
+CTEST_HDR := tests/c/check.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
-.PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check
+.PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
@@ -49,7 +49,7 @@ docs-breakdown: build
 	$(PY) examples/kernel_breakdown.py --log-path $(BD)/eager.jsonl
 	$(PY) examples/kernel_breakdown.py --log-path $(BD)/compiled.jsonl --compile \
 		--peak-from $(BD)/eager.jsonl
-	$(PY) -m mfu_tracker report $(BD)/eager.jsonl --out $(BD)/eager.png > $(BD)/eager.txt
+	$(PY) -m mfu_tracker report $(BD)/eager.jsonl --out $(BD)/eager.png --numbers > $(BD)/eager.txt
 	$(PY) -m mfu_tracker advise $(BD)/eager.jsonl > $(BD)/advise.txt
 	$(PY) -m mfu_tracker report $(BD)/eager.jsonl $(BD)/compiled.jsonl --out $(BD)/compare.png \
 		--title "make run's GPT-2 on CPU: eager (A) vs torch.compile (B)" > $(BD)/compare.txt
@@ -218,8 +218,19 @@ fuzz-libfuzzer: $(FAKE_DRIVER)
 ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
 ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
 
-pytest: build
+pytest: build prometheus-bin
 	$(PY) -m pytest tests
+
+# The real-Prometheus test (tests/distributed/test_prometheus_server.py) runs
+# the `prometheus` binary, Debian's package: installed here when make runs as
+# root with apt-get and the package index reachable (as CI does). Anywhere
+# else nothing is installed and that test skips, saying why.
+prometheus-bin:
+	@command -v prometheus >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && \
+	      apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }; }; } || \
+	  echo "prometheus-bin: no prometheus binary (not root, or no package index): its test will skip"
 
 # ---- the package as users install it (tests/install/smoke.py) --------------
 # An sdist and a wheel (python -m build, isolated: no torch, so no _torch),

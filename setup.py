@@ -8,7 +8,7 @@
   A wheel never carries it (``BuildExtForCheckout``, ``BuildPyWithSources``):
   a binary built against one torch is wrong for another, so an installed
   package compiles it at first use against the torch the user has
-  (``mfu_tracker/flops/counter/_build.py``), from the sources the wheel ships.
+  (``mfu_tracker/_native/_build.py``), from the sources the wheel ships.
 
 Set ``MFU_TRACKER_WERROR=1`` to turn compiler warnings into errors (the
 README's commands and CI do).
@@ -30,9 +30,9 @@ ROOT = Path(__file__).parent.resolve()
 
 
 def _load_build_module():
-    """mfu_tracker/flops/counter/_build.py, by path (no package import): the observer's
+    """mfu_tracker/_native/_build.py, by path (no package import): the observer's
     flags and the sources the wheel ships for its first-use build."""
-    spec = importlib.util.spec_from_file_location("_mfu_build", ROOT / "mfu_tracker" / "flops" / "counter" / "_build.py")
+    spec = importlib.util.spec_from_file_location("_mfu_build", ROOT / "mfu_tracker" / "_native" / "_build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -74,7 +74,7 @@ def _torch_extensions() -> list[Extension]:
 
     Without torch (or without csrc/torch sources) it returns [] with a note:
     ``_C`` still builds, and FLOP counting falls back to a TorchDispatchMode
-    path until the first counter builds it (mfu_tracker/flops/counter/_build.py) from the
+    path until the first counter builds it (mfu_tracker/_native/_build.py) from the
     sources ``BuildPyWithSources`` ships. ``pip install --no-build-isolation``
     builds it here against the installed torch. ``MFU_TRACKER_NO_TORCH_EXT=1``
     skips it on purpose.

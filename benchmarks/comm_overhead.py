@@ -59,7 +59,7 @@ def main() -> None:
     import torch.distributed as dist
 
     from mfu_tracker import Tracker, user_gpu_spec
-    from mfu_tracker.flops.counter._counter import observer_module
+    from mfu_tracker._native._observer import observer_module
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)

@@ -10,25 +10,29 @@
    overheads and the total-time ratios, and
    checks that the executed totals are identical (target: FlopCounterMode's
    added time >= 20x ours with the module table on).
-2. A real CPU training step (forward, backward, AdamW) of a small Llama
-   (d=128, L=4, batch 2 x 128, ~30-40 ms), uncounted vs counted every step
-   with the defaults (``FlopCounter()``, module table on), interleaved, eager
-   and then compiled (``torch.compile``, inductor), each with two figures
-   (issue 22): (1) the per-call costs -- a counted op, a module call with the
-   table, an empty counted block, measured here against a thread that never
-   counted and a process with no wrapper installed -- times this step's
-   calls, over the uncounted step time: the estimate this machine's noise
-   does not move; (2) the median of the per-round counted / uncounted ratios
-   with its interquartile range (target <= 1%; the noise here is +-1-2%).
+2. End to end: a real CPU training step (forward, backward, AdamW) of a
+   small Llama (d=128, L=4, batch 2 x 128, ~30-40 ms), eager and then
+   compiled (``torch.compile``, inductor), with every variant interleaved in
+   each round (the order rotates): uncounted, uncounted again (the machine's
+   own spread: the same step against itself), counted every step with the
+   defaults as the README shows it (a new ``FlopCounter()`` per step), one
+   counter reused, and the step through ``MFUOptimizerWrapper`` with its
+   defaults on a twin model against the twin without it. Per run: the median
+   of the paired relative differences (same round) and their interquartile
+   range; ``--runs`` runs and the median over them (target <= 1%).
 3. Per op call (``--only ops``): a loop of one counted op (``mm`` of meta
    [64, 64] tensors, requiring grad, and a varlen
    ``_flash_attention_forward`` with host cumulative lengths) and one
    uncounted op (``add``), uncounted vs ``FlopCounter(modules=False)`` vs
-   ``FlopCounterMode``: the ns each adds per call. This is where the
-   counter's own per-call work shows (parts 1 and 2 drown it in the model).
+   the same with its audit (a RecordFunction callback with inputs on every
+   op: what observing ops through RecordFunction costs, docs/dispatch_keys.md)
+   vs ``FlopCounterMode``: the ns each adds per call. This is where the
+   counter's own per-call work shows (parts 1 and 2 drown it in the model);
+   then one empty counted block (a block's start and stop with the check of
+   the borrowed dispatch key, docs/dispatch_keys.md).
 
-    .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--threads 1]
-        [--only meta|training|ops]
+    .venv/bin/python benchmarks/counter_overhead.py [--reps 15] [--steps 60] [--runs 3]
+        [--threads 1] [--only meta|training|ops]
 """
 from __future__ import annotations
 
@@ -140,6 +144,9 @@ def bench_ops(reps: int, calls: int = 20_000) -> None:
     variants = {
         "uncounted": contextlib.nullcontext,
         "FlopCounter(modules=False)": lambda: FlopCounter(modules=False),
+        # the audit is a thread-local RecordFunction callback with inputs:
+        # what observing every op through RecordFunction costs an op
+        "... audit=True (RecordFunction)": lambda: FlopCounter(modules=False, audit=True),
         "FlopCounterMode": lambda: FlopCounterMode(display=False),
     }
     print(f"Per op call: {calls:,} calls per loop, meta tensors (add: cpu), backend {counter_backend()}, "
@@ -153,12 +160,38 @@ def bench_ops(reps: int, calls: int = 20_000) -> None:
                 times[name].append(timed(loop, make)[0])
         base = min(times["uncounted"])
         for name, ts in times.items():
-            print(f"  {label:<24}{name:<28}{min(ts) / calls * 1e9:>9.0f}"
+            print(f"  {label:<24}{name:<32}{min(ts) / calls * 1e9:>9.0f}"
                   f"{(min(ts) - base) / calls * 1e9:>10.0f}")
         ours = min(times["FlopCounter(modules=False)"]) - base
         fcm = min(times["FlopCounterMode"]) - base
         ratio = f"{fcm / ours:.1f}x" if ours > 0 else "inf (no measurable overhead)"
         print(f"  {label:<24}overhead ratio FlopCounterMode / FlopCounter(modules=False): {ratio}")
+    bench_blocks(reps)
+
+
+def bench_blocks(reps: int, blocks: int = 2_000) -> None:
+    """The cost of one empty counted block: the start and stop of a block,
+    with the check at each that no other library's kernel took a counted op
+    (docs/dispatch_keys.md), on a new counter and on one reused."""
+    import contextlib
+
+    reused = FlopCounter()
+    variants = {"nullcontext()": contextlib.nullcontext, "FlopCounter() new": FlopCounter,
+                "FlopCounter() reused": lambda: reused}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(reps):
+        for name, make in variants.items():
+            gc.collect()
+            t0 = time.thread_time()
+            for _ in range(blocks):
+                with make():
+                    pass
+            times[name].append(time.thread_time() - t0)
+    base = min(times["nullcontext()"])
+    print(f"Empty counted block: {blocks:,} blocks per rep, thread CPU time, best of {reps} reps")
+    for name, ts in times.items():
+        print(f"  {name:<24}{min(ts) / blocks * 1e6:>8.1f} us/block"
+              f"{(min(ts) - base) / blocks * 1e6:>8.1f} us added")
 
 
 def _llama(hidden: int, batch: int, seq: int):
@@ -171,134 +204,110 @@ def _llama(hidden: int, batch: int, seq: int):
     return model, ids
 
 
-def _per_call_costs(reps: int = 7, calls: int = 20_000) -> dict:
-    """ns each call adds, on this thread's CPU time: a counted op (an 8 x 8
-    CPU mm: the counter's own work, not the op's), against a thread that
-    never counted (the counting key also costs an uncounted mm once a thread
-    counted: that is in the figure); a module call with the module table
-    against the call with no wrapper installed; an empty counted block
-    (enter, exit, read model FLOPs, reset)."""
-    import contextlib
-    import threading
-
-    a = torch.randn(8, 8)
-
-    class Identity(torch.nn.Module):
-        def forward(self, x):
-            return x
-
-    ident = Identity()
-
-    def best(fn, ctx=contextlib.nullcontext) -> float:
-        out = []
-        for _ in range(reps):
-            with ctx():
-                gc.disable()
-                t0 = time.thread_time()
-                fn()
-                out.append(time.thread_time() - t0)
-                gc.enable()
-        return min(out) / calls * 1e9
-
-    def mm_loop():
-        for _ in range(calls):
-            torch.mm(a, a)
-
-    def module_loop():
-        for _ in range(calls):
-            ident(a)
-
-    costs = {}
-
-    def pristine() -> None:  # a fresh thread: the counting key not yet included
-        costs["mm plain"] = best(mm_loop)
-        costs["module plain"] = best(module_loop)  # no counter alive yet: no wrapper
-
-    worker = threading.Thread(target=pristine)
-    worker.start()
-    worker.join()
-    costs["mm counted"] = best(mm_loop, lambda: FlopCounter(modules=False))
-    costs["module table"] = best(module_loop, FlopCounter)
-
-    counter = FlopCounter()
-
-    def block_loop():
-        for _ in range(calls // 10):
-            with counter:
-                pass
-            counter.model_flops
-            counter.reset()
-
-    costs["block"] = best(block_loop) * 10
-    return {"op": costs["mm counted"] - costs["mm plain"],
-            "module": costs["module table"] - costs["module plain"],
-            "block": costs["block"]}
+def _spread(diffs: list[float]) -> tuple[float, float, float]:
+    """Median and interquartile range of paired relative differences."""
+    d = sorted(diffs)
+    return statistics.median(d), d[len(d) // 4], d[(3 * len(d)) // 4]
 
 
-def bench_step(steps: int, hidden: int, seq: int, batch: int, compiled: bool,
-               costs: dict) -> None:
-    """A small Llama CPU training step (forward, backward, AdamW), uncounted vs
-    counted every step with the defaults (``FlopCounter()``, module table on),
-    interleaved: (1) the per-call costs x this step's calls, over the step's
-    time; (2) the median of the per-round ratios counted / uncounted."""
-    model, ids = _llama(hidden, batch, seq)
+def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
+    """The interleaved variants of one small Llama training step (forward,
+    backward, AdamW): uncounted twice (A and A', the machine's own run-to-run
+    spread), counted with the defaults as the README shows it (a new
+    ``FlopCounter()`` per step, model FLOPs read), one counter reused over
+    steps, and the same step trained through ``MFUOptimizerWrapper`` with its
+    defaults (counting every step) on a twin of the model."""
+    from mfu_tracker import MFUOptimizerWrapper, user_gpu_spec
+
+    def make():
+        model, ids = _llama(hidden, batch, seq)
+        run = torch.compile(model) if compiled else model
+        return model, run, ids
+
+    model, run, ids = make()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    run = torch.compile(model) if compiled else model
-    counter = FlopCounter()
+    twin, twin_run, _ = make()
+    wrapped = MFUOptimizerWrapper(torch.optim.AdamW(twin.parameters(), lr=1e-4), twin,
+                                  dtype="fp32", spec=user_gpu_spec(1.0, name="bench"))
+    reused = FlopCounter()
 
     def train_step():
-        loss = run(input_ids=ids, labels=ids).loss
-        loss.backward()
+        run(input_ids=ids, labels=ids).loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    def counted():
-        with counter:
+    def counted_new():
+        with FlopCounter() as fc:
             train_step()
-        flops = counter.model_flops
-        counter.reset()
+        return fc.model_flops
+
+    def counted_reused():
+        with reused:
+            train_step()
+        flops = reused.model_flops
+        reused.reset()
         return flops
 
+    def wrapper_step():
+        twin_run(input_ids=ids, labels=ids).loss.backward()
+        wrapped.step()
+        wrapped.zero_grad(set_to_none=True)
+
+    def twin_plain():  # the twin without the wrapper: the wrapper's baseline
+        twin_run(input_ids=ids, labels=ids).loss.backward()
+        wrapped.optimizer.step()
+        wrapped.optimizer.zero_grad(set_to_none=True)
+
+    return {"uncounted": train_step, "uncounted again": train_step,
+            "FlopCounter() per step": counted_new, "FlopCounter() reused": counted_reused,
+            "twin, plain": twin_plain, "twin, MFUOptimizerWrapper": wrapper_step}
+
+
+def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compiled: bool) -> None:
+    """The small Llama CPU training step, every variant interleaved (the
+    order rotates each round), thread CPU time: per run, the median of the
+    paired relative differences against the uncounted step of the same round
+    and their interquartile range; the uncounted step against itself is the
+    machine's spread. Then the median over runs."""
+    variants = _training_variants(hidden, seq, batch, compiled)
     for _ in range(3):  # compile (torch.compile) and warm up, the tool set up first
-        counted()
-        train_step()
-    with counter:
-        train_step()
-    ops = sum(calls for calls, _ in counter.by_op.values())
-    module_calls = sum(row.calls for row in counter.by_module.values())
-    flops = counter.model_flops
-    counter.reset()
-    times: dict[str, list[float]] = {"uncounted": [], "counted": []}
-    for i in range(steps):  # interleaved, alternating which goes first
-        order = ("uncounted", "counted") if i % 2 == 0 else ("counted", "uncounted")
-        for name in order:
-            gc.disable()
-            t0 = time.thread_time()
-            train_step() if name == "uncounted" else counted()
-            times[name].append(time.thread_time() - t0)
-            gc.enable()
-    base = statistics.median(times["uncounted"])
-    added_ns = ops * costs["op"] + module_calls * costs["module"] + costs["block"]
-    ratios = sorted(c / u for c, u in zip(times["counted"], times["uncounted"]))
-    q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+        for fn in variants.values():
+            fn()
+    with FlopCounter() as probe:
+        variants["uncounted"]()
     label = "compiled (inductor)" if compiled else "eager"
-    print(f"Small Llama CPU training step, {label} (d={hidden}, L=4, batch {batch} x {seq}, AdamW), "
-          f"{torch.get_num_threads()} thread, thread CPU time; counted every step with the defaults "
-          f"(FlopCounter(), module table on); model FLOPs/step {flops:,}")
-    print(f"  uncounted step: median {base * 1e3:.2f} ms over {steps} steps")
-    print(f"  (1) per-call cost x calls per step: {ops} counted ops x {costs['op']:.0f} ns + "
-          f"{module_calls} module calls x {costs['module']:.0f} ns + 1 block x "
-          f"{costs['block'] / 1e3:.1f} us = {added_ns / 1e3:.1f} us = "
-          f"{100 * added_ns / 1e9 / base:+.2f}% of the step")
-    print(f"  (2) median of {steps} interleaved counted / uncounted ratios: "
-          f"{100 * (statistics.median(ratios) - 1):+.2f}% (interquartile "
-          f"{100 * (q1 - 1):+.2f}% .. {100 * (q3 - 1):+.2f}%)")
+    print(f"Small Llama CPU training step, {label} (d={hidden}, L=4, batch {batch} x {seq}, "
+          f"AdamW), {torch.get_num_threads()} thread, thread CPU time; model FLOPs/step "
+          f"{probe.model_flops:,}; {runs} run(s) of {steps} interleaved rounds")
+    pairs = {"uncounted again": "uncounted", "FlopCounter() per step": "uncounted",
+             "FlopCounter() reused": "uncounted", "twin, MFUOptimizerWrapper": "twin, plain"}
+    medians: dict[str, list[float]] = {name: [] for name in pairs}
+    names = list(variants)
+    for run in range(runs):
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for i in range(steps):
+            for name in names[i % len(names):] + names[:i % len(names)]:
+                gc.disable()
+                t0 = time.thread_time()
+                variants[name]()
+                times[name].append(time.thread_time() - t0)
+                gc.enable()
+        print(f"  run {run + 1}: uncounted step median {statistics.median(times['uncounted']) * 1e3:.2f} ms")
+        for name, base in pairs.items():
+            med, q1, q3 = _spread([(c - u) / u for c, u in zip(times[name], times[base])])
+            medians[name].append(med)
+            print(f"    {name:<28} vs {base:<12} median {100 * med:+6.2f}%  "
+                  f"(interquartile {100 * q1:+.2f}% .. {100 * q3:+.2f}%)")
+    if runs > 1:
+        print("  median over runs: " + ", ".join(
+            f"{name} {100 * statistics.median(m):+.2f}%" for name, m in medians.items()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=15)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=60, help="interleaved rounds per run")
+    parser.add_argument("--runs", type=int, default=3, help="training runs (their median)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--only", choices=("meta", "training", "ops"), default=None,
                         help="run one part (meta: GPT-2 on meta; training: the small Llama "
@@ -313,11 +322,8 @@ def main() -> None:
         bench_meta(args.reps)
     if args.only == "meta":
         return
-    costs = _per_call_costs()
-    print(f"Per call (thread CPU time, best of 7): counted op +{costs['op']:.0f} ns, module call "
-          f"with the table +{costs['module']:.0f} ns, empty counted block {costs['block'] / 1e3:.1f} us")
-    bench_step(args.steps, hidden=128, seq=128, batch=2, compiled=False, costs=costs)
-    bench_step(args.steps, hidden=128, seq=128, batch=2, compiled=True, costs=costs)
+    bench_step(args.steps, args.runs, hidden=128, seq=128, batch=2, compiled=False)
+    bench_step(args.steps, args.runs, hidden=128, seq=128, batch=2, compiled=True)
 
 
 if __name__ == "__main__":

@@ -144,15 +144,18 @@ def compare(other: str, pairs: int, calls: int, rounds: int) -> None:
                                  env=env, check=True, capture_output=True, text=True).stdout
             runs[name].append(json.loads(out.strip().splitlines()[-1]))
     print(f"{pairs} interleaved pairs of child runs ({calls} calls, best of {rounds} "
-          f"rounds each); median thread CPU ns per call")
+          f"rounds each); median thread CPU ns per call; the spread: the lowest and "
+          f"highest after/before ratio of one pair")
     print(f"  before: {trees['before']}\n  after:  {trees['after']}")
-    print(f"{'row':45s} {'before':>9s} {'after':>9s} {'after/before':>13s}")
+    print(f"{'row':45s} {'before':>9s} {'after':>9s} {'after/before':>13s} {'pair spread':>15s}")
     for row in runs["after"][0]:
         if row.startswith("_") or row not in runs["before"][0]:
             continue
         before = statistics.median(r[row] for r in runs["before"])
         after = statistics.median(r[row] for r in runs["after"])
-        print(f"{row:45s} {before:9.1f} {after:9.1f} {after / before:12.3f}x")
+        ratios = [a[row] / b[row] for a, b in zip(runs["after"], runs["before"])]
+        print(f"{row:45s} {before:9.1f} {after:9.1f} {after / before:12.3f}x "
+              f"{min(ratios):6.3f}-{max(ratios):.3f}x")
     syncs = [r["_cuda_syncs"] for r in runs["before"] + runs["after"]]
     print(f"synchronizing driver calls during the cuda-clock steps, every run: {sorted(set(syncs))}")
 

@@ -3,6 +3,7 @@ and the peak on a machine without a datasheet row (a measured one, labelled)."""
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 import torch
 
@@ -58,4 +59,36 @@ def ensure_peak(device: torch.device, dtype: str = "fp32") -> str:
             return f"datasheet peak {spec.peak_tflops(dtype):.1f} TFLOP/s ({spec.name}, {dtype})"
     measured = measure_peak_flops("fp32", device=str(device), duration_s=0.2) / 1e12
     os.environ["MFU_TRACKER_PEAK_TFLOPS"] = f"{measured:.6g}"
+    os.environ[MEASURED_ON] = str(device)
     return f"MEASURED {device.type} fp32 GEMM peak {measured:.4g} TFLOP/s (not a datasheet figure)"
+
+
+#: Set by ensure_peak when it measured the peak: the device it measured.
+MEASURED_ON = "MFU_EXAMPLE_PEAK_MEASURED_ON"
+
+
+def recheck_peak() -> Optional[str]:
+    """After training, a peak ensure_peak measured is measured again (as
+    `make run` does): a GEMM timed while other work held the cores reads low,
+    and MFU against it high. A line saying whether the two agree; None when
+    nothing was measured."""
+    from mfu_tracker import measure_peak_flops
+    from mfu_tracker.peaks._measure import peak_disagrees
+
+    device = os.environ.get(MEASURED_ON)
+    if not device:
+        return None
+    first = float(os.environ["MFU_TRACKER_PEAK_TFLOPS"])
+    again = measure_peak_flops("fp32", device=device, duration_s=0.2) / 1e12
+    if peak_disagrees(first, again):
+        return (f"note: the peak measured {first:.4g} TFLOP/s before training and {again:.4g} "
+                f"after: the machine was busy; against {max(first, again):.4g} the MFU above "
+                f"reads {first / max(first, again):.3g}x as high")
+    return f"peak re-measured after training: {again:.4g} TFLOP/s (within 25% of the first)"
+
+
+def print_recheck() -> None:
+    """Print :func:`recheck_peak`'s line, when the peak was measured."""
+    line = recheck_peak()
+    if line:
+        print(line)

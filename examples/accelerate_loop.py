@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import build_model, ensure_peak  # noqa: E402
+from _common import build_model, ensure_peak, print_recheck  # noqa: E402
 
 
 def main() -> None:
@@ -88,3 +88,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_recheck()   # a measured peak, measured again: did a busy machine skew it?

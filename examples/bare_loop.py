@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import build_model, default_device, ensure_peak  # noqa: E402
+from _common import build_model, default_device, ensure_peak, print_recheck  # noqa: E402
 
 
 class Fig(float):
@@ -121,3 +121,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_recheck()   # a measured peak, measured again: did a busy machine skew it?

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import MODELS, batch, build_model, default_device, ensure_peak  # noqa: E402
+from _common import MODELS, batch, build_model, default_device, ensure_peak, print_recheck  # noqa: E402
 
 ROWS = ("eager", "sdpa", "compile", "checkpointing")
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
@@ -95,3 +95,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_recheck()   # a measured peak, measured again: did a busy machine skew it?

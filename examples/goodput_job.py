@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import build_model, ensure_peak  # noqa: E402
+from _common import build_model, ensure_peak, recheck_peak  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:
@@ -113,6 +113,9 @@ def main() -> None:
         print(f"run {run} exited with status {done.returncode}")
         if run == 1:
             time.sleep(args.restart_gap)  # the scheduler notices and restarts the job
+    recheck = recheck_peak()
+    if recheck:
+        print(recheck)
     log = os.path.join(args.workdir, "metrics.jsonl")
     subprocess.run([sys.executable, "-m", "mfu_tracker", "goodput", log], check=True)
     if args.out:

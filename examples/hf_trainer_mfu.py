@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import torch  # noqa: E402
 
-from _common import MODELS, build_model, default_device, ensure_peak  # noqa: E402
+from _common import MODELS, build_model, default_device, ensure_peak, print_recheck  # noqa: E402
 from _common import output_dir as default_output_dir  # noqa: E402
 
 
@@ -102,3 +102,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_recheck()   # a measured peak, measured again: did a busy machine skew it?

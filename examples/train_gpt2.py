@@ -76,13 +76,15 @@ def parse_args() -> argparse.Namespace:
 def train(args: argparse.Namespace, model: torch.nn.Module, model_flops: float, spec,
           tracker: Tracker) -> None:
     """The loop: one ``track()`` block per step (printed), phases and step
-    boundaries on ``tracker``; step 0 also counted by a ``FlopCounter``."""
+    boundaries on ``tracker``; step 1 also counted by a ``FlopCounter``."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     tokens_per_step = args.batch_size * args.seq_len
     weights_bytes = param_bytes(model)
     # A fixed random corpus: the loss falls as the model memorises it.
     corpus = torch.randint(0, args.vocab_size, (4, args.batch_size, args.seq_len))
     counter = FlopCounter(modules=False)
+    # Steps are numbered as the tracker's log numbers them (steps completed:
+    # the first row is step 1), so `mfu-tracker report`'s steps are these rows.
     print(f"{'step':>4} {'loss':>7} {'ms/step':>8} {'tokens/s':>9} {'GFLOP/s':>8}  MFU vs measured peak")
     for step in range(args.steps):
         tracker.step(tokens_per_step if step else None)  # a step boundary: end-to-end period
@@ -99,12 +101,12 @@ def train(args: argparse.Namespace, model: torch.nn.Module, model_flops: float, 
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
         print(
-            f"{step:>4} {loss.item():>7.3f} {result.elapsed_sec * 1e3:>8.1f} "
+            f"{step + 1:>4} {loss.item():>7.3f} {result.elapsed_sec * 1e3:>8.1f} "
             f"{result.tokens_per_sec:>9.0f} {result.achieved_tflops * 1e3:>8.2f}  {result.mfu:.3f}",
             flush=True,
         )
         if step == 0:
-            print(f"     step 0 counted by FlopCounter: {counter.model_flops / 1e9:.2f} GFLOP model, "
+            print(f"     step 1 counted by FlopCounter: {counter.model_flops / 1e9:.2f} GFLOP model, "
                   f"{counter.executed_flops / 1e9:.2f} GFLOP executed "
                   f"(formula above: {model_flops / 1e9:.2f})", flush=True)
         if args.log_path is not None:
@@ -115,7 +117,7 @@ def train(args: argparse.Namespace, model: torch.nn.Module, model_flops: float, 
 def print_summary(args: argparse.Namespace, summary: dict, elapsed_s: float) -> None:
     """The end-to-end figures and the waterfall."""
     print(f"\n{args.steps} steps in {elapsed_s:.1f} s; end to end over steps "
-          f"2..{args.steps - 1} (step boundaries, everything included): "
+          f"3..{args.steps} (step boundaries, everything included; steps 1-2: warm-up): "
           f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
           f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
           f"MFU {summary['throughput/mfu']:.3f} vs measured peak")

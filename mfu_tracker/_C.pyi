@@ -22,6 +22,7 @@ LIMIT_PEAK_OVERRIDE_MAX: int
 LIMIT_PHASE_DEPTH_MAX: int
 LIMIT_COMM_INFLIGHT_MAX: int
 LIMIT_COMM_SINKS_MAX: int
+LIMIT_STEPS_KEPT: int
 LIMIT_GPU_CANDIDATES_MAX: int
 LIMIT_TIMELINE_INTERVALS_MAX: int
 LIMIT_TIMELINE_LANES_MAX: int
@@ -114,6 +115,8 @@ def op_count(
 def register_flop_formula(op_name: str, fn: Callable[..., Any], /) -> None: ...
 def unregister_flop_formula(op_name: str, /) -> None: ...
 def has_flop_formula(op_name: str, /) -> bool: ...
+def node_kind(custom_function: bool, name: Optional[str], forward_module: Optional[str],
+              higher_order_call: bool = ..., /) -> str: ...
 def flop_formula_count(
     name: str, args: tuple[Any, ...], any_requires_grad: bool, backward_phase: bool, grad_enabled: bool,
     input_dtype: Optional[str] = None, tf32: int = 0, node: Optional[str] = None,
@@ -277,7 +280,21 @@ class StepTracker:
         num_tokens: float | None = ...,
         ideal_s: float | None = ...,
         overcompute_flops: float | None = ...,
+        language_flops: float | None = ...,
     ) -> dict[str, Any]: ...
+    def book(
+        self,
+        step: int,
+        /,
+        *,
+        model_flops: float | None = ...,
+        executed_flops: float | None = ...,
+        num_tokens: float | None = ...,
+        ideal_s: float | None = ...,
+        overcompute_flops: float | None = ...,
+        language_flops: float | None = ...,
+    ) -> bool: ...
+    def window_steps(self, /) -> list[dict[str, Any]]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
     def end_phase(self, /) -> None: ...
     def switch_phase(self, name: PhaseName, /) -> None: ...

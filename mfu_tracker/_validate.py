@@ -41,11 +41,17 @@ def check_optional_work(value: Any, argument: str, figure: str) -> Optional[floa
     """``value``: None or a finite number > 0. Zero is refused, naming the
     figure it would make 0 by definition ("MFU", "MBU"): a count that is
     missing, never a measurement."""
-    number = check_optional_number(value, argument, 0)
-    if number == 0:
-        raise ValueError(f"{argument} must be > 0 or None, got {value!r}: 0 would make "
-                         f"{figure} 0 by definition (a missing count, not a measurement)")
-    return number
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{argument} must be a number or None, not {type(value).__name__}")
+    if value == 0:
+        raise ValueError(f"{argument} must be a finite number > 0 or None, got {value!r}: 0 "
+                         f"would make {figure} 0 by definition (a missing count, not a "
+                         f"measurement)")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{argument} must be a finite number > 0 or None, got {value!r}")
+    return float(value)
 
 
 def check_int(value: Any, argument: str, low: int, high: Optional[int] = None) -> int:
@@ -311,6 +317,17 @@ def check_log_path(path: Any, argument: str = "log_path") -> Optional[str]:
     if os.path.isdir(text):
         raise ValueError(f"{argument} {text!r} is a directory; give a file name (e.g. metrics.jsonl)")
     return text
+
+
+def check_job(job: Any, argument: str = "job") -> Optional[str]:
+    """``job``: None or a non-empty job id (a str of printable characters)."""
+    if job is None:
+        return None
+    if not isinstance(job, str):
+        raise TypeError(f"{argument} must be a str job id or None, got {type(job).__name__}")
+    if not job.strip() or not job.isprintable():
+        raise ValueError(f"{argument} must be a non-empty printable job id, got {job!r}")
+    return job
 
 
 def check_optional_instance(value: Any, argument: str, cls: type) -> Any:

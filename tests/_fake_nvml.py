@@ -6,6 +6,7 @@ MFU_TRACKER_NVML_LIBRARY names it."""
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import shutil
 import subprocess
@@ -91,7 +92,13 @@ class FakeNvml:
 
 def fake_nvml(monkeypatch) -> FakeNvml:
     """The fake built, named in MFU_TRACKER_NVML_LIBRARY (``monkeypatch``
-    restores it) and reset: the body of the tests' ``nvml`` fixtures."""
+    restores it) and reset: the body of the tests' ``nvml`` fixtures.
+
+    Collects garbage first: a framework's trainer (HF, Lightning) sits in a
+    reference cycle with its callback and so with the callback's tracker, which
+    keeps NVML initialised until the cycle is collected; a test counting
+    ``initialized()`` starts from trackers that are really gone."""
+    gc.collect()
     path = build()
     monkeypatch.setenv("MFU_TRACKER_NVML_LIBRARY", path)
     fake = FakeNvml(path)

@@ -1,4 +1,4 @@
-"""The first-use build of mfu_tracker._torch (mfu_tracker/flops/counter/_build.py) and
+"""The first-use build of mfu_tracker._torch (mfu_tracker/_native/_build.py) and
 `mfu-tracker build-ext`.
 
 Each test runs real processes on a copy of the package without ``_torch``

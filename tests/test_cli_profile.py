@@ -43,9 +43,15 @@ def test_profile_config_json_matches_the_matmul_formula(tmp_path, capsys):
     assert "analytic (palm):" in out
     assert "layers.*" in out and "lm_head" in out  # the per-module table
     assert "FLOP/token (model):" in out
-    # the audit: what ran uncounted (views, norms, softmax: none FLOP-heavy)
-    listed = re.search(r"^uncounted ops: (\d+) \(0 look FLOP-heavy", out, re.M)
+    # the conventions once: in the table's heading
+    assert out.count("attention model backward = 2x forward") == 1
+    # the audit: what ran uncounted (views, norms, softmax: none FLOP-heavy), not listed
+    listed = re.search(r"^uncounted ops: (\d+), none looks FLOP-heavy .*--list-uncounted lists "
+                       r"them$", out, re.M)
     assert listed and int(listed.group(1)) > 0
+    assert not re.search(r"largest input \[", out)
+    out = _run(capsys, "--model", str(path), "--batch-size", "2", "--seq-len", "16",
+               "--list-uncounted")
     assert re.search(r"^\s+aten::(mul|add|view)\s+\d+\s+largest input \[", out, re.M)
     assert not re.search(r"^\s+aten::(mm|bmm|addmm|linear|matmul)\s+\d+\s+largest", out, re.M)
 
@@ -59,13 +65,19 @@ def test_profile_marks_flop_heavy_uncounted_ops():
     out = io.StringIO()
     _print_uncounted([UncountedOp("mylib::attn", 2, (4, 8), True),
                       UncountedOp("aten::add", 5, (4, 8), False),
-                      UncountedOp("aten::view", 3, (4, 8), False)], out, limit=1)
+                      UncountedOp("aten::view", 3, (4, 8), False)], out, show_all=True, limit=1)
     assert out.getvalue().splitlines()[1:] == [
-        "uncounted ops: 3 (1 look FLOP-heavy: their FLOPs are missing above)",
+        "uncounted ops: 3, 1 look FLOP-heavy: their FLOPs are missing above",
         f"  ! {'mylib::attn':<54}{2:>8}  largest input [4, 8]",
         f"    {'aten::add':<54}{5:>8}  largest input [4, 8]",
         "    ... and 1 more",
     ]
+    out = io.StringIO()                      # without --list-uncounted: the heavy one only
+    _print_uncounted([UncountedOp("mylib::attn", 2, (4, 8), True),
+                      UncountedOp("aten::add", 5, (4, 8), False)], out)
+    assert out.getvalue().splitlines()[1:] == [
+        "uncounted ops: 2, 1 look FLOP-heavy: their FLOPs are missing above",
+        f"  ! {'mylib::attn':<54}{2:>8}  largest input [4, 8]"]
 
 
 def test_profile_forward_only_and_half(tmp_path, capsys):

@@ -19,6 +19,8 @@ from mfu_tracker.step import Tracker
 from mfu_tracker.timing._metrics import format_metrics
 from mfu_tracker.timing._waterfall import COMM_KINDS, split_communication, waterfall
 
+from _process_group import process_group
+
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s
 MS = 1_000_000
 
@@ -197,15 +199,8 @@ def test_keys_of_the_families():
 
 @pytest.fixture
 def world_of_one():
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("no torch.distributed / gloo")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
+    with process_group("gloo", world_size=1) as dist:
         yield dist
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 COMPUTE, COMM = 1, 2  # fake stream handles

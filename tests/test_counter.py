@@ -16,7 +16,7 @@ from mfu_tracker.counter import (  # noqa: E402
     register_flop_formula,
     unregister_flop_formula,
 )
-from mfu_tracker.flops.counter import _counter as counter_mod  # noqa: E402
+from mfu_tracker.flops.counter import _backend as counter_mod  # noqa: E402
 
 nn = torch.nn
 
@@ -524,7 +524,7 @@ def test_torch_compile_executed_flops():
     assert fc.forward_flops == FWD and fc.model_flops == 14_336
 
 
-@pytest.mark.skipif(counter_mod._EXT_DISABLED, reason="the fallback is forced")
+@pytest.mark.skipif(counter_mod.DISABLED, reason="the fallback is forced")
 def test_backend_is_the_extension():
     assert counter_mod.counter_backend() == "torch-ext"
     with FlopCounter() as fc:

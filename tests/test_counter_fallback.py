@@ -64,12 +64,13 @@ def test_both_backends_agree_and_the_fallback_warns_once():
 
 def test_behaviour_suite_passes_on_the_fallback():
     """The whole behaviour suite (nesting, threads, failures, profile_flops,
-    hand arithmetic) again, on the fallback."""
+    hand arithmetic, fake tensors either way round) again, on the fallback."""
     env = dict(os.environ, MFU_TRACKER_DISABLE_TORCH_EXT="1")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-W", "ignore::RuntimeWarning:mfu_tracker.counter",
-         str(TESTS / "test_counter.py"), "-k", "not torch_compile"],
+         str(TESTS / "test_counter.py"), str(TESTS / "test_counter_fake.py"),
+         "-k", "not torch_compile and not backtrace"],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
@@ -242,11 +243,11 @@ _NEED_TYPES = {
 
 def test_higher_order_rows_read_the_flat_call():
     """The rows of higher-order ops (flex_attention and its backward) read
-    the flat argument list _dispatch.hop_args builds from the BlockMask
+    the flat argument list _args.hop_args builds from the BlockMask
     tuple: each position holds the BlockMask field its role names."""
     from torch.nn.attention.flex_attention import create_block_mask
 
-    from mfu_tracker.flops.counter._dispatch import hop_args
+    from mfu_tracker.flops.counter._args import hop_args
 
     mask = create_block_mask(lambda b, h, q, kv: q >= kv, 1, 2, 256, 256, device="cpu",
                              BLOCK_SIZE=(64, 128))
@@ -297,3 +298,91 @@ def test_op_table_positions_match_torch_schemas(row):
         assert row["layout"] in ("bhsd", "bshd", "thd")
     else:
         assert {"input", "weight"} <= set(roles) and row["layout"] is None
+
+
+# ---------------------------------------------------------------------------
+# The autograd-site rule (csrc/core/nodes.h), on both backends
+# ---------------------------------------------------------------------------
+
+# Each case: a Linear(128, 128) matmul F = 2 * 64 * 128 * 128 = 2,097,152 per
+# call at 64 rows, x requiring grad: model 3F (forward, input and weight
+# grads) wherever it runs; executed adds the recompute. Prints
+# {case: [model, executed, recompute]} and the backend.
+_SITES = r"""
+import json, torch
+from torch.utils import checkpoint
+from mfu_tracker.counter import FlopCounter, counter_backend
+torch.manual_seed(0)
+lin = torch.nn.Linear(128, 128, bias=False)
+
+class Custom(torch.autograd.Function):       # a custom Function: its backward counts as it runs
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w.t()
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g @ w, g.t() @ x
+
+def block(t):
+    return torch.relu(lin(t)) * 2
+
+cases = {
+    "plain": lambda x: block(x),
+    "custom": lambda x: Custom.apply(x, lin.weight),
+    "reentrant": lambda x: checkpoint.checkpoint(block, x, use_reentrant=True),
+    "non_reentrant": lambda x: checkpoint.checkpoint(block, x, use_reentrant=False),
+}
+out = {"backend": counter_backend()}
+with FlopCounter(modules=False):
+    pass
+for name, fn in cases.items():
+    x = torch.randn(64, 128, requires_grad=True)
+    with FlopCounter(modules=False) as fc:
+        fn(x).sum().backward()
+    out[name] = [fc.model_flops, fc.executed_flops, fc.recompute_flops]
+# checkpointing inside a compiled region, dynamic shapes: the recomputed
+# matmul's planned shape is (-1, 128) -- any rows
+compiled = torch.compile(lambda x: checkpoint.checkpoint(block, x, use_reentrant=False),
+                         backend="aot_eager", dynamic=True)
+for rows in (64, 48):
+    x = torch.randn(rows, 128, requires_grad=True)
+    compiled(x).sum().backward()
+    with FlopCounter(modules=False) as fc:
+        compiled(x).sum().backward()
+    out[f"compiled_dynamic_{rows}"] = [fc.model_flops, fc.executed_flops, fc.recompute_flops]
+print(json.dumps(out))
+"""
+
+
+def _sites(env_value: str | None) -> dict:
+    env = dict(os.environ)
+    env.pop("MFU_TRACKER_DISABLE_TORCH_EXT", None)
+    if env_value is not None:
+        env["MFU_TRACKER_DISABLE_TORCH_EXT"] = env_value
+    proc = subprocess.run([sys.executable, "-W", "ignore::RuntimeWarning", "-c", _SITES],
+                          capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_site_rule_is_the_same_on_both_backends_under_compile_and_checkpoint():
+    """Every kind of node a backward call runs in -- autograd's own, a
+    custom Function's, a reentrant checkpoint's, a non-reentrant
+    recompute, a compiled backward that recomputes a checkpointed matmul
+    with dynamic shapes -- counts the same on the C++ observer and on the
+    fallback, by hand."""
+    ext, fallback = _sites(None), _sites("1")
+    assert (ext.pop("backend"), fallback.pop("backend")) == ("torch-ext", "dispatch")
+    F = 2 * 64 * 128 * 128  # 2,097,152
+    assert fallback["plain"] == [3 * F, 3 * F, 0]
+    assert fallback["custom"] == [3 * F, 3 * F, 0]           # backward counted as it runs
+    assert fallback["reentrant"] == [3 * F, 4 * F, F]        # the recompute, HFU only
+    assert fallback["non_reentrant"] == [3 * F, 4 * F, F]
+    for rows in (64, 48):
+        f = 2 * rows * 128 * 128
+        # the compiled backward recomputes the matmul for relu's mask: matched
+        # to the plan's (-1, 128) whatever the rows, it stays HFU only
+        assert fallback[f"compiled_dynamic_{rows}"] == [3 * f, 4 * f, f], rows
+    assert ext == fallback

@@ -25,12 +25,13 @@ def _key_included() -> bool:
 
 
 @pytest.mark.skipif(counter_backend() != "torch-ext", reason="the C++ observer's dispatch key")
-def test_the_counting_key_stays_on_a_thread_once_it_counted():
+def test_the_counting_key_stays_on_a_thread_while_its_counter_lives():
     """The key is off on a thread that never counted, and stays on after its
-    first count: torch.compile's guards hash a thread's included dispatch
-    keys into every tensor check, so switching it per count would recompile
-    a compiled model between counted and uncounted calls (tests/
-    test_compile.py). Outside a count the kernel passes ops on uncounted."""
+    first count while the counter lives: torch.compile's guards hash a
+    thread's included dispatch keys into every tensor check, so switching it
+    per count would recompile a compiled model between counted and uncounted
+    calls (tests/test_compile.py). Outside a count the kernel passes ops on
+    uncounted; with no counter alive the key is off (test_dispatch_keys.py)."""
     seen: dict[str, object] = {}
 
     def fresh_thread() -> None:
@@ -49,12 +50,15 @@ def test_the_counting_key_stays_on_a_thread_once_it_counted():
                 pass
             torch.mm(a, a.t())
         seen["flops"] = (fc.executed_flops, outer.executed_flops)
+        del fc, outer
+        seen["none alive"] = _key_included()
 
     t = threading.Thread(target=fresh_thread)
     t.start()
     t.join()
     # 2 * 4 * 5 * 4 = 160 per mm
-    assert seen == {"before": False, "inside": True, "after": True, "flops": (160, 160)}
+    assert seen == {"before": False, "inside": True, "after": True, "flops": (160, 160),
+                    "none alive": False}
 
 
 def test_module_call_is_restored_and_other_threads_are_not_attributed():

@@ -368,6 +368,23 @@ def test_audit_lists_uncounted_ops_and_warns_once_for_heavy_ones():
     assert fc.uncounted() == []
 
 
+def test_convert_element_type_is_not_heavy():
+    """A word with "conv" marks an op FLOP-heavy (a convolution the table
+    missed), except a dtype conversion: ``prims::convert_element_type``
+    (compiled graphs run it uncounted every step) must not warn."""
+    from mfu_tracker.flops.counter._audit import heavy_message, looks_heavy, uncounted_ops
+
+    assert not looks_heavy("prims::convert_element_type")
+    assert looks_heavy("aten::conv2d") and looks_heavy("aten::convolution_backward")
+    assert looks_heavy("mkldnn::_convolution_pointwise")
+    rows = uncounted_ops({"prims::convert_element_type": (7, (4, 4)),
+                          "aten::slow_conv3d_forward": (1, (2, 3))})
+    assert [(r.name, r.heavy) for r in rows] == [("aten::slow_conv3d_forward", True),
+                                                 ("prims::convert_element_type", False)]
+    message = heavy_message(rows)
+    assert "slow_conv3d_forward" in message and "convert_element_type" not in message
+
+
 def test_without_audit_only_higher_order_ops_are_noted_and_nothing_warned():
     """Ops stay free without an audit; a higher-order op the counter passed
     on with nothing counted inside is noted all the same (it is rare and

@@ -382,7 +382,7 @@ def test_mfu_callback_logging_failing_one_warning_same_training(tmp_path, monkey
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise OSError("the metrics sink is gone")
 
-    monkeypatch.setattr(callback, "_window_work", broken)
+    monkeypatch.setattr(callback, "_book_steps", broken)
     run = trainer_run(tmp_path / "run", [callback, recorder])
     assert len(reference[0]) == STEPS
     assert_same_run(reference, run)

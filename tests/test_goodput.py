@@ -14,6 +14,7 @@ import math
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,7 @@ t.step()                                    # starts the clock: step `start` ope
 for step in range(start, end):
     with t.phase("data"):
         time.sleep(0.001)
-    time.sleep(0.004)                       # the step's work
+    time.sleep(0.004 if step > start else 0.1)  # the step's work; the first step is slow
     t.step()                                # step `step` closes
     if step == checkpoint_after:
         with t.phase("checkpoint"):
@@ -113,10 +114,22 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
     phases = [i["phase_s"].get("checkpoint", 0.0) for run in intervals for i in run]
     assert len([p for p in phases if p]) == 2 and all(p >= 0.2 for p in phases if p)
     assert got["badput_s/checkpoint"] == pytest.approx(math.fsum(phases), rel=1e-12)
+    # startup: each process start to its first boundary, plus its first step's excess
+    # over the run's median step (the median of the intervals' mean step, the first
+    # step left out of its interval); the first step itself, and its FLOPs, are kept
+    excess = []
+    for run in intervals:
+        first = run[0]["first_step_s"]
+        n0 = run[0]["to_step"] - run[0]["from_step"]
+        means = [(run[0]["step_s"] - first) / (n0 - 1)] + \
+            [i["step_s"] / (i["to_step"] - i["from_step"]) for i in run[1:] if i["to_step"] > i["from_step"]]
+        assert first >= 0.1 and max(means) < 0.05     # the slow first step, the normal ones
+        excess.append(first - statistics.median(means))
     # data: the kept steps' data phase; goodput: the kept steps' time less it
+    # and the first steps' excess
     kept = [i for i in intervals[0] if i["to_step"] <= 20] + intervals[1]
     data = math.fsum(i["phase_s"].get("data", 0.0) for i in kept)
-    productive = math.fsum(i["step_s"] for i in kept) - data
+    productive = math.fsum(i["step_s"] for i in kept) - data - sum(excess)
     assert got["badput_s/data"] == pytest.approx(data, rel=1e-12) and data >= 40 * 0.001
     assert got["goodput_s"] == pytest.approx(productive, rel=1e-12)
     # the wall: first process start to the last record; the gap between the runs
@@ -124,8 +137,8 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
     end1, end2 = run1[-1]["time"], run2[-1]["time"]
     assert got["job_wall_s"] == pytest.approx(end2 - start1, rel=1e-12)
     assert got["badput_s/restart_gap"] == pytest.approx(start2 - end1, rel=1e-12)
-    startup1 = intervals[0][0]["first_boundary"] - start1
-    startup2 = intervals[1][0]["first_boundary"] - start2
+    startup1 = intervals[0][0]["first_boundary"] - start1 + excess[0]
+    startup2 = intervals[1][0]["first_boundary"] - start2 + excess[1]
     assert got["badput_s/startup"] == pytest.approx(startup1 + startup2, rel=1e-12)
     # shares: goodput and badput add up to exactly 1
     shares = [got["goodput"], *(got[f"badput/{k}"] for k in BUCKETS)]
@@ -139,7 +152,8 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
 
 
 def test_two_runs_report_draws_one_bar_per_run_and_the_job(two_runs, tmp_path, capsys):
-    status = main(["report", str(two_runs), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    status = main(["report", str(two_runs), "--out", str(tmp_path / "r.png"), "--run", "all",
+                   "--numbers"])
     out, err = capsys.readouterr()
     assert status == 0, err
     assert "runs: the file holds 2; drawn: all runs" in out
@@ -344,6 +358,62 @@ def test_the_ledger_by_hand(tmp_path, capsys):
     assert g["diagnosis"] in out
 
 
+def _first_step_log(path, *, compile_calls=0, resume_at=None, first_step_s=7.0):
+    """One run of 12 steps in three intervals whose first step took 7 s; the
+    other steps: (10 - 7) / 3 = 1 s, 4 / 4 = 1 s, 6 / 4 = 1.5 s -> median 1 s.
+    ``resume_at``: a second run resuming there (run 1's first step lost or not)."""
+    lines = [{"record": "run", "time": 100.0, "run_id": "a", "job": "j", "ranks": 1, "devices": 1,
+              "process_start": 90.0, "start_step": 0, "peak_tflops": 1.0}]
+    for first, step_s in ((0, 10.0), (4, 4.0), (8, 6.0)):
+        iv = {**_interval(first, first + 4, step_s), "flops_ranks": 1, "first_boundary": 95.0,
+              "first_step_s": first_step_s, "compile_calls": compile_calls if first == 0 else 0}
+        lines.append({"step": first + 4, "time": 100.0 + 2 * first + 10, "ledger": iv})
+    if resume_at is not None:
+        lines.append({"record": "run", "time": 200.0, "run_id": "b", "job": "j", "ranks": 1, "devices": 1,
+                      "process_start": 199.0, "start_step": resume_at, "peak_tflops": 1.0})
+        lines.append({"record": "run_end", "time": 210.0, "step": resume_at + 1, "ledger": {
+            **_interval(resume_at, resume_at + 1, 1.0), "flops_ranks": 1, "first_boundary": 200.0,
+            "first_step_s": 1.0}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_only_the_first_steps_excess_over_the_median_is_startup(tmp_path, capsys):
+    from mfu_tracker.job import job_ledger
+
+    (run,) = job_ledger(read_log(str(_first_step_log(tmp_path / "m.jsonl")))).runs
+    # startup: process start 90 -> first boundary 95 = 5 s, + the first step's excess 7 - 1 = 6
+    assert run.seconds["startup"] == 5.0 + 6.0
+    assert run.seconds["goodput"] == (10.0 + 4.0 + 6.0) - 6.0      # every step's time, less it
+    ledger = job_ledger(read_log(str(_first_step_log(tmp_path / "c.jsonl", compile_calls=1))))
+    # a compiled first call marked: the excess is compile's (no forward/backward marked: no
+    # normal work to give back)
+    assert ledger.runs[0].seconds["startup"] == 5.0 and ledger.runs[0].seconds["compile"] == 6.0
+    # every kept step's FLOPs count: 12 steps x 1e12 over 1 device x (last record - start) x 1e12
+    assert ledger.job_mfu == pytest.approx(12e12 / ((100.0 + 16 + 10 - 90.0) * 1e12), rel=1e-12)
+
+
+def test_a_first_step_faster_than_the_median_moves_nothing(tmp_path):
+    from mfu_tracker.job import job_ledger
+
+    # a compiled first call marked compile left a 0.5 s period: below the median, no excess
+    # (the other steps of the first interval: (10 - 0.5) / 3 = 3.17 s; median of 3.17, 1, 1.5)
+    log = _first_step_log(tmp_path / "m.jsonl", first_step_s=0.5)
+    (run,) = job_ledger(read_log(str(log))).runs
+    assert run.seconds["startup"] == 5.0 and run.seconds["goodput"] == 10.0 + 4.0 + 6.0
+
+
+def test_a_first_step_redone_after_a_restart_is_lost_progress_whole(tmp_path):
+    from mfu_tracker.job import job_ledger
+
+    ledger = job_ledger(read_log(str(_first_step_log(tmp_path / "m.jsonl", resume_at=0))))
+    run1 = ledger.runs[0]
+    assert run1.seconds["startup"] == 5.0 and run1.seconds["lost_progress"] == 20.0
+    ledger = job_ledger(read_log(str(_first_step_log(tmp_path / "k.jsonl", resume_at=4))))
+    run1 = ledger.runs[0]                  # steps 0..3 kept: the first step's excess split off
+    assert run1.seconds["startup"] == 5.0 + 6.0 and run1.seconds["lost_progress"] == 10.0
+
+
 def test_the_diagnosis_names_the_rank_of_data_loading(tmp_path, capsys):
     lines = [
         {"record": "run", "time": 100.0, "ranks": 4, "devices": 4, "process_start": 99.0,
@@ -367,7 +437,7 @@ def test_incomplete_flops_or_no_peak_leave_job_mfu_out(tmp_path, capsys):
     assert status == 0, err
     g = json.loads((tmp_path / "g.json").read_text())
     assert "job_mfu" not in g and any("FLOPs" in n for n in g["notes"])
-    assert "job_mfu: not available" in out
+    assert "job_mfu: the log lacks some steps' model FLOPs" in out
 
 
 # ---- bad input --------------------------------------------------------------------------
@@ -378,15 +448,19 @@ def test_goodput_errors_name_the_file(tmp_path, capsys):
     (tmp_path / "old.jsonl").write_text('{"step": 1, "throughput/mfu": 0.1}\n')
     status, _, err = goodput(capsys, tmp_path / "old.jsonl")
     assert status == 2 and "no run records" in err
+    # a line that cannot be read is skipped and counted; --strict refuses it, naming it
     log = hand_log(tmp_path / "m.jsonl")
     log.write_text(log.read_text() + "{not json\n")
-    status, _, err = goodput(capsys, log)
-    assert status == 2 and "m.jsonl:6: not a JSON line" in err
+    status, out, err = goodput(capsys, log)
+    assert status == 0 and err == "", err
+    assert "skipped: 1 line(s) that could not be read" in out and "m.jsonl:6: not a JSON line" in out
+    status, _, err = goodput(capsys, log, "--strict")
+    assert status == 2 and "m.jsonl:6: not a JSON line" in err and "--strict" in err
     log = hand_log(tmp_path / "m2.jsonl")
     lines = records(log)
     lines[1]["ledger"]["to_step"] = -1
     log.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    status, _, err = goodput(capsys, log)
+    status, _, err = goodput(capsys, log, "--strict")
     assert status == 2 and "m2.jsonl:2: 'ledger' ends" in err
 
 

@@ -311,3 +311,18 @@ def test_python_m_mfu_tracker_runs_the_cli():
     done = subprocess.run([sys.executable, "-m", "mfu_tracker", "--help"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0 and "estimate" in done.stdout
+
+
+def test_the_counter_and_the_comm_observer_share_the_loader_not_each_other():
+    """The C++ observer's loader is the foundation's (``_native._observer``):
+    the FLOP counter and the communication observer both use it, neither
+    imports the other (nor does the tracker reach the observer through the
+    counter)."""
+    counter = {m for m in GRAPH if m.startswith("flops.counter")}
+    comm = {m for m in GRAPH if m.startswith("distributed._comm")}
+    assert all(not (GRAPH[m] & counter) for m in comm), {m: GRAPH[m] & counter for m in comm}
+    assert all(not any(t.startswith("distributed") for t in GRAPH[m]) for m in counter)
+    assert "_native._observer" in GRAPH["distributed._comm_observer"]
+    assert "_native._observer" in GRAPH["flops.counter._backend"]
+    assert not (GRAPH["tracker._tracker"] & counter)
+

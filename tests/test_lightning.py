@@ -848,7 +848,8 @@ def test_a_resumed_fit_shows_the_job_ledger(tmp_path, capsys):
     device_s = (runs[0][-1]["time"] - runs[0][0]["process_start"]) + \
         (runs[1][-1]["time"] - runs[0][-1]["time"])
     assert g["job_mfu"] == pytest.approx(8 * MICRO_BATCH_FLOPS / device_s / PEAK, rel=1e-9)
-    status = main(["report", str(log), "--out", str(tmp_path / "r.png"), "--run", "all"])
+    status = main(["report", str(log), "--out", str(tmp_path / "r.png"), "--run", "all",
+                   "--numbers"])
     out, err = capsys.readouterr()
     assert status == 0, err
     assert "runs: the file holds 2" in out and "  run=2 start_step=4 " in out

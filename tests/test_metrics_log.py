@@ -215,13 +215,17 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
     expected = [(i, m) for i, m in enumerate(returned[0]) if m]   # i steps completed
     got = lines(tmp_path / "m.jsonl")
     # one writer: rank 0's lines only, one per non-empty dict (the distributed dict has
-    # the peak and the rank timing even before a step completes)
+    # the peak even before a step completes; the rank timing starts with the first
+    # interval after the clock's start: the time before it is no step's)
     assert len(got) == len(expected) >= 4
     for line, (step, m) in zip(got, expected):
         assert (line.pop("step"), line.pop("rank"), line.pop("world_size")) == (step, 0, 2)
         line.pop("time")
         assert line == m
-        assert "throughput/slowest_rank" in line
+        if step == 0:
+            assert line == {"throughput/peak_tflops": 2.0}          # 2 ranks x 1.0
+        else:
+            assert "throughput/slowest_rank" in line
     # the ledger's intervals hold the job's FLOPs: both ranks' 100 per step, summed
     ledgers = [r["ledger"] for r in records(tmp_path / "m.jsonl") if "ledger" in r]
     for ledger in ledgers:
@@ -232,7 +236,8 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
 
     from mfu_tracker.cli import main
 
-    assert main(["report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.png")]) == 0
+    assert main(["report", str(tmp_path / "m.jsonl"), "--out", str(tmp_path / "r.png"),
+                 "--numbers"]) == 0
     out = capsys.readouterr().out
     assert "per-rank MFU:" in out and "missing: throughput/mfu_rank" not in out
     for step, m in expected[-4:]:

@@ -312,13 +312,18 @@ def test_a_compiled_step_books_its_region_as_fused(eager_log, compiled_log):
 
 def test_report_draws_the_breakdown_and_ends_with_advice(eager_log, tmp_path, capsys):
     path, _, last, _ = eager_log
-    status, out, _ = run_cli(capsys, "report", str(path), "--out", str(tmp_path / "r.png"))
+    status, out, _ = run_cli(capsys, "report", str(path), "--out", str(tmp_path / "r.png"),
+                             "--numbers")
     assert status == 0 and (tmp_path / "r.png").stat().st_size > 0
     # one line per class of the last profiled step, its share as logged
     for row in ROWS:
         assert f"{row}:" in out or f"{row}=" in out, row
     assert repr(last.share("gemm")) in out
     assert "kernel breakdown: no profiled step" not in out
+    assert "what to change" in out.lower()
+    # the summary (the default output) names the last profiled step's largest classes
+    status, out, _ = run_cli(capsys, "report", str(path), "--out", str(tmp_path / "s.png"))
+    assert status == 0 and f"kernel breakdown of the profiled step {last.step}: " in out
     assert "what to change" in out.lower()
 
 

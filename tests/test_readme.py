@@ -1,14 +1,15 @@
 """Every ```python snippet of README.md runs as written, on a CPU.
 
-The README says what its snippets assume: ``model`` (a HuggingFace causal
-LM), ``batch`` (its inputs, with ``labels``), ``optimizer``, ``loader``
-(batches) and ``dataset`` (rows of ``batch``). This harness defines exactly
-those -- a tiny GPT-2 (2 layers x 64, from a config: nothing downloaded), a
-batch of 2 x 16 tokens, AdamW, three batches, four rows -- and executes each
-snippet's text, unchanged, in a fresh namespace inside a scratch directory
-(the snippets write ``run/``, ``out/``, ``logs/`` there). A CPU has no
-datasheet peak: the first snippet must take its ``mfu is None`` branch, and
-with ``MFU_TRACKER_PEAK_TFLOPS`` set its MFU branch.
+The README defines the names its snippets use in one block ("The names the
+examples use": ``model``, ``batch``, ``optimizer``, ``loader``,
+``dataset``, a tiny GPT-2 from a config, nothing downloaded), and every
+other snippet opens with ``# assumes: <names>`` (or ``nothing``). Each
+snippet runs, unchanged, in a scratch directory, in a namespace holding
+exactly the names it says it assumes, taken from a fresh run of that block:
+a snippet that uses a name it does not list fails with a NameError, and a
+listed name it does not use fails here. A CPU has no datasheet peak: the
+``track()`` snippet must take its ``mfu is None`` branch, and with
+``MFU_TRACKER_PEAK_TFLOPS`` set its MFU branch.
 """
 from __future__ import annotations
 
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
-import torch
 
 import mfu_tracker
 from mfu_tracker.timing._clock import reset_caches
 
 README = Path(mfu_tracker.__file__).resolve().parent.parent / "README.md"
 FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+SETUP_MARK = "# the names the examples use"
+ASSUMES = re.compile(r"^# assumes: (.+)$")
 
 
 def snippets() -> List[Tuple[str, str]]:
@@ -40,33 +42,36 @@ def snippets() -> List[Tuple[str, str]]:
     return found
 
 
-SNIPPETS = snippets()
+ALL = snippets()
+(SETUP,) = [code for _, code in ALL if code.startswith(SETUP_MARK)]
+SNIPPETS = [(where, code) for where, code in ALL if not code.startswith(SETUP_MARK)]
 
 
-def _harness() -> Dict[str, Any]:
-    import transformers
+def assumed(code: str) -> List[str]:
+    """The names a snippet's first line says it assumes."""
+    match = ASSUMES.match(code.splitlines()[0])
+    assert match, f"the snippet does not open with '# assumes: ...':\n{code}"
+    names = match.group(1).strip()
+    return [] if names == "nothing" else [n.strip() for n in names.split(",")]
 
+
+def _setup() -> Dict[str, Any]:
+    namespace: Dict[str, Any] = {}
+    torch = __import__("torch")
     torch.manual_seed(0)
-    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=256,
-                                     n_positions=32, bos_token_id=0, eos_token_id=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = transformers.GPT2LMHeadModel(config).train()
-    ids = torch.randint(0, 256, (2, 16))
-    batch = {"input_ids": ids, "labels": ids}
-    loader = [batch] + [{"input_ids": i, "labels": i} for i in torch.randint(0, 256, (2, 2, 16))]
-    dataset = [{"input_ids": row, "labels": row} for row in torch.randint(0, 256, (4, 16))]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    # Placeholders a loop snippet may leave to the user's own code (a resumed
-    # run's step counter, a checkpoint writer, a logger): defined, doing little.
-    placeholders = dict(resumed_step=2, total_steps=4, save_checkpoint=lambda step: None,
-                        log=print)
-    return dict(model=model, batch=batch, optimizer=optimizer, loader=loader, dataset=dataset,
-                **placeholders)
+        exec(compile(SETUP, "README.md (the names the examples use)", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+SETUP_NAMES = ("model", "batch", "optimizer", "loader", "dataset")
 
 
 def _run(code: str, where: str) -> str:
-    namespace = _harness()
+    names = assumed(code)
+    setup = _setup() if names else {}
+    namespace = {name: setup[name] for name in names}
     out = io.StringIO()
     with contextlib.redirect_stdout(out), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the snippets' own advice (no peak on a CPU, ...)
@@ -83,20 +88,36 @@ def _scratch(tmp_path, monkeypatch):
     reset_caches()
 
 
-def test_the_readme_has_the_snippets_it_says():
-    assert len(SNIPPETS) >= 7
-    used = set(re.findall(r"\b(model|batch|optimizer|loader|dataset)\b", "".join(c for _, c in SNIPPETS)))
-    assert used == {"model", "batch", "optimizer", "loader", "dataset"}
+def test_the_names_are_defined_in_one_visible_place():
+    namespace = _setup()
+    assert all(name in namespace for name in SETUP_NAMES)
+    assert len(SNIPPETS) >= 8
 
 
 @pytest.mark.parametrize("where, code", SNIPPETS, ids=[w for w, _ in SNIPPETS])
-def test_every_snippet_runs_as_written(where, code, tmp_path):
+def test_every_snippet_lists_what_it_assumes_and_uses_it(where, code):
+    names = assumed(code)
+    assert set(names) <= set(SETUP_NAMES), names
+    body = "\n".join(code.splitlines()[1:])
+    for name in names:
+        assert re.search(rf"\b{name}\b", body), f"{where}: assumes {name} but never uses it"
+
+
+@pytest.mark.parametrize("where, code", SNIPPETS, ids=[w for w, _ in SNIPPETS])
+def test_every_snippet_runs_as_written(where, code):
     _run(code, where)
 
 
-def test_using_it_on_a_cpu_prints_no_mfu_and_with_a_peak_prints_it(monkeypatch):
+def test_the_quick_start_prints_an_mfu():
     where, code = SNIPPETS[0]
-    assert "track(" in code
+    assert assumed(code) == [] and "track(" in code
+    assert len([line for line in code.splitlines() if line and not line.startswith("#")]) <= 7
+    out = _run(code, where)
+    assert re.fullmatch(r"MFU \d+\.\d\d of a measured \d+\.\d\d TFLOP/s fp32 peak\n", out), out
+
+
+def test_track_on_a_cpu_prints_no_mfu_and_with_a_peak_prints_it(monkeypatch):
+    where, code = next((w, c) for w, c in SNIPPETS if "param_bytes(model)" in c)
     out = _run(code, where)
     assert "MFU needs a peak" in out and "TFLOP/s in" in out, out
     monkeypatch.setenv("MFU_TRACKER_PEAK_TFLOPS", "1.5")
@@ -105,9 +126,19 @@ def test_using_it_on_a_cpu_prints_no_mfu_and_with_a_peak_prints_it(monkeypatch):
     assert re.match(r"MFU \d+\.\d{3} of 1\.5 TFLOP/s, \d+ ms", out), out
 
 
-def test_the_waterfall_snippet_logs_its_figures(tmp_path):
+def test_the_loop_snippet_logs_its_figures(tmp_path):
     where, code = next((w, c) for w, c in SNIPPETS if 'tracker.phase("data")' in c)
     out = _run(code, where).splitlines()
-    assert out[0] == "{}"  # the first step: nothing measured yet
+    assert out[0] == "{}"  # the first step: the warm-up one, not measured
     assert "throughput/phase_s/forward" in out[-1]  # no peak on a CPU: no MFU, no shares
-    assert (tmp_path / "run" / "metrics.jsonl").read_text().count("\n") >= 1
+    assert (tmp_path / "run" / "metrics.jsonl").read_text().count("\n") >= 2
+
+
+def test_the_job_snippet_resumes_as_a_restart(tmp_path):
+    from mfu_tracker.job import job_ledger, read_log
+
+    where, code = next((w, c) for w, c in SNIPPETS if "start_step=resumed" in c)
+    _run(code, where)
+    _run(code, where)                                   # the same script again: it resumes
+    ledger = job_ledger(read_log(str(tmp_path / "run" / "metrics.jsonl")))
+    assert [r.start_step for r in ledger.runs] == [0, 4]   # one job of two runs

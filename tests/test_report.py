@@ -25,12 +25,9 @@ import pytest
 pytest.importorskip("matplotlib")
 import matplotlib.image  # noqa: E402
 
-from mfu_tracker.cli import (
-    _report,  # noqa: E402
-    _report_hardware,  # noqa: E402
-    _report_kernels,  # noqa: E402
-    main,  # noqa: E402
-)
+from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.cli.report import _render, plan  # noqa: E402
+from mfu_tracker.cli.report.panels import hardware, kernels, waterfall  # noqa: E402
 from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
 CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
@@ -56,12 +53,13 @@ def png_shape(data: bytes):
 
 
 def expected_shape(panels: int):
-    return (round(_report.PANEL_HEIGHT_IN * panels * _report.DPI),
-            round(_report.WIDTH_IN * _report.DPI), 4)
+    return (round(_render.PANEL_HEIGHT_IN * panels * _render.DPI),
+            round(_render.WIDTH_IN * _render.DPI), 4)
 
 
 def report(capsys, *argv):
-    status = main(["report", *map(str, argv)])
+    """``mfu-tracker report ... --numbers``: every number drawn, printed."""
+    status = main(["report", *map(str, argv), "--numbers"])
     out, err = capsys.readouterr()
     return status, out, err
 
@@ -100,7 +98,7 @@ def test_hand_written_waterfall_png_and_numbers(tmp_path, capsys):
         assert total == pytest.approx(1.0, abs=1e-12)
     # only the hardware and kernel panels are missing (their own tests)
     assert [line for line in out.splitlines() if line.startswith("missing:")] == \
-        [f"missing: {_report_hardware.MISSING}", f"missing: {_report_kernels.MISSING}"]
+        [f"missing: {hardware.MISSING}", f"missing: {kernels.MISSING}"]
     # the waterfall's order is the file's (the formatter's) order
     waterfall_line = next(line for line in out.splitlines() if line.startswith("  step=10 ")
                           and "mfu_lost" in line)
@@ -142,7 +140,7 @@ def test_a_real_tracker_log_draws_mfu_and_says_what_is_missing(tmp_path, capsys)
     assert printed(out) == {(step, key): m[key] for step, m in returned.items()
                             for key in ("throughput/mfu", "throughput/step_time_s")}
     assert "missing: throughput/mfu_lost/*" in out
-    assert "missing: throughput/mfu_rank_min" in out
+    assert "mfu_rank_min" not in out                  # one process: no ranks, nothing missing
     # the run record's peak and its source; the job ledger is the third panel
     assert "peak: 1 TFLOP/s per device, fp32 (user)" in out
     assert png_shape((tmp_path / "t.png").read_bytes()) == expected_shape(3)
@@ -240,12 +238,17 @@ def test_empty_file(tmp_path, capsys):
     assert status == 2 and "no metrics" in err
 
 
-def test_corrupt_line_names_the_line(tmp_path, capsys):
-    path, _ = hand_written(tmp_path)
+def test_a_corrupt_line_is_skipped_and_counted_and_strict_refuses_it(tmp_path, capsys):
+    path, rows = hand_written(tmp_path)
     path.write_text(path.read_text() + '{"step": 40, "throughput/mfu": 0.\n')
-    status, _, err = report(capsys, path, "--out", tmp_path / "r.png")
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--strict")
     assert status == 2 and "metrics.jsonl:4: not a JSON line" in err
     assert not (tmp_path / "r.png").exists()
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
+    assert status == 0 and err == "", err
+    assert "skipped: 1 line(s) that could not be read" in out
+    assert "metrics.jsonl:4: not a JSON line" in out
+    assert {s for s, _ in printed(out)} == {10, 20, 30}
 
 
 @pytest.mark.parametrize("line, message", [('[1, 2]', "not a JSON object"),
@@ -269,10 +272,73 @@ def test_unknown_output_extension(tmp_path, capsys, out):
     assert status == 2 and "unknown extension" in err and ".png, .html" in err
 
 
-def test_no_mfu_key(tmp_path, capsys):
+def test_nothing_to_draw(tmp_path, capsys):
     (tmp_path / "m.jsonl").write_text('{"step": 1, "loss": 2.0}\n')
     status, _, err = report(capsys, tmp_path / "m.jsonl", "--out", tmp_path / "r.png")
-    assert status == 2 and "no MFU key" in err
+    assert status == 2 and "no MFU, step time or tokens/s key" in err and "nothing to draw" in err
+
+
+def test_no_mfu_names_the_missing_peak_only_when_no_run_had_one(tmp_path, capsys):
+    lines = []
+    for run, peak in ((1, None), (2, 1.0)):
+        lines.append({"record": "run", "time": 100.0 * run, "run_id": f"r{run}", "job": "j",
+                      "ranks": 1, "devices": 1, "process_start": 99.0 * run, "start_step": run - 1,
+                      "peak_tflops": peak})
+        lines.append({"step": run + 1, "time": 100.0 * run + 1,
+                      **format_metrics({"step_time_s": 0.5}, "throughput")})
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", "all")
+    assert status == 0, err
+    (line,) = [line for line in out.splitlines() if line.startswith("no MFU:")]
+    # run 2 had a peak: the log lacks the MFU values, not a peak
+    assert "the log has no throughput/mfu values" in line
+    status, out, err = report(capsys, path, "--out", tmp_path / "r.png", "--run", "1")
+    assert "no MFU: the run record has no peak" in out
+
+
+def test_a_run_without_a_peak_draws_what_it_has_and_says_why(tmp_path, capsys):
+    """A CPU run with no peak: step time, tokens/s, the phases in seconds and the
+    job ledger are drawn; one line says why there is no MFU and how to give a peak."""
+    from mfu_tracker import Tracker
+
+    log = tmp_path / "cpu.jsonl"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")            # "no datasheet peak for a cpu device"
+        t = Tracker(1e6, dtype="fp32", clock="cpu", window=4, warmup=0, log_path=log)
+    returned = {}
+    t.step()
+    for i in range(5):
+        with t.phase("data"):
+            sum(range(1000))
+        with t.phase("forward"):
+            sum(range(3000))
+        t.step(num_tokens=64)
+        m = t.metrics()
+        if m:
+            returned[i + 1] = m                    # i + 1 steps completed
+    t.close()
+    assert returned and not any("throughput/mfu" in m for m in returned.values())
+    status, out, err = report(capsys, log, "--out", tmp_path / "cpu.png")
+    assert status == 0, err
+    (line,) = [line for line in out.splitlines() if line.startswith("no MFU:")]
+    assert "the run record has no peak" in line and "MFU_TRACKER_PEAK_TFLOPS" in line
+    assert "peak_tflops=" in line and "measured_gpu_spec" in line
+    keys = ("throughput/step_time_s", "throughput/tokens_per_sec", "throughput/phase_s/data",
+            "throughput/phase_s/forward")
+    numbers = printed(out)
+    assert {k: v for k, v in numbers.items() if k[1] != "unmarked_s"} == \
+        {(step, key): m[key] for step, m in returned.items() for key in keys}
+    for step, m in returned.items():       # the unmarked rest: step time less the phases
+        assert numbers[(step, "unmarked_s")] == m["throughput/step_time_s"] - math.fsum(
+            [m["throughput/phase_s/data"], m["throughput/phase_s/forward"]])
+    assert "job ledger" in out
+    # step time + tokens/s, the phases in seconds, the job ledger
+    assert png_shape((tmp_path / "cpu.png").read_bytes()) == expected_shape(3)
+    status, out, err = main(["goodput", str(log)]), *capsys.readouterr()
+    assert status == 0, err
+    (why,) = [line for line in out.splitlines() if line.startswith("job_mfu:")]
+    assert "a run has no peak" in why and "MFU_TRACKER_PEAK_TFLOPS" in why
 
 
 def test_directory_without_event_files(tmp_path, capsys):
@@ -324,7 +390,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
         assert line["throughput/phase_s/forward"] > 0 and line["throughput/phase_s/backward"] > 0
     out_png = tmp_path / "report.png"
     proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "report", str(log), "--out",
-                           str(out_png)], capture_output=True, text=True, timeout=300)
+                           str(out_png), "--numbers"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert printed(proc.stdout) == {(line["step"], key): value for line in lines
                                     for key, value in line.items()
@@ -334,7 +400,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
 
 
 def test_many_steps_draw_the_waterfall_as_bands(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(_report, "MAX_BARS", 4)   # the band path, without thousands of lines
+    monkeypatch.setattr(waterfall, "MAX_BARS", 4)   # the band path, without thousands of lines
     rows = []
     for step in range(1, 11):
         # 0.2 + 0.3 + 0.5 = 1
@@ -448,9 +514,9 @@ def test_the_printed_sum_is_the_bar_as_drawn(tmp_path, capsys):
     # the drawing stacks the same layers: the picture's bar has that height
     from mfu_tracker.job import read_log
 
-    drawn = _report.plan(read_log(str(path)))
-    _, heights, bottoms = drawn.stacked()[-1]
-    assert [b + h for b, h in zip(bottoms, heights)] == [cells[-1]] == drawn.bar_tops()
+    bars = plan(read_log(str(path))).panel("waterfall")
+    _, heights, bottoms = bars.stacked()[-1]
+    assert [b + h for b, h in zip(bottoms, heights)] == [cells[-1]] == bars.bar_tops()
 
 
 def test_the_axes_run_over_the_logged_steps(tmp_path, capsys):

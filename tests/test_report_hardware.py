@@ -12,7 +12,9 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 import matplotlib.image  # noqa: E402
 
-from mfu_tracker.cli import _report, _report_hardware, main  # noqa: E402
+from mfu_tracker.cli import main  # noqa: E402
+from mfu_tracker.cli.report import _render  # noqa: E402
+from mfu_tracker.cli.report.panels import hardware  # noqa: E402
 from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
 # (step, mfu, mbu, tensor_active, dram_bw_util): the file's values
@@ -33,8 +35,9 @@ def _log(tmp_path, hardware=True):
     return path
 
 
-def _run(capsys, *argv):
-    status = main(["report", *map(str, argv)])
+def _run(capsys, *argv, numbers=True):
+    """``mfu-tracker report``: every number drawn (``--numbers``), else the summary."""
+    status = main(["report", *map(str, argv), *(["--numbers"] if numbers else [])])
     out, err = capsys.readouterr()
     assert status == 0, err
     return out
@@ -42,7 +45,7 @@ def _run(capsys, *argv):
 
 def _panels(png: bytes) -> int:
     height = matplotlib.image.imread(io.BytesIO(png), format="png").shape[0]
-    return round(height / (_report.PANEL_HEIGHT_IN * _report.DPI))
+    return round(height / (_render.PANEL_HEIGHT_IN * _render.DPI))
 
 
 def test_the_panel_is_drawn_from_a_log_with_the_keys(tmp_path, capsys):
@@ -63,14 +66,14 @@ def test_the_panel_is_drawn_from_a_log_with_the_keys(tmp_path, capsys):
         assert printed[(step, "throughput/hw/mfu_consistency")] == mfu / active
     # the waterfall's compute share read against the pipes (the last step): 0.44 / 0.55 = 0.8
     assert "compute at step 30: tensor pipes busy 0.55 of the window, MFU / tensor-active 0.8" in out
-    assert _report_hardware.MISSING not in out
+    assert hardware.MISSING not in out
 
 
 def test_the_panel_is_left_out_with_a_note_without_the_keys(tmp_path, capsys):
     out_png = tmp_path / "r.png"
     out = _run(capsys, _log(tmp_path, hardware=False), "--out", out_png)
     assert _panels(out_png.read_bytes()) == 2          # MFU, waterfall
-    assert f"missing: {_report_hardware.MISSING}" in out
+    assert f"missing: {hardware.MISSING}" in out
     assert "hardware (shares" not in out and "compute at step" not in out
 
 
@@ -91,3 +94,11 @@ def test_a_negative_counter_is_not_drawn(tmp_path, capsys):
     section = out[out.index("hardware (shares of the window"):]
     assert "step=20 throughput/mfu=0.42 throughput/mbu=0.11 throughput/hw/dram_bw_util=0.35" in section
     assert "-0.2" not in section
+
+
+def test_the_summary_reads_the_last_step_against_the_counters(tmp_path, capsys):
+    out = _run(capsys, _log(tmp_path), "--out", tmp_path / "r.png", numbers=False)
+    # step 30's file values: MFU 0.44 vs tensor-active 0.55, MBU 0.12 vs DRAM use 0.32
+    assert ("measured by the hardware at step 30: MFU 0.440 vs tensor-active 0.550, "
+            "MBU 0.120 vs DRAM use 0.320") in out
+    assert "compute at step 30: tensor pipes busy 0.55 of the window, MFU / tensor-active 0.8" in out

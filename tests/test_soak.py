@@ -532,6 +532,12 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     for clock in clocks:
         add("StepTracker()", _C.StepTracker, clock=clock, stream=I(0), **step_kwargs)
         st = _C.StepTracker(clock=clock, **step_kwargs)
+        # Step past the records ring's capacity (window + 1,024 kept + the timer's
+        # events, docs/step-records.md) so its pages are touched before the soak:
+        # faulting them in during the measured calls is RSS growth that is no leak.
+        for _ in range(4000):
+            st.step(F(1.0))
+        st.flush()
         add("StepTracker.step", st.step)
         add("StepTracker.step", st.step, F(4096.0), model_flops=F(1e9), executed_flops=F(3e9))
         add("StepTracker.step", st.step, F(-1.0))  # bad value: a warning, never an exception
@@ -540,6 +546,15 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.step", st.step, F(8.0), flops_by_dtype={S("bf16"): F(1e9)})
         add("StepTracker.step", st.step, flops_by_dtype={S("fp9"): F(1e9)})  # a warning
         add("StepTracker.summary", st.summary)
+        add("StepTracker.summary", st.summary, language_flops=F(1e8), num_tokens=F(8.0))
+        # a step's work booked late, by id (core/records.h): held, not held, bad
+        add("StepTracker.book", st.book, I(1), model_flops=F(1e9), num_tokens=F(8.0))
+        add("StepTracker.book", st.book, I(1_000_000), model_flops=F(1e9))  # False
+        add("StepTracker.book", st.book, I(1), model_flops=F(-1.0))         # a warning
+        add("StepTracker.book", st.book, F(1.0), exc=TypeError)
+        add("StepTracker.book", st.book, exc=TypeError)
+        add("StepTracker.book", st.book, I(1), nonsense=F(1.0), exc=TypeError)
+        add("StepTracker.window_steps", st.window_steps)
         add("StepTracker.flush", st.flush)
         add("StepTracker.counters", st.counters)
         for prop in ("clock", "stream", "window", "warmup", "closed"):
@@ -575,6 +590,8 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("StepTracker.summary", unconfigured.summary, exc=RuntimeError)
     add("StepTracker.phases", unconfigured.phases, exc=RuntimeError)
     add("StepTracker.ledger", unconfigured.ledger, exc=RuntimeError)
+    add("StepTracker.window_steps", unconfigured.window_steps, exc=RuntimeError)
+    add("StepTracker.book", unconfigured.book, I(1), model_flops=F(1.0))  # False
     add("PhaseBlock()", _C.PhaseBlock, exc=TypeError)
     peaks = tuple([F(1e12)] * (len(_C.dtype_names()) - 1) + [None])
     add("StepTracker()", _C.StepTracker, dtype_peaks=peaks, flops_by_dtype={S("bf16"): F(1e9)})

@@ -426,13 +426,13 @@ def test_racing_to_enter_one_counter_never_leaks_a_slot(monkeypatch):
     a check-then-start __enter__ lets both threads through every round."""
     from mfu_tracker.flops.counter import _counter as counter_module
 
-    real_get_backend = counter_module._get_backend
+    real_get_backend = counter_module.get_backend
 
     def slow_get_backend() -> Any:
         time.sleep(0.001)  # a thread switch here, inside __enter__
         return real_get_backend()
 
-    monkeypatch.setattr(counter_module, "_get_backend", slow_get_backend)
+    monkeypatch.setattr(counter_module, "get_backend", slow_get_backend)
     rounds = 50
     fc = FlopCounter(modules=False)
     barrier = threading.Barrier(2, timeout=60)  # a failure in one breaks it for the other

@@ -1,5 +1,6 @@
 /* blocks.c -- decoder blocks and chunked scans (see blocks.h). */
 #include "blocks.h"
+#include "family_hybrid.h"
 
 static double head_dim_of(const mfu_transformer_dims *d)
 {
@@ -22,7 +23,9 @@ double mfu_norm_params(const mfu_transformer_dims *d, double width)
  * k_proj / v_proj [d -> H_kv*Q], o_proj [H*Q -> d]; q/k norms per head
  * (Qwen3, Gemma 3) or over all heads (OLMo 2: Olmo2Attention q_norm over
  * H*Q, k_norm over H_kv*Q); gpt-oss: one sink logit per head
- * (GptOssAttention.sinks). */
+ * (GptOssAttention.sinks). The output gate of Qwen3-Next is q_proj's
+ * second half; AFMoE's (AfmoeAttention.gate_proj) is its own bias-free
+ * [d -> H*Q] Linear: the same matmul. */
 static mfu_tally gqa_tally(const mfu_transformer_dims *d,
                            const mfu_transformer_options *o)
 {
@@ -35,8 +38,9 @@ static mfu_tally gqa_tally(const mfu_transformer_dims *d,
 
     r.matmul = h * heads * q * qw + 2.0 * h * kv * q + heads * q * h;
     r.params = r.matmul;
+    /* AFMoE's separate gate_proj has no bias (AfmoeAttention) */
     if (d->qkv_bias)
-        r.params += heads * q * qw + 2.0 * kv * q;
+        r.params += heads * q * (d->attention_gate_proj ? 1.0 : qw) + 2.0 * kv * q;
     if (d->attention_out_bias)
         r.params += h;
     if (d->qk_norm == MFU_QK_NORM_HEAD)
@@ -93,9 +97,11 @@ double mfu_attention_pair_flops(const mfu_transformer_dims *d)
     return 2.0 * heads * 2.0 * head_dim_of(d);
 }
 
-/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's fused gate_up_proj is the
- * same two matrices): gate, up [d -> I], down [I -> d]; GELU (GPT2MLP):
- * c_fc [d -> I], c_proj [I -> d]. gpt-oss experts carry biases (2I + d). */
+/* SwiGLU / GeGLU (LlamaMLP, Gemma2MLP; Phi3MLP's and Glm4MLP's fused
+ * gate_up_proj are the same two matrices): gate, up [d -> I], down [I -> d];
+ * two matrices, "gelu" (GPT2MLP c_fc [d -> I], c_proj [I -> d]; the same
+ * shape in Starcoder2MLP, ArceeMLP's ReLU^2 and ApertusMLP's xIELU up_proj /
+ * down_proj). gpt-oss experts carry biases (2I + d). */
 mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
                         const mfu_transformer_options *o, double width)
 {
@@ -119,16 +125,25 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * expert (Qwen2MoeSparseMoeBlock.shared_expert with shared_expert_gate
  * [d -> 1]; DeepseekV3MoE.shared_experts of width n_shared * I_moe;
  * Llama4TextMoe.shared_expert). DeepSeek's e_score_correction_bias is a
- * buffer, not a parameter. */
+ * buffer, not a parameter; ERNIE 4.5's (Ernie4_5_MoeStatics) and AFMoE's
+ * expert_bias are parameters: router_bias counts their E. Latent experts
+ * (Nemotron-H): family_hybrid.h. */
 void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all)
 {
     const double h = (double)d->hidden_size, e = (double)d->num_experts;
     const double k = (double)d->experts_per_token;
-    const mfu_tally expert = mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    mfu_tally expert = d->moe_latent_size > 0
+                           ? mfu_latent_expert_tally(d)
+                           : mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    const mfu_tally latent = d->moe_latent_size > 0 ? mfu_latent_projection_tally(d)
+                                                    : (mfu_tally){0};
     mfu_tally shared = {0};
 
+    /* NemotronHExperts, ERNIE 4.5 MoE: bias-free experts whatever mlp_bias */
+    if (d->unbiased_experts)
+        expert.params = expert.matmul;
     if (d->shared_expert_intermediate_size > 0) {
         shared = mfu_mlp_tally(d, o, (double)d->shared_expert_intermediate_size);
         if (d->shared_expert_gate) {
@@ -136,7 +151,8 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
             shared.params += h;
         }
     }
-    *active = *all = (mfu_tally){.matmul = h * e, .params = h * e + (d->router_bias ? e : 0.0)};
+    *active = *all = (mfu_tally){.matmul = h * e + latent.matmul,
+                                 .params = h * e + (d->router_bias ? e : 0.0) + latent.params};
     active->matmul += k * expert.matmul + shared.matmul;
     active->params += k * expert.params + shared.params;
     active->lora = k * expert.lora + shared.lora;
@@ -178,7 +194,8 @@ double mfu_ssm_conv_channels(const mfu_transformer_dims *d)
 /* Mamba-2 (Dao & Gu, arXiv:2405.21060; transformers Mamba2Mixer):
  * in_proj [d -> I + (I + 2GN) + H_s] (z, xBC, dt), conv1d depthwise over
  * I + 2GN channels (bias: use_conv_bias), dt_bias / A_log / D (H_s each),
- * MambaRMSNormGated(I), out_proj [I -> d] (bias: use_bias). */
+ * MambaRMSNormGated(I) (ssm_norm), out_proj [I -> d] (bias: use_bias; the
+ * in_proj bias is ssm_proj_bias, the out_proj one ssm_out_proj_bias). */
 mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
 {
     const double h = (double)d->hidden_size;
@@ -188,11 +205,15 @@ mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
     mfu_tally r = {0};
 
     r.matmul = h * proj_out + inner * h;
-    r.params = r.matmul + conv * (double)d->ssm_conv_kernel + 3.0 * hs + inner;
+    r.params = r.matmul + conv * (double)d->ssm_conv_kernel + 3.0 * hs;
+    if (d->ssm_norm) /* Falcon-H1: only with mamba_rms_norm */
+        r.params += inner;
     if (d->ssm_conv_bias)
         r.params += conv;
     if (d->ssm_proj_bias)
-        r.params += proj_out + h;
+        r.params += proj_out;
+    if (d->ssm_out_proj_bias) /* Falcon-H1: projectors_bias */
+        r.params += h;
     return r;
 }
 

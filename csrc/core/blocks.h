@@ -9,7 +9,7 @@
  *                   o H*Q*d
  *   MLA attention   q_a d*r_q + q_b r_q*H*d_qk (or q d*H*d_qk), kv_a
  *                   d*(r_kv + d_rope), kv_b r_kv*H*(d_nope + d_v), o H*d_v*d
- *   MLP             m*d*I (m = 3 SwiGLU, 2 GELU)
+ *   MLP             m*d*I (m = 3 SwiGLU, 2 GELU: any two-matrix MLP)
  *   MoE (active)    router d*E + k experts m*d*I_moe + shared m*d*I_shared
  *                   (+ d for its gate)
  *   gated DeltaNet  in_proj_qkvz d*(2*K + 2*Vd), in_proj_ba d*2*H_v,

@@ -6,7 +6,6 @@
 
 #include "comm.h"
 #include "mfu_limits.h"
-#include "ring.h"
 
 static const char *const kind_names[MFU_COMM_KIND_COUNT] = {
     [MFU_COMM_ALL_GATHER] = "all_gather",
@@ -219,7 +218,7 @@ mfu_status mfu_comm_op_type_kind(const char *op_type, mfu_comm_kind *kind)
     return MFU_ERR_NOT_FOUND;
 }
 
-/* ---- the per-step record and its window -------------------------------- */
+/* ---- one step's communication -------------------------------- */
 
 void mfu_comm_times_add(mfu_comm_times *sum, const mfu_comm_times *add)
 {
@@ -231,43 +230,6 @@ void mfu_comm_times_add(mfu_comm_times *sum, const mfu_comm_times *add)
     }
     sum->link_bus_bytes += add->link_bus_bytes;
     sum->link_capacity_bytes += add->link_capacity_bytes;
-}
-
-/* One allocation: the ring's bookkeeping and its records (ring.h). */
-struct mfu_comm_window {
-    mfu_ring ring;
-    mfu_comm_times records[];
-};
-
-mfu_status mfu_comm_window_create(uint32_t capacity, uint64_t warmup_steps,
-                                  uint64_t seen, mfu_comm_window **out)
-{
-    void *w;
-    const mfu_status status = mfu_ring_alloc(sizeof **out, sizeof(mfu_comm_times), capacity,
-                                             warmup_steps, seen, &w);
-    *out = w;
-    return status;
-}
-
-void mfu_comm_window_destroy(mfu_comm_window *w)
-{
-    free(w);
-}
-
-void mfu_comm_window_push(mfu_comm_window *w, const mfu_comm_times *times)
-{
-    const int64_t slot = mfu_ring_push(&w->ring);
-    if (slot >= 0)
-        w->records[slot] = *times;
-}
-
-void mfu_comm_window_summarize(const mfu_comm_window *w, uint32_t steps,
-                               mfu_comm_times *out)
-{
-    const uint32_t count = w->ring.count, n = steps < count ? steps : count;
-    memset(out, 0, sizeof *out);
-    for (uint32_t i = count - n; i < count; i++)
-        mfu_comm_times_add(out, &w->records[mfu_ring_slot(&w->ring, i)]);
 }
 
 /* ---- the ratios --------------------------------------------------------- */

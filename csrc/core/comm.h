@@ -1,7 +1,8 @@
 /*
  * comm.h -- communication: the kinds of collectives, the c10d operators that
- * issue them, nccl-tests' bus-bandwidth conventions and the per-step record
- * of a training step's communication (bytes, durations, link capacity).
+ * issue them, nccl-tests' bus-bandwidth conventions and a training step's
+ * communication (bytes, durations, link capacity), part of its record
+ * (records.h).
  *
  * Kinds. Every collective a process issues is one of:
  *
@@ -30,7 +31,7 @@
  * its payload; the observer (csrc/torch/comm.cpp) registers a kernel for
  * exactly these operators and reads the payload where the row says.
  *
- * The per-step record sums, over one step: payload bytes and calls per kind
+ * A step's record sums, over the step: payload bytes and calls per kind
  * (at launch), and for the collectives that completed, their durations
  * (launch to completion), their bus bytes (payload x factor), and -- for
  * those whose link is known -- the bytes the link could have carried in the
@@ -113,7 +114,7 @@ const mfu_comm_op *mfu_comm_op_find(const char *name);
  * (UNKNOWN included); MFU_ERR_INVALID_ARGUMENT for NULL. */
 mfu_status mfu_comm_op_type_kind(const char *op_type, mfu_comm_kind *kind);
 
-/* ---- one step's communication, and the window's ---------------------- */
+/* ---- one step's communication (a step record's, records.h) ---------------------- */
 
 typedef struct mfu_comm_times {
     double bytes[MFU_COMM_KIND_COUNT];      /* payload bytes launched */
@@ -129,24 +130,6 @@ typedef struct mfu_comm_times {
 
 /* Add `add` into `sum`, field by field. */
 void mfu_comm_times_add(mfu_comm_times *sum, const mfu_comm_times *add);
-
-/* A ring of `capacity` records pushed in step with a step window (stats.h),
- * skipping its first `warmup` pushes, so it holds the same steps. A window
- * created late (when communication is first observed) starts with `seen`
- * pushes behind it: those steps had no communication. */
-typedef struct mfu_comm_window mfu_comm_window;
-
-/* MFU_ERR_INVALID_ARGUMENT: capacity out of 1 .. MFU_WINDOW_MAX;
- * MFU_ERR_NO_MEMORY. */
-mfu_status mfu_comm_window_create(uint32_t capacity, uint64_t warmup_steps,
-                                  uint64_t seen, mfu_comm_window **window);
-void mfu_comm_window_destroy(mfu_comm_window *window); /* NULL: no-op */
-void mfu_comm_window_push(mfu_comm_window *window, const mfu_comm_times *times);
-
-/* The sum over the newest `steps` records (fewer when it holds fewer:
- * the missing steps had none). O(capacity). */
-void mfu_comm_window_summarize(const mfu_comm_window *window, uint32_t steps,
-                               mfu_comm_times *out);
 
 /* ---- the ratios --------------------------------------------------------- */
 

@@ -80,27 +80,97 @@ static const mfu_family families[] = {
      * tower (vision.c) */
     {.model_type = "qwen3_vl", DECODER, .qk_norm = MFU_QK_NORM_HEAD,
      .vision = MFU_VISION_QWEN3_VL},
+
+    /* --- Qwen3.5, the MLA family and the Mamba / convolution hybrids
+     * (family_mla.h, family_hybrid.h) --- */
+    /* qwen3_5/modeling_qwen3_5.py: Qwen3-Next's attention and gated DeltaNet
+     * (in_proj_qkv / in_proj_z / in_proj_b / in_proj_a: the same matmuls as
+     * in_proj_qkvz + in_proj_ba), a dense Qwen3_5MLP; the Qwen3-VL tower less
+     * the deepstack mergers */
+    {.model_type = "qwen3_5", DECODER, .qk_norm = MFU_QK_NORM_HEAD,
+     .attention_gate = 1, .linear_chunk_size = 64, .vision = MFU_VISION_QWEN3_VL},
+    /* qwen3_5_moe/modeling_qwen3_5_moe.py: Qwen3.5's mixers,
+     * Qwen3_5MoeSparseMoeBlock (experts + gated shared expert) on every layer */
+    {.model_type = "qwen3_5_moe", DECODER, .qk_norm = MFU_QK_NORM_HEAD,
+     .attention_gate = 1, .shared_expert_gate = 1, .linear_chunk_size = 64,
+     .vision = MFU_VISION_QWEN3_VL},
+    /* deepseek_v2/modeling_deepseek_v2.py: DeepseekV2Attention (MLA; biases on
+     * q_a, kv_a and o with attention_bias), DeepseekV2Moe (routed + shared
+     * experts) from first_k_dense_replace on */
+    {.model_type = "deepseek_v2", .attention = MFU_ATTENTION_MLA,
+     .mlp = MFU_MLP_SWIGLU, .norm = MFU_NORM_RMSNORM, .norms_per_layer = 2},
+    /* glm4_moe_lite/modeling_glm4_moe_lite.py: DeepseekV3Attention (MLA),
+     * Glm4MoeLiteMoE (routed + shared experts) where mlp_layer_types says
+     * "sparse" */
+    {.model_type = "glm4_moe_lite", .attention = MFU_ATTENTION_MLA,
+     .mlp = MFU_MLP_SWIGLU, .norm = MFU_NORM_RMSNORM, .norms_per_layer = 2},
+    /* kimi_linear/modeling_kimi_linear.py: KimiLinearAttention (MLA, no RoPE)
+     * or KimiLinearDeltaAttention (KDA, chunk 64) per layer_types,
+     * KimiLinearMoE (DeepSeek-V3's) where mlp_layer_types says "sparse" */
+    {.model_type = "kimi_linear", .attention = MFU_ATTENTION_MLA,
+     .mlp = MFU_MLP_SWIGLU, .norm = MFU_NORM_RMSNORM, .norms_per_layer = 2,
+     .linear_chunk_size = 64, .linear_kind = MFU_LINEAR_KDA},
+    /* granitemoehybrid/modeling_granitemoehybrid.py: GraniteMoeHybridMambaLayer
+     * (BambaMixer: Mamba-2) or GraniteMoeHybridAttention, then shared_mlp
+     * (SwiGLU) + block_sparse_moe (experts, router without bias) */
+    {.model_type = "granitemoehybrid", DECODER},
+    /* nemotron_h/modeling_nemotron_h.py: NemotronHBlock = one RMSNorm + one of
+     * NemotronHMamba2Mixer, NemotronHAttention, NemotronHMLP (up, down:
+     * relu2) or NemotronHMoE (non-gated experts without biases, shared
+     * expert, optional latent projections) */
+    {.model_type = "nemotron_h", .attention = MFU_ATTENTION_GQA, .mlp = MFU_MLP_GELU,
+     .norm = MFU_NORM_RMSNORM, .norms_per_layer = 1, .unbiased_experts = 1},
+    /* falcon_h1/modeling_falcon_h1.py: FalconH1DecoderLayer runs FalconH1Mixer
+     * (Mamba-2; gated norm with mamba_rms_norm) and FalconH1Attention side by
+     * side, then FalconH1MLP (SwiGLU) */
+    {.model_type = "falcon_h1", DECODER, .ssm_parallel = 1},
+    /* jamba/modeling_jamba.py: JambaAttentionDecoderLayer or
+     * JambaMambaDecoderLayer (JambaMambaMixer: Mamba-1 with dt / B / C norms),
+     * each with JambaMLP or JambaSparseMoeBlock */
+    {.model_type = "jamba", DECODER, .ssm_kind = MFU_SSM_MAMBA1, .ssm_inner_norms = 1},
+    /* lfm2/modeling_lfm2.py: Lfm2Attention (q / k layernorm per head, no
+     * biases) or Lfm2ShortConv per layer_types, Lfm2MLP (SwiGLU); tied */
+    {.model_type = "lfm2", DECODER, .qk_norm = MFU_QK_NORM_HEAD, .tie_word_embeddings = 1},
 };
 
 #undef DECODER
 
+static const size_t families_count = sizeof families / sizeof families[0];
+
+/* Every group, in table order. */
+static const mfu_family_group groups[] = {
+    {families, &families_count},
+    /* dense and MoE decoders (family_dense.c, family_moe.c) */
+    {mfu_families_dense, &mfu_families_dense_count},
+    {mfu_families_moe, &mfu_families_moe_count},
+};
+
 size_t mfu_family_count(void)
 {
-    return sizeof families / sizeof families[0];
+    size_t n = 0;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+        n += *groups[g].count;
+    return n;
 }
 
 const mfu_family *mfu_family_at(size_t index)
 {
-    return index < mfu_family_count() ? &families[index] : NULL;
+    for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+        if (index < *groups[g].count)
+            return &groups[g].rows[index];
+        index -= *groups[g].count;
+    }
+    return NULL;
 }
 
 const mfu_family *mfu_family_find(const char *model_type)
 {
+    const mfu_family *f;
     if (model_type == NULL)
         return NULL;
-    for (size_t i = 0; i < mfu_family_count(); i++)
-        if (strcmp(families[i].model_type, model_type) == 0)
-            return &families[i];
+    for (size_t i = 0; (f = mfu_family_at(i)) != NULL; i++)
+        if (strcmp(f->model_type, model_type) == 0)
+            return f;
     return NULL;
 }
 
@@ -121,4 +191,10 @@ void mfu_family_apply(const mfu_family *f, mfu_transformer_dims *d)
     d->tie_word_embeddings = f->tie_word_embeddings;
     if (f->linear_chunk_size > 0)
         d->linear_chunk_size = f->linear_chunk_size;
+    d->linear_kind = f->linear_kind;
+    d->ssm_kind = f->ssm_kind;
+    d->ssm_parallel = f->ssm_parallel;
+    d->ssm_inner_norms = f->ssm_inner_norms;
+    d->unbiased_experts = f->unbiased_experts;
+    d->attention_gate_proj = f->attention_gate_proj;
 }

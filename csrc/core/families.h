@@ -35,7 +35,35 @@ typedef struct mfu_family {
     int tie_word_embeddings;
     int64_t linear_chunk_size; /* gated DeltaNet chunk (the kernel's, fixed) */
     mfu_vision_kind vision;
+    /* hybrid mixers (family_mla.h, family_hybrid.h) */
+    mfu_linear_kind linear_kind;
+    mfu_ssm_kind ssm_kind;
+    int ssm_parallel;
+    int ssm_inner_norms;
+    int unbiased_experts;
+    /* family_dense.c / family_moe.c */
+    int attention_gate_proj;
 } mfu_family;
+
+/*
+ * The rows live in one table per family group, each in its own file
+ * (families.c: the first families; family_<group>.c: later groups), joined
+ * in table order by families.c's group list.
+ */
+typedef struct mfu_family_group {
+    const mfu_family *rows;
+    const size_t *count;
+} mfu_family_group;
+
+/* family_dense.c: dense decoders (SmolLM3, OLMo 3, Ministral 3, Seed-OSS,
+ * GLM-4, Gemma, ERNIE 4.5, EXAONE 4, Command R7B, and the two-matrix MLPs
+ * of Apertus, Arcee, StarCoder2) */
+extern const mfu_family mfu_families_dense[];
+extern const size_t mfu_families_dense_count;
+/* family_moe.c: mixture-of-experts decoders (OLMoE, MiniMax-M2, PhiMoE,
+ * ERNIE 4.5 MoE, Hunyuan MoE, dots.llm1, AFMoE) */
+extern const mfu_family mfu_families_moe[];
+extern const size_t mfu_families_moe_count;
 
 /* The row of `model_type`, or NULL. */
 const mfu_family *mfu_family_find(const char *model_type);

@@ -204,27 +204,14 @@ typedef struct mfu_attention_mask {
 
 /*
  * Masked attention forward / backward: mfu_sdpa_flop's formula with
- * s_q * s_kv replaced by the query-key pairs a convention counts per
- * sequence (the one rule for windows, DESIGN.md §6):
- *   no mask   (left < 0, right < 0, no chunk)  s_q * s_kv, either convention
- *   causal    (left < 0, right == 0, no chunk) s_q * s_kv; HALF: exactly half
- *                                              (the convention at the top)
- *   a window or a chunk (anything else):
- *     FULL    every query counts its whole span, its edges not clipped:
- *             min(left + 1 + right, its region), an unbounded side adding
- *             no limit, the region being its chunk's keys (all s_kv keys
- *             without a chunk). A causal window of w = left + 1 keys:
- *             s_q * min(s_kv, w).
- *     HALF    the pairs the mask keeps. A causal window of w keys,
- *             s_q == s_kv == s: sum over queries i of min(i + 1, w).
- * A call that carries a window or a chunk counts by the window rule even
- * when it keeps every key (w >= s: FULL s^2, HALF s(s + 1)/2), as the
- * analytic count does for a windowed layer (spans.h): only a plain causal
- * call (or one whose framework dropped the window, as transformers does at
- * s <= w) takes the HALF convention of plain causal, half the square
- * (Megatron's), not the kept pairs. FULL >= HALF always.
- * NB: s_q or s_kv >= 2^62 (with pairs to count) is refused as
- * MFU_ERR_OVERFLOW (the span arithmetic stays in int64).
+ * s_q * s_kv replaced by the query-key pairs the convention counts for the
+ * sequence under `mask`, by the one rule for windows (pairs.h, DESIGN.md
+ * §6): no mask and plain causal (left < 0, right <= 0, no chunk) the
+ * rectangle (HALF of causal: exactly half, the convention at the top); a
+ * window or a chunk FULL each query's whole span, HALF the pairs the mask
+ * keeps. E.g. a causal window of w = left + 1 keys, s_q == s_kv == s: FULL
+ * s * min(s, w), HALF sum over queries i of min(i + 1, w). FULL >= HALF
+ * always. MFU_ERR_OVERFLOW only when the count does not fit in int64.
  */
 mfu_status mfu_masked_attention_flop(const mfu_attention_shape *shape,
                                      const mfu_attention_mask *mask,

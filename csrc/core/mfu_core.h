@@ -1,8 +1,13 @@
 /*
  * mfu_core.h -- the mfu_tracker C core: pure C11, no Python, no torch.
+ * Every public header of the core, included below in this order; the
+ * CPython extension includes this file (csrc/python/mfu_module.h), and
+ * tests/test_core_header.py checks that the lists below match the headers
+ * in csrc/core.
  *
  * Topics, one file pair each:
  *   mfu_status.h  status codes returned by every fallible function
+ *   mfu_limits.h  every bound on a size or a count
  *   dtypes.h      the compute dtypes a peak is given for, and their names
  *   gpu_table.h   the dense peak table (one row per device, datasheet cited)
  *   gpu_name.h    device-name normalisation (the token form lookups read)
@@ -10,22 +15,38 @@
  *                 MIG slices and AMD partitions
  *   peak_override.h  the MFU_TRACKER_PEAK_TFLOPS text (the user's own peak)
  *   flops.h       FLOP formulas per op (matmul, conv, attention)
+ *   pairs.h       the attention pairs rule (windows, chunks, causal) that
+ *                 the op formulas and the analytic spans both count with
  *   transformer.h the analytic count of a model from its dimensions (6N,
  *                 PaLM, per-matmul), from its parts:
  *     blocks.h    decoder blocks (GQA / MLA attention, MLP, MoE, gated
  *                 DeltaNet, Mamba-2) and the chunked scans
+ *     family_mla.h     the MLA family's blocks beyond blocks.h (Kimi
+ *                      delta attention) and the linear-attention dispatch
+ *     family_hybrid.h  the Mamba / convolution hybrids' further blocks
+ *                      (Mamba-1, short conv, latent experts) and their
+ *                      layer layouts
  *     spans.h     attention spans of a batch (full, sliding, chunked) under
  *                 both causal conventions
  *     vision.h    VLM vision towers (Qwen2.5-VL, Qwen3-VL)
  *     families.h  which blocks each HuggingFace model_type uses
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
+ *   nodes.h       which autograd node a backward call runs in (the site
+ *                 rule's input, one rule for both counters)
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
- *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; the window
- *   steps.h       step accounting: boundaries on a mark timer, the pending
- *                 ring, fallback to the CPU clock, windowed figures
+ *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; a window's
+ *                 figures
+ *   phases.h      the phases of a step (data, forward, backward, optimizer,
+ *                 communication by kind, the bubble, the badput phases) and
+ *                 a step's seconds in each
+ *   records.h     one record per step (period, work, phases, communication)
+ *                 in a ring keyed by step id; windows are views over it
+ *   steps.h       step accounting: boundaries on a mark timer, the marks
+ *                 ring, late booking, fallback to the CPU clock, windowed
+ *                 figures
  *   mixed.h       mixed precision: ideal seconds, each dtype's FLOPs at its peak
  *   comm.h        communication: collective kinds, the c10d operators, bus
  *                 bandwidth (nccl-tests), the per-step record and its ratios
@@ -36,7 +57,15 @@
  *                 profiled kernel, op or annotation in its class
  *   timeline.h    a profiled step split by class on the union timeline
  *                 (overlap resolved by class priority), and its idle time
- *   mfu_limits.h  every bound on a size or a count
+ *   gpm.h         NVML's GPM counters at window edges (tensor pipes, DRAM
+ *                 bandwidth, SM activity and occupancy, NVLink)
+ *
+ * Private to csrc/core (shared by some of its files, not included here):
+ *   checked.h     checked int64 arithmetic of the op formulas
+ *   mfu_text.h    ASCII text helpers of the name and value parsers
+ *   op_internal.h what the files behind mfu_op_count share
+ *   steps_internal.h  what the files behind the step tracker (steps*.c)
+ *                 share
  *
  * Conventions: symbols are prefixed mfu_; nothing prints or exits; results go
  * through out-parameters and the return value is an mfu_status.
@@ -45,19 +74,28 @@
 #define MFU_CORE_H
 
 #include "mfu_status.h"
+#include "mfu_limits.h"
 #include "dtypes.h"
 #include "gpu_table.h"
 #include "gpu_name.h"
 #include "gpu_lookup.h"
 #include "peak_override.h"
 #include "flops.h"
+#include "pairs.h"
 #include "transformer.h"
 #include "blocks.h"
+#include "family_mla.h"
+#include "family_hybrid.h"
+#include "spans.h"
+#include "vision.h"
 #include "families.h"
 #include "ops.h"
+#include "gpu_driver.h"
+#include "nodes.h"
 #include "timing.h"
 #include "stats.h"
 #include "phases.h"
+#include "records.h"
 #include "steps.h"
 #include "mixed.h"
 #include "comm.h"
@@ -66,6 +104,5 @@
 #include "gpm.h"
 #include "kernels.h"
 #include "timeline.h"
-#include "mfu_limits.h"
 
 #endif /* MFU_CORE_H */

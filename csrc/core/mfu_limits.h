@@ -45,6 +45,11 @@
  *                         kernels and ops. Past it the step is not broken
  *                         down (one warning), never cut short silently.
  *   MFU_TIMELINE_LANES_MAX  streams or threads of one profiled step.
+ *   MFU_STEPS_KEPT        pushed steps a step tracker keeps beyond its
+ *                         window (steps.h, "Booking"), so FLOPs resolved at
+ *                         logging time can be booked onto steps that left
+ *                         the window since the last log: an integration
+ *                         logging up to 1024 steps past its window.
  *   MFU_GPU_CANDIDATES_MAX  rows an ambiguous device name lists (gpu_lookup.h):
  *                         a model has at most 4 rows (A100: SXM4/PCIe x
  *                         40/80 GB); a name carrying several model tokens
@@ -74,6 +79,8 @@
 
 #define MFU_COMM_INFLIGHT_MAX 4096u
 #define MFU_COMM_SINKS_MAX 8
+
+#define MFU_STEPS_KEPT 1024u
 
 #define MFU_GPU_CANDIDATES_MAX 8
 

@@ -1,10 +1,7 @@
-/* phases.c -- phase names and the window's phase record (see phases.h). */
-#include <stdlib.h>
+/* phases.c -- phase names (see phases.h). */
 #include <string.h>
 
-#include "mfu_limits.h"
 #include "phases.h"
-#include "ring.h"
 
 static const char *const phase_names[MFU_PHASE_COUNT] = {
     [MFU_PHASE_DATA] = "data",
@@ -46,45 +43,4 @@ mfu_status mfu_phase_from_name(const char *name, mfu_phase *phase)
         }
     }
     return MFU_ERR_INVALID_ARGUMENT;
-}
-
-/* One allocation: the ring's bookkeeping and its records (ring.h). */
-struct mfu_phase_window {
-    mfu_ring ring;
-    mfu_phase_times records[];
-};
-
-mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
-                                   mfu_phase_window **out)
-{
-    void *w;
-    const mfu_status status = mfu_ring_alloc(sizeof **out, sizeof(mfu_phase_times), capacity,
-                                             warmup_steps, 0, &w);
-    *out = w;
-    return status;
-}
-
-void mfu_phase_window_destroy(mfu_phase_window *w)
-{
-    free(w);
-}
-
-void mfu_phase_window_push(mfu_phase_window *w, const mfu_phase_times *times)
-{
-    const int64_t slot = mfu_ring_push(&w->ring);
-    if (slot >= 0)
-        w->records[slot] = *times;
-}
-
-void mfu_phase_window_summarize(const mfu_phase_window *w, mfu_phase_summary *out)
-{
-    memset(out, 0, sizeof *out);
-    out->steps = w->ring.count;
-    for (uint32_t i = 0; i < w->ring.count; i++) {
-        const mfu_phase_times *t = &w->records[mfu_ring_slot(&w->ring, i)];
-        for (int p = 0; p < MFU_PHASE_COUNT; p++)
-            out->seconds[p] += t->seconds[p];
-        out->marked |= t->marked;
-        out->excluded_s += t->excluded_s;
-    }
 }

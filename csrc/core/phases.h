@@ -1,13 +1,13 @@
 /*
  * phases.h -- the phases of a training step (data, forward, backward,
  * optimizer, exposed communication by kind, the pipeline bubble), the
- * badput phases beside them (checkpoint, eval, compile), and the per-window
- * record of the seconds each took, for the MFU waterfall (steps.h,
- * "Phases") and the job ledger.
+ * badput phases beside them (checkpoint, eval, compile), and a step's record
+ * of the seconds each took, for the MFU waterfall (steps.h, "Phases") and
+ * the job ledger.
  *
  * A phase is marked by the loop (or an integration) on the step tracker's
  * mark timer; the tracker (steps.c) turns the marks into seconds per phase
- * per step and pushes them here beside the step's period. Units: seconds.
+ * per step, kept in the step's record (records.h). Units: seconds.
  *
  * A phase that was never marked in a step is *unmarked* there (its bit is
  * clear in `marked`), which is not the same as marked for 0 s: on a GPU
@@ -74,34 +74,13 @@ typedef struct mfu_phase_times {
                                         badput phases' (also in seconds[]) */
 } mfu_phase_times;
 
-/* ---- the window's phase record ------------------------------------------
- *
- * A ring of `capacity` mfu_phase_times, pushed in step with the step
- * window (stats.h) and skipping the same `warmup` first pushes, so its
- * records are those of the same steps. Allocated once. */
-typedef struct mfu_phase_window mfu_phase_window;
-
-/* Sums over the steps in the window. */
+/* Sums over the steps of a window (records.h). */
 typedef struct mfu_phase_summary {
-    uint32_t steps;                   /* records in the window */
+    uint32_t steps;                   /* steps in the window */
     double seconds[MFU_PHASE_COUNT];  /* sum over them, per phase */
     unsigned marked;                  /* phases marked in any of them */
     double excluded_s;                /* sum of the excluded time (the
                                          tracker's own and the badput phases') */
 } mfu_phase_summary;
-
-/* MFU_ERR_INVALID_ARGUMENT: capacity out of 1 .. MFU_WINDOW_MAX;
- * MFU_ERR_NO_MEMORY. */
-mfu_status mfu_phase_window_create(uint32_t capacity, uint64_t warmup_steps,
-                                   mfu_phase_window **window);
-
-/* NULL is a no-op. */
-void mfu_phase_window_destroy(mfu_phase_window *window);
-
-/* Record one step's times (a full window evicts its oldest record). */
-void mfu_phase_window_push(mfu_phase_window *window, const mfu_phase_times *times);
-
-/* The sums over the window. O(capacity). */
-void mfu_phase_window_summarize(const mfu_phase_window *window, mfu_phase_summary *out);
 
 #endif /* MFU_PHASES_H */

@@ -1,6 +1,8 @@
 /* spans.c -- attention spans and scan chunking of a batch (see spans.h). */
 #include "spans.h"
 
+#include "pairs.h"
+
 static int batch_ok(const mfu_batch *b)
 {
     if (b == NULL || b->repeat < 0 || (b->count > 0 && b->lengths == NULL))
@@ -22,43 +24,25 @@ mfu_status mfu_batch_tokens(const mfu_batch *batch, double *tokens)
     return MFU_OK;
 }
 
-/* sum_{p < n} min(p + 1, w): the unmasked pairs of n causal queries under a
- * window of w (w(w+1)/2 for the first w queries, then w each). */
-static double causal_window_pairs(double n, double w)
+/* The mask of a span (pairs.h): every span is causal (right = 0); a
+ * sliding window of w keeps the query and the w - 1 keys before it, a
+ * chunk is w keys. */
+static mfu_attention_mask span_mask(mfu_span_kind kind, int64_t window)
 {
-    if (n <= w)
-        return n * (n + 1.0) / 2.0;
-    return w * (w + 1.0) / 2.0 + (n - w) * w;
-}
-
-/* One sequence of `len` tokens (doubles: exact below 2^53). */
-static double sequence_pairs(int64_t len, mfu_span_kind kind, int64_t window,
-                             mfu_causal causal)
-{
-    const int half = causal == MFU_CAUSAL_HALF;
-    const double s = (double)len, w = (double)window;
-    double whole, rest;
-
-    switch (kind) {
-    case MFU_SPAN_SLIDING:
-        /* full: each query charged the whole window it may see */
-        return half ? causal_window_pairs(s, w) : s * (len < window ? s : w);
-    case MFU_SPAN_CHUNKED:
-        /* len / w whole chunks of w and one of the rest */
-        whole = (double)(len / window);
-        rest = (double)(len % window);
-        return half ? whole * w * (w + 1.0) / 2.0 + rest * (rest + 1.0) / 2.0
-                    : whole * w * w + rest * rest;
-    case MFU_SPAN_FULL:
-    default:
-        return half ? s * s / 2.0 : s * s;
-    }
+    mfu_attention_mask mask = {.window_left = -1, .window_right = 0, .chunk = 0};
+    if (kind == MFU_SPAN_SLIDING)
+        mask.window_left = window - 1;
+    else if (kind == MFU_SPAN_CHUNKED)
+        mask.chunk = window;
+    return mask;
 }
 
 mfu_status mfu_span_pairs(const mfu_batch *batch, mfu_span_kind kind,
                           int64_t window, mfu_causal causal, double *pairs)
 {
-    double sum = 0.0;
+    double sum = 0.0, seq_pairs = 0.0;
+    mfu_attention_mask mask;
+    mfu_pair_count twice;
     if (!batch_ok(batch) || pairs == NULL)
         return MFU_ERR_INVALID_ARGUMENT;
     if (kind != MFU_SPAN_FULL && kind != MFU_SPAN_SLIDING &&
@@ -68,8 +52,19 @@ mfu_status mfu_span_pairs(const mfu_batch *batch, mfu_span_kind kind,
         return MFU_ERR_INVALID_ARGUMENT;
     if (kind != MFU_SPAN_FULL && window < 1)
         return MFU_ERR_INVALID_ARGUMENT;
-    for (size_t i = 0; i < batch->count; i++)
-        sum += sequence_pairs(batch->lengths[i], kind, window, causal);
+    mask = span_mask(kind, window);
+    for (size_t i = 0; i < batch->count; i++) {
+        /* a run of equal lengths (a padded batch) counts its first one's
+         * pairs: the exact count costs some 128-bit arithmetic per call */
+        if (i == 0 || batch->lengths[i] != batch->lengths[i - 1]) {
+            /* a valid length and mask: the rule cannot refuse them */
+            if (mfu_attention_pairs(batch->lengths[i], batch->lengths[i], &mask, causal,
+                                    &twice) != MFU_OK)
+                return MFU_ERR_INVALID_ARGUMENT;
+            seq_pairs = mfu_pair_count_double(twice) / 2.0;
+        }
+        sum += seq_pairs;
+    }
     *pairs = (double)batch->repeat * sum;
     return MFU_OK;
 }

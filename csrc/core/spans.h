@@ -25,6 +25,11 @@
  * it stays Megatron's exact half of the square. NB: so at s <= w a windowed
  * layer's "half" count is s(s+1)/2 while an unwindowed layer's is s^2/2;
  * they differ by s/2 per sequence and head.
+ *
+ * Each span is a causal mask (pairs.h): full is plain causal, a sliding
+ * window of w a left window of w - 1, a chunk of w a chunk; the pairs are
+ * pairs.h's rule (the one the op formulas count windows with), exact in
+ * integers and summed as doubles (exact below 2^53).
  */
 #ifndef MFU_SPANS_H
 #define MFU_SPANS_H

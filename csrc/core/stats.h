@@ -55,15 +55,10 @@ mfu_status mfu_peak_validate(const mfu_peak *peak, const char **bad_field);
 void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
                          double elapsed_s, mfu_metrics *out);
 
-/* ---- windowed statistics -------------------------------------------------
+/* ---- a window's figures --------------------------------------------------
  *
- * A step tracker pushes one record per resolved step: its period (seconds
- * between two step boundaries) and the work done in it. The window keeps
- * the last `capacity` records in a fixed ring allocated once (memory stays
- * bounded over any number of steps) after ignoring the first
- * `warmup_steps` pushes (compilation, allocator warm-up, first-batch I/O).
- *
- * Over the records in the window:
+ * A step tracker's window is a view over its steps' records (records.h):
+ * the last `window` steps timed after the first `warmup`. Over them:
  *   step_s_mean / _min / _max   of the step periods
  *   rates                       sums over the window / time over the window:
  *       tokens/s = sum(tokens) / sum(step_s), FLOP/s = sum(model_flops) /
@@ -71,18 +66,16 @@ void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
  *       mfu_metrics_compute -- NOT the mean of per-step ratios, which
  *       would overweight short steps: the window's figure is what the run
  *       achieved over that stretch of wall time.
- * An optional work field (executed_flops, param_bytes, num_tokens) left
- * NaN by any step in the window makes its total and its rates NaN until
- * that step leaves the window. No steps in the window: every figure NaN.
+ * A work field left NaN (unknown) by any step in the window makes its total
+ * and its rates NaN until that step leaves the window. No steps in the
+ * window: every figure NaN.
  */
 #include <stdint.h>
 
-typedef struct mfu_window mfu_window;
-
 typedef struct mfu_window_summary {
-    uint64_t steps_seen;    /* records pushed, warm-up included */
+    uint64_t steps_seen;    /* steps timed, warm-up included */
     uint64_t steps_skipped; /* of those, ignored as warm-up */
-    uint32_t steps;         /* records in the window; the figures cover these */
+    uint32_t steps;         /* steps in the window; the figures cover these */
     double window_s;        /* sum of their step periods */
     double step_s_mean;
     double step_s_min;
@@ -90,29 +83,5 @@ typedef struct mfu_window_summary {
     mfu_work totals;        /* their work, summed field by field */
     mfu_metrics metrics;    /* mfu_metrics_compute(&totals, peak, window_s) */
 } mfu_window_summary;
-
-/* A window over the last `capacity` steps (1 .. MFU_WINDOW_MAX, see
- * mfu_limits.h) after skipping the first `warmup_steps`.
- * MFU_ERR_INVALID_ARGUMENT for a capacity out of range, MFU_ERR_NO_MEMORY. */
-mfu_status mfu_window_create(uint32_t capacity, uint64_t warmup_steps,
-                             mfu_window **window);
-
-/* Free the window; NULL is a no-op. */
-void mfu_window_destroy(mfu_window *window);
-
-/* Record one step of `step_s` seconds (finite, >= 0) that did `work`
- * (checked by mfu_work_validate). A full window evicts its oldest record.
- * On MFU_ERR_INVALID_ARGUMENT nothing is recorded and *bad_field (when
- * bad_field is not NULL) names the field: "step_s", "model_flops", ... */
-mfu_status mfu_window_push(mfu_window *window, double step_s, const mfu_work *work,
-                           const char **bad_field);
-
-/* Summarize the window against `peak` (checked by mfu_peak_validate;
- * MFU_ERR_INVALID_ARGUMENT and *bad_field as for push). O(capacity). */
-mfu_status mfu_window_summarize(const mfu_window *window, const mfu_peak *peak,
-                                mfu_window_summary *out, const char **bad_field);
-
-/* Forget every record and restart the warm-up count. */
-void mfu_window_clear(mfu_window *window);
 
 #endif /* MFU_STATS_H */

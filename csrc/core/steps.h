@@ -5,8 +5,11 @@
  *
  * A step tracker (mfu_steps) owns three things:
  *   - a mark timer (timing.h) on the CUDA, HIP or CPU clock;
- *   - a window (stats.h) over the last `window` steps after `warmup`;
- *   - the *pending ring*: one record per mark taken but not yet accounted
+ *   - the *step records* (records.h): one per step, keyed by the step's id,
+ *     holding every fact of that step -- its period, its work, its phases,
+ *     its communication; the window (the last `window` steps timed after
+ *     `warmup`) is a view over them, and so are the job ledger's FLOPs;
+ *   - the *marks ring*: one entry per mark taken but not yet accounted
  *     for, keyed by the mark's id and carrying its kind.
  *
  * ## Boundaries and periods
@@ -23,11 +26,17 @@
  * event recorded on `stream`, so the period is GPU time between two points
  * of the stream.
  *
- * The call describes the step it *closes* (mfu_step_report). Its record
- * waits in the ring until the timer has resolved the mark (the GPU got
- * there); the *drain* then accounts for records in id order and pushes each
- * closed step's (period, work) into the window. Read every step on a GPU
- * clock, the figures therefore lag by about one step.
+ * The call describes the step it *closes* (mfu_step_report): that goes to
+ * the step's record at once. Its mark waits in the marks ring until the
+ * timer has resolved it (the GPU got there); the *drain* then accounts for
+ * marks in id order, charging each mark's time to the record of the step it
+ * falls in, and a closing boundary's to the step's period: the step is then
+ * *pushed* (timed) and joins the window. Read every step on a GPU clock,
+ * the figures therefore lag by about one step.
+ *
+ * Step ids: the k-th boundary opens step k, so the step a call closes is
+ * the number of boundaries before it (the first call closes none). A step
+ * lost to a clock failure keeps its id; the ids after it skip it.
  *
  * ## The work of a step (the masking rules)
  *
@@ -53,12 +62,25 @@
  *                   waterfall books them to compute. Absent or bad: 0 (a
  *                   bad one sets its bit), i.e. all of hfu - mfu is taken
  *                   for recompute, as before the counter told them apart.
+ *   language_flops  the language model's part of the model FLOPs (a VLM's
+ *                   vision tower left out), for mfu_language. Absent or
+ *                   bad: unknown.
  *
- * Unknown optional fields (executed FLOPs, bytes, tokens) enter the window as
- * NaN and make their totals and rates unavailable while the step is in the
- * window (stats.h). A step whose model FLOPs are unknown enters with 0 and
- * makes mfu, achieved FLOP/s and the model-FLOPs total unavailable (NaN) in
- * the summary for as long as it is among the window's steps.
+ * An unknown field (NaN) of any step in the window makes its total and the
+ * figures made from it unavailable (NaN) for as long as the step is among
+ * the window's steps: tokens/s for tokens, mfu, achieved FLOP/s and the
+ * model-FLOPs total for model FLOPs, and so on (stats.h).
+ *
+ * ## Booking: work learned after the boundary
+ *
+ * A caller that learns a step's work only later (the integrations resolve
+ * a step's FLOPs at logging time, from token counts still on the device at
+ * the boundary) books it onto the step by id: mfu_steps_book(). The given
+ * fields replace the record's, one by one; a pending step keeps them when it
+ * is pushed; a pushed one changes the window's figures and the ledger's
+ * FLOPs from the next reading on. A step is bookable from its closing
+ * boundary until its record leaves the ring: at least MFU_STEPS_KEPT pushed
+ * steps after it left the window.
  *
  * ## Never stalls
  *
@@ -84,19 +106,27 @@
  * once. Accounting stays exact: once a boundary was taken, boundaries - 1
  * = pushed (warm-up included) + dropped + pending (mfu_steps_counters).
  *
- * ## The ring's size, derived
+ * ## The rings' sizes, derived
  *
- * After every drain each record in the ring is for an unresolved mark, and
- * the timer never has more than mfu_timer_events_max() unresolved marks; a
- * call appends one record before draining again. So events_max + 1 records
- * always suffice, and the ring is allocated once with that size from the
- * timer's actual cap (a fallback timer gets the same sizes). A full ring
- * (which the bound says cannot happen) drops its oldest record, counted.
+ * After every drain each entry in the marks ring is for an unresolved mark,
+ * and the timer never has more than mfu_timer_events_max() unresolved
+ * marks; a call appends one entry before draining again. So events_max + 1
+ * entries always suffice, and the ring is allocated once with that size
+ * from the timer's actual cap (a fallback timer gets the same sizes). A
+ * full ring (which the bound says cannot happen) drops its oldest entry,
+ * counted.
  *
- * The same bound keeps every record's time readable: the timer keeps the
+ * The same bound keeps every mark's time readable: the timer keeps the
  * newest `history` >= events_max times, and a boundary drains what its own
  * mark resolved (a pool-full wait resolves older marks) before it appends,
  * so the marks resolved between two drains never outnumber the history.
+ *
+ * The step records: each pending step has its own unresolved closing mark,
+ * so at most events_max steps are pending, and one is open. A ring of
+ * window + MFU_STEPS_KEPT + events_max + 2 records therefore always holds
+ * the open step, every pending one, the window and MFU_STEPS_KEPT pushed
+ * steps more: a full ring's oldest record is a pushed step outside the
+ * window, which leaves (its model FLOPs stay in the ledger's totals).
  *
  * ## Phases (issue 11)
  *
@@ -135,8 +165,9 @@
  * as far as the GPU sat idle meanwhile). Nesting is not counted: a begin
  * while excluding, or an end while not, is a no-op.
  *
- * The window keeps, beside each step's period and work, its phase seconds
- * and excluded seconds (phases.h); mfu_steps_phases() gives their sums.
+ * A step's record keeps, beside its period and work, its phase seconds
+ * and excluded seconds (phases.h); mfu_steps_phases() gives the window's
+ * sums.
  *
  * ## Communication (issue 24; comm.h)
  *
@@ -179,17 +210,20 @@
  * mfu_steps_get_ledger() gives running sums since the tracker was created,
  * for the job ledger (mfu_tracker/job/): the closed steps accounted for
  * (warm-up included), their periods, their step phases' seconds, their model
- * FLOPs; the badput phases' seconds and the tracker's own excluded seconds
+ * FLOPs (read from their records: booked ones included); the badput phases'
+ * seconds and the tracker's own excluded seconds
  * as each interval ends (so a checkpoint after the last boundary counts,
- * once its marks resolve: at the latest at flush / close); and the wall-clock
+ * once its marks resolve: at the latest at flush / close); the wall-clock
  * time of the first boundary (read once, with timespec_get), where the
- * run's startup ends. Differences of two readings are an interval's.
+ * run's startup ends; and the first pushed step's period, whose excess over
+ * a normal step the ledger books as startup. Differences of two readings
+ * are an interval's.
  *
- * ## The ring holds one record per mark
+ * ## The marks ring holds one entry per mark
  *
- * Every call that takes a mark appends exactly one record (a boundary that
- * closes open phases closes them with its own record: the drain ends the
- * running phase at every boundary), so the bound of "The ring's size"
+ * Every call that takes a mark appends exactly one entry (a boundary that
+ * closes open phases closes them with its own entry: the drain ends the
+ * running phase at every boundary), so the bound of "The rings' sizes"
  * holds for phase and exclusion marks as for boundaries: events_max + 1.
  *
  * A tracker is used by one thread at a time (the bindings hold a lock).
@@ -202,6 +236,7 @@
 #include "comm.h"
 #include "mfu_status.h"
 #include "phases.h"
+#include "records.h"
 #include "stats.h"
 #include "timing.h"
 
@@ -224,7 +259,8 @@ enum {
     MFU_STEP_MODEL_FLOPS = 1u << 1,
     MFU_STEP_EXECUTED_FLOPS = 1u << 2,
     MFU_STEP_IDEAL_S = 1u << 3,
-    MFU_STEP_OVERCOMPUTE_FLOPS = 1u << 4
+    MFU_STEP_OVERCOMPUTE_FLOPS = 1u << 4,
+    MFU_STEP_LANGUAGE_FLOPS = 1u << 5
 };
 
 /* What a boundary says about the step it closes (see "The work of a
@@ -236,6 +272,7 @@ typedef struct mfu_step_report {
     double executed_flops; /* replaces the per-step default */
     double ideal_s;        /* mixed precision: replaces the per-step default */
     double overcompute_flops; /* see "The work of a step"; absent: 0 */
+    double language_flops; /* see "The work of a step"; absent: unknown */
 } mfu_step_report;
 
 typedef struct mfu_steps_counters {
@@ -261,6 +298,11 @@ typedef struct mfu_steps_summary {
     double overcompute;        /* its share of the window at the peak:
                                   overcompute_flops / window_s / peak (as
                                   hfu); NaN = unavailable */
+    double language_flops;     /* sum of the window's steps' language FLOPs;
+                                  NaN = unknown */
+    double mfu_language;       /* language_flops / window_s / peak (as mfu);
+                                  NaN = unavailable, and without model
+                                  FLOPs > 0 */
     double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
                                   NaN = unknown */
     mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */
@@ -319,18 +361,32 @@ void mfu_steps_close(mfu_steps *steps);
 /* Poll, then the windowed figures (see "The work of a step" for MFU). */
 void mfu_steps_summarize(mfu_steps *steps, mfu_steps_summary *out);
 
-/* The same figures with window *totals* given at logging time, by callers
- * that learn a window's work only then (the integrations resolve their
- * steps' FLOPs late; a distributed row reports them). Each field whose
- * MFU_STEP_* bit is in totals->given replaces the window's total -- NaN, a
- * negative or an infinite value as unknown -- and every ratio (MFU, HFU,
- * achieved FLOP/s, tokens/s, mfu_mixed) is formed again from the totals by
- * the same arithmetic as the window's own (over-compute FLOPs and their
- * share too). Given model FLOPs without ideal
- * seconds leave mfu_mixed unknown (they would not pair); executed FLOPs and
- * tokens not given keep the window's. Cannot fail. */
+/* The same figures with window *totals* a caller gives at logging time
+ * (Tracker.metrics(model_flops=...): a loop that knows only a window's work,
+ * not its steps'; one that knows a step's books it, mfu_steps_book). Each
+ * field whose MFU_STEP_* bit is in totals->given replaces the window's
+ * total -- NaN, a negative or an infinite value as unknown -- and every
+ * ratio (MFU, HFU, achieved FLOP/s, tokens/s, mfu_mixed, mfu_language, the
+ * over-compute share) is formed again from the totals by the same
+ * arithmetic as the window's own. Given model FLOPs without ideal seconds
+ * leave mfu_mixed unknown (they would not pair); totals not given keep the
+ * window's. Cannot fail. */
 void mfu_steps_summarize_with(mfu_steps *steps, const mfu_step_report *totals,
                               mfu_steps_summary *out);
+
+/* Book `report`'s given fields onto step `step` (see "Booking"): each
+ * replaces the record's; a value not finite >= 0 is recorded as unknown
+ * (over-compute: 0) and sets its bit in *bad (never NULL; set also when the
+ * step is not found). Status: MFU_OK; MFU_ERR_NOT_FOUND when the step is
+ * not closed yet, was lost to a clock failure or has left the ring (nothing
+ * changes). Never waits. */
+mfu_status mfu_steps_book(mfu_steps *steps, uint64_t step, const mfu_step_report *report,
+                          unsigned *bad);
+
+/* Poll, then copy the records of the window's steps, oldest first, into
+ * out[0 .. max - 1] (out may be NULL when max is 0). Returns the number of
+ * steps in the window (more than were copied when max is smaller). */
+uint32_t mfu_steps_window(mfu_steps *steps, uint32_t max, mfu_step_record *out);
 
 void mfu_steps_get_counters(const mfu_steps *steps, mfu_steps_counters *out);
 
@@ -438,6 +494,9 @@ typedef struct mfu_steps_ledger {
     uint64_t unknown_flops_steps; /* pushed steps whose model FLOPs were not */
     double first_boundary_unix_s; /* wall clock at the first boundary (seconds
                                      since the epoch); NaN before it */
+    double first_step_s;     /* the first pushed step's period, s (the job
+                                ledger books its excess over the run's
+                                median step as startup); NaN before it */
 } mfu_steps_ledger;
 
 /* Poll, then the totals. */

@@ -4,6 +4,8 @@
 #include <stddef.h>
 
 #include "blocks.h"
+#include "family_hybrid.h"
+#include "family_mla.h"
 #include "transformer.h"
 
 void mfu_transformer_dims_init(mfu_transformer_dims *dims)
@@ -16,6 +18,7 @@ void mfu_transformer_dims_init(mfu_transformer_dims *dims)
         .norms_per_layer = 2,
         .linear_chunk_size = 64, /* FLA / transformers' chunk_gated_delta_rule */
         .ssm_chunk_size = 256,   /* Mamba2Config's default chunk_size */
+        .ssm_norm = 1,           /* Mamba2Mixer.norm (MambaRMSNormGated) */
     };
 }
 
@@ -68,6 +71,7 @@ static const struct {
     {DIM(ssm_num_heads), 0}, {DIM(ssm_head_dim), 0}, {DIM(ssm_state_size), 0},
     {DIM(ssm_num_groups), 0}, {DIM(ssm_conv_kernel), 0},
     {DIM(ssm_chunk_size), 1}, {DIM(num_mtp_layers), 0},
+    {DIM(mlp_act_params), 0},
 };
 
 /* 0 / 1 fields. */
@@ -78,7 +82,8 @@ static const struct {
     {DIM(qkv_bias)}, {DIM(attention_out_bias)}, {DIM(attention_gate)},
     {DIM(attention_sinks)}, {DIM(mlp_bias)}, {DIM(shared_expert_gate)},
     {DIM(router_bias)}, {DIM(tie_word_embeddings)}, {DIM(ssm_conv_bias)},
-    {DIM(ssm_proj_bias)},
+    {DIM(ssm_proj_bias)}, {DIM(unbiased_experts)}, {DIM(attention_gate_proj)},
+    {DIM(lm_head_bias)}, {DIM(bidirectional)},
 };
 
 #undef DIM
@@ -112,8 +117,7 @@ static mfu_status check_tables(const mfu_transformer_dims *d, const char **bf)
 /* Attention layers: the heads (GQA) or the latent ranks (MLA). */
 static mfu_status check_attention(const mfu_transformer_dims *d, const char **bf)
 {
-    const int any = d->num_layers - d->num_linear_layers - d->num_ssm_layers > 0 ||
-                    d->num_mtp_layers > 0;
+    const int any = mfu_attention_layer_count(d) > 0 || d->num_mtp_layers > 0;
     if (!any)
         return MFU_OK;
     if (d->num_heads < 1)
@@ -140,18 +144,32 @@ static mfu_status check_attention(const mfu_transformer_dims *d, const char **bf
 /* The layer partition and each mixer's dims. */
 static mfu_status check_layers(const mfu_transformer_dims *d, const char **bf)
 {
+    const int64_t mixers = d->num_layers - d->num_mlp_only_layers;
     int64_t attention;
-    if (d->num_linear_layers > d->num_layers)
+    mfu_status st;
+    if ((st = mfu_hybrid_check(d, bf)) != MFU_OK)
+        return st;
+    if (d->num_linear_layers > mixers)
         return bad(bf, "num_linear_layers");
-    if (d->num_ssm_layers > d->num_layers - d->num_linear_layers)
+    if (d->num_ssm_layers > mixers - d->num_linear_layers)
         return bad(bf, "num_ssm_layers");
-    attention = d->num_layers - d->num_linear_layers - d->num_ssm_layers;
+    if (d->num_short_conv_layers >
+        mixers - d->num_linear_layers - (d->ssm_parallel ? 0 : d->num_ssm_layers))
+        return bad(bf, "num_short_conv_layers");
+    attention = mfu_attention_layer_count(d);
+    if (d->ssm_parallel && d->num_ssm_layers > attention) /* beside attention */
+        return bad(bf, "num_ssm_layers");
     if (d->num_sliding_layers > attention ||
         (d->sliding_window == 0 && d->num_sliding_layers != 0))
         return bad(bf, "num_sliding_layers");
     if (d->num_chunked_layers > attention - d->num_sliding_layers ||
         (d->attention_chunk_size == 0 && d->num_chunked_layers != 0))
         return bad(bf, "num_chunked_layers");
+    /* a bidirectional window spans both sides: not the spans of spans.h */
+    if (d->bidirectional && d->num_sliding_layers + d->num_chunked_layers > 0)
+        return bad(bf, "bidirectional");
+    if (d->attention_gate_proj && !d->attention_gate)
+        return bad(bf, "attention_gate_proj");
     if (d->num_linear_layers > 0) {
         if (d->linear_num_key_heads < 1 || d->linear_key_head_dim < 1)
             return bad(bf, d->linear_num_key_heads < 1 ? "linear_num_key_heads"
@@ -162,7 +180,9 @@ static mfu_status check_layers(const mfu_transformer_dims *d, const char **bf)
         if (d->linear_value_head_dim < 1)
             return bad(bf, "linear_value_head_dim");
     }
-    if (d->num_ssm_layers > 0) {
+    if ((st = mfu_linear_kind_check(d, bf)) != MFU_OK)
+        return st;
+    if (d->num_ssm_layers > 0 && d->ssm_kind == MFU_SSM_MAMBA2) {
         if (d->ssm_num_heads < 1 || d->ssm_head_dim < 1 || d->ssm_state_size < 1)
             return bad(bf, d->ssm_num_heads < 1 ? "ssm_num_heads"
                            : d->ssm_head_dim < 1 ? "ssm_head_dim" : "ssm_state_size");
@@ -186,7 +206,7 @@ static mfu_status check_mlp(const mfu_transformer_dims *d, const char **bf)
             return bad(bf, "experts_per_token");
         if (d->moe_intermediate_size < 1)
             return bad(bf, "moe_intermediate_size");
-        if (d->num_dense_layers > d->num_layers)
+        if (d->num_dense_layers > d->num_layers - d->num_mixer_only_layers)
             return bad(bf, "num_dense_layers");
         dense = d->num_dense_layers;
     } else {
@@ -196,9 +216,9 @@ static mfu_status check_mlp(const mfu_transformer_dims *d, const char **bf)
             return bad(bf, "moe_intermediate_size");
         if (d->shared_expert_intermediate_size != 0)
             return bad(bf, "shared_expert_intermediate_size");
-        if (d->num_dense_layers != 0 && d->num_dense_layers != d->num_layers)
+        dense = d->num_layers - d->num_mixer_only_layers; /* every MLP layer */
+        if (d->num_dense_layers != 0 && d->num_dense_layers != dense)
             return bad(bf, "num_dense_layers");
-        dense = d->num_layers;
     }
     if (d->shared_expert_gate && d->shared_expert_intermediate_size == 0)
         return bad(bf, "shared_expert_gate");
@@ -227,8 +247,9 @@ static mfu_status check_options(const mfu_transformer_dims *d,
     if (o->lora_rank < 0)
         return bad(bf, "lora_rank");
     /* adapters are counted on GQA projections and MLPs only */
-    if (o->lora_rank > 0 && (d->attention == MFU_ATTENTION_MLA ||
-                             d->num_linear_layers > 0 || d->num_ssm_layers > 0))
+    if (o->lora_rank > 0 && (d->attention == MFU_ATTENTION_MLA || d->attention_gate_proj ||
+                             d->num_linear_layers > 0 || d->num_ssm_layers > 0 ||
+                             d->num_short_conv_layers > 0 || d->moe_latent_size > 0))
         return bad(bf, "lora_rank");
     if ((o->lora_targets & ~(unsigned)MFU_LORA_ALL) != 0 ||
         (o->lora_rank > 0) != (o->lora_targets != 0))
@@ -261,22 +282,25 @@ mfu_status mfu_transformer_validate(const mfu_transformer_dims *dims,
 
 /* Layers by kind. */
 typedef struct layer_mix {
-    double layers, full, sliding, chunked, linear, ssm, dense, moe, mtp;
+    double layers, full, sliding, chunked, linear, ssm, conv, dense, moe, mtp;
 } layer_mix;
 
 static layer_mix mix_of(const mfu_transformer_dims *d)
 {
+    /* layers holding an MLP (all but Nemotron-H's mixer blocks) */
+    const double mlp_layers = (double)(d->num_layers - d->num_mixer_only_layers);
     layer_mix m;
     m.layers = (double)d->num_layers;
     m.linear = (double)d->num_linear_layers;
     m.ssm = (double)d->num_ssm_layers;
+    m.conv = (double)d->num_short_conv_layers;
     m.sliding = (double)d->num_sliding_layers;
     m.chunked = (double)d->num_chunked_layers;
-    m.full = m.layers - m.linear - m.ssm - m.sliding - m.chunked;
+    m.full = (double)mfu_attention_layer_count(d) - m.sliding - m.chunked;
     m.dense = d->mlp == MFU_MLP_NONE ? 0.0
               : d->num_experts > 0   ? (double)d->num_dense_layers
-                                     : m.layers;
-    m.moe = d->num_experts > 0 ? m.layers - m.dense : 0.0;
+                                     : mlp_layers;
+    m.moe = d->num_experts > 0 ? mlp_layers - m.dense : 0.0;
     m.mtp = (double)d->num_mtp_layers;
     return m;
 }
@@ -292,8 +316,9 @@ static model_tally tally_model(const mfu_transformer_dims *d,
 {
     const double h = (double)d->hidden_size;
     const mfu_tally att = mfu_attention_tally(d, o);
-    const mfu_tally lin = mfu_linear_attention_tally(d);
-    const mfu_tally ssm = mfu_ssm_tally(d);
+    const mfu_tally lin = mfu_linear_mixer_tally(d);
+    const mfu_tally ssm = mfu_ssm_mixer_tally(d);
+    const mfu_tally conv = mfu_short_conv_tally(d);
     const mfu_tally dense = mfu_mlp_tally(d, o, (double)d->intermediate_size);
     const double norm = mfu_norm_params(d, h);
     const double attention_layers = m->full + m->sliding + m->chunked;
@@ -306,10 +331,12 @@ static model_tally tally_model(const mfu_transformer_dims *d,
      * shared_head.norm and one decoder layer (MoE when the model has experts) */
     mtp_mlp = d->num_experts > 0 ? act : dense;
     t.matmul = attention_layers * att.matmul + m->linear * lin.matmul +
-               m->ssm * ssm.matmul + m->dense * dense.matmul + m->moe * act.matmul +
+               m->ssm * ssm.matmul + m->conv * conv.matmul + m->dense * dense.matmul +
+               m->moe * act.matmul +
                m->mtp * (att.matmul + mtp_mlp.matmul + 2.0 * h * h);
     t.params_active = attention_layers * att.params + m->linear * lin.params +
-                      m->ssm * ssm.params + m->dense * dense.params +
+                      m->ssm * ssm.params + m->conv * conv.params +
+                      m->dense * (dense.params + (double)d->mlp_act_params) +
                       m->moe * act.params + m->layers * (double)d->norms_per_layer * norm +
                       norm + /* the final norm */
                       m->mtp * (att.params + mtp_mlp.params + 2.0 * h * h +
@@ -326,12 +353,14 @@ static mfu_status attention_term(const mfu_transformer_dims *d,
                                  const mfu_transformer_options *o,
                                  const mfu_batch *b, const layer_mix *m, double *out)
 {
+    /* bidirectional attention computes every pair: nothing to halve */
+    const mfu_causal causal = d->bidirectional ? MFU_CAUSAL_FULL : o->causal;
     double full, sliding = 0.0, chunked = 0.0;
     mfu_status st;
     *out = 0.0;
     if (o->formula == MFU_FORMULA_6N || m->full + m->sliding + m->chunked + m->mtp == 0.0)
         return MFU_OK;
-    if ((st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, o->causal, &full)) != MFU_OK)
+    if ((st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, causal, &full)) != MFU_OK)
         return st;
     if (m->sliding > 0.0 &&
         (st = mfu_span_pairs(b, MFU_SPAN_SLIDING, d->sliding_window, o->causal,
@@ -346,40 +375,54 @@ static mfu_status attention_term(const mfu_transformer_dims *d,
     return MFU_OK;
 }
 
-/* The scans (PALM, MATMUL) and the mixers' depthwise convolutions (MATMUL:
- * 2 * kernel FLOPs per channel and computed position). */
+/* FLOPs of `layers` depthwise causal conv1d layers of `channels` channels
+ * and kernel `kernel` over the batch: 2 * kernel FLOPs per channel and
+ * computed position (spans.h); none for a kernel of 0. */
+static mfu_status conv_flops(const mfu_batch *b, double layers, int64_t kernel,
+                             double channels, double *out)
+{
+    double pos;
+    mfu_status st;
+    if (layers == 0.0 || kernel < 1)
+        return MFU_OK;
+    if ((st = mfu_batch_padded_tokens(b, kernel - 1, &pos)) != MFU_OK)
+        return st;
+    *out += layers * 2.0 * (double)kernel * channels * pos;
+    return MFU_OK;
+}
+
+/* The scans (PALM, MATMUL) and the mixers' depthwise convolutions (MATMUL). */
 static mfu_status mixer_terms(const mfu_transformer_dims *d,
                               const mfu_transformer_options *o, const mfu_batch *b,
                               const layer_mix *m, mfu_scan_flops *scan, double *conv)
 {
     mfu_scan_flops s = {0.0, 0.0};
-    double pos;
     mfu_status st;
     *scan = s;
     *conv = 0.0;
     if (o->formula == MFU_FORMULA_6N)
         return MFU_OK;
     if (m->linear > 0.0) {
-        if ((st = mfu_deltanet_scan(d, b, &s)) != MFU_OK ||
-            (st = mfu_batch_padded_tokens(b, d->linear_conv_kernel - 1, &pos)) != MFU_OK)
+        if ((st = mfu_deltanet_scan(d, b, &s)) != MFU_OK) /* KDA's too: family_mla.h */
             return st;
         scan->forward += m->linear * s.forward;
         scan->model += m->linear * s.model;
-        if (o->formula == MFU_FORMULA_MATMUL)
-            *conv += m->linear * 2.0 * (double)d->linear_conv_kernel *
-                     mfu_linear_conv_channels(d) * pos;
     }
     if (m->ssm > 0.0) {
-        if ((st = mfu_ssd_scan(d, b, &s)) != MFU_OK ||
-            (st = mfu_batch_padded_tokens(b, d->ssm_conv_kernel - 1, &pos)) != MFU_OK)
+        if ((st = mfu_ssm_mixer_scan(d, b, &s)) != MFU_OK)
             return st;
         scan->forward += m->ssm * s.forward;
         scan->model += m->ssm * s.model;
-        if (o->formula == MFU_FORMULA_MATMUL)
-            *conv += m->ssm * 2.0 * (double)d->ssm_conv_kernel *
-                     mfu_ssm_conv_channels(d) * pos;
     }
-    return MFU_OK;
+    if (o->formula != MFU_FORMULA_MATMUL)
+        return MFU_OK;
+    if ((st = conv_flops(b, m->linear, d->linear_conv_kernel, mfu_linear_conv_channels(d),
+                         conv)) != MFU_OK ||
+        (st = conv_flops(b, m->ssm, d->ssm_conv_kernel, mfu_ssm_mixer_conv_channels(d),
+                         conv)) != MFU_OK)
+        return st;
+    /* LFM2's short convolutions: no scan */
+    return conv_flops(b, m->conv, d->short_conv_kernel, (double)d->hidden_size, conv);
 }
 
 /* The language model's totals from its parts. */
@@ -391,9 +434,13 @@ static void combine(const mfu_transformer_dims *d, const mfu_transformer_options
     const double h = (double)d->hidden_size, vocab = (double)d->vocab_size;
     const double n_emb = vocab * h + (double)d->num_positions * h;
     const double lm_head = vocab * h; /* [d -> V], once per head application */
+    const double lm_bias = d->lm_head_bias ? vocab : 0.0; /* PhimoeForCausalLM */
     const double final_norm = mfu_norm_params(d, h);
-    const double layers_w = o->formula == MFU_FORMULA_MATMUL ? t->matmul : t->params_active;
-    const double weights = layers_w + (o->include_lm_head ? (1.0 + m->mtp) * lm_head : 0.0) +
+    const int matmul = o->formula == MFU_FORMULA_MATMUL;
+    const double layers_w = matmul ? t->matmul : t->params_active;
+    /* per lm_head application; its bias is a parameter, not a matmul */
+    const double head_w = lm_head + (matmul ? 0.0 : lm_bias);
+    const double weights = layers_w + (o->include_lm_head ? (1.0 + m->mtp) * head_w : 0.0) +
                            (o->include_embedding ? n_emb : 0.0);
     const double base = o->lora_rank > 0 ? 4.0 : 6.0; /* frozen base: no weight grad */
 
@@ -407,17 +454,16 @@ static void combine(const mfu_transformer_dims *d, const mfu_transformer_options
     else if (o->recompute == MFU_RECOMPUTE_FULL)
         /* the decoder layers' forward again (not the final norm, the
          * lm_head or the embedding) */
-        r->hardware_flops += 2.0 * (layers_w - (o->formula == MFU_FORMULA_MATMUL ? 0.0
-                                                                                 : final_norm)) *
-                                 tokens +
+        r->hardware_flops += 2.0 * (layers_w - (matmul ? 0.0 : final_norm)) * tokens +
                              2.0 * t->lora_active * tokens + attn + scan->forward + conv;
     r->attention_flops = attn;
     r->scan_flops = scan->forward;
     r->language_flops = r->model_flops;
     r->vision_flops = 0.0;
-    r->num_params = t->params_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    r->num_params = t->params_all + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head) + lm_bias;
     r->num_embedding_params = n_emb;
-    r->num_active_params = t->params_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head);
+    r->num_active_params = t->params_active + n_emb + (d->tie_word_embeddings ? 0.0 : lm_head) +
+                           lm_bias;
     r->num_adapter_params = t->lora_all;
     r->num_tokens = tokens;
 }

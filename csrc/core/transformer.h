@@ -1,8 +1,9 @@
 /*
  * transformer.h -- analytic FLOPs of a model from its dimensions (no model
  * needed): decoder layers of standard (GQA) or multi-head latent attention,
- * gated DeltaNet linear attention or Mamba-2 SSM mixers; dense, MoE and
- * shared-expert MLPs; the lm_head and multi-token-prediction layers; a
+ * gated DeltaNet / Kimi delta linear attention, Mamba-2 / Mamba-1 SSM or
+ * short-convolution mixers (alone, beside attention, or in MLP-free blocks);
+ * dense, MoE and shared-expert MLPs; the lm_head and multi-token-prediction layers; a
  * vision tower (vision.h) in front.
  *
  * Units: FLOPs (one multiply-add = 2 FLOPs), in double (a run's total
@@ -54,6 +55,18 @@ typedef enum mfu_attention_kind {
     MFU_ATTENTION_MLA = 1  /* DeepSeek multi-head latent attention */
 } mfu_attention_kind;
 
+/* The linear-attention mixer of the num_linear_layers (family_mla.h). */
+typedef enum mfu_linear_kind {
+    MFU_LINEAR_GATED_DELTANET = 0, /* Qwen3-Next / Qwen3.5 gated DeltaNet */
+    MFU_LINEAR_KDA = 1             /* Kimi Linear's Kimi delta attention */
+} mfu_linear_kind;
+
+/* The state-space mixer of the num_ssm_layers (family_hybrid.h). */
+typedef enum mfu_ssm_kind {
+    MFU_SSM_MAMBA2 = 0, /* Mamba-2 SSD (Mamba2, Bamba, Granite 4, Nemotron-H, Falcon-H1) */
+    MFU_SSM_MAMBA1 = 1  /* Mamba-1 selective scan (Jamba) */
+} mfu_ssm_kind;
+
 /* LoRA target bits (mfu_transformer_options.lora_targets). On a GELU MLP,
  * UP is the first matrix (GPT-2 c_fc) and DOWN the second (mlp.c_proj);
  * GATE does not exist there. On MoE layers the MLP bits adapt every expert
@@ -74,10 +87,15 @@ enum {
 /*
  * A model by its dimensions. Field names are the Python keyword names, and
  * the validator reports a bad one by that name. Layers partition as
- *   L = attention layers + num_linear_layers + num_ssm_layers,
+ *   L - num_mlp_only_layers = attention layers + num_linear_layers
+ *                             + num_ssm_layers + num_short_conv_layers,
  *   attention layers = full + num_sliding_layers + num_chunked_layers,
- * and, for the MLP, L = dense + MoE layers (MoE = L - num_dense_layers when
- * num_experts > 0), except with mlp "none".
+ * (with ssm_parallel the SSM layers are attention layers that also run an
+ * SSM: they leave the sum), and, for the MLP,
+ *   L - num_mixer_only_layers = dense + MoE layers
+ * (MoE = L - num_mixer_only_layers - num_dense_layers when num_experts > 0),
+ * except with mlp "none". A plain decoder has no MLP-only or mixer-only
+ * layers; Nemotron-H's blocks are one or the other.
  */
 typedef struct mfu_transformer_dims {
     int64_t hidden_size;       /* d */
@@ -109,7 +127,10 @@ typedef struct mfu_transformer_dims {
     int64_t moe_intermediate_size;           /* each expert's width */
     int64_t shared_expert_intermediate_size; /* 0 = no shared expert */
     int shared_expert_gate; /* Linear(d, 1) on the shared expert (Qwen) */
-    int router_bias;        /* the router Linear has a bias (gpt-oss) */
+    int router_bias;        /* E more router parameters: the router Linear's
+                             * bias (gpt-oss) or a learned per-expert score
+                             * bias (ERNIE 4.5 e_score_correction_bias,
+                             * AFMoE expert_bias); no matmul */
     int64_t num_dense_layers; /* with experts: layers using the dense MLP */
     /* embeddings */
     int tie_word_embeddings;  /* lm_head shares the token embedding */
@@ -129,6 +150,31 @@ typedef struct mfu_transformer_dims {
     int ssm_conv_bias, ssm_proj_bias;
     /* multi-token prediction layers (DeepSeek-V3, GLM-4.5) */
     int64_t num_mtp_layers;
+    /* hybrid mixers and layer layouts (family_mla.h, family_hybrid.h) */
+    mfu_linear_kind linear_kind; /* KDA: key and value heads / dims equal */
+    mfu_ssm_kind ssm_kind;
+    int ssm_parallel;       /* SSM layers also run attention (Falcon-H1) */
+    int ssm_norm;           /* Mamba-2 gated RMSNorm(I) (default 1) */
+    int ssm_out_proj_bias;  /* out_proj bias (ssm_proj_bias: in_proj's) */
+    int64_t ssm_intermediate_size, ssm_dt_rank; /* Mamba-1: I, dt rank */
+    int ssm_inner_norms;    /* Mamba-1: dt / B / C RMSNorms (Jamba) */
+    int64_t num_short_conv_layers, short_conv_kernel; /* LFM2 short conv */
+    int short_conv_bias;    /* its in_proj, conv and out_proj biases */
+    int64_t num_mlp_only_layers, num_mixer_only_layers; /* Nemotron-H blocks */
+    int64_t moe_latent_size; /* experts run in a latent width (Nemotron-H) */
+    int unbiased_experts;    /* routed experts carry no bias even with mlp_bias
+                              * (NemotronHExperts, ERNIE 4.5 MoE's MixtralExperts) */
+    /* structure a few dense / MoE families add (families.h: family_dense.c,
+     * family_moe.c); each 0 = the layout above */
+    int attention_gate_proj; /* the output gate is its own gate_proj [d ->
+                              * H*Q] without bias (AFMoE), not q_proj's
+                              * second half; needs attention_gate */
+    int lm_head_bias;        /* the lm_head Linear has a bias (PhiMoE) */
+    int bidirectional;       /* attention is not causal (Gemma's
+                              * use_bidirectional_attention): "half" counts
+                              * the full square; no windowed layers */
+    int64_t mlp_act_params;  /* learned scalars of each dense MLP's
+                              * activation (xIELU's alpha_p, alpha_n: 2) */
 } mfu_transformer_dims;
 
 typedef enum mfu_flops_formula {
@@ -176,8 +222,9 @@ typedef struct mfu_transformer_flops {
     double num_tokens;        /* T: language tokens */
 } mfu_transformer_flops;
 
-/* Defaults: a dense SwiGLU/RMSNorm GQA layout, 2 norms per layer, everything
- * else zero; options PALM, FULL, lm_head included, embedding excluded, no
+/* Defaults: a dense SwiGLU/RMSNorm GQA layout, 2 norms per layer, the
+ * Mamba-2 gated norm on (ssm_norm), the scan chunks (linear 64, SSM 256),
+ * everything else zero; options PALM, FULL, lm_head included, embedding excluded, no
  * recompute, no LoRA. */
 void mfu_transformer_dims_init(mfu_transformer_dims *dims);
 void mfu_transformer_options_init(mfu_transformer_options *options);

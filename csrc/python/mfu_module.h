@@ -28,7 +28,7 @@ typedef struct mfu_module_state {
      * num_tokens, model_flops, executed_flops, flops_by_dtype,
      * overcompute_flops. */
     PyObject *step_kwnames[5];
-    PyObject *summary_kwnames[5]; /* StepTracker.summary()'s window totals */
+    PyObject *summary_kwnames[6]; /* summary()'s totals, book()'s fields */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -205,5 +205,6 @@ int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);
 int mfu_py_kernels_exec(PyObject *module);
+int mfu_py_nodes_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */

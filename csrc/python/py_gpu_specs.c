@@ -18,7 +18,9 @@
  * memory_bandwidth_bytes_per_sec (0.0 = not sourced), peak_tflops
  * ({dtype: dense TFLOP/s}, only the dtypes the device has),
  * unpublished_dtypes (the dtypes it computes with no published dense peak),
- * mig_fraction, citation. For a partition, peaks and bandwidth are scaled by mig_fraction.
+ * mig_fraction, citation, tokens (the words the lookup reads in a name:
+ * the row's model, variant, reject and required tokens, space-separated).
+ * For a partition, peaks and bandwidth are scaled by mig_fraction.
  *
  * Every rule (which row a name is, what the override text means) is the
  * core's; this file only converts arguments (py_args.h) and results.
@@ -90,15 +92,28 @@ static PyObject *unpublished_tuple(const mfu_gpu_spec *spec)
     return tuple;
 }
 
+static const char *or_empty(const char *text)
+{
+    return text != NULL ? text : "";
+}
+
 static PyObject *spec_to_dict(const mfu_gpu_spec *spec, double fraction,
                               int num_sms)
 {
     PyObject *cc = spec->cc_major >= 0
                        ? Py_BuildValue("(ii)", spec->cc_major, spec->cc_minor)
                        : Py_NewRef(Py_None);
+    PyObject *tokens = PyUnicode_FromFormat(
+        "%s %s %s %s", or_empty(spec->model_token), or_empty(spec->variant_tokens),
+        or_empty(spec->reject_tokens), or_empty(spec->required_token));
+    if (cc == NULL || tokens == NULL) {
+        Py_XDECREF(cc);
+        Py_XDECREF(tokens);
+        return NULL;
+    }
     /* "N" hands each new object to the dict (or releases it on failure). */
     return Py_BuildValue(
-        "{s:s,s:s,s:s,s:N,s:z,s:i,s:i,s:d,s:K,s:d,s:N,s:N,s:d,s:s}",
+        "{s:s,s:s,s:s,s:N,s:z,s:i,s:i,s:d,s:K,s:d,s:N,s:N,s:d,s:s,s:N}",
         "name", spec->name, "vendor", spec->vendor,
         "architecture", spec->architecture, "compute_capability", cc,
         "gfx_arch", spec->gfx_arch, "num_sms", num_sms,
@@ -108,7 +123,7 @@ static PyObject *spec_to_dict(const mfu_gpu_spec *spec, double fraction,
         spec->memory_bandwidth_bytes_per_sec * fraction,
         "peak_tflops", peaks_dict(spec, fraction),
         "unpublished_dtypes", unpublished_tuple(spec), "mig_fraction", fraction,
-        "citation", spec->source);
+        "citation", spec->source, "tokens", tokens);
 }
 
 /* ---- arguments ------------------------------------------------------------ */

@@ -27,49 +27,11 @@
 #include <stdint.h>
 
 #include "../core/ops.h"
+#include "mfu_capsules.h" /* the table _C publishes: mfu_ops_api */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Version 1 was the per-formula table of flops.h (mfu_flops_api); 2 had
- * no dtype in mfu_op_call / mfu_op_flops; 3 had fewer roles (no windows,
- * no block masks: a smaller mfu_op_input array); 4 no sites (node,
- * model_self, overcompute, site; ops.h). */
-#define MFU_OPS_API_VERSION 5u
-#define MFU_OPS_API_CAPSULE "mfu_tracker._C._ops_api"
-
-/* A registered custom formula (opaque). */
-typedef struct mfu_formula mfu_formula;
-
-typedef struct mfu_ops_api {
-    unsigned abi_version; /* MFU_OPS_API_VERSION of the publisher */
-
-    struct { /* core/ops.h (and mfu_status_str); any thread */
-        const char *(*status_str)(mfu_status status);
-        const mfu_op_spec *(*find)(const char *name);
-        size_t (*inputs)(const mfu_op_spec *spec, mfu_op_input *inputs);
-        const char *(*role_name)(mfu_op_role role);
-        const char *(*kind_name)(mfu_op_kind kind);
-        const char *(*site_name)(mfu_op_site site);
-        mfu_status (*count)(const mfu_op_spec *spec, const mfu_op_call *call,
-                            mfu_op_flops *out, mfu_op_error *error);
-    } core;
-
-    struct { /* the custom formulas of this _C; pass `registry` to each */
-        void *registry;
-        /* Any thread, no GIL needed. */
-        uint64_t (*generation)(void *registry);
-        const mfu_formula *(*find)(void *registry, const char *name);
-        /* GIL held. Call `formula` with `args` (a tuple: the op's arguments
-         * in schema order, tensors as shape tuples) and turn its answer into
-         * *out (mfu_op_custom_flops' rule). 0, or -1 with an exception set
-         * whose text says what went wrong ("custom formula raised: ..."). */
-        int (*count)(const mfu_formula *formula, PyObject *args,
-                     int any_input_requires_grad, const mfu_op_call *call,
-                     mfu_op_flops *out);
-    } formulas;
-} mfu_ops_api;
 
 /* Add the op functions and the capsule to the module (py_flops.c calls it
  * from its exec); 0 / -1. */

@@ -285,12 +285,13 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
 /* ledger(): the job ledger's running totals (core/steps.h): steps (closed,
  * accounted for), dropped, step_s, phase_s (every phase, seconds), own_s,
  * model_flops (known steps), unknown_flops_steps, first_boundary_unix_s
- * (None before the first boundary). */
+ * (None before the first boundary), first_step_s (None before the first
+ * pushed step). */
 PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
 {
     step_object *s = (step_object *)self;
     mfu_steps_ledger totals;
-    PyObject *seconds, *first;
+    PyObject *seconds, *first, *first_step;
     if (mfu_py_step_require_init(s) < 0)
         return NULL;
     mfu_py_lock_acquire(s->lock);
@@ -307,12 +308,19 @@ PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
         Py_DECREF(seconds);
         return NULL;
     }
-    return Py_BuildValue("{sKsKsdsNsdsdsKsN}", "steps", (unsigned long long)totals.steps,
+    first_step = isnan(totals.first_step_s) ? Py_NewRef(Py_None)
+                                            : PyFloat_FromDouble(totals.first_step_s);
+    if (first_step == NULL) {
+        Py_DECREF(seconds);
+        Py_DECREF(first);
+        return NULL;
+    }
+    return Py_BuildValue("{sKsKsdsNsdsdsKsNsN}", "steps", (unsigned long long)totals.steps,
                          "dropped", (unsigned long long)totals.dropped, "step_s",
                          totals.step_s, "phase_s", seconds, "own_s", totals.own_s,
                          "model_flops", totals.model_flops, "unknown_flops_steps",
                          (unsigned long long)totals.unknown_flops_steps,
-                         "first_boundary_unix_s", first);
+                         "first_boundary_unix_s", first, "first_step_s", first_step);
 }
 
 int mfu_py_phases_exec(PyObject *module)

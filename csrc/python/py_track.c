@@ -143,29 +143,46 @@ static int mixed_ideal_s(mfu_module_state *state, PyObject *obj, PyObject *peaks
     return 0;
 }
 
-/* A number equal to 0 (an int or a float, not a bool; anything else is
- * left to the argument checks that follow). */
-static int is_zero_number(PyObject *obj)
+/* The value of a number (an int or a float, not a bool) in *out; 0 for
+ * anything else (left to the argument checks that follow). */
+static int number_value(PyObject *obj, double *out)
 {
-    return (PyFloat_Check(obj) || (PyLong_Check(obj) && !PyBool_Check(obj))) &&
-           PyObject_IsTrue(obj) == 0;
+    if (!(PyFloat_Check(obj) || (PyLong_Check(obj) && !PyBool_Check(obj))))
+        return 0;
+    *out = PyFloat_Check(obj) ? PyFloat_AS_DOUBLE(obj) : PyLong_AsDouble(obj);
+    if (*out == -1.0 && PyErr_Occurred()) {   /* an int too large for a double */
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
 }
 
-/* flop_count = 0 or param_bytes = 0 would give MFU (MBU) 0 by definition: a
- * count that is missing, never a measurement. Rejected before any work. */
-static int check_nonzero_work(PyObject *const *values)
+/* flop_count and param_bytes must be finite and > 0: 0 would give MFU (MBU)
+ * 0 by definition -- a count that is missing, never a measurement. One
+ * wording for every bad value, before any work. */
+static int check_positive_work(PyObject *const *values)
 {
-    if (is_zero_number(values[ARG_FLOP_COUNT])) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "flop_count",
-                     "must be > 0, got 0: a block of 0 model FLOPs has MFU 0 by "
-                     "definition; count them with transformer_flops(), profile_flops() "
-                     "or FlopCounter");
+    double v;
+    if (number_value(values[ARG_FLOP_COUNT], &v) && !(isfinite(v) && v > 0.0)) {
+        if (v == 0.0)
+            mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "flop_count",
+                         "must be a finite number > 0, got 0: a block of 0 model FLOPs has "
+                         "MFU 0 by definition; count them with transformer_flops(), "
+                         "profile_flops() or FlopCounter");
+        else
+            mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "flop_count",
+                         "must be a finite number > 0, got %g", v);
         return -1;
     }
-    if (is_zero_number(values[ARG_PARAM_BYTES])) {
-        mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "param_bytes",
-                     "must be > 0 or None, got 0 (a model without parameters?): 0 bytes "
-                     "would give MBU 0; pass None to leave MBU out");
+    if (values[ARG_PARAM_BYTES] != Py_None && number_value(values[ARG_PARAM_BYTES], &v)
+        && !(isfinite(v) && v > 0.0)) {
+        if (v == 0.0)
+            mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "param_bytes",
+                         "must be a finite number > 0 or None, got 0 (a model without "
+                         "parameters?): 0 bytes would give MBU 0; pass None to leave MBU out");
+        else
+            mfu_py_raise(MFU_ERR_INVALID_ARGUMENT, "param_bytes",
+                         "must be a finite number > 0 or None, got %g", v);
         return -1;
     }
     return 0;
@@ -183,7 +200,7 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
 
     if (mfu_py_bind("track", state->track_kwnames, ARG_COUNT, 2, 1, args,
                     PyVectorcall_NARGS(nargsf), kwnames, values) < 0
-        || check_nonzero_work(values) < 0)
+        || check_positive_work(values) < 0)
         return NULL;
 
     PyObject *key[5] = {values[ARG_DTYPE], values[ARG_DEVICE], values[ARG_SPEC],

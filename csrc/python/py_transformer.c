@@ -41,6 +41,10 @@ static const mfu_py_choice qk_norm_choices[] = {
 static const mfu_py_choice vision_choices[] = {
     {"none", MFU_VISION_NONE}, {"qwen2_5_vl", MFU_VISION_QWEN2_5_VL},
     {"qwen3_vl", MFU_VISION_QWEN3_VL}, {NULL, 0}};
+static const mfu_py_choice linear_kind_choices[] = {
+    {"gated_deltanet", MFU_LINEAR_GATED_DELTANET}, {"kda", MFU_LINEAR_KDA}, {NULL, 0}};
+static const mfu_py_choice ssm_kind_choices[] = {
+    {"mamba2", MFU_SSM_MAMBA2}, {"mamba1", MFU_SSM_MAMBA1}, {NULL, 0}};
 static const mfu_py_choice formula_choices[] = {
     {"6n", MFU_FORMULA_6N}, {"palm", MFU_FORMULA_PALM},
     {"matmul", MFU_FORMULA_MATMUL}, {NULL, 0}};
@@ -92,7 +96,8 @@ static const field_spec dim_fields[] = {
      FIELD_FLAG, NULL, "needs a shared expert"},
     {"router_bias", offsetof(mfu_transformer_dims, router_bias), FIELD_FLAG,
      NULL, "needs experts"},
-    INT(num_dense_layers, "must be between 0 and num_layers"),
+    INT(num_dense_layers, "must be between 0 and the layers with an MLP "
+                             "(num_layers - num_mixer_only_layers)"),
     FLAG(tie_word_embeddings),
     INT(num_positions, GE0),
     INT(sliding_window, GE0),
@@ -101,14 +106,16 @@ static const field_spec dim_fields[] = {
     INT(attention_chunk_size, GE0),
     INT(num_chunked_layers, "must be between 0 and the attention layers left, "
                             "and 0 without attention_chunk_size"),
-    INT(num_linear_layers, "must be between 0 and num_layers"),
+    INT(num_linear_layers, "must be between 0 and num_layers - "
+                              "num_mlp_only_layers"),
     INT(linear_num_key_heads, "must be >= 1 with linear layers"),
     INT(linear_key_head_dim, "must be >= 1 with linear layers"),
     INT(linear_num_value_heads, "must be >= 1 with linear layers and a "
                                 "multiple of linear_num_key_heads"),
     INT(linear_value_head_dim, "must be >= 1 with linear layers"),
     INT(linear_conv_kernel, GE0), INT(linear_chunk_size, "must be >= 1"),
-    INT(num_ssm_layers, "must be between 0 and num_layers - num_linear_layers"),
+    INT(num_ssm_layers, "must be between 0 and num_layers - num_mlp_only_layers - "
+                           "num_linear_layers (ssm_parallel: the attention layers)"),
     INT(ssm_num_heads, "must be >= 1 with SSM layers"),
     INT(ssm_head_dim, "must be >= 1 with SSM layers"),
     INT(ssm_state_size, "must be >= 1 with SSM layers"),
@@ -116,6 +123,35 @@ static const field_spec dim_fields[] = {
     INT(ssm_conv_kernel, GE0), INT(ssm_chunk_size, "must be >= 1"),
     FLAG(ssm_conv_bias), FLAG(ssm_proj_bias),
     INT(num_mtp_layers, GE0),
+    /* hybrid mixers and layouts (core/family_mla.h, core/family_hybrid.h) */
+    CHOICE(linear_kind, linear_kind_choices, "must be 'gated_deltanet' or 'kda' "
+                                             "(kda: key and value heads and dims equal)"),
+    CHOICE(ssm_kind, ssm_kind_choices, "must be 'mamba2' or 'mamba1'"),
+    {"ssm_parallel", offsetof(mfu_transformer_dims, ssm_parallel), FIELD_FLAG, NULL,
+     "must be a bool; the SSM layers run beside attention, so at most the "
+     "attention layers"},
+    FLAG(ssm_norm), FLAG(ssm_out_proj_bias),
+    INT(ssm_intermediate_size, "must be >= 1 with Mamba-1 layers"),
+    INT(ssm_dt_rank, "must be >= 1 with Mamba-1 layers"),
+    FLAG(ssm_inner_norms),
+    INT(num_short_conv_layers, "must be between 0 and the layers left by the "
+                               "other mixers"),
+    INT(short_conv_kernel, "must be >= 1 with short-conv layers"),
+    FLAG(short_conv_bias),
+    INT(num_mlp_only_layers, "must be between 0 and num_layers, and 0 with mlp "
+                             "'none'"),
+    INT(num_mixer_only_layers, "must be between 0 and num_layers - "
+                               "num_mlp_only_layers"),
+    INT(moe_latent_size, "must be >= 0, and 0 without experts"),
+    FLAG(unbiased_experts),
+    /* dense / MoE family structure (family_dense.c, family_moe.c) */
+    {"attention_gate_proj", offsetof(mfu_transformer_dims, attention_gate_proj), FIELD_FLAG,
+     NULL, "needs attention_gate (and no LoRA: adapters on a separate gate_proj are not "
+           "counted)"},
+    FLAG(lm_head_bias),
+    {"bidirectional", offsetof(mfu_transformer_dims, bidirectional), FIELD_FLAG, NULL,
+     "must be a bool, and false with sliding or chunked layers"},
+    INT(mlp_act_params, GE0),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
 
@@ -151,8 +187,8 @@ static const char *option_rule(const char *field)
         const char *field, *rule;
     } rules[] = {
         {"lora_rank", "must be >= 0; LoRA is counted on GQA attention and MLP "
-                      "layers only (not MLA, linear-attention, SSM or a vision "
-                      "tower)"},
+                      "layers only (not MLA, linear-attention, SSM, a separate "
+                      "attention gate_proj or a vision tower)"},
         {"lora_targets", "must be non-empty exactly when lora_rank > 0 ('gate' "
                          "needs a SwiGLU MLP)"},
         {"seq_lens", "the batch has no tokens"},
@@ -486,7 +522,13 @@ static PyObject *py_transformer_family(PyObject *module, PyObject *arg)
         put(d, "tie_word_embeddings", PyBool_FromLong(f->tie_word_embeddings)) < 0 ||
         (f->linear_chunk_size > 0 &&
          put(d, "linear_chunk_size", PyLong_FromLongLong((long long)f->linear_chunk_size)) < 0) ||
-        put(d, "vision", PyUnicode_FromString(mfu_py_choice_name(vision_choices, (int)f->vision))) < 0) {
+        put(d, "vision", PyUnicode_FromString(mfu_py_choice_name(vision_choices, (int)f->vision))) < 0 ||
+        put(d, "linear_kind", PyUnicode_FromString(mfu_py_choice_name(linear_kind_choices, (int)f->linear_kind))) < 0 ||
+        put(d, "ssm_kind", PyUnicode_FromString(mfu_py_choice_name(ssm_kind_choices, (int)f->ssm_kind))) < 0 ||
+        put(d, "ssm_parallel", PyBool_FromLong(f->ssm_parallel)) < 0 ||
+        put(d, "ssm_inner_norms", PyBool_FromLong(f->ssm_inner_norms)) < 0 ||
+        put(d, "unbiased_experts", PyBool_FromLong(f->unbiased_experts)) < 0 ||
+        put(d, "attention_gate_proj", PyBool_FromLong(f->attention_gate_proj)) < 0) {
         Py_DECREF(d);
         return NULL;
     }

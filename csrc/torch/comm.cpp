@@ -14,7 +14,7 @@
 //   ProcessGroup collective -- DDP's reducer, FSDP1 and FSDP2, DTensor's
 //   functional collectives, pipelining's p2p -- dispatches one of these ops.
 //
-// What a collective records, in every sink (csrc/python/py_comm.h):
+// What a collective records, in every sink (csrc/python/mfu_capsules.h):
 //   - at launch: its kind, payload bytes (comm.h's conventions), bus bytes
 //     (x nccl-tests' factor for the group's size) and the group's link peak
 //     (set from Python per group name); the host time inside the launch is
@@ -23,7 +23,7 @@
 //     the stream the callback runs on (it waits for the collective's events:
 //     ivalue::Future runs callbacks on streams synchronized with them); a
 //     host collective's callback, on the backend's thread, reads the time and
-//     queues it (py_comm.h, done_at);
+//     queues it (mfu_capsules.h, done_at);
 //   - waits: wait_tensor (functional collectives, DTensor) is bracketed by
 //     the kind's phase; a collective launched inside a backward pass queues
 //     autograd final callbacks around the callbacks queued after it, which
@@ -67,9 +67,12 @@ int get_current_graph_task_id();
 namespace mfu_torch::comm {
 namespace {
 
-// Testing-only and unused by torch outside its C++ tests; below the FLOP
-// counter's key, so a counted region sees the collective as well.
+// Testing-only and unused by torch outside its C++ tests (borrowed, and
+// checked: keys.cpp, docs/dispatch_keys.md); below the FLOP counter's key,
+// so a counted region sees the collective as well.
 constexpr c10::DispatchKey kCommKey = c10::DispatchKey::TESTING_ONLY_GenericWrapper;
+static_assert(kCommKey < c10::DispatchKey::TESTING_ONLY_GenericMode,
+              "the communication key must sit below the counting key (kernels.cpp)");
 const c10::DispatchKeySet kAfter(c10::DispatchKeySet::FULL_AFTER, kCommKey);
 
 const mfu_comm_api *g_api = nullptr;
@@ -383,6 +386,13 @@ void redispatch_then_end(const c10::OperatorHandle &op, c10::DispatchKeySet afte
   g_api->wait_end(g_api->registry, wait);
 }
 
+// No tracker observes (every sink gone): the key leaves this thread's
+// dispatch, as comm_stop() does on the thread that closed the last one.
+void leave_if_unobserved() {
+  if (!t_suspended && !g_api->active(g_api->registry))
+    c10::impl::tls_set_dispatch_key_included(kCommKey, false);
+}
+
 struct CollectiveKernel final : c10::OperatorKernel {
   explicit CollectiveKernel(const mfu_comm_op *r) : row(r) {}
   const mfu_comm_op *row;
@@ -391,6 +401,7 @@ struct CollectiveKernel final : c10::OperatorKernel {
                   torch::jit::Stack *stack) {
     const c10::DispatchKeySet after = ks & kAfter;
     if (t_suspended || !g_api->active(g_api->registry)) {
+      leave_if_unobserved();
       op.redispatchBoxed(after, stack);
       return;
     }
@@ -438,6 +449,7 @@ void wait_tensor_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,
   const c10::DispatchKeySet after = ks & kAfter;
   if (t_suspended || !g_api->active(g_api->registry) || stack->empty() ||
       !stack->back().isTensor()) {
+    leave_if_unobserved();
     op.redispatchBoxed(after, stack);
     return;
   }
@@ -457,24 +469,40 @@ void wait_tensor_kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks,
 // long as the process): with no sink they only redispatch.
 std::once_flag g_registered;
 std::vector<std::unique_ptr<torch::Library>> *g_libraries = nullptr;
+std::vector<c10::OperatorHandle> *g_handles = nullptr; // the ops with a kernel of ours
 
 void register_kernels() {
+  // Two fallbacks on one key throw; one another library registered first
+  // would see every op of an observed thread instead of ours.
+  if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(kCommKey))
+    throw std::runtime_error(std::string("another library registered a fallback on the "
+                                         "dispatch key ") +
+                             c10::toString(kCommKey) + " first");
   auto *libs = new std::vector<std::unique_ptr<torch::Library>>();
+  auto *handles = new std::vector<c10::OperatorHandle>();
+  auto keep = [handles](const char *name) {
+    auto handle = c10::Dispatcher::singleton().findOp(c10::OperatorName(name, ""));
+    if (handle.has_value())
+      handles->push_back(*handle);
+  };
   libs->push_back(std::make_unique<torch::Library>(torch::Library::IMPL, "_", kCommKey,
-                                                   __FILE__, __LINE__));
+                                                   kRegisteredBy, __LINE__));
   libs->back()->fallback(torch::CppFunction::makeFallthrough());
   libs->push_back(std::make_unique<torch::Library>(torch::Library::IMPL, "c10d", kCommKey,
-                                                   __FILE__, __LINE__));
+                                                   kRegisteredBy, __LINE__));
   for (size_t i = 0; i < g_api->op_count(); i++) {
     const mfu_comm_op *row = g_api->op_get(i);
     const char *name = row->name + sizeof("c10d::") - 1;
     libs->back()->impl(name, torch::CppFunction::makeFromBoxedFunctor(
                                  std::make_unique<CollectiveKernel>(row)));
+    keep(row->name);
   }
   libs->push_back(std::make_unique<torch::Library>(
-      torch::Library::IMPL, "_c10d_functional", kCommKey, __FILE__, __LINE__));
+      torch::Library::IMPL, "_c10d_functional", kCommKey, kRegisteredBy, __LINE__));
   libs->back()->impl("wait_tensor",
                      torch::CppFunction::makeFromBoxedFunction<&wait_tensor_kernel>());
+  keep("_c10d_functional::wait_tensor");
+  g_handles = handles;
   g_libraries = libs;
 }
 
@@ -490,7 +518,7 @@ int start() {
     std::call_once(g_registered, register_kernels);
   } catch (const std::exception &e) {
     PyErr_Format(PyExc_RuntimeError, "registering the communication kernels failed: %s",
-                 e.what());
+                 one_line(e).c_str());
     return -1;
   }
   c10::impl::tls_set_dispatch_key_included(kCommKey, true);
@@ -500,6 +528,10 @@ int start() {
 void stop() { c10::impl::tls_set_dispatch_key_included(kCommKey, false); }
 
 bool observing() { return c10::impl::tls_is_dispatch_key_included(kCommKey); }
+
+std::string foreign_kernel() {
+  return g_handles == nullptr ? std::string() : first_foreign(*g_handles, kCommKey);
+}
 
 int key() { return static_cast<int>(kCommKey); }
 

@@ -7,7 +7,7 @@
 // reduce-scatter) waits for the last collective this thread launched, and,
 // having no future to time it, completes when that wait returns; a p2p Work waited for inside a pipeline schedule's step()
 // is the pipeline bubble. The wait is bracketed by that phase in the sinks
-// created on this thread (csrc/python/py_comm.h). In C++ because it runs for
+// created on this thread (csrc/python/mfu_capsules.h). In C++ because it runs for
 // every collective: a method descriptor is called without a bound-method
 // object, and nothing here allocates.
 #include "mfu_torch.h"

@@ -58,9 +58,13 @@ int64_t concrete(const c10::SymInt &value, const mfu_op_input &in) {
 }
 
 // Cumulative lengths (1-D) or a values tensor (any rank, row-major) as
-// host int64 values, or nullptr where they cannot be read (meta).
+// host int64 values, or nullptr where they cannot be read: on meta, or a
+// tensor with the Python key (a fake tensor: its values are unknown; the
+// core then counts the worst case, max_seqlen per sequence, as
+// FlopCounterMode does, and flags the call approximate).
 const int64_t *tensor_values(const at::Tensor &t, mfu_arg_need need, Scratch &s) {
-  if ((need == MFU_NEED_OFFSETS && t.dim() != 1) || t.is_meta())
+  if ((need == MFU_NEED_OFFSETS && t.dim() != 1) || t.is_meta() ||
+      t.key_set().has(c10::DispatchKey::Python))
     return nullptr;
   const at::Tensor *host = &t;
   if (!t.device().is_cpu() || t.scalar_type() != at::kLong || !t.is_contiguous()) {
@@ -259,7 +263,7 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
   } catch (const CountError &e) {
     error = e.message;
   } catch (const std::exception &e) { // never leave with the GIL held
-    error = e.what();
+    error = one_line(e);
   }
   Py_XDECREF(args);
   PyGILState_Release(gil);
@@ -268,6 +272,13 @@ void count_custom(const OpSpec &spec, Inputs in, const mfu_op_call *call,
 }
 
 } // namespace
+
+std::string one_line(const std::exception &e) {
+  const auto *c10_error = dynamic_cast<const c10::Error *>(&e);
+  std::string text = c10_error != nullptr ? c10_error->what_without_backtrace() : e.what();
+  const size_t end = text.find('\n');
+  return end == std::string::npos ? text : text.substr(0, end);
+}
 
 bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal, const Site &site,
               int tf32, mfu_op_flops *out, std::string *error) {
@@ -288,7 +299,7 @@ bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal, const Site &
   } catch (const CountError &e) {
     *error = e.message;
   } catch (const std::exception &e) {
-    *error = e.what();
+    *error = one_line(e);
   } catch (...) {
     *error = "unknown C++ exception";
   }

@@ -1,6 +1,7 @@
 // kernels.cpp -- the counting dispatch key (see mfu_torch.h): a fallthrough
-// for every operator, a boxed kernel for the counted ones, and the
-// thread-local switch that puts the key in an op's dispatch.
+// for every operator, a boxed kernel for the counted ones, the thread-local
+// switch that puts the key in an op's dispatch, and the checks that the key
+// is still ours (docs/dispatch_keys.md).
 #include "mfu_torch.h"
 
 #include <torch/library.h>
@@ -21,6 +22,12 @@ constexpr c10::DispatchKey kCountKey = c10::DispatchKey::TESTING_ONLY_GenericMod
 
 // Every key below ours: what a kernel re-dispatches to.
 const c10::DispatchKeySet kAfter(c10::DispatchKeySet::FULL_AFTER, kCountKey);
+
+// Counters alive in the process (key_hold): with none, or once the key was
+// refused, the key leaves the dispatch of a thread that still has it at its
+// next counted op outside a count.
+std::atomic<int> g_holders{0};
+std::atomic<bool> g_refused{false};
 
 void kernel(const c10::OperatorHandle &op, c10::DispatchKeySet ks, torch::jit::Stack *stack) {
   const c10::DispatchKeySet after = ks & kAfter;
@@ -49,6 +56,7 @@ struct Registry {
   std::mutex sync_mutex;                  // guards the rest (sync_kernels)
   std::vector<c10::OperatorName> uncounted; // looked at: no formula yet
   std::unordered_set<c10::OperatorName> registered;
+  std::vector<c10::OperatorHandle> handles; // of `registered`, for foreign_kernel()
   std::vector<std::unique_ptr<torch::Library>> libraries;
   uint64_t generation = ~uint64_t{0}; // of the formula registry, last sync
   bool ready = false;
@@ -81,9 +89,12 @@ bool register_if_counted(Registry &r, const c10::OperatorName &name) {
   if (!name.overload_name.empty())
     op += "." + name.overload_name;
   r.libraries.push_back(std::make_unique<torch::Library>(
-      torch::Library::IMPL, ns, kCountKey, __FILE__, __LINE__));
+      torch::Library::IMPL, ns, kCountKey, kRegisteredBy, __LINE__));
   r.libraries.back()->impl(op.c_str(), torch::CppFunction::makeFromBoxedFunction<&kernel>());
   r.registered.insert(name);
+  auto handle = c10::Dispatcher::singleton().findOp(name);
+  if (handle.has_value())
+    r.handles.push_back(*handle);
   return true;
 }
 
@@ -95,8 +106,16 @@ int sync_kernels() {
   try {
     std::lock_guard<std::mutex> sync_lock(r.sync_mutex);
     if (!r.ready) {
+      // Two fallbacks on one key throw; one registered by another library
+      // first would see every op of a counted region instead of ours.
+      if (c10::Dispatcher::singleton().hasBackendFallbackForDispatchKey(kCountKey)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "another library registered a fallback on the dispatch key %s first",
+                     c10::toString(kCountKey));
+        return -1;
+      }
       r.libraries.push_back(std::make_unique<torch::Library>(
-          torch::Library::IMPL, "_", kCountKey, __FILE__, __LINE__));
+          torch::Library::IMPL, "_", kCountKey, kRegisteredBy, __LINE__));
       r.libraries.back()->fallback(torch::CppFunction::makeFallthrough());
       r.ready = true;
     }
@@ -118,7 +137,7 @@ int sync_kernels() {
         r.uncounted.push_back(name);
   } catch (const std::exception &e) {
     PyErr_Format(PyExc_RuntimeError, "registering the FLOP counting kernels failed: %s",
-                 e.what());
+                 one_line(e).c_str());
     return -1;
   }
   return 0;
@@ -131,7 +150,7 @@ int listen_for_ops() {
     r.listener_handle = std::make_unique<c10::RegistrationHandleRAII>(
         c10::Dispatcher::singleton().addRegistrationListener(std::make_unique<Listener>()));
   } catch (const std::exception &e) {
-    PyErr_Format(PyExc_ImportError, "cannot watch operator registrations: %s", e.what());
+    PyErr_Format(PyExc_ImportError, "cannot watch operator registrations: %s", one_line(e).c_str());
     return -1;
   }
   return 0;
@@ -140,5 +159,26 @@ int listen_for_ops() {
 void include_key(bool on) { c10::impl::tls_set_dispatch_key_included(kCountKey, on); }
 
 int count_key() { return static_cast<int>(kCountKey); }
+
+std::string foreign_kernel() {
+  Registry &r = registry();
+  std::lock_guard<std::mutex> sync_lock(r.sync_mutex);
+  return first_foreign(r.handles, kCountKey);
+}
+
+void key_hold(int delta, bool off_here) {
+  if (delta == 0)
+    g_refused.store(true);
+  g_holders.fetch_add(delta);
+  if (delta > 0 && !g_refused.load())
+    include_key(true);
+  else if (off_here && !counting_here()) // a count going on here keeps it to its end
+    include_key(false);
+}
+
+bool key_wanted() {
+  return g_holders.load(std::memory_order_relaxed) > 0 &&
+         !g_refused.load(std::memory_order_relaxed);
+}
 
 } // namespace mfu_torch

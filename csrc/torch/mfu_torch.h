@@ -2,7 +2,7 @@
  * mfu_torch.h -- mfu_tracker._torch: a libtorch op observer that counts
  * FLOPs at C speed with the core's op table and mfu_op_count
  * (csrc/core/ops.h), which it takes from mfu_tracker._C as a function table
- * (the PyCapsule of csrc/python/py_ops.h) together with the one registry of
+ * (a PyCapsule, csrc/python/mfu_capsules.h) together with the one registry of
  * custom formulas, so both FLOP counters count with the same compiled code.
  * C++20: torch 2.13's headers need it.
  *
@@ -15,16 +15,19 @@
  *   registered for the counted operators only -- every overload of every
  *   row of the core's table, and every operator with a custom formula --
  *   with a fallthrough for all others. The key is in the thread-local
- *   "included" dispatch key set only while a count is active on the thread,
- *   so uncounted ops (and every op outside a count) cost nothing: the
- *   dispatcher skips fallthrough keys when it computes an op's kernel. The
- *   thread-local dispatch key set and RecordFunction callbacks are copied
- *   into the autograd engine's worker threads for the duration of a backward
+ *   "included" dispatch key set of a thread from its first count until no
+ *   counter is alive (key_hold), so uncounted ops cost nothing (the
+ *   dispatcher skips fallthrough keys when it computes an op's kernel) and a
+ *   counted op outside a count only passes through. The key is borrowed
+ *   from torch's tests: keys.cpp and mfu_tracker/_native/_observer.py check
+ *   it is still ours (docs/dispatch_keys.md). The
+ *   thread-local dispatch key set and debug info are copied into the
+ *   autograd engine's worker threads for the duration of a backward
  *   (at::ThreadLocalState), so backward ops on device threads are seen as
- *   well. Which counters an op counts for is marked by one inert
- *   thread-local RecordFunction callback per counter (on a scope no op uses,
- *   so no op pays for it), which travels the same way. Ops run by *other*
- *   user threads are not seen.
+ *   well. Which counters an op counts for is an entry of the thread's debug
+ *   info (c10::ThreadLocalDebugInfo, a kind of our own: the slots and their
+ *   generations), which travels the same way for the price of a shared
+ *   pointer. Ops run by *other* user threads are not seen.
  *   - Autocast: a call that autocast will re-run with cast arguments is not
  *     counted; its re-run is (so the dtype is the one the kernel computes in).
  *
@@ -39,9 +42,11 @@
  *   - Tensors with the Python dispatch key (FakeTensor during torch.compile
  *     tracing, DTensor, other subclasses) are skipped: the op they turn into
  *     on plain tensors is the one that counts (once, per rank). Except fake
- *     tensors for a counter started under a FakeTensorMode (start()'s
- *     count_fake): they count while a fake mode is active and no proxy
- *     (tracing) mode is, as real tensors would.
+ *     tensors under the user's own FakeTensorMode, entered outside the
+ *     counter or inside it: they count while a fake mode is active, no proxy
+ *     (tracing) mode is and torch.compile is not at work (set_compiling_check),
+ *     as real tensors would; their cumulative
+ *     lengths are unknown (the worst case counts, flagged approximate).
  *   - Site (site.cpp): an op run while an autograd graph task is active on
  *     its thread (torch::autograd::get_current_graph_task_id() != -1) is a
  *     backward-phase op; any other op a forward-phase op. For a
@@ -64,7 +69,7 @@
  *
  * The audit (FlopCounter(audit=True); audit.cpp)
  *   A thread-local RecordFunction callback (FUNCTION scope, with inputs)
- *   per auditing slot, travelling with the markers: every op run on the
+ *   per auditing slot, travelling with the thread's state: every op run on the
  *   count's threads that took a tensor, outside a counted op, and during
  *   which no call was counted (counted_calls() did not move: ops that are
  *   composites of counted ones are covered) is an uncounted op, recorded
@@ -81,14 +86,14 @@
  *   every c10d collective of the core's table (core/comm.h) and for
  *   _c10d_functional::wait_tensor, a fallthrough for everything else:
  *   collectives and their waits go to the communication sinks of
- *   mfu_tracker._C (csrc/python/py_comm.h) through its capsule. Started
+ *   mfu_tracker._C through its capsule (csrc/python/mfu_capsules.h). Started
  *   by mfu_tracker/distributed/_comm_observer.py (the key included on its
  *   thread); details in comm.cpp's header.
  *
  * Concurrency
  *   MFU_COUNTERS_MAX counters can be active at once in the process (nested
- *   counters each take one); each has its own marker callback (a template
- *   instance per slot) and totals under a mutex; one kernel serves them all,
+ *   counters each take one); each has its bit in the threads' debug info
+ *   entries and totals under a mutex; one kernel serves them all,
  *   with a per-thread nesting depth and count of active counters.
  */
 #ifndef MFU_TORCH_H
@@ -107,8 +112,7 @@
 
 #include <vector>
 
-#include "../python/py_comm.h"
-#include "../python/py_ops.h"
+#include "../python/mfu_capsules.h" /* _C's published tables, nothing else of it */
 #include "mfu_limits.h"
 
 namespace mfu_torch {
@@ -162,6 +166,10 @@ void set_recompute_planner(PyObject *planner);
 
 /* ---- convert.cpp: torch arguments -> mfu_op_count ---- */
 
+/* One line for a failure: a c10::Error's message without its C++ backtrace
+ * (no "frame #..." ever reaches a user's log), else what(); its first line. */
+std::string one_line(const std::exception &e);
+
 /* Count one call. Returns false and sets *error on a failure. */
 bool count_op(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs,
               mfu_causal causal, const Site &site, int tf32, mfu_op_flops *out,
@@ -174,19 +182,37 @@ bool count_op(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs,
 int sync_kernels();
 /* Start watching operator definitions (module init). 0 / -1 + exception. */
 int listen_for_ops();
-/* Include the counting key in this thread's dispatch (a count starts) /
- * leave it as it was (the last count of the thread stops). */
+/* Include the counting key in this thread's dispatch / leave it out. */
 void include_key(bool on);
 /* The counting key's value (c10::DispatchKey), for the Python kernels of
  * higher-order operators. */
 int count_key();
+/* The first counted operator whose kernel on the counting key is not ours
+ * ("aten::mm (registered at ...)"), or "" (keys.cpp). */
+std::string foreign_kernel();
+/* A counter came alive (+1: the key is included on this thread) or died
+ * (-1; `off_here`: the last of this thread, the key leaves its dispatch);
+ * 0: the key is refused for good (counting fell back; off here when
+ * `off_here`). Without a live counter, or refused, a thread that still has
+ * the key drops it at its next counted op outside a count (observer.cpp). */
+void key_hold(int delta, bool off_here);
+bool key_wanted();
+
+/* ---- keys.cpp: the borrowed keys, checked (docs/dispatch_keys.md) ---- */
+
+/* The debug text ("registered at <this>:<line>") of every kernel and
+ * fallback this extension registers. */
+extern const char *const kRegisteredBy;
+/* The first of `handles` whose computed kernel on `key` is not ours, as
+ * "ns::op.overload (its registration)", or "". */
+std::string first_foreign(const std::vector<c10::OperatorHandle> &handles, c10::DispatchKey key);
 /* Called by the kernel for a counted op (observer.cpp): count it for the
  * counters active on this thread, run it, and add the count when it
  * completes. */
 void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
                    c10::DispatchKeySet after, torch::jit::Stack *stack);
 
-/* ---- observer.cpp: slots, markers, totals ---- */
+/* ---- observer.cpp: slots, their threads, totals ---- */
 
 struct Totals {
   __int128 executed = 0;
@@ -234,16 +260,22 @@ at::RecordFunctionCallback audit_callback(int slot);
 
 /* Start a count on the calling thread; the slot index, or -1 + exception.
  * With `modules`, its forward-site calls are also added per module token
- * (module_enter). With `count_fake`, ops on fake tensors count while a FakeTensorMode is
- * active and no tracing (proxy) mode is: the counter was entered under a
- * FakeTensorMode, so fake tensors stand for real ones. */
-int start(mfu_causal causal, bool count_fake, bool modules);
-/* Stop the count in `slot` (must be the starting thread) and copy its final
- * totals into *out: 0 / -1 + exception. */
+ * (module_enter). */
+int start(mfu_causal causal, bool modules);
+/* The Python callable telling whether torch.compile is at work on the
+ * thread (tracing, or compiling a graph: _args.compiling_internally): fake
+ * tensors then are its own, not the user's, and are not counted. GIL held;
+ * None: none (fake tensors never count). */
+void set_compiling_check(PyObject *check);
+/* Stop the count in `slot` (must be the starting thread) and add its final
+ * totals to *out (a counter's totals over its blocks): 0 / -1 + exception. */
 int stop(int slot, Totals *out);
-/* Copy the slot's totals (any thread); per_op and per_module only when
- * `with_ops`. */
+/* Add the slot's totals so far to *out (any thread); per_op, per_module and
+ * uncounted only when `with_ops`. */
 int read(int slot, bool with_ops, Totals *out);
+/* Add `from` to *out (the tables only when `with_ops`; the first error
+ * kept). */
+void add_totals(const Totals &from, bool with_ops, Totals *out);
 /* Zero the slot's totals. */
 int reset(int slot);
 /* The module table's cheap stack (mfu_tracker/flops/counter/_module_table.py):
@@ -264,6 +296,8 @@ mfu_causal slot_causal(int slot);
 bool slot_counts_here(int slot);
 /* Whether a counted op is running on this thread. */
 bool in_counted_op();
+/* Whether a count is active on this thread (started, not stopped). */
+bool counting_here();
 /* A counted op counted outside the dispatcher starts (+1) / ends (-1) on
  * this thread: what it runs is its own, as inside count_and_run. */
 void nest(int delta);
@@ -289,6 +323,8 @@ int start();
 void stop();
 /* Whether the key is included on this thread. */
 bool observing();
+/* The first collective whose kernel on the key is not ours, or "" (keys.cpp). */
+std::string foreign_kernel();
 /* The key's value (c10::DispatchKey): higher-order operators, which
  * dispatch in Python on the thread's keys, are made to fall through it. */
 int key();
@@ -336,6 +372,12 @@ struct CommCounters {
 CommCounters counters();
 
 } // namespace comm
+
+/* ---- module_comm.cpp, module_totals.cpp: entry points of the module ---- */
+extern PyMethodDef comm_methods[];
+extern PyMethodDef totals_methods[];
+/* A slot index from a Python int (module.cpp); 0 / -1 + exception. */
+int slot_arg(PyObject *obj, int *slot);
 
 } // namespace mfu_torch
 

@@ -1,6 +1,7 @@
-// module.cpp -- the CPython module mfu_tracker._torch: method table and init
-// only; the work is in observer.cpp, classify.cpp, convert.cpp. Import it
-// after `import torch` (it links libtorch); mfu_tracker/flops/counter/_counter.py does.
+// module.cpp -- the CPython module mfu_tracker._torch: the counting and key
+// entry points, the method table and init; the communication entry points are
+// in module_comm.cpp; the work in observer.cpp, classify.cpp, convert.cpp. Import it
+// after `import torch` (it links libtorch); mfu_tracker/_native/_observer.py does.
 #include "mfu_torch.h"
 
 #include <cstring>
@@ -18,153 +19,6 @@ const mfu_ops_api *g_ops = nullptr;
 } // namespace
 
 const mfu_ops_api &ops() { return *g_ops; }
-} // namespace mfu_torch
-
-namespace {
-
-using namespace mfu_torch;
-
-// An exact Python int from a 128-bit count.
-PyObject *int128_to_py(__int128 value) {
-  if (value >= INT64_MIN && value <= INT64_MAX)
-    return PyLong_FromLongLong(static_cast<long long>(value));
-  const bool negative = value < 0;
-  unsigned __int128 mag = negative ? -static_cast<unsigned __int128>(value)
-                                   : static_cast<unsigned __int128>(value);
-  PyObject *high = PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(mag >> 64));
-  PyObject *low = PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(mag));
-  PyObject *shift = PyLong_FromLong(64);
-  PyObject *shifted = nullptr, *sum = nullptr, *result = nullptr;
-  if (high && low && shift && (shifted = PyNumber_Lshift(high, shift)) &&
-      (sum = PyNumber_Or(shifted, low)))
-    result = negative ? PyNumber_Negative(sum) : (Py_INCREF(sum), sum);
-  Py_XDECREF(high);
-  Py_XDECREF(low);
-  Py_XDECREF(shift);
-  Py_XDECREF(shifted);
-  Py_XDECREF(sum);
-  return result;
-}
-
-int set_item(PyObject *dict, const char *key, PyObject *value) {
-  if (value == nullptr)
-    return -1;
-  const int rc = PyDict_SetItemString(dict, key, value);
-  Py_DECREF(value);
-  return rc;
-}
-
-// FLOPs by dtype: a tuple indexed by mfu_dtype (_C.dtype_names() order).
-PyObject *by_dtype(const __int128 (&values)[MFU_DTYPE_COUNT]) {
-  PyObject *tuple = PyTuple_New(MFU_DTYPE_COUNT);
-  if (tuple == nullptr)
-    return nullptr;
-  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
-    PyObject *item = int128_to_py(values[d]);
-    if (item == nullptr) {
-      Py_DECREF(tuple);
-      return nullptr;
-    }
-    PyTuple_SET_ITEM(tuple, d, item);
-  }
-  return tuple;
-}
-
-// The audit: {name: (calls, largest input shape)}.
-PyObject *uncounted_dict(const Totals &t) {
-  PyObject *dict = PyDict_New();
-  if (dict == nullptr)
-    return nullptr;
-  for (const auto &kv : t.uncounted) {
-    PyObject *shape = PyTuple_New(static_cast<Py_ssize_t>(kv.second.largest.size()));
-    if (shape == nullptr) {
-      Py_DECREF(dict);
-      return nullptr;
-    }
-    for (size_t i = 0; i < kv.second.largest.size(); i++)
-      PyTuple_SET_ITEM(shape, static_cast<Py_ssize_t>(i),
-                       PyLong_FromLongLong(kv.second.largest[i]));
-    PyObject *pair = Py_BuildValue("(LN)", static_cast<long long>(kv.second.calls), shape);
-    if (pair == nullptr || PyDict_SetItemString(dict, kv.first.c_str(), pair) < 0) {
-      Py_XDECREF(pair);
-      Py_DECREF(dict);
-      return nullptr;
-    }
-    Py_DECREF(pair);
-  }
-  return dict;
-}
-
-PyObject *totals_to_dict(const Totals &t) {
-  PyObject *dict = PyDict_New();
-  if (dict == nullptr)
-    return nullptr;
-  if (set_item(dict, "executed_flops", int128_to_py(t.executed)) < 0 ||
-      set_item(dict, "forward_flops", int128_to_py(t.forward)) < 0 ||
-      set_item(dict, "model_flops", int128_to_py(t.model)) < 0 ||
-      set_item(dict, "backward_flops", int128_to_py(t.backward)) < 0 ||
-      set_item(dict, "recompute_flops", int128_to_py(t.recompute)) < 0 ||
-      set_item(dict, "overcompute_flops", int128_to_py(t.overcompute)) < 0 ||
-      set_item(dict, "model_flops_by_dtype", by_dtype(t.model_by_dtype)) < 0 ||
-      set_item(dict, "executed_flops_by_dtype", by_dtype(t.executed_by_dtype)) < 0 ||
-      set_item(dict, "counted_calls", PyLong_FromLongLong(t.counted_calls)) < 0 ||
-      set_item(dict, "errors", PyLong_FromLongLong(t.errors)) < 0 ||
-      set_item(dict, "approximate_calls", PyLong_FromLongLong(t.approximate_calls)) < 0 ||
-      set_item(dict, "first_error",
-               t.first_error.empty() ? (Py_INCREF(Py_None), Py_None)
-                                     : PyUnicode_FromString(t.first_error.c_str())) < 0)
-    goto error;
-  {
-    PyObject *ops = PyDict_New();
-    if (ops == nullptr)
-      goto error;
-    // Overloads of one op (aten::mm, aten::mm.out) have their own name
-    // pointers: merged here by name.
-    std::unordered_map<std::string, std::pair<int64_t, __int128>> by_name;
-    for (const auto &kv : t.per_op) {
-      auto &entry = by_name[kv.first];
-      entry.first += kv.second.first;
-      entry.second += kv.second.second;
-    }
-    for (const auto &kv : by_name) {
-      PyObject *pair = Py_BuildValue("(LN)", static_cast<long long>(kv.second.first),
-                                     int128_to_py(kv.second.second));
-      if (pair == nullptr || PyDict_SetItemString(ops, kv.first.c_str(), pair) < 0) {
-        Py_XDECREF(pair);
-        Py_DECREF(ops);
-        goto error;
-      }
-      Py_DECREF(pair);
-    }
-    if (set_item(dict, "ops", ops) < 0 || set_item(dict, "uncounted", uncounted_dict(t)) < 0)
-      goto error;
-  }
-  {
-    // token -> (forward, model, calls)
-    PyObject *modules = PyDict_New();
-    if (modules == nullptr)
-      goto error;
-    for (const auto &kv : t.per_module) {
-      PyObject *key = PyLong_FromLong(kv.first);
-      PyObject *row = Py_BuildValue("(NNL)", int128_to_py(kv.second.forward),
-                                    int128_to_py(kv.second.model),
-                                    static_cast<long long>(kv.second.calls));
-      const int rc = key && row ? PyDict_SetItem(modules, key, row) : -1;
-      Py_XDECREF(key);
-      Py_XDECREF(row);
-      if (rc < 0) {
-        Py_DECREF(modules);
-        goto error;
-      }
-    }
-    if (set_item(dict, "modules", modules) < 0)
-      goto error;
-  }
-  return dict;
-error:
-  Py_DECREF(dict);
-  return nullptr;
-}
 
 int slot_arg(PyObject *obj, int *slot) {
   long value = PyLong_AsLong(obj);
@@ -173,11 +27,16 @@ int slot_arg(PyObject *obj, int *slot) {
   *slot = static_cast<int>(value);
   return 0;
 }
+} // namespace mfu_torch
+
+namespace {
+
+using namespace mfu_torch;
 
 PyObject *py_start(PyObject *, PyObject *args) {
   PyObject *arg;
-  int count_fake = 0, modules = 0;
-  if (!PyArg_ParseTuple(args, "O|pp:start", &arg, &count_fake, &modules))
+  int modules = 0;
+  if (!PyArg_ParseTuple(args, "O|p:start", &arg, &modules))
     return nullptr;
   if (!PyUnicode_Check(arg)) {
     PyErr_Format(PyExc_TypeError, "causal_attention must be a str, not %.80s",
@@ -194,24 +53,8 @@ PyObject *py_start(PyObject *, PyObject *args) {
                  "causal_attention must be 'full' or 'half', not %R", arg);
     return nullptr;
   }
-  const int slot = start(causal, count_fake != 0, modules != 0);
+  const int slot = start(causal, modules != 0);
   return slot < 0 ? nullptr : PyLong_FromLong(slot);
-}
-
-PyObject *py_stop(PyObject *, PyObject *arg) {
-  int slot;
-  Totals totals;
-  if (slot_arg(arg, &slot) < 0 || stop(slot, &totals) < 0)
-    return nullptr;
-  return totals_to_dict(totals);
-}
-
-PyObject *py_read(PyObject *, PyObject *arg) {
-  int slot;
-  Totals totals;
-  if (slot_arg(arg, &slot) < 0 || read(slot, true, &totals) < 0)
-    return nullptr;
-  return totals_to_dict(totals);
 }
 
 PyObject *py_reset(PyObject *, PyObject *arg) {
@@ -238,6 +81,16 @@ PyObject *py_module_exit(PyObject *, PyObject *arg) {
 
 PyObject *py_set_recompute_planner(PyObject *, PyObject *planner) {
   set_recompute_planner(planner);
+  Py_RETURN_NONE;
+}
+
+PyObject *py_set_compiling_check(PyObject *, PyObject *check) {
+  if (check != Py_None && !PyCallable_Check(check)) {
+    PyErr_Format(PyExc_TypeError, "check must be callable or None, not %.80s",
+                 Py_TYPE(check)->tp_name);
+    return nullptr;
+  }
+  set_compiling_check(check);
   Py_RETURN_NONE;
 }
 
@@ -368,139 +221,70 @@ PyObject *py_sync_kernels(PyObject *, PyObject *) {
   Py_RETURN_NONE;
 }
 
-// ---- the communication observer (comm.cpp) ----
+// ---- the borrowed dispatch keys (keys.cpp, docs/dispatch_keys.md) ----
 
-PyObject *py_comm_start(PyObject *, PyObject *) {
-  if (comm::start() < 0)
-    return nullptr;
-  Py_RETURN_NONE;
+PyObject *text_or_none(const std::string &text) {
+  if (text.empty())
+    Py_RETURN_NONE;
+  return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
 }
 
-PyObject *py_comm_stop(PyObject *, PyObject *) {
-  comm::stop();
-  Py_RETURN_NONE;
-}
-
-PyObject *py_comm_observing(PyObject *, PyObject *) { return PyBool_FromLong(comm::observing()); }
-
-// A bytes/s argument: a number, or None (NaN).
-int bytes_arg(PyObject *obj, double *out) {
-  if (obj == Py_None) {
-    *out = NAN;
+// The key of a value of COUNT_KEY / COMM_KEY; -1 + exception for another.
+int which_key(PyObject *arg) {
+  const long value = PyLong_AsLong(arg);
+  if (value == -1 && PyErr_Occurred())
+    return -1;
+  if (value == count_key())
     return 0;
+  if (value == comm::key())
+    return 1;
+  PyErr_Format(PyExc_ValueError, "key must be COUNT_KEY (%d) or COMM_KEY (%d), not %ld",
+               count_key(), comm::key(), value);
+  return -1;
+}
+
+PyObject *py_foreign_kernel(PyObject *, PyObject *arg) {
+  const int which = which_key(arg);
+  if (which < 0)
+    return nullptr;
+  try {
+    return text_or_none(which == 0 ? foreign_kernel() : comm::foreign_kernel());
+  } catch (const std::exception &e) {
+    return PyUnicode_FromFormat("the key's kernels cannot be read (%s)", one_line(e).c_str());
   }
-  *out = PyFloat_AsDouble(obj);
-  return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
-PyObject *py_comm_set_link(PyObject *, PyObject *args) {
-  const char *group;
-  PyObject *value;
-  double bytes_per_sec;
-  if (!PyArg_ParseTuple(args, "sO:comm_set_link", &group, &value) ||
-      bytes_arg(value, &bytes_per_sec) < 0)
+PyObject *py_key_hold(PyObject *, PyObject *args) {
+  int delta, off_here;
+  if (!PyArg_ParseTuple(args, "ip:key_hold", &delta, &off_here))
     return nullptr;
-  comm::set_link(group, bytes_per_sec);
+  if (delta < -1 || delta > 1) {
+    PyErr_Format(PyExc_ValueError, "delta must be 1, -1 or 0, not %d", delta);
+    return nullptr;
+  }
+  key_hold(delta, off_here != 0);
   Py_RETURN_NONE;
-}
-
-PyObject *py_comm_set_fallback_link(PyObject *, PyObject *arg) {
-  double bytes_per_sec;
-  if (bytes_arg(arg, &bytes_per_sec) < 0)
-    return nullptr;
-  comm::set_fallback_link(bytes_per_sec);
-  Py_RETURN_NONE;
-}
-
-PyObject *py_comm_suspend(PyObject *, PyObject *arg) {
-  const int on = PyObject_IsTrue(arg);
-  if (on < 0)
-    return nullptr;
-  comm::suspend(on != 0);
-  Py_RETURN_NONE;
-}
-
-PyObject *py_comm_wait_descriptor(PyObject *, PyObject *args) {
-  PyObject *work_type, *original, *phases, *p2p_types;
-  int unknown;
-  if (!PyArg_ParseTuple(args, "OOOOi:comm_wait_descriptor", &work_type, &original, &phases,
-                        &p2p_types, &unknown))
-    return nullptr;
-  return comm::install_wait(work_type, original, phases, p2p_types, unknown);
-}
-
-PyObject *py_comm_schedule(PyObject *, PyObject *arg) {
-  const int enter = PyObject_IsTrue(arg);
-  if (enter < 0)
-    return nullptr;
-  comm::schedule(enter != 0);
-  Py_RETURN_NONE;
-}
-
-PyObject *py_comm_stream_phase(PyObject *, PyObject *arg) {
-  const unsigned long long handle = PyLong_AsUnsignedLongLong(arg);
-  if (handle == static_cast<unsigned long long>(-1) && PyErr_Occurred())
-    return nullptr;
-  return PyLong_FromLong(comm::stream_phase(static_cast<uintptr_t>(handle)));
-}
-
-PyObject *py_comm_last_phase(PyObject *, PyObject *) {
-  return PyLong_FromLong(comm::last_phase());
-}
-
-PyObject *py_comm_counters(PyObject *, PyObject *) {
-  const comm::CommCounters c = comm::counters();
-  return Py_BuildValue("{sLsLsLsLsLsL}", "collectives", static_cast<long long>(c.collectives),
-                       "skipped", static_cast<long long>(c.skipped), "waits",
-                       static_cast<long long>(c.waits), "backward_waits",
-                       static_cast<long long>(c.backward_waits), "completions",
-                       static_cast<long long>(c.completions), "errors",
-                       static_cast<long long>(c.errors));
 }
 
 PyMethodDef methods[] = {
     {"start", py_start, METH_VARARGS,
-     "start(causal_attention, count_fake=False, modules=False, /)\n--\n\nStart counting "
-     "on this thread; returns a slot. count_fake: count ops on fake tensors (the counter "
-     "was entered under a FakeTensorMode); modules: keep per-module totals (read()'s "
+     "start(causal_attention, modules=False, /)\n--\n\nStart counting "
+     "on this thread; returns a slot. modules: keep per-module totals (read()'s "
      "'modules': token -> (forward, model, calls))."},
     {"set_recompute_planner", py_set_recompute_planner, METH_O,
      "set_recompute_planner(fn, /)\n--\n\nfn(node) plans the recomputed calls of a "
      "compiled backward node: None, or [(op name, (shape, ...)), ...] (-1: any size). "
      "None: no planner."},
-    {"comm_start", py_comm_start, METH_NOARGS,
-     "comm_start()\n--\n\nObserve collectives on this thread (and its backward passes)."},
-    {"comm_stop", py_comm_stop, METH_NOARGS,
-     "comm_stop()\n--\n\nStop observing collectives on this thread."},
-    {"comm_observing", py_comm_observing, METH_NOARGS,
-     "comm_observing()\n--\n\nWhether collectives are observed on this thread."},
-    {"comm_set_link", py_comm_set_link, METH_VARARGS,
-     "comm_set_link(group_name, bytes_per_sec, /)\n--\n\nThe link peak of a process group "
-     "(per direction); None forgets it."},
-    {"comm_set_fallback_link", py_comm_set_fallback_link, METH_O,
-     "comm_set_fallback_link(bytes_per_sec, /)\n--\n\nOne link peak for every group; None: "
-     "per group."},
-    {"comm_suspend", py_comm_suspend, METH_O,
-     "comm_suspend(on, /)\n--\n\nA tracker's own collectives begin (True) / end (False) on "
-     "this thread: not recorded meanwhile."},
-    {"comm_wait_descriptor", py_comm_wait_descriptor, METH_VARARGS,
-     "comm_wait_descriptor(work_type, original, phases, p2p_types, unknown, /)\n--\n\n"
-     "An observed Work.wait (a method descriptor of work_type) calling `original`."},
-    {"comm_schedule", py_comm_schedule, METH_O,
-     "comm_schedule(enter, /)\n--\n\nA pipeline schedule's step() begins (True) / ends on "
-     "this thread: its p2p waits are the bubble."},
-    {"comm_stream_phase", py_comm_stream_phase, METH_O,
-     "comm_stream_phase(handle, /)\n--\n\nThe exposed phase of the last collective launched "
-     "while the stream with this raw handle was current, or -1."},
-    {"comm_last_phase", py_comm_last_phase, METH_NOARGS,
-     "comm_last_phase()\n--\n\nThe exposed phase (an index of _C.phase_names()) of the last "
-     "collective launched on this thread."},
-    {"comm_counters", py_comm_counters, METH_NOARGS,
-     "comm_counters()\n--\n\nCollectives seen, skipped (fake tensors), waits, backward waits, "
-     "completions, errors."},
-    {"stop", py_stop, METH_O,
-     "stop(slot, /)\n--\n\nStop the count (on its thread); returns its final totals."},
-    {"read", py_read, METH_O, "read(slot, /)\n--\n\nThe slot's totals so far, as a dict."},
+    {"set_compiling_check", py_set_compiling_check, METH_O,
+     "set_compiling_check(fn, /)\n--\n\nfn() tells whether torch.compile is compiling "
+     "(its fake tensors are not counted); None: fake tensors never count."},
+    {"foreign_kernel", py_foreign_kernel, METH_O,
+     "foreign_kernel(key, /)\n--\n\nThe first operator whose kernel on the key (COUNT_KEY "
+     "or COMM_KEY) another library registered over ours, with its registration, or None."},
+    {"key_hold", py_key_hold, METH_VARARGS,
+     "key_hold(delta, off_here, /)\n--\n\nA counter came alive (1: the counting key goes on "
+     "this thread) or died (-1; off_here: the key leaves this thread's dispatch); 0: the "
+     "key is refused for good (off here with off_here)."},
     {"reset", py_reset, METH_O, "reset(slot, /)\n--\n\nZero the slot's totals."},
     {"sync_kernels", py_sync_kernels, METH_NOARGS,
      "sync_kernels()\n--\n\nRegister the counting kernels of ops defined or given a "
@@ -557,12 +341,17 @@ int exec_module(PyObject *module) {
     return -1;
   }
   comm::init(comm_api);
-  if (listen_for_ops() < 0)
+  if (listen_for_ops() < 0 || PyModule_AddFunctions(module, comm_methods) < 0 ||
+      PyModule_AddFunctions(module, totals_methods) < 0)
     return -1;
   if (PyModule_AddStringConstant(module, "__version__", MFU_TRACKER_VERSION) < 0 ||
       PyModule_AddStringConstant(module, "torch_version", MFU_TORCH_VERSION) < 0 ||
       PyModule_AddIntConstant(module, "COUNT_KEY", count_key()) < 0 ||
-      PyModule_AddIntConstant(module, "COMM_KEY", comm::key()) < 0)
+      PyModule_AddIntConstant(module, "COMM_KEY", comm::key()) < 0 ||
+      PyModule_AddStringConstant(module, "COUNT_KEY_NAME",
+                                 c10::toString(static_cast<c10::DispatchKey>(count_key()))) < 0 ||
+      PyModule_AddStringConstant(module, "COMM_KEY_NAME",
+                                 c10::toString(static_cast<c10::DispatchKey>(comm::key()))) < 0)
     return -1;
   return 0;
 }

@@ -11,11 +11,13 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <exception>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -33,9 +35,9 @@ struct Slot {
   std::atomic<bool> taken{false};  // owned by a counter (start..stop)
   std::atomic<bool> active{false}; // counts
   mfu_causal causal = MFU_CAUSAL_FULL;
-  bool count_fake = false; // started under a FakeTensorMode (start())
   bool modules = false;    // keeps per-module totals (start())
-  at::CallbackHandle marker = 0;
+  std::atomic<uint64_t> generation{0}; // of the count in the slot (start())
+  const void *pushed = nullptr;         // its debug info entry (push_slot())
   at::CallbackHandle auditor = 0;   // 0: no audit
   std::atomic<bool> auditing{false}; // an audit records into the totals
   std::thread::id owner;
@@ -55,36 +57,60 @@ thread_local int tl_depth = 0;
 thread_local int32_t tl_module = 0;
 thread_local unsigned tl_module_slots = 0;
 
-// The marker of slot S: a thread-local RecordFunction callback on a scope
-// that no op uses (it never runs). at::ThreadLocalState copies it into the
-// autograd engine's threads with the dispatch key set, so "which counters
-// does this thread count for" is "which markers are in its callbacks".
-constexpr at::RecordScope kMarkerScope = at::RecordScope::BUILD_FEATURE;
+// Which counters a thread counts for travels with its debug info
+// (c10::ThreadLocalDebugInfo, a kind of our own): at::ThreadLocalState
+// copies it -- one shared pointer -- into the autograd engine's threads for
+// a backward, as it copies the dispatch key set. An entry lists the slots
+// counting there with each slot's generation at its start, so an entry left
+// behind (a stop that could not pop it) never counts for a later count
+// that reuses the slot. (A RecordFunction callback per slot, the first
+// design, made every autograd node's thread-local state switch rebuild the
+// callback lists: ~1/5 of the counter's cost per training step.)
+constexpr std::string_view kSlotsInfoName = "mfu_tracker._torch counting slots";
+const c10::DebugInfoKind kSlotsInfo(&kSlotsInfoName);
 
-template <int S>
-std::unique_ptr<at::ObserverContext> marker(const at::RecordFunction &) {
-  return nullptr;
-}
-
-template <size_t... I>
-constexpr std::array<at::RecordFunctionCallback::StartCallback, kMaxSlots>
-make_markers(std::index_sequence<I...>) {
-  return {{&marker<static_cast<int>(I)>...}};
-}
-
-constexpr auto kMarkers = make_markers(std::make_index_sequence<kMaxSlots>{});
+struct SlotsInfo final : c10::DebugInfoBase {
+  unsigned mask = 0;
+  uint64_t generation[kMaxSlots] = {};
+};
 
 // The slots this thread counts for, as a bit mask.
 unsigned active_slots() {
-  auto callbacks = at::getStepCallbacksUnlessEmpty(kMarkerScope);
-  if (!callbacks)
+  const auto *info = static_cast<const SlotsInfo *>(c10::ThreadLocalDebugInfo::get(kSlotsInfo));
+  if (info == nullptr)
     return 0;
   unsigned mask = 0;
-  for (const auto &pair : callbacks->callbacks_)
-    for (int i = 0; i < kMaxSlots; i++)
-      if (pair.start_ == kMarkers[i] && g_slots[i].active.load(std::memory_order_relaxed))
-        mask |= 1u << i;
+  for (int i = 0; i < kMaxSlots; i++)
+    if ((info->mask & (1u << i)) && g_slots[i].active.load(std::memory_order_relaxed) &&
+        g_slots[i].generation.load(std::memory_order_relaxed) == info->generation[i])
+      mask |= 1u << i;
   return mask;
+}
+
+// This thread counts for `slot` too from now on (start).
+void push_slot(int slot) {
+  auto info = std::make_shared<SlotsInfo>();
+  const unsigned live = active_slots();
+  const auto *now = static_cast<const SlotsInfo *>(c10::ThreadLocalDebugInfo::get(kSlotsInfo));
+  for (int i = 0; now != nullptr && i < kMaxSlots; i++)
+    info->generation[i] = now->generation[i];
+  info->mask = live | (1u << slot);
+  info->generation[slot] = g_slots[slot].generation.load();
+  g_slots[slot].pushed = info.get();
+  c10::ThreadLocalDebugInfo::_push(kSlotsInfo, std::move(info));
+}
+
+// ... no longer (stop): its entry is popped when it is the newest debug
+// info of the thread (else a later one, the profiler's, is on top: the entry
+// stays, counting for nothing, until that one is gone).
+void pop_slot(int slot) {
+  try {
+    if (c10::ThreadLocalDebugInfo::_peek(kSlotsInfo).get() == g_slots[slot].pushed)
+      c10::ThreadLocalDebugInfo::_pop(kSlotsInfo);
+  } catch (const std::exception &) {
+    // the newest debug info is another kind
+  }
+  g_slots[slot].pushed = nullptr;
 }
 
 bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
@@ -98,20 +124,29 @@ bool has_python_key(c10::ArrayRef<const c10::IValue> inputs) {
   return false;
 }
 
-// Of `mask`, the slots that count a call on Python-key tensors: those
-// started under a FakeTensorMode, while a fake mode is active and no proxy
-// (tracing) mode is -- the user's fake run, not torch.compile's tracing.
-unsigned fake_slots(unsigned mask) {
+// Whether torch.compile is at work (set_compiling_check); the GIL guards it.
+PyObject *g_compiling = nullptr;
+
+// Whether a call on Python-key tensors counts: the user's fake run -- a fake
+// mode active (entered around the counter or inside it), no proxy (tracing)
+// mode, and torch.compile not at work (its tracing and its compiling of a
+// graph run under a fake mode of its own) -- not a subclass, nor compile's.
+bool user_fake_run() {
   using c10::impl::TorchDispatchModeKey;
   using c10::impl::TorchDispatchModeTLS;
   if (!TorchDispatchModeTLS::get_mode(TorchDispatchModeKey::FAKE).has_value() ||
       TorchDispatchModeTLS::get_mode(TorchDispatchModeKey::PROXY).has_value())
-    return 0;
-  unsigned out = 0;
-  for (int i = 0; i < kMaxSlots; i++)
-    if ((mask & (1u << i)) && g_slots[i].count_fake)
-      out |= 1u << i;
-  return out;
+    return false;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  bool user = false;
+  if (g_compiling != nullptr) {
+    PyObject *answer = PyObject_CallNoArgs(g_compiling);
+    user = answer != nullptr && answer == Py_False;
+    Py_XDECREF(answer);
+    PyErr_Clear(); // a failing check: not counted (as while compiling)
+  }
+  PyGILState_Release(gil);
+  return user;
 }
 
 // Where fp32 may run as TF32 for this call (mfu_op_call.tf32): CUDA and
@@ -179,26 +214,7 @@ Slot *slot_at(int index) {
 
 void copy_totals(Slot &slot, bool with_ops, Totals *out) {
   std::lock_guard<std::mutex> lock(slot.mutex);
-  const Totals &t = slot.totals;
-  out->executed = t.executed;
-  out->forward = t.forward;
-  out->model = t.model;
-  out->backward = t.backward;
-  out->recompute = t.recompute;
-  out->overcompute = t.overcompute;
-  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
-    out->model_by_dtype[d] = t.model_by_dtype[d];
-    out->executed_by_dtype[d] = t.executed_by_dtype[d];
-  }
-  out->counted_calls = t.counted_calls;
-  out->errors = t.errors;
-  out->approximate_calls = t.approximate_calls;
-  out->first_error = t.first_error;
-  if (with_ops) {
-    out->per_op = t.per_op;
-    out->per_module = t.per_module;
-    out->uncounted = t.uncounted;
-  }
+  add_totals(slot.totals, with_ops, out);
 }
 
 // Names of ops counted outside the dispatcher, kept for good: per_op keys
@@ -212,6 +228,45 @@ const char *interned(const char *name) {
 
 } // namespace
 
+void add_totals(const Totals &t, bool with_ops, Totals *out) {
+  out->executed += t.executed;
+  out->forward += t.forward;
+  out->model += t.model;
+  out->backward += t.backward;
+  out->recompute += t.recompute;
+  out->overcompute += t.overcompute;
+  for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+    out->model_by_dtype[d] += t.model_by_dtype[d];
+    out->executed_by_dtype[d] += t.executed_by_dtype[d];
+  }
+  out->counted_calls += t.counted_calls;
+  out->errors += t.errors;
+  out->approximate_calls += t.approximate_calls;
+  if (out->first_error.empty())
+    out->first_error = t.first_error;
+  if (!with_ops)
+    return;
+  for (const auto &kv : t.per_op) {
+    auto &op = out->per_op[kv.first];
+    op.first += kv.second.first;
+    op.second += kv.second.second;
+  }
+  for (const auto &kv : t.per_module) {
+    Totals::Module &m = out->per_module[kv.first];
+    m.forward += kv.second.forward;
+    m.model += kv.second.model;
+    m.calls += kv.second.calls;
+  }
+  for (const auto &kv : t.uncounted) {
+    Totals::Uncounted &u = out->uncounted[kv.first];
+    u.calls += kv.second.calls;
+    if (kv.second.numel > u.numel) {
+      u.numel = kv.second.numel;
+      u.largest = kv.second.largest;
+    }
+  }
+}
+
 unsigned thread_slots() { return tl_depth == 0 ? active_slots() : 0; }
 
 mfu_causal slot_causal(int slot) { return g_slots[slot].causal; }
@@ -219,6 +274,8 @@ mfu_causal slot_causal(int slot) { return g_slots[slot].causal; }
 bool slot_counts_here(int slot) { return tl_depth == 0 && (active_slots() & (1u << slot)); }
 
 bool in_counted_op() { return tl_depth > 0; }
+
+bool counting_here() { return tl_counts > 0; }
 
 void nest(int delta) { tl_depth = std::max(0, tl_depth + delta); }
 
@@ -265,7 +322,7 @@ int audit(int index) {
     slot->auditor = at::addThreadLocalCallback(audit_callback(index));
     slot->auditing.store(true);
   } catch (const std::exception &e) {
-    PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", e.what());
+    PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", one_line(e).c_str());
     return -1;
   }
   return 0;
@@ -276,11 +333,14 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
   const size_t nargs = std::min(op.schema().arguments().size(), stack->size());
   const c10::ArrayRef<const c10::IValue> inputs(stack->data() + stack->size() - nargs, nargs);
   unsigned mask = tl_depth == 0 ? active_slots() : 0;
-  if (mask != 0 && has_python_key(inputs))
-    mask = fake_slots(mask);
+  if (mask != 0 && has_python_key(inputs) && !user_fake_run())
+    mask = 0;
   if (mask == 0) {
     // inside a counted op (counted by it), no counter on this thread, or a
-    // subclass / fake tensor (the op it becomes counts)
+    // subclass / fake tensor (the op it becomes counts). With no counter
+    // alive anywhere the key leaves this thread's dispatch (key_hold).
+    if (tl_depth == 0 && tl_counts == 0 && !key_wanted())
+      include_key(false);
     op.redispatchBoxed(after, stack);
     return;
   }
@@ -315,7 +375,7 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
   }
 }
 
-int start(mfu_causal causal, bool count_fake, bool modules) {
+int start(mfu_causal causal, bool modules) {
   if (sync_kernels() < 0)
     return -1;
   for (int i = 0; i < kMaxSlots; i++) {
@@ -328,26 +388,26 @@ int start(mfu_causal causal, bool count_fake, bool modules) {
       slot.totals = Totals{};
     }
     slot.causal = causal;
-    slot.count_fake = count_fake;
     slot.modules = modules;
     if (modules)
       tl_module_slots |= 1u << i;
     slot.owner = std::this_thread::get_id();
+    slot.generation.fetch_add(1);
     try {
-      slot.marker = at::addThreadLocalCallback(
-          at::RecordFunctionCallback(kMarkers[i]).scopes({kMarkerScope}));
+      push_slot(i);
     } catch (const std::exception &e) {
       slot.taken.store(false);
-      PyErr_Format(PyExc_RuntimeError, "at::addThreadLocalCallback failed: %s", e.what());
+      PyErr_Format(PyExc_RuntimeError, "cannot mark this thread's count: %s", one_line(e).c_str());
       return -1;
     }
     if (tl_counts++ == 0)
       tl_depth = 0;
-    // Included from the thread's first count on, for good: torch.compile's
-    // guards hash the thread's included dispatch keys into every tensor
-    // check, so switching it per count would recompile a compiled model
-    // between counted and uncounted calls. Outside a count the kernel finds
-    // no active slot and passes the op on (mfu_torch.h).
+    // Included from the thread's first count on while a counter lives
+    // (key_hold), not per count: torch.compile's guards hash the thread's
+    // included dispatch keys into every tensor check, so switching it per
+    // count would recompile a compiled model between counted and uncounted
+    // calls. Outside a count the kernel finds no active slot and passes the
+    // op on (mfu_torch.h).
     include_key(true);
     slot.active.store(true);
     return i;
@@ -371,14 +431,14 @@ int stop(int index, Totals *out) {
   }
   slot->active.store(false);
   tl_module_slots &= ~(1u << index);
-  at::removeCallback(slot->marker);
+  pop_slot(index);
   if (slot->auditor != 0) {
     slot->auditing.store(false);
     at::removeCallback(slot->auditor);
     slot->auditor = 0;
   }
   if (tl_counts > 0)
-    --tl_counts; // the counting key stays included (start())
+    --tl_counts; // the counting key stays included while a counter lives (start())
   copy_totals(*slot, true, out);
   slot->taken.store(false);
   return 0;
@@ -399,6 +459,12 @@ int reset(int index) {
   std::lock_guard<std::mutex> lock(slot->mutex);
   slot->totals = Totals{};
   return 0;
+}
+
+void set_compiling_check(PyObject *check) {
+  PyObject *old = g_compiling;
+  g_compiling = check == Py_None ? nullptr : Py_NewRef(check);
+  Py_XDECREF(old);
 }
 
 int32_t module_enter(int32_t token) {

@@ -4,7 +4,8 @@
 // whether default saved-tensor hooks are set (the non-reentrant checkpoint
 // recomputes under them), and whether the call is a recomputed node of a
 // compiled (AOTAutograd) backward. What each site counts is the core's;
-// this file only looks (see mfu_torch.h).
+// this file only looks (see mfu_torch.h); which node is which is the core's
+// rule too (core/nodes.h), shared with the fallback.
 #include "mfu_torch.h"
 
 #include <ATen/SavedTensorHooks.h>
@@ -65,11 +66,6 @@ struct NodeCache {
   mfu_op_node kind = MFU_NODE_BUILTIN;
   Plan budget;
 };
-
-bool ends_with(const std::string &s, const char *suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
 
 // The planner's answer, [(op kind, (shape, ...)), ...], or nullptr (an
 // exception set) when it is malformed; GIL held.
@@ -134,31 +130,35 @@ std::shared_ptr<const Plan> plan_of(const NodePtr &node) {
   return plan;
 }
 
-// What `node` is. PyNode and CppNode (custom Functions) are told by their
-// C++ type (their typeinfo is not exported to link against); a reentrant
-// checkpoint by its Function's name.
+// What `node` is: the facts torch shows (PyNode and CppNode -- custom
+// Functions -- told by their C++ type, whose typeinfo is not exported to
+// link against; the node's name) go to the core's one rule (core/nodes.h;
+// its Function's module matters to higher-order calls only, which the
+// observer never sees: _hops.py counts them). A compiled (AOTAutograd)
+// custom backward gets the plan of its recomputed calls.
 void classify_node(const NodePtr &node, NodeCache &c) {
   const char *type = typeid(*node).name();
   const bool py = std::strcmp(type, "N5torch8autograd6PyNodeE") == 0;
   const bool cpp = std::strncmp(type, "N5torch8autograd7CppNodeI", 25) == 0;
-  c.kind = MFU_NODE_BUILTIN;
   c.budget.clear();
-  if (!py && !cpp)
+  if (!py && !cpp) {
+    c.kind = ops().core.node_kind(0, nullptr, nullptr, 0);
     return;
-  // A PyNode's name is its Python class name (torch.utils.checkpoint,
-  // Megatron and DeepSpeed all call theirs CheckpointFunction); it and
-  // is_aot_backward() read Python objects: under the GIL.
+  }
+  // A PyNode's name is its Python class name; it and is_aot_backward()
+  // read Python objects: under the GIL.
   PyGILState_STATE gil = PyGILState_Ensure();
-  bool checkpoint = false, compiled = false;
+  std::string name;
+  bool compiled = false;
   try { // never into the op: a node that cannot say counts as custom
-    checkpoint = ends_with(node->name(), "CheckpointFunctionBackward");
-    compiled = py && !checkpoint && node->is_aot_backward();
+    name = node->name();
+    compiled = py && node->is_aot_backward();
   } catch (...) {
   }
   PyErr_Clear();
   PyGILState_Release(gil);
-  c.kind = checkpoint ? MFU_NODE_CHECKPOINT : MFU_NODE_CUSTOM;
-  if (compiled)
+  c.kind = ops().core.node_kind(1, name.c_str(), nullptr, 0);
+  if (compiled && c.kind == MFU_NODE_CUSTOM)
     c.budget = *plan_of(node);
 }
 

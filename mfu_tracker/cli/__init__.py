@@ -5,7 +5,7 @@ Owns the commands (:mod:`._main`: the parser, ``estimate``, ``profile``,
 model built and counted on the meta device for them (:mod:`._model`), the
 flags' value checks (:mod:`._flag_types`), the ``--gpu`` / ``--peak-tflops``
 peak in the command line's words (:mod:`._peak_flags`), the report's picture
-(:mod:`._report`) and the machine check (:mod:`.doctor`).
+(:mod:`.report`, one module per panel) and the machine check (:mod:`.doctor`).
 
 Layer 8, the top (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import every layer; none imports it.

@@ -26,7 +26,7 @@ __all__ = ["add_parser", "advice_text", "advice_data", "lines_for_report"]
 
 
 def _pick(log: Log, which: str) -> Run:
-    from ._report import select_runs
+    from .report._load import select_runs
 
     runs = select_runs(log, which)
     if which == "all":
@@ -35,7 +35,7 @@ def _pick(log: Log, which: str) -> Run:
 
 
 def _prefix(run: Run, prefix: Optional[str]) -> str:
-    from ._report import find_prefix
+    from .report._plan import find_prefix
 
     if prefix is not None:
         return prefix
@@ -70,7 +70,8 @@ def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None) -> 
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from ._report import ReportError, load
+    from .report._load import load
+    from .report._model import ReportError
 
     try:
         log = load(args.path)

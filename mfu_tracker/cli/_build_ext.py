@@ -12,7 +12,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from .._version import __version__
-    from ..flops.counter import _build
+    from .._native import _build
 
     print(f"cache: {_build.cache_root()} (set {_build.CACHE_ENV} to move it; "
           "the training jobs need the same value)", file=sys.stdout)

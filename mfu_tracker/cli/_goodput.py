@@ -28,6 +28,8 @@ from typing import Any, Dict, List
 from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
 from ..job._records import Log, LogError, read_log
 from ..timing._metrics import format_metrics
+from ._flag_types import int_at_least
+from ._log_notes import STRICT_HELP, skipped_lines, warn_cut
 
 __all__: List[str] = []
 
@@ -47,8 +49,10 @@ def figures_json(log: Log, ledger: JobLedger) -> Dict[str, Any]:
         "runs": [{"run": r.number, "run_id": r.run_id, "start_step": r.start_step,
                   "wall_s": r.wall_s, "device_s": r.device_s, "seconds": r.seconds}
                  for r in ledger.runs],
+        "job": ledger.number,
         "notes": ledger.notes,
         "invalid": log.invalid,
+        "skipped": log.skipped + ([log.cut] if log.cut else []),
         "diagnosis": _diagnosis(log, ledger),
     }
 
@@ -58,14 +62,16 @@ def text(log: Log, ledger: JobLedger) -> str:
     keys = format_metrics(ledger.figures(), "")
     lines = [f"{log.path}: {len(log.runs)} run(s)"]
     lines += [f"{key}={value!r}" for key, value in keys.items()]
+    why = next((note for note in ledger.notes if note.startswith("job_mfu: ")), None)
     if ledger.job_mfu is None:
-        lines.append("job_mfu: not available (see the notes)")
+        lines.append(why or "job_mfu: not available")
     lines.append("runs (seconds: goodput, then each badput bucket):")
     for run in ledger.runs:
         cells = " ".join(f"{k}={run.seconds[k]!r}" for k in ("goodput", *BUCKETS))
         lines.append(f"  run={run.number} start_step={run.start_step} wall_s={run.wall_s!r} {cells}")
-    lines += [f"note: {note}" for note in ledger.notes]
+    lines += [f"note: {note}" for note in ledger.notes if note != why]
     lines += [f"invalid: {what}" for what in log.invalid]
+    lines += skipped_lines(log)
     lines.append(_diagnosis(log, ledger))
     return "\n".join(lines)
 
@@ -78,8 +84,9 @@ def _cmd_goodput(args: argparse.Namespace) -> int:
     if args.json is not None and os.path.isdir(args.json):
         raise ValueError(f"--json {args.json!r} is a directory; give a file name")
     try:
-        log = read_log(args.log)
-        ledger = job_ledger(log)
+        log = read_log(args.log, strict=args.strict)
+        warn_cut(log, "goodput")
+        ledger = job_ledger(log, args.job)
     except LogError as error:
         raise ValueError(str(error)) from None
     print(text(log, ledger))
@@ -102,4 +109,9 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("log", help="the JSONL log of Tracker(log_path=...) / log_path=")
     parser.add_argument("--json", default=None, metavar="OUT",
                         help="also write the figures, the runs and the notes to this JSON file")
+    parser.add_argument("--job", type=int_at_least(1), default=None, metavar="N",
+                        help="which job of the file (1 = the first; default: the last): a run "
+                             "continues the job before it only when it resumes (start_step > 0 "
+                             "or the same job id)")
+    parser.add_argument("--strict", action="store_true", help=STRICT_HELP)
     parser.set_defaults(func=_cmd_goodput)

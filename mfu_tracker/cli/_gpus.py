@@ -12,12 +12,13 @@ import argparse
 import sys
 from typing import List, Sequence
 
+from .._dtypes import DTYPE_NAMES
 from ..peaks._table import GPUSpec, get_gpu_spec, gpu_spec_table
 
 __all__: List[str] = []
 
-#: The dtype columns, in the core's order (int4 left out: no training runs in it).
-TABLE_DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+#: The dtype columns: every dtype of the core's table, in its order (what `estimate --dtype` takes).
+TABLE_DTYPES = DTYPE_NAMES
 #: A dtype the device has no dense peak for.
 NONE = "-"
 #: A figure that exists but no source publishes.

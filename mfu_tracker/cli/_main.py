@@ -16,32 +16,17 @@ parser, each command registered by its own module.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from typing import List, Optional
 
-from . import _advise, _build_ext, _estimate, _goodput, _gpus, _profile
+from . import _advise, _build_ext, _estimate, _goodput, _gpus, _profile, report
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
 # point (pyproject.toml), run as a program, not a library function.
 __all__: List[str] = []
-
-
-def _cmd_report(args: argparse.Namespace) -> int:
-    if len(args.paths) > 2:
-        raise CliError(f"give one log, or two to compare (A B); got {len(args.paths)}")
-    if len(args.paths) == 2:   # two runs side by side (the kernel breakdown's comparison)
-        from ._report_compare import run as compare
-
-        print(compare(args.paths, args.out, prefix=args.prefix, title=args.title or "",
-                      which=args.run))
-    else:
-        from ._report import run
-
-        print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
-                  which=args.run, epilogue=_advise.lines_for_report))
-    print(f"wrote {args.out}")
-    return 0
 
 
 def _cmd_doctor(args: argparse.Namespace) -> int:
@@ -56,22 +41,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _gpus.add_parser(sub)
     _estimate.add_parser(sub)
     _profile.add_parser(sub)
-    rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
-                         "log (JSONL from log_path=, or a TensorBoard log directory)")
-    rep.add_argument("paths", nargs="+", metavar="path",
-                     help="a JSONL metrics log, a TensorBoard log directory or event file; "
-                          "two logs (A B) draw the two runs side by side")
-    rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
-    rep.add_argument("--prefix", default=None,
-                     help="metric key prefix (default: found from the <prefix>/mfu key)")
-    rep.add_argument("--title", default=None, help="the picture's title")
-    rep.add_argument("--run", default="last",
-                     help="which run of the log to draw: the last (default), N (1 = the first), "
-                          "or all (each run its own line, its start marked); with two logs, "
-                          "the run of each")
-    rep.set_defaults(func=_cmd_report)
+    report.add_parser(sub)
     _advise.add_parser(sub)
-
     _goodput.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser
@@ -81,15 +52,48 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: A flag's value that is a negative number ("-7e9", "-1.5", "-3"): argparse
+#: reads "-7e9" (an exponent) as a flag of its own and says only "expected
+#: one argument"; joined to its flag ("--params=-7e9") it reaches the flag's
+#: check, whose error names the value.
+_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _join_negative_values(argv: List[str]) -> List[str]:
+    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`)."""
+    out: List[str] = []
+    for arg in argv:
+        if (out and _NEGATIVE_NUMBER.fullmatch(arg) and out[-1].startswith("--")
+                and "=" not in out[-1]):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``mfu-tracker gpus | head -1``):
+    not an error. Later writes (the interpreter's flush at exit) go nowhere,
+    so no traceback follows."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point; returns the exit status (0 ok, 2 usage error)."""
     parser = _build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(_join_negative_values(sys.argv[1:] if argv is None else argv))
     except SystemExit as exit_:  # argparse printed its usage line and error (--help: 0)
         return exit_.code if isinstance(exit_.code, int) else 2
     try:
-        return int(args.func(args))
+        status = int(args.func(args))
+        sys.stdout.flush()                  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except (CliError, ValueError, LookupError, FileNotFoundError) as exc:
         print(f"mfu-tracker {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .._install import DISTRIBUTION
-from ..flops.counter._counter import FlopCounter
+from ..flops.counter import FlopCounter
 
 
 class ModelError(Exception):

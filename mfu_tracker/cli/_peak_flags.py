@@ -17,7 +17,14 @@ import math
 from typing import List, NamedTuple, Optional
 
 from .._dtypes import DTYPE_NAMES
-from ..peaks._table import GPUSpec, candidate_list, candidates_note, match_device_name
+from ..peaks._table import (
+    GPUSpec,
+    candidate_list,
+    candidates_note,
+    did_you_mean_text,
+    match_device_name,
+    misspelled_words,
+)
 
 __all__: List[str] = []
 
@@ -63,6 +70,16 @@ def _shared_note(gpu: str, spec: GPUSpec, dtype: str) -> str:
                            "so that peak is used")
 
 
+def _check_spelling(gpu: str) -> None:
+    """A word of ``--gpu`` that nearly spells a table word is an error, not a
+    word the lookup silently skips ("H100 SMX" is not "H100")."""
+    wrong = misspelled_words(gpu)
+    if wrong:
+        words = ", ".join(repr(w) for w in wrong)
+        raise FlagError(f"--gpu {gpu!r}: {words} is in no row's name{did_you_mean_text(gpu)} "
+                        "(`mfu-tracker gpus` lists every row)")
+
+
 def resolve_peak_flags(gpu: Optional[str], peak_tflops: Optional[float], dtype: str) -> PeakChoice:
     """The per-GPU peak of ``--gpu`` / ``--peak-tflops`` for ``dtype``
     (already a canonical name); :class:`FlagError` naming the flag when
@@ -70,6 +87,8 @@ def resolve_peak_flags(gpu: Optional[str], peak_tflops: Optional[float], dtype: 
     if peak_tflops is not None and not (math.isfinite(peak_tflops) and peak_tflops > 0):
         raise FlagError(f"--peak-tflops must be a finite number > 0, got {peak_tflops}")
     match = match_device_name(gpu) if gpu else None
+    if gpu and match is not None and (match.spec is None or match.candidates):
+        _check_spelling(gpu)    # not one row: a misspelt word may be why
     if peak_tflops is not None:
         return PeakChoice(None if match is None else match.spec, peak_tflops * 1e12,
                           f"{peak_tflops:g} TFLOP/s {dtype} (given by --peak-tflops)", [])
@@ -80,8 +99,9 @@ def resolve_peak_flags(gpu: Optional[str], peak_tflops: Optional[float], dtype: 
     if match.candidates and (spec is None or not spec.has_peak(dtype)):
         raise _ambiguous(gpu or "", match.candidates, match.num_candidates, dtype)
     if spec is None:
-        raise FlagError(f"--gpu {gpu!r}: not in the peak table (`mfu-tracker gpus` lists every "
-                        "row); give a row's name, or the peak with --peak-tflops")
+        raise FlagError(f"--gpu {gpu!r}: not in the peak table{did_you_mean_text(gpu or '')} "
+                        "(`mfu-tracker gpus` lists every row); give a row's name, or the peak "
+                        "with --peak-tflops")
     if not spec.peak_flops_by_dtype:
         raise FlagError(f"--gpu {gpu!r}: {spec.name} has no published peak ({spec.citation}); "
                         "give it with --peak-tflops")

@@ -66,27 +66,33 @@ def run(args: argparse.Namespace) -> int:
     if "vision_config" in config:
         print("note: text only: the vision tower did not run (estimate --image-grid counts it)",
               file=out)
-    print(f"conventions:           {fc.conventions}", file=out)
     if fc.errors:
         print(f"warning: {fc.errors} op call(s) could not be counted", file=sys.stderr)
     print("", file=out)
-    print(fc.table(depth=args.depth), file=out)
-    _print_uncounted(fc.uncounted(), out)
+    print(fc.table(depth=args.depth), file=out)   # its heading states the conventions
+    _print_uncounted(fc.uncounted(), out, show_all=args.list_uncounted)
     return 0
 
 
-def _print_uncounted(rows: list, out: Any, limit: int = 20) -> None:
+def _print_uncounted(rows: list, out: Any, *, show_all: bool = False, limit: int = 20) -> None:
     """The audit of `profile`: the ops outside the FLOP table that ran with
-    nothing counted inside them, FLOP-heavy ones (marked !) first."""
+    nothing counted inside them. The FLOP-heavy ones (marked !), whose FLOPs
+    are missing, are listed; the others (views, copies, elementwise ops)
+    only with ``--list-uncounted``, up to ``limit``."""
     print("", file=out)
-    heavy = sum(1 for r in rows if r.heavy)
-    print(f"uncounted ops: {len(rows)} ({heavy} look FLOP-heavy: their FLOPs are missing above)",
-          file=out)
-    shown = [r for r in rows if r.heavy] + [r for r in rows if not r.heavy][:limit]
+    heavy = [r for r in rows if r.heavy]
+    if not heavy:
+        print(f"uncounted ops: {len(rows)}, none looks FLOP-heavy (views, copies, elementwise "
+              f"ops: no FLOPs are missing above)"
+              + ("" if show_all or not rows else "; --list-uncounted lists them"), file=out)
+    else:
+        print(f"uncounted ops: {len(rows)}, {len(heavy)} look FLOP-heavy: their FLOPs are missing "
+              f"above", file=out)
+    shown = heavy + ([r for r in rows if not r.heavy][:limit] if show_all else [])
     for r in shown:
         print(f"  {'!' if r.heavy else ' '} {r.name:<54}{r.calls:>8}  "
               f"largest input {list(r.largest_input)}", file=out)
-    if len(rows) > len(shown):
+    if show_all and len(rows) > len(shown):
         print(f"    ... and {len(rows) - len(shown)} more", file=out)
 
 
@@ -104,4 +110,7 @@ def add_parser(sub: Any) -> None:
                       help="transformers attention implementation (default sdpa)")
     prof.add_argument("--forward-only", action="store_true", help="count inference (no backward)")
     prof.add_argument("--depth", type=int_at_least(1), default=3, help="module levels in the table")
+    prof.add_argument("--list-uncounted", action="store_true",
+                      help="also list the uncounted ops that do not look FLOP-heavy (views, "
+                           "copies, elementwise ops)")
     prof.set_defaults(func=run)

@@ -56,7 +56,8 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _side(name: str, path: str, which: str, prefix: Optional[str]) -> Side:
-    from ._report import find_prefix, load, select_runs
+    from .report._load import load, select_runs
+    from .report._plan import find_prefix
 
     log = load(path)
     run = select_runs(log, which)[-1]
@@ -137,7 +138,8 @@ def text(a: Side, b: Side) -> str:
 
 
 def _draw(a: Side, b: Side, title: str) -> bytes:
-    from ._report import DPI, PANEL_HEIGHT_IN, WIDTH_IN, _pyplot
+    from .report._render import DPI, PANEL_HEIGHT_IN, WIDTH_IN
+    from .report._render import pyplot as _pyplot
 
     plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 3), dpi=DPI)
@@ -194,7 +196,9 @@ def _draw_differences(ax: Any, a: Side, b: Side) -> None:
 def run(paths: Sequence[str], out: str, prefix: Optional[str] = None, title: str = "",
         which: str = "last") -> str:
     """Compare two logs, draw ``out``; returns the numbers (:func:`text`)."""
-    from ._report import _check_out, _pyplot, write_out
+    from .report._render import check_out as _check_out
+    from .report._render import pyplot as _pyplot
+    from .report._render import write_out
 
     ext = _check_out(out)
     _pyplot()

@@ -1,19 +1,21 @@
 """Ranks: cross-rank aggregation and communication.
 
-Owns the rows every rank contributes and their combination into the job's
+Owns the rows every rank contributes (:mod:`._rank_row`: a rank's row from
+its tracker's window figures) and their combination into the job's
 figures (:mod:`._figures`: global MFU, per-rank spread, the straggler, the
 job's communication), the collective that gathers them (:mod:`._collective`:
 a dedicated gloo group, a bounded wait) and the observation of the
 training's own communication: every collective, with no attach call
-(:mod:`._comm_observer`, over the C++ observer of ``csrc/torch/comm.cpp``),
+(:mod:`._comm_observer`, over the C++ observer of ``csrc/torch/comm.cpp``,
+or :mod:`._comm_mode` where its dispatch key cannot be used),
 the links they travel over (:mod:`._links`: intra- vs inter-node by host,
 the link table of the C core) and DDP's communication hook
 (:mod:`._comm_hook`: ``attach_ddp``, and the marking hook without the
 observer).
 
 Layer 4 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: the foundation, ``peaks``, ``flops`` (the C++ observer's
-loader), ``timing``.
+-> cli). May import: the foundation (the C++ observer's loader is
+``_native``'s), ``peaks``, ``flops``, ``timing``.
 """
 from ._figures import *  # noqa: F403 -- the names _figures.__all__ lists
 from ._figures import __all__  # noqa: F401

@@ -144,8 +144,13 @@ class Aggregator:
                 RuntimeWarning, stacklevel=4)  # -> the caller of Tracker.metrics()
         return figures
 
-    def interval(self, boundaries: int) -> Tuple[float, int]:
-        """Host seconds and step() calls since the end of the previous aggregation."""
+    def interval(self, boundaries: int, first_window_boundary: int = 0) -> Optional[Tuple[float, int]]:
+        """Host seconds and step() calls since the end of the previous aggregation;
+        None when that interval holds steps before ``first_window_boundary``
+        (the clock's start, the warm-up: a first call's compile or lazy build
+        would be charged to the rank, the window leaves them out)."""
+        if self._last_boundaries < first_window_boundary:
+            return None
         return time.perf_counter() - self._last_end, boundaries - self._last_boundaries
 
     def counters(self) -> Dict[str, int]:

@@ -25,6 +25,15 @@ group (and ``comm`` not False) subscribes to the process's communication:
   waiting for its neighbours -- and only that (``mfu_lost/pipeline_bubble``,
   not also communication).
 
+The observer's dispatch key is borrowed from torch's tests
+(docs/dispatch_keys.md): a key the loader refused (the running torch lacks
+it, another library registered on it first) or on which another library
+registered a kernel over one of ours (checked at each tracker's start) is
+not used: collectives are then seen through a TorchDispatchMode
+(:mod:`._comm_mode`), with one warning. The key leaves a thread's dispatch
+when the last observing tracker closes (or at that thread's next collective
+once none observes).
+
 One observer per tracker: ``Tracker.attach_ddp`` then registers the
 communication hook it is given without marking anything, so no collective
 is counted twice. ``Tracker(comm=False)`` turns all of it off (the DDP hook
@@ -48,6 +57,8 @@ import weakref
 from typing import Any, Dict, Iterator, Optional, Set
 
 from .._native import _C
+from .._native._observer import key_problem
+from ._comm_mode import CommMode
 from ._links import GroupLinks, process_groups
 
 __all__ = ["CommObservation", "observe", "unobserved"]
@@ -73,6 +84,11 @@ class _Process:
         self.original_wait: Any = None   # Work.__dict__["wait"]
         self.schedules: Dict[Any, Any] = {}  # schedule class -> its own step()
         self.cuda: Dict[Any, Dict[str, Any]] = {}  # class -> {method: its own}
+        self.threads: Set[int] = set()   # threads whose dispatch has the key
+        self.live: "weakref.WeakSet[CommObservation]" = weakref.WeakSet()
+        self.mode: Optional[CommMode] = None  # the fallback, while it is pushed
+        self.mode_thread = 0
+        self.warned = False
 
     def install(self, module: Any) -> None:
         import torch
@@ -96,7 +112,56 @@ class _Process:
         self.patch_schedules()
         self.patch_cuda(torch)
 
+    def observe_thread(self, module: Any) -> None:
+        """Observe this thread's collectives: with the C++ kernels while the
+        key is ours, else (one warning) through the dispatch mode."""
+        problem = key_problem("comm")
+        if problem is None and self.mode is None:
+            try:
+                module.comm_start()  # registers the kernels once (a foreign fallback: refused)
+            except RuntimeError as exc:
+                problem = str(exc)
+            else:
+                self.threads.add(threading.get_ident())
+                found = module.foreign_kernel(module.COMM_KEY)
+                if found is not None:
+                    module.comm_stop()
+                    problem = (f"another library registered a kernel on the dispatch key "
+                               f"{module.COMM_KEY_NAME} for {found}")
+        if problem is not None and self.mode is None:
+            self.push_mode(problem)
+
+    def push_mode(self, problem: str) -> None:
+        from torch.utils._python_dispatch import _push_mode
+
+        self.mode = CommMode(self.sinks)
+        self.mode_thread = threading.get_ident()
+        _push_mode(self.mode.mode)
+        if not self.warned:
+            self.warned = True
+            warnings.warn(f"mfu_tracker: Tracker: communication is observed through the slower "
+                          f"TorchDispatchMode fallback: {problem}", RuntimeWarning, stacklevel=6)
+
+    def sinks(self) -> list:
+        return [(obs._tracker(), obs.link_of) for obs in list(self.live)
+                if obs._tracker() is not None]
+
+    def leave_threads(self) -> None:
+        """The key leaves this thread's dispatch (others: at their next
+        collective, csrc/torch/comm.cpp); the mode is popped on its thread."""
+        me = threading.get_ident()
+        if me in self.threads and self.module is not None:
+            self.module.comm_stop()
+        self.threads.clear()
+        if self.mode is not None and self.mode_thread == me:
+            from torch.utils._python_dispatch import _get_current_dispatch_mode, _pop_mode
+
+            if _get_current_dispatch_mode() is self.mode.mode:
+                _pop_mode()
+            self.mode = None
+
     def uninstall(self) -> None:
+        self.leave_threads()
         if self.work_type is not None:
             self.work_type.wait = self.original_wait
         self.module = self.work_type = self.original_wait = None
@@ -243,8 +308,18 @@ class CommObservation:
         self._links = links
         self._known: Set[str] = set()
         self._warn_unknown = warn_unknown
+        self._link_values: Dict[str, Optional[float]] = {}
         self._release = weakref.finalize(tracker, _release, module, links.fallback is not None)
+        _PROCESS.live.add(self)
         self.refresh()
+
+    def link_of(self, group: str) -> Optional[float]:
+        """The link peak (bytes/s per direction) of the group named
+        ``group`` (the dispatch-mode fallback's; the C++ observer keeps its
+        own copy), None when unknown."""
+        if self._links.fallback is not None:
+            return self._links.fallback
+        return self._link_values.get(group)
 
     def refresh(self) -> None:
         """Give the C++ observer the links of groups created since the last
@@ -261,7 +336,8 @@ class CommObservation:
         for name, ranks in groups:
             if name not in self._known:
                 self._known.add(name)
-                self._module.comm_set_link(name, self._links.link_of(name, ranks))
+                self._link_values[name] = self._links.link_of(name, ranks)
+                self._module.comm_set_link(name, self._link_values[name])
         with _PROCESS.lock:
             _PROCESS.patch_schedules()  # pipelining imported since
 
@@ -318,7 +394,7 @@ def observe(tracker: Any, module: Any, *, aggregator: Any, rank: int,
         if _PROCESS.observations == 0:
             _PROCESS.install(module)
         _PROCESS.observations += 1
-    module.comm_start()
+        _PROCESS.observe_thread(module)
     hosts = getattr(aggregator, "hosts", None)  # gathered with its group
     fallback = None if link_bandwidth_gbs is None else float(link_bandwidth_gbs) * 1e9
     links = GroupLinks(device_name, hosts, rank, fallback)

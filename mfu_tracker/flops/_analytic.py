@@ -133,6 +133,8 @@ def _spans_text(conv: Mapping[str, Any]) -> str:
     """The attention convention, with the windows it applied."""
     half = conv["causal_attention"] == "half"
     parts = ["causal attention: half s² (Megatron)" if half else "causal attention: full s²"]
+    if conv.get("bidirectional"):
+        parts = ["bidirectional attention: full s² (nothing to halve)"]
     windows = conv.get("windows") or {}
     if "sliding" in windows:
         parts.append(f"sliding window {windows['sliding']}: "
@@ -192,6 +194,8 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         merged["num_sliding_layers"] = merged.get("num_layers", 0)
     if merged.get("head_dim") is None:
         merged.pop("head_dim", None)
+    if "ssm_proj_bias" in dims and "ssm_out_proj_bias" not in dims:
+        merged["ssm_out_proj_bias"] = dims["ssm_proj_bias"]  # one keyword for both, as before
     if tie_word_embeddings is not None:
         merged["tie_word_embeddings"] = check_flag(tie_word_embeddings, "tie_word_embeddings")
     return ConfigDims(merged, read.sources, read.vision, read.model_type)
@@ -271,10 +275,15 @@ def transformer_flops(
             saves it, a preset name (``"llama-3.1-8b"``,
             :func:`~mfu_tracker.preset_names`) or a path to a ``config.json``,
             of a model type in ``_C.transformer_families()``: dense
-            (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma2, gemma3_text,
-            olmo2), MoE (mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v3,
-            glm4_moe, llama4_text), hybrid / SSM (qwen3_next, mamba2), VLM
-            (qwen2_5_vl, qwen3_vl), or a nanoGPT ``GPTConfig`` dict; or None
+            (gpt2, llama, mistral, phi3, qwen2, qwen3, gemma, gemma2,
+            gemma3_text, olmo2, olmo3, smollm3, ministral3, seed_oss, glm4,
+            ernie4_5, exaone4, cohere2, apertus, arcee, starcoder2), MoE
+            (mixtral, qwen2_moe, qwen3_moe, gpt_oss, deepseek_v3, glm4_moe,
+            llama4_text, deepseek_v2, glm4_moe_lite, olmoe, minimax_m2, phimoe,
+            ernie4_5_moe, hunyuan_v1_moe, dots1, afmoe), hybrid / SSM
+            (qwen3_next, qwen3_5, qwen3_5_moe, kimi_linear, mamba2,
+            granitemoehybrid, nemotron_h, falcon_h1, jamba, lfm2), VLM
+            (qwen2_5_vl, qwen3_vl, qwen3_5), or a nanoGPT ``GPTConfig`` dict; or None
             with the dimensions given as keywords (every field of
             ``_C.transformer_dim_names()``: ``hidden_size``, ``num_layers``,
             ``num_heads``, ``vocab_size``, ``intermediate_size``,
@@ -304,7 +313,8 @@ def transformer_flops(
             embedding tables, plus V·d per lm_head application when included
             (also when tied).
         causal_attention: ``"full"`` (default) or ``"half"``; see the module
-            docstring for windows and chunks.
+            docstring for windows and chunks. Bidirectional attention
+            (Gemma's ``use_bidirectional_attention``) is never halved.
         include_lm_head: count the lm_head matmul.
         include_embedding: count the embedding tables as if they were
             matmul weights (the "6N with total N" habit).
@@ -356,6 +366,7 @@ def transformer_flops(
         **{k: options[k] for k in ("formula", "causal_attention", "include_lm_head",
                                    "include_embedding", "activation_recompute")},
         "tie_word_embeddings": bool(model.dims.get("tie_word_embeddings", False)),
+        "bidirectional": bool(model.dims.get("bidirectional", False)),
         "lora": lora, "sequences": source, "model_type": model.model_type,
         "windows": types.MappingProxyType(_windows(model.dims)),
         "vision": vision_text if raw["vision_flops"] else None,
@@ -413,6 +424,7 @@ def params_flops(
         "include_lm_head": True,
         "include_embedding": True,
         "tie_word_embeddings": False,
+        "bidirectional": False,
         "lora": {"rank": None, "targets": None} if lora else None,
         "activation_recompute": "none",
         "sequences": "num_tokens",

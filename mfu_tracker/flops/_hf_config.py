@@ -27,6 +27,15 @@ from .._validate import (
     check_str_list,
     check_whole_number,
 )
+from ._hf_decoders import (
+    ATTENTION_BIAS as _ATTENTION_BIAS,
+    DECODER_FAMILIES,
+    MLP_BIAS as _MLP_BIAS,
+    QKV_BIAS as _QKV_BIAS,
+    SSM_BIAS as _SSM_BIAS,
+    moe_layers,
+)
+from . import _hf_hybrid
 from .presets import resolve_model_config
 
 # dims field -> config keys holding it, first present wins.
@@ -39,8 +48,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "intermediate_size": ("intermediate_size", "n_inner"),
     "vocab_size": ("vocab_size",),
     "num_positions": ("n_positions", "max_position_embeddings", "block_size"),
-    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts"),
-    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token"),
+    "num_experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "num_experts_per_token", "moe_k", "moe_topk"),
     "moe_intermediate_size": ("moe_intermediate_size",),
     "shared_expert_intermediate_size": ("shared_expert_intermediate_size",),
     "sliding_window": ("sliding_window",),
@@ -61,15 +70,8 @@ KEYS: dict[str, tuple[str, ...]] = {
     "ssm_num_groups": ("n_groups",),
     "ssm_conv_kernel": ("conv_kernel",),
     "ssm_chunk_size": ("chunk_size",),
-    "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers"),
+    "num_mtp_layers": ("num_nextn_predict_layers", "num_mtp_layers", "mtp_num_hidden_layers"),
 }
-
-# dims flag -> config keys (bools) that set it, per flag group.
-_ATTENTION_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias"),
-                   "attention_out_bias": ("attention_bias",)}
-_QKV_BIAS = {"qkv_bias": ("attention_bias", "qkv_bias")}
-_MLP_BIAS = {"mlp_bias": ("mlp_bias",)}
-_SSM_BIAS = {"ssm_conv_bias": ("use_conv_bias",), "ssm_proj_bias": ("use_bias",)}
 
 # Vision tower dims field -> config keys (vision_config).
 VISION_KEYS: dict[str, tuple[str, ...]] = {
@@ -109,11 +111,14 @@ class _Config:
     which config key each dims field came from (for error messages)."""
 
     def __init__(self, config: Any, prefix: str = "config",
-                 sources: dict[str, str] | None = None) -> None:
+                 sources: dict[str, str] | None = None,
+                 defaults: Mapping[str, int] | None = None) -> None:
         self._data: Mapping[str, Any] | None = config if isinstance(config, Mapping) else None
         self._obj = None if self._data is not None else config
         self.prefix = prefix
         self.sources: dict[str, str] = {} if sources is None else sources
+        # the config class's defaults of keys a dict config may leave out
+        self.defaults: Mapping[str, int] = defaults or {}
 
     def get(self, key: str, default: Any = None) -> Any:
         if self._data is not None:
@@ -128,20 +133,34 @@ class _Config:
     def has(self, key: str) -> bool:
         return self.get(key) is not None
 
+    def raw(self, key: str) -> tuple[bool, Any]:
+        """(present, value): tells a key set to None from an absent one."""
+        if self._data is not None:
+            return key in self._data, self._data.get(key)
+        try:
+            return hasattr(self._obj, key), getattr(self._obj, key, None)
+        except Exception:  # a property that raises: absent
+            return False, None
+
     def sub(self, key: str) -> "_Config | None":
         value = self.get(key)
         if value is None:
             return None
-        return _Config(value, f"{self.prefix}.{key}", self.sources)
+        return _Config(value, f"{self.prefix}.{key}", self.sources, self.defaults)
 
     def int(self, field: str, keys: Iterable[str] | None = None, *,
             default: int | None = None, minimum: int = 0) -> int | None:
         """The first present key among ``keys`` (default: KEYS[field])."""
-        for key in keys if keys is not None else KEYS[field]:
+        keys = tuple(keys if keys is not None else KEYS[field])
+        for key in keys:
             value = self.get(key)
             if value is not None:
                 self.sources[field] = f"{self.prefix}.{key}"
                 return check_whole_number(value, f"{self.prefix}.{key}", minimum)
+        if not any(self.raw(key)[0] for key in keys):  # all absent: the class's default
+            for key in keys:
+                if key in self.defaults:
+                    return self.defaults[key]
         return default
 
     def require(self, field: str, keys: Iterable[str] | None = None, minimum: int = 1) -> int:
@@ -220,7 +239,7 @@ _SPAN_TYPES = {"sliding_attention": "num_sliding_layers", "chunked_attention": "
 def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
     """Layer counts by span from ``layer_types`` (transformers 5), else the
     family's rule; a window / chunk the config does not set drops its layers."""
-    types = cfg.str_list("layer_types")
+    types = cfg.str_list("layer_types") if spec.layer_types else None
     if types is None:
         kind = "linear_attention" if spec.span == "linear" else (
             "chunked_attention" if spec.span == "chunked" else "sliding_attention")
@@ -235,26 +254,6 @@ def _span_layers(cfg: _Config, spec: "_Family", layers: int) -> dict[str, int]:
     return {k: v for k, v in counts.items() if v}
 
 
-def _moe_layers(cfg: _Config, spec: "_Family", layers: int, experts: int) -> int:
-    """How many layers use experts."""
-    if spec.moe == "all":
-        return layers
-    if spec.moe == "first_k_dense":  # DeepSeek-V3, GLM-4.5
-        first = cfg.int("num_dense_layers", ("first_k_dense_replace",), default=0)
-        freq = cfg.int("num_dense_layers", ("moe_layer_freq",), default=1, minimum=1)
-        return sum(1 for i in range(layers) if i >= first and i % freq == 0)
-    if spec.moe == "llama4":
-        listed = cfg.int_list("moe_layers")
-        if cfg.has("moe_layers"):
-            return sum(1 for i in set(listed) if i < layers)
-        step = cfg.int("num_dense_layers", ("interleave_moe_layer_step",), default=1, minimum=1)
-        return len(range(step - 1, layers, step))
-    # Qwen: every decoder_sparse_step-th layer, except mlp_only_layers
-    step = cfg.int("num_dense_layers", ("decoder_sparse_step",), default=1, minimum=1)
-    only = set(cfg.int_list("mlp_only_layers"))
-    return sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
-
-
 # ---------------------------------------------------------------------------
 # Families: how each model_type's config is read
 # ---------------------------------------------------------------------------
@@ -263,8 +262,15 @@ class _Family(NamedTuple):
     flags: Mapping[str, tuple[str, ...]] = _ATTENTION_BIAS
     local: Callable[[_Config, int], bool] | None = _always  # sliding where True
     span: str = "sliding"       # what `local` layers are: sliding / chunked / linear
-    moe: str | None = None      # None, all, qwen, first_k_dense, llama4
+    # None, all, qwen, first_k_dense, layer_types, llama4, or a rule
+    # (config, layer) -> has experts
+    moe: str | Callable[[_Config, int], bool] | None = None
     experts_width: str = "moe_intermediate_size"  # the config key of an expert's width
+    layer_types: bool = True    # the model reads config.layer_types
+    experts_per_token: int | None = None  # fixed by the implementation
+    shared_experts: tuple[str, ...] = ()  # keys: shared experts of the expert width
+    shared_width: tuple[str, ...] = KEYS["shared_expert_intermediate_size"]
+    defaults: Mapping[str, int] = {}  # config key -> the class default (dicts leave keys out)
 
 
 FAMILIES: dict[str, _Family] = {
@@ -289,11 +295,35 @@ FAMILIES: dict[str, _Family] = {
     "mamba2": _Family(flags=_SSM_BIAS, local=None),
     "qwen2_5_vl": _Family(flags=_QKV_BIAS, local=_qwen_local),
     "qwen3_vl": _Family(local=None),
+    **{name: _Family(**spec) for name, spec in DECODER_FAMILIES.items()},
+    # Qwen3.5, the MLA family and the hybrids (readers: _hf_hybrid.py)
+    "qwen3_5": _Family(local=_qwen3_next_linear, span="linear", moe="qwen",
+                       defaults=_hf_hybrid.DEFAULTS["qwen3_5"]),
+    "qwen3_5_moe": _Family(local=_qwen3_next_linear, span="linear", moe="qwen",
+                           defaults=_hf_hybrid.DEFAULTS["qwen3_5_moe"]),
+    "deepseek_v2": _Family(local=None, moe="first_k_dense",
+                           defaults=_hf_hybrid.DEFAULTS["deepseek_v2"]),
+    "glm4_moe_lite": _Family(local=None, moe="layer_types",
+                             defaults=_hf_hybrid.DEFAULTS["glm4_moe_lite"]),
+    "kimi_linear": _Family(local=_hf_hybrid.kimi_linear_local, span="linear", moe="layer_types",
+                           defaults=_hf_hybrid.DEFAULTS["kimi_linear"]),
+    "granitemoehybrid": _Family(flags={}, local=None),
+    "nemotron_h": _Family(flags={}, local=None),
+    "falcon_h1": _Family(flags={}, local=None),
+    "jamba": _Family(flags={}, local=None),
+    "lfm2": _Family(flags={}, local=None),
+}
+
+# Families whose config layout a reader of _hf_hybrid.py reads whole.
+_HYBRID_READERS: dict[str, Callable[[Any, dict[str, Any]], None]] = {
+    "granitemoehybrid": _hf_hybrid.granitemoehybrid, "nemotron_h": _hf_hybrid.nemotron_h,
+    "falcon_h1": _hf_hybrid.falcon_h1, "jamba": _hf_hybrid.jamba, "lfm2": _hf_hybrid.lfm2,
 }
 
 # Other names of a row: the text model of a VLM, the config class's own name.
 ALIASES = {"qwen2_5_vl_text": "qwen2_5_vl", "qwen3_vl_text": "qwen3_vl", "llama4": "llama4_text",
-           "gemma3": "gemma3_text", "nanogpt": "gpt2"}
+           "gemma3": "gemma3_text", "nanogpt": "gpt2",
+           "qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 
 
 def supported_types() -> tuple[str, ...]:
@@ -321,10 +351,14 @@ def is_supported(config: Any) -> bool:
 def counter_notes(config: Any) -> list[str]:
     """Where transformers' implementation of ``config``'s family runs other
     FLOPs than the analytic count's (for ``mfu-tracker profile``)."""
-    cfg = _Config(config)
-    name = ALIASES.get(str(cfg.get("model_type")), str(cfg.get("model_type")))
+    top = _Config(config)
+    cfg = top.sub("text_config") or top  # a VLM's language model
+    name = ALIASES.get(str(top.get("model_type")), str(top.get("model_type")))
     notes = []
-    if cfg.int("num_mtp_layers", default=0):
+    if name in _HYBRID_READERS and cfg.int("num_mtp_layers", default=0):
+        notes.append(f"{name}'s MTP blocks (num_nextn_predict_layers) are counted neither here "
+                     "nor by estimate: transformers builds none")
+    elif cfg.int("num_mtp_layers", default=0):
         notes.append("transformers builds no MTP layers: the analytic lines leave them out "
                      "(num_mtp_layers=0; estimate counts them)")
     if name == "llama4_text":
@@ -348,8 +382,15 @@ def _model_type(cfg: _Config) -> str:
     if model_type is None and all(cfg.has(k) for k in ("n_layer", "n_embd", "block_size")):
         return "nanogpt"  # nanoGPT's GPTConfig (no model_type)
     check_given(model_type, "config.model_type", " (or pass explicit dims as keywords)")
-    return check_choice(model_type, "config.model_type (supported; or pass explicit dims)",
-                        (*FAMILIES, *ALIASES))
+    known = (*FAMILIES, *ALIASES)
+    if model_type in known:
+        return model_type
+    # the names are too many for one readable line: say where they are listed
+    raise ValueError(f"config.model_type must be one of the {len(FAMILIES)} types of "
+                     f"mfu_tracker._C.transformer_families() or an alias "
+                     f"({', '.join(ALIASES)}), got "
+                     f"{model_type!r}; pass explicit dims, or count the model exactly "
+                     "(FlopCounter, or profile_flops(model, device='meta'))")
 
 
 def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
@@ -383,6 +424,8 @@ def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
         for field in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
             dims[field] = cfg.require(field, minimum=0)
         dims["q_lora_rank"] = cfg.int("q_lora_rank", default=0)
+        if name == "kimi_linear":  # its KDA layers
+            _hf_hybrid.kimi_linear_dims(cfg, dims)
         return
     dims["num_kv_heads"] = cfg.int("num_kv_heads", default=dims["num_heads"], minimum=1)
     head_dim = cfg.int("head_dim", minimum=1)
@@ -392,8 +435,9 @@ def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
         dims["qk_norm"] = "head" if cfg.flag("use_qk_norm") else "none"
     for field in ("linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
                   "linear_value_head_dim", "linear_conv_kernel"):
-        if cfg.has(KEYS[field][0]):
-            dims[field] = cfg.int(field)
+        value = cfg.int(field)  # absent: the family's class default, if any
+        if value is not None:
+            dims[field] = value
 
 
 def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> None:
@@ -401,16 +445,22 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
     if dims.get("mlp") == "none":
         return
     experts = cfg.int("num_experts", default=0) if spec.moe else 0
-    moe = _moe_layers(cfg, spec, layers, experts) if experts else 0
+    moe = moe_layers(cfg, spec, layers) if experts else 0
     if not moe:
         dims.update(shared_expert_gate=False, router_bias=False)
     if moe:
-        dims.update(num_experts=experts, experts_per_token=cfg.require("experts_per_token"),
+        dims.update(num_experts=experts,
+                    experts_per_token=spec.experts_per_token or _one_per_model(
+                        cfg, "experts_per_token"),
                     moe_intermediate_size=cfg.require("moe_intermediate_size", (spec.experts_width,)),
                     num_dense_layers=layers - moe)
-        shared = cfg.int("shared_expert_intermediate_size", default=0)
-        if spec.moe == "first_k_dense":  # n_shared_experts of the expert width
-            shared = cfg.int("shared_expert_intermediate_size", ("n_shared_experts",),
+        shared = cfg.int("shared_expert_intermediate_size", spec.shared_width, default=0)
+        if spec.shared_experts:  # that many shared experts of the expert width
+            shared = cfg.int("shared_expert_intermediate_size", spec.shared_experts,
+                             default=0) * dims["moe_intermediate_size"]
+        elif spec.moe in ("first_k_dense", "layer_types"):  # n_shared_experts of the expert width
+            shared = cfg.int("shared_expert_intermediate_size",
+                             ("n_shared_experts", "num_shared_experts"),
                              default=0) * dims["moe_intermediate_size"]
         elif spec.moe == "llama4":
             shared = dims["moe_intermediate_size"]
@@ -418,6 +468,8 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
             dims["shared_expert_intermediate_size"] = shared
         else:
             dims["shared_expert_gate"] = False
+    if cfg.get("hidden_act") == "xielu" and not experts:  # ACT2FN's XIELU: alpha_p, alpha_n
+        dims["mlp_act_params"] = 2
     dense_key = ("intermediate_size_mlp",) if spec.moe == "llama4" else KEYS["intermediate_size"]
     if layers - moe > 0:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
@@ -425,6 +477,24 @@ def _mlp_dims(cfg: _Config, dims: dict[str, Any], spec: _Family, name: str) -> N
         dims["intermediate_size"] = 0
     else:
         dims["intermediate_size"] = cfg.require("intermediate_size", dense_key)
+
+
+def _one_per_model(cfg: _Config, field: str) -> int:
+    """An int field a config may also give per layer (Hunyuan's moe_topk):
+    a per-layer list must hold one value."""
+    for key in KEYS[field]:
+        value = cfg.get(key)
+        if isinstance(value, (list, tuple)):
+            values = check_int_list(value, f"{cfg.prefix}.{key}", 1)
+            if len(set(values)) != 1:
+                raise ValueError(f"{cfg.prefix}.{key} differs between layers ({values}): the "
+                                 f"analytic count takes one {field}; count the model exactly "
+                                 "instead (FlopCounter, or profile_flops(model, device='meta'))")
+            cfg.sources[field] = f"{cfg.prefix}.{key}"
+            return values[0]
+        if value is not None:
+            break
+    return cfg.require(field)
 
 
 def _vision_dims(top: _Config, text: _Config, kind: str) -> dict[str, Any] | None:
@@ -452,6 +522,7 @@ def dims_from_config(config: Any) -> ConfigDims:
     model_type = _model_type(top)
     name = ALIASES.get(model_type, model_type)
     spec = FAMILIES[name]
+    top.defaults = spec.defaults
     family = dict(_C.transformer_family(name))
     vision_kind = family.pop("vision")
     text = top.sub("text_config") if vision_kind != "none" else None
@@ -467,6 +538,8 @@ def dims_from_config(config: Any) -> ConfigDims:
         "tie_word_embeddings", dims["tie_word_embeddings"]))
     if name == "gpt2":
         _gpt2_dims(cfg, dims)
+    elif name in _HYBRID_READERS:  # no windows; MTP layers transformers builds none of
+        _HYBRID_READERS[name](cfg, dims)
     else:
         dims.update(hidden_size=cfg.require("hidden_size"), num_layers=cfg.require("num_layers"),
                     vocab_size=cfg.require("vocab_size"))

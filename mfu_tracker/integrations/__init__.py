@@ -1,7 +1,8 @@
 """Integrations with training frameworks: the measurement where the loop already is.
 
 Owns the one step-FLOPs policy (:mod:`._step_flops`: counted, scaled,
-analytic, profiled), the automatic phase marks (:mod:`._auto_phases`), the
+analytic, profiled; a step as an adapter saw it, :mod:`._step_record`; the
+counter of a counted step, :mod:`._step_counter`), the automatic phase marks (:mod:`._auto_phases`), the
 optimizer wrapper for bare loops (:mod:`.optim`), the callback core both
 Trainer callbacks share (:mod:`._callback`), and the adapters:
 :mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`.

@@ -23,8 +23,10 @@ badput phases checkpoint and eval from the adapters' save and evaluate hooks,
 compile for the first compiled step), the JSONL log is the tracker's
 (``log_path=``: its run record with ``start_step``, the trainer's global
 step, its ledger intervals, its run end; :mod:`mfu_tracker.job`). The steps'
-model FLOPs, which the policy resolves at logging time, are booked into the
-tracker's ledger then (:meth:`CallbackCore._book_flops`). Nothing here
+work, which the policy resolves at logging time (their tokens are still on
+the device at their boundary), is booked then onto each step's record in the
+tracker (:meth:`CallbackCore._book_steps`): the tracker's window and ledger
+read it there, and the callback keeps no window of its own. Nothing here
 imports a framework.
 """
 from __future__ import annotations
@@ -32,7 +34,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, TypeVar, Union
+from typing import Any, Callable, Deque, Dict, Optional, Tuple, TypeVar, Union
 
 from .._dtypes import normalize_dtype
 from .._validate import (
@@ -52,25 +54,16 @@ from .._validate import (
     check_instance,
     check_sample_batch,
 )
+from .._native import _C
 from ..flops.counter._compiled import apply_deferred
+from ..peaks._resolve import dtype_peaks
 from ..peaks._table import GPUSpec, check_spec
 from ..timing._hardware import check_memory
 from ..timing._step_profile import check_profile_steps, check_trace_dir
 from ._auto_phases import AutoPhases
-from ._step_flops import (
-    StepCounter,
-    StepFlops,
-    StepRecord,
-    StepRecords,
-    WindowWork,
-    window_metrics,
-)
+from ._step_flops import StepCounter, StepFlops, StepRecord
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: Steps kept beyond the window, so the steps since the previous log can be
-#: booked into the job ledger even when the log interval exceeds the window.
-LEDGER_SLACK = 1024
 
 
 def guarded(hook: F) -> F:
@@ -157,12 +150,12 @@ class CallbackCore:
         self._tracker: Any = None
         self._phases: Optional[AutoPhases] = None
         self._badput: Optional[str] = None    # the badput phase an adapter marked, running now
-        self._booked_upto = 0                 # steps whose FLOPs went to the ledger
         self._policy = StepFlops(count_every=self.count_every, causal_attention=self.causal_attention,
                                  hfu_factor=self._hfu_factor, warn_once=self._warn_once,
                                  sample_batch=self.sample_batch)
         self._param_bytes: Optional[float] = None
-        self._records = StepRecords(100)
+        # (global step, record) of the steps closed since the last booking
+        self._unbooked: Deque[Tuple[int, StepRecord]] = deque()
         self._step: Optional[StepRecord] = None
         self._counter: Optional[StepCounter] = None
         self._steps_done = 0
@@ -198,7 +191,8 @@ class CallbackCore:
             self._warn_once("params", "the model has no parameters: MBU is left out")
         else:
             self._param_bytes = float(param_bytes(model))
-        self._records = StepRecords(window + LEDGER_SLACK)
+        # the tracker holds a step's record this long after it left the window
+        self._unbooked = deque(maxlen=window + _C.LIMIT_STEPS_KEPT)
         self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
                                 param_bytes=self._param_bytes, num_gpus=self.num_gpus,
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
@@ -263,7 +257,7 @@ class CallbackCore:
             self._mark(None)
             self._tracker.step()
             self._mark("data")              # the next step's input
-            self._records.append(step)          # type: ignore[arg-type]
+            self._unbooked.append((self._tracker.global_step, step))  # type: ignore[arg-type]
             self._steps_done += 1
 
     def _stop(self, step: Optional[int] = None) -> None:
@@ -296,39 +290,39 @@ class CallbackCore:
         """The metric dict of a logging step (``step``: the framework's global
         step), recorded in ``history``; None when there is nothing new. When
         distributed, a collective: every rank calls it at every logging step."""
+        tracker = self._tracker
         new_steps = self._steps_done != self._steps_logged
         self._steps_logged = self._steps_done
-        summary = self._tracker.summary()
-        self._book_flops(summary)
-        window = self._window_work(summary) if new_steps else None
-        out = window_metrics(self._tracker, window, prefix=self.metric_prefix)
-        if out is None or window is None:
+        self._book_steps()
+        if not new_steps:
+            if tracker.distributed:
+                tracker.metrics(self.metric_prefix)  # this rank's part of the others' collective
             return None
-        peak = self._tracker.peak
-        self.history.append({
-            "step": step, "steps": window.steps, "window_s": window.window_s,
-            "model_flops": window.model_flops if window.known else None,
-            "executed_flops": window.executed_flops, "tokens": window.tokens,
-            "step_flops": window.step_flops, "peak_flops_per_sec": peak.flops_per_sec,
-            "dtype": peak.dtype, "metrics": out,
-        })
+        out = tracker.metrics(self.metric_prefix)
+        if not out:
+            return None
+        self.history.append(self._history_entry(step, out))
         return out
 
-    def _window_work(self, summary: Dict[str, Any]) -> Optional[WindowWork]:
-        """The work of the steps now in the tracker's window (None when the
-        window is empty or reaches past the recorded steps)."""
-        return self._policy.window_work(self._records, summary)
+    def _history_entry(self, step: int, out: Dict[str, float]) -> Dict[str, Any]:
+        """``history``'s entry of a log: the window's steps as the tracker
+        holds them, their sums (None where a step's is unknown)."""
+        steps = self._tracker.window_steps()
+        peak = self._tracker.peak
 
-    def _book_flops(self, summary: Dict[str, Any]) -> None:
-        """Book the model FLOPs of the steps the tracker accounted for since
-        the last booking into its job ledger (they are resolved only now);
-        steps no longer kept, or without FLOPs, are left unbooked (the
-        ledger then says the job's FLOPs are incomplete)."""
-        accounted = self._records.total - int(summary.get("steps_pending") or 0)
-        first, self._booked_upto = self._booked_upto, max(self._booked_upto, accounted)
-        records = self._records.between(first, accounted)
-        if not records:
-            return
-        flops = self._policy.steps_model_flops(records)
-        if flops is not None:
-            self._tracker._book_flops(flops, len(records))
+        def total(field: str) -> Optional[float]:
+            values = [s[field] for s in steps]
+            return None if any(v is None for v in values) else sum(values)
+
+        return {
+            "step": step, "steps": len(steps), "window_s": total("period_s"),
+            "model_flops": total("model_flops"), "executed_flops": total("executed_flops"),
+            "tokens": total("num_tokens"), "step_flops": [s["model_flops"] for s in steps],
+            "peak_flops_per_sec": peak.flops_per_sec, "dtype": peak.dtype, "metrics": out,
+        }
+
+    def _book_steps(self) -> None:
+        """Book the work of every step closed since the last booking onto its
+        record in the tracker (the policy resolves it only now)."""
+        steps, self._unbooked = list(self._unbooked), deque(maxlen=self._unbooked.maxlen)
+        self._policy.book(self._tracker, steps, dtype_peaks(self._tracker.peak))

@@ -2,19 +2,24 @@
 
 Owns the metrics log's records (:mod:`._records`: the run, metrics, peak-check
 and run-end lines, the ledger interval, reading a log back with every
-invalid value named), its writer (:mod:`._log`: ``log_path=``, rank 0 only,
-never raising into training), the job ledger's arithmetic (:mod:`._ledger`:
-goodput, the badput buckets, lost progress, one job MFU, the diagnosis line)
-and the Prometheus endpoint (:mod:`._prometheus`: the latest ``metrics()``
-values as gauges, served from a cache).
+invalid value named and every unreadable line skipped and counted), its
+writer (:mod:`._log`: ``log_path=``, rank 0 only, one write per whole line,
+never raising into training), which runs make one job (:mod:`._jobs`: a run
+continues one only when it resumes), the job ledger's arithmetic
+(:mod:`._ledger`: goodput, the badput buckets, lost progress, one job MFU,
+the diagnosis line), the Prometheus endpoint (:mod:`._prometheus`: the
+latest ``metrics()`` values and every rank's as gauges, served from a cache)
+and a tracker's run in the job (:mod:`._run`: its run record, ledger
+intervals from the step engine's totals, its run end).
 
 Layer 5 (peaks -> flops -> timing -> distributed -> job -> tracker ->
 integrations -> cli). May import: every layer below it. The Tracker writes
 the records and serves the endpoint; ``mfu-tracker report`` and
 ``mfu-tracker goodput`` read them.
 """
+from ._jobs import Job, jobs
 from ._ledger import BUCKETS, JobLedger, RunLedger, diagnosis, job_ledger
 from ._records import Log, LogError, Run, process_start_time, read_log
 
-__all__ = ["BUCKETS", "JobLedger", "RunLedger", "Log", "LogError", "Run", "diagnosis",
-           "job_ledger", "process_start_time", "read_log"]
+__all__ = ["BUCKETS", "Job", "JobLedger", "RunLedger", "Log", "LogError", "Run", "diagnosis",
+           "job_ledger", "jobs", "process_start_time", "read_log"]

@@ -1,9 +1,11 @@
 """The job ledger: goodput, badput and one job MFU over every run of a job.
 
 The input is a log read back (:func:`mfu_tracker.job._records.read_log`):
-each run's run record and its ledger intervals. Times are wall-clock
-seconds. For run r (in file order) with process start ``P_r``, last record
-at ``E_r`` and start step ``N_r``:
+each run's run record and its ledger intervals, and one job of it (the last
+by default; :mod:`._jobs` says which runs make one job: a run continues the
+job before it only when it resumes). Times are wall-clock seconds. For run r
+of the job (in file order) with process start ``P_r``, last record at
+``E_r`` and start step ``N_r``:
 
 * the job's wall time is ``E_last - P_first`` (``job_wall_s``);
 * **restart_gap** of run r > 1: ``max(0, P_r - E_{r-1})``, the time between
@@ -36,10 +38,13 @@ run has no peak or the log lacks some steps' FLOPs.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..peaks._table import GIVE_A_PEAK
 from ..timing._waterfall import closing_share
+from ._jobs import Job, jobs
 from ._records import Log, LogError, Run
 
 #: The badput buckets, in report order.
@@ -85,6 +90,7 @@ class JobLedger:
     badput: Dict[str, float]
     job_mfu: Optional[float]
     notes: List[str] = field(default_factory=list)
+    number: int = 1                  # the job's number in its file (:mod:`._jobs`)
 
     def figures(self) -> Dict[str, Any]:
         """The fields of ``mfu-tracker goodput``'s keys
@@ -112,6 +118,7 @@ class _Steps:
     flops: float = 0.0
     flops_complete: bool = True
     first_boundary: Optional[float] = None
+    startup: float = 0.0             # the first step's excess over the run's median step
 
 
 def _number(value: Any) -> Optional[float]:
@@ -168,6 +175,7 @@ def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _S
             pushed += n
             forward_backward += fb
         calls += int(iv.get("compile_calls") or 0)
+    _first_step_excess(run, steps, cut, "compile" if calls else "startup", notes)
     if calls:
         normal = pushed - calls
         if normal > 0:
@@ -178,6 +186,39 @@ def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _S
             notes.append(f"run {run.number}: no step besides the compiled call's to take its "
                          f"normal work from: compile holds the whole call")
     return steps
+
+
+def _pushed(iv: Dict[str, Any]) -> int:
+    return iv["to_step"] - iv["from_step"] - int(iv.get("dropped") or 0)
+
+
+def _first_step_excess(run: Run, steps: _Steps, cut: Optional[int], bucket: str,
+                       notes: List[str]) -> None:
+    """Move the run's first step's excess over its median step from goodput to
+    ``bucket`` (startup, or compile when the run marked a compiled call): the
+    median over the run's intervals of their mean step period, the first
+    step left out of its interval. The step itself (and its FLOPs) stays."""
+    first = next((iv for iv in run.intervals if _pushed(iv) > 0), None)
+    first_s = None if first is None else _number(first.get("first_step_s"))
+    if first_s is None or (cut is not None and first["from_step"] >= cut):
+        return   # a log without the field, or the first step was lost progress (all of it)
+    means = []
+    for iv in run.intervals:
+        n, seconds = _pushed(iv), float(iv["step_s"])
+        if iv is first:
+            n, seconds = n - 1, seconds - first_s
+        if n > 0:
+            means.append(seconds / n)
+    if not means:
+        notes.append(f"run {run.number}: one step only, no normal step to compare its first "
+                     f"with: all of it is goodput")
+        return
+    excess = min(max(0.0, first_s - statistics.median(means)), steps.productive)
+    steps.productive -= excess
+    if bucket == "compile":
+        steps.phases["compile"] += excess
+    else:
+        steps.startup += excess
 
 
 def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[str],
@@ -196,7 +237,7 @@ def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[s
     steps = _book_steps(run, cut, notes, path)
     boundary = steps.first_boundary
     startup = (end if boundary is None else boundary) - span_start
-    seconds = {"startup": max(0.0, startup), **steps.phases, "data": steps.data,
+    seconds = {"startup": max(0.0, startup) + steps.startup, **steps.phases, "data": steps.data,
                "lost_progress": steps.lost, "restart_gap": gap}
     wall = gap + (end - span_start)
     seconds["other"] = wall - math.fsum([steps.productive, *seconds.values()])
@@ -217,23 +258,43 @@ def _job_mfu(runs: Sequence[RunLedger], kept_flops: Optional[float],
                      "FLOPs of one rank only); it is left out")
         return None
     if any(r.device_s is None or r.peak_flops_per_sec is None for r in runs):
-        notes.append("job_mfu: a run has no peak (a CPU or an unknown device without "
-                     "peak_tflops=); it is left out")
+        notes.append(f"job_mfu: a run has no peak (a CPU, or a device the peak table does not "
+                     f"know); it is left out: {GIVE_A_PEAK}")
         return None
     denominator = math.fsum(r.device_s * r.peak_flops_per_sec for r in runs)  # type: ignore[operator]
     return kept_flops / denominator if denominator > 0 else None
 
 
-def job_ledger(log: Log) -> JobLedger:
-    """The ledger of every run in ``log`` (module docstring). Raises
-    :class:`LogError` for a log without run records (written before the job
-    ledger existed)."""
-    runs = log.runs
-    if not runs or any(run.record is None for run in runs):
+def _choose_job(log: Log, number: Optional[int], notes: List[str]) -> Job:
+    """The job ``number`` of ``log`` (default: the last), with a note when the
+    file holds more than one (:mod:`._jobs`' rule)."""
+    found = jobs(log)
+    if number is None:
+        number = len(found)
+    if not 1 <= number <= len(found):
+        raise LogError(f"--job {number}: give a job number 1..{len(found)} (the file holds "
+                       f"{len(found)} job(s))")
+    job = found[number - 1]
+    if len(found) > 1:
+        notes.append(f"the file holds {len(found)} jobs (" + "; ".join(
+            f"job {j.number}: {j.describe()}" for j in found) + f"); this ledger is job "
+            f"{job.number}'s (--job N chooses)")
+        notes += [f"job {j.number}: {j.reason}" for j in found if j.reason]
+    return job
+
+
+def job_ledger(log: Log, job: Optional[int] = None) -> JobLedger:
+    """The ledger of the job ``job`` of ``log`` (1 = the file's first; default
+    the last: :mod:`._jobs` says which runs make a job), module docstring.
+    Raises :class:`LogError` for a log without run records (written before
+    the job ledger existed) and for a job that is not there."""
+    if not log.runs or any(run.record is None for run in log.runs):
         raise LogError(f"{log.path}: no run records (a log written before the job ledger: "
                        f"mfu-tracker goodput needs a log from Tracker(log_path=...) of this "
                        f"version)")
     notes: List[str] = []
+    chosen = _choose_job(log, job, notes)
+    runs = chosen.runs
     ledgers: List[RunLedger] = []
     kept_flops: Optional[float] = 0.0
     for i, run in enumerate(runs):
@@ -243,10 +304,11 @@ def job_ledger(log: Log) -> JobLedger:
         ledgers.append(ledger)
         kept_flops = kept_flops + steps.flops if kept_flops is not None and \
             steps.flops_complete else None
-    return _job(ledgers, kept_flops, notes)
+    return _job(ledgers, kept_flops, notes, chosen.number)
 
 
-def _job(runs: List[RunLedger], kept_flops: Optional[float], notes: List[str]) -> JobLedger:
+def _job(runs: List[RunLedger], kept_flops: Optional[float], notes: List[str],
+         number: int) -> JobLedger:
     """The job's totals and shares from its runs."""
     wall = math.fsum(r.wall_s for r in runs)
     goodput_s = math.fsum(r.seconds["goodput"] for r in runs)
@@ -256,7 +318,7 @@ def _job(runs: List[RunLedger], kept_flops: Optional[float], notes: List[str]) -
     badput["other"] = closing_share([goodput, *badput.values()])
     return JobLedger(runs=runs, job_wall_s=wall, goodput_s=goodput_s, badput_s=badput_s,
                      goodput=goodput, badput={k: badput[k] for k in BUCKETS},
-                     job_mfu=_job_mfu(runs, kept_flops, notes), notes=notes)
+                     job_mfu=_job_mfu(runs, kept_flops, notes), notes=notes, number=number)
 
 
 def diagnosis(shares: Dict[str, float], basis: str, rank: Optional[int] = None) -> Optional[str]:

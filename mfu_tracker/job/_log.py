@@ -23,11 +23,20 @@ writes (the rank of the default process group at the first write, else the
 the same on every rank, so one file holds the job; per-rank spread is in the
 ``mfu_rank_*`` keys. Other ranks never open the file.
 
-**Never raises into training.** The file is opened (appending, parent
-directories created) at the first write and line-buffered, so each line
-reaches the OS when written and a crash loses nothing already logged. A
-failing open or write gives one ``RuntimeWarning`` and stops the logging;
-the metrics are still returned to the caller.
+**Crash-safe lines.** The file is opened at the first write (appending,
+``O_APPEND``, parent directories created). Each record is encoded whole and
+handed to the OS by one ``os.write`` of the complete line, newline included
+(no buffer in between: every record is flushed as it is written), so a
+process killed at any moment loses at most the record being written, and
+another writer's line never lands inside one. A file whose last line was cut
+short by a killed writer gets a newline before this run's first record, so
+the cut line stays one line, which the readers skip and count
+(:func:`~._records.read_log`). Nothing is fsync'ed: the OS holds every
+record written; a power loss may lose the last ones.
+
+**Never raises into training.** A failing open or write gives one
+``RuntimeWarning`` and stops the logging; the metrics are still returned to
+the caller.
 """
 from __future__ import annotations
 
@@ -37,7 +46,7 @@ import os
 import threading
 import time
 import warnings
-from typing import IO, Any, Mapping, Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from .._validate import check_log_path
 from ..distributed._collective import process_group_initialized
@@ -57,6 +66,23 @@ def rank_world() -> Tuple[int, int]:
         return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     except ValueError:
         return 0, 1
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def write_whole(fd: int, data: bytes) -> None:
+    """``data`` to ``fd`` by one ``os.write`` (a regular file takes it whole);
+    a short write -- a full disk, a signal -- is continued, never dropped."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _ends_a_line(fd: int) -> bool:
+    """Whether the file is empty or its last byte is a newline."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
 
 def _number(value: Any) -> Any:
@@ -79,7 +105,7 @@ class MetricsLog:
         assert checked is not None
         self.path: str = checked
         self.lines = 0                  # lines written
-        self._file: Optional[IO[str]] = None
+        self._file: Optional[int] = None   # the file descriptor, O_APPEND
         self._stopped: Optional[str] = None
         self._extra: dict = {}
         self._owner = owner
@@ -110,19 +136,20 @@ class MetricsLog:
     def _append(self, make: Any) -> None:
         with self._lock:
             try:
-                out = self._file
-                if out is None:
+                fd = self._file
+                if fd is None:
                     if self._stopped is not None:
                         return
-                    out = self._open()
-                    if out is None:
+                    fd = self._open()
+                    if fd is None:
                         return
-                out.write(json.dumps(make(), allow_nan=False, default=str) + "\n")
+                line = (json.dumps(make(), allow_nan=False, default=str) + "\n").encode("utf-8")
+                write_whole(fd, line)
                 self.lines += 1
             except Exception as error:  # noqa: BLE001 -- never raise into training
                 self._fail(f"writing {self.path!r} failed ({error!r})")
 
-    def _open(self) -> Optional[IO[str]]:
+    def _open(self) -> Optional[int]:
         rank, world = rank_world()
         if rank != 0:
             self._stopped = f"rank {rank}: only rank 0 writes"
@@ -132,8 +159,15 @@ class MetricsLog:
         parent = os.path.dirname(self.path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # line-buffered
-        return self._file
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | _CLOEXEC, 0o666)
+        try:
+            if not _ends_a_line(fd):   # a killed writer's cut last line: end it first
+                write_whole(fd, b"\n")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._file = fd
+        return fd
 
     def _fail(self, reason: str) -> None:
         self._stopped = reason
@@ -142,10 +176,10 @@ class MetricsLog:
         self._close_file()
 
     def _close_file(self) -> None:
-        out, self._file = self._file, None
-        if out is not None:
+        fd, self._file = self._file, None
+        if fd is not None:
             try:
-                out.close()
+                os.close(fd)
             except Exception:  # noqa: BLE001
                 pass
 

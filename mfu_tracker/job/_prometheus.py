@@ -4,9 +4,19 @@
 rank 0, ``http://<host>:P/metrics`` in Prometheus' text format. Each key
 ``{prefix}/a/b`` of the last ``metrics(prefix)`` becomes the gauge
 ``mfu_tracker_a_b`` with the labels ``job`` (:func:`~._records.job_name`),
-``rank`` and ``prefix``; its help text is the key's meaning and unit from
-the one table (:mod:`mfu_tracker.timing._metrics`). ``mfu_tracker_step`` is
-the global step of those values.
+``rank`` (the serving rank, 0) and ``prefix``; its help text is the key's
+meaning and unit from the one table (:mod:`mfu_tracker.timing._metrics`).
+``mfu_tracker_step`` is the global step of those values.
+
+**Every rank.** Under a process group, ``metrics()`` gathers every rank's
+window figures (:mod:`mfu_tracker.distributed._figures`); rank 0 serves
+them too, one series per rank: ``mfu_tracker_rank_<name>{job, rank,
+prefix}`` for :data:`RANK_GAUGES` (``mfu``, ``hfu``, ``step_time_s``,
+``tokens_per_sec``, ``achieved_tflops``, ``power_w``, ``phase_s/<phase>``,
+the interval step time), so ``max(mfu_tracker_rank_mfu)`` is the logged
+``mfu_rank_max`` and one target per job covers every rank. Scrape with
+``honor_labels: true`` so the ``job`` label is this one, not the scrape
+config's.
 
 The scrape runs on prometheus_client's server thread and reads the values
 *cached* at the last ``metrics()``: it never calls ``metrics()``, never runs a
@@ -26,7 +36,8 @@ from __future__ import annotations
 import os
 import re
 import threading
-from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+import math
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
 from .._install import DISTRIBUTION
 from .._validate import check_int
@@ -40,6 +51,20 @@ NAMESPACE = "mfu_tracker"
 LABELS = ("job", "rank", "prefix")
 _HELP = {key.name: f"{key.meaning} ({key.unit})" for key in KEYS}
 _HELP.update({family: f"{meaning} ({unit})" for family, unit, meaning in FAMILIES})
+
+#: The per-rank gauges (``mfu_tracker_rank_<name>``): a rank row's figure by
+#: the metric table's name, read from :class:`~mfu_tracker.distributed._figures.RankFigures`.
+RANK_GAUGES: Tuple[Tuple[str, Callable[[Any], Optional[float]]], ...] = (
+    ("mfu", lambda r: r.mfu),
+    ("hfu", lambda r: r.hfu),
+    ("step_time_s", lambda r: r.step_time_s),
+    ("step_time_interval_s", lambda r: r.interval_step_time_s),
+    ("tokens_per_sec", lambda r: r.tokens_per_sec),
+    ("achieved_tflops", lambda r: None if r.achieved_flops_per_sec is None
+     else r.achieved_flops_per_sec * 1e-12),
+    ("power_w", lambda r: r.power_w),
+)
+RANK_NAMESPACE = f"{NAMESPACE}_rank"
 
 _SERVERS: Dict[int, "Endpoint"] = {}
 _SERVERS_LOCK = threading.Lock()
@@ -66,13 +91,31 @@ def metrics_port(port: Any) -> Optional[int]:
     return value
 
 
-def gauge_name(name: str) -> str:
+def gauge_name(name: str, namespace: str = NAMESPACE) -> str:
     """``a/b`` (a key without its prefix) -> ``mfu_tracker_a_b``."""
-    return f"{NAMESPACE}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+    return f"{namespace}_{re.sub(r'[^A-Za-z0-9_]', '_', name)}"
+
+
+def _rank_help(name: str) -> str:
+    if name == "step_time_interval_s":
+        return "host seconds per step since the previous aggregation (s)"
+    return _help(name)
 
 
 def _help(name: str) -> str:
     return _HELP.get(name, _HELP.get(name.split("/")[0], name))
+
+
+def rank_values(rows: Sequence[Any]) -> Dict[int, Dict[str, float]]:
+    """Each rank's gauges (:data:`RANK_GAUGES` and its ``phase_s/<phase>``)
+    from the aggregation's rows; a figure a rank lacks is left out."""
+    out: Dict[int, Dict[str, float]] = {}
+    for row in rows:
+        values = {name: get(row) for name, get in RANK_GAUGES}
+        values.update({f"phase_s/{name}": v for name, v in row.phase_s.items()})
+        out[int(row.rank)] = {k: float(v) for k, v in values.items()
+                              if v is not None and math.isfinite(v)}
+    return out
 
 
 def _client() -> Any:
@@ -93,8 +136,9 @@ class Endpoint:
         client = _client()
         from prometheus_client.registry import CollectorRegistry
 
-        # prefix -> (values without the prefix, step), and the labels
-        self._cache: Tuple[Dict[str, Tuple[Dict[str, float], int]], Tuple[str, str]] = ({}, ("", "0"))
+        # prefix -> (values without the prefix, step, each rank's values), and the labels
+        self._cache: Tuple[Dict[str, Tuple[Dict[str, float], int, Dict[int, Dict[str, float]]]],
+                           Tuple[str, str]] = ({}, ("", "0"))
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self)
         try:
@@ -105,12 +149,15 @@ class Endpoint:
         self.port: int = int(self.server.server_port)
 
     def update(self, metrics: Mapping[str, float], *, prefix: str, step: int, job: str,
-               rank: int) -> None:
-        """Cache ``metrics`` (one ``metrics(prefix)`` dict): one assignment, no lock."""
+               rank: int, ranks: Optional[Sequence[Any]] = None) -> None:
+        """Cache ``metrics`` (one ``metrics(prefix)`` dict) and the
+        aggregation's rank rows (``ranks``; None: not distributed): one
+        assignment, no lock."""
         cut = len(prefix) + 1 if prefix else 0
         values = {key[cut:]: float(value) for key, value in metrics.items()}
+        per_rank = rank_values(ranks) if ranks else {}
         by_prefix, _ = self._cache
-        self._cache = ({**by_prefix, prefix: (values, int(step))}, (job, str(rank)))
+        self._cache = ({**by_prefix, prefix: (values, int(step), per_rank)}, (job, str(rank)))
 
     def collect(self) -> Iterator[Any]:
         """The gauges (prometheus_client's collector protocol; the scrape thread)."""
@@ -118,15 +165,21 @@ class Endpoint:
 
         by_prefix, (job, rank) = self._cache   # one read of the reference
         families: Dict[str, Any] = {}
-        for prefix, (values, step) in by_prefix.items():
+
+        def add(gauge: str, help_text: str, labels: Sequence[str], value: float) -> None:
+            family = families.get(gauge)
+            if family is None:
+                family = families[gauge] = GaugeMetricFamily(gauge, help_text, labels=LABELS)
+            family.add_metric(list(labels), value)
+
+        for prefix, (values, step, per_rank) in by_prefix.items():
             for name, value in (*values.items(), ("step", float(step))):
-                gauge = gauge_name(name)
-                family = families.get(gauge)
-                if family is None:
-                    help_text = "the global step of the values" if name == "step" else _help(name)
-                    family = families[gauge] = GaugeMetricFamily(gauge, help_text,
-                                                                 labels=LABELS)
-                family.add_metric([job, rank, prefix], value)
+                help_text = "the global step of the values" if name == "step" else _help(name)
+                add(gauge_name(name), help_text, (job, rank, prefix), value)
+            for row_rank, row in per_rank.items():
+                for name, value in row.items():
+                    add(gauge_name(name, RANK_NAMESPACE), f"this rank's: {_rank_help(name)}",
+                        (job, str(row_rank), prefix), value)
         yield from families.values()
 
     def close(self) -> None:

@@ -58,11 +58,17 @@ half open), and every second the step engine booked meanwhile
                    integration marks the first compiled step so): the ledger
                    takes one normal step's forward + backward back out of it
     first_boundary wall time of the run's first step boundary: its startup's end
+    first_step_s   the run's first step's period (its excess over the run's
+                   median step is startup); None before it
 
 Reading (:func:`read_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
 metric that is not a finite number, a negative ratio or time -- as
-``file:line`` (:attr:`Log.invalid`) instead of using it.
+``file:line`` (:attr:`Log.invalid`) instead of using it. A line a crash or a
+disk left unreadable is skipped and named: the last line cut short by a
+killed writer in :attr:`Log.cut` (the commands print one warning), any other
+in :attr:`Log.skipped` (counted); ``strict=True`` refuses either. Which runs
+of a log make one job: :mod:`._jobs`.
 """
 from __future__ import annotations
 
@@ -73,8 +79,9 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ..peaks._measure import peak_disagrees  # noqa: F401 -- re-exported: the readers use it
 from ..timing._breakdown import BREAKDOWN_RECORD
 from ..timing._metrics import FAMILIES, KEYS
 
@@ -86,12 +93,8 @@ BREAKDOWN = BREAKDOWN_RECORD
 LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
     "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
-    "flops_steps", "flops_ranks", "compile_calls", "first_boundary",
+    "flops_steps", "flops_ranks", "compile_calls", "first_boundary", "first_step_s",
 )
-#: Two measurements of a peak that differ by more than this factor mean the
-#: machine was busy during one of them (the main job, examples/train_gpt2.py,
-#: re-measures after training): the report carries a caveat.
-PEAK_DISAGREEMENT = 1.25
 
 #: Environment variables naming the job, in order (the Prometheus ``job``
 #: label and the run record's ``job``); without any, the run id.
@@ -143,8 +146,11 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
-def job_name(run_id: str) -> str:
-    """The job's name: the first of :data:`JOB_ENV` set, else ``run_id``."""
+def job_name(run_id: str, job: Optional[str] = None) -> str:
+    """The job's name: ``job`` when given, else the first of :data:`JOB_ENV`
+    set, else ``run_id`` (no job id: :mod:`._jobs` tells them apart so)."""
+    if job:
+        return job
     for name in JOB_ENV:
         value = os.environ.get(name)
         if value:
@@ -154,14 +160,6 @@ def job_name(run_id: str) -> str:
 
 def host_name() -> str:
     return socket.gethostname()
-
-
-def peak_disagrees(first: Optional[float], again: Optional[float]) -> bool:
-    """Whether two measurements of one peak differ by more than
-    :data:`PEAK_DISAGREEMENT` (a busy machine during one of them)."""
-    if not first or not again or first <= 0 or again <= 0:
-        return False
-    return max(first, again) > PEAK_DISAGREEMENT * min(first, again)
 
 
 # ---- reading --------------------------------------------------------------------
@@ -189,11 +187,14 @@ class Run:
 
 @dataclass
 class Log:
-    """A log read back: its runs in file order, and every value left out."""
+    """A log read back: its runs in file order, every value left out, the
+    lines that could not be read (skipped) and the cut last line."""
 
     path: str
     runs: List[Run]
     invalid: List[str] = field(default_factory=list)   # "file:line: key=value: why"
+    skipped: List[str] = field(default_factory=list)   # "file:line: why": lines not read
+    cut: Optional[str] = None                          # the last line, cut short (skipped)
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -263,6 +264,7 @@ def _check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
 
 
 def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
+    """One line as a record; LogError (naming ``file:line``) when it is not one."""
     try:
         record = json.loads(line)
     except ValueError as error:
@@ -277,6 +279,8 @@ def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
         record["step"] = int(step)
     elif kind not in (RUN, RUN_END, PEAK_CHECK, BREAKDOWN):
         raise LogError(f"{path}:{number}: unknown record {kind!r}")
+    if LEDGER in record:
+        _check_ledger(record[LEDGER], f"{path}:{number}")
     return record
 
 
@@ -300,31 +304,63 @@ def _add(runs: List[Run], record: Dict[str, Any], where: str, number: int,
         run.breakdowns.append({**record, "_line": number})
         return
     if LEDGER in record:
-        run.intervals.append({**_check_ledger(record[LEDGER], where), "_line": number})
+        run.intervals.append({**record[LEDGER], "_line": number})
     if kind == RUN_END:
         run.end = record
         return
     run.metrics.append({**_clean_metrics(record, where, invalid), "_line": number})
 
 
-def read_log(path: str) -> Log:
-    """The runs of the JSONL log ``path`` (see the module docstring).
-
-    Raises :class:`LogError` naming ``file:line`` for a line that is not a
-    JSON object, a metrics line without a numeric ``step``, an unknown
-    record or a malformed ledger interval; values that cannot be used are
-    listed in :attr:`Log.invalid` and left out."""
-    runs: List[Run] = []
-    invalid: List[str] = []
+def _lines(path: str) -> Iterator[Tuple[int, bytes]]:
+    """(line number, bytes) of each non-blank line of ``path``, newline kept."""
     try:
-        with open(path, encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if line.strip():
-                    record = _parse_line(path, number, line)
-                    _add(runs, record, f"{path}:{number}", number, invalid)
-    except UnicodeDecodeError as error:
-        raise LogError(f"{path}: not a UTF-8 text file ({error.reason}); give a JSONL "
-                       f"metrics log") from None
+        with open(path, "rb") as lines:
+            for number, raw in enumerate(lines, 1):
+                if raw.strip():
+                    yield number, raw
     except IsADirectoryError:
         raise LogError(f"{path}: is a directory") from None
-    return Log(path=path, runs=runs, invalid=invalid)
+
+
+def _record(path: str, number: int, raw: bytes) -> Dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise LogError(f"{path}:{number}: not a UTF-8 text file ({error.reason}); give a JSONL "
+                       f"metrics log") from None
+    return _parse_line(path, number, text)
+
+
+def read_log(path: str, *, strict: bool = False) -> Log:
+    """The runs of the JSONL log ``path`` (see the module docstring).
+
+    A line that cannot be read -- not a JSON object, a metrics line without
+    a numeric ``step``, an unknown record, a malformed ledger interval, bytes
+    that are not UTF-8 -- is skipped and named in :attr:`Log.skipped`; the
+    last line, when it lacks its newline and cannot be read, is a line cut
+    short by a writer killed mid-write: skipped and named in :attr:`Log.cut`.
+    ``strict``: either raises :class:`LogError` naming ``file:line`` instead.
+    A file none of whose lines can be read raises too. Values that cannot be
+    used are listed in :attr:`Log.invalid` and left out."""
+    runs: List[Run] = []
+    log = Log(path=path, runs=runs)
+    read, first = 0, None
+    for number, raw in _lines(path):
+        try:
+            record = _record(path, number, raw)
+        except LogError as error:
+            first = first or str(error)
+            if strict:
+                raise LogError(f"{error} (--strict: a log with a line that cannot be read is "
+                               f"refused)") from None
+            if raw.endswith(b"\n"):
+                log.skipped.append(str(error))
+            else:   # the file's last line: nothing was written after it
+                log.cut = f"{path}:{number}: the last line is cut short (its writer was killed " \
+                          f"mid-line?): skipped"
+            continue
+        read += 1
+        _add(runs, record, f"{path}:{number}", number, log.invalid)
+    if not read and first is not None:
+        raise LogError(f"{path}: no line of it can be read: not a JSONL metrics log ({first})")
+    return log

@@ -2,7 +2,8 @@
 
 Owns the front of the C peak table (``csrc/core/gpu_table.c``): :class:`GPUSpec`,
 lookup by device name + SM count + memory + compute capability, the user's and
-the measured peaks (:mod:`._table`), and the one rule that picks the peak a
+the measured peak, a GEMM benchmark that checks itself against a busy
+machine (:mod:`._measure`), and the one rule that picks the peak a
 run is measured against (:mod:`._resolve`: argument, environment override,
 table row; none -> MFU unavailable).
 
@@ -10,5 +11,8 @@ Layer 1 of the package (peaks -> flops -> timing -> distributed -> job -> tracke
 integrations -> cli). May import: the foundation (``_C``, ``_validate``,
 ``_dtypes``) only.
 """
+from ._measure import measure_peak_flops, measured_gpu_spec
 from ._table import *  # noqa: F403 -- the names _table.__all__ lists
-from ._table import __all__  # noqa: F401
+from ._table import __all__ as _table_names
+
+__all__ = [*_table_names, "measure_peak_flops", "measured_gpu_spec"]

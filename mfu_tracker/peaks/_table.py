@@ -16,9 +16,10 @@ torch is imported only inside the functions that need it.
 """
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 import threading
-import time
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, Optional, Union
@@ -26,8 +27,6 @@ from typing import Any, NamedTuple, Optional, Union
 from .._native import _C
 from .._dtypes import DTYPE_NAMES, normalize_dtype
 from .._validate import (
-    check_at_most,
-    check_choice,
     check_device,
     check_int_pair,
     check_nonempty,
@@ -42,13 +41,15 @@ __all__ = [
     "get_gpu_spec",
     "gpu_spec_table",
     "user_gpu_spec",
-    "measure_peak_flops",
-    "measured_gpu_spec",
     "PEAK_ENV_VAR",
 ]
 
 #: Environment variable overriding the peak (TFLOP/s).
 PEAK_ENV_VAR = "MFU_TRACKER_PEAK_TFLOPS"
+#: How to give a peak where none is known (every message that says so ends with it).
+GIVE_A_PEAK = (f"give one with peak_tflops=<TFLOP/s> (or spec=user_gpu_spec(...)), "
+               f"{PEAK_ENV_VAR}=<TFLOP/s>, or spec=measured_gpu_spec(dtype, device) "
+               f"(a GEMM measured on this machine)")
 
 _warned_lock = threading.Lock()
 _warned: set[str] = set()
@@ -194,6 +195,50 @@ def _spec_from_row(row: dict[str, Any]) -> GPUSpec:
     )
 
 
+def _compact(name: str) -> str:
+    return "".join(c for c in name.lower() if c.isalnum())
+
+
+@functools.lru_cache(maxsize=1)
+def _table_words() -> tuple[frozenset[str], dict[str, str]]:
+    """Every word the lookup reads (the rows' display names, normalized, and
+    their lookup tokens), and each row's display name by its compact form."""
+    words: set[str] = set()
+    names: dict[str, str] = {}
+    for row in _C.gpu_spec_table():
+        words.update(_C.normalize_gpu_name(row["name"]).split())
+        words.update(row["tokens"].split())
+        names.setdefault(_compact(row["name"]), row["name"])
+    return frozenset(words), names
+
+
+def misspelled_words(name: str) -> list[str]:
+    """Words of ``name`` the lookup does not know but that nearly spell one it
+    does ("smx" for "sxm", "80bg" for "80gb"): the lookup skips unknown words,
+    so a misspelt one would silently widen the match."""
+    words, _ = _table_words()
+    try:
+        tokens = _C.normalize_gpu_name(name).split()
+    except ValueError:
+        return []
+    return [t for t in tokens if t not in words and difflib.get_close_matches(t, words, n=1,
+                                                                              cutoff=0.6)]
+
+
+def did_you_mean(name: str, limit: int = 3) -> list[str]:
+    """Display names of the rows closest to ``name`` (letters and digits
+    compared, case and separators aside: "h100sxm" -> "H100 SXM")."""
+    _, names = _table_words()
+    close = difflib.get_close_matches(_compact(name), list(names), n=limit, cutoff=0.6)
+    return [names[key] for key in close]
+
+
+def did_you_mean_text(name: str) -> str:
+    """``"; did you mean 'H100 SXM'?"`` (empty when nothing is close)."""
+    close = did_you_mean(name)
+    return f"; did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
+
+
 def candidates_note(spec: GPUSpec, subject: str, shared: str) -> str:
     """"<subject> fits N rows (<rows>); <shared>; <their bandwidth>": the one
     wording of a name that fits several rows (``spec.candidates``), for the
@@ -315,8 +360,7 @@ def _warn_unknown(name: str) -> None:
     _warn_once(
         f"unknown:{name}",
         f"mfu_tracker: no datasheet peak for device {name!r} (unknown, or a row without "
-        "sourced peaks); MFU is unavailable. "
-        f"Give the peak with user_gpu_spec(), {PEAK_ENV_VAR}=<TFLOP/s> or measured_gpu_spec().",
+        f"sourced peaks){did_you_mean_text(name) or ';'} MFU is unavailable: {GIVE_A_PEAK}.",
         stacklevel=5,
     )
 
@@ -409,8 +453,8 @@ def get_gpu_spec(device: Any = None) -> GPUSpec:
         if os.environ.get(PEAK_ENV_VAR, "").strip() == "":
             _warn_once(
                 f"device:{device.type}",
-                f"mfu_tracker: no datasheet peak for a {device.type} device; MFU is unavailable. "
-                f"Use measured_gpu_spec(), user_gpu_spec() or {PEAK_ENV_VAR}.",
+                f"mfu_tracker: no datasheet peak for a {device.type} device; MFU is unavailable: "
+                f"{GIVE_A_PEAK}.",
             )
         return _apply_env_override(spec)
 
@@ -468,92 +512,3 @@ def user_gpu_spec(
                    peak_flops_by_dtype=peaks, source="user",
                    citation="given by the user")
 
-
-_TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32",
-                 "fp16": "float16", "bf16": "bfloat16"}
-
-
-def _square_gemm_sizes(device_type: str) -> list[int]:
-    return [256, 512, 1024, 2048] if device_type == "cpu" else [1024, 2048, 4096, 8192]
-
-
-def measure_peak_flops(dtype: Any = "fp32", device: Any = "cpu", *, duration_s: float = 0.3) -> float:
-    """Measured dense matmul peak of ``device`` for ``dtype``, in FLOP/s.
-
-    A square-GEMM micro-benchmark: grows n until one ``n x n @ n x n`` matmul
-    (2 n^3 FLOPs) takes a few ms (or n reaches the largest size tried), warms
-    up, then runs matmuls for about ``duration_s`` seconds and reports the
-    best single-matmul rate. Supports fp64, fp32, tf32 (CUDA), fp16 and bf16.
-    """
-    import torch
-
-    name = check_choice(normalize_dtype(dtype), "dtype", tuple(_TORCH_DTYPES),
-                        supported_by="measure_peak_flops")
-    duration = check_at_most(check_positive_number(duration_s, "duration_s"), "duration_s", 60,
-                             "seconds")
-    dev = check_device(device)
-    if name == "tf32" and dev.type != "cuda":
-        raise ValueError("dtype: tf32 is measured on CUDA devices only")
-    torch_dtype = getattr(torch, _TORCH_DTYPES[name])
-    is_cuda = dev.type == "cuda"
-
-    def sync() -> None:
-        if is_cuda:
-            torch.cuda.synchronize(dev)
-
-    old_tf32 = torch.backends.cuda.matmul.allow_tf32 if is_cuda else None
-    if is_cuda:
-        torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-    try:
-        with torch.no_grad():
-            sizes = _square_gemm_sizes(dev.type)
-            n = sizes[0]
-            for n in sizes:  # smallest size whose matmul takes >= 5 ms
-                a = torch.randn(n, n, device=dev).to(torch_dtype)
-                b = torch.randn(n, n, device=dev).to(torch_dtype)
-                torch.matmul(a, b)  # warm-up (kernel selection, allocation)
-                sync()
-                start = time.perf_counter()
-                torch.matmul(a, b)
-                sync()
-                if time.perf_counter() - start >= 5e-3:
-                    break
-            flops = float(_C.mm_flop(n, n, n))  # the core's GEMM rule
-            best = 0.0
-            deadline = time.perf_counter() + duration
-            iterations = 0
-            while iterations < 3 or time.perf_counter() < deadline:
-                start = time.perf_counter()
-                torch.matmul(a, b)
-                sync()
-                elapsed = time.perf_counter() - start
-                if elapsed > 0:
-                    best = max(best, flops / elapsed)
-                iterations += 1
-                if iterations >= 10000:
-                    break
-    finally:
-        if is_cuda:
-            torch.backends.cuda.matmul.allow_tf32 = old_tf32
-    return best
-
-
-def measured_gpu_spec(dtype: Any = "fp32", device: Any = "cpu") -> GPUSpec:
-    """A spec whose only peak is measured by :func:`measure_peak_flops`
-    (``source == "measured"``, the name says it was measured)."""
-    import torch
-
-    name = normalize_dtype(dtype)
-    dev = check_device(device)
-    rate = measure_peak_flops(name, dev)
-    if dev.type == "cuda":
-        label = torch.cuda.get_device_name(dev)
-    else:
-        label = dev.type
-    return GPUSpec(
-        name=f"{label} (measured {name} GEMM peak)",
-        peak_flops_by_dtype={name: rate},
-        source="measured",
-        citation=f"measured by mfu_tracker.measure_peak_flops({name!r}, {str(dev)!r}): "
-                 "best square-GEMM rate",
-    )

@@ -3,8 +3,10 @@
 Owns the clocks (:mod:`._clock`: GPU events on the device's stream, or the CPU
 clock), ``track()`` and the one-shot utilization arithmetic (:mod:`._track`),
 the waterfall's definitions (:mod:`._waterfall`), device telemetry
-(:mod:`._telemetry`) and the one table of metric keys with its formatter
-(:mod:`._metrics`).
+(:mod:`._telemetry`) and what a tracker reads from the device at window
+edges (:mod:`._hardware`), a step tracker's window figures (:mod:`._figures`) and the
+window totals given at logging time (:mod:`._totals`), and the one table of
+metric keys with its formatter (:mod:`._metrics`).
 
 Layer 3 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation and ``peaks``.

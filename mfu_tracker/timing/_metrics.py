@@ -90,9 +90,11 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("mfu_rank_mean", "mfu_rank_mean", 1.0, "ratio", "unweighted mean per-rank MFU"),
     MetricKey("mfu_rank_max", "mfu_rank_max", 1.0, "ratio", "highest per-rank MFU"),
     MetricKey("step_time_rank_max", "step_time_rank_max", 1.0, "s",
-              "the slowest rank's host seconds per step since the last aggregation"),
+              "the slowest rank's host seconds per step since the last aggregation (the "
+              "window's mean period while that interval held the warm-up)"),
     MetricKey("step_time_rank_min", "step_time_rank_min", 1.0, "s",
-              "the fastest rank's host seconds per step since the last aggregation"),
+              "the fastest rank's host seconds per step since the last aggregation (the "
+              "window's mean period while that interval held the warm-up)"),
     MetricKey("slowest_rank", "slowest_rank", 1.0, "rank", "the rank that took longest"),
     # the waterfall's straggler (mfu_tracker.distributed, phases marked on every rank)
     MetricKey("straggler_rank", "straggler_rank", 1.0, "rank",

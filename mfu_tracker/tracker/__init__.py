@@ -1,9 +1,12 @@
 """The step tracker: end-to-end MFU of a training run, one call per step.
 
-Owns :class:`Tracker` (:mod:`._tracker`: step boundaries and phases on one
-clock, the window's figures, their aggregation across ranks, the job
-ledger's intervals it logs and the values its Prometheus endpoint serves;
-the log's records, its writer and the endpoint are :mod:`mfu_tracker.job`'s).
+Owns :class:`Tracker` (:mod:`._tracker`), a composition: its checked
+configuration (:mod:`._config`), the parts built from it (:mod:`._parts`:
+clock, measured peak, window-edge readers, communication observer), the step
+engine it subclasses (``_C.StepTracker``: boundaries, phases and one record
+per step), and its reference (:mod:`._doc`). The window's figures are
+:mod:`mfu_tracker.timing`'s, a rank's row :mod:`mfu_tracker.distributed`'s,
+the run's log and ledger :mod:`mfu_tracker.job`'s.
 
 Layer 6 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: every layer below it.

@@ -93,32 +93,6 @@ static void test_op_table(void)
     }
 }
 
-static void test_window(void)
-{
-    mfu_comm_window *w = NULL;
-    mfu_comm_times t, sum;
-    CHECK(mfu_comm_window_create(0, 0, 0, &w) == MFU_ERR_INVALID_ARGUMENT && w == NULL);
-    CHECK(mfu_comm_window_create(MFU_WINDOW_MAX + 1u, 0, 0, &w) == MFU_ERR_INVALID_ARGUMENT);
-    /* capacity 3, warm-up 2, created after 1 push: the next push is the
-     * second, still warm-up */
-    CHECK(mfu_comm_window_create(3, 2, 1, &w) == MFU_OK);
-    memset(&t, 0, sizeof t);
-    for (int i = 1; i <= 5; i++) { /* pushes 2..6: 2 skipped, 3..6 kept, 3 evicted */
-        t.bytes[MFU_COMM_ALL_GATHER] = (double)i;
-        t.link_capacity_bytes = 10.0 * i;
-        mfu_comm_window_push(w, &t);
-    }
-    mfu_comm_window_summarize(w, 3, &sum);
-    CHECK(sum.bytes[MFU_COMM_ALL_GATHER] == 3.0 + 4.0 + 5.0);
-    CHECK(sum.link_capacity_bytes == 120.0);
-    mfu_comm_window_summarize(w, 2, &sum); /* the newest two */
-    CHECK(sum.bytes[MFU_COMM_ALL_GATHER] == 4.0 + 5.0);
-    mfu_comm_window_summarize(w, 100, &sum); /* more than it holds: all */
-    CHECK(sum.bytes[MFU_COMM_ALL_GATHER] == 12.0);
-    mfu_comm_window_destroy(w);
-    mfu_comm_window_destroy(NULL);
-}
-
 static void test_ratios(void)
 {
     /* 1e9 bus bytes in 0.5 s: 2 GB/s */
@@ -396,7 +370,6 @@ int main(void)
 {
     test_kinds();
     test_op_table();
-    test_window();
     test_ratios();
     test_cpu_clock();
     test_enable_late();

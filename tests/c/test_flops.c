@@ -3,6 +3,7 @@
 
 #include "check.h"
 #include "flops.h"
+#include "pairs.h"
 
 static void test_matmul_family(void)
 {
@@ -327,7 +328,8 @@ static void test_masked_attention(void)
                                            MFU_CAUSAL_FULL, &f) == MFU_OK && f == 60);
     CHECK(mfu_varlen_masked_attention_flop(cu, NULL, 3, 1, 1, 1, 0, &window3,
                                            MFU_CAUSAL_HALF, &f) == MFU_OK && f == 48);
-    /* errors: no mask, a bad shape, decreasing offsets; overflow beyond 2^62 */
+    /* errors: no mask, a bad shape, decreasing offsets; a count past int64
+     * (2^62 queries x 3 keys, twice: 6 x 2^62) */
     CHECK(mfu_masked_attention_flop(&s, NULL, MFU_CAUSAL_FULL, &f) == MFU_ERR_INVALID_ARGUMENT);
     const int64_t down[3] = {0, 5, 3};
     CHECK(mfu_varlen_masked_attention_flop(down, NULL, 3, 1, 1, 1, 0, &window3, MFU_CAUSAL_FULL,
@@ -337,6 +339,84 @@ static void test_masked_attention(void)
     CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_ERR_OVERFLOW);
     huge.batch = 0; /* no work: 0, never refused */
     CHECK(mfu_masked_attention_flop(&huge, &window3, MFU_CAUSAL_FULL, &f) == MFU_OK && f == 0);
+}
+
+/* The pairs rule itself (pairs.h), which masked / varlen attention and the
+ * analytic spans call: exact at any length, by hand. */
+static void test_attention_pairs(void)
+{
+    const mfu_attention_mask none = {-1, -1, 0}, causal = {-1, 0, 0}, window3 = {2, 0, 0};
+    const mfu_attention_mask sides = {2, 2, 0}, w4096 = {4095, 0, 0};
+    const mfu_pair_count untouched = {7, 7};
+    mfu_pair_count p = untouched;
+    int64_t f = -1;
+
+    /* s 7, a two-sided window (2, 2): full 7 * 5 = 35 pairs, half
+     * 3+4+5+5+5+4+3 = 29; twice: 70 and 58 */
+    CHECK(mfu_attention_pairs(7, 7, &sides, MFU_CAUSAL_FULL, &p) == MFU_OK && p.hi == 0 &&
+          p.lo == 70);
+    CHECK(mfu_attention_pairs(7, 7, &sides, MFU_CAUSAL_HALF, &p) == MFU_OK && p.lo == 58);
+    /* plain causal, 3 x 5: half of 15 pairs is 7.5, twice 15 (exact) */
+    CHECK(mfu_attention_pairs(3, 5, &causal, MFU_CAUSAL_HALF, &p) == MFU_OK && p.lo == 15);
+    CHECK(mfu_attention_pairs(3, 5, &none, MFU_CAUSAL_HALF, &p) == MFU_OK && p.lo == 30);
+    /* one query at the end of 2^62 + 5 keys, a causal window of 3: keys
+     * 2^62 + 2 .. 2^62 + 4, 3 pairs (twice 6) under both conventions; the
+     * op formula counts it (d_qk 1, d_v 0, b 1, h 1: flops = twice) */
+    const int64_t big_k = ((int64_t)1 << 62) + 5;
+    CHECK(mfu_attention_pairs(1, big_k, &window3, MFU_CAUSAL_HALF, &p) == MFU_OK && p.lo == 6);
+    CHECK(mfu_attention_pairs(1, big_k, &window3, MFU_CAUSAL_FULL, &p) == MFU_OK && p.lo == 6);
+    const mfu_attention_shape decode = {1, 1, 1, 1, big_k, 1, 0};
+    CHECK(mfu_masked_attention_flop(&decode, &window3, MFU_CAUSAL_HALF, &f) == MFU_OK && f == 6);
+    /* s = 2^62, a causal window of 4,096: full 2^62 * 4,096 = 2^74 pairs,
+     * twice 2^75 = 2,048 * 2^64; half 4,096 * 4,097 / 2 + (2^62 - 4,096) *
+     * 4,096 = 2^74 - 8,386,560, twice 2^75 - 16,773,120 = 2,047 * 2^64 +
+     * (2^64 - 16,773,120) */
+    const int64_t s62 = (int64_t)1 << 62;
+    CHECK(mfu_attention_pairs(s62, s62, &w4096, MFU_CAUSAL_FULL, &p) == MFU_OK && p.hi == 2048 &&
+          p.lo == 0);
+    CHECK(mfu_attention_pairs(s62, s62, &w4096, MFU_CAUSAL_HALF, &p) == MFU_OK && p.hi == 2047 &&
+          p.lo == UINT64_MAX - 16773120u + 1u);
+    CHECK(mfu_pair_count_double(p) == 37778931862957144936448.0); /* 2^75 - 16,773,120 */
+    /* int64 conversion: INT64_MAX fits, 2^63 and 2^64 do not */
+    const mfu_pair_count max = {0, (uint64_t)INT64_MAX}, over = {0, (uint64_t)1 << 63};
+    const mfu_pair_count high = {1, 0};
+    CHECK(mfu_pair_count_i64(max, &f) == MFU_OK && f == INT64_MAX);
+    f = -1;
+    CHECK(mfu_pair_count_i64(over, &f) == MFU_ERR_OVERFLOW && f == -1);
+    CHECK(mfu_pair_count_i64(high, &f) == MFU_ERR_OVERFLOW && f == -1);
+    CHECK(mfu_pair_count_double(high) == 18446744073709551616.0); /* 2^64 */
+    /* bad input: the output untouched */
+    p = untouched;
+    CHECK(mfu_attention_pairs(-1, 4, &none, MFU_CAUSAL_FULL, &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_attention_pairs(4, -1, &none, MFU_CAUSAL_FULL, &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_attention_pairs(4, 4, NULL, MFU_CAUSAL_FULL, &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_attention_pairs(4, 4, &none, (mfu_causal)2, &p) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_attention_pairs(4, 4, &none, MFU_CAUSAL_FULL, NULL) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(p.hi == 7 && p.lo == 7);
+}
+
+/* Varlen masked attention (the op path's varlen count) reads the key
+ * lengths from cu_seqlens_k, not cu_seqlens_q. */
+static void test_varlen_masked_keys_from_cu_seqlens_k(void)
+{
+    /* queries 3 and 7 (cu_q 0, 3, 10) against keys 5 and 3 (cu_k 0, 5, 8);
+     * h 1, d_qk 1, d_v 0: flops = twice the pairs */
+    const int64_t cq[3] = {0, 3, 10}, ck[3] = {0, 5, 8};
+    const mfu_attention_mask none = {-1, -1, 0}, window3 = {2, 0, 0};
+    int64_t f = -1;
+    /* no mask: 3 * 5 + 7 * 3 = 36 pairs, 72 (with the query lengths as
+     * keys it would be 9 + 49 = 58, 116) */
+    CHECK(mfu_varlen_masked_attention_flop(cq, ck, 3, 1, 1, 1, 0, &none, MFU_CAUSAL_FULL,
+                                           &f) == MFU_OK && f == 72);
+    /* a causal window of 3, half: sequence 1, queries at key positions 2, 3,
+     * 4 keep 3 keys each: 9; sequence 2, queries at -4 .. 2 over 3 keys keep
+     * 0, 0, 0, 0, 1, 2, 3: 6 -> 15 pairs, 30 (as 3x3 and 7x7 it would be
+     * 6 + 18 = 24, 48) */
+    CHECK(mfu_varlen_masked_attention_flop(cq, ck, 3, 1, 1, 1, 0, &window3, MFU_CAUSAL_HALF,
+                                           &f) == MFU_OK && f == 30);
+    /* backward, no mask: 36 pairs * 2 * 3 (3 d_qk) = 216 */
+    CHECK(mfu_varlen_masked_attention_backward_flop(cq, ck, 3, 1, 1, 1, 0, &none,
+                                                    MFU_CAUSAL_FULL, &f) == MFU_OK && f == 216);
 }
 
 static void test_block_attention(void)
@@ -463,6 +543,8 @@ int main(void)
     test_attention();
     test_varlen();
     test_masked_attention();
+    test_attention_pairs();
+    test_varlen_masked_keys_from_cu_seqlens_k();
     test_block_attention();
     test_sdpa_model_flop();
     test_fuzz_regressions();

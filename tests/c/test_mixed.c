@@ -63,7 +63,7 @@ static mfu_steps *cpu_steps(uint32_t window, uint64_t warmup, double per_step_id
 
 static void step(mfu_steps *s, unsigned given, double model_flops, double ideal_s)
 {
-    mfu_step_report r = {given, NAN, model_flops, NAN, ideal_s, 0.0};
+    mfu_step_report r = {given, NAN, model_flops, NAN, ideal_s, 0.0, NAN};
     mfu_step_outcome o;
     CHECK(mfu_steps_step(s, &r, &o) == MFU_OK);
 }
@@ -97,7 +97,7 @@ static void test_window(void)
     CHECK(!isnan(sum.window.metrics.mfu));
     /* A bad value: recorded unknown, its bit in `bad`. */
     {
-        mfu_step_report r = {MFU_STEP_IDEAL_S, NAN, NAN, NAN, -1.0, 0.0};
+        mfu_step_report r = {MFU_STEP_IDEAL_S, NAN, NAN, NAN, -1.0, 0.0, NAN};
         mfu_step_outcome o;
         CHECK(mfu_steps_step(s, &r, &o) == MFU_OK && o.bad == MFU_STEP_IDEAL_S);
     }

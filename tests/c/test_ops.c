@@ -440,6 +440,11 @@ static void test_flash_attn_and_flex_rows(void)
     CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 10752);
     args[6] = integer(-1); /* no window: plain causal, halved */
     CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 16384);
+    /* an int role given something else (a list) is absent: its default, no
+     * window (not a window of value 0, one key: 2 * 2 * 4 * 8 * 32 = 4,096) */
+    const int64_t pair[2] = {2, 2};
+    args[6] = int_list(pair, 2);
+    CHECK(count("flash_attn::_flash_attn_forward", &c, &f) == MFU_OK && f.executed == 16384);
 
     /* flex_attention (flat: q, k, v, kv_num_blocks, kv_indices, full
      * counts, full indices, q block, kv block), q: [b 1, h 2, s 8, d 16],
@@ -467,6 +472,17 @@ static void test_flash_attn_and_flex_rows(void)
     flex[3].values = NULL;
     CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 8192 &&
           f.approximate);
+    /* unreadable, one query block over all 8 queries but key blocks of 4:
+     * the key side is still split, approximate; blocks of 8 x 8 are the
+     * whole rectangle, exact */
+    flex[7] = integer(8);
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 8192 &&
+          f.approximate);
+    flex[8] = integer(8);
+    CHECK(count("higher_order::flex_attention", &c, &f) == MFU_OK && f.executed == 8192 &&
+          !f.approximate);
+    flex[7] = integer(4);
+    flex[8] = integer(4);
     /* a block size of 0, an index outside the keys' blocks... */
     flex[3].values = num;
     flex[7] = integer(0);
@@ -534,6 +550,15 @@ static void test_compute_dtype(void)
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_TF32);
     args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_FP16); /* TF32 replaces fp32 only */
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP16);
+    /* every dtype, the first and the last code included, as itself (no
+     * TF32 here: fp32 stays fp32) */
+    c.tf32 = 0;
+    for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
+        args[0].dtype = MFU_OP_DTYPE(d);
+        CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == (mfu_dtype)d);
+    }
+    args[0].dtype = MFU_OP_DTYPE(MFU_DTYPE_COUNT); /* one past the last: as no dtype */
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);
     args[0].dtype = 99; /* out of range: as no dtype */
     c.tf32 = 0;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.dtype == MFU_DTYPE_FP32);

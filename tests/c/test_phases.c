@@ -235,28 +235,70 @@ static void test_ring_bound_with_phases(void)
     mfu_steps_destroy(s);
 }
 
-/* Warm-up steps leave the phase window too: its steps are the window's. */
-static void test_phase_window_follows_warmup(void)
+/* The phases are read from the window's step records: warm-up steps and
+ * steps that left the window are not in the sums. Window 2, warm-up 1; step
+ * k has k ms of data and 0.5 ms of the tracker's own time. */
+static void test_phases_follow_the_window(void)
 {
-    mfu_phase_window *w = NULL;
-    mfu_phase_summary out;
-    mfu_phase_times t;
-    CHECK(mfu_phase_window_create(0, 0, &w) == MFU_ERR_INVALID_ARGUMENT && w == NULL);
-    CHECK(mfu_phase_window_create(2, 1, &w) == MFU_OK);
-    if (w == NULL)
+    mfu_steps_config c;
+    mfu_phase_summary ph;
+    mfu_steps *s = NULL;
+    fake.reset();
+    work(0);
+    memset(&c, 0, sizeof c);
+    c.timer.clock = MFU_CLOCK_CUDA;
+    c.window = 2;
+    c.warmup = 1;
+    c.per_step.model_flops = 1e12;
+    c.per_step.executed_flops = c.per_step.param_bytes = NAN;
+    c.peak.flops_per_sec = 1e15;
+    c.peak.bytes_per_sec = NAN;
+    c.peak.num_devices = 1;
+    CHECK(mfu_steps_create(&c, &s, NULL) == MFU_OK);
+    if (s == NULL)
         return;
-    for (int i = 1; i <= 4; i++) {
-        memset(&t, 0, sizeof t);
-        t.seconds[MFU_PHASE_DATA] = i;
-        t.marked = 1u << MFU_PHASE_DATA;
-        t.excluded_s = 0.5;
-        mfu_phase_window_push(w, &t);
+    boundary(s);
+    for (int k = 1; k <= 4; k++) {
+        CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);
+        fake.advance((uint64_t)k * MS);               /* an idle GPU: k ms of data */
+        CHECK(mfu_steps_phase_end(s) == MFU_OK);
+        CHECK(mfu_steps_exclude_begin(s) == MFU_OK);
+        fake.advance(MS / 2);
+        CHECK(mfu_steps_exclude_end(s) == MFU_OK);
+        boundary(s);
     }
-    mfu_phase_window_summarize(w, &out);
-    CHECK(out.steps == 2 && out.seconds[MFU_PHASE_DATA] == 3.0 + 4.0);
-    CHECK(out.excluded_s == 1.0 && out.marked == (1u << MFU_PHASE_DATA));
-    mfu_phase_window_destroy(w);
-    mfu_phase_window_destroy(NULL);
+    mfu_steps_flush(s);
+    mfu_steps_phases(s, &ph);
+    /* steps 1 (warm-up) and 2 (evicted from the window) are out: 3 + 4 */
+    CHECK(ph.steps == 2);
+    CHECK_NEAR(ph.seconds[MFU_PHASE_DATA], 7e-3, 1e-9);
+    CHECK_NEAR(ph.excluded_s, 1e-3, 1e-9);            /* 0.5 + 0.5 */
+    CHECK(ph.marked == (1u << MFU_PHASE_DATA));
+    mfu_steps_destroy(s);
+}
+
+/* A phase that runs only inside an excluded interval (a wait inside the
+ * tracker's own aggregation) is not marked in the step: it had no time in
+ * it. One that runs on after the interval is. */
+static void test_phase_only_inside_an_exclusion_is_not_marked(void)
+{
+    mfu_phase_summary ph;
+    mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
+    if (s == NULL)
+        return;
+    boundary(s);
+    CHECK(mfu_steps_exclude_begin(s) == MFU_OK);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_ALL_GATHER) == MFU_OK);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_OPTIMIZER) == MFU_OK);
+    CHECK(mfu_steps_exclude_end(s) == MFU_OK);       /* the optimizer runs on */
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);
+    boundary(s);
+    mfu_steps_phases(s, &ph);
+    CHECK(ph.steps == 1);
+    CHECK(ph.marked == (1u << MFU_PHASE_OPTIMIZER));
+    CHECK(ph.seconds[MFU_PHASE_ALL_GATHER] == 0.0);
+    mfu_steps_destroy(s);
 }
 
 /* Badput phases (issue 28) leave the step like the tracker's own time, are
@@ -276,6 +318,7 @@ static void test_badput_phases_and_the_ledger(void)
         return;
     mfu_steps_get_ledger(s, &ledger);
     CHECK(ledger.steps == 0 && isnan(ledger.first_boundary_unix_s));
+    CHECK(isnan(ledger.first_step_s));
     CHECK(mfu_phase_leaves_step(MFU_PHASE_CHECKPOINT) && mfu_phase_leaves_step(MFU_PHASE_EVAL)
           && mfu_phase_leaves_step(MFU_PHASE_COMPILE));
     CHECK(!mfu_phase_leaves_step(MFU_PHASE_DATA) && !mfu_phase_leaves_step(MFU_PHASE_NONE));
@@ -322,6 +365,7 @@ static void test_badput_phases_and_the_ledger(void)
     CHECK_NEAR(ledger.own_s, 5e-3, 1e-9);
     CHECK(ledger.model_flops == 2e12);                              /* 2 steps x 1e12 */
     CHECK(ledger.first_boundary_unix_s > 1.5e9);                    /* a wall-clock time */
+    CHECK_NEAR(ledger.first_step_s, 7e-3, 1e-9);                    /* the first period, kept */
     CHECK(fake.sync_calls() <= 1);                                  /* the flush at most */
     mfu_steps_destroy(s);
 }
@@ -329,7 +373,7 @@ static void test_badput_phases_and_the_ledger(void)
 /* A step whose model FLOPs are unknown is counted, not summed. */
 static void test_ledger_unknown_flops(void)
 {
-    const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0, 0.0};
+    const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0, 0.0, 0.0};
     mfu_step_outcome outcome;
     mfu_steps_ledger ledger;
     mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
@@ -406,7 +450,8 @@ int main(void)
     test_exclusion();
     test_nesting_and_misuse();
     test_ring_bound_with_phases();
-    test_phase_window_follows_warmup();
+    test_phases_follow_the_window();
+    test_phase_only_inside_an_exclusion_is_not_marked();
     test_badput_phases_and_the_ledger();
     test_ledger_unknown_flops();
     test_fallback_inside_an_exclusion();

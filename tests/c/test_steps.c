@@ -21,7 +21,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
 
 static mfu_steps_config config_on(mfu_clock_kind clock)
 {
@@ -54,7 +54,7 @@ static mfu_steps *create(const mfu_steps_config *c)
 static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double model,
                           double executed)
 {
-    mfu_step_report r = {given, tokens, model, executed, 0.0, 0.0};
+    mfu_step_report r = {given, tokens, model, executed, 0.0, 0.0, 0.0};
     mfu_step_outcome outcome = {99, 99, 99};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
@@ -307,7 +307,7 @@ static void test_overcompute(void)
     if (s == NULL)
         return;
     step_with(s, 0, 0, 0, 0); /* opens the first step */
-    mfu_step_report r = {MFU_STEP_OVERCOMPUTE_FLOPS, 0, 0, 0, 0, 1e11};
+    mfu_step_report r = {MFU_STEP_OVERCOMPUTE_FLOPS, 0, 0, 0, 0, 1e11, 0};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK && outcome.bad == 0);
     summarize_flushed(s, &sum);
     /* one 2 ms step at 1e15 FLOP/s: 1e11 / 2e-3 / 1e15 = 0.05 */
@@ -349,7 +349,7 @@ static void test_summary_with_window_totals(void)
 
     /* Model FLOPs 3e12 and tokens 1000 given: mfu 3e12 / 4e-3 / 1e15 = 0.75,
      * tokens/s 1000 / 4e-3 = 2.5e5; executed keeps the window's 1.2e12. */
-    mfu_step_report totals = {MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS, 1000, 3e12, 0, 0, 0};
+    mfu_step_report totals = {MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS, 1000, 3e12, 0, 0, 0, 0};
     mfu_steps_summarize_with(s, &totals, &sum);
     CHECK_NEAR(sum.window.metrics.mfu, 0.75, 1e-9);
     CHECK_NEAR(sum.window.metrics.achieved_flops_per_sec, 3e12 / 4e-3, 1e-3);
@@ -374,7 +374,7 @@ static void test_summary_with_window_totals(void)
 
     /* Unknown (NaN), negative and infinite totals are unknown figures. */
     mfu_step_report bad = {MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS | MFU_STEP_NUM_TOKENS,
-                           -1.0, NAN, INFINITY, 0, 0};
+                           -1.0, NAN, INFINITY, 0, 0, 0};
     mfu_steps_summarize_with(s, &bad, &sum);
     CHECK(isnan(sum.window.metrics.mfu) && isnan(sum.window.metrics.hfu));
     CHECK(isnan(sum.window.metrics.tokens_per_sec));
@@ -619,7 +619,7 @@ static void test_close(void)
     mfu_steps *s;
     mfu_step_outcome outcome = {0, 0, 0};
     long events_before;
-    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0, 0};
+    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0, 0, 0};
 
     fake.reset();
     events_before = fake.live_events();

@@ -18,7 +18,7 @@
 #include "check.h"
 #include "fake_driver/fake_knobs.h"
 #include "mfu_limits.h"
-#include "stats.h"
+#include "records.h"
 #include "timing.h"
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
@@ -281,7 +281,7 @@ struct steady_run {
     uint64_t pushed;
 };
 
-static struct steady_run run_steps(mfu_timer *timer, mfu_window *window, int steps,
+static struct steady_run run_steps(mfu_timer *timer, mfu_step_ring *ring, int steps,
                                    uint64_t host_step_ns, double want_period_s)
 {
     struct steady_run run = {0, 0, 0};
@@ -304,9 +304,16 @@ static struct steady_run run_steps(mfu_timer *timer, mfu_window *window, int ste
                     != MFU_OK
                 || !check_near(period, want_period_s, 1e-6))
                 run.bad_periods++;
-            if (window != NULL)
-                mfu_window_push(window, period, &work, NULL);
             run.pushed++;
+            if (ring != NULL) { /* the step records keep the newest */
+                mfu_step_record *r;
+                if (mfu_step_ring_count(ring) == mfu_step_ring_capacity(ring))
+                    mfu_step_ring_pop_oldest(ring);
+                r = mfu_step_ring_append(ring, run.pushed);
+                r->state = MFU_STEP_PUSHED;
+                r->period_s = period;
+                r->work = work;
+            }
             cursor++;
         }
     }
@@ -317,7 +324,9 @@ static void test_gpu_zero_stall_steady_state(mfu_clock_kind clock, const char *c
                                              const char *synchronize)
 {
     mfu_timer *timer;
-    mfu_window *window = NULL;
+    mfu_step_ring *ring = NULL;
+    mfu_step_view view;
+    mfu_step_sums sums;
     mfu_timer_counters counters;
     mfu_window_summary summary;
     mfu_peak peak = {.flops_per_sec = 1e15, .bytes_per_sec = 2e12, .num_devices = 1};
@@ -330,11 +339,11 @@ static void test_gpu_zero_stall_steady_state(mfu_clock_kind clock, const char *c
     timer = gpu_timer(clock, 0, 0, 0);
     if (timer == NULL)
         return;
-    CHECK(mfu_window_create(100, 5, &window) == MFU_OK);
+    CHECK(mfu_step_ring_create(100, &ring) == MFU_OK);
     CHECK(fake.call_count(create) == 16);
 
     /* 10,000 steps of 1 ms on the host, read every step. */
-    run = run_steps(timer, window, 10000, 1 * MS, 1e-3);
+    run = run_steps(timer, ring, 10000, 1 * MS, 1e-3);
     CHECK(run.bad_periods == 0);
     CHECK(run.lagging == 0);
     /* 10,000 boundaries make 9,999 periods; the last is still running. */
@@ -347,9 +356,13 @@ static void test_gpu_zero_stall_steady_state(mfu_clock_kind clock, const char *c
     CHECK(counters.pool_grows == 0 && counters.events == 16);
     CHECK(fake.call_count(create) == 16); /* steady state creates nothing */
 
-    /* The window saw 9998 periods of 1 ms; 5 warm-up skipped, last 100 kept. */
-    CHECK(mfu_window_summarize(window, &peak, &summary, NULL) == MFU_OK);
-    CHECK(summary.steps_seen == 9998 && summary.steps_skipped == 5 && summary.steps == 100);
+    /* The ring saw 9998 periods of 1 ms and kept the last 100. */
+    view.ring = ring;
+    view.first = 0;
+    view.steps = 100;
+    mfu_step_view_sum(&view, MFU_SUM_ALL, &sums);
+    mfu_step_sums_window(&sums, &peak, &summary);
+    CHECK(summary.steps == 100 && mfu_step_ring_at(ring, 99)->id == 9998);
     CHECK_NEAR(summary.step_s_mean, 1e-3, 1e-6);
     CHECK_NEAR(summary.metrics.tokens_per_sec, 4096 / 1e-3, 1e-6);
     CHECK_NEAR(summary.metrics.mfu, 6e12 / 1e-3 / 1e15, 1e-6); /* 6.0: flagged, not clamped */
@@ -359,7 +372,7 @@ static void test_gpu_zero_stall_steady_state(mfu_clock_kind clock, const char *c
     CHECK(fake.call_count(synchronize) == 1);
     CHECK(mfu_timer_resolved(timer) == 10000);
     mfu_timer_destroy(timer);
-    mfu_window_destroy(window);
+    mfu_step_ring_destroy(ring);
     CHECK(fake.live_events() == events_before);
 }
 

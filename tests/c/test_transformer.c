@@ -10,6 +10,7 @@
 #include "check.h"
 #include "families.h"
 #include "spans.h"
+#include "tiny_model.h"
 #include "transformer.h"
 #include "vision.h"
 
@@ -20,11 +21,6 @@ static mfu_batch uniform(int64_t batch, int64_t seq_len)
 {
     len_storage[0] = seq_len;
     return (mfu_batch){.lengths = len_storage, .count = 1, .repeat = batch};
-}
-
-static int field_is(const char *field, const char *want)
-{
-    return field != NULL && strcmp(field, want) == 0;
 }
 
 /* Llama-3.1-8B dims. */
@@ -91,13 +87,7 @@ static void test_matmul_and_moe(void)
     mfu_transformer_flops r;
     const char *field = NULL;
 
-    mfu_transformer_dims_init(&d);
-    d.hidden_size = 8;
-    d.num_layers = 2;
-    d.num_heads = 4;
-    d.num_kv_heads = 2;
-    d.intermediate_size = 16;
-    d.vocab_size = 10;
+    d = tiny_gqa_dims();
     mfu_transformer_options_init(&o);
     o.formula = MFU_FORMULA_MATMUL;
     CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &r, &field) == MFU_OK);

@@ -9,9 +9,11 @@ For each wheel:
     another); the wheel ships its sources, ``mfu_tracker/_csrc/torch/*.cpp``;
   - the ``_C`` extension is there;
   - the wheel's distribution name (METADATA ``Name``) is the one every
-    ``pip install`` line of the README installs (``torch`` itself -- the CPU
-    build's index line -- and ``.`` -- a checkout -- aside), and the Install
-    section has the plain line ``pip install <name>``.
+    ``pip install`` line of the README that names a distribution installs
+    (``torch`` itself -- the CPU build's index line -- aside; ``.`` and
+    ``".[extra]"`` install the checkout, which builds this wheel), and the
+    Install section installs the project: ``pip install .`` (from a checkout)
+    or ``pip install <name>``.
 Exits non-zero naming each problem.
 """
 from __future__ import annotations
@@ -86,8 +88,10 @@ def problems(wheel: Path, readme: str) -> List[str]:
     others = readme_install_names(readme) - {name}
     if others:
         found.append(f"is {name!r}, but README install lines install {sorted(others)}")
-    if not re.search(rf"^pip install {re.escape(name)}\b", install_section(readme), re.MULTILINE):
-        found.append(f"the README's Install section has no `pip install {name}` line")
+    if not re.search(rf"^pip install ({re.escape(name)}|\.)(\s|$)", install_section(readme),
+                     re.MULTILINE):
+        found.append(f"the README's Install section has no `pip install .` or "
+                     f"`pip install {name}` line")
     return found
 
 

@@ -21,7 +21,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from _fake_allocator import GIB, FakeAllocator  # noqa: E402
-from _fake_nvml import UUID, FakeNvml, build  # noqa: E402
+from _fake_nvml import UUID, fake_nvml  # noqa: E402
 
 MS = 1_000_000
 HOLD_S = 0.06       # per step: two steps per log pass 100 ms
@@ -30,10 +30,7 @@ TENSOR, DRAM = 20.0, 31.0   # percent, as NVML reports them
 
 @pytest.fixture
 def device(monkeypatch, fake):
-    path = build()
-    monkeypatch.setenv("MFU_TRACKER_NVML_LIBRARY", path)
-    nvml = FakeNvml(path)
-    nvml.lib.fake_nvml_reset()
+    nvml = fake_nvml(monkeypatch)
     nvml.script_gpm(TENSOR, DRAM, 80.0, 30.0)
     fake.set_work_ns(0)
     fake.set_lag_ns(0)

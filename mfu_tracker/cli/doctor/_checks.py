@@ -125,7 +125,7 @@ class Doctor:
     def environment(self) -> None:
         import torch
 
-        from ...flops.counter._counter import counter_backend
+        from ...flops.counter import counter_backend
 
         add = self.report.add
         hip = getattr(torch.version, "hip", None)
@@ -409,7 +409,7 @@ class Doctor:
         from torch.nn.attention import SDPBackend, sdpa_kernel
         from torch.utils.flop_counter import FlopCounterMode
 
-        from ...flops.counter._counter import FlopCounter
+        from ...flops.counter import FlopCounter
 
         add = self.report.add
         device = self._model_device()

@@ -60,14 +60,20 @@ its forward counts, its backward counts as it runs, so model FLOPs equal the
 eager model's; recompute the partitioner moved into the compiled backward
 (checkpointing inside the region) is found from the backward graph
 (``_compiled.py``) and stays HFU-only. The counter adds no graph break and
-no graph: its dispatch key stays included on a thread once it counted there
-(torch.compile's guards hash the included keys), and the module table's
-wrapper is transparent to tracing. A model compiled *and run* before the
-first counter of its thread recompiles once.
+no graph: its dispatch key stays included on a thread from its first count
+while a counter that counted there lives (torch.compile's guards hash the
+included keys), and the module table's wrapper is transparent to tracing.
+A model compiled *and run* before the first counter of its thread
+recompiles once.
 
-**FakeTensorMode**: a counter entered under a FakeTensorMode counts ops on
-fake tensors as real ones (``profile_flops`` on a fake model); fake tensors
-are not counted otherwise (torch.compile's tracing uses them).
+**FakeTensorMode**, entered around the counter or inside it: ops on fake
+tensors count as real ones would (``profile_flops`` on a fake model;
+``with FlopCounter(): with FakeTensorMode(): ...``) while no tracing (proxy)
+mode is active and torch.compile is not compiling (its tracing runs on fake
+tensors of its own). Cumulative sequence lengths of fake (or ``meta``)
+tensors cannot be read: varlen attention then counts its worst case,
+``max_seqlen`` per sequence (as FlopCounterMode does), ``approximate`` is
+True and leaving the block says so once.
 
 Causal attention counts the full s² by default (PaLM / torchtitan /
 FlopCounterMode); ``causal_attention="half"`` halves the model FLOPs of
@@ -110,308 +116,35 @@ run without the dispatcher, while its matmuls and attention still call aten.
 
 A wheel installed without torch at build time carries the observer's
 sources: the first counter builds it against the installed torch into a
-per-user cache (``mfu_tracker/flops/counter/_build.py``; ahead of time: ``mfu-tracker
-build-ext``). If it can neither load nor build (no compiler, built against
-another torch) counting falls back, with one warning, to a
-``TorchDispatchMode`` over the same C op table: same numbers, slower. ``MFU_TRACKER_DISABLE_TORCH_EXT=1``
-(read when this module is imported) forces the fallback.
+per-user cache (``mfu_tracker/_native/_build.py``; ahead of time:
+``mfu-tracker build-ext``). If it can neither load nor build (no compiler,
+built against another torch), or its dispatch key is not ours (another
+library registered on it, a torch without it: docs/dispatch_keys.md),
+counting falls back, with one warning naming the reason, to a
+``TorchDispatchMode`` over the same C op table: same numbers, slower
+(:mod:`._backend`). ``MFU_TRACKER_DISABLE_TORCH_EXT=1`` (read when
+``mfu_tracker._native._observer`` is imported) forces the fallback.
 
 Importing this module does not import torch.
 """
 from __future__ import annotations
 
-import dataclasses
-import os
 import threading
 import warnings
-from collections.abc import Mapping
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any
 
-from ..._native import _C, packaged_torch_extension
+from ..._native import _C
 from ..._validate import check_causal_attention, check_flag
-from ..._version import __version__
-from ._audit import UncountedOp, heavy_message, merge_uncounted, uncounted_ops
+from ._audit import UncountedOp, heavy_message, uncounted_ops
+from ._backend import KeyHold, fall_back, get_backend
 from ._compiled import apply_deferred
+from ._graphs import counting, watch_cuda_graphs
 from ._module_table import ModuleTable, module_rows, table_rows
+from ._totals import CounterTotals, ModuleFlops, format_flops
 
-__all__ = [
-    "FlopCounter",
-    "FlopProfile",
-    "ModuleFlops",
-    "UncountedOp",
-    "profile_flops",
-    "profile_flops_with_hfu",
-    "register_flop_formula",
-    "unregister_flop_formula",
-    "counter_backend",
-]
+__all__ = ["FlopCounter"]
 
-_DISABLE_ENV = "MFU_TRACKER_DISABLE_TORCH_EXT"
-_EXT_DISABLED = os.environ.get(_DISABLE_ENV) == "1"
-
-_COUNT_KEYS = ("executed_flops", "forward_flops", "model_flops", "backward_flops",
-               "recompute_flops", "overcompute_flops", "counted_calls", "errors",
-               "approximate_calls")
-# FLOPs by compute dtype: a sequence indexed like _C.dtype_names()
-_BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
-
-
-# ---------------------------------------------------------------------------
-# Backends
-# ---------------------------------------------------------------------------
-
-class _ExtBackend:
-    """The C++ observer (mfu_tracker._torch), with the Python kernels of the
-    higher-order operators (:mod:`._hops`)."""
-
-    name = "torch-ext"
-
-    def __init__(self, module: Any) -> None:
-        self.module = module
-        from . import _hops
-        from ._compiled import recompute_plan
-
-        def start(causal: str, count_fake: bool = False, modules: bool = False) -> int:
-            _hops.sync(module)  # higher-order ops defined since the last count
-            return module.start(causal, count_fake, modules)
-
-        self.start = start
-        self.audit = module.audit
-        self.stop = module.stop
-        self.read = module.read
-        self.reset = module.reset
-        self.module_enter = module.module_enter
-        self.module_exit = module.module_exit
-        self.sync = module.sync_kernels
-        module.set_recompute_planner(recompute_plan)
-
-
-_backend: Any = None
-_backend_lock = threading.Lock()
 _enter_lock = threading.Lock()
-_counting = threading.local()   # .active: FlopCounters active on this thread
-_graphs_watched = False
-
-
-def _watch_cuda_graphs() -> None:
-    """Warn once when a CUDA graph is replayed while a FlopCounter counts on
-    the thread: its kernels run without the dispatcher, so their FLOPs are
-    not in the count (torch.compile(mode="reduce-overhead"),
-    make_graphed_callables, a hand-captured graph). Replay is not counted as
-    capture x replays: what a graph captured, and whether capture ran inside
-    a counter, is not known reliably enough to multiply."""
-    global _graphs_watched
-    if _graphs_watched:
-        return
-    _graphs_watched = True
-    try:
-        from torch.cuda.graphs import CUDAGraph
-    except Exception:  # noqa: BLE001 -- a torch without CUDA graphs
-        return
-    replay = CUDAGraph.replay
-    warned: list[bool] = []
-
-    def watched_replay(self: Any) -> None:
-        if getattr(_counting, "active", 0) and not warned:
-            warned.append(True)
-            warnings.warn(
-                "mfu_tracker.FlopCounter: a CUDA graph was replayed while counting; its "
-                "kernels run without the dispatcher, so their FLOPs are missing from the "
-                "count (torch.compile(mode='reduce-overhead'), CUDA graphs). Count a step run "
-                "without CUDA graphs (profile_flops, or mode='default') and give those FLOPs "
-                "to the tracker.", RuntimeWarning, stacklevel=2)
-        return replay(self)
-
-    watched_replay.__wrapped__ = replay  # type: ignore[attr-defined]
-    CUDAGraph.replay = watched_replay  # type: ignore[method-assign]
-
-
-def _stale(module: Any, torch_version: str) -> Optional[str]:
-    """Why a loaded ``_torch`` must not be used (another torch, another
-    package version), or None."""
-    if module.torch_version != torch_version:
-        return (f"mfu_tracker._torch was built against torch {module.torch_version} "
-                f"but torch {torch_version} is installed")
-    if module.__version__ != __version__:
-        return f"mfu_tracker._torch is a stale build ({module.__version__}, package {__version__})"
-    return None
-
-
-def _load_backend() -> Any:
-    import torch
-
-    from . import _build
-    from ._dispatch import DispatchBackend
-
-    problem = None
-    if _EXT_DISABLED:
-        problem = f"disabled by {_DISABLE_ENV}=1"
-    else:
-        # 1. the observer built with the package (pip --no-build-isolation, make build)
-        module = packaged_torch_extension()
-        if module is not None and _stale(module, torch.__version__) is None:
-            return _ExtBackend(module)
-        # 2. the per-user cache, built there now if need be (mfu_tracker/flops/counter/_build.py)
-        try:
-            module = _build.load(_build.ensure_built(__version__))
-        except _build.BuildError as exc:
-            problem = f"mfu_tracker._torch could not be built ({exc}). {exc.fix}"
-        except ImportError as exc:
-            problem = f"mfu_tracker._torch could not be loaded ({exc})"
-        else:
-            problem = _stale(module, torch.__version__)
-            if problem is None:
-                return _ExtBackend(module)
-            problem += ". Rebuild it with `mfu-tracker build-ext --force`"
-    warnings.warn(
-        f"mfu_tracker: FLOP counting uses the slower TorchDispatchMode fallback: {problem}.",
-        RuntimeWarning,
-        stacklevel=4,
-    )
-    return DispatchBackend()
-
-
-def _get_backend() -> Any:
-    global _backend
-    if _backend is None:
-        with _backend_lock:
-            if _backend is None:
-                _backend = _load_backend()
-    return _backend
-
-
-def counter_backend() -> str:
-    """``"torch-ext"`` (the C++ observer) or ``"dispatch"`` (the fallback)."""
-    return _get_backend().name
-
-
-def observer_module() -> Any:
-    """The C++ observer module ``mfu_tracker._torch`` (loaded, or built at
-    first use, as for counting), or None when counting fell back to the
-    dispatch mode (warned once there). The communication observer
-    (:mod:`mfu_tracker.distributed._comm_observer`) lives in it too."""
-    return getattr(_get_backend(), "module", None)
-
-
-# ---------------------------------------------------------------------------
-# Custom formulas
-# ---------------------------------------------------------------------------
-
-def _op_name(op: Any) -> str:
-    if isinstance(op, str):
-        name = op
-    else:
-        schema = getattr(op, "_schema", None)
-        if schema is None:
-            # an OpOverloadPacket: its default overload's schema
-            default = getattr(op, "default", None)
-            schema = getattr(default, "_schema", None)
-        if schema is None:
-            raise TypeError(f"op_name must be a str like 'mylib::op' or a torch op, not {op!r}")
-        name = schema.name
-    if "::" not in name or name.startswith("::") or name.endswith("::"):
-        raise ValueError(f"op_name must be a qualified op name like 'mylib::op', not {name!r}")
-    return name
-
-
-def register_flop_formula(op_name: Any, fn: Callable[..., Any]) -> None:
-    """Count the custom op ``op_name`` (``"mylib::my_matmul"`` or the op
-    object) with ``fn``.
-
-    ``fn`` receives the op's arguments in schema order, tensors replaced by
-    their shapes (tuples), ints / floats / bools / int lists as they are and
-    anything else as None. It returns the FLOPs of the call (an int >= 0), or
-    a pair ``(flops, model_backward_flops)``; with a bare int a forward call
-    whose tensor inputs require grad adds ``2 * flops`` of model backward.
-    Ops called inside a counted op are not counted again.
-
-    Both counter backends read the one registry (in ``_C``); registering
-    and unregistering are safe from any thread, also while counters run.
-
-    Raises:
-        ValueError: ``op_name`` has a built-in formula or one is registered.
-        TypeError: ``fn`` is not callable.
-    """
-    _C.register_flop_formula(_op_name(op_name), fn)
-    sync = getattr(_backend, "sync", None)
-    if sync is not None:
-        sync()  # counters already running count the op from now on
-
-
-def unregister_flop_formula(op_name: Any) -> None:
-    """Forget the formula :func:`register_flop_formula` gave ``op_name``.
-
-    Raises:
-        KeyError: none is registered.
-    """
-    _C.unregister_flop_formula(_op_name(op_name))
-
-
-# ---------------------------------------------------------------------------
-# FlopCounter
-# ---------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class ModuleFlops:
-    """FLOPs of one module's forward calls, its submodules included.
-
-    Attributes:
-        forward_flops: counted ops run in its forward.
-        model_flops: their model FLOPs (forward + the backward they need).
-        calls: forward calls seen (activation-checkpoint recomputes excluded).
-    """
-
-    forward_flops: int
-    model_flops: int
-    calls: int
-
-
-def _under_fake_mode() -> bool:
-    """Whether the caller runs under a FakeTensorMode of its own (not
-    torch.compile's tracing): then ops on fake tensors count as real ones
-    would (``profile_flops`` on fake tensors)."""
-    import torch
-
-    if torch.compiler.is_compiling():
-        return False
-    key = torch._C._TorchDispatchModeKey
-    return (torch._C._get_dispatch_mode(key.FAKE) is not None
-            and torch._C._get_dispatch_mode(key.PROXY) is None)
-
-
-def _zero_totals() -> dict[str, Any]:
-    totals: dict[str, Any] = {key: 0 for key in _COUNT_KEYS}
-    totals["first_error"] = None
-    totals["ops"] = {}
-    totals["modules"] = {}
-    totals["uncounted"] = {}
-    for key in _BY_DTYPE_KEYS:
-        totals[key] = [0] * len(_C.dtype_names())
-    return totals
-
-
-def _merge(into: dict[str, Any], more: Mapping[str, Any]) -> None:
-    for key in _COUNT_KEYS:
-        into[key] += more[key]
-    for key in _BY_DTYPE_KEYS:
-        into[key] = [a + b for a, b in zip(into[key], more[key])]
-    if into["first_error"] is None:
-        into["first_error"] = more["first_error"]
-    for name, (calls, flops) in more["ops"].items():
-        old_calls, old_flops = into["ops"].get(name, (0, 0))
-        into["ops"][name] = (old_calls + calls, old_flops + flops)
-    for token, row in more.get("modules", {}).items():
-        old = into["modules"].get(token, (0, 0, 0))
-        into["modules"][token] = tuple(a + b for a, b in zip(old, row))
-    merge_uncounted(into["uncounted"], more.get("uncounted", {}))
-
-
-def _format_flops(value: float) -> str:
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6),
-                        ("KFLOP", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:,.3f} {unit}"
-    return f"{value:,.0f} FLOP"
 
 
 class FlopCounter:
@@ -456,24 +189,26 @@ class FlopCounter:
         self.causal_attention = causal_attention
         self.audit = audit
         self._audit_warned = False
-        self._totals = _zero_totals()
+        self._totals = CounterTotals()
         self._handle: Any = None
         self._backend: Any = None
         self._thread: int | None = None
         self._table = ModuleTable() if modules else None
+        self._holds: list[KeyHold] = []  # the counting key, per thread counted on
+        self._approximate_warned = False
 
     # -- context manager -----------------------------------------------------
 
     def __enter__(self) -> FlopCounter:
-        backend = _get_backend()
-        fake = _under_fake_mode()
-        _watch_cuda_graphs()
+        backend = self._checked_backend()
+        watch_cuda_graphs()
         apply_deferred()  # torch.compile came into use: its frames skip ours
         with _enter_lock:  # two threads entering one counter: one wins, no observer slot lost
             if self._handle is not None:
                 raise RuntimeError("this FlopCounter is already active; nest a new FlopCounter instead")
             self._backend = backend
-            self._handle = backend.start(self.causal_attention, fake, self._table is not None)
+            self._totals.bind(backend)
+            self._handle = backend.start(self.causal_attention, self._table is not None)
             self._thread = threading.get_ident()
             if self.audit:
                 try:
@@ -482,10 +217,23 @@ class FlopCounter:
                     backend.stop(self._handle)
                     self._handle = None
                     raise
-        _counting.active = getattr(_counting, "active", 0) + 1
+        counting.active = getattr(counting, "active", 0) + 1
         if self._table is not None:
             self._table.start(backend)
         return self
+
+    def _checked_backend(self) -> Any:
+        """The backend to count on now: the C++ observer while its key is
+        ours (this counter holding the key on this thread), else the
+        fallback (docs/dispatch_keys.md)."""
+        backend = get_backend()
+        if getattr(backend, "module", None) is None:
+            return backend
+        thread = threading.get_ident()
+        if not any(hold.thread == thread for hold in self._holds):
+            self._holds.append(KeyHold(backend.module))
+        problem = backend.foreign()
+        return backend if problem is None else fall_back(problem)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
         self.stop()
@@ -498,7 +246,9 @@ class FlopCounter:
         be counted (None when every call was counted), and warns with it
         (``RuntimeWarning``) only when ``warn`` is true: an integration that
         opens a counter every step passes ``warn=False`` and warns once per
-        run instead.
+        run instead. With ``warn``, a block whose cumulative sequence
+        lengths could not be read (meta or fake tensors) says once per
+        counter that it counted their worst case (:attr:`approximate`).
 
         Raises ``RuntimeError`` when the counter is not active or the calling
         thread did not enter it.
@@ -510,44 +260,61 @@ class FlopCounter:
                                "(libtorch's op observer is thread-local)")
         if self._table is not None:
             self._table.stop()
-        _counting.active -= 1
+        counting.active -= 1
         handle, self._handle = self._handle, None
-        totals = self._backend.stop(handle)
-        errors_before = self._totals["errors"]
-        _merge(self._totals, totals)
+        before = self._totals.read()
+        self._totals.stop(handle)
         if self._table is not None and self._table.error is not None:
-            self._totals["errors"] += 1
-            if self._totals["first_error"] is None:
-                self._totals["first_error"] = self._table.error
+            self._totals.note_error(self._table.error)
             self._table.error = None
+        foreign = getattr(self._backend, "foreign", None)
+        problem = foreign() if foreign is not None else None
+        if problem is not None:  # registered during the block: its calls may be missing
+            self._totals.note_error(f"{problem}, while counting: calls of it may be missing")
+            fall_back(problem)
+        after = self._totals.read()
+        if warn:
+            self._warn_once(after["approximate_calls"] - before["approximate_calls"])
+        return self._errors_message(after, after["errors"] - before["errors"], warn)
+
+    def _warn_once(self, approximate: int) -> None:
+        """The audit's FLOP-heavy ops, and calls counted at their worst case:
+        one warning each per counter."""
         heavy = None if self._audit_warned or not self.audit else self.audit_warning()
-        if heavy is not None and warn:
+        if heavy is not None:
             self._audit_warned = True
-            warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=3)
-        new_errors = self._totals["errors"] - errors_before
+            warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=4)
+        if approximate and not self._approximate_warned:
+            self._approximate_warned = True
+            warnings.warn(f"mfu_tracker.FlopCounter: {approximate} attention call(s) had "
+                          "cumulative sequence lengths or a block mask that cannot be read "
+                          "(meta or fake tensors): counted at the worst case (each sequence "
+                          "at max_seqlen, as FlopCounterMode does; every block of the mask), "
+                          "an upper bound; FlopCounter.approximate is True",
+                          RuntimeWarning, stacklevel=4)
+
+    @staticmethod
+    def _errors_message(totals: dict[str, Any], new_errors: int, warn: bool) -> str | None:
         if not new_errors:
             return None
         message = (f"{new_errors} op call(s) could not be counted and are missing from the "
-                   f"totals (first: {self._totals['first_error']})")
+                   f"totals (first: {totals['first_error']})")
         if warn:
-            warnings.warn(f"mfu_tracker.FlopCounter: {message}", RuntimeWarning, stacklevel=3)
+            warnings.warn(f"mfu_tracker.FlopCounter: {message}", RuntimeWarning, stacklevel=4)
         return message
 
     def reset(self) -> None:
         """Zero every count (also while active)."""
-        self._totals = _zero_totals()
+        self._totals.reset()
         if self._handle is not None:
             self._backend.reset(self._handle)
 
     # -- results ---------------------------------------------------------------
 
-    def _current(self) -> dict[str, Any]:
-        if self._handle is None:
-            return self._totals
-        live = _zero_totals()
-        _merge(live, self._totals)
-        _merge(live, self._backend.read(self._handle))
-        return live
+    def _current(self, tables: bool = False) -> dict[str, Any]:
+        """The totals (with the active block's so far); the tables (ops,
+        modules, uncounted) only with ``tables``."""
+        return self._totals.read(self._handle, tables)
 
     @property
     def model_flops(self) -> int:
@@ -639,7 +406,7 @@ class FlopCounter:
         input, and whether it looks FLOP-heavy; FLOP-heavy ones first.
         Higher-order ops inside which nothing was counted are listed with
         or without an audit (they never fail a count: they are noted)."""
-        return uncounted_ops(self._current()["uncounted"])
+        return uncounted_ops(self._current(True)["uncounted"])
 
     def audit_warning(self) -> str | None:
         """The warning about the FLOP-heavy ops of :meth:`uncounted` (None
@@ -650,7 +417,7 @@ class FlopCounter:
     @property
     def by_op(self) -> dict[str, tuple[int, int]]:
         """Op name -> (calls, executed FLOPs)."""
-        return dict(self._current()["ops"])
+        return dict(self._current(True)["ops"])
 
     @property
     def by_module(self) -> dict[str, ModuleFlops]:
@@ -659,12 +426,12 @@ class FlopCounter:
         if self._table is None:
             return {}
         return {name: ModuleFlops(*row)
-                for name, row in module_rows(self._current()["modules"]).items()}
+                for name, row in module_rows(self._current(True)["modules"]).items()}
 
     @property
     def backend(self) -> str:
         """``"torch-ext"`` or ``"dispatch"`` (the fallback)."""
-        return (self._backend or _get_backend()).name
+        return (self._backend or get_backend()).name
 
     @property
     def conventions(self) -> str:
@@ -684,18 +451,18 @@ class FlopCounter:
             collapse_repeats: fold numbered siblings (``layers.0``,
                 ``layers.1``, ...) into one ``layers.*`` row with their sum.
         """
-        t = self._current()
+        t = self._current(True)
         lines = [
             f"FLOPs ({self.conventions})",
-            f"  model FLOPs (MFU):     {t['model_flops']:>28,}  {_format_flops(t['model_flops'])}",
-            f"  executed FLOPs (HFU):  {t['executed_flops']:>28,}  {_format_flops(t['executed_flops'])}",
-            f"    forward:             {t['forward_flops']:>28,}  {_format_flops(t['forward_flops'])}",
-            f"    backward:            {t['backward_flops']:>28,}  {_format_flops(t['backward_flops'])}",
+            f"  model FLOPs (MFU):     {t['model_flops']:>28,}  {format_flops(t['model_flops'])}",
+            f"  executed FLOPs (HFU):  {t['executed_flops']:>28,}  {format_flops(t['executed_flops'])}",
+            f"    forward:             {t['forward_flops']:>28,}  {format_flops(t['forward_flops'])}",
+            f"    backward:            {t['backward_flops']:>28,}  {format_flops(t['backward_flops'])}",
         ]
         for key, label in (("recompute_flops", "of which recompute"),
                            ("overcompute_flops", "over-compute (not model)")):
             if t[key]:
-                lines.append(f"    {label + ':':<21}{t[key]:>28,}  {_format_flops(t[key])}")
+                lines.append(f"    {label + ':':<21}{t[key]:>28,}  {format_flops(t[key])}")
         if t["errors"]:
             lines.append(f"  uncounted op calls: {t['errors']} (first: {t['first_error']})")
         if t["approximate_calls"]:
@@ -704,7 +471,7 @@ class FlopCounter:
             lines.append("")
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")
             for name, (calls, flops) in sorted(t["ops"].items(), key=lambda kv: -kv[1][1]):
-                lines.append(f"  {name:<56}{calls:>8}  {_format_flops(flops):>16}")
+                lines.append(f"  {name:<56}{calls:>8}  {format_flops(flops):>16}")
         rows = (table_rows(module_rows(t["modules"]), depth, collapse_repeats)
                 if self._table is not None else [])
         if rows:
@@ -715,199 +482,11 @@ class FlopCounter:
                 if i and not model and not forward:
                     continue  # modules without counted ops (norms, embeddings)
                 text = "  " * level + label
-                lines.append(f"  {text:<56}{calls:>8}  {_format_flops(forward):>16}  "
-                             f"{_format_flops(model):>16}  {100.0 * model / total_model:>7.2f}%")
+                lines.append(f"  {text:<56}{calls:>8}  {format_flops(forward):>16}  "
+                             f"{format_flops(model):>16}  {100.0 * model / total_model:>7.2f}%")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         state = "active" if self._handle is not None else "idle"
         return (f"FlopCounter({state}, model_flops={self.model_flops:,}, "
                 f"executed_flops={self.executed_flops:,}, causal_attention={self.causal_attention!r})")
-
-
-# ---------------------------------------------------------------------------
-# profile_flops
-# ---------------------------------------------------------------------------
-
-class FlopProfile(NamedTuple):
-    """Counted FLOPs of one sample step (``flops, hfu_flops = ...``).
-
-    Attributes:
-        flops: model FLOPs (MFU numerator).
-        hfu_flops: executed FLOPs (HFU numerator).
-    """
-
-    flops: int
-    hfu_flops: int
-
-
-def _normalize_batch(args: Any, kwargs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    import torch
-
-    if kwargs is not None and not isinstance(kwargs, Mapping):
-        raise TypeError(f"kwargs must be a dict of model inputs, not {type(kwargs).__name__}")
-    kw = dict(kwargs or {})
-    if args is None:
-        return (), kw
-    if isinstance(args, torch.Tensor):
-        return (args,), kw
-    if isinstance(args, (tuple, list)):
-        return tuple(args), kw
-    if isinstance(args, Mapping):
-        if kwargs is not None:
-            raise TypeError("give the batch as args or as kwargs, not a dict in both")
-        return (), dict(args)
-    raise TypeError("args must be a tensor, a tuple / list of inputs or a dict of model inputs, "
-                    f"not {type(args).__name__}")
-
-
-def _to_device(value: Any, device: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, tuple):
-        return tuple(_to_device(v, device) for v in value)
-    if isinstance(value, list):
-        return [_to_device(v, device) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _to_device(v, device) for k, v in value.items()}
-    return value
-
-
-def _loss_of(output: Any) -> Any:
-    import torch
-
-    loss = getattr(output, "loss", None)
-    if isinstance(loss, torch.Tensor):
-        return loss
-    candidates: list[Any]
-    if isinstance(output, torch.Tensor):
-        candidates = [output]
-    elif isinstance(output, Mapping):
-        candidates = list(output.values())
-    elif isinstance(output, (tuple, list)):
-        candidates = list(output)
-    else:
-        to_tuple = getattr(output, "to_tuple", None)
-        candidates = list(to_tuple()) if callable(to_tuple) else []
-    for value in candidates:
-        if isinstance(value, torch.Tensor) and value.is_floating_point() and value.requires_grad:
-            return value
-    return None
-
-
-def _model_device(model: Any) -> Any:
-    import torch
-
-    for tensor in model.parameters():
-        return tensor.device
-    for tensor in model.buffers():
-        return tensor.device
-    return torch.device("cpu")
-
-
-def _run_profile(model: Any, args: Any, kwargs: Any, with_backward: bool,
-                 causal_attention: str, device: Any, modules: bool) -> FlopCounter:
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, not {type(model).__name__}")
-    check_flag(with_backward, "with_backward")
-    call_args, call_kwargs = _normalize_batch(args, kwargs)
-    if device is not None:
-        from ..._validate import check_device
-
-        target = check_device(device)
-    else:
-        target = _model_device(model)
-    run: Callable[[], Any]
-    if target.type == "meta":
-        call_args = _to_device(call_args, target)
-        call_kwargs = _to_device(call_kwargs, target)
-        if _model_device(model).type != "meta":
-            # A meta twin of every parameter and buffer (no memory), same
-            # requires_grad: the model itself is untouched.
-            params = {n: torch.empty_like(p, device="meta").requires_grad_(p.requires_grad)
-                      for n, p in model.named_parameters()}
-            buffers = {n: torch.empty_like(b, device="meta")
-                       for n, b in model.named_buffers()}
-            state = {**params, **buffers}
-            def run() -> Any:
-                return torch.func.functional_call(model, state, call_args, call_kwargs)
-        else:
-            def run() -> Any:
-                return model(*call_args, **call_kwargs)
-    else:
-        def run() -> Any:
-            return model(*call_args, **call_kwargs)
-
-    counter = FlopCounter(causal_attention=causal_attention, modules=modules)
-    with counter:
-        with torch.enable_grad() if with_backward else torch.no_grad():
-            output = run()
-        if with_backward:
-            loss = _loss_of(output)
-            if loss is not None:
-                if loss.numel() != 1:
-                    loss = loss.float().sum()
-                # autograd.grad, not backward(): no .grad left on the model
-                leaves = _grad_leaves(loss)
-                if leaves:
-                    torch.autograd.grad(loss, leaves, allow_unused=True)
-    return counter
-
-
-def _grad_leaves(loss: Any) -> list[Any]:
-    """The leaf tensors requiring grad that `loss` depends on."""
-    leaves: list[Any] = []
-    seen: set[int] = set()
-    todo = [loss.grad_fn]
-    while todo:
-        fn = todo.pop()
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        variable = getattr(fn, "variable", None)
-        if variable is not None:
-            leaves.append(variable)
-        todo.extend(next_fn for next_fn, _ in fn.next_functions)
-    return leaves
-
-
-def profile_flops(model: Any, args: Any = None, kwargs: Any = None, *,
-                  with_backward: bool = True, causal_attention: str = "full",
-                  device: Any = None) -> int:
-    """Model FLOPs of one step of ``model`` on a sample batch (an int).
-
-    Runs ``model(*args, **kwargs)`` under a :class:`FlopCounter` and, with
-    ``with_backward``, a backward from its loss (``output.loss``, else the
-    first float output that requires grad, summed) through
-    ``torch.autograd.grad``, so no ``.grad`` is left behind.
-    ``with_backward=True`` gives forward + backward model FLOPs (3x the
-    forward when every weight trains; less for frozen weights);
-    ``with_backward=False`` runs under ``no_grad`` and gives the forward.
-
-    ``device="meta"`` (or a model already on ``meta``) counts without
-    memory: parameters, buffers and inputs get ``meta`` twins (the model is
-    untouched), so full-size models profile on any machine. Data-dependent
-    ops (``.item()``, ``nonzero``) cannot run on ``meta``.
-
-    Compatible with the pure-Python mfu-tracker's
-    ``profile_flops(model, kwargs=sample, with_backward=True)``.
-
-    Raises:
-        TypeError: ``model`` is not an ``nn.Module``; the batch is not a
-            tensor, a tuple / list or a dict.
-    """
-    counter = _run_profile(model, args, kwargs, with_backward, causal_attention, device, False)
-    return counter.model_flops if with_backward else counter.forward_flops
-
-
-def profile_flops_with_hfu(model: Any, args: Any = None, kwargs: Any = None, *,
-                           with_backward: bool = True, causal_attention: str = "full",
-                           device: Any = None) -> FlopProfile:
-    """:func:`profile_flops` and the executed (HFU) FLOPs of the same run."""
-    counter = _run_profile(model, args, kwargs, with_backward, causal_attention, device, False)
-    flops = counter.model_flops if with_backward else counter.forward_flops
-    return FlopProfile(flops=flops, hfu_flops=counter.executed_flops)

@@ -15,7 +15,7 @@ without a registered formula counts on the C++ observer, not here.
 Higher-order operators (flex_attention, cond, ...) reach the mode too
 (``supports_higher_order_operators``): the table's (flex_attention and its
 backward) are counted, with their arguments flattened as the table's rows
-read them (:func:`hop_args`); any other runs as an opaque op does (a
+read them (:func:`._args.hop_args`); any other runs as an opaque op does (a
 higher-order op's dense kernel refuses to run under a mode), so what it runs
 is not seen here (the C++ observer counts it). The mode lets torch.compile
 run under it (``ignore_compile_internals``: flex_attention and cond compile
@@ -27,324 +27,21 @@ op is recorded so, audit or not.
 from __future__ import annotations
 
 import threading
-import weakref
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..._native import _C
-from ..._dtypes import DTYPE_NAMES, normalize_dtype
+from ..._dtypes import DTYPE_NAMES
 from ..._validate import check_causal_attention
+from ._args import INPUTS, compiling_internally, count_call, hop_name, largest_input, one_line
 from ._audit import merge_uncounted
+from ._totals import merge, zero_totals
+from ._sites import NodeSites
 
-__all__ = ["DispatchBackend", "NodeSites", "Site", "count_call", "hop_args", "hop_name",
-           "is_compiling", "largest_input", "tf32_bits"]
-
-# op name -> the arguments its count reads: ((position, role, need), ...)
-_INPUTS: dict[str, tuple[tuple[int, str, str], ...]] = {
-    row["name"]: row["inputs"] for row in _C.op_table()
-}
-
-
-class _CountError(Exception):
-    """An argument could not be converted (recorded, never raised out)."""
-
-
-# ---------------------------------------------------------------------------
-# Torch arguments -> plain data
-# ---------------------------------------------------------------------------
-
-class _Args:
-    """Positional access to a dispatched call, schema defaults filled in."""
-
-    def __init__(self, func: Any, args: tuple, kwargs: dict) -> None:
-        self.func, self.args, self.kwargs = func, args, kwargs
-
-    def __getitem__(self, index: int) -> Any:
-        if index < len(self.args):
-            return self.args[index]
-        schema_args = self.func._schema.arguments
-        if index >= len(schema_args):
-            return None
-        arg = schema_args[index]
-        if arg.name in self.kwargs:
-            return self.kwargs[arg.name]
-        return arg.default_value if arg.has_default_value() else None
-
-
-def _shape(t: Any, what: str) -> tuple[int, ...]:
-    if t.is_nested:
-        raise _CountError(f"{what} is a nested tensor")
-    shape = tuple(t.shape)
-    if not all(isinstance(d, int) for d in shape):
-        raise _CountError(f"{what} has symbolic sizes")
-    return shape
-
-
-_DTYPE_NAMES: dict[Any, str | None] = {}
-
-
-def _dtype_name(t: Any) -> str | None:
-    """A tensor's dtype as ``_C.op_count`` takes it: a name of
-    ``_C.dtype_names()``, None for one without (bool, complex, integers
-    other than int8)."""
-    name = _DTYPE_NAMES.get(t.dtype, "")
-    if name == "":
-        try:
-            name = normalize_dtype(t.dtype)
-        except ValueError:
-            name = None
-        _DTYPE_NAMES[t.dtype] = name
-    return name
-
-
-def tf32_bits(args: Any) -> int:
-    """Where fp32 may run as TF32 for a call (``_C.op_count``'s ``tf32``):
-    CUDA and meta (a meta run stands for a GPU run) follow torch's settings;
-    CPU has none (as csrc/torch/observer.cpp)."""
-    import torch
-
-    for value in args:
-        if isinstance(value, torch.Tensor):
-            if value.device.type not in ("cuda", "meta"):
-                return 0
-            return ((1 if torch.backends.cuda.matmul.allow_tf32 else 0)
-                    | (2 if torch.backends.cudnn.allow_tf32 else 0))
-    return 0
-
-
-_VALUES: dict[int, tuple[Any, int, list[int]]] = {}  # id -> (weakref, _version, values)
-_VALUES_LOCK = threading.Lock()
-
-
-def _values(t: Any) -> list[int]:
-    """A tensor's values as ints, row-major. NB: a device tensor is copied to
-    the host, which waits for it (as the observer does); a block mask read
-    by every layer of a step is copied once (kept until it changes or
-    goes)."""
-    try:
-        version = t._version
-    except RuntimeError:  # an inference tensor: no version counter, no reuse
-        return [int(v) for v in t.reshape(-1).tolist()]
-    with _VALUES_LOCK:
-        hit = _VALUES.get(id(t))
-        if hit is not None and hit[0]() is t and hit[1] == version:
-            return hit[2]
-    values = [int(v) for v in t.reshape(-1).tolist()]
-    with _VALUES_LOCK:
-        if len(_VALUES) >= 16:
-            _VALUES.pop(next(iter(_VALUES)))
-        _VALUES[id(t)] = (weakref.ref(t), version, values)
-    return values
-
-
-def _plain(value: Any, role: str, need: str) -> Any:
-    """One argument as ``_C.op_count`` takes it (None: absent)."""
-    import torch
-
-    if need in ("tensor", "offsets", "values"):
-        if not isinstance(value, torch.Tensor):
-            return None
-        shape = _shape(value, role)
-        if (need == "values" or (need == "offsets" and value.dim() == 1)) \
-                and value.device.type != "meta":
-            return (shape, value.requires_grad, _values(value))
-        return (shape, value.requires_grad, None, _dtype_name(value))
-    if need == "int":
-        return int(value) if isinstance(value, (bool, int, torch.SymInt)) else None
-    if isinstance(value, (bool, int, torch.SymInt)):  # an int list given as one int
-        return (int(value),)
-    if isinstance(value, (list, tuple)):
-        return tuple(int(v) for v in value)
-    return None
-
-
-def _formula_args(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, bool, str | None]:
-    """A custom formula's arguments (tensors as shapes, as the observer passes
-    them), whether a tensor among them requires grad, and the dtype of the
-    first tensor that has one."""
-    import torch
-
-    a = _Args(func, args, kwargs)
-    values = []
-    any_grad = False
-    dtype = None
-    for i in range(len(func._schema.arguments)):
-        item = a[i]
-        if isinstance(item, torch.Tensor):
-            any_grad = any_grad or item.requires_grad
-            dtype = dtype or _dtype_name(item)
-            item = _shape(item, "a tensor argument")
-        elif isinstance(item, (list, tuple)) and all(isinstance(x, int) for x in item):
-            item = tuple(item)
-        elif not isinstance(item, (bool, int, float)) and item is not None:
-            item = None
-        values.append(item)
-    return tuple(values), any_grad, dtype
-
-
-class Site(NamedTuple):
-    """Where a call runs (``_C.op_count``'s phase and autograd keywords;
-    csrc/core/ops.h "Sites")."""
-
-    backward_phase: bool = False
-    grad_enabled: bool = True
-    node: str = "unknown"
-    saved_tensor_hooks: bool = False
-    recomputed: bool = False
-
-
-def is_compiling() -> bool:
-    """Whether torch.compile is tracing (older torch: torch._dynamo's flag)."""
-    import torch
-
-    check = getattr(torch.compiler, "is_compiling", None) or torch._dynamo.is_compiling
-    return bool(check())
-
-
-def hop_name(hop: Any) -> str:
-    """A higher-order operator's name as the op table spells it
-    (``"higher_order::flex_attention"``)."""
-    return f"{hop.namespace}::{hop._name}"
-
-
-# where a higher-order op of the table takes its BlockMask tuple
-_BLOCK_MASK_AT = {"higher_order::flex_attention": 4, "higher_order::flex_attention_backward": 9}
-
-
-def hop_args(name: str, args: tuple, kwargs: dict) -> list[Any]:
-    """A flex_attention (or backward) call flattened as its op-table row
-    reads it (csrc/core/op_table.c): q, k, v, the BlockMask's partial and
-    full key blocks, its block sizes. The tuple starts with the sequence
-    lengths since torch 2.6 and ends with (Q_BLOCK_SIZE, KV_BLOCK_SIZE,
-    mask_mod) in every version."""
-    at = _BLOCK_MASK_AT[name]
-    mask = args[at] if len(args) > at else kwargs["block_mask"]
-    skip = 2 if isinstance(mask[0], int) else 0
-    return [*args[:3], *mask[skip:skip + 4], mask[-3], mask[-2]]
-
-
-def largest_input(args: Any) -> tuple[int, ...] | None:
-    """The shape of the largest tensor among ``args`` (nested in lists,
-    tuples and dicts), None without one (the audit's "took tensors")."""
-    import torch
-
-    best: tuple[int, ...] | None = None
-    best_numel = -1
-    todo = [args]
-    while todo:
-        value = todo.pop()
-        if isinstance(value, torch.Tensor):
-            shape = tuple(value.shape)
-            if all(isinstance(d, int) for d in shape) and value.numel() > best_numel:
-                best, best_numel = shape, value.numel()
-        elif isinstance(value, (list, tuple)):
-            todo.extend(value)
-        elif isinstance(value, dict):
-            todo.extend(value.values())
-    return best
-
-
-def count_call(name: str, func: Any, args: tuple, kwargs: dict, causal: str,
-               site: Site) -> Any:
-    """The ``_C.OpFlops`` of one call; None: not counted. Raises when the
-    call cannot be counted (the caller records it)."""
-    inputs = _INPUTS.get(name)
-    if inputs is not None:
-        a: Any = hop_args(name, args, kwargs) if name in _BLOCK_MASK_AT \
-            else _Args(func, args, kwargs)
-        plain: list[Any] = [None] * (inputs[-1][0] + 1)
-        for position, role, need in inputs:
-            plain[position] = _plain(a[position], role, need)
-        return _C.op_count(name, plain, causal_attention=causal,
-                           backward_phase=site.backward_phase, grad_enabled=site.grad_enabled,
-                           tf32=tf32_bits(args), node=site.node,
-                           saved_tensor_hooks=site.saved_tensor_hooks,
-                           recomputed=site.recomputed)
-    if _C.has_flop_formula(name):
-        values, any_grad, dtype = _formula_args(func, args, kwargs)
-        return _C.flop_formula_count(name, values, any_grad, site.backward_phase,
-                                     site.grad_enabled, dtype, tf32_bits(args), site.node,
-                                     site.saved_tensor_hooks, site.recomputed)
-    return None
-
-
-class NodeSites:
-    """Per thread: the autograd node being evaluated, what it is (as
-    csrc/torch/site.cpp tells it) and the recomputed calls of its compiled
-    backward still to run (``_compiled.recompute_plan``)."""
-
-    def __init__(self) -> None:
-        self.local = threading.local()
-        self.plans: dict[type, Any] = {}
-
-    def site(self, torch: Any, name: str, args: tuple, kwargs: dict, func: Any,
-             grad_enabled: bool) -> Site:
-        if torch._C._current_graph_task_id() == -1:
-            return Site(grad_enabled=grad_enabled)
-        hooks = torch._C._autograd._top_saved_tensors_default_hooks(True) is not None
-        node = torch._C._current_autograd_node()
-        local = self.local
-        if getattr(local, "node", None) is not node:
-            local.node = node  # held: its id is not reused meanwhile
-            local.kind, local.budget = self._classify(torch, node)
-        recomputed = bool(local.budget) and _take(local.budget, name, args, kwargs, func)
-        return Site(True, grad_enabled, local.kind, hooks, recomputed)
-
-    def _classify(self, torch: Any, node: Any) -> tuple[str, list]:
-        if not isinstance(node, torch._C._FunctionBase):  # autograd's own node, or none
-            return "builtin", []
-        if type(node).__name__.endswith("CheckpointFunctionBackward"):
-            return "checkpoint", []
-        forward_cls = getattr(type(node), "_forward_cls", None)
-        if getattr(forward_cls, "__module__", "").startswith("torch._higher_order_ops."):
-            # a higher-order op's own autograd (flex_attention's): the op was
-            # counted above it, at its forward site, with the backward its
-            # inputs need -- its backward is autograd's, executed only
-            return "builtin", []
-        from ._compiled import recompute_plan
-
-        cls = type(node)
-        if cls not in self.plans:
-            self.plans[cls] = recompute_plan(node)
-        return "custom", list(self.plans[cls] or ())
-
-
-def _take(budget: list, name: str, args: tuple, kwargs: dict, func: Any) -> bool:
-    """Whether the call is one of the node's recomputed calls still to run
-    (and then consume it): the same op kind and role tensor shapes (-1: any)."""
-    from ._compiled import kind_of
-
-    kind = kind_of(name)
-    if kind is None:
-        return False
-    a: Any = hop_args(name, args, kwargs) if name in _BLOCK_MASK_AT else _Args(func, args, kwargs)
-    shapes = [getattr(a[pos], "shape", None) for pos, _role, need in _INPUTS[name]
-              if need == "tensor"]
-    for i, (want_kind, want) in enumerate(budget):
-        if want_kind != kind or len(want) != len(shapes):
-            continue
-        if all(w == (-2,) or (s is not None and len(s) == len(w)
-                                and all(x < 0 or x == y for x, y in zip(w, s)))
-               for s, w in zip(shapes, want)):
-            del budget[i]
-            return True
-    return False
-
+__all__ = ["DispatchBackend"]
 
 # ---------------------------------------------------------------------------
 # The backend: sessions over a TorchDispatchMode
 # ---------------------------------------------------------------------------
-
-def _new_totals() -> dict[str, Any]:
-    return {
-        "executed_flops": 0, "forward_flops": 0, "model_flops": 0,
-        "backward_flops": 0, "recompute_flops": 0, "overcompute_flops": 0,
-        "counted_calls": 0, "errors": 0,
-        "approximate_calls": 0, "first_error": None, "ops": {}, "modules": {},
-        "model_flops_by_dtype": [0] * len(DTYPE_NAMES),
-        "executed_flops_by_dtype": [0] * len(DTYPE_NAMES),
-        "uncounted": {},
-    }
-
 
 _DTYPE_INDEX = {name: i for i, name in enumerate(DTYPE_NAMES)}
 
@@ -354,14 +51,13 @@ _module = threading.local()
 
 
 class _Session:
-    def __init__(self, causal: str, count_fake: bool, modules: bool) -> None:
+    def __init__(self, causal: str, modules: bool) -> None:
         self.causal = causal
-        self.count_fake = count_fake
         self.modules = modules
         self.sites = NodeSites()
         self.owner = threading.get_ident()
         self.lock = threading.Lock()
-        self.totals = _new_totals()
+        self.totals = zero_totals()
         self.modes: tuple[Any, ...] = ()
         self.audit = False
         # per thread: "stack", (op name, grad mode) of the counted ops called
@@ -383,7 +79,7 @@ class _Session:
             if isinstance(result, Exception):
                 t["errors"] += 1
                 if t["first_error"] is None:
-                    t["first_error"] = f"{name}: {result}"
+                    t["first_error"] = f"{name}: {one_line(result)}"
                 return
             executed, d = result.executed, _DTYPE_INDEX[result.dtype]
             model = result.model_self + result.model_backward
@@ -410,13 +106,15 @@ class _Session:
 
 
 def _counted(name: str) -> bool:
-    return name in _INPUTS or _C.has_flop_formula(name)
+    return name in INPUTS or _C.has_flop_formula(name)
 
 
-def _skip_subclass(session: _Session, args: tuple) -> bool:
+def _skip_subclass(args: tuple) -> bool:
     """A tensor subclass among the arguments: the op it becomes counts --
-    unless they are fake tensors of the user's FakeTensorMode (the counter
-    was entered under it) and nothing traces."""
+    unless they are fake tensors of the user's fake run (a FakeTensorMode
+    active, entered around the counter or inside it; no proxy mode and not
+    torch.compile, whose tracing and compiling run under a fake mode of its
+    own)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
@@ -424,8 +122,11 @@ def _skip_subclass(session: _Session, args: tuple) -> bool:
            if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter)]
     if not odd:
         return False
-    return not (session.count_fake and all(isinstance(x, FakeTensor) for x in odd)
-                and torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.PROXY) is None)
+    key = torch._C._TorchDispatchModeKey
+    return not (all(isinstance(x, FakeTensor) for x in odd)
+                and torch._C._get_dispatch_mode(key.FAKE) is not None
+                and torch._C._get_dispatch_mode(key.PROXY) is None
+                and not compiling_internally())
 
 
 def _function_name(func: Any) -> str | None:
@@ -505,7 +206,7 @@ def _counting_mode(session: _Session) -> Any:
                 name = names.setdefault(func, hop_name(func) if isinstance(
                     func, HigherOrderOperator) else func._schema.name)
             if _counted(name):
-                if _skip_subclass(session, args):
+                if _skip_subclass(args):
                     return func(*args, **kwargs)  # a subclass: the op it becomes counts
                 return count_and_run(name, func, args, kwargs)
             if not session.audit and not isinstance(func, HigherOrderOperator):
@@ -551,8 +252,8 @@ def _make_modes(session: _Session) -> tuple[Any, Any]:
 
 class DispatchBackend:
     """The counter backend over a TorchDispatchMode (same interface and
-    limits as the C++ ``_torch`` module: start / stop / read / reset /
-    module_enter / module_exit)."""
+    limits as the C++ observer's, :class:`~._backend.ExtBackend`: start /
+    stop / totals / reset / module_enter / module_exit)."""
 
     name = "dispatch"
 
@@ -561,7 +262,7 @@ class DispatchBackend:
         self._next = 0
         self._lock = threading.Lock()
 
-    def start(self, causal: str, count_fake: bool = False, modules: bool = False) -> int:
+    def start(self, causal: str, modules: bool = False) -> int:
         check_causal_attention(causal, type_error=False)
         limit = _C.LIMIT_COUNTERS_MAX
         with self._lock:
@@ -569,7 +270,7 @@ class DispatchBackend:
                 raise RuntimeError(
                     f"too many FLOP counters active at once (at most {limit}, nested "
                     "or on other threads)")
-        session = _Session(causal, count_fake, modules)
+        session = _Session(causal, modules)
         session.modes = _make_modes(session)
         for mode in session.modes:
             mode.__enter__()
@@ -588,7 +289,8 @@ class DispatchBackend:
             raise ValueError(f"no active FLOP count in slot {handle}")
         return session
 
-    def stop(self, handle: int) -> dict[str, Any]:
+    def stop(self, handle: int, totals: dict[str, Any]) -> None:
+        """End the count ``handle``; its totals join ``totals`` (new_totals())."""
         session = self._session(handle)
         if session.owner != threading.get_ident():
             raise RuntimeError(
@@ -598,26 +300,41 @@ class DispatchBackend:
             mode.__exit__(None, None, None)
         with self._lock:
             del self._sessions[handle]
-        return self._copy(session)
+        with session.lock:
+            merge(totals, session.totals)
 
     @staticmethod
-    def _copy(session: _Session) -> dict[str, Any]:
-        with session.lock:
-            out = dict(session.totals)
-            out["ops"] = dict(session.totals["ops"])
-            out["modules"] = dict(session.totals["modules"])
-            out["uncounted"] = dict(session.totals["uncounted"])
-            for key in ("model_flops_by_dtype", "executed_flops_by_dtype"):
-                out[key] = tuple(session.totals[key])
+    def new_totals() -> dict[str, Any]:
+        return zero_totals()
+
+    def totals(self, held: dict[str, Any], handle: Any = None,
+               tables: bool = False) -> dict[str, Any]:
+        """``held`` (and the active count ``handle``'s so far) as a fresh dict."""
+        out = zero_totals()
+        merge(out, held)
+        if handle is not None:
+            session = self._session(handle)
+            with session.lock:
+                merge(out, session.totals)
+        for key in ("model_flops_by_dtype", "executed_flops_by_dtype"):
+            out[key] = tuple(out[key])
         return out
 
-    def read(self, handle: int) -> dict[str, Any]:
-        return self._copy(self._session(handle))
+    @staticmethod
+    def reset_totals(held: dict[str, Any]) -> None:
+        held.clear()
+        held.update(zero_totals())
+
+    @staticmethod
+    def note_error(held: dict[str, Any], message: str) -> None:
+        held["errors"] += 1
+        if held["first_error"] is None:
+            held["first_error"] = message
 
     def reset(self, handle: int) -> None:
         session = self._session(handle)
         with session.lock:
-            session.totals = _new_totals()
+            session.totals = zero_totals()
 
     def module_enter(self, token: int) -> int:
         """``token`` is now this thread's innermost module; one call of it for

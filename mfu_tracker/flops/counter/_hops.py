@@ -11,8 +11,8 @@ later fall through it:
 
 * the table's (``flex_attention`` and its backward, csrc/core/op_table.c)
   count through the C core (``_C.op_count`` on the call flattened by
-  ``_dispatch.hop_args``) at its site (forward, backward, a custom
-  Function's backward, a recompute: ``_dispatch.NodeSites``, csrc/core/ops.h)
+  ``_args.hop_args``) at its site (forward, backward, a custom
+  Function's backward, a recompute: ``_sites.NodeSites``, csrc/core/ops.h)
   for each causal convention active on the thread,
   run with the counting key excluded and nested as a counted op
   (``_torch.nest``: the ops inside them, and their own re-call below
@@ -32,7 +32,8 @@ import threading
 from typing import Any, Callable
 
 from ..._native import _C
-from ._dispatch import NodeSites, count_call, hop_name, is_compiling, largest_input
+from ._args import count_call, hop_name, is_compiling, largest_input, one_line
+from ._sites import NodeSites
 
 __all__ = ["sync"]
 
@@ -122,7 +123,7 @@ def _kernel(hop: Any, ext: Any, key: Any) -> Callable[..., Any]:
                                        _DTYPE_INDEX[r.dtype], r.model_self, r.overcompute,
                                        r.site)
                 except Exception as exc:  # noqa: BLE001 - never raise into the op
-                    results[causal] = str(exc) or type(exc).__name__
+                    results[causal] = one_line(exc)
             with torch._C._ExcludeDispatchKeyGuard(exclude):
                 out = hop(*args, **kwargs)
         finally:

@@ -2,9 +2,14 @@
  * fuzz_flops.c -- the op FLOP formulas (mm, addmm, bmm, baddbmm,
  * grouped_mm, convolution forward / backward, SDPA forward / backward,
  * varlen attention forward / backward, masked attention (windows, chunks)
- * and block-mask attention forward / backward) on extreme and negative
- * shapes. Masked and block attention have brute-force oracles (query by
- * query, block by block) for sequences up to 40 tokens; beyond, masked
+ * and block-mask attention forward / backward) and the attention pairs
+ * rule they count windows with (pairs.h, mfu_attention_pairs, also what
+ * the analytic spans call) on extreme and negative shapes. Masked and
+ * block attention have brute-force oracles (query by query, block by
+ * block) for sequences up to 40 tokens; longer ones an exact oracle that
+ * walks the shorter side (queries, or keys) for one side up to 64 tokens,
+ * and the closed forms of spans.h for equal lengths under a causal window
+ * or chunk (the analytic path's masks) at any length; beyond, masked
  * attention is checked for OK / OVERFLOW, HALF <= FULL <= the rectangle.
  *
  * Input: op u8, flags u8, then the op's values (fuzz_input.h's fi_i64, so
@@ -28,8 +33,11 @@
  * decrease and overflow before the decrease may report OVERFLOW; the
  * oracle accepts either status there.
  */
+#include <math.h>
+
 #include "flops.h"
 #include "fuzz_input.h"
+#include "pairs.h"
 
 typedef __int128 big;
 #define SAT ((big)1 << 100)
@@ -350,6 +358,92 @@ static big brute_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int h
     return 2 * total;
 }
 
+static big bmin(big a, big b) { return a < b ? a : b; }
+static big bmax(big a, big b) { return a > b ? a : b; }
+
+/* The keys region of query position p: its chunk's keys (all s_k without
+ * a chunk), as [*lo, *hi] (empty when hi < lo). */
+static void key_region(big p, big sk, big c, big *lo, big *hi)
+{
+    *lo = 0;
+    *hi = sk - 1;
+    if (c > 0) {
+        const big c0 = (p >= 0 ? p / c : -((-p + c - 1) / c)) * c;
+        *lo = bmax(c0, 0);
+        *hi = bmin(c0 + c - 1, sk - 1);
+    }
+}
+
+/* One query's count (flops.h's window rule): HALF the kept keys, FULL
+ * min(span, region). */
+static big query_pairs(big p, big sk, mfu_attention_mask m, int half)
+{
+    const big l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
+    big lo, hi;
+    key_region(p, sk, c, &lo, &hi);
+    const big region = bmax(hi - lo + 1, 0);
+    if (!half)
+        return bmin(l < 0 || r < 0 ? region : l + 1 + r, region);
+    const big from = l < 0 ? lo : bmax(p - l, lo), to = r < 0 ? hi : bmin(p + r, hi);
+    return bmax(to - from + 1, 0);
+}
+
+/* Twice the pairs, exact, walking the shorter side: the queries (s_q <=
+ * 64, each query_pairs), or the keys (s_k <= 64): HALF counts, per key j,
+ * the queries that keep it (p in [j - r, j + l] and in j's chunk); FULL
+ * charges each query min(span, region): without a chunk every query's
+ * region is all s_k keys; with one, a query at p < 0 sits in a chunk of
+ * negative keys (region empty), and the queries at p >= 0 are at most s_k. */
+static big line_twice_pairs(int64_t sq, int64_t sk, mfu_attention_mask m, int half)
+{
+    const big l = m.window_left, r = m.window_right, c = m.chunk > 0 ? m.chunk : 0;
+    const big p0 = (big)sk - sq, p1 = (big)sk - 1;
+    big total = 0;
+    if (sq == 0 || sk == 0)
+        return 0;
+    if (l < 0 && c == 0 && r <= 0) /* none, or plain causal */
+        return r == 0 && half ? (big)sq * sk : (big)2 * sq * sk;
+    if (sq <= 64) {
+        for (big p = p0; p <= p1; p++)
+            total += query_pairs(p, sk, m, half);
+    } else if (half) {
+        for (big j = 0; j < sk; j++) {
+            big from = r < 0 ? p0 : bmax(j - r, p0), to = l < 0 ? p1 : bmin(j + l, p1);
+            if (c > 0) {
+                const big c0 = j / c * c;
+                from = bmax(from, c0);
+                to = bmin(to, c0 + c - 1);
+            }
+            total += bmax(to - from + 1, 0);
+        }
+    } else if (c == 0) {
+        total = (big)sq * query_pairs(p1, sk, m, 0);
+    } else {
+        for (big p = bmax(p0, 0); p <= p1; p++)
+            total += query_pairs(p, sk, m, 0);
+    }
+    return 2 * total;
+}
+
+/* spans.h's closed forms (the analytic path's masks), exact: s queries
+ * over s keys, causal, under a window of w = left + 1 keys (chunk 0) or a
+ * chunk of w (left < 0): sliding FULL s * min(s, w), HALF sum min(p + 1,
+ * w); chunked FULL sum_chunks len^2, HALF sum_chunks len (len + 1) / 2. */
+static big span_twice_pairs(int64_t s, mfu_attention_mask m, int half)
+{
+    const big n = s;
+    if (s == 0)
+        return 0;
+    if (m.chunk > 0) {
+        const big w = m.chunk, whole = n / w, rest = n % w;
+        return half ? whole * w * (w + 1) + rest * (rest + 1) : 2 * (whole * w * w + rest * rest);
+    }
+    const big w = (big)m.window_left + 1;
+    if (!half)
+        return 2 * n * bmin(n, w);
+    return n <= w ? n * (n + 1) : w * (w + 1) + 2 * (n - w) * w;
+}
+
 /* flops from twice the pairs, as flops.h: b * h * twice * (w_qk d_qk +
  * w_v d_v) (saturating). */
 static big pairs_ref(const mfu_attention_shape *s, big twice, int backward)
@@ -394,6 +488,9 @@ static void fuzz_masked(fuzz_input *in, int backward, int consistent)
     } else if (s.seq_q <= 40 && s.seq_kv <= 40) {
         expect(st, got, pairs_ref(&s, brute_twice_pairs(s.seq_q, s.seq_kv, m,
                                                         causal == MFU_CAUSAL_HALF), backward), 0);
+    } else if (s.seq_q <= 64 || s.seq_kv <= 64) {
+        expect(st, got, pairs_ref(&s, line_twice_pairs(s.seq_q, s.seq_kv, m,
+                                                       causal == MFU_CAUSAL_HALF), backward), 0);
     } else {
         FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_OVERFLOW);
         if (st == MFU_OK)
@@ -408,6 +505,65 @@ static void fuzz_masked(fuzz_input *in, int backward, int consistent)
     got = SENTINEL;
     FUZZ_CHECK(mfu_masked_attention_flop(&s, NULL, causal, &got) == MFU_ERR_INVALID_ARGUMENT &&
                got == SENTINEL);
+}
+
+/* The pairs rule itself (pairs.h), as both the op formulas and the
+ * analytic spans call it: any lengths, mask and convention. Shape byte:
+ * 0 raw values; 1 both lengths < 41 (the brute force); 2 s_q < 65; 3
+ * s_k < 65 (the line oracle); 4 equal lengths under a causal window or
+ * chunk (spans.h's closed forms, any length). INVALID exactly for a
+ * negative length or a bad convention; the output untouched on error;
+ * HALF <= FULL <= twice the rectangle; the int64 conversion OVERFLOW
+ * exactly above INT64_MAX. */
+static void fuzz_pairs(fuzz_input *in)
+{
+    const mfu_pair_count sentinel = {(uint64_t)SENTINEL, (uint64_t)SENTINEL};
+    const uint8_t how = fi_u8(in) % 5;
+    int64_t sq = fi_i64(in), sk = fi_i64(in);
+    mfu_attention_mask m = {fi_i64(in), fi_i64(in), fi_i64(in)};
+    const mfu_causal causal = pick_causal(in);
+    const int half = causal == MFU_CAUSAL_HALF;
+    mfu_pair_count got = sentinel, other = sentinel;
+    int64_t as_i64 = SENTINEL;
+    big twice, ref = EXPECT_INVALID;
+
+    if (how == 1 || how == 2)
+        sq &= how == 1 ? 31 : 63;
+    if (how == 1 || how == 3)
+        sk &= how == 1 ? 31 : 63;
+    if (how == 4) {
+        sk = sq;
+        m.window_right = 0;
+        m.window_left = m.chunk > 0 ? -1 : m.window_left < 0 ? 0 : m.window_left;
+    }
+    const mfu_status st = mfu_attention_pairs(sq, sk, &m, causal, &got);
+    if (sq < 0 || sk < 0 || (causal != MFU_CAUSAL_FULL && causal != MFU_CAUSAL_HALF)) {
+        FUZZ_CHECK(st == MFU_ERR_INVALID_ARGUMENT && got.hi == sentinel.hi &&
+                   got.lo == sentinel.lo);
+        return;
+    }
+    FUZZ_CHECK(st == MFU_OK);
+    twice = (big)got.hi << 64 | (big)got.lo;
+    if (sq <= 40 && sk <= 40)
+        ref = brute_twice_pairs(sq, sk, m, half);
+    else if (sq <= 64 || sk <= 64)
+        ref = line_twice_pairs(sq, sk, m, half);
+    else if (sq == sk && m.window_right == 0 && (m.chunk > 0) != (m.window_left >= 0))
+        ref = span_twice_pairs(sq, m, half);
+    if (ref != EXPECT_INVALID)
+        FUZZ_CHECK(twice == ref);
+    FUZZ_CHECK(twice >= 0 && twice <= (big)2 * sq * sk);
+    if (half) {
+        FUZZ_CHECK(mfu_attention_pairs(sq, sk, &m, MFU_CAUSAL_FULL, &other) == MFU_OK);
+        FUZZ_CHECK(twice <= ((big)other.hi << 64 | (big)other.lo));
+    }
+    if (mfu_pair_count_i64(got, &as_i64) == MFU_OK)
+        FUZZ_CHECK(twice <= INT64_MAX && as_i64 == (int64_t)twice);
+    else
+        FUZZ_CHECK(twice > INT64_MAX && as_i64 == SENTINEL);
+    /* exact below 2^53, a few ulps above */
+    FUZZ_CHECK(fabs(mfu_pair_count_double(got) - (double)twice) <= 1e-15 * (double)twice);
+    FUZZ_CHECK(mfu_attention_pairs(sq, sk, NULL, causal, &got) == MFU_ERR_INVALID_ARGUMENT);
 }
 
 /* Block attention: up to 16 rows of up to 4 key blocks, values in
@@ -490,7 +646,7 @@ static void fuzz_block(fuzz_input *in, int backward, int consistent)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fi_make(data, size);
-    int op = fi_u8(&in) % 15;
+    int op = fi_u8(&in) % 16;
     uint8_t flags = fi_u8(&in);
     int consistent = flags & 1;
     switch (op) {
@@ -505,7 +661,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 11: fuzz_masked(&in, 0, consistent); break;
     case 12: fuzz_masked(&in, 1, consistent); break;
     case 13: fuzz_block(&in, 0, consistent); break;
-    default: fuzz_block(&in, 1, consistent); break;
+    case 14: fuzz_block(&in, 1, consistent); break;
+    default: fuzz_pairs(&in); break;
     }
     return 0;
 }

@@ -18,8 +18,11 @@
  *   4    GPU work and launch lag per record: u8 % 8 ms each
  *   5    summarize
  *   6    flush
- *   7    u8: bit 7 close, else the next call of one driver call (u8 % 5)
- *        fails with code 700
+ *   7    u8: bit 7 close; else bit 6 book (below); else the next call of
+ *        one driver call (u8 % 5) fails with code 700
+ * book: u8 back (the step `back` before the newest boundary's, 255: a step
+ * id far past it), given u8 (& 63), then tokens, model, executed, ideal,
+ * over-compute, language (fd_double)
  * An op byte >= 200 is a phase op instead (issue 11), (byte - 200) % 6:
  *   0 begin phase u8 % (MFU_PHASE_COUNT + 2)    1 end phase
  *     (the last two: out of range)
@@ -52,6 +55,11 @@
  *    periods; the ledger's totals count every accounted step, sum the
  *    pushed periods to the window's time while no step left the window, and
  *    hold no negative seconds on a GPU clock;
+ *  - booking (steps.h, "Booking"): the bad mask is exactly the given fields
+ *    that are not finite >= 0; a step not closed (or past the newest) is
+ *    not found; with no failure every step closed within the window and
+ *    MFU_STEPS_KEPT more is found; the ledger's unknown-FLOPs steps never
+ *    exceed the pushed steps;
  *  - after close boundaries are refused; the GPU events all come back.
  */
 #include <float.h>
@@ -383,6 +391,46 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
         m->running = innermost(m);
 }
 
+/* A book op (see the input layout): the bad mask and the status against
+ * the boundaries taken. */
+static void book_op(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int failures)
+{
+    static const unsigned bits[] = {MFU_STEP_NUM_TOKENS, MFU_STEP_MODEL_FLOPS,
+                                    MFU_STEP_EXECUTED_FLOPS, MFU_STEP_IDEAL_S,
+                                    MFU_STEP_OVERCOMPUTE_FLOPS, MFU_STEP_LANGUAGE_FLOPS};
+    mfu_steps_counters counters;
+    mfu_steps_ledger ledger;
+    mfu_step_report r;
+    double *values[] = {&r.num_tokens, &r.model_flops, &r.executed_flops, &r.ideal_s,
+                        &r.overcompute_flops, &r.language_flops};
+    unsigned bad = 99, want_bad = 0;
+    uint8_t back = fi_u8(in);
+    uint64_t step;
+    mfu_status st;
+    r.given = fi_u8(in) & 63u;
+    for (int i = 0; i < 6; i++) {
+        *values[i] = fd_double(in);
+        if ((r.given & bits[i]) && !usable(*values[i]))
+            want_bad |= bits[i];
+    }
+    mfu_steps_get_counters(s, &counters);
+    /* the newest boundary opened step `boundaries`: it closed boundaries - 1 */
+    step = back == 255 ? counters.boundaries + 1000 : counters.boundaries - 1 - back;
+    if (back != 255 && (uint64_t)back + 1 > counters.boundaries)
+        step = 0; /* before the first step */
+    st = mfu_steps_book(s, step, &r, &bad);
+    FUZZ_CHECK(bad == want_bad);
+    FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_NOT_FOUND);
+    if (step == 0 || step >= counters.boundaries)
+        FUZZ_CHECK(st == MFU_ERR_NOT_FOUND);
+    else if (!failures && back < c->window + MFU_STEPS_KEPT)
+        FUZZ_CHECK(st == MFU_OK);
+    mfu_steps_get_ledger(s, &ledger);
+    mfu_steps_get_counters(s, &counters);
+    FUZZ_CHECK(ledger.unknown_flops_steps <= counters.pushed);
+    FUZZ_CHECK(isnan(ledger.model_flops) || ledger.model_flops >= 0.0);
+}
+
 static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int gpu)
 {
     static const char *const cuda_calls[] = {"cuEventRecord", "cuEventQuery",
@@ -478,6 +526,8 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
                 mfu_steps_close(s);
                 FUZZ_CHECK(mfu_steps_closed(s));
                 m.valid = 0;
+            } else if (what & 0x40) {
+                book_op(in, s, c, failures);
             } else if (gpu) {
                 const char *const *calls =
                     c->timer.clock == MFU_CLOCK_HIP ? hip_calls : cuda_calls;
@@ -554,7 +604,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     mfu_steps_close(s);
     {
-        mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         mfu_step_outcome outcome;
         FUZZ_CHECK(mfu_steps_step(s, &none, &outcome) == MFU_ERR_UNAVAILABLE);
     }

@@ -7,23 +7,32 @@
  * image_grid_thw).
  *
  * Input: mode u8; then every int64 dims field of `int_fields` below in
- * order (fi_i64; in plausible mode a small value instead, see plausible()),
+ * order (fi_i64; in plausible mode a small value instead, see plausible(),
+ * which reads mlp_act_params last),
  * every flag of `flag_fields` (a u8: raw (byte % 4) - 1, plausible byte & 1),
  * the enums attention, mlp, norm, qk_norm (fi_i32); the options formula,
  * causal, recompute (fi_i32), include_lm_head, include_embedding (u8 flags),
  * lora_rank (fi_i64), lora_targets (fi_i32); with mode bit 2 the vision
  * dims (kind fi_i32, then every int64 of `vision_fields`) and a grid count
  * u8 % 5 with t, h, w (fi_i64 each); then a sequence count u8 % 65 and the
- * lengths (fi_i64). Mode bit 0 keeps the dims plausible (small positive
- * sizes, a consistent layer partition) so the compute path is reached
- * often; bit 1 reads the first two lengths as (batch, seq_len) of a
- * uniform batch.
+ * lengths (fi_i64); last, the hybrid fields (family_mla.h, family_hybrid.h:
+ * every int64 of `hybrid_int_fields`, every flag of `hybrid_flag_fields`,
+ * then linear_kind, ssm_kind as fi_i32), read in raw mode only when bytes
+ * remain, so inputs without them read as before. Mode bit 0 keeps the dims
+ * plausible (small positive sizes, a consistent layer partition; the hybrid
+ * block is then one pick byte switching on KDA, Mamba-1, SSM beside
+ * attention, short-conv layers, MLP-only / mixer-only layers, latent experts
+ * and the hybrid flags) so the compute path is reached often; bit 1 reads
+ * the first two lengths as (batch, seq_len) of a uniform batch.
  *
  * Properties:
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
  *    (a non-empty string); compute agrees with validate on the dims;
  *  - spans: OK iff the batch is valid; pairs finite, >= 0; half <= full;
- *    sliding and chunked <= the full span; chunking counts >= 0;
+ *    sliding and chunked <= the full span; chunking counts >= 0; every
+ *    span equal (to 1e-12) to spans.h's closed forms summed in doubles, as
+ *    spans.c computed them before it called the pairs rule (pairs.h): the
+ *    analytic numbers did not move;
  *  - compute on OK: every figure finite and >= 0, forward >= attention +
  *    scans, model >= forward, hardware >= model, active params <= params,
  *    language + vision = model; the same call twice gives the same numbers;
@@ -32,6 +41,7 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "family_hybrid.h"
 #include "fuzz_input.h"
 #include "spans.h"
 #include "transformer.h"
@@ -54,14 +64,27 @@ static const size_t int_fields[] = {
     OFF(linear_conv_kernel), OFF(linear_chunk_size), OFF(num_ssm_layers),
     OFF(ssm_num_heads), OFF(ssm_head_dim), OFF(ssm_state_size),
     OFF(ssm_num_groups), OFF(ssm_conv_kernel), OFF(ssm_chunk_size),
-    OFF(num_mtp_layers),
+    OFF(num_mtp_layers), OFF(mlp_act_params),
 };
 
 static const size_t flag_fields[] = {
     OFF(qkv_bias), OFF(attention_out_bias), OFF(attention_gate),
     OFF(attention_sinks), OFF(mlp_bias), OFF(shared_expert_gate),
     OFF(router_bias), OFF(tie_word_embeddings), OFF(ssm_conv_bias),
-    OFF(ssm_proj_bias),
+    OFF(ssm_proj_bias), OFF(attention_gate_proj), OFF(lm_head_bias),
+    OFF(bidirectional),
+};
+
+/* The hybrid fields, read after the lengths. */
+static const size_t hybrid_int_fields[] = {
+    OFF(ssm_intermediate_size), OFF(ssm_dt_rank), OFF(num_short_conv_layers),
+    OFF(short_conv_kernel), OFF(num_mlp_only_layers), OFF(num_mixer_only_layers),
+    OFF(moe_latent_size),
+};
+
+static const size_t hybrid_flag_fields[] = {
+    OFF(ssm_parallel), OFF(ssm_norm), OFF(ssm_out_proj_bias), OFF(ssm_inner_norms),
+    OFF(short_conv_bias), OFF(unbiased_experts),
 };
 
 #undef OFF
@@ -144,6 +167,7 @@ static void plausible(fuzz_input *in, mfu_transformer_dims *d)
                                           (uint64_t)(attention - d->num_sliding_layers + 1));
     }
     d->num_mtp_layers = (shape & 128) ? 1 : 0;
+    d->mlp_act_params = (int64_t)(fi_u8(in) % 3);
 }
 
 static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
@@ -162,6 +186,9 @@ static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
     if (is_plausible) {
         d->shared_expert_gate &= d->shared_expert_intermediate_size > 0;
         d->router_bias &= d->num_experts > 0;
+        d->attention_gate_proj &= d->attention_gate;
+        if (d->bidirectional) /* a bidirectional window is refused */
+            d->num_sliding_layers = d->num_chunked_layers = 0;
         return;
     }
     d->attention = (mfu_attention_kind)fi_i32(in);
@@ -222,6 +249,98 @@ static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
     v->grids = grids;
 }
 
+/* spans.h's closed forms for one sequence of s tokens, in doubles (what
+ * spans.c summed before it called pairs.h): full s^2 (half s^2 / 2);
+ * sliding w: full s * min(s, w), half w(w + 1)/2 + (s - w) w (s(s + 1)/2 at
+ * s <= w); chunked w: full whole * w^2 + rest^2, half whole * w(w + 1)/2 +
+ * rest(rest + 1)/2. */
+static double closed_span_pairs(int64_t len, mfu_span_kind kind, int64_t window, int half)
+{
+    const double s = (double)len, w = (double)window;
+    const double whole = kind == MFU_SPAN_CHUNKED ? (double)(len / window) : 0.0;
+    const double rest = kind == MFU_SPAN_CHUNKED ? (double)(len % window) : 0.0;
+    if (kind == MFU_SPAN_SLIDING && half)
+        return len <= window ? s * (s + 1.0) / 2.0 : w * (w + 1.0) / 2.0 + (s - w) * w;
+    if (kind == MFU_SPAN_SLIDING)
+        return s * (len < window ? s : w);
+    if (kind == MFU_SPAN_CHUNKED)
+        return half ? whole * w * (w + 1.0) / 2.0 + rest * (rest + 1.0) / 2.0
+                    : whole * w * w + rest * rest;
+    return half ? s * s / 2.0 : s * s;
+}
+
+/* mfu_span_pairs(b, kind, window, causal) against the closed forms. */
+static void check_closed(const mfu_batch *b, mfu_span_kind kind, int64_t window, int half,
+                         double got)
+{
+    double sum = 0.0;
+    for (size_t i = 0; i < b->count; i++)
+        sum += closed_span_pairs(b->lengths[i], kind, window, half);
+    sum *= (double)b->repeat;
+    FUZZ_CHECK(got == sum || fabs(got - sum) <= 1e-12 * fabs(sum));
+}
+
+/* Plausible hybrids: mixers and layouts carved from the plausible model. */
+static void plausible_hybrid(fuzz_input *in, mfu_transformer_dims *d,
+                             mfu_transformer_options *o)
+{
+    const uint8_t pick = fi_u8(in), flags = fi_u8(in);
+    int64_t free_attention;
+    if ((pick & 1) && d->num_linear_layers > 0) { /* KDA: one head count and dim */
+        d->linear_kind = MFU_LINEAR_KDA;
+        d->linear_num_value_heads = d->linear_num_key_heads;
+        d->linear_value_head_dim = d->linear_key_head_dim;
+    }
+    if ((pick & 2) && d->num_ssm_layers > 0) {
+        d->ssm_kind = MFU_SSM_MAMBA1;
+        d->ssm_intermediate_size = small(in, 256);
+        d->ssm_dt_rank = small(in, 16);
+    }
+    d->ssm_parallel = (pick & 4) && d->num_ssm_layers > 0; /* all layers: attention too */
+    free_attention = mfu_attention_layer_count(d) - d->num_sliding_layers -
+                     d->num_chunked_layers;
+    if ((pick & 8) && free_attention > 0) {
+        d->num_short_conv_layers = (int64_t)(fi_u8(in) % (uint64_t)(free_attention + 1));
+        d->short_conv_kernel = small(in, 4);
+        free_attention -= d->num_short_conv_layers;
+    }
+    if ((pick & 16) && d->mlp != MFU_MLP_NONE && free_attention > 0) {
+        d->num_mlp_only_layers = (int64_t)(fi_u8(in) % (uint64_t)(free_attention + 1));
+        d->num_mixer_only_layers =
+            (int64_t)(fi_u8(in) % (uint64_t)(d->num_layers - d->num_mlp_only_layers + 1));
+        if (d->num_dense_layers > d->num_layers - d->num_mixer_only_layers)
+            d->num_dense_layers = d->num_layers - d->num_mixer_only_layers;
+    }
+    if ((pick & 32) && d->num_experts > 0)
+        d->moe_latent_size = small(in, 64);
+    d->ssm_norm = flags & 1;
+    d->ssm_out_proj_bias = (flags >> 1) & 1;
+    d->ssm_inner_norms = (flags >> 2) & 1;
+    d->short_conv_bias = (flags >> 3) & 1;
+    d->unbiased_experts = (flags >> 4) & 1;
+    if (d->num_short_conv_layers > 0 || d->moe_latent_size > 0 || d->ssm_kind != MFU_SSM_MAMBA2) {
+        o->lora_rank = 0; /* adapters: GQA and MLP layers only */
+        o->lora_targets = 0;
+    }
+}
+
+static void read_hybrid(fuzz_input *in, int is_plausible, mfu_transformer_dims *d,
+                        mfu_transformer_options *o)
+{
+    if (is_plausible) {
+        plausible_hybrid(in, d, o);
+        return;
+    }
+    if (in->pos >= in->size)
+        return;
+    for (size_t i = 0; i < FI_COUNT(hybrid_int_fields); i++)
+        *slot64(d, hybrid_int_fields[i]) = fi_i64(in);
+    for (size_t i = 0; i < FI_COUNT(hybrid_flag_fields); i++)
+        *(int *)(void *)((char *)d + hybrid_flag_fields[i]) = (int)(fi_u8(in) % 4) - 1;
+    d->linear_kind = (mfu_linear_kind)fi_i32(in);
+    d->ssm_kind = (mfu_ssm_kind)fi_i32(in);
+}
+
 static int le(double a, double b)
 {
     return a <= b * (1.0 + 1e-12) + 1.0;
@@ -238,10 +357,16 @@ static void check_spans(const mfu_batch *b, int batch_ok, int64_t window)
     if (st != MFU_OK || window < 1)
         return;
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_FULL, 0, MFU_CAUSAL_HALF, &full_h) == MFU_OK);
+    check_closed(b, MFU_SPAN_FULL, 0, 0, full_f);
+    check_closed(b, MFU_SPAN_FULL, 0, 1, full_h);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_FULL, &s_f) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_SLIDING, window, MFU_CAUSAL_HALF, &s_h) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_FULL, &c_f) == MFU_OK);
     FUZZ_CHECK(mfu_span_pairs(b, MFU_SPAN_CHUNKED, window, MFU_CAUSAL_HALF, &c_h) == MFU_OK);
+    check_closed(b, MFU_SPAN_SLIDING, window, 0, s_f);
+    check_closed(b, MFU_SPAN_SLIDING, window, 1, s_h);
+    check_closed(b, MFU_SPAN_CHUNKED, window, 0, c_f);
+    check_closed(b, MFU_SPAN_CHUNKED, window, 1, c_h);
     /* exact below 2^53; beyond, doubles round: compare with 1e-12 slack */
     FUZZ_CHECK(full_f >= 0.0 && full_h <= full_f && le(s_f, full_f) && le(c_f, full_f));
     FUZZ_CHECK(le(s_h, s_f) && le(c_h, c_f) && le(c_h, s_h));
@@ -294,6 +419,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < count && i < 64; i++)
         lengths[i] = is_plausible ? (int64_t)fi_bytes_le(&in, 2) : fi_i64(&in);
     count = count < 64 ? count : 64;
+    read_hybrid(&in, is_plausible, &d, &o);
     b = (mfu_batch){.lengths = lengths, .count = count, .repeat = 1};
     if (is_uniform)
         b = (mfu_batch){.lengths = count > 1 ? &lengths[1] : lengths,

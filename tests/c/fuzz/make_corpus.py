@@ -274,6 +274,12 @@ def masked(op, causal, b, hq, hkv, sq, skv, dqk, dv, left, right, chunk, flags=0
             + shape(left, right, chunk))
 
 
+def pairs(how, causal, sq, sk, left, right, chunk):
+    """The pairs rule itself (fuzz_flops op 15): shape byte, lengths, mask, convention."""
+    c = {0: 0, 1: 120}[causal]
+    return u8(15) + u8(0) + u8(how) + shape(sq, sk, left, right, chunk) + u8(c)
+
+
 def block(op, dims, mb, mh, qb, kvb, full, qsize, kvsize, counts, cells, flags=0):
     """counts: per row (partial, full); cells: per row ([partial indices],
     [full indices]); values are sent as byte = value + 2 (fuzz_block)."""
@@ -361,6 +367,18 @@ FLOPS = [
     ("masked_span_limit", masked(11, 0, 1, 1, 1, 2**62, 2**62, 1, 1, 7, 0, 0)),
     ("masked_no_work_huge", masked(11, 1, 0, 1, 1, I64_MAX, I64_MAX, 1, 1, 7, 0, 3)),
     ("masked_bwd", masked(12, 1, 2, 16, 4, 4096, 4096, 128, 128, 511, 0, 0)),
+    # the pairs rule (pairs.h): shape byte, causal, s_q, s_k, left, right, chunk
+    ("pairs_small_window", pairs(1, 1, 9, 9, 2, 0, 0)),
+    ("pairs_two_sided", pairs(1, 0, 7, 7, 2, 2, 0)),
+    ("pairs_decode_long_keys", pairs(2, 1, 3, 2**62 + 5, 7, 0, 16)),
+    ("pairs_queries_past_keys", pairs(3, 0, 2**62, 9, 2, 0, 4)),
+    ("pairs_queries_past_keys_half", pairs(3, 1, I64_MAX, 40, -1, 3, 5)),
+    ("pairs_mistral_window_huge", pairs(4, 1, I64_MAX, I64_MAX, 4095, 0, 0)),
+    ("pairs_llama4_chunk_huge", pairs(4, 0, 2**62 + 3, 2**62 + 3, -1, 0, 8192)),
+    ("pairs_chunk_past_keys", pairs(4, 1, 2**62, 2**62, -1, 0, I64_MAX)),
+    ("pairs_rectangle_max", pairs(0, 0, I64_MAX, I64_MAX, -1, -1, 0)),
+    ("pairs_causal_half_max", pairs(0, 1, I64_MAX, I64_MAX, -1, 0, 0)),
+    ("pairs_negative_length", pairs(0, 0, -1, 4, 2, 0, 0)),
     # block attention: b, h, h_kv, s_q, s_kv, d_qk, d_v, then the mask
     ("block_causal_256", block(13, (1, 2, 2, 256, 256, 16, 16), 1, 1, 2, 2, True, 128, 128,
                                [(1, 0), (1, 1)], [([0, 0], [0, 0]), ([1, 0], [0, 0])])),
@@ -579,20 +597,28 @@ TFM_INTS = ("hidden_size", "num_layers", "vocab_size", "num_heads", "num_kv_head
             "linear_key_head_dim", "linear_num_value_heads", "linear_value_head_dim",
             "linear_conv_kernel", "linear_chunk_size", "num_ssm_layers", "ssm_num_heads",
             "ssm_head_dim", "ssm_state_size", "ssm_num_groups", "ssm_conv_kernel",
-            "ssm_chunk_size", "num_mtp_layers")
+            "ssm_chunk_size", "num_mtp_layers", "mlp_act_params")
 TFM_FLAGS = ("qkv_bias", "attention_out_bias", "attention_gate", "attention_sinks", "mlp_bias",
              "shared_expert_gate", "router_bias", "tie_word_embeddings", "ssm_conv_bias",
-             "ssm_proj_bias")
+             "ssm_proj_bias", "attention_gate_proj", "lm_head_bias", "bidirectional")
 TFM_VISION = ("depth", "hidden_size", "intermediate_size", "num_heads", "in_channels",
               "patch_size", "temporal_patch_size", "spatial_merge_size", "out_hidden_size",
               "window_size", "num_full_blocks", "num_deepstack_mergers",
               "num_position_embeddings")
 TFM_DEFAULTS = dict(norms_per_layer=2, linear_chunk_size=64, ssm_chunk_size=256, mlp=1,
                     formula=1, lm_head=1)
+# fuzz_transformer.c's hybrid_int_fields / hybrid_flag_fields, then the two kinds
+TFM_HYBRID_INTS = ("ssm_intermediate_size", "ssm_dt_rank", "num_short_conv_layers",
+                   "short_conv_kernel", "num_mlp_only_layers", "num_mixer_only_layers",
+                   "moe_latent_size")
+TFM_HYBRID_FLAGS = ("ssm_parallel", "ssm_norm", "ssm_out_proj_bias", "ssm_inner_norms",
+                    "short_conv_bias", "unbiased_experts")
+TFM_HYBRID_DEFAULTS = dict(ssm_norm=1)
 
 
-def tfm(lengths=(), uniform=None, vision=None, grids=(), **fields):
-    """Raw mode (every value spelled); `uniform` = (batch, seq_len)."""
+def tfm(lengths=(), uniform=None, vision=None, grids=(), hybrid=None, **fields):
+    """Raw mode (every value spelled); `uniform` = (batch, seq_len); `hybrid`
+    the trailing hybrid fields (absent: not written, the defaults)."""
     f = {**TFM_DEFAULTS, **fields}
 
     def flag(v):  # the raw flag: (byte % 4) - 1
@@ -612,6 +638,11 @@ def tfm(lengths=(), uniform=None, vision=None, grids=(), **fields):
     if uniform:
         lengths = uniform
     out += u8(len(lengths)) + b"".join(i64(n) for n in lengths)
+    if hybrid is not None:
+        h = {**TFM_HYBRID_DEFAULTS, **hybrid}
+        out += b"".join(i64(h.get(k, 0)) for k in TFM_HYBRID_INTS)
+        out += b"".join(flag(h.get(k, 0)) for k in TFM_HYBRID_FLAGS)
+        out += i32(h.get("linear_kind", 0)) + i32(h.get("ssm_kind", 0))
     return out
 
 
@@ -663,8 +694,48 @@ QWEN3_VL_TOWER = dict(kind=2, depth=27, hidden_size=1152, intermediate_size=4304
                       in_channels=3, patch_size=16, temporal_patch_size=2,
                       spatial_merge_size=2, out_hidden_size=4096, num_deepstack_mergers=3,
                       num_position_embeddings=2304)
+# the dense / MoE families' structure (family_dense.c, family_moe.c)
+ERNIE45_MOE = dict(hidden_size=2560, num_layers=28, num_heads=20, num_kv_heads=4, head_dim=128,
+                   intermediate_size=12288, vocab_size=103424, num_experts=64,
+                   experts_per_token=6, moe_intermediate_size=1536,
+                   shared_expert_intermediate_size=3072, num_dense_layers=1, router_bias=1,
+                   mlp_bias=1, qkv_bias=1, attention_out_bias=1, lm_head_bias=1,
+                   tie_word_embeddings=1)
+AFMOE = dict(hidden_size=2048, num_layers=32, num_heads=16, num_kv_heads=4, head_dim=128,
+             intermediate_size=6144, vocab_size=200192, norms_per_layer=4, qk_norm=1,
+             attention_gate=1, attention_gate_proj=1, num_experts=64, experts_per_token=6,
+             moe_intermediate_size=1408, shared_expert_intermediate_size=2816,
+             num_dense_layers=1, router_bias=1, sliding_window=1024, num_sliding_layers=24)
+APERTUS = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+               intermediate_size=21504, vocab_size=131072, mlp=0, qk_norm=1, mlp_act_params=2)
 QWEN2_7B = dict(hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4,
                 intermediate_size=18944, vocab_size=152064, qkv_bias=1)
+# The hybrids (family_mla.h, family_hybrid.h), from their published configs.
+KIMI_LINEAR = dict(hidden_size=2304, num_layers=27, num_heads=32, attention=1,
+                   kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+                   intermediate_size=9216, vocab_size=163840, num_experts=256,
+                   experts_per_token=8, moe_intermediate_size=1024,
+                   shared_expert_intermediate_size=1024, num_dense_layers=1,
+                   num_linear_layers=20, linear_num_key_heads=32, linear_key_head_dim=128,
+                   linear_num_value_heads=32, linear_value_head_dim=128, linear_conv_kernel=4)
+NEMOTRON_H = dict(hidden_size=2688, num_layers=52, num_heads=32, num_kv_heads=2, head_dim=128,
+                  vocab_size=131072, mlp=0, norms_per_layer=1, num_experts=128,
+                  experts_per_token=6, moe_intermediate_size=1856,
+                  shared_expert_intermediate_size=3712, num_ssm_layers=23, ssm_num_heads=64,
+                  ssm_head_dim=64, ssm_state_size=128, ssm_num_groups=8, ssm_conv_kernel=4,
+                  ssm_chunk_size=128, ssm_conv_bias=1)
+NEMOTRON_H_LAYOUT = dict(num_mlp_only_layers=23, num_mixer_only_layers=29, unbiased_experts=1)
+JAMBA = dict(hidden_size=4096, num_layers=32, num_heads=32, num_kv_heads=8,
+             intermediate_size=14336, vocab_size=65536, num_experts=16, experts_per_token=2,
+             moe_intermediate_size=14336, num_dense_layers=16, num_ssm_layers=28,
+             ssm_state_size=16, ssm_conv_kernel=4, ssm_conv_bias=1)
+JAMBA_MAMBA1 = dict(ssm_kind=1, ssm_intermediate_size=8192, ssm_dt_rank=256, ssm_inner_norms=1)
+FALCON_H1 = dict(hidden_size=2048, num_layers=36, num_heads=8, num_kv_heads=2, head_dim=128,
+                 intermediate_size=8192, vocab_size=65537, num_ssm_layers=36, ssm_num_heads=24,
+                 ssm_head_dim=64, ssm_state_size=256, ssm_num_groups=1, ssm_conv_kernel=4,
+                 ssm_conv_bias=1)
+LFM2 = dict(hidden_size=2048, num_layers=16, num_heads=32, num_kv_heads=8,
+            intermediate_size=8192, vocab_size=65536, qk_norm=1, tie_word_embeddings=1)
 
 TRANSFORMER = [
     ("llama2_7b_palm", tfm(**LLAMA2_7B, uniform=(8, 4096))),
@@ -698,6 +769,28 @@ TRANSFORMER = [
     ("vision_bad_kind", tfm(**QWEN2_7B, uniform=(1, 64), vision={**QWEN3_VL_TOWER, "kind": 9},
                             grids=((1, 2, 2),))),
     ("no_tokens", tfm(**LLAMA2_7B, lengths=(0, 0))),
+    ("kimi_linear_kda", tfm(**KIMI_LINEAR, formula=2, lengths=(4096, 65, 1),
+                            hybrid=dict(linear_kind=1))),
+    ("kimi_linear_kda_unequal_heads", tfm(**{**KIMI_LINEAR, "linear_num_value_heads": 64},
+                                          uniform=(1, 64), hybrid=dict(linear_kind=1))),
+    ("nemotron_h_blocks_latent", tfm(**NEMOTRON_H, formula=2, uniform=(2, 8192),
+                                     hybrid=dict(NEMOTRON_H_LAYOUT, moe_latent_size=1024))),
+    ("nemotron_h_too_many_mixer_only", tfm(**NEMOTRON_H, uniform=(1, 64),
+                                           hybrid=dict(NEMOTRON_H_LAYOUT,
+                                                       num_mixer_only_layers=30))),
+    ("jamba_mamba1", tfm(**JAMBA, formula=2, lengths=(262144, 3), hybrid=JAMBA_MAMBA1)),
+    ("jamba_mamba1_no_rank", tfm(**JAMBA, uniform=(1, 64),
+                                 hybrid=dict(JAMBA_MAMBA1, ssm_dt_rank=0))),
+    ("falcon_h1_parallel", tfm(**FALCON_H1, formula=2, uniform=(4, 16384),
+                               hybrid=dict(ssm_parallel=1, ssm_norm=0))),
+    ("lfm2_short_conv", tfm(**LFM2, formula=2, lengths=(32768, 5, 0),
+                            hybrid=dict(num_short_conv_layers=10, short_conv_kernel=3,
+                                        short_conv_bias=1))),
+    ("lfm2_short_conv_lora_refused", tfm(**LFM2, lora_rank=8, lora_targets=1, uniform=(1, 64),
+                                         hybrid=dict(num_short_conv_layers=10,
+                                                     short_conv_kernel=3))),
+    ("hybrid_bad_kinds", tfm(**LLAMA3_8B, uniform=(1, 64), hybrid=dict(ssm_kind=7,
+                                                                        linear_kind=-1))),
     ("negative_length", tfm(**LLAMA2_7B, lengths=(10, -1))),
     ("length_int64_max", tfm(**LLAMA2_7B, lengths=(I64_MAX, I64_MAX))),
     ("uniform_huge", tfm(**LLAMA2_7B, uniform=(I64_MAX, I64_MAX))),
@@ -732,6 +825,15 @@ TRANSFORMER = [
     ("experts_without_k", tfm(**{**MIXTRAL, "experts_per_token": 0}, uniform=(1, 128))),
     ("dense_fields_with_no_experts", tfm(**LLAMA2_7B, moe_intermediate_size=5, lengths=(5,))),
     ("all_zero", tfm(hidden_size=0, num_layers=0, num_heads=0, vocab_size=0, lengths=())),
+    ("ernie45_moe_biases", tfm(**ERNIE45_MOE, lengths=(4096, 100),
+                               hybrid=dict(unbiased_experts=1))),
+    ("afmoe_gate_proj_sliding", tfm(**AFMOE, formula=2, causal=1, uniform=(2, 4096))),
+    ("afmoe_lora_refused", tfm(**AFMOE, lora_rank=8, lora_targets=1, lengths=(64,))),
+    ("gate_proj_without_gate", tfm(**{**AFMOE, "attention_gate": 0}, lengths=(64,))),
+    ("apertus_xielu", tfm(**APERTUS, recompute=1, uniform=(4, 4096))),
+    ("gemma_bidirectional_half", tfm(**LLAMA2_7B, bidirectional=1, causal=1, uniform=(2, 512))),
+    ("bidirectional_window_refused", tfm(**MISTRAL, bidirectional=1, lengths=(8192,))),
+    ("act_params_int64_max", tfm(**{**APERTUS, "mlp_act_params": I64_MAX}, lengths=(I64_MAX,))),
 ]
 
 # ---- fuzz_driver: mode, api, code, path ---------------------------------------
@@ -864,6 +966,15 @@ def fail(index):  # 0 record, 1 query, 2 elapsed, 3 synchronize, 4 create
     return u8(7) + u8(index)
 
 
+BOOK_FIELDS = ("tokens", "model", "executed", "ideal", "overcompute", "language")
+
+
+def book(back=0, **values):  # the step `back` before the newest closed one (255: far past)
+    given = sum(1 << i for i, name in enumerate(BOOK_FIELDS) if name in values)
+    return (u8(7) + u8(0x40) + u8(back) + u8(given)
+            + b"".join(dbl(values.get(name, 0.0)) for name in BOOK_FIELDS))
+
+
 # phase ops (fuzz_steps.c): an op byte >= 200, (byte - 200) % 6
 def phase_begin(phase):
     return u8(200) + u8(phase)
@@ -913,6 +1024,14 @@ STEPS = [
      + step(tokens=-1.0) + advance_ms(1) + step(model=NAN) + advance_ms(1)
      + step(executed=INF) + advance_ms(1) + step(-INF, -0.5, NAN) + advance_ms(1)
      + step(0.0, 0.0, 0.0) + advance_ms(1) + SUMMARY + FLUSH + SUMMARY),
+    # booking work onto closed steps (steps.h "Booking"): pending, pushed, open, past
+    ("cuda_book", steps_config(model=NAN, executed=NAN, window=4, warmup=0) + gpu(1, 3)
+     + loop(6) + book(0, model=1e12, tokens=10) + book(3, model=2e12, executed=3e12, ideal=1e-3)
+     + book(255, model=1.0) + book(200, model=1.0) + FLUSH + SUMMARY
+     + book(1, model=-1.0, overcompute=INF, language=NAN) + SUMMARY),
+    ("cpu_book_evicted", steps_config(mode=CPU, model=NAN, window=1, warmup=0)
+     + loop(40, ms=0) + book(5, model=1e9, language=4e8, overcompute=1e8) + book(30, model=1e9)
+     + SUMMARY),
     ("per_step_override", steps_config(window=2, warmup=0) + gpu(2, 0) + step()
      + step(10, 1e12) + advance_ms(2) + step(10, 1e12, 3e12) + advance_ms(2) + step(10)
      + advance_ms(2) + SUMMARY + FLUSH + SUMMARY),
