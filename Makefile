@@ -20,7 +20,7 @@ CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
 CTEST_HDR := tests/c/check.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
-.PHONY: run docs-report test build ctest pytest clean install-check prometheus-bin
+.PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
@@ -37,6 +37,23 @@ run: build
 
 docs-report: run
 	cp $(RUN_REPORT) docs/report.png
+
+# The kernel breakdown's page (docs/kernel-breakdown.md): make run's model,
+# eager then compiled (against the peak the eager run measured: one peak for
+# both), each profiling steps; the eager run's report and
+# advice, and both runs side by side, drawn into build/breakdown/. Only this
+# target replaces the page's picture, docs/kernel-breakdown.png.
+BD := build/breakdown
+docs-breakdown: build
+	@mkdir -p $(BD) && rm -f $(BD)/eager.jsonl $(BD)/compiled.jsonl
+	$(PY) examples/kernel_breakdown.py --log-path $(BD)/eager.jsonl
+	$(PY) examples/kernel_breakdown.py --log-path $(BD)/compiled.jsonl --compile \
+		--peak-from $(BD)/eager.jsonl
+	$(PY) -m mfu_tracker report $(BD)/eager.jsonl --out $(BD)/eager.png --numbers > $(BD)/eager.txt
+	$(PY) -m mfu_tracker advise $(BD)/eager.jsonl > $(BD)/advise.txt
+	$(PY) -m mfu_tracker report $(BD)/eager.jsonl $(BD)/compiled.jsonl --out $(BD)/compare.png \
+		--title "make run's GPT-2 on CPU: eager (A) vs torch.compile (B)" > $(BD)/compare.txt
+	cp $(BD)/compare.png docs/kernel-breakdown.png
 
 # The C checks run before pytest: plain, ASan+UBSan, valgrind, fuzz smoke;
 # then the installed package (install-check).

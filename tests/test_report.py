@@ -27,7 +27,7 @@ import matplotlib.image  # noqa: E402
 
 from mfu_tracker.cli import main  # noqa: E402
 from mfu_tracker.cli.report import _render, plan  # noqa: E402
-from mfu_tracker.cli.report.panels import hardware, waterfall  # noqa: E402
+from mfu_tracker.cli.report.panels import hardware, kernels, waterfall  # noqa: E402
 from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
 CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
@@ -96,9 +96,9 @@ def test_hand_written_waterfall_png_and_numbers(tmp_path, capsys):
         total = sum(v for (s, k), v in numbers.items() if s == step and "/mfu_rank" not in k
                     and not k.endswith("slowest_rank"))
         assert total == pytest.approx(1.0, abs=1e-12)
-    # only the hardware panel is missing (tests/test_report_hardware.py)
+    # only the hardware and kernel panels are missing (their own tests)
     assert [line for line in out.splitlines() if line.startswith("missing:")] == \
-        [f"missing: {hardware.MISSING}"]
+        [f"missing: {hardware.MISSING}", f"missing: {kernels.MISSING}"]
     # the waterfall's order is the file's (the formatter's) order
     waterfall_line = next(line for line in out.splitlines() if line.startswith("  step=10 ")
                           and "mfu_lost" in line)

@@ -643,6 +643,25 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("link_share", _C.link_share, F(50e9), I(300), I(600))
     add("link_share", _C.link_share, F(50e9), I(2), S("four"), exc=TypeError)
     add("StepTracker.comm", _C.StepTracker(clock=S("cpu")).comm)
+
+    # -- py_kernels.c: the kernel class table and the union timeline
+    add("kernel_classes", _C.kernel_classes)
+    add("kernel_rules", _C.kernel_rules)
+    add("kernel_class", _C.kernel_class, S("nvjet_tst_128x256"), S("kernel"))
+    add("kernel_class", _C.kernel_class, S("my forward"), S("annotation"))   # None
+    add("kernel_class", _C.kernel_class, S("aten::mm"), S("trace"), exc=ValueError)
+    add("kernel_class", _C.kernel_class, I(3), S("op"), exc=TypeError)
+    starts, ends = [I(10), I(50), I(30)], [I(40), I(60), I(80)]
+    add("timeline_split", _C.timeline_split, starts, ends, [I(0), I(0), I(1)], [I(0), I(4), I(8)],
+        I(2), I(0), I(130))
+    add("timeline_split", _C.timeline_split, starts, ends, [I(0), I(0), I(1)], [I(0), I(4), I(8)],
+        I(1), I(0), I(130), exc=ValueError)                      # lane 1 of 1
+    add("timeline_split", _C.timeline_split, starts, ends[:2], [I(0)] * 3, [I(0)] * 3, I(1),
+        I(0), I(130), exc=ValueError)                            # lengths differ
+    add("timeline_split", _C.timeline_split, starts, ends, [I(0)] * 3, [I(0)] * 3, I(1),
+        I(130), I(0), exc=ValueError)                            # window backwards
+    add("timeline_split", _C.timeline_split, [S("x")], [I(1)], [I(0)], [I(0)], I(1), I(0), I(9),
+        exc=TypeError)
     return calls
 
 

@@ -110,6 +110,15 @@ echo $? > "$OUTDIR/hardware.status"
 log "hardware check exited $(cat "$OUTDIR/hardware.status")"
 set -e
 
+# The kernel breakdown of a GEMM-heavy and an elementwise-heavy bf16 step.
+log "kernel breakdown check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): breakdown.json"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
+    "$PYTHON" benchmarks/gpu/breakdown_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/breakdown.txt" 2>&1
+echo $? > "$OUTDIR/breakdown.status"
+log "breakdown check exited $(cat "$OUTDIR/breakdown.status")"
+set -e
+
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
 set +e
 PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$DOCTOR_TIMEOUT" \

@@ -59,6 +59,10 @@
  *   links.h       the link table (NVLink, xGMI, PCIe, InfiniBand, RoCE; one
  *                 row per link, source cited) and its lookups
  *   nvml.h        NVML (device telemetry), dlopen'd: energy, power, clocks
+ *   kernels.h     kernel classes: the table of name rules that puts a
+ *                 profiled kernel, op or annotation in its class
+ *   timeline.h    a profiled step split by class on the union timeline
+ *                 (overlap resolved by class priority), and its idle time
  *   gpm.h         NVML's GPM counters at window edges (tensor pipes, DRAM
  *                 bandwidth, SM activity and occupancy, NVLink)
  *
@@ -107,5 +111,7 @@
 #include "links.h"
 #include "nvml.h"
 #include "gpm.h"
+#include "kernels.h"
+#include "timeline.h"
 
 #endif /* MFU_CORE_H */

@@ -38,6 +38,13 @@
  *                         dozen in flight (DDP buckets, FSDP prefetches).
  *   MFU_COMM_SINKS_MAX    step trackers receiving the process's
  *                         communication at once (one per Tracker).
+ *   MFU_TIMELINE_INTERVALS_MAX  intervals of one profiled step the kernel
+ *                         breakdown reduces (timeline.h: 25 bytes each in
+ *                         the sweep, so at most ~400 MiB); a training step
+ *                         launches thousands to a few hundred thousand
+ *                         kernels and ops. Past it the step is not broken
+ *                         down (one warning), never cut short silently.
+ *   MFU_TIMELINE_LANES_MAX  streams or threads of one profiled step.
  *   MFU_STEPS_KEPT        pushed steps a step tracker keeps beyond its
  *                         window (steps.h, "Booking"), so FLOPs resolved at
  *                         logging time can be booked onto steps that left
@@ -76,5 +83,8 @@
 #define MFU_STEPS_KEPT 1024u
 
 #define MFU_GPU_CANDIDATES_MAX 8
+
+#define MFU_TIMELINE_INTERVALS_MAX (1u << 24)
+#define MFU_TIMELINE_LANES_MAX 65536
 
 #endif /* MFU_LIMITS_H */

@@ -204,6 +204,7 @@ int mfu_py_transformer_exec(PyObject *module); /* called by flops_exec */
 int mfu_py_mark_timer_exec(PyObject *module);
 int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);
+int mfu_py_kernels_exec(PyObject *module);
 int mfu_py_nodes_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */

@@ -102,6 +102,8 @@ static int add_limits(PyObject *module)
         {"LIMIT_COMM_SINKS_MAX", MFU_COMM_SINKS_MAX},
         {"LIMIT_STEPS_KEPT", MFU_STEPS_KEPT},
         {"LIMIT_GPU_CANDIDATES_MAX", MFU_GPU_CANDIDATES_MAX},
+        {"LIMIT_TIMELINE_INTERVALS_MAX", MFU_TIMELINE_INTERVALS_MAX},
+        {"LIMIT_TIMELINE_LANES_MAX", MFU_TIMELINE_LANES_MAX},
     };
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         PyObject *value = PyLong_FromUnsignedLongLong(limits[i].value);
@@ -130,7 +132,7 @@ static int add_library_env_names(PyObject *module)
 static int (*const topic_execs[])(PyObject *module) = {
     add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
-    mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,
+    mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,      mfu_py_kernels_exec,
     mfu_py_nodes_exec,
 };
 

@@ -8,6 +8,8 @@ parser, each command registered by its own module.
     mfu-tracker profile --model llama-3.1-8b --batch-size 1 --seq-len 8192
     mfu-tracker explain --model qwen2.5-7b --seq-len 4096 --convention verl --their-mfu 52
     mfu-tracker report LOG --out report.png
+    mfu-tracker report A.jsonl B.jsonl --out compare.png
+    mfu-tracker advise LOG
     mfu-tracker goodput LOG [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
@@ -20,7 +22,7 @@ import re
 import sys
 from typing import List, Optional
 
-from . import _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report
+from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -42,6 +44,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _profile.add_parser(sub)
     _explain.add_parser(sub)
     report.add_parser(sub)
+    _advise.add_parser(sub)
     _goodput.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser

@@ -59,6 +59,7 @@ from ..flops.counter._compiled import apply_deferred
 from ..peaks._resolve import dtype_peaks
 from ..peaks._table import GPUSpec, check_spec
 from ..timing._hardware import check_memory
+from ..timing._step_profile import check_profile_steps, check_trace_dir
 from ._auto_phases import AutoPhases
 from ._step_flops import StepCounter, StepFlops, StepRecord
 
@@ -111,6 +112,8 @@ class CallbackCore:
         log_path: Any = None,
         telemetry: Union[bool, str, None] = None,
         memory: Union[bool, str, None] = None,
+        profile_steps: Any = None,
+        profile_trace_dir: Any = None,
     ) -> None:
         """The constructor every callback shares (the peer's, plus keyword-only
         options); arguments are documented on the callbacks. Errors name them."""
@@ -136,6 +139,8 @@ class CallbackCore:
             check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         check_memory(memory)
         self.telemetry, self.memory = telemetry, memory
+        check_profile_steps(profile_steps)             # the kernel breakdown: checked now
+        self.profile_steps, self.profile_trace_dir = profile_steps, check_trace_dir(profile_trace_dir)
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
         self.resolved_dtype: Optional[str] = None
         self._warned: set = set()
@@ -193,7 +198,8 @@ class CallbackCore:
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
                                 clock=self.clock, log_path=self.log_path,
                                 start_step=max(0, int(start_step)), telemetry=self.telemetry,
-                                memory=self.memory)
+                                memory=self.memory, profile_steps=self.profile_steps,
+                                profile_trace_dir=self.profile_trace_dir)
         if self.phases:
             self._phases = AutoPhases(self._tracker)
             self._phases.compiled(model)

@@ -145,6 +145,15 @@ class MFUCallback(CallbackCore, Callback):
             a CUDA / ROCm device), True, False, or "window" for per-window
             peaks (resets the allocator's peak statistics at each log, so
             ``torch.cuda.max_memory_allocated()`` restarts there too).
+        profile_steps: profile chosen optimizer steps with ``torch.profiler``
+            and break each down by kernel class (``kernel_share/*``,
+            ``kernel_tflops/*``, ``kernel_gbs/*`` in the next log entry; a
+            ``breakdown`` record in ``log_path``): None (off, the default),
+            N (the first step after the warm-up, then every N-th), True (every
+            500th) or a collection of global step numbers
+            (:class:`~mfu_tracker.Tracker`'s ``profile_steps``; docs/kernel-breakdown.md).
+        profile_trace_dir: keep each profiled step's raw Kineto trace there
+            (None: the trace is reduced in memory and dropped).
 
     Attributes:
         history: one dict per log (``step``, ``steps``, ``window_s``,

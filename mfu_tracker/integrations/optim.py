@@ -144,6 +144,15 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             ``start_step``: after loading a checkpoint, the optimizer steps
             earlier runs trained). A compiled model's first step is marked
             ``compile`` (:mod:`mfu_tracker.integrations._auto_phases`).
+        profile_steps: profile chosen optimizer steps with ``torch.profiler``
+            and break each down by kernel class (``kernel_share/*``,
+            ``kernel_tflops/*``, ``kernel_gbs/*`` in the next ``metrics()``; a
+            ``breakdown`` record in ``log_path``): None (off, the default),
+            N (the first step after the warm-up, then every N-th), True (every
+            500th) or a collection of global step numbers
+            (:class:`~mfu_tracker.Tracker`'s ``profile_steps``; docs/kernel-breakdown.md).
+        profile_trace_dir: keep each profiled step's raw Kineto trace there
+            (None: the trace is reduced in memory and dropped).
 
     Bad arguments raise ``TypeError`` / ``ValueError`` naming them. In the loop
     the wrapper never raises from its own bookkeeping: a failure gives one
@@ -173,6 +182,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         phases: bool = True,
         log_path: Any = None,
         start_step: int = 0,
+        profile_steps: Any = None,
+        profile_trace_dir: Any = None,
     ) -> None:
         # NB: torch.optim.Optimizer.__init__ is deliberately not called: the
         # param groups, state and defaults are the wrapped optimizer's
@@ -204,7 +215,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 param_bytes=d["_param_bytes"], num_gpus=num_gpus, device=device,
                                 spec=spec, peak_tflops=peak_tflops, clock=clock,
                                 distributed=distributed, log_path=log_path,
-                                start_step=start_step)
+                                start_step=start_step, profile_steps=profile_steps,
+                                profile_trace_dir=profile_trace_dir)
         timer, index, current = block_clock(clock, device, "track_step()")
         d["_timer"] = timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)

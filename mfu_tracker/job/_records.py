@@ -3,7 +3,7 @@
 A log (``Tracker(log_path=...)``, the integrations' ``log_path=``) is a JSONL
 file that one or more *runs* of a job append to -- a run being one process
 (rank 0 of it) that trained and then exited, cleanly or not. Every line is
-one JSON object, of one of four kinds:
+one JSON object, of one of five kinds:
 
 ``run`` -- the first line of every run, written when the tracker is created::
 
@@ -30,6 +30,9 @@ one JSON object, of one of four kinds:
 
 ``peak_check`` -- a second measurement of the peak (``Tracker.peak_check``):
   ``{"record": "peak_check", "time": T, "peak_tflops": P0, "remeasured_tflops": P1}``.
+
+``breakdown`` -- a profiled step's kernel breakdown (``Tracker(profile_steps=)``;
+  fields: :meth:`mfu_tracker.timing._breakdown.Breakdown.to_record`).
 
 ``run_end`` -- written when the tracker closes (``close()``, the end of
   training, the interpreter's exit): ``{"record": "run_end", "time": T,
@@ -79,10 +82,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from ..peaks._measure import peak_disagrees  # noqa: F401 -- re-exported: the readers use it
+from ..timing._breakdown import BREAKDOWN_RECORD
 from ..timing._metrics import FAMILIES, KEYS
 
 #: The ``record`` values.
 RUN, RUN_END, PEAK_CHECK = "run", "run_end", "peak_check"
+#: A profiled step's kernel breakdown (mfu_tracker.timing._breakdown).
+BREAKDOWN = BREAKDOWN_RECORD
 #: The key of a metrics line's (and a run-end record's) interval.
 LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
@@ -96,7 +102,8 @@ JOB_ENV = ("MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
 
 #: Units whose values are never negative (a negative one is invalid).
 _NONNEGATIVE_UNITS = ("ratio", "s", "TFLOP/s", "tokens/s", "W", "J/token", "MHz",
-                      "TFLOP/s per W", "fraction of job wall time")
+                      "TFLOP/s per W", "fraction of job wall time",
+                      "fraction of the profiled step", "GB/s")
 _UNIT_OF_KEY = {key.name: key.unit for key in KEYS}
 _FAMILY_UNIT = {family: unit for family, unit, _ in FAMILIES}
 
@@ -169,6 +176,7 @@ class Run:
     metrics: List[Dict[str, Any]] = field(default_factory=list)    # each with "_line"
     intervals: List[Dict[str, Any]] = field(default_factory=list)  # ledger objects, "_line"
     peak_checks: List[Dict[str, Any]] = field(default_factory=list)
+    breakdowns: List[Dict[str, Any]] = field(default_factory=list)  # each with "_line"
     end: Optional[Dict[str, Any]] = None
     last_time: Optional[float] = None             # the time of its last record
 
@@ -269,7 +277,7 @@ def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
         if isinstance(step, bool) or not isinstance(step, (int, float)) or step != step:
             raise LogError(f"{path}:{number}: no numeric 'step' field")
         record["step"] = int(step)
-    elif kind not in (RUN, RUN_END, PEAK_CHECK):
+    elif kind not in (RUN, RUN_END, PEAK_CHECK, BREAKDOWN):
         raise LogError(f"{path}:{number}: unknown record {kind!r}")
     if LEDGER in record:
         _check_ledger(record[LEDGER], f"{path}:{number}")
@@ -291,6 +299,9 @@ def _add(runs: List[Run], record: Dict[str, Any], where: str, number: int,
         run.last_time = when
     if kind == PEAK_CHECK:
         run.peak_checks.append(record)
+        return
+    if kind == BREAKDOWN:
+        run.breakdowns.append({**record, "_line": number})
         return
     if LEDGER in record:
         run.intervals.append({**record[LEDGER], "_line": number})

@@ -116,6 +116,10 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("goodput_s", "goodput_s", 1.0, "s", "kept steps' time less their data phase"),
     MetricKey("job_mfu", "job_mfu", 1.0, "ratio",
               "kept steps' model FLOPs / (the job's device-seconds x peak)"),
+    # the kernel breakdown of a profiled step (mfu_tracker.timing._breakdown),
+    # logged once by the metrics() after it
+    MetricKey("kernel_step_s", "kernel_step_s", 1.0, "s",
+              "the profiled step's time the kernel_share rows add up to"),
 )
 
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
@@ -130,6 +134,11 @@ FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     # the job ledger (issue 28): badput/* and goodput add up to 1
     ("badput", "fraction of job wall time", "the job's wall time lost to each cause"),
     ("badput_s", "s", "seconds of the job's wall time lost to each cause"),
+    # the kernel breakdown of a profiled step: each class's (and idle's)
+    # share of it, adding up to 1; its TFLOP/s and operand GB/s where known
+    ("kernel_share", "fraction of the profiled step", "time of each kernel class, and idle"),
+    ("kernel_tflops", "TFLOP/s", "executed TFLOP/s of each kernel class while it ran"),
+    ("kernel_gbs", "GB/s", "operand GB/s of each kernel class while it ran (a lower bound)"),
 )
 
 

@@ -12,5 +12,6 @@ Layer 6 (peaks -> flops -> timing -> distributed -> job -> tracker -> integratio
 -> cli). May import: every layer below it.
 """
 from ._tracker import Tracker
+from . import _profiled  # noqa: F401 -- registers the profile_steps subclass
 
 __all__ = ["Tracker"]

@@ -33,6 +33,7 @@ from .._validate import (
 from ..distributed._collective import process_group_initialized
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..timing._hardware import check_memory
+from ..timing._step_profile import check_profile_steps, check_trace_dir
 
 __all__ = ["TrackerConfig"]
 
@@ -112,6 +113,8 @@ class TrackerConfig:
     metrics_port: Optional[int]
     comm: Optional[bool]
     link_bandwidth_gbs: Optional[float]
+    profile_steps: Any = None           # the kernel breakdown's schedule (None: off)
+    profile_trace_dir: Optional[str] = None
 
     @classmethod
     def check(
@@ -145,10 +148,14 @@ class TrackerConfig:
         metrics_port: Optional[int],
         comm: Optional[bool],
         link_bandwidth_gbs: Optional[float],
+        profile_steps: Any = None,
+        profile_trace_dir: Any = None,
     ) -> "TrackerConfig":
         """The configuration of ``Tracker(...)`` with these arguments (its
         signature holds the defaults); bad ones raise ``TypeError`` /
         ``ValueError`` naming them, in this order."""
+        schedule = check_profile_steps(profile_steps)   # the kernel breakdown
+        trace_dir = check_trace_dir(profile_trace_dir)
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
         job = check_job(job)
@@ -179,4 +186,5 @@ class TrackerConfig:
             measure_peak=bool(measure_peak), telemetry=telemetry, memory=memory,
             log_path=log_file,
             start_step=start_step, job=job, metrics_port=port, comm=comm, link_bandwidth_gbs=link,
+            profile_steps=schedule, profile_trace_dir=trace_dir,
         )

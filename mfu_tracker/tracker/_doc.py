@@ -361,6 +361,22 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             is measured against, GB/s per direction, instead of the link
             table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
             or RoCE ports, shared by its ranks, across nodes).
+        profile_steps: profile chosen steps and break each down by kernel
+            class (docs/kernel-breakdown.md, :mod:`mfu_tracker.timing._step_profile`):
+            None (off, the default), N (the first step after the warm-up,
+            then every N-th), True (every 500th) or a collection of global
+            step numbers. A profiled step runs ``torch.profiler`` (CPU + CUDA
+            activities) and a FLOP counter; its trace is reduced in memory
+            to :attr:`last_breakdown` (GEMM, attention, fused, reduction,
+            elementwise, optimizer, other, memory, communication and idle:
+            time, count, FLOPs, bytes), a ``breakdown`` record in the log,
+            and ``{prefix}/kernel_share/<class>`` (adding up to 1),
+            ``kernel_tflops/<class>``, ``kernel_gbs/<class>`` and
+            ``kernel_step_s`` in the next local ``metrics()``. A profiler
+            already running (the user's) is left alone, with one warning;
+            a failure is one warning and no breakdown.
+        profile_trace_dir: keep each profiled step's raw Kineto trace in
+            this directory (None: never written).
 
     **The job.** A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step

@@ -34,8 +34,10 @@ from ..job._prometheus import serve as serve_metrics
 from ..job._run import RunBook
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec
+from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
+from ..timing._step_profile import StepProfiler, check_profile_steps
 from ..timing._totals import NO_TOTALS, WindowTotals
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
@@ -52,7 +54,15 @@ class Tracker(_C.StepTracker):
     __doc__ = TRACKER_DOC
 
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
-                 "_comm", "__weakref__")
+                 "_comm", "_profiler", "__weakref__")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
+        # The kernel breakdown: a tracker that profiles steps is a
+        # ProfiledTracker, whose step() adds the profiler's boundary; any
+        # other keeps step() in C alone (no cost when profiling is off).
+        if cls is Tracker and _profiles(kwargs.get("profile_steps")):
+            cls = PROFILED[0]      # registered by ._profiled (the package imports it)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -85,6 +95,8 @@ class Tracker(_C.StepTracker):
         metrics_port: Optional[int] = None,
         comm: Optional[bool] = None,
         link_bandwidth_gbs: Optional[float] = None,
+        profile_steps: Any = None,
+        profile_trace_dir: Any = None,
     ) -> None:
         arguments = dict(locals())  # the parameters only: nothing else is bound yet
         del arguments["self"]
@@ -102,6 +114,10 @@ class Tracker(_C.StepTracker):
         self._run = RunBook(start_step=config.start_step, endpoint=endpoint, job=config.job,
                             log=None if config.log_path is None else MetricsLog(config.log_path))
         self._run.start(self, peak=peak, num_gpus=config.num_gpus)
+        self._profiler = None if config.profile_steps is None else StepProfiler(
+            config.profile_steps, kind=clock[0], index=clock[1], peak=peak,
+            first_step=config.start_step + config.warmup + 1, start_step=config.start_step,
+            trace_dir=config.profile_trace_dir, sink=self._log_breakdown, rank=rank_world()[0])
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(config.distributed_timeout) if config.aggregate else None
@@ -315,6 +331,8 @@ class Tracker(_C.StepTracker):
                 return {}
             local["dtype"] = self._peak.dtype       # the self-check's tensor dtypes
             local.update(self._hardware.figures(local))
+            if self._profiler is not None:   # the kernel breakdown's keys, once
+                local.update(self._profiler.take_figures())
             return format_metrics(local, prefix)
         finally:
             if exclude:
@@ -498,6 +516,18 @@ class Tracker(_C.StepTracker):
                     "active": 0}
         return agg.counters()
 
+    @property
+    def last_breakdown(self) -> Optional[Breakdown]:
+        """The kernel breakdown of the last profiled step (``profile_steps``;
+        :mod:`mfu_tracker.timing._breakdown`), or None."""
+        return None if self._profiler is None else self._profiler.last
+
+    def _log_breakdown(self, breakdown: Breakdown) -> None:
+        """A profiled step's breakdown: a ``breakdown`` record in the log."""
+        log = self._run.log
+        if log is not None:
+            log.write_record(BREAKDOWN_RECORD, breakdown.to_record())
+
     # ---- the end ---------------------------------------------------------------
 
     def close(self) -> None:
@@ -508,6 +538,8 @@ class Tracker(_C.StepTracker):
         The figures stay readable; ``metrics()`` after ``close()`` is local.
         """
         _C.StepTracker.close(self)
+        if self._profiler is not None:
+            self._profiler.close()
         comm = self._comm
         if comm is not None:
             comm.close()
@@ -527,3 +559,18 @@ class Tracker(_C.StepTracker):
         return (f"Tracker(dtype={self._peak.dtype!r}, clock={self.clock!r}, "
                 f"window={self.window}, warmup={self.warmup}, "
                 f"peak_source={self._peak.source!r})")
+
+
+#: The Tracker subclass ``profile_steps`` selects: :mod:`._profiled` puts it
+#: here when the package loads (a registration, so this module never imports
+#: the subclass's module, which imports this one).
+PROFILED: List[type] = []
+
+
+def _profiles(profile_steps: Any) -> bool:
+    """Whether ``profile_steps`` turns profiling on (a bad value: False here,
+    the configuration names it)."""
+    try:
+        return check_profile_steps(profile_steps) is not None
+    except (TypeError, ValueError):
+        return False

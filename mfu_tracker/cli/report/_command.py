@@ -28,8 +28,22 @@ def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    print(run(args.path, args.out, prefix=args.prefix, title=args.title or "", which=args.run,
-              strict=args.strict, numbers=args.numbers))
+    from .._advise import lines_for_report
+    from .._errors import CliError
+
+    if len(args.paths) > 2:
+        raise CliError(f"give one log, or two to compare (A B); got {len(args.paths)}")
+    if len(args.paths) == 2:   # two runs side by side (the kernel breakdown's comparison)
+        from .._report_compare import run as compare
+
+        print(compare(args.paths, args.out, prefix=args.prefix, title=args.title or "",
+                      which=args.run))
+        print(f"wrote {args.out}")
+        return 0
+    print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
+              which=args.run, strict=args.strict, numbers=args.numbers))
+    # what to change, from the same run (mfu_tracker.job._advice)
+    print("\n".join(lines_for_report(load(args.paths[0], args.strict), args.run, args.prefix)))
     print(f"wrote {args.out}" + ("" if args.numbers else " (every number drawn: --numbers)"))
     return 0
 
@@ -38,14 +52,17 @@ def add_parser(sub: Any) -> None:
     """Register ``report`` on the command line's subparsers."""
     rep = sub.add_parser("report", help="draw MFU, the waterfall and per-rank MFU from a metrics "
                          "log (JSONL from log_path=, or a TensorBoard log directory)")
-    rep.add_argument("path", help="a JSONL metrics log, a TensorBoard log directory or event file")
+    rep.add_argument("paths", nargs="+", metavar="path",
+                     help="a JSONL metrics log, a TensorBoard log directory or event file; "
+                          "two logs (A B) draw the two runs side by side")
     rep.add_argument("--out", required=True, help="the picture: FILE.png, or FILE.html (PNG + table)")
     rep.add_argument("--prefix", default=None,
                      help="metric key prefix (default: found from the <prefix>/mfu key)")
     rep.add_argument("--title", default=None, help="the picture's title")
     rep.add_argument("--run", default="last",
                      help="which run of the log to draw: the last (default), N (1 = the first), "
-                          "or all (each run its own line, its start marked)")
+                          "or all (each run its own line, its start marked); with two logs, "
+                          "the run of each")
     rep.add_argument("--numbers", action="store_true",
                      help="print every number drawn (step=N key=value, full precision) instead "
                           "of the summary")

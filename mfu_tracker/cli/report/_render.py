@@ -6,14 +6,14 @@ import base64
 import html
 import io
 import os
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from ..._install import DISTRIBUTION
 from ._model import Report, ReportError
 from ._text import head
 from .panels import PANELS, Panel
 
-__all__ = ["FORMATS", "check_out", "png_bytes", "html_text", "render", "pyplot"]
+__all__ = ["FORMATS", "check_out", "png_bytes", "html_text", "render", "pyplot", "write_out"]
 
 #: Output formats, by file extension.
 FORMATS = (".png", ".html")
@@ -96,6 +96,12 @@ def render(report: Report, out: str, title: str = "") -> None:
     ext = check_out(out)
     report.title = title
     png = png_bytes(report)
+    write_out(out, ext, png, lambda: html_text(report, png, title or "MFU report"))
+
+
+def write_out(out: str, ext: str, png: bytes, html_page: Callable[[], str]) -> None:
+    """Write the picture ``out``: the PNG, or (``.html``) the page
+    ``html_page()`` builds around it; its directory is created."""
     parent = os.path.dirname(out)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -104,4 +110,4 @@ def render(report: Report, out: str, title: str = "") -> None:
             f.write(png)
     else:
         with open(out, "w", encoding="utf-8") as f:
-            f.write(html_text(report, png, title or "MFU report"))
+            f.write(html_page())
