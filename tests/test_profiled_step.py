@@ -308,9 +308,6 @@ def test_a_compiled_step_books_its_region_as_fused(eager_log, compiled_log):
     assert compiled.classes["gemm"].flops > 0 and matmul(compiled) == matmul(eager)
 
 
-@pytest.mark.xfail(strict=True, reason="since the FLOP counter's rework (borrowed dispatch keys "
-                   "guarded per use) the profiled step's counter makes torch.compile recompile "
-                   "once: _prepare_counter's early entry no longer keeps the key; to fix")
 def test_the_profiled_step_compiles_nothing_new(compiled_log):
     _, _, graphs = compiled_log
     assert graphs[0] == graphs[1] == graphs[2] == graphs[3]

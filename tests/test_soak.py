@@ -378,6 +378,15 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
         seq_len=I(2048), vision=vision, grids=[[I(1), I(2)]], exc=ValueError)
     add("transformer_family", _C.transformer_family, S("gemma3_text"))
+    add("conventions", _C.conventions)
+    verl = {S(k): S(v) for k, v in _C.conventions()[1]["choices"].items()}
+    add("convention_flops", _C.convention_flops, dims, verl, batch_size=I(300), seq_len=I(2048))
+    add("convention_flops", _C.convention_flops, dims, {S("causal"): S("sideways")},
+        batch_size=I(300), seq_len=I(2048), exc=TypeError)
+    add("context_parallel_flops", _C.context_parallel_flops, dims, options, I(512), I(300),
+        S("ulysses"), batch_size=I(300), seq_len=I(2048))
+    add("context_parallel_flops", _C.context_parallel_flops, dims, options, I(512), I(600),
+        S("ulysses"), batch_size=I(300), seq_len=I(2048), exc=ValueError)
     add("transformer_family", _C.transformer_family, S("bert_like"))
     add("transformer_family", _C.transformer_family, I(300), exc=TypeError)
     add("transformer_families", _C.transformer_families)
@@ -392,6 +401,9 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
 
     # -- py_ops.c: the op table, op_count, the custom-formula registry
     add("op_table", _C.op_table)
+    add("node_kind", _C.node_kind, True, S("CheckpointFunctionBackward"),
+        S("torch.utils.checkpoint"), False)
+    add("node_kind", _C.node_kind, True, I(300), None, exc=TypeError)
     mm_args = [(( I(400), I(300)), True), ((I(300), I(200)), False)]
     add("op_count", _C.op_count, S("aten::mm"), mm_args, causal_attention=S("half"),
         backward_phase=False, grad_enabled=True)

@@ -110,8 +110,8 @@
 #include "comm.h"
 #include "links.h"
 #include "nvml.h"
-#include "gpm.h"
 #include "kernels.h"
 #include "timeline.h"
+#include "gpm.h"
 
 #endif /* MFU_CORE_H */

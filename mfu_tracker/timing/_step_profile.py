@@ -168,7 +168,10 @@ class StepProfiler:
         self._figures: Optional[Dict[str, Any]] = None
         self._warned: set = set()
         self.failed: Optional[str] = None
-        self._counter_ok = _prepare_counter()
+        # held while the profiler lives: the counting key stays on this thread
+        # between profiled steps (it leaves when no counter is alive)
+        self._key_holder = _prepare_counter()
+        self._counter_ok = self._key_holder is not None
 
     # ---- at each boundary ---------------------------------------------------------
 
@@ -280,19 +283,21 @@ class StepProfiler:
             warnings.warn(f"mfu_tracker: {self.owner}: {message}", RuntimeWarning, stacklevel=5)
 
 
-def _prepare_counter() -> bool:
+def _prepare_counter() -> Any:
     """Put the FLOP counter's dispatch key on this thread now, before a
-    model can run compiled (so torch.compile never recompiles for the
-    profiled step's counter; FlopCounter docs). False when no counter can
-    run: breakdowns then carry no FLOPs (the counter warned)."""
+    model can run compiled, and return the counter that holds it there
+    while it lives (so torch.compile never recompiles for the profiled
+    step's counter; FlopCounter docs). None when no counter can run:
+    breakdowns then carry no FLOPs (the counter warned)."""
     try:
-        from ..flops.counter._counter import FlopCounter
+        from ..flops.counter import FlopCounter
 
-        with FlopCounter(modules=False):
+        holder = FlopCounter(modules=False)
+        with holder:
             pass
-        return True
+        return holder
     except Exception:  # noqa: BLE001 -- the counter warns itself
-        return False
+        return None
 
 
 def _watch_profiler_starts(torch: Any) -> None:
@@ -326,7 +331,7 @@ def _start(torch: Any, step: int, kind: str, counting: bool) -> Dict[str, Any]:
         activities.append(ProfilerActivity.CUDA)   # HIP on ROCm builds
     opened: Dict[str, Any] = {"step": step, "counter": None, "profiler": None, "marker": None}
     if counting:
-        from ..flops.counter._counter import FlopCounter
+        from ..flops.counter import FlopCounter
 
         opened["counter"] = FlopCounter(modules=False)
         opened["counter"].__enter__()

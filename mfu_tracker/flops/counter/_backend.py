@@ -10,7 +10,11 @@ one warning naming the reason, to :class:`~._dispatch.DispatchBackend` (a
 Each counter's start checks that no other library registered a kernel over
 one of ours on the key since (:meth:`ExtBackend.foreign`); one did, the
 counter and every later one fall back (:func:`fall_back`), with one warning,
-and the key leaves this thread's dispatch for good.
+and the key leaves this thread's dispatch for good. The scan of the
+dispatcher runs only when something could have registered a kernel since the
+last clean scan (:func:`_registrations`): reading a computed kernel leaves a
+token in torch's kernel that is never freed, so a scan at every start would
+grow the process by ~5 KB per counted step.
 
 The key is in a thread's dispatch from its first count while a counter that
 counted there is alive (:class:`KeyHold`), and leaves it when the last one
@@ -19,14 +23,27 @@ on the key) runs.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from ..._native._observer import DISABLED, key_problem, observer_module
 
 __all__ = ["ExtBackend", "KeyHold", "counter_backend", "current_backend", "fall_back",
            "get_backend", "DISABLED"]
+
+
+def _registrations() -> Tuple[int, int, int]:
+    """What changes when a library can have registered a kernel: a module
+    imported (a C++ extension registers at load), a ``torch.library``
+    registration from Python, a ``torch.ops.load_library``. O(1): sizes, not
+    contents (a registration that replaces a deleted one of the same count
+    between two counters' starts is seen at the next change)."""
+    import torch
+    import torch.library
+
+    return (len(sys.modules), len(torch.library._impls), len(torch.ops.loaded_libraries))
 
 
 class ExtBackend:
@@ -41,6 +58,7 @@ class ExtBackend:
         from ._compiled import recompute_plan
 
         self.module = module
+        self._clean_at: Optional[Tuple[int, int, int]] = None  # _registrations() at a clean scan
 
         def start(causal: str, modules: bool = False) -> int:
             _hops.sync(module)  # higher-order ops defined since the last count
@@ -70,8 +88,12 @@ class ExtBackend:
             module.sync_kernels()
         except RuntimeError as exc:  # a foreign fallback: ours cannot be registered
             return str(exc)
+        seen = _registrations()
+        if seen == self._clean_at:   # nothing could have registered since the last clean scan
+            return None
         found = module.foreign_kernel(module.COUNT_KEY)
         if found is None:
+            self._clean_at = seen
             return None
         return (f"another library registered a kernel on the dispatch key "
                 f"{module.COUNT_KEY_NAME} for {found}")
