@@ -174,7 +174,7 @@ def test_tracker_doc_keys_are_the_key_table():
     documented = _documented_keys(Tracker.__doc__)
     names = {key.name for key in KEYS}
     families = {family for family, _, _ in FAMILIES}
-    members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>"}
+    members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>", "<class>"}
     for key in documented:
         family, _, member = key.partition("/")
         assert key in names or (family in families and member in members), key

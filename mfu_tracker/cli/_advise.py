@@ -53,8 +53,11 @@ def advice_data(log: Log, which: str = "last", prefix: Optional[str] = None) -> 
             "advice": [vars(a) for a in advice], "needs": [vars(n) for n in needs]}
 
 
-def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None) -> str:
-    """The advice of one run of ``log`` as the lines a person reads."""
+def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None,
+                compact: bool = False) -> str:
+    """The advice of one run of ``log`` as the lines a person reads;
+    ``compact`` (the end of ``report``'s summary): the rules not judged on
+    one line, by name (``advise`` says what each needs)."""
     data = advice_data(log, which, prefix)
     lines = [f"what to change (ranked by the most each could return; {data['log']}, "
              f"run {data['run']}):"]
@@ -63,7 +66,10 @@ def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None) -> 
     for i, item in enumerate(data["advice"], 1):
         lines.append(f"  {i}. up to {item['bound'] * 100:.1f}% of the step: {item['lever']} "
                      f"-- evidence: {item['evidence']}")
-    if data["needs"]:
+    if data["needs"] and compact:
+        names = ", ".join(item["rule"] for item in data["needs"])
+        lines.append(f"not judged: {names} (mfu-tracker advise says what to turn on)")
+    elif data["needs"]:
         lines.append("not judged (turn on to judge):")
         lines += [f"  - {item['rule']}: {item['needs']}" for item in data["needs"]]
     return "\n".join(lines)
@@ -97,9 +103,10 @@ def add_parser(sub: Any) -> None:
     cmd.set_defaults(func=_cmd_advise)
 
 
-def lines_for_report(log: Log, which: str, prefix: Optional[str]) -> List[str]:
+def lines_for_report(log: Log, which: str, prefix: Optional[str],
+                     compact: bool = True) -> List[str]:
     """The advice lines ``report`` prints at its end ([] when it cannot)."""
     try:
-        return advice_text(log, which, prefix).splitlines()
+        return advice_text(log, which, prefix, compact).splitlines()
     except (ValueError, LookupError):
         return []

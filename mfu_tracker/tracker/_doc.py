@@ -371,8 +371,9 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             elementwise, optimizer, other, memory, communication and idle:
             time, count, FLOPs, bytes), a ``breakdown`` record in the log,
             and ``{prefix}/kernel_share/<class>`` (adding up to 1),
-            ``kernel_tflops/<class>``, ``kernel_gbs/<class>`` and
-            ``kernel_step_s`` in the next local ``metrics()``. A profiler
+            ``{prefix}/kernel_tflops/<class>``, ``{prefix}/kernel_gbs/<class>``
+            and ``{prefix}/kernel_step_s`` (the step the shares add up to, s)
+            in the next local ``metrics()``. A profiler
             already running (the user's) is left alone, with one warning;
             a failure is one warning and no breakdown.
         profile_trace_dir: keep each profiled step's raw Kineto trace in

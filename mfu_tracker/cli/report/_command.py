@@ -43,7 +43,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
               which=args.run, strict=args.strict, numbers=args.numbers))
     # what to change, from the same run (mfu_tracker.job._advice)
-    print("\n".join(lines_for_report(load(args.paths[0], args.strict), args.run, args.prefix)))
+    print("\n".join(lines_for_report(load(args.paths[0], args.strict), args.run, args.prefix,
+                                     compact=not args.numbers)))
     print(f"wrote {args.out}" + ("" if args.numbers else " (every number drawn: --numbers)"))
     return 0
 

@@ -46,7 +46,10 @@ def _compose(report: Report, panel_lines: Callable[[Panel, Report, Any], List[st
                      f"ticks at {', '.join(map(str, axis_ticks(report)))})")
     if report.diagnosis:
         lines.append(report.diagnosis)
-    lines += [f"missing: {what}" for what in report.missing]
+    if report.missing and not axis:   # the summary: one line for what cannot be drawn
+        lines.append("missing: " + "; ".join(report.missing))
+    else:
+        lines += [f"missing: {what}" for what in report.missing]
     return "\n".join(lines)
 
 
