@@ -47,3 +47,16 @@ def test_peer_readme_calls_exist_with_their_argument_names():
     assert {"flop_count", "elapsed_sec", "dtype", "num_gpus", "device", "spec"} <= params(mfu_tracker.compute_mfu)
     assert {"param_bytes", "elapsed_sec", "num_gpus", "device", "spec"} <= params(mfu_tracker.compute_mbu)
     assert {"device"} <= params(mfu_tracker.get_gpu_spec)
+
+
+def test_every_subpackage_is_listed_for_the_wheel():
+    """The wheel and the sdist install the packages pyproject lists, not the
+    tree: a subpackage left out imports from a checkout and fails installed."""
+    import pathlib
+    import tomllib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(root).parts)
+             for init in (root / "mfu_tracker").rglob("__init__.py")}
+    assert found == listed
