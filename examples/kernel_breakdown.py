@@ -26,7 +26,7 @@ import time
 import torch
 
 from mfu_tracker import Tracker, measured_gpu_spec, param_bytes, transformer_flops
-from train_gpt2 import build_model  # the make run model (examples/ is the script's directory)
+from train_gpt2 import add_model_args, build_model  # the make run model (examples/ is the script's directory)
 
 
 def parse_args() -> argparse.Namespace:
@@ -36,13 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--profile-every", type=int, default=4,
                         help="profile the first step after the warm-up, then every N-th")
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--seed", type=int, default=0)
+    add_model_args(parser)
     parser.add_argument("--peak-from", default=None,
                         help="take the peak from this log's run record (another run of this "
                              "script on the same machine: both MFUs against one peak)")

@@ -57,9 +57,8 @@ def build_model(args: argparse.Namespace) -> torch.nn.Module:
     return GPT2LMHeadModel(config)
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=12)
+def add_model_args(parser: argparse.ArgumentParser) -> None:
+    """The batch and the model :func:`build_model` reads (make run's defaults)."""
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=256)
@@ -67,6 +66,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=0)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=12)
+    add_model_args(parser)
     parser.add_argument("--log-path", default=None,
                         help="append the tracker's metrics every step to this JSONL file "
                              "(for `mfu-tracker report`)")

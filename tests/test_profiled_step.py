@@ -25,6 +25,7 @@ from mfu_tracker.timing._step_profile import DEFAULT_EVERY, check_profile_steps
 from mfu_tracker.timing._trace import chrome_trace_events
 from mfu_tracker.tracker._profiled import ProfiledTracker
 from tests._cli import run_cli
+from tests._process_group import process_group
 
 transformers = pytest.importorskip("transformers")
 
@@ -215,15 +216,8 @@ def test_the_counter_and_the_communication_observer_are_not_profilers(world_of_o
 
 @pytest.fixture
 def world_of_one():
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("no torch.distributed / gloo")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
+    with process_group("gloo", world_size=1) as dist:
         yield dist
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def test_a_failure_is_one_warning_and_the_run_goes_on(monkeypatch):

@@ -134,17 +134,9 @@ class StepFlops:
         self.config = None
         self.vision = False
         if self.count_every > 0:
-            try:
-                from ..flops.counter import FlopCounter
+            from ..flops.counter import hold_counting_key
 
-                # held while the integration lives: the key stays on this
-                # thread between the steps' own counters (it leaves when no
-                # counter is alive)
-                self._key_holder = FlopCounter(modules=False)
-                with self._key_holder:
-                    pass
-            except Exception:  # noqa: BLE001 -- counting will warn when it fails
-                pass
+            self._key_holder = hold_counting_key()   # kept while the integration lives
         config = getattr(model, "config", None) if analytic else None
         if config is not None:
             from ..flops._analytic import counting_config, transformer_flops

@@ -168,10 +168,11 @@ class StepProfiler:
         self._figures: Optional[Dict[str, Any]] = None
         self._warned: set = set()
         self.failed: Optional[str] = None
-        # held while the profiler lives: the counting key stays on this thread
-        # between profiled steps (it leaves when no counter is alive)
-        self._key_holder = _prepare_counter()
-        self._counter_ok = self._key_holder is not None
+        # kept while the profiler lives (None: no counter can run, and the
+        # breakdowns carry no FLOPs)
+        from ..flops.counter import hold_counting_key   # lazy: the counter loads its extension
+
+        self._key_holder = hold_counting_key()
 
     # ---- at each boundary ---------------------------------------------------------
 
@@ -207,7 +208,7 @@ class StepProfiler:
                 return
             _ACTIVE["owner"] = self
         try:
-            self._open = _start(torch, step, self.kind, self._counter_ok)
+            self._open = _start(torch, step, self.kind, self._key_holder is not None)
         except BaseException:
             _release(self)
             raise
@@ -281,23 +282,6 @@ class StepProfiler:
         if key not in self._warned:
             self._warned.add(key)
             warnings.warn(f"mfu_tracker: {self.owner}: {message}", RuntimeWarning, stacklevel=5)
-
-
-def _prepare_counter() -> Any:
-    """Put the FLOP counter's dispatch key on this thread now, before a
-    model can run compiled, and return the counter that holds it there
-    while it lives (so torch.compile never recompiles for the profiled
-    step's counter; FlopCounter docs). None when no counter can run:
-    breakdowns then carry no FLOPs (the counter warned)."""
-    try:
-        from ..flops.counter import FlopCounter
-
-        holder = FlopCounter(modules=False)
-        with holder:
-            pass
-        return holder
-    except Exception:  # noqa: BLE001 -- the counter warns itself
-        return None
 
 
 def _watch_profiler_starts(torch: Any) -> None:

@@ -15,6 +15,7 @@ import pytest
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.distributed import ROW_FIELDS, ROW_LAYOUT, RankFigures, combine
 from mfu_tracker.step import Tracker
+from tests._process_group import process_group
 
 SPEC = user_gpu_spec(1.0, name="fake", memory_bandwidth_tbs=1.0)  # 1e12 FLOP/s, 1e12 B/s
 LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_time_min_s",
@@ -270,15 +271,8 @@ def test_aggregate_overrides_window_totals():
 
 @pytest.fixture
 def world_of_one():
-    dist = pytest.importorskip("torch.distributed")
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("no torch.distributed / gloo")
-    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
-    try:
+    with process_group("gloo", world_size=1) as dist:
         yield dist
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
 
 
 def test_world_size_one_same_keys_no_collective(world_of_one):

@@ -16,7 +16,7 @@ backward, frames compile must run eagerly). Imports only the foundation.
 """
 from ._audit import UncountedOp
 from ._backend import counter_backend
-from ._counter import FlopCounter
+from ._counter import FlopCounter, hold_counting_key
 from ._formulas import register_flop_formula, unregister_flop_formula
 from ._profile import FlopProfile, profile_flops, profile_flops_with_hfu
 from ._totals import ModuleFlops
@@ -26,6 +26,7 @@ __all__ = [
     "FlopProfile",
     "ModuleFlops",
     "UncountedOp",
+    "hold_counting_key",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",

@@ -490,3 +490,18 @@ class FlopCounter:
         state = "active" if self._handle is not None else "idle"
         return (f"FlopCounter({state}, model_flops={self.model_flops:,}, "
                 f"executed_flops={self.executed_flops:,}, causal_attention={self.causal_attention!r})")
+
+
+def hold_counting_key() -> FlopCounter | None:
+    """A counter that has counted once on this thread, for its caller to keep:
+    while it lives the counting key stays included on the thread, so a model
+    compiled afterwards is never recompiled for later counters (module
+    docstring, "torch.compile"). None when no counter can run (the counter
+    warned)."""
+    try:
+        holder = FlopCounter(modules=False)
+        with holder:
+            pass
+        return holder
+    except Exception:  # noqa: BLE001 -- counting warns itself when it fails
+        return None
