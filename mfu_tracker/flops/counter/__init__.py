@@ -26,7 +26,6 @@ __all__ = [
     "FlopProfile",
     "ModuleFlops",
     "UncountedOp",
-    "hold_counting_key",
     "profile_flops",
     "profile_flops_with_hfu",
     "register_flop_formula",
