@@ -2,22 +2,28 @@
 
 1. GPT-2 124M (the ``gpt2`` preset), forward + backward, batch 8 x 1024, on
    the ``meta`` device (so the time is the framework's, not arithmetic):
-   uncounted vs ``FlopCounter`` (C++ observer, module table on) vs
-   ``FlopCounter(modules=False)`` vs ``torch.utils.flop_counter.FlopCounterMode``,
+   uncounted vs ``FlopCounter()`` (C++ observer, its defaults) vs
+   ``FlopCounter(modules=True)`` (the per-module table on) vs
+   ``torch.utils.flop_counter.FlopCounterMode``,
    timed as this thread's CPU time with one torch thread (other processes'
    load does not count).
    Reports the time each adds over the uncounted run, the ratio of those
    overheads and the total-time ratios, and
    checks that the executed totals are identical (target: FlopCounterMode's
-   added time >= 20x ours with the module table on).
+   added time >= 20x ours, with the module table on too).
 2. End to end: a real CPU training step (forward, backward, AdamW) of a
    small Llama (d=128, L=4, batch 2 x 128, ~30-40 ms), eager and then
    compiled (``torch.compile``, inductor), with every variant interleaved in
-   each round (the order rotates): uncounted, uncounted again (the machine's
-   own spread: the same step against itself), counted every step with the
-   defaults as the README shows it (a new ``FlopCounter()`` per step), one
-   counter reused, and the step through ``MFUOptimizerWrapper`` with its
-   defaults on a twin model against the twin without it. Per run: the median
+   each round (in a shuffled order, seeded: a variant that always ran after
+   the twin model's step, whose weights evict this one's from the caches,
+   would be slower for it, not for what it counts): uncounted, uncounted
+   again (the machine's own spread: the same step against itself), counted
+   every step with the defaults as the README shows it (a new
+   ``FlopCounter()`` per step), one counter reused, and the step through
+   ``MFUOptimizerWrapper`` with its defaults on a twin model against the
+   twin without it; then, on their own, uncounted against a new
+   ``FlopCounter(modules=True)`` per step (the per-module table, off by
+   default: what turning it on costs). Per run: the median
    of the paired relative differences (same round) and their interquartile
    range; ``--runs`` runs and the median over them (target <= 1%).
 3. Per op call (``--only ops``): a loop of one counted op (``mm`` of meta
@@ -84,8 +90,8 @@ def bench_meta(reps: int) -> None:
     step()  # warm up
     variants = {
         "uncounted": contextlib.nullcontext,
-        "FlopCounter": FlopCounter,
-        "FlopCounter(modules=False)": lambda: FlopCounter(modules=False),
+        "FlopCounter()": FlopCounter,
+        "FlopCounter(modules=True)": lambda: FlopCounter(modules=True),
         "FlopCounterMode": lambda: FlopCounterMode(display=False),
     }
     times: dict[str, list[float]] = {name: [] for name in variants}
@@ -96,7 +102,7 @@ def bench_meta(reps: int) -> None:
             times[name].append(t)
     best = {name: min(ts) for name, ts in times.items()}
     base = best["uncounted"]
-    ours_total = last["FlopCounter"].executed_flops
+    ours_total = last["FlopCounter()"].executed_flops
     fcm_total = last["FlopCounterMode"].get_total_flops()
     print(f"GPT-2 124M fwd+bwd, batch 8 x seq 1024, meta, backend {counter_backend()}, "
           f"thread CPU time, best of {reps} round-robin reps ({torch.get_num_threads()} thread)")
@@ -107,12 +113,12 @@ def bench_meta(reps: int) -> None:
         print(f"  {name:<28}{best[name] * 1e3:>10.2f}{statistics.median(ts) * 1e3:>11.2f}"
               f"{(best[name] - base) * 1e3:>10.2f}{best[name] / base:>13.3f}")
     fcm_added = best["FlopCounterMode"] - base
-    for name in ("FlopCounter", "FlopCounter(modules=False)"):
+    for name in ("FlopCounter()", "FlopCounter(modules=True)"):
         added = best[name] - base
         ratio = f"{fcm_added / added:.1f}x" if added > 0 else "inf (no measurable overhead)"
         print(f"  overhead ratio FlopCounterMode / {name}: {ratio}")
     print(f"  total-time ratio FlopCounterMode / FlopCounter: "
-          f"{best['FlopCounterMode'] / best['FlopCounter']:.2f}x")
+          f"{best['FlopCounterMode'] / best['FlopCounter()']:.2f}x")
 
 
 def bench_ops(reps: int, calls: int = 20_000) -> None:
@@ -216,7 +222,11 @@ def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
     spread), counted with the defaults as the README shows it (a new
     ``FlopCounter()`` per step, model FLOPs read), one counter reused over
     steps, and the same step trained through ``MFUOptimizerWrapper`` with its
-    defaults (counting every step) on a twin of the model."""
+    defaults (counting every step) on a twin of the model. Second, apart (no
+    module table may be alive while the first set runs: its wrapper of
+    ``nn.Module.__call__`` would be in every variant's step): a new
+    ``FlopCounter(modules=True)`` per step, its table read, the last one kept
+    as a loop's ``with FlopCounter(modules=True) as fc`` keeps it."""
     from mfu_tracker import MFUOptimizerWrapper, user_gpu_spec
 
     def make():
@@ -230,6 +240,7 @@ def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
     wrapped = MFUOptimizerWrapper(torch.optim.AdamW(twin.parameters(), lr=1e-4), twin,
                                   dtype="fp32", spec=user_gpu_spec(1.0, name="bench"))
     reused = FlopCounter()
+    last: list[FlopCounter] = []
 
     def train_step():
         run(input_ids=ids, labels=ids).loss.backward()
@@ -240,6 +251,12 @@ def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
         with FlopCounter() as fc:
             train_step()
         return fc.model_flops
+
+    def counted_modules():
+        with FlopCounter(modules=True) as fc:
+            train_step()
+        last[:] = [fc]
+        return fc.model_flops, fc.by_module
 
     def counted_reused():
         with reused:
@@ -258,35 +275,30 @@ def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
         wrapped.optimizer.step()
         wrapped.optimizer.zero_grad(set_to_none=True)
 
-    return {"uncounted": train_step, "uncounted again": train_step,
+    main = {"uncounted": train_step, "uncounted again": train_step,
             "FlopCounter() per step": counted_new, "FlopCounter() reused": counted_reused,
             "twin, plain": twin_plain, "twin, MFUOptimizerWrapper": wrapper_step}
+    table = {"uncounted": train_step, "FlopCounter(modules=True)": counted_modules}
+    return main, table
 
 
-def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compiled: bool) -> None:
-    """The small Llama CPU training step, every variant interleaved (the
-    order rotates each round), thread CPU time: per run, the median of the
-    paired relative differences against the uncounted step of the same round
-    and their interquartile range; the uncounted step against itself is the
-    machine's spread. Then the median over runs."""
-    variants = _training_variants(hidden, seq, batch, compiled)
+def _interleaved(variants: dict, pairs: dict[str, str], steps: int, runs: int) -> None:
+    """``runs`` runs of ``steps`` rounds, every variant once a round (in a
+    seeded shuffled order: module docstring), thread CPU time: per run, the
+    median of the paired relative differences and their interquartile range;
+    then the median over runs."""
+    import random
+
+    order = random.Random(0)
     for _ in range(3):  # compile (torch.compile) and warm up, the tool set up first
         for fn in variants.values():
             fn()
-    with FlopCounter() as probe:
-        variants["uncounted"]()
-    label = "compiled (inductor)" if compiled else "eager"
-    print(f"Small Llama CPU training step, {label} (d={hidden}, L=4, batch {batch} x {seq}, "
-          f"AdamW), {torch.get_num_threads()} thread, thread CPU time; model FLOPs/step "
-          f"{probe.model_flops:,}; {runs} run(s) of {steps} interleaved rounds")
-    pairs = {"uncounted again": "uncounted", "FlopCounter() per step": "uncounted",
-             "FlopCounter() reused": "uncounted", "twin, MFUOptimizerWrapper": "twin, plain"}
     medians: dict[str, list[float]] = {name: [] for name in pairs}
     names = list(variants)
     for run in range(runs):
         times: dict[str, list[float]] = {name: [] for name in variants}
-        for i in range(steps):
-            for name in names[i % len(names):] + names[:i % len(names)]:
+        for _ in range(steps):
+            for name in order.sample(names, len(names)):
                 gc.disable()
                 t0 = time.thread_time()
                 variants[name]()
@@ -301,6 +313,28 @@ def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compile
     if runs > 1:
         print("  median over runs: " + ", ".join(
             f"{name} {100 * statistics.median(m):+.2f}%" for name, m in medians.items()))
+
+
+def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compiled: bool) -> None:
+    """The small Llama CPU training step, every variant interleaved (in a
+    shuffled order each round), thread CPU time: per run, the median of the
+    paired relative differences against the uncounted step of the same round
+    and their interquartile range; the uncounted step against itself is the
+    machine's spread. Then the median over runs. The module table after, on
+    its own."""
+    main, table = _training_variants(hidden, seq, batch, compiled)
+    main["uncounted"]()
+    with FlopCounter() as probe:
+        main["uncounted"]()
+    label = "compiled (inductor)" if compiled else "eager"
+    print(f"Small Llama CPU training step, {label} (d={hidden}, L=4, batch {batch} x {seq}, "
+          f"AdamW), {torch.get_num_threads()} thread, thread CPU time; model FLOPs/step "
+          f"{probe.model_flops:,}; {runs} run(s) of {steps} interleaved rounds")
+    _interleaved(main, {"uncounted again": "uncounted", "FlopCounter() per step": "uncounted",
+                        "FlopCounter() reused": "uncounted",
+                        "twin, MFUOptimizerWrapper": "twin, plain"}, steps, runs)
+    print("  the per-module table (off by default), on its own:")
+    _interleaved(table, {"FlopCounter(modules=True)": "uncounted"}, steps, runs)
 
 
 def main() -> None:

@@ -81,7 +81,7 @@ def _loop_counter(compiled: Any, opt: Any, tool: bool) -> List[float]:
         if tool:
             from mfu_tracker import FlopCounter
 
-            with FlopCounter() as fc:
+            with FlopCounter(modules=True) as fc:
                 compiled(input_ids=_ids(), labels=_ids()).loss.backward()
             flops.append(fc.model_flops)
         else:
@@ -203,7 +203,7 @@ def _loop_fabric(compiled: Any, tool: bool) -> List[float]:
     tracker = fabric_tracker(fabric, peak_tflops=PEAK_TFLOPS, clock="cpu", warmup=0)
     flops: List[float] = []
     for _ in range(STEPS + 1):
-        with FlopCounter() as fc:
+        with FlopCounter(modules=True) as fc:
             with tracker.phase("forward"):
                 loss = model(input_ids=_ids(), labels=_ids()).loss
             with tracker.phase("backward"):
@@ -254,7 +254,7 @@ def run(name: str, tool: bool) -> Dict[str, Any]:
     if tool:
         from mfu_tracker import FlopCounter
 
-        with FlopCounter() as fc:  # the tool is set up before the first compiled call
+        with FlopCounter(modules=True) as fc:  # the tool is set up before the first compiled call
             model(input_ids=_ids(), labels=_ids()).loss.backward()
         eager = fc.model_flops
     else:

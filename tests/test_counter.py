@@ -78,7 +78,7 @@ def test_model_flops_are_known_at_forward_time():
 
 def test_gradient_accumulation_adds_up():
     model = _mlp()
-    fc = FlopCounter()
+    fc = FlopCounter(modules=True)
     for _ in range(3):  # 3 micro-batches, one optimizer step
         with fc:
             model(X).sum().backward()
@@ -119,7 +119,7 @@ def test_hf_gradient_checkpointing():
     ids = torch.randint(0, 128, (2, 16))
 
     def step():
-        with FlopCounter() as fc:
+        with FlopCounter(modules=True) as fc:
             model(input_ids=ids, labels=ids).loss.backward()
         return fc
 
@@ -243,7 +243,7 @@ def test_grouped_mm_direct():
 
 def test_per_module_table():
     model = _mlp()
-    with FlopCounter() as fc:
+    with FlopCounter(modules=True) as fc:
         model(X).sum().backward()
     mods = fc.by_module
     assert list(mods) == ["Sequential", "Sequential.0", "Sequential.1", "Sequential.2"]
@@ -252,9 +252,22 @@ def test_per_module_table():
     assert mods["Sequential.2"].model_flops == 2_048 * 3
     text = fc.table()
     assert "model FLOPs (MFU)" in text and "14,336" in text and "aten::addmm" in text
-    with FlopCounter(modules=False) as bare:
-        model(X)
-    assert bare.by_module == {} and bare.forward_flops == FWD
+    assert "% model" in text
+
+
+def test_module_table_is_off_by_default_and_says_so():
+    model = _mlp()
+    with FlopCounter() as bare:  # the default: totals only, no Module.__call__ wrapper
+        assert torch.nn.Module.__call__ is torch.nn.Module._wrapped_call_impl
+        model(X).sum().backward()
+    assert bare.model_flops == 14_336 and bare.forward_flops == FWD
+    # never an empty table that reads as "no module ran a counted op"
+    with pytest.raises(RuntimeError, match=r"by_module.*modules=True"):
+        bare.by_module
+    text = bare.table()
+    assert "aten::addmm" in text and "14,336" in text
+    assert "per module: not recorded; FlopCounter(modules=True)" in text
+    assert "% model" not in text
 
 
 def test_nested_counters_each_count_their_block():

@@ -70,11 +70,11 @@ def test_module_call_is_restored_and_other_threads_are_not_attributed():
 
     def other_thread() -> None:
         lin(x)  # a module call on a thread without a counter: not attributed
-        with FlopCounter() as inner:
+        with FlopCounter(modules=True) as inner:
             lin(x)
         seen["inner"] = inner.by_module
 
-    with FlopCounter() as fc:
+    with FlopCounter(modules=True) as fc:
         assert torch.nn.Module.__call__ is not ORIGINAL_CALL
         t = threading.Thread(target=other_thread)
         t.start()
@@ -85,20 +85,45 @@ def test_module_call_is_restored_and_other_threads_are_not_attributed():
     assert {k: (v.forward_flops, v.calls)
             for k, v in seen["inner"].items()} == {"Linear": (fwd, 1)}  # type: ignore[union-attr]
     # the wrapper stays while a counter with a module table lives (no
-    # per-block swap), and goes with the last one
+    # per-block swap), and goes at the first module call after the last one
     seen.clear()
     del fc
     gc.collect()
+    lin(x)
     assert torch.nn.Module.__call__ is ORIGINAL_CALL
+
+
+def test_module_wrapper_is_installed_once_for_a_new_table_per_step():
+    """A loop making a new FlopCounter(modules=True) each step swaps
+    Module.__call__ once, not twice a step (each swap invalidates every
+    module class's attribute cache); a counter without a table, or the first
+    module call after the last table is gone, puts it back."""
+    gc.collect()
+    lin = torch.nn.Linear(8, 4)
+    x = torch.randn(2, 8)
+    lin(x)  # a wrapper left by earlier tests' counters goes now
+    assert torch.nn.Module.__call__ is ORIGINAL_CALL
+    fwd = 2 * 2 * 8 * 4
+    for _ in range(5):
+        with FlopCounter(modules=True) as fc:
+            lin(x)
+        assert fc.by_module["Linear"].forward_flops == fwd
+        del fc  # the table is gone before the next step's counter starts
+        gc.collect()
+        assert torch.nn.Module.__call__ is not ORIGINAL_CALL  # not put back between steps
+    with FlopCounter() as plain:  # a counter without a table puts it back first
+        assert torch.nn.Module.__call__ is ORIGINAL_CALL
+        lin(x)
+    assert plain.forward_flops == fwd
 
 
 def test_nested_module_tables_and_reset():
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Linear(8, 2))
     x = torch.randn(3, 8)
-    outer = FlopCounter()
+    outer = FlopCounter(modules=True)
     with outer:
         model(x)
-        with FlopCounter() as inner:
+        with FlopCounter(modules=True) as inner:
             model(x)
         outer.reset()
         model(x)
@@ -138,3 +163,35 @@ def test_overloads_of_one_op_count_under_its_name():
         torch.mm(a, b)
         torch.mm(a, b, out=out)  # aten::mm.out
     assert fc.by_op == {"aten::mm": (2, 2 * (2 * 4 * 5 * 6))}
+
+
+def test_module_rows_add_each_name_into_the_names_it_is_inside(monkeypatch):
+    """module_rows (linear: a table read every step) against its definition
+    written out: a row's FLOPs are its own plus those of every name that
+    starts with it and a dot; calls are its own; first-call order kept."""
+    import random
+
+    from mfu_tracker.flops.counter import _module_table
+
+    def by_definition(per_token: dict, names: list) -> dict:
+        own: dict = {}
+        for token in sorted(per_token):
+            row = own.setdefault(names[token], [0, 0, 0])
+            for i, value in enumerate(per_token[token]):
+                row[i] += value
+        return {name: [sum(r[0] for o, r in own.items() if o == name or o.startswith(name + ".")),
+                       sum(r[1] for o, r in own.items() if o == name or o.startswith(name + ".")),
+                       calls] for name, (_, _, calls) in own.items()}
+
+    rng = random.Random(0)
+    parts = ["Root", "layers", "0", "1", "mlp", "Rootx", "layers.1x"]
+    for _ in range(200):
+        names = [""] + [".".join(rng.choice(parts) for _ in range(rng.randint(1, 4)))
+                        for _ in range(rng.randint(1, 20))]
+        monkeypatch.setattr(_module_table, "_names", names)
+        per_token = {rng.randint(1, len(names) - 1): (rng.randint(0, 9), rng.randint(0, 9),
+                                                       rng.randint(0, 3))
+                     for _ in range(len(names))}
+        got = _module_table.module_rows(per_token)
+        want = by_definition(per_token, names)
+        assert got == want and list(got) == list(want)

@@ -249,7 +249,7 @@ def test_flop_counter_uses_are_flat():
 
     def body(n: int) -> None:
         for _ in range(n):
-            with FlopCounter() as fc:
+            with FlopCounter(modules=True) as fc:
                 model(x).sum().backward()
             fc.model_flops, fc.executed_flops, fc.by_module, fc.by_op
             model.zero_grad(set_to_none=True)

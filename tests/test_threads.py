@@ -318,7 +318,7 @@ def test_counters_on_several_threads_count_only_their_own_ops():
         model = torch.nn.Linear(16, 8, bias=False)
 
         def run() -> tuple:
-            with FlopCounter() as fc:
+            with FlopCounter(modules=True) as fc:
                 for _ in range(calls):
                     torch.mm(a, b)
                 with torch.no_grad():

@@ -279,7 +279,7 @@ def costs_row(report: Report, loop: Loop, spec: Any) -> None:
 
 def _counting_cost(loop: Loop, reps: int) -> Dict[str, float]:
     """Counting a step's FLOPs, end to end: ``reps`` pairs of the same forward +
-    backward without and with a ``FlopCounter()`` (module table on), this
+    backward without and with a ``FlopCounter()`` (its defaults: no module table), this
     thread's CPU time, interleaved so the machine's noise hits both alike.
     The paired differences' median and quartiles, and the best-of difference
     (contention only adds time, so the two fastest runs compare cleanest)."""

@@ -15,7 +15,7 @@ changing batch) are exact::
     fc.model_flops      # MFU numerator (DESIGN §3)
     fc.executed_flops   # HFU numerator (= fc.hfu_flops)
     fc.flops_by_dtype   # {"bf16": ..., "fp8": ...}: model FLOPs by compute dtype
-    print(fc.table())
+    print(fc.table())   # totals and ops; per module with FlopCounter(modules=True)
 
 Numbers (FLOPs, one multiply-add = 2):
 
@@ -139,12 +139,14 @@ from ._audit import UncountedOp, heavy_message, uncounted_ops
 from ._backend import KeyHold, fall_back, get_backend
 from ._compiled import apply_deferred
 from ._graphs import counting, watch_cuda_graphs
-from ._module_table import ModuleTable, module_rows, table_rows
+from ._module_table import ModuleTable, module_rows, restore_if_unused, table_rows
 from ._totals import CounterTotals, ModuleFlops, format_flops
 
 __all__ = ["FlopCounter"]
 
 _enter_lock = threading.Lock()
+_NO_MODULES = ("not recorded; FlopCounter(modules=True) attributes FLOPs to modules "
+               "(it costs more per step: docs/performance.md)")
 
 
 class FlopCounter:
@@ -154,10 +156,13 @@ class FlopCounter:
     Args:
         causal_attention: ``"full"`` (default: the whole s² of causal
             attention, PaLM / FlopCounterMode) or ``"half"`` (Megatron).
-        modules: attribute FLOPs to the modules whose forward ran them
-            (``nn.Module.__call__`` is wrapped while such a counter is
-            active; see mfu_tracker/flops/counter/_module_table.py); ``table()`` and
-            ``by_module`` need it.
+        modules: also attribute FLOPs to the modules whose forward ran them
+            (:attr:`by_module`, the module rows of :meth:`table`). Off by
+            default: ``nn.Module.__call__`` is wrapped while such a counter
+            lives (mfu_tracker/flops/counter/_module_table.py), which costs
+            about 1-2% of a small eager training step (docs/performance.md),
+            against at most 1% for the totals alone. Turn it on to see where
+            the FLOPs are, not on every step.
         audit: also record the ops outside the FLOP table that took
             tensors and during which nothing was counted (a composite op
             whose parts count is covered): :meth:`uncounted` lists them,
@@ -181,7 +186,7 @@ class FlopCounter:
     exiting it on another thread (``RuntimeError``).
     """
 
-    def __init__(self, *, causal_attention: str = "full", modules: bool = True,
+    def __init__(self, *, causal_attention: str = "full", modules: bool = False,
                  audit: bool = False) -> None:
         check_causal_attention(causal_attention)
         check_flag(modules, "modules")
@@ -220,6 +225,8 @@ class FlopCounter:
         counting.active = getattr(counting, "active", 0) + 1
         if self._table is not None:
             self._table.start(backend)
+        else:
+            restore_if_unused()  # a wrapper left by module tables that are gone
         return self
 
     def _checked_backend(self) -> Any:
@@ -422,9 +429,13 @@ class FlopCounter:
     @property
     def by_module(self) -> dict[str, ModuleFlops]:
         """Module name (``Root.child.grandchild``) -> its forward calls' FLOPs,
-        submodules included, in first-call order."""
+        submodules included, in first-call order.
+
+        Raises ``RuntimeError`` on a counter made without ``modules=True``
+        (it attributed nothing: an empty table would read as "no module
+        ran a counted op")."""
         if self._table is None:
-            return {}
+            raise RuntimeError(f"FlopCounter.by_module: {_NO_MODULES}")
         return {name: ModuleFlops(*row)
                 for name, row in module_rows(self._current(True)["modules"]).items()}
 
@@ -444,7 +455,8 @@ class FlopCounter:
                 "recompute not in model FLOPs")
 
     def table(self, depth: int | None = 3, *, collapse_repeats: bool = True) -> str:
-        """A readable table: totals, per op, and per module.
+        """A readable table: totals, per op, and per module (with
+        ``modules=True``; without, one line says how to get the module rows).
 
         Args:
             depth: module levels shown (``None``: all).
@@ -472,8 +484,11 @@ class FlopCounter:
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")
             for name, (calls, flops) in sorted(t["ops"].items(), key=lambda kv: -kv[1][1]):
                 lines.append(f"  {name:<56}{calls:>8}  {format_flops(flops):>16}")
-        rows = (table_rows(module_rows(t["modules"]), depth, collapse_repeats)
-                if self._table is not None else [])
+        if self._table is None:
+            lines.append("")
+            lines.append(f"  per module: {_NO_MODULES}")
+            return "\n".join(lines)
+        rows = table_rows(module_rows(t["modules"]), depth, collapse_repeats)
         if rows:
             total_model = t["model_flops"] or 1
             lines.append("")

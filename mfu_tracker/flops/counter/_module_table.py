@@ -1,10 +1,15 @@
 """Per-module attribution of counted FLOPs (``FlopCounter.by_module`` and
 the module rows of ``FlopCounter.table()``), from a cheap stack.
 
-How modules are seen: while at least one counter with ``modules=True``
-exists in the process (from its first ``with`` block until it is garbage
-collected), ``torch.nn.Module.__call__`` is replaced by
-:func:`_counting_call`. On a thread with an active table, a module call gets
+How modules are seen: from the first ``with`` block of a counter with
+``modules=True``, ``torch.nn.Module.__call__`` is replaced by
+:func:`_counting_call`. It is put back once no such counter is alive (all
+garbage collected), at the first module call outside a counted block or the
+start of a counter without a table, whichever comes first -- not when the
+last table dies: a loop making a new ``FlopCounter(modules=True)`` per step
+would then swap it twice a step, and each swap (a class attribute of
+``nn.Module``) invalidates the attribute caches of every module class: in a
+small eager step that cost more than the table itself. On a thread with an active table, a module call gets
 a *token* -- one per (parent token, module), named once -- and tells the
 backend that it is now the innermost module (``module_enter``: one C call
 setting a thread-local int; ``module_exit`` restores the previous one). The
@@ -43,12 +48,12 @@ from typing import Any, Callable, Mapping
 
 from . import _compiled
 
-__all__ = ["ModuleTable", "module_path", "module_rows"]
+__all__ = ["ModuleTable", "module_path", "module_rows", "restore_if_unused"]
 
 _lock = threading.Lock()
 _threads: dict[int, _ThreadState] = {}  # thread id -> its active tables and stack
 _users = 0                                # live tables that installed the wrapper
-_original: Any = None                     # Module.__call__ while replaced
+_original: Any = None                     # Module.__call__ while replaced (None: not)
 _wrapped: Any = None                      # Module._wrapped_call_impl
 _compiling: Any = None
 _enter: Callable[[int], int] = lambda token: 0   # the backend's module_enter
@@ -77,6 +82,8 @@ def _counting_call(self: Any, *args: Any, **kwargs: Any) -> Any:
         return _wrapped(self, *args, **kwargs)
     state = _threads.get(_get_ident())
     if state is None:
+        if not _users:  # every table is gone: put Module.__call__ back
+            restore_if_unused()
         return _wrapped(self, *args, **kwargs)
     if _compiled._deferred and "torch._dynamo" in _modules:  # compile came into use:
         _compiled.apply_deferred()                             # before its first call
@@ -116,10 +123,10 @@ def _install(enter: Callable[[int], int], exit_: Callable[[int], None]) -> None:
     import torch
 
     with _lock:
-        if _users == 0:
+        _enter, _exit = enter, exit_
+        if _original is None:  # not still in place from earlier tables
             _wrapped = torch.nn.Module._wrapped_call_impl
             _compiling = torch.compiler.is_compiling
-            _enter, _exit = enter, exit_
             _original = torch.nn.Module.__call__
             torch.nn.Module.__call__ = _counting_call  # type: ignore[method-assign]
         _users += 1
@@ -138,12 +145,21 @@ def _skip_as_top_frame() -> None:
 
 
 def _uninstall() -> None:
-    global _users, _original
+    """A table is gone; the wrapper stays until :func:`restore_if_unused`."""
+    global _users
+    with _lock:
+        _users -= 1
+
+
+def restore_if_unused() -> None:
+    """Put ``Module.__call__`` back when no table is alive (module docstring)."""
+    global _original
+    if _original is None or _users:
+        return
     import torch
 
     with _lock:
-        _users -= 1
-        if _users == 0:
+        if _original is not None and not _users:
             torch.nn.Module.__call__ = _original  # type: ignore[method-assign]
             _original = None
 
@@ -162,8 +178,9 @@ def _activate(table: ModuleTable, on: bool) -> None:
 
 
 class ModuleTable:
-    """The module attribution of one counter: installs the wrapper (until
-    the table is garbage collected) and activates it on the counter's
+    """The module attribution of one counter: keeps the wrapper installed
+    (until the table is garbage collected; it is put back later, module
+    docstring) and activates it on the counter's
     thread while the counter is active. The counts live in the backend
     (``modules`` of its totals: token -> (forward, model, calls))."""
 
@@ -174,7 +191,7 @@ class ModuleTable:
         self.installed = False
 
     def start(self, backend: Any) -> None:
-        if not self.installed:  # until this table is garbage collected (__del__)
+        if not self.installed:  # held until this table is garbage collected (__del__)
             _install(backend.module_enter, backend.module_exit)
             self.installed = True
         _skip_as_top_frame()  # every block: torch._dynamo.reset() may forget it (cheap)
@@ -211,12 +228,27 @@ def module_rows(per_module: Mapping[int, tuple[int, int, int]]) -> dict[str, lis
         row[0] += forward
         row[1] += model
         row[2] += calls
-    out: dict[str, list[int]] = {}
-    for name, (_, _, calls) in own.items():
-        prefix = name + "."
-        inner = [row for other, row in own.items() if other == name or other.startswith(prefix)]
-        out[name] = [sum(r[0] for r in inner), sum(r[1] for r in inner), calls]
+    out = {name: [0, 0, calls] for name, (_, _, calls) in own.items()}
+    for name, (forward, model, _) in own.items():
+        # into the row of each name this one is inside (a dotted prefix):
+        # linear in the names, as the table may be read every step
+        for outer in _prefixes.get(name) or _dotted_prefixes(name):
+            row = out.get(outer)
+            if row is not None:
+                row[0] += forward
+                row[1] += model
     return out
+
+
+_prefixes: dict[str, tuple[str, ...]] = {}  # name -> itself and its dotted prefixes
+
+
+def _dotted_prefixes(name: str) -> tuple[str, ...]:
+    parts = name.split(".")
+    prefixes = tuple(".".join(parts[:n]) for n in range(len(parts), 0, -1))
+    if len(_prefixes) < 100_000:  # names are few (one per module path); bounded anyway
+        _prefixes[name] = prefixes
+    return prefixes
 
 
 _INDEX = re.compile(r"\.\d+(?=\.|$)")
