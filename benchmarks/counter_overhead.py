@@ -14,16 +14,17 @@
 2. End to end: a real CPU training step (forward, backward, AdamW) of a
    small Llama (d=128, L=4, batch 2 x 128, ~30-40 ms), eager and then
    compiled (``torch.compile``, inductor), with every variant interleaved in
-   each round (in a shuffled order, seeded: a variant that always ran after
-   the twin model's step, whose weights evict this one's from the caches,
-   would be slower for it, not for what it counts): uncounted, uncounted
-   again (the machine's own spread: the same step against itself), counted
-   every step with the defaults as the README shows it (a new
-   ``FlopCounter()`` per step), one counter reused, and the step through
-   ``MFUOptimizerWrapper`` with its defaults on a twin model against the
-   twin without it; then, on their own, uncounted against a new
+   each round, in a shuffled order (seeded): uncounted, uncounted again (the
+   machine's own spread: the same step against itself), counted every step
+   with the defaults as the README shows it (a new ``FlopCounter()`` per
+   step), and one counter reused. Then, each set on its own: the step
+   through ``MFUOptimizerWrapper`` with its defaults on a twin model against
+   the twin without it; and uncounted against a new
    ``FlopCounter(modules=True)`` per step (the per-module table, off by
-   default: what turning it on costs). Per run: the median
+   default: what turning it on costs). Apart, because a step that follows
+   the other model's step finds its weights evicted from the caches (a
+   rotating order made that a bias of up to 0.75%; shuffled, it is noise),
+   and a live module table puts its wrapper in every variant's step. Per run: the median
    of the paired relative differences (same round) and their interquartile
    range; ``--runs`` runs and the median over them (target <= 1%).
 3. Per op call (``--only ops``): a loop of one counted op (``mm`` of meta
@@ -217,16 +218,16 @@ def _spread(diffs: list[float]) -> tuple[float, float, float]:
 
 
 def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
-    """The interleaved variants of one small Llama training step (forward,
-    backward, AdamW): uncounted twice (A and A', the machine's own run-to-run
+    """Three sets of interleaved variants of one small Llama training step
+    (forward, backward, AdamW), each set timed on its own (module
+    docstring): uncounted twice (A and A', the machine's own run-to-run
     spread), counted with the defaults as the README shows it (a new
-    ``FlopCounter()`` per step, model FLOPs read), one counter reused over
-    steps, and the same step trained through ``MFUOptimizerWrapper`` with its
-    defaults (counting every step) on a twin of the model. Second, apart (no
-    module table may be alive while the first set runs: its wrapper of
-    ``nn.Module.__call__`` would be in every variant's step): a new
-    ``FlopCounter(modules=True)`` per step, its table read, the last one kept
-    as a loop's ``with FlopCounter(modules=True) as fc`` keeps it."""
+    ``FlopCounter()`` per step, model FLOPs read) and one counter reused over
+    steps; the same step on a twin of the model, plain and trained through
+    ``MFUOptimizerWrapper`` with its defaults (counting every step); and
+    uncounted against a new ``FlopCounter(modules=True)`` per step, its
+    table read, the last one kept as a loop's ``with
+    FlopCounter(modules=True) as fc`` keeps it."""
     from mfu_tracker import MFUOptimizerWrapper, user_gpu_spec
 
     def make():
@@ -276,13 +277,14 @@ def _training_variants(hidden: int, seq: int, batch: int, compiled: bool):
         wrapped.optimizer.zero_grad(set_to_none=True)
 
     main = {"uncounted": train_step, "uncounted again": train_step,
-            "FlopCounter() per step": counted_new, "FlopCounter() reused": counted_reused,
-            "twin, plain": twin_plain, "twin, MFUOptimizerWrapper": wrapper_step}
+            "FlopCounter() per step": counted_new, "FlopCounter() reused": counted_reused}
+    twins = {"twin, plain": twin_plain, "twin, MFUOptimizerWrapper": wrapper_step}
     table = {"uncounted": train_step, "FlopCounter(modules=True)": counted_modules}
-    return main, table
+    return main, twins, table
 
 
-def _interleaved(variants: dict, pairs: dict[str, str], steps: int, runs: int) -> None:
+def _interleaved(variants: dict, pairs: dict[str, str], steps: int, runs: int,
+                 base: str = "uncounted") -> None:
     """``runs`` runs of ``steps`` rounds, every variant once a round (in a
     seeded shuffled order: module docstring), thread CPU time: per run, the
     median of the paired relative differences and their interquartile range;
@@ -304,7 +306,7 @@ def _interleaved(variants: dict, pairs: dict[str, str], steps: int, runs: int) -
                 variants[name]()
                 times[name].append(time.thread_time() - t0)
                 gc.enable()
-        print(f"  run {run + 1}: uncounted step median {statistics.median(times['uncounted']) * 1e3:.2f} ms")
+        print(f"  run {run + 1}: {base} step median {statistics.median(times[base]) * 1e3:.2f} ms")
         for name, base in pairs.items():
             med, q1, q3 = _spread([(c - u) / u for c, u in zip(times[name], times[base])])
             medians[name].append(med)
@@ -320,9 +322,9 @@ def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compile
     shuffled order each round), thread CPU time: per run, the median of the
     paired relative differences against the uncounted step of the same round
     and their interquartile range; the uncounted step against itself is the
-    machine's spread. Then the median over runs. The module table after, on
-    its own."""
-    main, table = _training_variants(hidden, seq, batch, compiled)
+    machine's spread. Then the median over runs. The integration and the
+    module table after, each on its own."""
+    main, twins, table = _training_variants(hidden, seq, batch, compiled)
     main["uncounted"]()
     with FlopCounter() as probe:
         main["uncounted"]()
@@ -331,8 +333,10 @@ def bench_step(steps: int, runs: int, hidden: int, seq: int, batch: int, compile
           f"AdamW), {torch.get_num_threads()} thread, thread CPU time; model FLOPs/step "
           f"{probe.model_flops:,}; {runs} run(s) of {steps} interleaved rounds")
     _interleaved(main, {"uncounted again": "uncounted", "FlopCounter() per step": "uncounted",
-                        "FlopCounter() reused": "uncounted",
-                        "twin, MFUOptimizerWrapper": "twin, plain"}, steps, runs)
+                        "FlopCounter() reused": "uncounted"}, steps, runs)
+    print("  the integration, on a twin of the model:")
+    _interleaved(twins, {"twin, MFUOptimizerWrapper": "twin, plain"}, steps, runs,
+                 base="twin, plain")
     print("  the per-module table (off by default), on its own:")
     _interleaved(table, {"FlopCounter(modules=True)": "uncounted"}, steps, runs)
 

@@ -160,9 +160,9 @@ class FlopCounter:
             (:attr:`by_module`, the module rows of :meth:`table`). Off by
             default: ``nn.Module.__call__`` is wrapped while such a counter
             lives (mfu_tracker/flops/counter/_module_table.py), which costs
-            about 1-2% of a small eager training step (docs/performance.md),
-            against at most 1% for the totals alone. Turn it on to see where
-            the FLOPs are, not on every step.
+            about 2.4% of a small eager training step and 1.6% of a compiled
+            one (docs/performance.md), against under 1% for the totals
+            alone. Turn it on to see where the FLOPs go, not on every step.
         audit: also record the ops outside the FLOP table that took
             tensors and during which nothing was counted (a composite op
             whose parts count is covered): :meth:`uncounted` lists them,
