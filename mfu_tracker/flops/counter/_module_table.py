@@ -9,7 +9,9 @@ start of a counter without a table, whichever comes first -- not when the
 last table dies: a loop making a new ``FlopCounter(modules=True)`` per step
 would then swap it twice a step, and each swap (a class attribute of
 ``nn.Module``) invalidates the attribute caches of every module class: in a
-small eager step that cost more than the table itself. On a thread with an active table, a module call gets
+small eager step that cost more than the table itself.
+
+On a thread with an active table, a module call gets
 a *token* -- one per (parent token, module), named once -- and tells the
 backend that it is now the innermost module (``module_enter``: one C call
 setting a thread-local int; ``module_exit`` restores the previous one). The
