@@ -55,10 +55,10 @@ static void test_presets(void)
     CHECK(strcmp(mfu_convention_value_name(MFU_CHOICE_WINDOWS, 2), "half_span") == 0);
     CHECK(mfu_convention_value_name(MFU_CHOICE_CAUSAL, 2) == NULL);
     CHECK(mfu_convention_choice_name(MFU_CONVENTION_CHOICES) == NULL);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), &ours, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), NULL, &ours, &field) ==
           MFU_OK);
     CHECK(ours.model_flops == ours.ours_model_flops);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &verl, &field) == MFU_OK);
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), NULL, &verl, &field) == MFU_OK);
     /* verl, per token: matmul weights 2 * (64 * (64 + 32 + 32 + 64) + 3 * 64 * 96)
      * = 2 * 30,720 = 61,440 + lm_head 8,192 + embedding 8,192 = 77,824, 6 per
      * weight, 16 tokens: 7,471,104; attention 6 * 16^2 * 16 * 4 * 2 layers =
@@ -80,17 +80,17 @@ static void test_preset_refusals(void)
 
     memcpy(bad, choices_of("verl"), sizeof bad);
     bad[MFU_CHOICE_WINDOWS] = 4;
-    CHECK(mfu_convention_compute(&d, &b, NULL, bad, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convention_compute(&d, &b, NULL, bad, NULL, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(field_is(field, "windows"));
     d.num_linear_layers = 1;
     d.linear_num_key_heads = 1;
     d.linear_key_head_dim = 8;
     d.linear_num_value_heads = 1;
     d.linear_value_head_dim = 8;
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &r, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), NULL, &r, &field) ==
           MFU_ERR_INVALID_ARGUMENT);
     CHECK(field_is(field, "num_linear_layers"));
-    CHECK(mfu_convention_compute(NULL, &b, NULL, bad, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convention_compute(NULL, &b, NULL, bad, NULL, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
 }
 
 static void test_context_parallel(void)
@@ -223,7 +223,7 @@ static void test_layers_without_attention(void)
     o.formula = MFU_FORMULA_PALM;
     o.causal = MFU_CAUSAL_FULL;
     CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &whole, &field) == MFU_OK);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), &ours, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), NULL, &ours, &field) ==
           MFU_OK);
     CHECK(ours.model_flops == whole.model_flops);
     o.formula = MFU_FORMULA_MATMUL;
