@@ -43,11 +43,32 @@ def verl_qwen2(c, lengths, head_dim=None):
         6 * _sum_sq(lengths) * hd * c.num_attention_heads * c.num_hidden_layers
 
 
-def verl_qwen3_vl(c, lengths):
+def qwen3_vit(v, images_seqlens):
+    """verl's _estimate_qwen3_vit_flop (line 215), and VeOmni's (line 739)
+    for full training: the same arithmetic."""
+    tokens = sum(images_seqlens)
+    dim, m = v.hidden_size, v.spatial_merge_size
+    patch = dim * v.in_channels * v.temporal_patch_size * v.patch_size * v.patch_size
+    merger = (v.out_hidden_size + dim * m ** 2) * (dim * m ** 2)
+    dense = patch + (dim * v.intermediate_size * 2 + dim * 4 * dim) * v.depth + \
+        merger * len(v.deepstack_visual_indexes) + merger
+    return 6 * dense * tokens + \
+        12 * _sum_sq(images_seqlens) * (dim // v.num_heads) * v.num_heads * v.depth
+
+
+def images_seqlens(grids):
+    """h * w per frame, t frames per grid (verl agent_loop.py line 673, VeOmni
+    helper.py line 119)."""
+    return [h * w for t, h, w in grids for _ in range(t)]
+
+
+def verl_qwen3_vl(c, lengths, grids=()):
     """_estimate_qwen3_vl_flops, line 123: the text_config's numbers with
-    head_dim = hidden_size // num_attention_heads (line 132); no images."""
+    head_dim = hidden_size // num_attention_heads (line 132), + the ViT
+    estimate of the images (line 155)."""
     t = c.text_config
-    return verl_qwen2(t, lengths, head_dim=t.hidden_size // t.num_attention_heads)
+    vit = qwen3_vit(c.vision_config, images_seqlens(grids)) if grids else 0
+    return verl_qwen2(t, lengths, head_dim=t.hidden_size // t.num_attention_heads) + vit
 
 
 def verl_qwen2_moe(c, lengths):
@@ -157,6 +178,32 @@ def veomni_dense_text(c, lengths, head_dim=None):
         12 * _sum_sq(lengths) * hd * c.num_attention_heads * c.num_hidden_layers
 
 
+def veomni_qwen_vit(v, images_seqlens):
+    """_estimate_qwen_vit_flop (line 831), Qwen2.5-VL's tower (no embed_dim),
+    full training."""
+    tokens = sum(images_seqlens)
+    dim, m, heads = v.hidden_size, v.spatial_merge_size, v.num_heads
+    dense = (dim * v.intermediate_size * 3 + dim * 4 * dim) * v.depth + \
+        (v.out_hidden_size + dim * m ** 2) * (dim * m ** 2)
+    full = len(v.fullatt_block_indexes)
+    attn = 12 * _sum_sq(images_seqlens) * (dim // heads) * heads * full
+    if v.depth - full > 0:
+        window = v.window_size // m // v.patch_size * m
+        attn += 12 * tokens * window ** 2 * (dim // heads) * heads * (v.depth - full)
+    return 6 * dense * tokens + attn
+
+
+def veomni_vl(c, lengths, grids=()):
+    """_estimate_qwen2_vl_flops (line 644) / _estimate_qwen3_vl_flops (line
+    677): the text_config's dense text formula + the ViT estimate."""
+    vit = 0
+    if grids:
+        seqlens = images_seqlens(grids)
+        vit = qwen3_vit(c.vision_config, seqlens) if c.model_type == "qwen3_vl" else \
+            veomni_qwen_vit(c.vision_config, seqlens)
+    return veomni_dense_text(c.text_config, lengths) + vit
+
+
 def veomni_llama(c, lengths):
     return veomni_dense_text(c, lengths, head_dim=c.hidden_size // c.num_attention_heads)
 
@@ -205,7 +252,7 @@ def veomni_gpt_oss(c, lengths):
 
 VEOMNI = {"qwen2": veomni_dense_text, "qwen3": veomni_dense_text, "llama": veomni_llama,
           "seed_oss": veomni_llama,
-          "qwen3_vl": lambda c, lengths: veomni_dense_text(c.text_config, lengths),
+          "qwen3_vl": veomni_vl, "qwen2_5_vl": veomni_vl,
           "qwen3_moe": veomni_qwen3_moe, "deepseek_v3": veomni_deepseek_v3,
           "gpt_oss": veomni_gpt_oss}
 

@@ -140,10 +140,16 @@ static mfu_status evaluate(const mfu_transformer_dims *dims, const mfu_batch *ba
     if (mfu_batch_tokens(batch, &tokens) != MFU_OK ||
         attention_forward(&attn_d, batch, c, &attn) != MFU_OK)
         return bad(bf, "seq_lens");
-    if (c[MFU_CHOICE_TOWER] && vision != NULL && vision->dims.kind != MFU_VISION_NONE &&
-        (st = mfu_vision_flops_compute(vision, c[MFU_CHOICE_FORMULA] == MFU_FORMULA_MATMUL,
-                                       c[MFU_CHOICE_FORMULA] != MFU_FORMULA_6N, &v, bf)) != MFU_OK)
-        return st;
+    if (vision != NULL && vision->dims.kind != MFU_VISION_NONE) {
+        /* the framework's ViT estimate stands in for the tower, counted or not */
+        if ((q->bits >> MFU_QUIRK_VIT_ESTIMATE) & 1u)
+            st = mfu_convention_vit_estimate(vision, &v, bf);
+        else if (c[MFU_CHOICE_TOWER])
+            st = mfu_vision_flops_compute(vision, c[MFU_CHOICE_FORMULA] == MFU_FORMULA_MATMUL,
+                                          c[MFU_CHOICE_FORMULA] != MFU_FORMULA_6N, &v, bf);
+        if (st != MFU_OK)
+            return st;
+    }
     extra = 2.0 * (emb - router_weights(&d, c) +
                    mfu_convention_quirk_weights(&d, q, c[MFU_CHOICE_MTP])) * tokens;
     r->forward_flops = w2t + extra + attn + v.forward_flops;

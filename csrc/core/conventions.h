@@ -78,6 +78,7 @@ enum {
     MFU_QUIRK_MTP_NORMS,            /* 3d per MTP layer */
     MFU_QUIRK_PADDED_VOCAB,         /* V padded up to a multiple of vocab_multiple */
     MFU_QUIRK_QUICK_GEGLU,          /* a gated MLP counted as 2 matrices, not 3 */
+    MFU_QUIRK_VIT_ESTIMATE,         /* the tower by the framework's ViT estimate */
     MFU_CONVENTION_QUIRKS
 };
 
@@ -162,5 +163,12 @@ double mfu_convention_quirk_weights(const mfu_transformer_dims *dims,
 void mfu_convention_quirk_attention_dims(const mfu_transformer_dims *dims,
                                          const mfu_convention_quirks *quirks,
                                          mfu_transformer_dims *out);
+
+/* conventions_towers.c: MFU_QUIRK_VIT_ESTIMATE's tower, verl's and VeOmni's
+ * ViT estimate of a Qwen2.5-VL / Qwen3-VL tower over the batch's grids
+ * (full training; any other tower: its count, as vision.h); the grids and
+ * dims checked as mfu_vision_flops_compute does. */
+mfu_status mfu_convention_vit_estimate(const mfu_vision_input *vision, mfu_vision_flops *out,
+                                       const char **bad_field);
 
 #endif /* MFU_CONVENTIONS_H */

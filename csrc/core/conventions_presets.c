@@ -29,8 +29,10 @@ static const mfu_convention_rule verl_rules[] = {
     {.model_types = "qwen2_moe qwen3_moe", .function = "_estimate_qwen2_moe_flops", .line = 318,
      .windows = WIN_SQUARE, .windows_line = 347,
      .quirk_line = {AT(NO_SHARED_EXPERT, 335), AT(ALL_MOE, 339)}},
+    /* the text_config at head_dim = d // H; images by _estimate_qwen3_vit_flop */
     {.model_types = "qwen3_vl", .function = "_estimate_qwen3_vl_flops", .line = 123,
-     .windows = WIN_SQUARE, .windows_line = 152, .quirk_line = {AT(HIDDEN_HEAD_DIM, 132)}},
+     .windows = WIN_SQUARE, .windows_line = 152,
+     .quirk_line = {AT(HIDDEN_HEAD_DIM, 132), AT(VIT_ESTIMATE, 215)}},
     /* MLA: 3 * sum(s^2) * L * (d_qk + d_v) * H (line 310); no MTP */
     {.model_types = "deepseek_v3", .function = "_estimate_deepseek_v3_flops", .line = 264,
      .windows = WIN_PRESET},
@@ -66,10 +68,11 @@ static const mfu_convention_rule veomni_rules[] = {
      * sum(s^2) on every layer (line 259) */
     {.model_types = "qwen2 qwen3", .function = "_estimate_qwen2_flops", .line = 594,
      .windows = WIN_SQUARE, .windows_line = 259},
+    /* the towers by _estimate_qwen_vit_flop / _estimate_qwen3_vit_flop */
     {.model_types = "qwen2_5_vl", .function = "_estimate_qwen2_vl_flops", .line = 644,
-     .windows = WIN_SQUARE, .windows_line = 259},
+     .windows = WIN_SQUARE, .windows_line = 259, .quirk_line = {AT(VIT_ESTIMATE, 831)}},
     {.model_types = "qwen3_vl", .function = "_estimate_qwen3_vl_flops", .line = 677,
-     .windows = WIN_SQUARE, .windows_line = 259},
+     .windows = WIN_SQUARE, .windows_line = 259, .quirk_line = {AT(VIT_ESTIMATE, 739)}},
     /* _compute_qwen3_moe_text_flops (line 262): times num_hidden_layers */
     {.model_types = "qwen3_moe", .function = "_estimate_qwen3_moe_flops", .line = 502,
      .windows = WIN_SQUARE, .windows_line = 297, .quirk_line = {AT(ALL_MOE, 281)}},
@@ -141,7 +144,7 @@ static const mfu_convention conventions[] = {
      .covers = "llama, mistral, qwen2, qwen3, seed_oss, qwen2_moe, qwen3_moe, deepseek_v3, "
                "gemma3_text, gpt_oss, apertus, qwen2_5_vl (text), qwen3_vl (text)",
      .choice = {2, EMB_COUNTED, 1, 1, 0, MFU_CAUSAL_HALF, WIN_SQUARE, 0}, RULES(verl_rules)},
-    /* the vision towers by its own ViT estimates (not reproduced: ours) */
+    /* the towers of qwen2_5_vl / qwen3_vl by its ViT estimates (a quirk) */
     {.name = "veomni", .framework = "VeOmni", .source = "veomni/utils/count_flops.py @ d977449",
      .covers = "llama, qwen2, qwen3, qwen3_moe, seed_oss, deepseek_v3, gpt_oss, qwen2_5_vl, "
                "qwen3_vl",

@@ -15,6 +15,7 @@ static const char *const quirk_names[MFU_CONVENTION_QUIRKS] = {
     [MFU_QUIRK_MTP_NORMS] = "mtp_norms",
     [MFU_QUIRK_PADDED_VOCAB] = "padded_vocab",
     [MFU_QUIRK_QUICK_GEGLU] = "quick_geglu",
+    [MFU_QUIRK_VIT_ESTIMATE] = "vit_estimate",
 };
 
 static const char *const quirk_texts[MFU_CONVENTION_QUIRKS] = {
@@ -32,6 +33,8 @@ static const char *const quirk_texts[MFU_CONVENTION_QUIRKS] = {
     [MFU_QUIRK_MTP_NORMS] = "counts each MTP layer's three norms as matmul weights (3d)",
     [MFU_QUIRK_PADDED_VOCAB] = "counts the logits over the padded vocabulary",
     [MFU_QUIRK_QUICK_GEGLU] = "counts 2 MLP matrices under --quick-geglu, not the 3 it runs",
+    [MFU_QUIRK_VIT_ESTIMATE] = "estimates the vision tower by its own ViT formula (6 x the "
+                               "weights, mergers included, per patch)",
 };
 
 const char *mfu_convention_quirk_name(int quirk)

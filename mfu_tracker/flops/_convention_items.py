@@ -41,11 +41,15 @@ def _quirk_texts() -> dict[str, str]:
 
 
 def where(row: Mapping[str, Any], rule: Mapping[str, Any], line: int = 0) -> str:
-    """``file:line (function) @ commit`` of a rule (at ``line``, else its
-    first line); the preset's source where the rule cites no line."""
+    """``file:line @ commit`` of a line a rule cites, ``file:line (function)
+    @ commit`` of the rule's function; the preset's source where the rule
+    cites no line."""
     file, _, commit = row["source"].partition(" @ ")
-    line = line or rule["line"]
-    return f"{file}:{line} ({rule['function']}) @ {commit}" if line else row["source"]
+    if line and line != rule["line"]:
+        return f"{file}:{line} @ {commit}"
+    if rule["line"]:
+        return f"{file}:{rule['line']} ({rule['function']}) @ {commit}"
+    return row["source"]
 
 
 def _quirk_meaning(name: str, text: str, framework: str, how: Mapping[str, Any],
