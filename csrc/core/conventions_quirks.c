@@ -1,6 +1,8 @@
 /* conventions_quirks.c -- what each quirk of a framework's formula does to
  * the count (conventions.h). The rules that turn them on, with the lines
  * of the frameworks' sources, are in conventions_presets.c. */
+#include <stdint.h>
+
 #include "conventions.h"
 #include "family_hybrid.h"
 
@@ -67,7 +69,9 @@ void mfu_convention_quirk_dims(const mfu_transformer_dims *dims,
     if (on(quirks, MFU_QUIRK_HIDDEN_HEAD_DIM) && out->attention == MFU_ATTENTION_GQA &&
         out->num_heads > 0 && out->hidden_size >= out->num_heads)
         out->head_dim = out->hidden_size / out->num_heads;
+    /* a vocab the validator refuses (<= 0, or past INT64_MAX padded) stays */
     if (on(quirks, MFU_QUIRK_PADDED_VOCAB) && quirks->vocab_multiple > 1 &&
+        out->vocab_size > 0 && out->vocab_size <= INT64_MAX - quirks->vocab_multiple &&
         out->vocab_size % quirks->vocab_multiple != 0)
         out->vocab_size += quirks->vocab_multiple - out->vocab_size % quirks->vocab_multiple;
     if (on(quirks, MFU_QUIRK_QUICK_GEGLU) && out->mlp == MFU_MLP_SWIGLU)

@@ -21,8 +21,8 @@
 static void vit_estimate(const mfu_vision_input *in, mfu_vision_flops *r)
 {
     const mfu_vision_dims *d = &in->dims;
-    const double dd = (double)d->hidden_size, m2 = (double)(d->spatial_merge_size *
-                                                              d->spatial_merge_size);
+    const double dd = (double)d->hidden_size, m = (double)d->spatial_merge_size;
+    const double m2 = m * m, p = (double)d->patch_size;
     const double merger = ((double)d->out_hidden_size + dd * m2) * dd * m2;
     const double depth = (double)d->depth;
     double tokens = 0.0, pairs = 0.0, dense, attn;
@@ -32,8 +32,7 @@ static void vit_estimate(const mfu_vision_input *in, mfu_vision_flops *r)
         pairs += (double)in->grids[i].t * frame * frame;
     }
     if (d->kind == MFU_VISION_QWEN3_VL) {
-        dense = dd * (double)(d->in_channels * d->temporal_patch_size * d->patch_size *
-                              d->patch_size) +
+        dense = dd * (double)d->in_channels * (double)d->temporal_patch_size * p * p +
                 (2.0 * dd * (double)d->intermediate_size + 4.0 * dd * dd) * depth +
                 merger * (1.0 + (double)d->num_deepstack_mergers);
         attn = 12.0 * pairs * dd * depth;
