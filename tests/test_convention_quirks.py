@@ -64,6 +64,17 @@ def test_estimate_under_verl_shows_the_mfu_verl_logs(capsys, tmp_path):
     assert "MFU:                   9.74%" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("convention, formula", [("verl", fw.verl_qwen2_moe),
+                                                  ("veomni", fw.veomni_qwen3_moe)])
+def test_verl_and_veomni_count_every_qwen3_moe_layer_as_moe(convention, formula):
+    cfg = dict(CONFIGS["Qwen3-30B-A3B"], mlp_only_layers=[0, 1])  # two dense layers
+    f = _count(cfg, convention)
+    assert f.model_flops == pytest.approx(formula(hf_config(cfg), PACKED), rel=1e-13)
+    # each dense layer's 3 x 2048 x 6144 MLP becomes the router 2048 x 128 +
+    # 8 experts of 3 x 2048 x 768 (the same 37,748,736): 262,144 more a layer
+    assert _items(f)["every_layer_moe"]["delta_flops"] == 6 * T * 2 * 2048 * 128
+
+
 def test_verl_qwen3_vl_takes_head_dim_from_hidden_size_and_its_vit_estimate():
     c = hf_config(QWEN3_VL_4B)
     f = _count(QWEN3_VL_4B, "verl")

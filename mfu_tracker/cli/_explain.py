@@ -48,7 +48,10 @@ def _count(args: argparse.Namespace, convention: Optional[str]) -> Any:
 
 
 def _pct(share: float) -> str:
-    """A share of our count as a signed percentage (4 decimals below 0.01%)."""
+    """A share of our count as a signed percentage (4 decimals below 0.01%,
+    two significant digits below 0.0001%)."""
+    if 0 < abs(share) < 5e-7:
+        return f"{share * 100:+.1e}%"
     return f"{share * 100:+.4f}%" if 0 < abs(share) < 5e-5 else f"{share:+.2%}"
 
 
