@@ -142,7 +142,7 @@ static const mfu_convention conventions[] = {
      * formula (no tower) */
     {.name = "verl", .framework = "verl", .source = "verl/utils/flops_counter.py @ b178a3c",
      .covers = "llama, mistral, qwen2, qwen3, seed_oss, qwen2_moe, qwen3_moe, deepseek_v3, "
-               "gemma3_text, gpt_oss, apertus, qwen2_5_vl (text), qwen3_vl (text)",
+               "gemma3_text, gpt_oss, apertus, qwen2_5_vl (text), qwen3_vl",
      .choice = {2, EMB_COUNTED, 1, 1, 0, MFU_CAUSAL_HALF, WIN_SQUARE, 0}, RULES(verl_rules)},
     /* the towers of qwen2_5_vl / qwen3_vl by its ViT estimates (a quirk) */
     {.name = "veomni", .framework = "VeOmni", .source = "veomni/utils/count_flops.py @ d977449",
