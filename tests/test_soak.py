@@ -389,6 +389,14 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("convention_flops", _C.convention_flops, dims, verl, batch_size=I(300), seq_len=I(2048))
     add("convention_flops", _C.convention_flops, dims, {S("causal"): S("sideways")},
         batch_size=I(300), seq_len=I(2048), exc=TypeError)
+    add("convention_flops", _C.convention_flops, dims, verl,
+        quirks=[S("padded_vocab"), S("no_shared_expert")], vocab_multiple=I(300),
+        batch_size=I(300), seq_len=I(2048))
+    add("convention_flops", _C.convention_flops, dims, verl, quirks=[S("sideways")],
+        batch_size=I(300), seq_len=I(2048), exc=ValueError)
+    add("convention_rule", _C.convention_rule, S("verl"), S("qwen2_moe"))
+    add("convention_rule", _C.convention_rule, S("deepspeed"), S("llama"), exc=ValueError)
+    add("convention_quirks", _C.convention_quirks)
     add("context_parallel_flops", _C.context_parallel_flops, dims, options, I(512), I(300),
         S("ulysses"), batch_size=I(300), seq_len=I(2048))
     add("context_parallel_flops", _C.context_parallel_flops, dims, options, I(512), I(600),

@@ -32,8 +32,9 @@
  *     vision_tiles.h  fixed-resolution towers on tiles (SigLIP / Gemma 3,
  *                     CLIP and SigLIP under LLaVA, Llama 4)
  *     families.h  which blocks each HuggingFace model_type uses
- *   conventions.h other frameworks' MFU formulas as presets of choices, and
- *                 the difference from ours choice by choice
+ *   conventions.h other frameworks' MFU formulas as presets of choices with
+ *                 rules by model type and their quirks, and the difference
+ *                 from ours item by item
  *   context_parallel.h  one rank's share of a batch under context
  *                 parallelism (Ulysses, ring / all-gather KV)
  *   ops.h         the table of counted aten ops and mfu_op_count: one op

@@ -11,6 +11,7 @@ import sys
 from typing import Any, List, Optional, Sequence
 
 from .._dtypes import normalize_dtype
+from ._convention_flags import add_quick_geglu, convention_spec
 from ._errors import CliError
 from ._flag_types import int_at_least, positive_float
 from ._peak_flags import resolve_peak_flags
@@ -80,6 +81,8 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
     if args.lora and args.lora_rank is None:
         # transformer_flops() takes LoRA from lora_rank: without it --lora was dropped.
         raise CliError("--lora with --model needs --lora-rank (the adapters' rank)")
+    if args.quick_geglu is not None and (args.convention or "").lower() != "megatron":
+        raise CliError("--quick-geglu is Megatron-LM's flag: it needs --convention megatron")
     config = resolve_model_config(args.model, argument="--model")
     images = _grids(args.image_grid, "--image-grid")
     videos = _grids(args.video_grid, "--video-grid")
@@ -89,7 +92,7 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
         image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels,
-        convention=args.convention,
+        convention=convention_spec(args.convention, args.quick_geglu),
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
     return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
@@ -171,6 +174,7 @@ def add_parser(sub: Any) -> None:
     what.add_argument("--formula", choices=["6n", "palm", "matmul"], help="FLOP formula (default palm for --model)")
     what.add_argument("--convention", help="count as another framework does (verl, veomni, "
                       "megatron, torchtitan, nanogpt); `mfu-tracker explain` itemizes why")
+    add_quick_geglu(what)
     what.add_argument("--causal-attention", choices=["full", "half"], default=None,
                       help="count the causal attention square in full (PaLM, default) or half (Megatron)")
     what.add_argument("--lora", action="store_true", help="frozen base weights: no weight-gradient FLOPs")

@@ -36,3 +36,18 @@ def positive_float(text: str) -> float:
     if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
+
+
+def seq_lens(text: str) -> List[int]:
+    """Comma-separated sequence lengths, each >= 1 ("1500,700,2048")."""
+    try:
+        lengths = [int(p) for p in text.split(",")]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated lengths >= 1, e.g. 1500,700,2048, got {text!r}")
+    return lengths
+
+
+seq_lens.__name__ = "lengths"  # argparse names the type in its messages

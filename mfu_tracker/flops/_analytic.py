@@ -248,7 +248,7 @@ def transformer_flops(
     lora_rank: int | None = None,
     lora_targets: Any = None,
     activation_recompute: str = "none",
-    convention: str | None = None,
+    convention: str | Mapping[str, Any] | None = None,
     context_parallel: int | None = None,
     cp_rank: int = 0,
     cp_mode: str = "ring",
@@ -338,12 +338,17 @@ def transformer_flops(
             again). Changes ``hardware_flops`` only.
         convention: count as another framework does: ``"verl"``,
             ``"veomni"``, ``"megatron"``, ``"torchtitan"``, ``"nanogpt"``
-            (``"mfu_tracker"``: ours). A preset of every choice (formula,
-            embedding, lm_head, router, MTP, causal, windows, vision tower);
+            (``"mfu_tracker"``: ours), or a mapping with ``"name"`` and the
+            framework's options (``{"name": "megatron", "quick_geglu":
+            False}``; docs/framework-conventions.md). A preset of every
+            choice (formula, embedding, lm_head, router, MTP, causal,
+            windows, vision tower) and, per model type, the framework's
+            function with its quirks; a type the framework has no formula
+            for is a ``ValueError`` naming what the framework logs.
             ``formula``, ``causal_attention``, ``include_embedding`` and
             ``include_lm_head`` given explicitly override the preset's.
             ``conventions["convention"]["difference"]`` itemizes the
-            difference from ours.
+            difference from ours, quirks by name.
         context_parallel, cp_rank, cp_mode: one rank's share when each
             sequence is split across ``context_parallel`` ranks (contiguous
             chunks; the degree divides every length): ``"ulysses"`` (heads

@@ -55,10 +55,10 @@ static void test_presets(void)
     CHECK(strcmp(mfu_convention_value_name(MFU_CHOICE_WINDOWS, 2), "half_span") == 0);
     CHECK(mfu_convention_value_name(MFU_CHOICE_CAUSAL, 2) == NULL);
     CHECK(mfu_convention_choice_name(MFU_CONVENTION_CHOICES) == NULL);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), &ours, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), NULL, &ours, &field) ==
           MFU_OK);
     CHECK(ours.model_flops == ours.ours_model_flops);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &verl, &field) == MFU_OK);
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), NULL, &verl, &field) == MFU_OK);
     /* verl, per token: matmul weights 2 * (64 * (64 + 32 + 32 + 64) + 3 * 64 * 96)
      * = 2 * 30,720 = 61,440 + lm_head 8,192 + embedding 8,192 = 77,824, 6 per
      * weight, 16 tokens: 7,471,104; attention 6 * 16^2 * 16 * 4 * 2 layers =
@@ -80,17 +80,103 @@ static void test_preset_refusals(void)
 
     memcpy(bad, choices_of("verl"), sizeof bad);
     bad[MFU_CHOICE_WINDOWS] = 4;
-    CHECK(mfu_convention_compute(&d, &b, NULL, bad, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convention_compute(&d, &b, NULL, bad, NULL, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(field_is(field, "windows"));
     d.num_linear_layers = 1;
     d.linear_num_key_heads = 1;
     d.linear_key_head_dim = 8;
     d.linear_num_value_heads = 1;
     d.linear_value_head_dim = 8;
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &r, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), NULL, &r, &field) ==
           MFU_ERR_INVALID_ARGUMENT);
     CHECK(field_is(field, "num_linear_layers"));
-    CHECK(mfu_convention_compute(NULL, &b, NULL, bad, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(mfu_convention_compute(NULL, &b, NULL, bad, NULL, &r, &field) == MFU_ERR_INVALID_ARGUMENT);
+}
+
+/* Rules by model type: the catch-all last, a refusal for what a framework
+ * has no formula for, no rule on our own "span" windows. */
+static void test_rules(void)
+{
+    const mfu_convention *verl = mfu_convention_find("verl");
+    const mfu_convention_rule *r;
+
+    for (size_t i = 0; i < mfu_convention_count(); i++) {
+        const mfu_convention *c = mfu_convention_at(i);
+        CHECK(c->num_rules >= 1 && c->rules[c->num_rules - 1].model_types == NULL);
+        for (size_t j = 0; j < c->num_rules; j++) {
+            CHECK(c->rules[j].windows != 0); /* span: ours only */
+            CHECK(c->rules[j].refused == NULL || mfu_convention_rule_quirks(&c->rules[j]) == 0);
+        }
+    }
+    r = mfu_convention_rule_for(verl, "qwen2_moe");
+    CHECK(r != NULL && strcmp(r->function, "_estimate_qwen2_moe_flops") == 0);
+    CHECK(mfu_convention_rule_quirks(r) ==
+          ((1u << MFU_QUIRK_NO_SHARED_EXPERT) | (1u << MFU_QUIRK_ALL_MOE)));
+    CHECK(r->quirk_line[MFU_QUIRK_NO_SHARED_EXPERT] == 335);
+    /* "qwen2" is a word of a list, not a prefix of "qwen2_moe" */
+    CHECK(strcmp(mfu_convention_rule_for(verl, "qwen2")->function, "_estimate_qwen2_flops") == 0);
+    CHECK(mfu_convention_rule_for(verl, "mixtral")->refused != NULL);
+    CHECK(mfu_convention_rule_for(verl, "") == &verl->rules[verl->num_rules - 1]);
+    CHECK(mfu_convention_rule_for(NULL, "llama") == NULL);
+    CHECK(strcmp(mfu_convention_quirk_name(MFU_QUIRK_PADDED_VOCAB), "padded_vocab") == 0);
+    CHECK(mfu_convention_quirk_name(MFU_CONVENTION_QUIRKS) == NULL);
+    CHECK(mfu_convention_quirk_text(-1) == NULL);
+}
+
+/* Each quirk's delta by hand on the small model: 16 tokens, 6 FLOPs a
+ * weight a token. */
+static void test_quirks(void)
+{
+    mfu_transformer_dims d = small();
+    mfu_batch b = one_sequence(16);
+    mfu_convention_quirks q = {(1u << MFU_QUIRK_PADDED_VOCAB) | (1u << MFU_QUIRK_QUICK_GEGLU),
+                               100};
+    mfu_convention_flops r;
+    const char *field = NULL;
+    double sum = 0.0;
+
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("megatron"), &q, &r, &field) ==
+          MFU_OK);
+    /* vocab 128 -> 200: 72 rows of 64 */
+    CHECK(r.quirk_delta[MFU_QUIRK_PADDED_VOCAB] == 6.0 * 72.0 * 64.0 * 16.0);
+    /* one of three MLP matrices 64 x 96 on 2 layers */
+    CHECK(r.quirk_delta[MFU_QUIRK_QUICK_GEGLU] == -6.0 * 64.0 * 96.0 * 2.0 * 16.0);
+    for (int i = 0; i < MFU_CONVENTION_CHOICES; i++)
+        sum += r.delta[i];
+    for (int i = 0; i < MFU_CONVENTION_QUIRKS; i++)
+        sum += r.quirk_delta[i];
+    CHECK(r.ours_model_flops + sum == r.model_flops);
+    /* head_dim 16 -> 64 / 4 = 16: nothing changes; with head_dim 32, the
+     * projections 64 x (4 + 2 + 2 + 4) heads lose 16 each, and the core
+     * (verl: half) 2 x 4 heads x 2 x 16 per pair, 16^2 / 2 pairs, 2 layers */
+    d.head_dim = 32;
+    q.bits = 1u << MFU_QUIRK_HIDDEN_HEAD_DIM;
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &q, &r, &field) == MFU_OK);
+    CHECK(r.quirk_delta[MFU_QUIRK_HIDDEN_HEAD_DIM] ==
+          -(6.0 * 64.0 * 12.0 * 16.0 * 2.0 * 16.0 + 3.0 * 2.0 * 4.0 * 2.0 * 16.0 * 128.0 * 2.0));
+    /* a MoE with a shared expert of 32 and its gate: verl leaves out both
+     * (3 x 64 x 32 + 64 per layer), Megatron-LM the gate (64 per layer) */
+    d = small();
+    d.num_experts = 4;
+    d.experts_per_token = 2;
+    d.moe_intermediate_size = 32;
+    d.shared_expert_intermediate_size = 32;
+    d.shared_expert_gate = 1;
+    q.bits = 1u << MFU_QUIRK_NO_SHARED_EXPERT;
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &q, &r, &field) == MFU_OK);
+    CHECK(r.quirk_delta[MFU_QUIRK_NO_SHARED_EXPERT] ==
+          -6.0 * (3.0 * 64.0 * 32.0 + 64.0) * 2.0 * 16.0);
+    q.bits = 1u << MFU_QUIRK_NO_SHARED_GATE;
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("megatron"), &q, &r, &field) ==
+          MFU_OK);
+    CHECK(r.quirk_delta[MFU_QUIRK_NO_SHARED_GATE] == -6.0 * 64.0 * 2.0 * 16.0);
+    q.bits = 1u << MFU_CONVENTION_QUIRKS; /* no such quirk */
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &q, &r, &field) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "quirks"));
+    q = (mfu_convention_quirks){1u << MFU_QUIRK_PADDED_VOCAB, 0};
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("verl"), &q, &r, &field) ==
+          MFU_ERR_INVALID_ARGUMENT);
 }
 
 static void test_context_parallel(void)
@@ -223,7 +309,7 @@ static void test_layers_without_attention(void)
     o.formula = MFU_FORMULA_PALM;
     o.causal = MFU_CAUSAL_FULL;
     CHECK(mfu_transformer_flops_compute(&d, &o, &b, NULL, &whole, &field) == MFU_OK);
-    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), &ours, &field) ==
+    CHECK(mfu_convention_compute(&d, &b, NULL, choices_of("mfu_tracker"), NULL, &ours, &field) ==
           MFU_OK);
     CHECK(ours.model_flops == whole.model_flops);
     o.formula = MFU_FORMULA_MATMUL;
@@ -249,6 +335,8 @@ int main(void)
 {
     test_presets();
     test_preset_refusals();
+    test_rules();
+    test_quirks();
     test_context_parallel();
     test_layers_without_attention();
     test_tiled_tower();

@@ -28,9 +28,10 @@
  * With mode bit 2 the vision dims also hold the tiled towers' fields
  * (vision_tiles.h: image_size .. vision_output_dim, then the flags keep_cls,
  * use_head, projector_bias, image_newline as u8); plausible kinds cover all
- * six towers. After a count: every convention preset and a fuzzed choice
- * vector (mfu_convention_compute), and a context-parallel split (degree
- * u8 % 4 + 1, rank, mode).
+ * six towers. After a count: every convention preset (with its catch-all
+ * rule's quirks) and a fuzzed choice vector with fuzzed quirks
+ * (mfu_convention_compute), and a context-parallel split (degree u8 % 4 + 1,
+ * rank, mode).
  *
  * Properties:
  *  - validate returns OK or INVALID_ARGUMENT, and on INVALID names a field
@@ -457,15 +458,25 @@ static void check_conventions(fuzz_input *in, const mfu_transformer_dims *d,
                               const mfu_vision_input *v, const mfu_transformer_flops *out)
 {
     int fuzzed[MFU_CONVENTION_CHOICES];
+    /* fuzzed quirk bits (one past the last: refused) and padding multiple */
+    const mfu_convention_quirks fuzzed_quirks = {
+        .bits = (unsigned)fi_bytes_le(in, 2) & ((1u << (MFU_CONVENTION_QUIRKS + 1)) - 1u),
+        .vocab_multiple = (int64_t)fi_u8(in) - 1};
     for (int i = 0; i < MFU_CONVENTION_CHOICES; i++)
         fuzzed[i] = fi_u8(in) % 6 - 1;
     for (size_t row = 0; row <= mfu_convention_count(); row++) {
-        const int *choice = row < mfu_convention_count() ? mfu_convention_at(row)->choice
-                                                          : fuzzed;
+        const mfu_convention *preset = mfu_convention_at(row);
+        const int *choice = preset != NULL ? preset->choice : fuzzed;
+        const mfu_convention_quirks quirks =
+            preset != NULL
+                ? (mfu_convention_quirks){mfu_convention_rule_quirks(
+                                              mfu_convention_rule_for(preset, NULL)),
+                                          128}
+                           : fuzzed_quirks;
         mfu_convention_flops c;
         const char *bad = NULL;
         double sum = 0.0;
-        const mfu_status st = mfu_convention_compute(d, b, v, choice, &c, &bad);
+        const mfu_status st = mfu_convention_compute(d, b, v, choice, &quirks, &c, &bad);
         FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT);
         if (st != MFU_OK) {
             FUZZ_CHECK(bad != NULL && bad[0] != '\0');
@@ -476,6 +487,8 @@ static void check_conventions(fuzz_input *in, const mfu_transformer_dims *d,
             continue;
         for (int i = 0; i < MFU_CONVENTION_CHOICES; i++)
             sum += c.delta[i];
+        for (int q = 0; q < MFU_CONVENTION_QUIRKS; q++)
+            sum += c.quirk_delta[q];
         FUZZ_CHECK(fabs(c.ours_model_flops + sum - c.model_flops) <=
                    1e-9 * (fabs(c.model_flops) + fabs(c.ours_model_flops)) + 1.0);
         if (row == 0 && o->formula == MFU_FORMULA_PALM && o->causal == MFU_CAUSAL_FULL &&
