@@ -153,7 +153,7 @@ static const field_spec dim_fields[] = {
            "counted)"},
     FLAG(lm_head_bias),
     {"bidirectional", offsetof(mfu_transformer_dims, bidirectional), FIELD_FLAG, NULL,
-     "must be a bool, and false with sliding or chunked layers"},
+     "must be a bool, and false with chunked layers"},
     INT(mlp_act_params, GE0),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };

@@ -82,7 +82,10 @@ def _spans_text(conv: Mapping[str, Any]) -> str:
     if conv.get("bidirectional"):
         parts = ["bidirectional attention: full s² (nothing to halve)"]
     windows = conv.get("windows") or {}
-    if "sliding" in windows:
+    if "sliding" in windows and conv.get("bidirectional"):
+        parts.append(f"bidirectional sliding window {windows['sliding']} (|q−k| < w): "
+                     + ("the pairs inside it" if half else "s·min(s, 2w−1)"))
+    elif "sliding" in windows:
         parts.append(f"sliding window {windows['sliding']}: "
                      + ("Σ min(pos+1, w) per query" if half else "s·min(s, w)"))
     if "chunked" in windows:

@@ -204,8 +204,8 @@ static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
         d->shared_expert_gate &= d->shared_expert_intermediate_size > 0;
         d->router_bias &= d->num_experts > 0;
         d->attention_gate_proj &= d->attention_gate;
-        if (d->bidirectional) /* a bidirectional window is refused */
-            d->num_sliding_layers = d->num_chunked_layers = 0;
+        if (d->bidirectional) /* a bidirectional chunk is refused */
+            d->num_chunked_layers = 0;
         return;
     }
     d->attention = (mfu_attention_kind)fi_i32(in);
