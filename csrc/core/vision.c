@@ -72,6 +72,7 @@ mfu_status mfu_vision_validate(const mfu_vision_dims *d, const char **bad_field)
     if (lay == NULL)
         return bad(bad_field, "vision.kind");
     if (d->image_size != 0 || d->tokens_per_image != 0 || d->feature_layers > 1 ||
+        d->unused_layers != 0 ||
         d->keep_cls || d->use_head || d->projector_bias || d->image_newline ||
         d->pixel_shuffle_inverse != 0 ||
         d->projector_input_dim != 0 || d->projector_output_dim != 0 ||

@@ -184,6 +184,7 @@ static const field_spec vision_fields[] = {
     VINT(tokens_per_image, "must be >= 1, and with images at most the tile's "
                            "patches (Gemma 3 only)"),
     VINT(feature_layers, "must be between 1 and depth + 1 (LLaVA only)"),
+    VINT(unused_layers, "must be between 0 and depth (LLaVA only)"),
     {"keep_cls", offsetof(mfu_vision_dims, keep_cls), FIELD_FLAG, NULL,
      "must be a bool (LLaVA only)"},
     {"use_head", offsetof(mfu_vision_dims, use_head), FIELD_FLAG, NULL,

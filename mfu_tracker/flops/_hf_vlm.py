@@ -62,7 +62,9 @@ def tile_vision_dims(top: Any, kind: str, text_hidden: int) -> dict[str, Any] | 
                                           default=256, minimum=1)
     elif kind.startswith("llava"):
         layer = top.get("vision_feature_layer", -2)
-        out["feature_layers"] = len(layer) if isinstance(layer, (list, tuple)) else 1
+        layers = list(layer) if isinstance(layer, (list, tuple)) else [layer]
+        out["feature_layers"] = len(layers)
+        out["unused_layers"] = _unused_layers(layers, out["depth"])
         out["keep_cls"] = top.get("vision_feature_select_strategy", "default") == "full"
         out["projector_bias"] = top.flag("multimodal_projector_bias", True)
         out["image_newline"] = top.get("model_type") in ("llava_next", "llava_onevision")
@@ -72,6 +74,19 @@ def tile_vision_dims(top: Any, kind: str, text_hidden: int) -> dict[str, Any] | 
         for field in ("projector_input_dim", "projector_output_dim", "vision_output_dim"):
             out[field] = vision.require(f"vision.{field}", (field,))
     return out
+
+
+def _unused_layers(layers: list[Any], depth: int) -> int:
+    """The encoder layers above the deepest hidden state LLaVA reads
+    (``hidden_states[i]``, 0 = the embeddings, ``depth`` = the last layer;
+    negative from the end): they run, and no loss reaches them."""
+    deepest = -1
+    for i in layers:
+        if isinstance(i, bool) or not isinstance(i, int) or not -(depth + 1) <= i <= depth:
+            raise ValueError(f"config.vision_feature_layer must hold hidden-state indices "
+                             f"between {-(depth + 1)} and {depth}, got {layers}")
+        deepest = max(deepest, i % (depth + 1))
+    return depth - deepest
 
 
 # ---------------------------------------------------------------------------
