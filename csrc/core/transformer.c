@@ -485,6 +485,8 @@ static mfu_status add_vision(const mfu_transformer_options *o,
                                   o->formula != MFU_FORMULA_6N, &v, bad_field);
     if (st != MFU_OK)
         return st;
+    if (v.image_tokens > r->num_tokens) /* the lengths count every image token */
+        return bad(bad_field, "image_tokens");
     r->vision_flops = v.model_flops;
     r->model_flops += v.model_flops;
     r->forward_flops += v.forward_flops;

@@ -227,6 +227,7 @@ mfu_status mfu_vision_flops_compute(const mfu_vision_input *input,
         /* the pixels need no gradient: the patch embed costs forward +
          * weight gradient; everything after it 3x */
         r.model_flops = 2.0 * patch_fwd + 3.0 * (r.forward_flops - patch_fwd);
+        r.image_tokens = merged; /* one token per merged patch */
     }
     r.attention_flops = attn;
     r.num_params = tower_params(d, lay);

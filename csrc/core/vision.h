@@ -99,6 +99,10 @@ typedef struct mfu_vision_flops {
     double num_params;      /* every tower parameter */
     double num_embedding_params; /* the learned position table */
     double num_patches;     /* P over every grid */
+    double image_tokens;    /* the placeholder tokens the images take in the
+                             * language model's sequences, at least (a
+                             * LLaVA-NeXT image's crops are unpadded: its
+                             * base tile counted) */
 } mfu_vision_flops;
 
 void mfu_vision_dims_init(mfu_vision_dims *dims);

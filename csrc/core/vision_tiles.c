@@ -275,6 +275,11 @@ mfu_status mfu_vision_tiles_compute(const mfu_vision_input *input, int matmul_on
     r.num_params = tower_params(d, lay);
     r.num_embedding_params = t * dd; /* the position table */
     r.num_patches = tiles * n;
+    /* an image's crops (LLaVA-NeXT's image_newline layouts) are unpadded
+     * before they become tokens: its base tile's are the ones it surely
+     * takes */
+    r.image_tokens = (d->image_newline ? (double)input->num_grids : tiles) *
+                     projector_tokens(d, lay, n);
     *out = r;
     return MFU_OK;
 }

@@ -218,6 +218,9 @@ static const char *option_rule(const char *field)
         {"image_grid_thw", "each grid is [t, h, w] with t, h, w >= 1 and h, w "
                            "multiples of vision.spatial_merge_size"},
         {"pixel_values", "each tile must be vision.image_size pixels square"},
+        {"image_tokens", "the images make more image tokens than the batch holds: "
+                         "seq_len / seq_lens count every token of a sequence, image "
+                         "placeholders included"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (strcmp(rules[i].field, field) == 0)

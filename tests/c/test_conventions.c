@@ -178,6 +178,7 @@ static void test_tiled_tower(void)
     CHECK(v.attention_flops == 73984.0);
     CHECK(v.model_flops == 2.0 * 196608.0 + 3.0 * (487424.0 + 73984.0 + 196608.0));
     CHECK(v.num_patches == 16.0);
+    CHECK(v.image_tokens == 16.0); /* one per patch, CLS dropped */
     in.dims.keep_cls = 1; /* the "full" strategy projects the CLS token too */
     CHECK(mfu_vision_flops_compute(&in, 1, 1, &v, &field) == MFU_OK);
     CHECK(v.model_flops == 2.0 * 196608.0 +
