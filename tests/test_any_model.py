@@ -293,3 +293,60 @@ def test_configs_saved_with_use_cache_false_work_in_estimate_and_profile(model_t
     # type has a formula, equal to the exact one; else the exact count)
     exact = transformer_flops(config, seq_len=16, formula="matmul")
     assert f"model FLOPs (MFU):     {int(exact.model_flops):,}" in out
+
+
+# ---------------------------------------------------------------------------
+# Token-by-token scans run batched on meta: the same count, not per token
+# ---------------------------------------------------------------------------
+
+def _mamba_one(model_type: str):
+    """A small model of a type whose torch Mamba-1 scan walks the tokens."""
+    fields = dict(hidden_size=64, num_hidden_layers=2, vocab_size=128, pad_token_id=0,
+                  use_cache=False)
+    if model_type == "jamba":  # layer 1 attention, layer 0 Mamba; experts off
+        fields.update(num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                      attn_layer_period=2, attn_layer_offset=1, num_experts=1)
+    if model_type == "zamba":  # its shared attention block ties across 6 hybrid layers
+        fields.update(num_attention_heads=4, num_key_value_heads=4, intermediate_size=96,
+                      attention_hidden_size=128, num_hidden_layers=8, mamba_expand=2)
+    return transformers.AutoConfig.for_model(model_type, **fields)
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_mamba", "jamba", "zamba"])
+def test_token_by_token_mamba_scans_run_batched_with_the_same_count(model_type, monkeypatch):
+    from mfu_tracker.counter import FlopCounter
+    from mfu_tracker.flops import _meta_scans
+
+    config = _mamba_one(model_type)
+    _meta.clear_caches()
+    batched = transformer_flops(config, seq_len=S, formula="exact")
+    assert "its token-by-token Mamba scan run as one batched matmul" in \
+        batched.conventions["exact"]["recipe"]
+    # transformers' own token loop on meta: the same FLOPs, every kind
+    _meta.clear_caches()
+    monkeypatch.setattr(_meta_scans, "MODULES", ())
+    loop = transformer_flops(config, seq_len=S, formula="exact")
+    assert "batched" not in loop.conventions["exact"]["recipe"]
+    assert (loop.model_flops, loop.hardware_flops, loop.forward_flops) == \
+        (batched.model_flops, batched.hardware_flops, batched.forward_flops)
+    _meta.clear_caches()
+    # and a real training step on CPU, whose scan is transformers' loop
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with FlopCounter() as fc:
+        model(input_ids=torch.ones(1, S, dtype=torch.long)).logits.float().sum().backward()
+    assert batched.model_flops == fc.model_flops
+
+
+def test_a_batched_scan_makes_as_many_op_calls_at_any_length():
+    # the count's cost no longer grows with the tokens: the ops a layer
+    # dispatches are the same at 8 tokens and at 512 (token by token: 64x
+    # the scan's matmuls)
+    config = _meta.exact_config(_mamba_one("mamba"))
+    calls = {}
+    for length in (8, 512):
+        fc, _, recipe = _meta.run_counted(config, batch_size=1, length=length, causal="full")
+        assert recipe.batched_scan
+        calls[length] = {op: n for op, (n, _) in fc.by_op.items()}
+    assert calls[8] == calls[512]
+

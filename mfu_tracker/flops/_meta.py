@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .._install import DISTRIBUTION
+from ._meta_scans import batched_calls, batched_scans
 
 #: What a caller can do when a model cannot be counted here.
 ALTERNATIVES = ("count a real training step with mfu_tracker.FlopCounter, or "
@@ -45,13 +46,16 @@ class Recipe(NamedTuple):
     cache: bool = True
     dtype: str = "config"
     device: str = "meta"
+    batched_scan: bool = False  # a token-by-token scan ran batched (_meta_scans.py)
 
     def __str__(self) -> str:
         where = ("on CPU with real weights (seed 0): the model reads tensor values, which "
                  "meta tensors do not have; FLOPs that depend on them (routing) are this "
                  "input's" if self.device == "cpu" else "on meta")
+        batched = (", its token-by-token Mamba scan run as one batched matmul (the same "
+                   "FLOPs)" if self.batched_scan else "")
         return (f"{self.attention} attention, {self.inputs}"
-                f"{', use_cache' if self.cache else ''}, {where}")
+                f"{', use_cache' if self.cache else ''}, {where}{batched}")
 
 
 #: Tried in order until one runs (the recipe that worked for a config
@@ -366,13 +370,16 @@ def run_counted(cfg: ExactConfig, *, batch_size: int, length: int, causal: str,
             model = _model_for(cfg, recipe, False)
             if model is None:
                 continue
-            fc = _run(model, _inputs(model, recipe, batch_size, length, {}), causal, modules,
-                      forward_only)
+            before = batched_calls()
+            with batched_scans():
+                fc = _run(model, _inputs(model, recipe, batch_size, length, {}), causal,
+                          modules, forward_only)
         except BaseException as exc:  # noqa: BLE001 -- every failure is reported, none raised
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             errors.append(exc)
             continue
+        recipe = recipe._replace(batched_scan=batched_calls() > before)
         _working_recipe[cfg.key] = recipe
         if fc.errors:
             raise MetaCountError(f"model_type {cfg.model_type!r}: {fc.errors} op call(s) could "
