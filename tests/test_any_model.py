@@ -207,6 +207,28 @@ def test_packed_batch_is_the_sum_of_its_sequences_counted_once_per_length(monkey
     assert packed.num_tokens == 26 and packed.conventions["sequences"] == "seq_lens"
 
 
+def test_length_one_sequences_count_alone_and_in_a_packed_batch():
+    # a sequence of one token is a sequence: seq_len=1 and a packed [1, 7]
+    # count it (its one token is 1/8 of the packed batch's)
+    from mfu_tracker.counter import FlopCounter
+
+    config = _exact_type()
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    real = {}
+    for n in (1, 7):
+        with FlopCounter() as fc:
+            model(input_ids=torch.ones(1, n, dtype=torch.long)).logits.sum().backward()
+        real[n] = fc.model_flops
+    one = transformer_flops(config, seq_len=1)
+    assert one.model_flops == real[1] > 0 and one.num_tokens == 1
+    packed = transformer_flops(config, seq_lens=[1, 7])
+    assert packed.model_flops == real[1] + real[7] and packed.num_tokens == 8
+    assert transformer_flops(config, cu_seqlens=[0, 1, 8]).model_flops == packed.model_flops
+    # empty rows of a padded batch hold no sequence: they cost nothing
+    assert transformer_flops(config, seq_lens=[0, 1, 7]).model_flops == packed.model_flops
+
+
 def test_each_causal_convention_is_counted_and_cached_on_its_own():
     config = _exact_type()
     full = transformer_flops(config, seq_len=16)
@@ -222,6 +244,7 @@ def test_exact_counts_refuse_what_the_built_model_cannot_show():
     for kwargs, match in ((dict(formula="palm"), "formula='palm' needs the analytic formula"),
                           (dict(lora_rank=8), "lora_rank=8 needs the analytic formula"),
                           (dict(activation_recompute="full"), "activation_recompute"),
+                          (dict(bias=False), "bias=False needs the analytic formula"),
                           (dict(convention="verl"), "convention= and context_parallel=")):
         with pytest.raises(ValueError, match=match):
             transformer_flops(config, seq_len=8, **kwargs)

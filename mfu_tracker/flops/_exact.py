@@ -26,7 +26,7 @@ from ._sequences import grid_rows, sequence_lengths
 # Arguments the exact count cannot honour: (argument, the value it takes).
 _FIXED = (("include_lm_head", True), ("include_embedding", False), ("lora_rank", None),
           ("lora_targets", None), ("activation_recompute", "none"),
-          ("tie_word_embeddings", None))
+          ("tie_word_embeddings", None), ("bias", None))
 
 
 def check_exact_arguments(model_type: str, given: Mapping[str, Any],

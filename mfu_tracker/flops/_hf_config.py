@@ -444,12 +444,22 @@ def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
                 intermediate_size=cfg.int("intermediate_size", ("n_inner",), default=4 * hidden,
                                           minimum=1),
                 num_positions=cfg.require("num_positions"))
-    if cfg.has("bias"):  # nanoGPT: bias=False drops every Linear and LayerNorm bias
-        bias = cfg.flag("bias")
-        dims.update(qkv_bias=bias, attention_out_bias=bias, mlp_bias=bias)
-        if not bias:
-            dims["norm"] = "layernorm_nobias"
-            cfg.sources["norm"] = f"{cfg.prefix}.bias"
+    if cfg.has("bias"):  # nanoGPT's GPTConfig.bias
+        apply_bias(dims, cfg.flag("bias"))
+        cfg.sources["norm"] = f"{cfg.prefix}.bias"
+
+
+def apply_bias(dims: dict[str, Any], bias: bool) -> None:
+    """nanoGPT's ``bias`` switch on ``dims``: True, a bias in every Linear and
+    LayerNorm, like GPT-2; False, in none (karpathy/nanoGPT model.py at
+    3adf61e: GPTConfig.bias, LayerNorm(ndim, bias), nn.Linear(..., bias=
+    config.bias)). A LayerNorm without bias is ``norm="layernorm_nobias"``;
+    an RMSNorm has none either way."""
+    dims.update(qkv_bias=bias, attention_out_bias=bias, mlp_bias=bias)
+    if not bias and dims.get("norm") == "layernorm":
+        dims["norm"] = "layernorm_nobias"
+    elif bias and dims.get("norm") == "layernorm_nobias":
+        dims["norm"] = "layernorm"
 
 
 def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
