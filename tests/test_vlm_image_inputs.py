@@ -242,3 +242,52 @@ def test_a_pixel_size_the_tower_refuses_names_pixel_values():
                                          r"24\] \(image_size 32, patch_size 8\): transformers "
                                          "raises RuntimeError"):
         transformer_flops(cfg, seq_len=S, pixel_values=(1, 1, 3, 24, 24))
+
+
+# ---------------------------------------------------------------------------
+# mfu-tracker estimate on a VLM config: what it counted, how to give images
+# ---------------------------------------------------------------------------
+
+def test_estimate_says_whether_the_tower_was_counted(tmp_path, capsys):
+    from _cli import field, run_cli
+
+    cfg = transformers.LlavaConfig(
+        text_config=dict(TEXT, model_type="llama"), image_token_index=IMG,
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=48,
+                           num_hidden_layers=2, num_attention_heads=2, image_size=32,
+                           patch_size=8, projection_dim=32))
+    cfg.save_pretrained(tmp_path)
+    base = ["estimate", "--model", str(tmp_path), "--gpu", "H100 SXM", "--seq-len", str(S),
+            "--tokens-per-sec", "1e6"]
+    status, out, _ = run_cli(capsys, *base)
+    assert status == 0
+    assert "note: vision tower NOT counted: no image given, so FLOP/token and MFU are the " \
+           "language model's alone; give the batch's images: --pixel-values SHAPE" in out
+    assert "MFU (language only)" not in out
+    status, out, _ = run_cli(capsys, *base, "--pixel-values", "1,3,32,32")
+    f = transformer_flops(json.loads(cfg.to_json_string()), seq_len=S, pixel_values=(1, 3, 32, 32))
+    assert status == 0
+    assert f"note: vision tower counted: 1 image(s) in 1 tile(s) of 4x4 patches " \
+           f"({100 * f.vision_flops / f.model_flops:.2f}% of the step; MFU (language only) " \
+           "leaves it out)" in out
+    # a small model's FLOP/token in the unit that shows it (not 0.00 GFLOP)
+    assert f.flops_per_token < 1e6   # 0.00 GFLOP in two decimals
+    assert field(out, "FLOP/token") == f"{f.flops_per_token / 1e3:.4g} KFLOP"
+
+
+def test_estimate_takes_image_sizes(tmp_path, capsys):
+    from _cli import field, run_cli
+
+    cfg, _, given = _case("mistral3")
+    cfg.save_pretrained(tmp_path)
+    status, out, _ = run_cli(capsys, "estimate", "--model", str(tmp_path), "--gpu", "H100 SXM",
+                             "--seq-len", str(S), "--tokens-per-sec", "1e6", "--pixel-values",
+                             "1,3,32,48", "--image-sizes", "32,48")
+    f = transformer_flops(cfg, seq_len=S, **given)
+    assert status == 0
+    assert field(out, "FLOP/token") == f"{f.flops_per_token / 1e3:.4g} KFLOP"
+    assert "image_sizes [[32, 48]]" in out
+    status, _, err = run_cli(capsys, "estimate", "--model", str(tmp_path), "--gpu", "H100 SXM",
+                             "--seq-len", str(S), "--tokens-per-sec", "1e6", "--image-sizes",
+                             "32x48")
+    assert status == 2 and "--image-sizes takes H,W or NxH,W" in err
