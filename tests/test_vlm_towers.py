@@ -285,3 +285,23 @@ def test_estimate_prints_the_language_only_mfu_for_a_tiled_tower(tmp_path, capsy
     # MFU = FLOP/token x tokens/s / 989.4 TFLOP/s (H100 SXM dense bf16)
     assert f"MFU:                   {100 * f.model_flops / S * 1e6 / 989.4e12:.2f}%" in out
     assert f"MFU (language only):   {100 * f.language_flops / S * 1e6 / 989.4e12:.2f}%" in out
+
+
+@pytest.mark.parametrize("kind", ["llava", "gemma3"])
+def test_the_exact_tower_loss_is_what_the_language_model_reads(kind):
+    # LLaVA reads hidden_states[-2] (its top encoder layer's output reaches
+    # nothing), Gemma 3 the projector's pooling of last_hidden_state (not
+    # SigLIP's pooling head): the exact count's loss holds only what the
+    # model feeds its language model, so no backward reaches either
+    from mfu_tracker.flops._meta_images import consumed
+
+    cfg, inputs, _ = _analytic_case(kind)
+    model = _model(cfg)
+    features, tokens = consumed(model.get_image_features(**inputs))
+    sum(f.float().sum() for f in features).backward()
+    tower = model.model.vision_tower
+    layers = tower.encoder.layers
+    unused = tower.head if kind == "gemma3" else layers[-1]
+    assert all(p.grad is None for p in unused.parameters())
+    assert all(p.grad is not None for p in layers[0].parameters())
+    assert tokens == _image_tokens(model, inputs)
