@@ -361,6 +361,24 @@ def test_token_by_token_mamba_scans_run_batched_with_the_same_count(model_type, 
     assert batched.model_flops == fc.model_flops
 
 
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_mamba", "zamba"])
+def test_sequences_shorter_than_the_convolution_count_as_a_training_step(model_type):
+    # the cache a model makes for itself pads a prefill shorter than its
+    # convolution kernel (4) to the kernel; a training step has no cache:
+    # 1 and 3 tokens convolve 1 + 3 and 3 + 3 positions, not 4 + 3
+    from mfu_tracker.counter import FlopCounter
+
+    config = _mamba_one(model_type)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    for n in (1, 3):
+        with FlopCounter() as fc:
+            model(input_ids=torch.ones(1, n, dtype=torch.long),
+                  use_cache=False).logits.float().sum().backward()
+        model.zero_grad(set_to_none=True)
+        assert transformer_flops(config, seq_len=n).model_flops == fc.model_flops
+
+
 def test_a_batched_scan_makes_as_many_op_calls_at_any_length():
     # the count's cost no longer grows with the tokens: the ops a layer
     # dispatches are the same at 8 tokens and at 512 (token by token: 64x

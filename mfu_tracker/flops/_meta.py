@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 from .._install import DISTRIBUTION
 from ._meta_scans import batched_calls, batched_scans
+from .presets import decode_special_floats
 
 #: What a caller can do when a model cannot be counted here.
 ALTERNATIVES = ("count a real training step with mfu_tracker.FlopCounter, or "
@@ -174,7 +175,7 @@ def exact_config(config: Any) -> ExactConfig:
     if isinstance(config, ExactConfig):
         return config
     if isinstance(config, Mapping):
-        fields = dict(config)
+        fields = decode_special_floats(dict(config))
         model_type = fields.pop("model_type", None)
         if not isinstance(model_type, str):
             raise MetaCountError("config has no model_type: transformers cannot build it")
@@ -292,7 +293,34 @@ def _inputs(model: Any, recipe: Recipe, batch_size: int, length: int,
     if recipe.inputs.endswith("attention_mask"):
         kwargs["attention_mask"] = torch.ones(batch_size, length, dtype=torch.long,
                                               device=device)
+    cache = _unpadded_cache(model) if recipe.cache else None
+    if cache is not None:
+        kwargs["cache"] = cache
     return kwargs
+
+
+def _unpadded_cache(model: Any) -> Any:
+    """A fresh cache that records its short-convolution states as they come
+    (transformers' ``activate_past_recording``), or None for a model without
+    such layers (or that takes no ``cache``). The cache a model makes itself
+    pads a prefill shorter than the convolution kernel to the kernel
+    (cache_utils.py, ``update_conv_state``): a 1-token step would convolve
+    k positions where a training step, which has no cache, convolves one."""
+    import inspect
+
+    try:
+        from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixin
+
+        if "cache" not in inspect.signature(model.forward).parameters:
+            return None
+        cache = DynamicCache(config=model.config)
+    except Exception:  # noqa: BLE001 -- no such cache here: the model makes its own
+        return None
+    if not any(isinstance(layer, LinearAttentionCacheLayerMixin)
+               for layer in getattr(cache, "layers", ())):
+        return None
+    cache.activate_past_recording()
+    return cache
 
 
 def _logits(output: Any) -> Any:
