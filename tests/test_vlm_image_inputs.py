@@ -22,12 +22,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from mfu_tracker import transformer_flops  # noqa: E402
+from test_vlm_towers import IMG, S, TEXT  # noqa: E402 -- the same tiny language model
 
-TEXT = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=96, vocab_size=160, head_dim=16, pad_token_id=0, eos_token_id=1,
-            bos_token_id=2)
-IMG = 150   # the image placeholder token
-S = 96      # tokens per sequence, image placeholders included
 # a Pixtral tower: 2 layers, width 32, 8-pixel patches
 PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=48, num_hidden_layers=2,
                num_attention_heads=2, head_dim=16, image_size=64, patch_size=8)

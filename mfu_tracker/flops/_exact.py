@@ -18,6 +18,7 @@ from typing import Any
 
 from .._validate import CAUSAL_ATTENTION, check_choice, check_int_rows
 from ._hf_config import ConfigDims, dims_from_config, is_supported, named_config
+from ._hf_vlm import pixel_shape
 from ._meta import ALTERNATIVES, ExactConfig, MetaStep, exact_config, step_flops
 from ._meta_images import JOINT, ImageStep, joint_row, joint_step, tower_step
 from ._result import FORMULAS, TransformerFlops
@@ -71,7 +72,7 @@ def exact_images(config: Any, pixel_values: Any, image_grid_thw: Any,
                              f"each >= 1, got {rows}")
         sizes = tuple(tuple(row) for row in rows)
     if pixel_values is not None:
-        shape = pixel_shape(pixel_values)
+        shape = pixel_shape(pixel_values, min_dims=2)
         if sizes is not None and len(sizes) != shape[0]:
             raise ValueError(f"image_sizes holds {len(sizes)} [height, width] rows, but "
                              f"pixel_values {list(shape)} holds {shape[0]} image(s)")
@@ -82,19 +83,6 @@ def exact_images(config: Any, pixel_values: Any, image_grid_thw: Any,
         temporal = getattr(vision, "temporal_patch_size", 1) or 1
         shape = (sum(t * h * w for t, h, w in grid), channels * temporal * patch * patch)
     return ImageStep(shape, grid, sizes)
-
-
-def pixel_shape(pixel_values: Any) -> tuple[int, ...]:
-    """pixel_values' shape (a tensor or the shape), every dimension >= 1."""
-    try:
-        shape = tuple(int(n) for n in getattr(pixel_values, "shape", pixel_values))
-    except (TypeError, ValueError):
-        raise TypeError("pixel_values must be a tensor or its shape, not "
-                        f"{type(pixel_values).__name__}") from None
-    if len(shape) < 2 or min(shape) < 1:
-        raise ValueError(f"pixel_values must have at least 2 dimensions, each >= 1, got "
-                         f"{list(shape)}")
-    return shape
 
 
 def _tally(cfg: ExactConfig, lengths: list[int], causal: str,

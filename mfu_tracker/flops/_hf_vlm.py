@@ -93,16 +93,19 @@ def _unused_layers(layers: list[Any], depth: int) -> int:
 # pixel_values -> tiles
 # ---------------------------------------------------------------------------
 
-def _shape(pixel_values: Any) -> tuple[int, ...]:
+def pixel_shape(pixel_values: Any, min_dims: int = 4) -> tuple[int, ...]:
+    """pixel_values' shape (the tensor or its shape), at least ``min_dims``
+    dimensions (a tiled tower's [..., channels, height, width]: 4), each >= 1."""
     shape = getattr(pixel_values, "shape", pixel_values)
     try:
         dims = tuple(int(n) for n in shape)
     except (TypeError, ValueError):
         raise TypeError("pixel_values must be a tensor (or its shape: tiles x channels x "
                         f"height x width), not {type(pixel_values).__name__}") from None
-    if len(dims) < 4 or min(dims) < 1:
-        raise ValueError(f"pixel_values must have a shape [..., channels, height, width] with "
-                         f"at least 4 dims, each >= 1, got {list(dims)}")
+    if len(dims) < min_dims or min(dims) < 1:
+        raise ValueError(f"pixel_values must have a shape with at least {min_dims} dims"
+                         + (" [..., channels, height, width]" if min_dims == 4 else "")
+                         + f", each >= 1, got {list(dims)}")
     return dims
 
 
@@ -131,7 +134,7 @@ def tile_grids(pixel_values: Any, image_sizes: Any, vision: dict[str, Any],
     """The C core's grids ([tiles, h, w] in patches) of ``pixel_values`` and
     their description. 5-D pixel_values [images, crops, C, H, W] with
     ``image_sizes`` keep only each image's real crops (anyres)."""
-    dims = _shape(pixel_values)
+    dims = pixel_shape(pixel_values)
     patch = vision["patch_size"]
     h, w = dims[-2] // patch, dims[-1] // patch
     if image_sizes is None:
