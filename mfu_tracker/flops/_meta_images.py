@@ -77,17 +77,17 @@ def _spatial(images: ImageStep, patch: int, model_type: str) -> tuple[list[list[
     patch slots of its pixel_values [images, patches, C * p^2]."""
     if images.sizes is None:
         raise ImagesError(f"model_type {model_type!r} needs each image's size: image_sizes="
-                         f"[[height, width], ...] in pixels, multiples of its patch_size "
-                         f"{patch} (the processor's spatial_shapes x patch_size)")
+                          f"[[height, width], ...] in pixels, multiples of its patch_size "
+                          f"{patch} (the processor's spatial_shapes x patch_size)")
     slots = images.pixel_shape[1] if len(images.pixel_shape) == 3 else 0
     shapes = []
     for height, width in images.sizes:
         if height % patch or width % patch or (height // patch) * (width // patch) > slots:
             raise ImagesError(f"image_sizes {[list(s) for s in images.sizes]}: each [height, "
-                             f"width] must be a multiple of model_type {model_type!r}'s "
-                             f"patch_size {patch} and hold at most the {slots} patch slots of "
-                             f"pixel_values {list(images.pixel_shape)} [images, patches, "
-                             "channels x patch^2]")
+                              f"width] must be a multiple of model_type {model_type!r}'s "
+                              f"patch_size {patch} and hold at most the {slots} patch slots "
+                              f"of pixel_values {list(images.pixel_shape)} [images, patches, "
+                              "channels x patch^2]")
         shapes.append([height // patch, width // patch])
     return shapes, slots
 
@@ -167,15 +167,21 @@ def consumed(output: Any) -> tuple[list[Any], int]:
 def _reaches_a_weight(loss: Any, model: Any) -> bool:
     """Whether the features' gradient reaches a trained weight other than
     the input embedding (a lookup: no FLOPs): Chameleon's image tokens are
-    integers, so its VQ-VAE encoder gets no backward."""
-    import torch
-
+    integers, so its VQ-VAE encoder gets no backward. Read from the autograd
+    graph's leaves, without running a backward (which would count)."""
     embed = getattr(model.get_input_embeddings(), "weight", None)
-    params = [p for p in model.parameters() if p.requires_grad and p is not embed]
-    if not loss.requires_grad or not params:
-        return False
-    grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=True)
-    return any(g is not None for g in grads)
+    weights = {id(p) for p in model.parameters() if p.requires_grad and p is not embed}
+    seen: set[int] = set()
+    stack = [getattr(loss, "grad_fn", None)]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(getattr(node, "variable", None)) in weights:  # an AccumulateGrad leaf
+            return True
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
 
 
 def _tower_run(model: Any, cfg: ExactConfig, images: ImageStep, device: str,
@@ -241,9 +247,9 @@ def joint_row(cfg: ExactConfig, images: ImageStep, sequences: int) -> tuple[int,
     shape = images.pixel_shape
     if len(shape) != 6 or shape[0] != sequences:
         raise ImagesError(f"pixel_values {list(shape)}: model_type {cfg.model_type!r} attends "
-                         "to each sequence's own images (cross-attention): give pixel_values "
-                         "[sequences, images, tiles, channels, height, width], one row per "
-                         f"sequence of the batch ({sequences})")
+                          "to each sequence's own images (cross-attention): give pixel_values "
+                          "[sequences, images, tiles, channels, height, width], one row per "
+                          f"sequence of the batch ({sequences})")
     return shape[1:]
 
 
@@ -256,8 +262,10 @@ def _joint_run(model: Any, cfg: ExactConfig, row: tuple[int, ...], length: int, 
 
     modules, make_inputs = JOINT[cfg.model_type]
     kwargs = make_inputs(row, length, recipe.device)
+    # a cache, as the text steps pass one (_meta.py): without it the
+    # language model reads the position ids, which meta tensors lack
     kwargs.update(input_ids=torch.zeros(1, length, dtype=torch.long, device=recipe.device),
-                  use_cache=recipe.cache)
+                  use_cache=True)
     params = [p for p in model.parameters() if p.requires_grad]
     with _Quiet(), FlopCounter(causal_attention=causal, modules=True, audit=True) as fc:
         logits = _logits(model(**kwargs))
@@ -299,7 +307,7 @@ def _images_error(cfg: ExactConfig, images: ImageStep, errors: list[BaseExceptio
     return MetaCountError(f"model_type {cfg.model_type!r}: its vision tower could not be "
                           f"counted on the images ({_one_line(cause)}); it reads tensor values, "
                           "which the meta device does not have, and only models of at most "
-                          f"{_CPU_LIMIT} parameters run on CPU; {ALTERNATIVES}")
+                          f"{CPU_PARAMS_MAX:,} parameters run on CPU; {ALTERNATIVES}")
 
 
 def _step_of(fc: Any, model: Any, recipe: Recipe, vision: int, tokens: int) -> MetaStep:
