@@ -96,21 +96,27 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
         convention=args.convention,
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
+    given = bool(images or videos or pixels)
     return _Counted(counted.flops_per_token, counted.conventions_str,
-                    _exact_notes(counted) + _tower_notes(counted), language_per_token=language)
+                    _exact_notes(counted) + _tower_notes(counted, given),
+                    language_per_token=language)
 
 
-def _tower_notes(counted: Any) -> list[str]:
-    """What a VLM's count holds of its vision tower, and how to give images."""
+def _tower_notes(counted: Any, given: bool) -> list[str]:
+    """What a VLM's count holds of its vision tower, and how to give images
+    (``given``: the command line gave images)."""
     conventions = counted.conventions
     exact = conventions.get("exact")
     tower = exact["tower"] if exact is not None else conventions.get("tower")
-    if not tower:
-        return []
     if counted.vision_flops:
         return [f"note: vision tower counted: {conventions['vision']} "
                 f"({100 * counted.vision_flops / counted.model_flops:.2f}% of the step; "
                 "MFU (language only) leaves it out)"]
+    if given:
+        return ["note: vision tower NOT counted: the images were given, but the count leaves "
+                "the tower out (see conventions)"]
+    if not tower:
+        return []
     return ["note: vision tower NOT counted: no image given, so FLOP/token and MFU are the "
             "language model's alone; give the batch's images: --pixel-values SHAPE "
             "(fixed-resolution towers; --image-sizes H,W per image where the model takes its "
