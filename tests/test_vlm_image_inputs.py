@@ -148,6 +148,7 @@ def test_vlm_with_one_image_equals_flop_counter_mode(kind):
     f = transformer_flops(saved, seq_len=S, **given)
     assert f.conventions["formula"] == "exact"
     assert f.model_flops == truth
+    assert f.num_params == model.num_parameters()   # the tower's included
     assert f.vision_flops > 0 and f.language_flops + f.vision_flops == f.model_flops
     assert "vision tower: pixel_values of shape" in f.conventions_str
     text = transformer_flops(saved, seq_len=S)

@@ -170,7 +170,7 @@ def exact_transformer_flops(config: Any, *, lengths: list[int], source: str, cau
         model_flops=float(totals["model"]), hardware_flops=float(totals["executed"]),
         forward_flops=float(totals["forward"]), attention_flops=None,
         flops_per_token=totals["model"] / tokens, num_tokens=tokens,
-        num_params=step.num_params, num_embedding_params=step.num_embedding_params,
+        num_params=(tower or step).num_params, num_embedding_params=step.num_embedding_params,
         num_active_params=None, num_adapter_params=0,
         conventions=types.MappingProxyType(conventions),
         conventions_str=_conventions_str(conventions),
