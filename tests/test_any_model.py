@@ -208,8 +208,9 @@ def test_packed_batch_is_the_sum_of_its_sequences_counted_once_per_length(monkey
 
 
 def test_length_one_sequences_count_alone_and_in_a_packed_batch():
-    # a sequence of one token is a sequence: seq_len=1 and a packed [1, 7]
-    # count it (its one token is 1/8 of the packed batch's)
+    """Mutant: the packed-lengths loop's ``n > 0`` made ``n > 1``
+    (flops/_exact.py, exact_transformer_flops): a packed [1, 7] loses the
+    1-token sequence (1/8 of its tokens) and seq_len=1 has no sequence."""
     from mfu_tracker.counter import FlopCounter
 
     config = _exact_type()
