@@ -159,6 +159,24 @@ def test_analytic_equals_the_exact_count(key, beyond):
     assert a.conventions["model_type"] == config.model_type
 
 
+@pytest.mark.parametrize("key", BASES)
+def test_one_token_sequences_equal_the_exact_count(key):
+    # a training step (no cache) on sequences of one token: each scan pads
+    # them to one chunk, each convolution computes its kernel - 1 padding
+    # positions too; the exact count (meta, with a cache that must not pad
+    # the convolution's input to the kernel) is the same
+    config, saved, model = _built(key)
+    ids = torch.randint(0, 128, (B, 1), generator=torch.Generator().manual_seed(0))
+    with FlopCounter() as fc:
+        model(input_ids=ids, use_cache=False).logits.float().sum().backward()
+    model.zero_grad(set_to_none=True)
+    assert _analytic(saved, 1).model_flops == fc.model_flops
+    assert transformer_flops(saved, seq_lens=[1, 1], formula="matmul").model_flops == \
+        fc.model_flops
+    assert transformer_flops(saved, seq_lens=[1, 1], formula="exact").model_flops == \
+        fc.model_flops
+
+
 @pytest.mark.parametrize("key", sorted(VARIANTS))
 def test_every_flag_and_layout_equals_the_exact_count(key):
     config, saved, model = _built(key)

@@ -264,6 +264,53 @@ def test_gemma_bidirectional_attention_is_never_halved():
                              causal_attention="half").attention_flops == 262_144 / 2
 
 
+def _flop_counter_mode(model, seq_len: int) -> int:
+    """torch.utils.flop_counter.FlopCounterMode on one forward + backward of
+    one sequence: every matmul that ran (eager attention: the full square)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    ids = torch.randint(3, 100, (1, seq_len), generator=torch.Generator().manual_seed(0))
+    with FlopCounterMode(display=False) as mode:
+        model(input_ids=ids).logits.float().sum().backward()
+    model.zero_grad(set_to_none=True)
+    return mode.get_total_flops()
+
+
+def _bidirectional_pairs(s: int, w: int) -> int:
+    """The (query, key) pairs with |q - k| < w, one head, one sequence."""
+    return sum(min(q, w - 1) + min(s - 1 - q, w - 1) + 1 for q in range(s))
+
+
+def test_bidirectional_gemma3_text_is_counted_bidirectional():
+    # EmbeddingGemma's type: a saved sliding_window of 8 becomes a window of
+    # 8 // 2 + 1 = 5 (|q - k| < 5, 4 keys each side) when transformers builds
+    # it; layer 0 slides, layer 1 is full, both bidirectional
+    config = transformers.Gemma3TextConfig(
+        **dict(SMALL, vocab_size=160), head_dim=16, sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"], use_bidirectional_attention=True)
+    assert config.sliding_window == 5
+    saved = json.loads(config.to_json_string())
+    assert saved["sliding_window"] == 8
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    per_pair = 3 * PAIR   # forward + the attention backward (2x), per pair and layer
+    for s in (1, 5, 16):
+        truth = _flop_counter_mode(model, s)
+        for given in (saved, config):      # the saved dict and the built object
+            full = transformer_flops(given, seq_len=s, formula="matmul")
+            half = transformer_flops(given, seq_len=s, formula="matmul",
+                                     causal_attention="half")
+            # FlopCounterMode counts the square the eager kernel computes
+            # under the mask; the count charges the window's span,
+            # s * min(s, 2w - 1) (9 keys), and "half" its kept pairs: the
+            # full layer is never halved
+            assert truth - full.model_flops == per_pair * (s * s - s * min(s, 9))
+            assert truth - half.model_flops == per_pair * (s * s - _bidirectional_pairs(s, 5))
+            assert "bidirectional sliding window 5" in full.conventions_str
+    # at 16 tokens: 16 * 9 = 144 charged of 256, 124 kept
+    assert _bidirectional_pairs(16, 5) == 16 * 9 - 2 * (4 + 3 + 2 + 1) == 124
+
+
 def test_phimoe_lm_head_bias_is_a_parameter_not_a_matmul():
     _, saved, _ = _built("phimoe")
     unbiased = dict(saved, lm_head_bias=False)
@@ -278,9 +325,9 @@ def test_phimoe_lm_head_bias_is_a_parameter_not_a_matmul():
 
 def test_structure_that_cannot_be_counted_is_refused_by_name():
     _, gemma, _ = _built("gemma")
-    with pytest.raises(ValueError, match="bidirectional.*sliding or chunked"):
-        transformer_flops(gemma, seq_len=S_IN, bidirectional=True, sliding_window=W,
-                          num_sliding_layers=1)
+    with pytest.raises(ValueError, match="bidirectional.*chunked"):
+        transformer_flops(gemma, seq_len=S_IN, bidirectional=True, attention_chunk_size=W,
+                          num_chunked_layers=1)
     _, afmoe, _ = _built("afmoe")
     with pytest.raises(ValueError, match="attention_gate_proj.*needs attention_gate"):
         transformer_flops(afmoe, seq_len=S_IN, attention_gate=False)

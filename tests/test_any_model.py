@@ -207,6 +207,29 @@ def test_packed_batch_is_the_sum_of_its_sequences_counted_once_per_length(monkey
     assert packed.num_tokens == 26 and packed.conventions["sequences"] == "seq_lens"
 
 
+def test_length_one_sequences_count_alone_and_in_a_packed_batch():
+    """Mutant: the packed-lengths loop's ``n > 0`` made ``n > 1``
+    (flops/_exact.py, exact_transformer_flops): a packed [1, 7] loses the
+    1-token sequence (1/8 of its tokens) and seq_len=1 has no sequence."""
+    from mfu_tracker.counter import FlopCounter
+
+    config = _exact_type()
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    real = {}
+    for n in (1, 7):
+        with FlopCounter() as fc:
+            model(input_ids=torch.ones(1, n, dtype=torch.long)).logits.sum().backward()
+        real[n] = fc.model_flops
+    one = transformer_flops(config, seq_len=1)
+    assert one.model_flops == real[1] > 0 and one.num_tokens == 1
+    packed = transformer_flops(config, seq_lens=[1, 7])
+    assert packed.model_flops == real[1] + real[7] and packed.num_tokens == 8
+    assert transformer_flops(config, cu_seqlens=[0, 1, 8]).model_flops == packed.model_flops
+    # empty rows of a padded batch hold no sequence: they cost nothing
+    assert transformer_flops(config, seq_lens=[0, 1, 7]).model_flops == packed.model_flops
+
+
 def test_each_causal_convention_is_counted_and_cached_on_its_own():
     config = _exact_type()
     full = transformer_flops(config, seq_len=16)
@@ -222,6 +245,7 @@ def test_exact_counts_refuse_what_the_built_model_cannot_show():
     for kwargs, match in ((dict(formula="palm"), "formula='palm' needs the analytic formula"),
                           (dict(lora_rank=8), "lora_rank=8 needs the analytic formula"),
                           (dict(activation_recompute="full"), "activation_recompute"),
+                          (dict(bias=False), "bias=False needs the analytic formula"),
                           (dict(convention="verl"), "convention= and context_parallel=")):
         with pytest.raises(ValueError, match=match):
             transformer_flops(config, seq_len=8, **kwargs)
@@ -293,3 +317,78 @@ def test_configs_saved_with_use_cache_false_work_in_estimate_and_profile(model_t
     # type has a formula, equal to the exact one; else the exact count)
     exact = transformer_flops(config, seq_len=16, formula="matmul")
     assert f"model FLOPs (MFU):     {int(exact.model_flops):,}" in out
+
+
+# ---------------------------------------------------------------------------
+# Token-by-token scans run batched on meta: the same count, not per token
+# ---------------------------------------------------------------------------
+
+def _mamba_one(model_type: str):
+    """A small model of a type whose torch Mamba-1 scan walks the tokens."""
+    fields = dict(hidden_size=64, num_hidden_layers=2, vocab_size=128, pad_token_id=0,
+                  use_cache=False)
+    if model_type == "jamba":  # layer 1 attention, layer 0 Mamba; experts off
+        fields.update(num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                      attn_layer_period=2, attn_layer_offset=1, num_experts=1)
+    if model_type == "zamba":  # its shared attention block ties across 6 hybrid layers
+        fields.update(num_attention_heads=4, num_key_value_heads=4, intermediate_size=96,
+                      attention_hidden_size=128, num_hidden_layers=8, mamba_expand=2)
+    return transformers.AutoConfig.for_model(model_type, **fields)
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_mamba", "jamba", "zamba"])
+def test_token_by_token_mamba_scans_run_batched_with_the_same_count(model_type, monkeypatch):
+    from mfu_tracker.counter import FlopCounter
+    from mfu_tracker.flops import _meta_scans
+
+    config = _mamba_one(model_type)
+    _meta.clear_caches()
+    batched = transformer_flops(config, seq_len=S, formula="exact")
+    assert "its token-by-token Mamba scan run as one batched matmul" in \
+        batched.conventions["exact"]["recipe"]
+    # transformers' own token loop on meta: the same FLOPs, every kind
+    _meta.clear_caches()
+    monkeypatch.setattr(_meta_scans, "MODULES", ())
+    loop = transformer_flops(config, seq_len=S, formula="exact")
+    assert "batched" not in loop.conventions["exact"]["recipe"]
+    assert (loop.model_flops, loop.hardware_flops, loop.forward_flops) == \
+        (batched.model_flops, batched.hardware_flops, batched.forward_flops)
+    _meta.clear_caches()
+    # and a real training step on CPU, whose scan is transformers' loop
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    with FlopCounter() as fc:
+        model(input_ids=torch.ones(1, S, dtype=torch.long)).logits.float().sum().backward()
+    assert batched.model_flops == fc.model_flops
+
+
+@pytest.mark.parametrize("model_type", ["mamba", "falcon_mamba", "zamba"])
+def test_sequences_shorter_than_the_convolution_count_as_a_training_step(model_type):
+    # the cache a model makes for itself pads a prefill shorter than its
+    # convolution kernel (4) to the kernel; a training step has no cache:
+    # 1 and 3 tokens convolve 1 + 3 and 3 + 3 positions, not 4 + 3
+    from mfu_tracker.counter import FlopCounter
+
+    config = _mamba_one(model_type)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    for n in (1, 3):
+        with FlopCounter() as fc:
+            model(input_ids=torch.ones(1, n, dtype=torch.long),
+                  use_cache=False).logits.float().sum().backward()
+        model.zero_grad(set_to_none=True)
+        assert transformer_flops(config, seq_len=n).model_flops == fc.model_flops
+
+
+def test_a_batched_scan_makes_as_many_op_calls_at_any_length():
+    # the count's cost no longer grows with the tokens: the ops a layer
+    # dispatches are the same at 8 tokens and at 512 (token by token: 64x
+    # the scan's matmuls)
+    config = _meta.exact_config(_mamba_one("mamba"))
+    calls = {}
+    for length in (8, 512):
+        fc, _, recipe = _meta.run_counted(config, batch_size=1, length=length, causal="full")
+        assert recipe.batched_scan
+        calls[length] = {op: n for op, (n, _) in fc.by_op.items()}
+    assert calls[8] == calls[512]
+

@@ -650,6 +650,36 @@ def test_nanogpt_bias_false_matches_its_own_estimate_mfu():
     assert with_bias.flops_per_token == r.flops_per_token + 6 * (12 * 8_448 + 768)
 
 
+def test_bias_false_is_a_keyword_of_the_6n_and_palm_formulas():
+    # nanoGPT 124M as dimensions (karpathy/nanoGPT model.py @ 3adf61e: GPT
+    # with GPTConfig(bias=False), LayerNorm(ndim, bias) l. 18-27, Linear(...,
+    # bias=config.bias) l. 35-37 and 82-84, get_num_params l. 150-160:
+    # every parameter but wpe's; estimate_mfu l. 289-296: 6N + 12 L H Q T)
+    dims = dict(hidden_size=768, num_layers=12, num_heads=12, vocab_size=50304,
+                num_positions=1024, intermediate_size=3072, mlp="gelu", norm="layernorm",
+                tie_word_embeddings=True, seq_len=1024)
+    # nanoGPT's arithmetic: per layer ln_1 768 + c_attn 768 * 2304 + c_proj
+    # 768^2 + ln_2 768 + c_fc 768 * 3072 + c_proj 3072 * 768 = 7,079,424;
+    # 12 layers + ln_f 768 + wte 50,304 * 768 (tied to lm_head) = 123,587,328
+    n = 12 * 7_079_424 + 768 + 50_304 * 768
+    assert n == 123_587_328
+    assert transformer_flops(None, bias=False, **dims).flops_per_token == \
+        6 * n + 12 * 12 * 12 * 64 * 1024 == 854_770_176
+    assert transformer_flops(None, bias=False, formula="6n", **dims).flops_per_token == 6 * n
+    # without it, the LayerNorms keep their biases: 25 x 768 parameters more,
+    # +1.35e-4 of the count
+    plain = transformer_flops(None, **dims).flops_per_token
+    assert plain - 854_770_176 == 6 * 25 * 768
+    assert round((plain / 854_770_176 - 1) * 1e4, 2) == 1.35
+    # bias=True: GPT-2's, every Linear biased too (8,448 a layer) and the norms
+    assert transformer_flops(None, bias=True, **dims).flops_per_token == \
+        854_770_176 + 6 * (12 * 8_448 + 768)
+    # an RMSNorm has no bias to drop
+    rms = dict(dims, norm="rmsnorm")
+    assert transformer_flops(None, bias=False, **rms).num_params == \
+        transformer_flops(None, **rms).num_params
+
+
 def test_layernorm_nobias_is_a_dims_keyword():
     dims = dict(hidden_size=8, num_layers=2, num_heads=2, vocab_size=10, intermediate_size=16,
                 mlp="gelu", seq_len=4)

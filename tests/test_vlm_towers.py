@@ -59,10 +59,15 @@ def _analytic_case(kind: str):
         cfg = transformers.Llama4Config(text_config=text, vision_config=vis,
                                         image_token_index=IMG)
         return cfg, {"pixel_values": one_tile}, {"experts_per_token": 4}  # every expert runs
-    if kind == "llava":
+    if kind.startswith("llava") and kind in ("llava", "llava_multi", "llava_embeddings"):
+        # the default reads hidden_states[-2] (the top layer forward only);
+        # [-3, 1] the embeddings and layer 1's output, concatenated; [0]
+        # the embeddings alone (both layers forward only)
+        layers = {"llava": -2, "llava_multi": [-3, 1], "llava_embeddings": [0]}[kind]
         cfg = transformers.LlavaConfig(
             text_config=dict(TEXT, model_type="llama"), image_token_index=IMG,
-            vision_config=dict(VIS, model_type="clip_vision_model", projection_dim=32))
+            vision_config=dict(VIS, model_type="clip_vision_model", projection_dim=32),
+            vision_feature_layer=layers)
         return cfg, {"pixel_values": one_tile}, {}
     tiles = torch.randn(1, 6, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     inputs = {"pixel_values": tiles, "image_sizes": torch.tensor([[40, 70]])}
@@ -103,28 +108,48 @@ def _image_tokens(model, inputs) -> int:
     return features.shape[0] * features.shape[1] if features.dim() == 3 else features.shape[0]
 
 
-def _counted_step(model, inputs, n_image: int, extra=None) -> int:
+def _step_inputs(model, inputs, n_image: int, extra=None) -> dict:
+    """One sequence of S tokens with the image's n_image placeholders."""
     ids = torch.randint(3, 140, (1, S), generator=torch.Generator().manual_seed(0))
     ids[0, 5], ids[0, 6:6 + n_image], ids[0, 6 + n_image] = 151, IMG, 152
-    kwargs = dict(inputs, **(extra or {}))
+    kwargs = dict(inputs, **(extra or {}), input_ids=ids)
     if model.config.model_type.startswith("gemma3"):
         kwargs["token_type_ids"] = (ids == IMG).long()
     if model.config.model_type in ("glm4v", "qwen3_vl_moe"):
         kwargs["mm_token_type_ids"] = (ids == IMG).long()
+    return kwargs
+
+
+def _counted_step(model, inputs, n_image: int, extra=None) -> int:
     with FlopCounter() as fc:
-        model(input_ids=ids, **kwargs).logits.float().sum().backward()
+        model(**_step_inputs(model, inputs, n_image, extra)).logits.float().sum().backward()
+    model.zero_grad(set_to_none=True)
     assert fc.errors == 0
     return fc.model_flops
 
 
-ANALYTIC = ["gemma3", "gemma3_no_head", "llama4", "llava", "llava_next", "llava_onevision"]
+def _true_step(model, inputs, n_image: int) -> int:
+    """torch.utils.flop_counter.FlopCounterMode on the same step: what ran,
+    forward and backward (eager attention: matmuls; no recompute), so a
+    module whose output reaches no loss (SigLIP's pooling head, LLaVA's
+    layers above vision_feature_layer) is counted forward only."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as mode:
+        model(**_step_inputs(model, inputs, n_image)).logits.float().sum().backward()
+    model.zero_grad(set_to_none=True)
+    return mode.get_total_flops()
+
+
+ANALYTIC = ["gemma3", "gemma3_no_head", "llama4", "llava", "llava_multi", "llava_embeddings",
+            "llava_next", "llava_onevision"]
 
 
 @pytest.mark.parametrize("kind", ANALYTIC)
 def test_analytic_tower_equals_the_exact_count_of_a_one_image_step(kind):
     cfg, inputs, extra = _analytic_case(kind)
     model = _model(cfg)
-    counted = _counted_step(model, inputs, _image_tokens(model, inputs))
+    counted = _true_step(model, inputs, _image_tokens(model, inputs))
     saved = json.loads(cfg.to_json_string())
     f = transformer_flops(saved, seq_len=S, formula="matmul", **inputs, **extra)
     assert f.conventions["formula"] == "matmul"            # the analytic path
@@ -164,7 +189,10 @@ def test_gemma3_tower_by_hand():
     # MLP on the probe, attention of 1 query over 16 keys
     head = 2 * (2 * 32 * 32 + 16 * 2 * 32 * 32 + 2 * 32 * 48) + 4 * 16 * 32
     projector = 2 * 4 * 32 * 64                             # 4 pooled tokens, D -> d 64
-    assert f.vision_flops == 2 * patch + 3 * (layers + attention + head + projector)
+    # the projector pools last_hidden_state: the head's output reaches no
+    # loss, so it runs forward only (77,824 FLOPs)
+    assert head == 77_824
+    assert f.vision_flops == 2 * patch + head + 3 * (layers + attention + projector)
 
 
 EXACT = ["idefics3", "smolvlm", "internvl", "glm4v", "qwen3_vl_moe"]
@@ -257,3 +285,23 @@ def test_estimate_prints_the_language_only_mfu_for_a_tiled_tower(tmp_path, capsy
     # MFU = FLOP/token x tokens/s / 989.4 TFLOP/s (H100 SXM dense bf16)
     assert f"MFU:                   {100 * f.model_flops / S * 1e6 / 989.4e12:.2f}%" in out
     assert f"MFU (language only):   {100 * f.language_flops / S * 1e6 / 989.4e12:.2f}%" in out
+
+
+@pytest.mark.parametrize("kind", ["llava", "gemma3"])
+def test_the_exact_tower_loss_is_what_the_language_model_reads(kind):
+    # LLaVA reads hidden_states[-2] (its top encoder layer's output reaches
+    # nothing), Gemma 3 the projector's pooling of last_hidden_state (not
+    # SigLIP's pooling head): the exact count's loss holds only what the
+    # model feeds its language model, so no backward reaches either
+    from mfu_tracker.flops._meta_images import consumed
+
+    cfg, inputs, _ = _analytic_case(kind)
+    model = _model(cfg)
+    features, tokens = consumed(model.get_image_features(**inputs))
+    sum(f.float().sum() for f in features).backward()
+    tower = model.model.vision_tower
+    layers = tower.encoder.layers
+    unused = tower.head if kind == "gemma3" else layers[-1]
+    assert all(p.grad is None for p in unused.parameters())
+    assert all(p.grad is not None for p in layers[0].parameters())
+    assert tokens == _image_tokens(model, inputs)

@@ -98,7 +98,9 @@ static mfu_status attention_forward(const mfu_transformer_dims *d, const mfu_bat
         return MFU_OK;
     if ((st = layer_pairs(batch, MFU_SPAN_FULL, 0, c, &f)) != MFU_OK ||
         (sliding > 0.0 &&
-         (st = layer_pairs(batch, MFU_SPAN_SLIDING, d->sliding_window, c, &s)) != MFU_OK) ||
+         (st = layer_pairs(batch, d->bidirectional ? MFU_SPAN_SLIDING_BIDIRECTIONAL
+                                                   : MFU_SPAN_SLIDING,
+                           d->sliding_window, c, &s)) != MFU_OK) ||
         (chunked > 0.0 &&
          (st = layer_pairs(batch, MFU_SPAN_CHUNKED, d->attention_chunk_size, c, &ch)) != MFU_OK))
         return st;

@@ -24,9 +24,9 @@ mfu_status mfu_batch_tokens(const mfu_batch *batch, double *tokens)
     return MFU_OK;
 }
 
-/* The mask of a span (pairs.h): every span is causal (right = 0); a
- * sliding window of w keeps the query and the w - 1 keys before it, a
- * chunk is w keys. */
+/* The mask of a span (pairs.h): a causal span has right = 0; a sliding
+ * window of w keeps the query and the w - 1 keys before it, a chunk is w
+ * keys, a bidirectional window the w - 1 keys on each side too. */
 static mfu_attention_mask span_mask(mfu_span_kind kind, int64_t window)
 {
     mfu_attention_mask mask = {.window_left = -1, .window_right = 0, .chunk = 0};
@@ -34,6 +34,8 @@ static mfu_attention_mask span_mask(mfu_span_kind kind, int64_t window)
         mask.window_left = window - 1;
     else if (kind == MFU_SPAN_CHUNKED)
         mask.chunk = window;
+    else if (kind == MFU_SPAN_SLIDING_BIDIRECTIONAL)
+        mask.window_left = mask.window_right = window - 1;
     return mask;
 }
 
@@ -46,7 +48,7 @@ mfu_status mfu_span_pairs(const mfu_batch *batch, mfu_span_kind kind,
     if (!batch_ok(batch) || pairs == NULL)
         return MFU_ERR_INVALID_ARGUMENT;
     if (kind != MFU_SPAN_FULL && kind != MFU_SPAN_SLIDING &&
-        kind != MFU_SPAN_CHUNKED)
+        kind != MFU_SPAN_CHUNKED && kind != MFU_SPAN_SLIDING_BIDIRECTIONAL)
         return MFU_ERR_INVALID_ARGUMENT;
     if (causal != MFU_CAUSAL_FULL && causal != MFU_CAUSAL_HALF)
         return MFU_ERR_INVALID_ARGUMENT;

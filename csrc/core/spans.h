@@ -15,6 +15,8 @@
  *   full (no window)          s^2                      s^2 / 2 (exactly half)
  *   sliding window w          s * min(s, w)            sum_{p<s} min(p + 1, w)
  *   chunked, chunk c          sum_chunks len^2         sum_chunks len(len+1)/2
+ *   bidirectional window w    s * min(s, 2w - 1)       sum_{p<s} (keys within w - 1
+ *                                                        of p on either side)
  *
  * "full" charges each query the whole span it may see (for a sliding window
  * the full window, for a chunk the full chunk): PaLM / torchtitan /
@@ -26,8 +28,10 @@
  * layer's "half" count is s(s+1)/2 while an unwindowed layer's is s^2/2;
  * they differ by s/2 per sequence and head.
  *
- * Each span is a causal mask (pairs.h): full is plain causal, a sliding
- * window of w a left window of w - 1, a chunk of w a chunk; the pairs are
+ * Each span is a mask (pairs.h): full is plain causal, a sliding window of
+ * w a left window of w - 1, a chunk of w a chunk, a bidirectional window of
+ * w (Gemma 3's use_bidirectional_attention: |query - key| < w, transformers'
+ * _bidirectional_window_overlay) w - 1 keys on each side; the pairs are
  * pairs.h's rule (the one the op formulas count windows with), exact in
  * integers and summed as doubles (exact below 2^53).
  */
@@ -43,7 +47,9 @@
 typedef enum mfu_span_kind {
     MFU_SPAN_FULL = 0,    /* every earlier key of the sequence */
     MFU_SPAN_SLIDING = 1, /* the query and the w - 1 keys before it */
-    MFU_SPAN_CHUNKED = 2  /* the keys of the query's chunk of w (Llama 4) */
+    MFU_SPAN_CHUNKED = 2, /* the keys of the query's chunk of w (Llama 4) */
+    MFU_SPAN_SLIDING_BIDIRECTIONAL = 3 /* the keys within w - 1 of the query,
+                                        * before and after it */
 } mfu_span_kind;
 
 /* The sequences of one batch: lengths[0..count-1], each `repeat` times.

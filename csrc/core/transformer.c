@@ -165,8 +165,9 @@ static mfu_status check_layers(const mfu_transformer_dims *d, const char **bf)
     if (d->num_chunked_layers > attention - d->num_sliding_layers ||
         (d->attention_chunk_size == 0 && d->num_chunked_layers != 0))
         return bad(bf, "num_chunked_layers");
-    /* a bidirectional window spans both sides: not the spans of spans.h */
-    if (d->bidirectional && d->num_sliding_layers + d->num_chunked_layers > 0)
+    /* a bidirectional sliding window spans both sides (spans.h); a chunk
+     * has no bidirectional span */
+    if (d->bidirectional && d->num_chunked_layers > 0)
         return bad(bf, "bidirectional");
     if (d->attention_gate_proj && !d->attention_gate)
         return bad(bf, "attention_gate_proj");
@@ -363,8 +364,9 @@ static mfu_status attention_term(const mfu_transformer_dims *d,
     if ((st = mfu_span_pairs(b, MFU_SPAN_FULL, 0, causal, &full)) != MFU_OK)
         return st;
     if (m->sliding > 0.0 &&
-        (st = mfu_span_pairs(b, MFU_SPAN_SLIDING, d->sliding_window, o->causal,
-                             &sliding)) != MFU_OK)
+        (st = mfu_span_pairs(b, d->bidirectional ? MFU_SPAN_SLIDING_BIDIRECTIONAL
+                                                 : MFU_SPAN_SLIDING,
+                             d->sliding_window, o->causal, &sliding)) != MFU_OK)
         return st;
     if (m->chunked > 0.0 &&
         (st = mfu_span_pairs(b, MFU_SPAN_CHUNKED, d->attention_chunk_size,
@@ -483,6 +485,8 @@ static mfu_status add_vision(const mfu_transformer_options *o,
                                   o->formula != MFU_FORMULA_6N, &v, bad_field);
     if (st != MFU_OK)
         return st;
+    if (v.image_tokens > r->num_tokens) /* the lengths count every image token */
+        return bad(bad_field, "image_tokens");
     r->vision_flops = v.model_flops;
     r->model_flops += v.model_flops;
     r->forward_flops += v.forward_flops;

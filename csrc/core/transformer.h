@@ -172,7 +172,9 @@ typedef struct mfu_transformer_dims {
     int lm_head_bias;        /* the lm_head Linear has a bias (PhiMoE) */
     int bidirectional;       /* attention is not causal (Gemma's
                               * use_bidirectional_attention): "half" counts
-                              * the full square; no windowed layers */
+                              * the full square; a sliding layer sees the
+                              * sliding_window - 1 keys on each side
+                              * (spans.h); no chunked layers */
     int64_t mlp_act_params;  /* learned scalars of each dense MLP's
                               * activation (xIELU's alpha_p, alpha_n: 2) */
 } mfu_transformer_dims;

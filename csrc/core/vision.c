@@ -72,6 +72,7 @@ mfu_status mfu_vision_validate(const mfu_vision_dims *d, const char **bad_field)
     if (lay == NULL)
         return bad(bad_field, "vision.kind");
     if (d->image_size != 0 || d->tokens_per_image != 0 || d->feature_layers > 1 ||
+        d->unused_layers != 0 ||
         d->keep_cls || d->use_head || d->projector_bias || d->image_newline ||
         d->pixel_shuffle_inverse != 0 ||
         d->projector_input_dim != 0 || d->projector_output_dim != 0 ||
@@ -226,6 +227,7 @@ mfu_status mfu_vision_flops_compute(const mfu_vision_input *input,
         /* the pixels need no gradient: the patch embed costs forward +
          * weight gradient; everything after it 3x */
         r.model_flops = 2.0 * patch_fwd + 3.0 * (r.forward_flops - patch_fwd);
+        r.image_tokens = merged; /* one token per merged patch */
     }
     r.attention_flops = attn;
     r.num_params = tower_params(d, lay);

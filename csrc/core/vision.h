@@ -65,6 +65,10 @@ typedef struct mfu_vision_dims {
     int64_t image_size;          /* tile side in pixels (the position table) */
     int64_t tokens_per_image;    /* Gemma 3: mm_tokens_per_image (pooled) */
     int64_t feature_layers;      /* LLaVA: hidden states concatenated (1) */
+    int64_t unused_layers;       /* LLaVA: top layers above every selected
+                                  * hidden state (vision_feature_layer -2:
+                                  * 1): they run, their output reaches no
+                                  * loss, forward only */
     int keep_cls;                /* LLaVA "full" strategy: CLS projected too */
     int use_head;                /* SigLIP's attention-pooling head runs */
     int projector_bias;          /* LLaVA projector Linears have biases */
@@ -95,6 +99,10 @@ typedef struct mfu_vision_flops {
     double num_params;      /* every tower parameter */
     double num_embedding_params; /* the learned position table */
     double num_patches;     /* P over every grid */
+    double image_tokens;    /* the placeholder tokens the images take in the
+                             * language model's sequences, at least (a
+                             * LLaVA-NeXT image's crops are unpadded: its
+                             * base tile counted) */
 } mfu_vision_flops;
 
 void mfu_vision_dims_init(mfu_vision_dims *dims);

@@ -90,8 +90,12 @@ static mfu_status check_projector(const mfu_vision_dims *d, const tile_layout *l
     if (lay->projector == PROJECTOR_LLAVA) {
         if (d->feature_layers < 1 || d->feature_layers > d->depth + 1)
             return bad(bf, "vision.feature_layers");
-    } else if (d->feature_layers > 1 || d->keep_cls || d->projector_bias || d->image_newline) {
+        if (d->unused_layers < 0 || d->unused_layers > d->depth)
+            return bad(bf, "vision.unused_layers");
+    } else if (d->feature_layers > 1 || d->unused_layers != 0 || d->keep_cls ||
+               d->projector_bias || d->image_newline) {
         return bad(bf, d->feature_layers > 1 ? "vision.feature_layers"
+                       : d->unused_layers  ? "vision.unused_layers"
                        : d->keep_cls      ? "vision.keep_cls"
                        : d->image_newline ? "vision.image_newline"
                                           : "vision.projector_bias");
@@ -231,9 +235,10 @@ mfu_status mfu_vision_tiles_compute(const mfu_vision_input *input, int matmul_on
     const int64_t side = side_of(d);
     const double dd = (double)d->hidden_size, n = (double)side * (double)side;
     const double t = n + (lay->cls_token ? 1.0 : 0.0), depth = (double)d->depth;
+    const double unused = (double)d->unused_layers;
     const int head = lay->siglip_head && d->use_head;
     mfu_vision_flops r = {0};
-    double tiles = 0.0, patch_fwd, head_attn, head_fwd, projector_fwd;
+    double tiles = 0.0, patch_fwd, head_attn, head_fwd, projector_fwd, layer_fwd, unused_fwd;
     tile_stages w;
 
     for (size_t i = 0; i < input->num_grids; i++) {
@@ -249,22 +254,32 @@ mfu_status mfu_vision_tiles_compute(const mfu_vision_input *input, int matmul_on
         return bad(bad_field, "vision.tokens_per_image");
     w = stage_weights(d, lay, matmul_only);
     patch_fwd = tiles * 2.0 * n * w.patch;
-    /* QK^T + AV over all heads: 2 * 2D per (query, key) pair, whole tile */
-    r.blocks_forward = tiles * (2.0 * t * depth * w.layer +
-                                (with_attention ? depth * 4.0 * dd * t * t : 0.0));
+    /* one layer over the tiles; QK^T + AV over all heads: 2 * 2D per
+     * (query, key) pair, whole tile */
+    layer_fwd = tiles * (2.0 * t * w.layer + (with_attention ? 4.0 * dd * t * t : 0.0));
+    unused_fwd = unused * layer_fwd;
+    /* a layer no loss reaches is never recomputed either */
+    r.blocks_forward = (depth - unused) * layer_fwd;
     /* the pooling head: one probe query over the N patches */
     head_attn = head && with_attention ? tiles * 4.0 * n * dd : 0.0;
     head_fwd = head ? tiles * 2.0 * (w.head_query + n * w.head_kv + w.head_tail) + head_attn
                     : 0.0;
     projector_fwd = tiles * 2.0 * projector_tokens(d, lay, n) * w.projector;
     r.attention_flops = (with_attention ? tiles * depth * 4.0 * dd * t * t : 0.0) + head_attn;
-    r.forward_flops = patch_fwd + r.blocks_forward + head_fwd + projector_fwd;
+    r.forward_flops = patch_fwd + r.blocks_forward + unused_fwd + head_fwd + projector_fwd;
     /* the pixels need no gradient: the patch embed costs forward + weight
-     * gradient; everything after it 3x */
-    r.model_flops = 2.0 * patch_fwd + 3.0 * (r.forward_flops - patch_fwd);
+     * gradient; the head and the unused layers forward only (no loss
+     * reaches them); everything else 3x */
+    r.model_flops = 2.0 * patch_fwd + unused_fwd + head_fwd +
+                    3.0 * (r.blocks_forward + projector_fwd);
     r.num_params = tower_params(d, lay);
     r.num_embedding_params = t * dd; /* the position table */
     r.num_patches = tiles * n;
+    /* an image's crops (LLaVA-NeXT's image_newline layouts) are unpadded
+     * before they become tokens: its base tile's are the ones it surely
+     * takes */
+    r.image_tokens = (d->image_newline ? (double)input->num_grids : tiles) *
+                     projector_tokens(d, lay, n);
     *out = r;
     return MFU_OK;
 }

@@ -7,18 +7,22 @@
  *
  * Per tile, N = h*w patches, T = N (+1 with a CLS token) tokens, D, I the
  * encoder's widths, L its depth (every layer runs: LLaVA reads a hidden
- * state below the top, but the encoder computes them all):
+ * state below the top, but the encoder computes them all, the U layers
+ * above the deepest one read forward only):
  *
  *   patch embed  2 * N * (C p^2) * D      (model 2x: the pixels need no grad)
  *   blocks       L * 2 * T * (4 D^2 + 2 D I)    (q, k, v, o; fc1, fc2)
  *   attention    L * 4 * D * T^2                (bidirectional, whole tile)
  *   SigLIP head  (use_head) one probe query: 2*(D^2 + 2 N D^2 + D^2 + 2 D I)
- *                + 4 N D        (attention pooling, runs though unused)
+ *                + 4 N D        (attention pooling: it runs, but no projector
+ *                reads it (Gemma 3, LLaVA-OneVision): forward only)
  *   projector    Gemma 3: pooled to M tokens, 2 * M * D * d
  *                LLaVA: K tokens (N, or T keeping CLS), 2 K (D f d + d^2)
  *                Llama 4: N / s^2 shuffled tokens of width D s^2 = I,
  *                2 (N / s^2) (I P_in + P_out^2 + V_out d)
- * model = 2x the patch embed + 3x everything else.
+ * model = 2x the patch embed + the head and the U unused layers' forward +
+ * 3x everything else (nothing after them reaches a loss: no backward, as
+ * torch.utils.flop_counter.FlopCounterMode counts the step).
  */
 #ifndef MFU_VISION_TILES_H
 #define MFU_VISION_TILES_H

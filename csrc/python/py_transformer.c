@@ -153,7 +153,7 @@ static const field_spec dim_fields[] = {
            "counted)"},
     FLAG(lm_head_bias),
     {"bidirectional", offsetof(mfu_transformer_dims, bidirectional), FIELD_FLAG, NULL,
-     "must be a bool, and false with sliding or chunked layers"},
+     "must be a bool, and false with chunked layers"},
     INT(mlp_act_params, GE0),
     {NULL, 0, FIELD_INT64, NULL, NULL},
 };
@@ -184,6 +184,7 @@ static const field_spec vision_fields[] = {
     VINT(tokens_per_image, "must be >= 1, and with images at most the tile's "
                            "patches (Gemma 3 only)"),
     VINT(feature_layers, "must be between 1 and depth + 1 (LLaVA only)"),
+    VINT(unused_layers, "must be between 0 and depth (LLaVA only)"),
     {"keep_cls", offsetof(mfu_vision_dims, keep_cls), FIELD_FLAG, NULL,
      "must be a bool (LLaVA only)"},
     {"use_head", offsetof(mfu_vision_dims, use_head), FIELD_FLAG, NULL,
@@ -217,6 +218,9 @@ static const char *option_rule(const char *field)
         {"image_grid_thw", "each grid is [t, h, w] with t, h, w >= 1 and h, w "
                            "multiples of vision.spatial_merge_size"},
         {"pixel_values", "each tile must be vision.image_size pixels square"},
+        {"image_tokens", "the images make more image tokens than the batch holds: "
+                         "seq_len / seq_lens count every token of a sequence, image "
+                         "placeholders included"},
     };
     for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
         if (strcmp(rules[i].field, field) == 0)

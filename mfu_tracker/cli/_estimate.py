@@ -28,8 +28,10 @@ class _Counted:
         self.language_per_token = language_per_token  # VLM: the tower left out
 
 
-def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]]]:
-    """Each T,H,W (patches), or NxT,H,W for N of them."""
+def _grids(texts: Optional[Sequence[str]], flag: str, width: int = 3,
+           what: str = "T,H,W") -> Optional[List[List[int]]]:
+    """Each row of ``width`` numbers (T,H,W patches; H,W pixels), or NxROW
+    for N of them."""
     grids: List[List[int]] = []
     for text in texts or ():
         count, _, grid_text = text.rpartition("x")
@@ -38,8 +40,8 @@ def _grids(texts: Optional[Sequence[str]], flag: str) -> Optional[List[List[int]
             n = int(count) if count else 1
         except ValueError:
             grid, n = [], 0
-        if len(grid) != 3 or min(grid) < 1 or n < 1:
-            raise CliError(f"{flag} takes T,H,W or NxT,H,W (patches, each >= 1), got {text!r}")
+        if len(grid) != width or min(grid) < 1 or n < 1:
+            raise CliError(f"{flag} takes {what} or Nx{what} (each >= 1), got {text!r}")
         grids.extend([grid] * n)
     return grids or None
 
@@ -66,8 +68,9 @@ def _params_counted(args: argparse.Namespace) -> _Counted:
     if args.lora_rank is not None:
         raise CliError("--lora-rank applies to --model only (--params counts the frozen base, "
                        "not the adapters)")
-    if args.image_grid or args.video_grid or args.pixel_values:
-        raise CliError("--image-grid / --video-grid / --pixel-values need --model (a VLM config)")
+    if args.image_grid or args.video_grid or args.pixel_values or args.image_sizes:
+        raise CliError("--image-grid / --video-grid / --pixel-values / --image-sizes need "
+                       "--model (a VLM config)")
     counted = params_flops(args.params, lora=args.lora)
     return _Counted(counted.flops_per_token, counted.conventions_str)
 
@@ -87,16 +90,40 @@ def _model_counted(args: argparse.Namespace, seq_len: Optional[int]) -> _Counted
     images = _grids(args.image_grid, "--image-grid")
     videos = _grids(args.video_grid, "--video-grid")
     pixels = _shape(args.pixel_values)
+    sizes = _grids(args.image_sizes, "--image-sizes", 2, "H,W")
     counted = transformer_flops(
         config, seq_len=seq_len, batch_size=1, formula=args.formula,
         causal_attention=args.causal_attention,
         lora_rank=args.lora_rank if args.lora else None,
-        image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels,
+        image_grid_thw=images, video_grid_thw=videos, pixel_values=pixels, image_sizes=sizes,
         convention=convention_spec(args.convention, args.quick_geglu),
     )
     language = counted.language_flops / seq_len if counted.vision_flops else None
-    return _Counted(counted.flops_per_token, counted.conventions_str, _exact_notes(counted),
+    given = bool(images or videos or pixels)
+    return _Counted(counted.flops_per_token, counted.conventions_str,
+                    _exact_notes(counted) + _tower_notes(counted, given),
                     language_per_token=language)
+
+
+def _tower_notes(counted: Any, given: bool) -> list[str]:
+    """What a VLM's count holds of its vision tower, and how to give images
+    (``given``: the command line gave images)."""
+    conventions = counted.conventions
+    exact = conventions.get("exact")
+    tower = exact["tower"] if exact is not None else conventions.get("tower")
+    if counted.vision_flops:
+        return [f"note: vision tower counted: {conventions['vision']} "
+                f"({100 * counted.vision_flops / counted.model_flops:.2f}% of the step; "
+                "MFU (language only) leaves it out)"]
+    if given:
+        return ["note: vision tower NOT counted: the images were given, but the count leaves "
+                "the tower out (see conventions)"]
+    if not tower:
+        return []
+    return ["note: vision tower NOT counted: no image given, so FLOP/token and MFU are the "
+            "language model's alone; give the batch's images: --pixel-values SHAPE "
+            "(fixed-resolution towers; --image-sizes H,W per image where the model takes its "
+            "images' sizes) or --image-grid T,H,W (Qwen-VL-style grids)"]
 
 
 def _exact_notes(counted: Any) -> list[str]:
@@ -109,6 +136,21 @@ def _exact_notes(counted: Any) -> list[str]:
             f"of {counted.num_tokens} tokens)"]
 
 
+_UNITS = (("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3))
+
+
+def _flop_text(value: float, top: str = "G") -> str:
+    """FLOPs in the largest unit up to ``top`` (G: GFLOP, 2 decimals; T:
+    TFLOP, 1) that holds them; below it 4 significant digits in a smaller
+    unit, so a small model never reads 0.00."""
+    for unit, scale in _UNITS[[u for u, _ in _UNITS].index(top):]:
+        if abs(value) >= scale:
+            if unit == top:
+                return f"{value / scale:,.{ {'T': 1, 'G': 2}[top] }f} {unit}FLOP"
+            return f"{value / scale:.4g} {unit}FLOP"
+    return f"{value:.4g} FLOP"
+
+
 def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
                     peak_per_gpu: float, peak_text: str) -> float:
     """The estimate's lines; returns the MFU."""
@@ -118,16 +160,17 @@ def _print_estimate(counted: _Counted, tokens_per_sec: float, num_gpus: int,
     global_flops_per_sec = counted.flops_per_token * tokens_per_sec
     mfu = _C.compute_metrics(global_flops_per_sec, 1.0, peak_flops_per_sec=peak_per_gpu,
                              num_gpus=num_gpus)["mfu"]
-    print(f"FLOP/token:            {counted.flops_per_token / 1e9:.2f} GFLOP", file=out)
+    print(f"FLOP/token:            {_flop_text(counted.flops_per_token)}", file=out)
     print(f"tokens/s (global):     {tokens_per_sec:,.0f}", file=out)
-    print(f"achieved per GPU:      {global_flops_per_sec / num_gpus / 1e12:,.1f} TFLOP/s", file=out)
+    print(f"achieved per GPU:      {_flop_text(global_flops_per_sec / num_gpus, 'T')}/s",
+          file=out)
     print(f"MFU:                   {mfu * 100:.2f}%", file=out)
     if counted.language_per_token is not None:
         language = _C.compute_metrics(counted.language_per_token * tokens_per_sec, 1.0,
                                       peak_flops_per_sec=peak_per_gpu, num_gpus=num_gpus)["mfu"]
         print(f"MFU (language only):   {language * 100:.2f}%  (mfu_language: the vision tower "
               f"left out, the lmms-engine convention; "
-              f"{counted.language_per_token / 1e9:.2f} GFLOP/token)", file=out)
+              f"{_flop_text(counted.language_per_token)}/token)", file=out)
     print(f"peak used (per GPU):   {peak_text}", file=out)
     print(f"GPUs:                  {num_gpus}", file=out)
     print(f"conventions:           {counted.conventions}", file=out)
@@ -185,6 +228,10 @@ def add_parser(sub: Any) -> None:
     what.add_argument("--pixel-values", metavar="SHAPE",
                       help="the images' pixel_values shape for fixed-resolution towers (Gemma 3, "
                       "Llama 4, LLaVA, SmolVLM, InternVL), e.g. 1,3,896,896 for one tile")
+    what.add_argument("--image-sizes", action="append", metavar="H,W",
+                      help="an image's height and width in pixels (image_sizes), for towers "
+                      "that take them (Mistral 3 / Pixtral, LightOn OCR, LLaVA-NeXT, LFM2-VL), "
+                      "or NxH,W for N of them; repeatable, one per image of --pixel-values")
     what.add_argument("--video-grid", action="append", metavar="T,H,W",
                       help="a VLM video's grid in patches (a video_grid_thw row), or NxT,H,W; repeatable")
     hw = est.add_argument_group("hardware")

@@ -41,7 +41,7 @@ from .._validate import (
     check_int,
 )
 from ._hf_vlm import tile_grids
-from ._hf_config import ConfigDims, dims_from_config, lora_target_names
+from ._hf_config import ConfigDims, apply_bias, dims_from_config, lora_target_names
 from ._exact import counting_config, exact_route  # noqa: F401 -- counting_config: re-exported
 from ._conventions import convention_flops
 from ._peer import flash_attn_flops, num_params, param_bytes, params_flops  # noqa: F401 -- __all__
@@ -82,7 +82,10 @@ def _spans_text(conv: Mapping[str, Any]) -> str:
     if conv.get("bidirectional"):
         parts = ["bidirectional attention: full s² (nothing to halve)"]
     windows = conv.get("windows") or {}
-    if "sliding" in windows:
+    if "sliding" in windows and conv.get("bidirectional"):
+        parts.append(f"bidirectional sliding window {windows['sliding']} (|q−k| < w): "
+                     + ("the pairs inside it" if half else "s·min(s, 2w−1)"))
+    elif "sliding" in windows:
         parts.append(f"sliding window {windows['sliding']}: "
                      + ("Σ min(pos+1, w) per query" if half else "s·min(s, w)"))
     if "chunked" in windows:
@@ -116,8 +119,8 @@ def _conventions_str(conv: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _model_dims(config: Any, dims: Mapping[str, Any],
-                tie_word_embeddings: bool | None) -> ConfigDims:
+def _model_dims(config: Any, dims: Mapping[str, Any], tie_word_embeddings: bool | None,
+                bias: bool | None = None) -> ConfigDims:
     """The config's dims (if any) with the explicit keyword dims over them."""
     unknown = sorted(set(dims) - set(_DIM_FIELDS))
     if unknown:
@@ -150,6 +153,8 @@ def _model_dims(config: Any, dims: Mapping[str, Any],
         merged["ssm_out_proj_bias"] = dims["ssm_proj_bias"]  # one keyword for both, as before
     if tie_word_embeddings is not None:
         merged["tie_word_embeddings"] = check_flag(tie_word_embeddings, "tie_word_embeddings")
+    if bias is not None:
+        apply_bias(merged, check_flag(bias, "bias"))
     return ConfigDims(merged, read.sources, read.vision, read.model_type, read.pinpoints)
 
 
@@ -248,6 +253,7 @@ def transformer_flops(
     lora_rank: int | None = None,
     lora_targets: Any = None,
     activation_recompute: str = "none",
+    bias: bool | None = None,
     convention: str | Mapping[str, Any] | None = None,
     context_parallel: int | None = None,
     cp_rank: int = 0,
@@ -336,6 +342,11 @@ def transformer_flops(
         activation_recompute: ``"none"``, ``"selective"`` (the attention
             core runs again) or ``"full"`` (every layer's forward runs
             again). Changes ``hardware_flops`` only.
+        bias: nanoGPT's ``GPTConfig.bias`` over the config and dimensions:
+            True, a bias in every Linear and LayerNorm (GPT-2); False, in
+            none (``norm="layernorm"`` becomes ``"layernorm_nobias"``): the
+            parameters the 6N / PaLM formulas count, as nanoGPT's
+            ``get_num_params`` does. None (default) keeps what they say.
         convention: count as another framework does: ``"verl"``,
             ``"veomni"``, ``"megatron"``, ``"torchtitan"``, ``"nanogpt"``
             (``"mfu_tracker"``: ours), or a mapping with ``"name"`` and the
@@ -378,7 +389,7 @@ def transformer_flops(
     if exact is not None:
         return exact(seq_len, batch_size, seq_lens, cu_seqlens, position_ids, attention_mask,
                      image_grid_thw, video_grid_thw, pixel_values, image_sizes)
-    model = _model_dims(config, dims, tie_word_embeddings)
+    model = _model_dims(config, dims, tie_word_embeddings, bias)
     explicit = {"formula": formula, "causal_attention": causal_attention,
                 "include_lm_head": include_lm_head, "include_embedding": include_embedding}
     options = _options(explicit, activation_recompute)

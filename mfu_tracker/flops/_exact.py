@@ -16,16 +16,18 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
-from .._validate import CAUSAL_ATTENTION, check_choice
+from .._validate import CAUSAL_ATTENTION, check_choice, check_int_rows
 from ._hf_config import ConfigDims, dims_from_config, is_supported, named_config
-from ._meta import ALTERNATIVES, ExactConfig, ImageStep, MetaStep, exact_config, step_flops, tower_step
+from ._hf_vlm import pixel_shape
+from ._meta import ALTERNATIVES, ExactConfig, MetaStep, exact_config, step_flops
+from ._meta_images import JOINT, ImageStep, joint_row, joint_step, tower_step
 from ._result import FORMULAS, TransformerFlops
 from ._sequences import grid_rows, sequence_lengths
 
 # Arguments the exact count cannot honour: (argument, the value it takes).
 _FIXED = (("include_lm_head", True), ("include_embedding", False), ("lora_rank", None),
           ("lora_targets", None), ("activation_recompute", "none"),
-          ("tie_word_embeddings", None))
+          ("tie_word_embeddings", None), ("bias", None))
 
 
 def check_exact_arguments(model_type: str, given: Mapping[str, Any],
@@ -50,42 +52,61 @@ def check_exact_arguments(model_type: str, given: Mapping[str, Any],
                         f"{', '.join(sorted(extra))} apply to the analytic formula; {why}")
 
 
-def exact_images(config: Any, pixel_values: Any, image_grid_thw: Any) -> ImageStep | None:
+def exact_images(config: Any, pixel_values: Any, image_grid_thw: Any,
+                 image_sizes: Any = None) -> ImageStep | None:
     """The images of an exact count: pixel_values' shape (a tensor or the
-    shape), the grid rows; pixel_values from the grid for the towers that
-    take flattened patches (Qwen-VL, GLM-4V)."""
+    shape), the grid rows, each image's [height, width] (``image_sizes``);
+    pixel_values from the grid for the towers that take flattened patches
+    (Qwen-VL, GLM-4V)."""
     if pixel_values is None and image_grid_thw is None:
+        if image_sizes is not None:
+            raise ValueError("image_sizes needs pixel_values")
         return None
-    grid = None
+    grid = sizes = None
     if image_grid_thw is not None:
         grid = tuple(tuple(row) for row in grid_rows(image_grid_thw, "image_grid_thw"))
+    if image_sizes is not None:
+        rows = check_int_rows(image_sizes, "image_sizes")
+        if any(len(row) != 2 or min(row) < 1 for row in rows):
+            raise ValueError(f"image_sizes must hold one [height, width] per image, in pixels, "
+                             f"each >= 1, got {rows}")
+        sizes = tuple(tuple(row) for row in rows)
     if pixel_values is not None:
-        shape = tuple(int(n) for n in getattr(pixel_values, "shape", pixel_values))
+        shape = pixel_shape(pixel_values, min_dims=2)
+        if sizes is not None and len(sizes) != shape[0]:
+            raise ValueError(f"image_sizes holds {len(sizes)} [height, width] rows, but "
+                             f"pixel_values {list(shape)} holds {shape[0]} image(s)")
     elif grid is not None:
         vision = getattr(exact_config(config).hf_config, "vision_config", None)
         channels = getattr(vision, "in_channels", None) or getattr(vision, "num_channels", 3)
         patch = getattr(vision, "patch_size", 14)
         temporal = getattr(vision, "temporal_patch_size", 1) or 1
         shape = (sum(t * h * w for t, h, w in grid), channels * temporal * patch * patch)
-    return ImageStep(shape, grid)
+    return ImageStep(shape, grid, sizes)
 
 
 def _tally(cfg: ExactConfig, lengths: list[int], causal: str,
            images: ImageStep | None) -> tuple[dict[str, int], MetaStep, MetaStep | None]:
     """Every count summed over the batch's sequences (each distinct length
-    counted once), plus the vision tower on the images."""
+    counted once), plus the vision tower on the images (a cross-attention
+    VLM's: each sequence with its own images, in one step)."""
     totals: collections.Counter = collections.Counter()
-    step: MetaStep | None = None
+    joint = images is not None and cfg.model_type in JOINT
+    row = joint_row(cfg, images, len(lengths)) if joint else ()
+    step = tower = None
     for length, times in sorted(collections.Counter(lengths).items()):
-        step = step_flops(cfg, length, causal)
+        step = joint_step(cfg, row, length, causal) if joint else step_flops(cfg, length, causal)
         totals.update(model=times * step.model_flops, executed=times * step.executed_flops,
-                      forward=times * step.forward_flops)
-    assert step is not None  # the caller checked the batch has tokens
-    tower = tower_step(cfg, images, causal) if images is not None else None
-    if tower is not None:
+                      forward=times * step.forward_flops, vision=times * step.vision_flops,
+                      image_tokens=times * step.image_tokens)
+    if step is None:
+        raise ValueError("the batch holds no sequence with a token")
+    if images is not None and not joint:
+        tower = tower_step(cfg, images, causal)
         totals.update(model=tower.model_flops, executed=tower.executed_flops,
-                      forward=tower.forward_flops, vision=tower.model_flops)
-    return dict(totals), step, tower
+                      forward=tower.forward_flops, vision=tower.model_flops,
+                      image_tokens=tower.image_tokens)
+    return dict(totals), step, tower or (step if joint else None)
 
 
 def _conventions_str(conv: Mapping[str, Any]) -> str:
@@ -98,7 +119,10 @@ def _conventions_str(conv: Mapping[str, Any]) -> str:
              else "causal attention: full s²",
              "lm_head counted · embedding excluded · full training · recompute: none",
              f"sequences from {conv['sequences']}"]
-    if conv.get("vision"):
+    if conv.get("vision") and conv["model_type"] in JOINT:
+        parts.append(f"vision tower: {conv['vision']} (cross-attention: each sequence counted "
+                     "in one step with its images, the tower's modules its vision FLOPs)")
+    elif conv.get("vision"):
         parts.append(f"vision tower: {conv['vision']} (get_image_features counted on its own: "
                      f"{exact['tower_recipe']})")
     elif exact["tower"]:
@@ -124,6 +148,10 @@ def exact_transformer_flops(config: Any, *, lengths: list[int], source: str, cau
                          "images")
     totals, step, tower = _tally(cfg, [n for n in lengths if n > 0], causal, images)
     tokens = sum(lengths)
+    if totals.get("image_tokens", 0) > tokens:
+        raise ValueError(f"{source}: the images make {totals['image_tokens']:,} image tokens, "
+                         f"more than the batch's {tokens:,} tokens (the lengths count every "
+                         "token, image placeholders included)")
     conventions = {
         "formula": "exact", "causal_attention": causal, "include_lm_head": True,
         "include_embedding": False, "activation_recompute": "none",
@@ -142,7 +170,7 @@ def exact_transformer_flops(config: Any, *, lengths: list[int], source: str, cau
         model_flops=float(totals["model"]), hardware_flops=float(totals["executed"]),
         forward_flops=float(totals["forward"]), attention_flops=None,
         flops_per_token=totals["model"] / tokens, num_tokens=tokens,
-        num_params=step.num_params, num_embedding_params=step.num_embedding_params,
+        num_params=(tower or step).num_params, num_embedding_params=step.num_embedding_params,
         num_active_params=None, num_adapter_params=0,
         conventions=types.MappingProxyType(conventions),
         conventions_str=_conventions_str(conventions),
@@ -200,11 +228,11 @@ def exact_route(config: Any, formula: Any, causal_attention: Any, dims: Mapping[
               pixel_values: Any, image_sizes: Any) -> TransformerFlops:
         lengths, source = sequence_lengths(seq_len, batch_size, seq_lens, cu_seqlens,
                                            position_ids, attention_mask)
-        if video_grid_thw is not None or image_sizes is not None:
+        if video_grid_thw is not None:
             raise ValueError(f"model_type {model_type!r} has no analytic formula: its exact "
-                             "count takes images as pixel_values (and image_grid_thw), not "
-                             f"{'video_grid_thw' if video_grid_thw is not None else 'image_sizes'}")
-        images = exact_images(config, pixel_values, image_grid_thw)
+                             "count takes images as pixel_values (with image_grid_thw or "
+                             "image_sizes where the model takes them), not video_grid_thw")
+        images = exact_images(config, pixel_values, image_grid_thw, image_sizes)
         return exact_transformer_flops(config, lengths=lengths or [seq_len] * batch_size,
                                        source=source, causal=causal, images=images,
                                        reason=reason)

@@ -121,6 +121,16 @@ class _Config:
         # the config class's defaults of keys a dict config may leave out
         self.defaults: Mapping[str, int] = defaults or {}
 
+    @property
+    def is_mapping(self) -> bool:
+        """Whether the config is a dict (as saved), not an object."""
+        return self._data is not None
+
+    @property
+    def source(self) -> Any:
+        """The config as given (a dict or an object)."""
+        return self._data if self._data is not None else self._obj
+
     def get(self, key: str, default: Any = None) -> Any:
         if self._data is not None:
             value = self._data.get(key, None)
@@ -285,7 +295,9 @@ FAMILIES: dict[str, _Family] = {
     "qwen3": _Family(local=_qwen_local),
     "qwen3_moe": _Family(local=_qwen3_moe_local, moe="qwen"),
     "gemma2": _Family(local=_every(2)),
-    "gemma3_text": _Family(local=_gemma3_local),
+    "gemma3_text": _Family(flags={**_ATTENTION_BIAS,
+                                  "bidirectional": ("use_bidirectional_attention",)},
+                           local=_gemma3_local),
     "olmo2": _Family(local=None),
     "gpt_oss": _Family(local=_every(2), moe="all", experts_width="intermediate_size"),
     "deepseek_v3": _Family(local=None, moe="first_k_dense"),
@@ -432,12 +444,22 @@ def _gpt2_dims(cfg: _Config, dims: dict[str, Any]) -> None:
                 intermediate_size=cfg.int("intermediate_size", ("n_inner",), default=4 * hidden,
                                           minimum=1),
                 num_positions=cfg.require("num_positions"))
-    if cfg.has("bias"):  # nanoGPT: bias=False drops every Linear and LayerNorm bias
-        bias = cfg.flag("bias")
-        dims.update(qkv_bias=bias, attention_out_bias=bias, mlp_bias=bias)
-        if not bias:
-            dims["norm"] = "layernorm_nobias"
-            cfg.sources["norm"] = f"{cfg.prefix}.bias"
+    if cfg.has("bias"):  # nanoGPT's GPTConfig.bias
+        apply_bias(dims, cfg.flag("bias"))
+        cfg.sources["norm"] = f"{cfg.prefix}.bias"
+
+
+def apply_bias(dims: dict[str, Any], bias: bool) -> None:
+    """nanoGPT's ``bias`` switch on ``dims``: True, a bias in every Linear and
+    LayerNorm, like GPT-2; False, in none (karpathy/nanoGPT model.py at
+    3adf61e: GPTConfig.bias, LayerNorm(ndim, bias), nn.Linear(..., bias=
+    config.bias)). A LayerNorm without bias is ``norm="layernorm_nobias"``;
+    an RMSNorm has none either way."""
+    dims.update(qkv_bias=bias, attention_out_bias=bias, mlp_bias=bias)
+    if not bias and dims.get("norm") == "layernorm":
+        dims["norm"] = "layernorm_nobias"
+    elif bias and dims.get("norm") == "layernorm_nobias":
+        dims["norm"] = "layernorm"
 
 
 def _mixer_dims(cfg: _Config, dims: dict[str, Any], name: str) -> None:
@@ -586,11 +608,24 @@ def _dims_of(top: _Config) -> ConfigDims:
         for field in ("sliding_window", "attention_chunk_size"):
             if dims.get(_WINDOWED[field]):
                 dims[field] = cfg.require(field)
+        if dims.get("bidirectional") and dims.get("num_sliding_layers"):
+            dims["sliding_window"] = _bidirectional_window(cfg, dims["sliding_window"])
         dims["num_mtp_layers"] = cfg.int("num_mtp_layers", default=0)
     return ConfigDims(dims, top.sources, _vision_dims(top, cfg, vision_kind), model_type)
 
 
 _WINDOWED = {"sliding_window": "num_sliding_layers", "attention_chunk_size": "num_chunked_layers"}
+
+
+def _bidirectional_window(cfg: _Config, saved: int) -> int:
+    """The w of a bidirectional sliding layer (keys with |query - key| < w):
+    Gemma3TextConfig turns the saved ``sliding_window`` into ``sliding_window
+    // 2 + 1`` when it builds (and ``to_dict`` saves the value it came from,
+    transformers 5 gemma3/configuration_gemma3.py): a saved dict holds the
+    saved value, a built config object the converted one."""
+    if cfg.is_mapping or not hasattr(cfg.source, "to_dict"):
+        return saved // 2 + 1
+    return saved
 
 
 _ALL_LINEAR = ("all-linear", "all_linear", "all")

@@ -62,7 +62,9 @@ def tile_vision_dims(top: Any, kind: str, text_hidden: int) -> dict[str, Any] | 
                                           default=256, minimum=1)
     elif kind.startswith("llava"):
         layer = top.get("vision_feature_layer", -2)
-        out["feature_layers"] = len(layer) if isinstance(layer, (list, tuple)) else 1
+        layers = list(layer) if isinstance(layer, (list, tuple)) else [layer]
+        out["feature_layers"] = len(layers)
+        out["unused_layers"] = _unused_layers(layers, out["depth"])
         out["keep_cls"] = top.get("vision_feature_select_strategy", "default") == "full"
         out["projector_bias"] = top.flag("multimodal_projector_bias", True)
         out["image_newline"] = top.get("model_type") in ("llava_next", "llava_onevision")
@@ -74,20 +76,36 @@ def tile_vision_dims(top: Any, kind: str, text_hidden: int) -> dict[str, Any] | 
     return out
 
 
+def _unused_layers(layers: list[Any], depth: int) -> int:
+    """The encoder layers above the deepest hidden state LLaVA reads
+    (``hidden_states[i]``, 0 = the embeddings, ``depth`` = the last layer;
+    negative from the end): they run, and no loss reaches them."""
+    deepest = -1
+    for i in layers:
+        if isinstance(i, bool) or not isinstance(i, int) or not -(depth + 1) <= i <= depth:
+            raise ValueError(f"config.vision_feature_layer must hold hidden-state indices "
+                             f"between {-(depth + 1)} and {depth}, got {layers}")
+        deepest = max(deepest, i % (depth + 1))
+    return depth - deepest
+
+
 # ---------------------------------------------------------------------------
 # pixel_values -> tiles
 # ---------------------------------------------------------------------------
 
-def _shape(pixel_values: Any) -> tuple[int, ...]:
+def pixel_shape(pixel_values: Any, min_dims: int = 4) -> tuple[int, ...]:
+    """pixel_values' shape (the tensor or its shape), at least ``min_dims``
+    dimensions (a tiled tower's [..., channels, height, width]: 4), each >= 1."""
     shape = getattr(pixel_values, "shape", pixel_values)
     try:
         dims = tuple(int(n) for n in shape)
     except (TypeError, ValueError):
         raise TypeError("pixel_values must be a tensor (or its shape: tiles x channels x "
                         f"height x width), not {type(pixel_values).__name__}") from None
-    if len(dims) < 4 or min(dims) < 1:
-        raise ValueError(f"pixel_values must have a shape [..., channels, height, width] with "
-                         f"at least 4 dims, each >= 1, got {list(dims)}")
+    if len(dims) < min_dims or min(dims) < 1:
+        raise ValueError(f"pixel_values must have a shape with at least {min_dims} dims"
+                         + (" [..., channels, height, width]" if min_dims == 4 else "")
+                         + f", each >= 1, got {list(dims)}")
     return dims
 
 
@@ -116,7 +134,7 @@ def tile_grids(pixel_values: Any, image_sizes: Any, vision: dict[str, Any],
     """The C core's grids ([tiles, h, w] in patches) of ``pixel_values`` and
     their description. 5-D pixel_values [images, crops, C, H, W] with
     ``image_sizes`` keep only each image's real crops (anyres)."""
-    dims = _shape(pixel_values)
+    dims = pixel_shape(pixel_values)
     patch = vision["patch_size"]
     h, w = dims[-2] // patch, dims[-1] // patch
     if image_sizes is None:

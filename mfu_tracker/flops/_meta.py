@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .._install import DISTRIBUTION
+from ._meta_scans import batched_calls, batched_scans
+from .presets import decode_special_floats
 
 #: What a caller can do when a model cannot be counted here.
 ALTERNATIVES = ("count a real training step with mfu_tracker.FlopCounter, or "
@@ -45,13 +47,16 @@ class Recipe(NamedTuple):
     cache: bool = True
     dtype: str = "config"
     device: str = "meta"
+    batched_scan: bool = False  # a token-by-token scan ran batched (_meta_scans.py)
 
     def __str__(self) -> str:
         where = ("on CPU with real weights (seed 0): the model reads tensor values, which "
                  "meta tensors do not have; FLOPs that depend on them (routing) are this "
                  "input's" if self.device == "cpu" else "on meta")
+        batched = (", its token-by-token Mamba scan run as one batched matmul (the same "
+                   "FLOPs)" if self.batched_scan else "")
         return (f"{self.attention} attention, {self.inputs}"
-                f"{', use_cache' if self.cache else ''}, {where}")
+                f"{', use_cache' if self.cache else ''}, {where}{batched}")
 
 
 #: Tried in order until one runs (the recipe that worked for a config
@@ -102,6 +107,7 @@ class MetaStep:
     model_class: str
     recipe: str
     heavy_uncounted: tuple[str, ...]
+    image_tokens: int = 0  # a tower's: the feature rows it hands the language model
 
 
 class ExactConfig:
@@ -116,8 +122,11 @@ class ExactConfig:
 
     @property
     def has_tower(self) -> bool:
-        """Whether the config describes a vision tower."""
-        return self.vision_config is not None
+        """Whether the config describes an image encoder: a vision tower
+        (``vision_config``) or a VQ-VAE image tokenizer (``vq_config``:
+        Chameleon's encoder runs on every image)."""
+        return any(getattr(self.hf_config, key, None) is not None
+                   for key in ("vision_config", "vq_config"))
 
 
 def _transformers() -> Any:
@@ -166,7 +175,7 @@ def exact_config(config: Any) -> ExactConfig:
     if isinstance(config, ExactConfig):
         return config
     if isinstance(config, Mapping):
-        fields = dict(config)
+        fields = decode_special_floats(dict(config))
         model_type = fields.pop("model_type", None)
         if not isinstance(model_type, str):
             raise MetaCountError("config has no model_type: transformers cannot build it")
@@ -284,7 +293,34 @@ def _inputs(model: Any, recipe: Recipe, batch_size: int, length: int,
     if recipe.inputs.endswith("attention_mask"):
         kwargs["attention_mask"] = torch.ones(batch_size, length, dtype=torch.long,
                                               device=device)
+    cache = _unpadded_cache(model) if recipe.cache else None
+    if cache is not None:
+        kwargs["cache"] = cache
     return kwargs
+
+
+def _unpadded_cache(model: Any) -> Any:
+    """A fresh cache that records its short-convolution states as they come
+    (transformers' ``activate_past_recording``), or None for a model without
+    such layers (or that takes no ``cache``). The cache a model makes itself
+    pads a prefill shorter than the convolution kernel to the kernel
+    (cache_utils.py, ``update_conv_state``): a 1-token step would convolve
+    k positions where a training step, which has no cache, convolves one."""
+    import inspect
+
+    try:
+        from transformers.cache_utils import DynamicCache, LinearAttentionCacheLayerMixin
+
+        if "cache" not in inspect.signature(model.forward).parameters:
+            return None
+        cache = DynamicCache(config=model.config)
+    except Exception:  # noqa: BLE001 -- no such cache here: the model makes its own
+        return None
+    if not any(isinstance(layer, LinearAttentionCacheLayerMixin)
+               for layer in getattr(cache, "layers", ())):
+        return None
+    cache.activate_past_recording()
+    return cache
 
 
 def _logits(output: Any) -> Any:
@@ -312,6 +348,19 @@ def _run(model: Any, kwargs: Mapping[str, Any], causal: str, modules: bool,
                     raise MetaCountError("the model returned no logits")
                 torch.autograd.grad(logits.float().sum(), params, allow_unused=True)
     return fc
+
+
+def _run_with_cache(model: Any, kwargs: dict[str, Any], causal: str, modules: bool,
+                    forward_only: bool) -> Any:
+    """:func:`_run`; a model that refuses the step's own cache (MiniMax keeps
+    a cache class of its own) runs again with the cache it makes."""
+    try:
+        return _run(model, kwargs, causal, modules, forward_only)
+    except Exception:  # noqa: BLE001 -- retried once, else raised as it was
+        if "cache" not in kwargs:
+            raise
+    return _run(model, {k: v for k, v in kwargs.items() if k != "cache"}, causal, modules,
+                forward_only)
 
 
 class _BuildError(Exception):
@@ -362,13 +411,16 @@ def run_counted(cfg: ExactConfig, *, batch_size: int, length: int, causal: str,
             model = _model_for(cfg, recipe, False)
             if model is None:
                 continue
-            fc = _run(model, _inputs(model, recipe, batch_size, length, {}), causal, modules,
-                      forward_only)
+            before = batched_calls()
+            with batched_scans():
+                fc = _run_with_cache(model, _inputs(model, recipe, batch_size, length, {}),
+                                     causal, modules, forward_only)
         except BaseException as exc:  # noqa: BLE001 -- every failure is reported, none raised
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
             errors.append(exc)
             continue
+        recipe = recipe._replace(batched_scan=batched_calls() > before)
         _working_recipe[cfg.key] = recipe
         if fc.errors:
             raise MetaCountError(f"model_type {cfg.model_type!r}: {fc.errors} op call(s) could "
@@ -386,13 +438,29 @@ _steps: "collections.OrderedDict[tuple, MetaStep]" = collections.OrderedDict()
 _working_recipe: dict[str, Recipe] = {}
 
 
+def cached_step(key: tuple) -> MetaStep | None:
+    """A counted step kept under ``key``, or None."""
+    if key in _steps:
+        _steps.move_to_end(key)
+        return _steps[key]
+    return None
+
+
+def cache_step(key: tuple, step: MetaStep) -> MetaStep:
+    """Keep ``step`` under ``key`` (the last :data:`_STEPS_KEPT`)."""
+    _steps[key] = step
+    while len(_steps) > _STEPS_KEPT:
+        _steps.popitem(last=False)
+    return step
+
+
 def step_flops(cfg: ExactConfig, length: int, causal: str) -> MetaStep:
     """One forward + backward of one sequence of ``length`` tokens, cached
     per (config, length, convention)."""
     key = (cfg.key, length, causal)
-    if key in _steps:
-        _steps.move_to_end(key)
-        return _steps[key]
+    step = cached_step(key)
+    if step is not None:
+        return step
     fc, model, recipe = run_counted(cfg, batch_size=1, length=length, causal=causal)
     embed = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     weight = getattr(embed, "weight", None)
@@ -405,10 +473,7 @@ def step_flops(cfg: ExactConfig, length: int, causal: str) -> MetaStep:
         model_class=type(model).__name__, recipe=str(recipe),
         heavy_uncounted=tuple(sorted({r.name for r in fc.uncounted() if r.heavy})),
     )
-    _steps[key] = step
-    while len(_steps) > _STEPS_KEPT:
-        _steps.popitem(last=False)
-    return step
+    return cache_step(key, step)
 
 
 def _cause(errors: list[BaseException]) -> BaseException:
@@ -421,101 +486,6 @@ def _cause(errors: list[BaseException]) -> BaseException:
                 and "attention implementation" not in text:
             return exc
     return errors[-1]
-
-
-# ---------------------------------------------------------------------------
-# A VLM's images: its tower and projector, counted on their own
-# ---------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class ImageStep:
-    """The images of one step (hashable: a cache key): the pixel_values
-    shape and, for towers that take them, the image_grid_thw rows."""
-
-    pixel_shape: tuple[int, ...]
-    grid: tuple[tuple[int, int, int], ...] | None = None
-
-    def inputs(self, model: Any, device: str) -> dict[str, Any]:
-        """``get_image_features`` keyword arguments: pixels of ones (meta:
-        shapes only; an all-zero image is padding to Idefics 3) and the grid
-        as a CPU tensor (its values are read)."""
-        import torch
-
-        kwargs: dict[str, Any] = {"pixel_values": torch.ones(
-            self.pixel_shape, device=device, dtype=getattr(model, "dtype", torch.float32))}
-        if self.grid is not None:
-            kwargs["image_grid_thw"] = torch.tensor(self.grid, dtype=torch.long)
-        return kwargs
-
-    def describe(self) -> str:
-        if self.grid is not None:
-            patches = sum(t * h * w for t, h, w in self.grid)
-            return f"{len(self.grid)} image(s), {patches:,} patches"
-        return f"pixel_values of shape {list(self.pixel_shape)}"
-
-
-def _tensors(value: Any) -> list[Any]:
-    """Every floating tensor requiring grad inside a model output."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value] if value.requires_grad and value.is_floating_point() else []
-    if isinstance(value, Mapping):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
-    return []
-
-
-def _tower_run(model: Any, images: ImageStep, device: str, causal: str) -> Any:
-    import torch
-
-    from .counter._counter import FlopCounter
-
-    params = [p for p in model.parameters() if p.requires_grad]
-    with _Quiet(), FlopCounter(causal_attention=causal, modules=False, audit=True) as fc:
-        features = _tensors(model.get_image_features(**images.inputs(model, device)))
-        if not features:
-            raise MetaCountError("get_image_features returned no features")
-        loss = sum(f.float().sum() for f in features)
-        torch.autograd.grad(loss, params, allow_unused=True)
-    return fc
-
-
-def tower_step(cfg: ExactConfig, images: ImageStep, causal: str) -> MetaStep:
-    """The model's ``get_image_features`` (vision tower + projector) on the
-    images, forward + backward, on meta, else (small models) on CPU;
-    cached. Its FLOPs are the step's vision FLOPs (the language model runs
-    the image tokens as ordinary tokens)."""
-    key = (cfg.key, "tower", causal, images)
-    if key in _steps:
-        return _steps[key]
-    errors: list[BaseException] = []
-    for recipe in (Recipe("sdpa", "pixel_values", cache=False),
-                   Recipe("eager", "pixel_values", cache=False),
-                   Recipe("sdpa", "pixel_values", False, "float32", "cpu"),
-                   Recipe("eager", "pixel_values", False, "float32", "cpu")):
-        try:
-            model = _model_for(cfg, recipe, True)
-            if model is None:
-                continue
-            fc = _tower_run(model, images, recipe.device, causal)
-        except BaseException as exc:  # noqa: BLE001 -- every failure is reported, none raised
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-                raise
-            errors.append(exc)
-            continue
-        step = MetaStep(model_flops=fc.model_flops, executed_flops=fc.executed_flops,
-                        forward_flops=fc.forward_flops, vision_flops=fc.model_flops,
-                        num_params=int(model.num_parameters()), num_embedding_params=0,
-                        model_class=type(model).__name__, recipe=str(recipe),
-                        heavy_uncounted=tuple(sorted({r.name for r in fc.uncounted()
-                                                      if r.heavy})))
-        _steps[key] = step
-        return step
-    cause = _cause(errors) if errors else MetaCountError("too large to count on CPU")
-    raise MetaCountError(f"model_type {cfg.model_type!r}: its vision tower could not be counted "
-                         f"on the images ({_one_line(cause)}); {ALTERNATIVES}") from None
 
 
 def clear_caches() -> None:

@@ -264,11 +264,22 @@ static void test_tiled_tower(void)
     CHECK(v.attention_flops == 73984.0);
     CHECK(v.model_flops == 2.0 * 196608.0 + 3.0 * (487424.0 + 73984.0 + 196608.0));
     CHECK(v.num_patches == 16.0);
+    CHECK(v.image_tokens == 16.0); /* one per patch, CLS dropped */
     in.dims.keep_cls = 1; /* the "full" strategy projects the CLS token too */
     CHECK(mfu_vision_flops_compute(&in, 1, 1, &v, &field) == MFU_OK);
     CHECK(v.model_flops == 2.0 * 196608.0 +
                                3.0 * (487424.0 + 73984.0 + 196608.0 / 16.0 * 17.0));
     in.dims.keep_cls = 0;
+    /* vision_feature_layer -2: the top layer runs, forward only (half of
+     * 487,424 + 73,984 = 280,704), nothing above it */
+    in.dims.unused_layers = 1;
+    CHECK(mfu_vision_flops_compute(&in, 1, 1, &v, &field) == MFU_OK);
+    CHECK(v.model_flops == 2.0 * 196608.0 + 280704.0 + 3.0 * (280704.0 + 196608.0));
+    CHECK(v.blocks_forward == 280704.0); /* never recomputed either */
+    in.dims.unused_layers = 3; /* more than the depth */
+    CHECK(mfu_vision_validate(&in.dims, &field) == MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "vision.unused_layers"));
+    in.dims.unused_layers = 0;
     {
         const mfu_vision_grid wrong = {.t = 1, .h = 4, .w = 2};
         in.grids = &wrong;

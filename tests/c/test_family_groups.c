@@ -147,9 +147,20 @@ static void test_gate_proj_and_bidirectional(void)
     half = count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_HALF);
     CHECK(half.attention_flops == 2176.0);
     CHECK(count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_FULL).attention_flops == 2176.0);
-    /* a bidirectional window is not a causal span: refused */
+    /* a bidirectional window of 2 on one of the 2 layers (EmbeddingGemma):
+     * |query - key| < 2, a key each side; "half" keeps those pairs, 2 + 3 +
+     * 2 = 7 (s = 3) and 2 + 3 + 3 + 3 + 2 = 13 (s = 5); "full" charges each
+     * query the 3 keys of its span, 3 * 3 + 5 * 3 = 24; the full layer 34
+     * pairs either way: (34 + 20) * 32 = 1,728 and (34 + 24) * 32 = 1,856 */
     d.sliding_window = 2;
     d.num_sliding_layers = 1;
+    CHECK(count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_HALF).attention_flops == 1728.0);
+    CHECK(count(&d, MFU_FORMULA_MATMUL, MFU_CAUSAL_FULL).attention_flops == 1856.0);
+    /* a chunk has no bidirectional span: refused */
+    d.sliding_window = 0;
+    d.num_sliding_layers = 0;
+    d.attention_chunk_size = 2;
+    d.num_chunked_layers = 1;
     mfu_transformer_options_init(&o);
     CHECK(mfu_transformer_validate(&d, &o, &field) == MFU_ERR_INVALID_ARGUMENT &&
           field_is(field, "bidirectional"));

@@ -301,6 +301,7 @@ static void test_vision(void)
     CHECK(v.forward_flops == 36032.0);
     CHECK(v.model_flops == 103488.0);
     CHECK(v.num_patches == 24.0);
+    CHECK(v.image_tokens == 6.0); /* the 6 merged tokens */
     /* params 96 + 2*(136 + 32 biases + 8 norms) + (336 + 16 + 5 + 4) = 809 */
     CHECK(v.num_params == 809.0);
     /* an odd grid side is refused, naming the argument */
@@ -346,6 +347,14 @@ static void test_vlm_total(void)
     CHECK(vlm.vision_flops == v.model_flops && v.model_flops > 0.0);
     CHECK(vlm.model_flops == vlm.language_flops + vlm.vision_flops);
     CHECK(vlm.num_params == text.num_params + v.num_params);
+    /* 16 x 16 patches merged 2 x 2: 64 image tokens; 63 tokens cannot
+     * hold them */
+    CHECK(v.image_tokens == 64.0);
+    b = uniform(1, 63);
+    CHECK(mfu_transformer_flops_compute(&d, &o, &b, &in, &vlm, &field) ==
+          MFU_ERR_INVALID_ARGUMENT);
+    CHECK(field_is(field, "image_tokens"));
+    b = uniform(1, 512);
     /* LoRA with a tower is refused: which tower weights train is unknown */
     o.lora_rank = 4;
     o.lora_targets = MFU_LORA_Q;

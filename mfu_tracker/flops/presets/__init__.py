@@ -90,6 +90,16 @@ def _decode_floats(obj: dict[str, Any]) -> Any:
 _SPECIAL_FLOATS = {"Infinity": float("inf"), "-Infinity": float("-inf"), "NaN": float("nan")}
 
 
+def decode_special_floats(config: dict[str, Any]) -> dict[str, Any]:
+    """A config dict loaded without the decoding (``json.loads`` as is), its
+    ``{"__float__": "Infinity"}`` values (at any depth) as floats; a dict
+    that is not JSON (objects in it) as given."""
+    try:
+        return json.loads(json.dumps(config), object_hook=_decode_floats)
+    except (TypeError, ValueError):
+        return config
+
+
 def hf_cache_root() -> Path:
     """The HuggingFace hub cache as huggingface_hub finds it: HF_HUB_CACHE,
     else HF_HOME/hub, else $XDG_CACHE_HOME (~/.cache)/huggingface/hub."""

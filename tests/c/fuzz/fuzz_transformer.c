@@ -113,7 +113,7 @@ static const size_t vision_fields[] = {
     VOFF(num_full_blocks), VOFF(num_deepstack_mergers),
     VOFF(num_position_embeddings), VOFF(image_size), VOFF(tokens_per_image),
     VOFF(feature_layers), VOFF(pixel_shuffle_inverse), VOFF(projector_input_dim),
-    VOFF(projector_output_dim), VOFF(vision_output_dim),
+    VOFF(projector_output_dim), VOFF(vision_output_dim), VOFF(unused_layers),
 };
 
 #undef VOFF
@@ -205,8 +205,8 @@ static void read_dims(fuzz_input *in, int is_plausible, mfu_transformer_dims *d)
         d->shared_expert_gate &= d->shared_expert_intermediate_size > 0;
         d->router_bias &= d->num_experts > 0;
         d->attention_gate_proj &= d->attention_gate;
-        if (d->bidirectional) /* a bidirectional window is refused */
-            d->num_sliding_layers = d->num_chunked_layers = 0;
+        if (d->bidirectional) /* a bidirectional chunk is refused */
+            d->num_chunked_layers = 0;
         return;
     }
     d->attention = (mfu_attention_kind)fi_i32(in);
@@ -251,6 +251,8 @@ static int64_t plausible_tiles(fuzz_input *in, mfu_vision_dims *v)
     v->tokens_per_image = kind == MFU_VISION_GEMMA3 ? 1 + v->tokens_per_image % (side * side) : 0;
     v->feature_layers = kind == MFU_VISION_LLAVA_CLIP || kind == MFU_VISION_LLAVA_SIGLIP
                             ? 1 + v->feature_layers % v->depth : 0;
+    v->unused_layers = kind == MFU_VISION_LLAVA_CLIP || kind == MFU_VISION_LLAVA_SIGLIP
+                           ? v->unused_layers % (v->depth + 1) : 0;
     v->pixel_shuffle_inverse = kind == MFU_VISION_LLAMA4 ? 1 + (v->pixel_shuffle_inverse & 1) : 0;
     if (kind != MFU_VISION_LLAMA4)
         v->projector_input_dim = v->projector_output_dim = v->vision_output_dim = 0;
@@ -279,6 +281,7 @@ static void read_vision(fuzz_input *in, int is_plausible, mfu_vision_input *v,
             side = plausible_tiles(in, &v->dims);
         } else {
             v->dims.image_size = v->dims.tokens_per_image = v->dims.feature_layers = 0;
+            v->dims.unused_layers = 0;
             v->dims.pixel_shuffle_inverse = v->dims.projector_input_dim = 0;
             v->dims.projector_output_dim = v->dims.vision_output_dim = 0;
             v->dims.keep_cls = v->dims.use_head = v->dims.projector_bias = 0;

@@ -832,7 +832,7 @@ TRANSFORMER = [
     ("gate_proj_without_gate", tfm(**{**AFMOE, "attention_gate": 0}, lengths=(64,))),
     ("apertus_xielu", tfm(**APERTUS, recompute=1, uniform=(4, 4096))),
     ("gemma_bidirectional_half", tfm(**LLAMA2_7B, bidirectional=1, causal=1, uniform=(2, 512))),
-    ("bidirectional_window_refused", tfm(**MISTRAL, bidirectional=1, lengths=(8192,))),
+    ("bidirectional_window", tfm(**MISTRAL, bidirectional=1, lengths=(8192,))),
     ("act_params_int64_max", tfm(**{**APERTUS, "mlp_act_params": I64_MAX}, lengths=(I64_MAX,))),
 ]
 
