@@ -374,7 +374,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
               S("patch_size"): I(14), S("temporal_patch_size"): I(2),
               S("spatial_merge_size"): I(2), S("out_hidden_size"): I(1024),
               S("window_size"): I(1120), S("num_full_blocks"): I(4)}
-    grids = [[I(1), I(640), I(640)], [I(300), I(260), I(260)]]
+    grids = [[I(1), I(640), I(640)], [I(2), I(260), I(260)]]  # 102,400 + 33,800 image tokens: within 300 x 2048
     add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
         seq_len=I(2048), vision=vision, grids=grids)
     add("transformer_flops", _C.transformer_flops, dims, options, batch_size=I(300),
