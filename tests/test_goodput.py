@@ -414,6 +414,48 @@ def test_a_first_step_redone_after_a_restart_is_lost_progress_whole(tmp_path):
     assert run1.seconds["startup"] == 5.0 + 6.0 and run1.seconds["lost_progress"] == 10.0
 
 
+def test_the_first_steps_cut_on_the_fake_gpu_timeline(fake, tmp_path, capsys):
+    """The first-step cut end to end, deterministic: a Tracker on the fake GPU
+    timeline (every period exact: each boundary's record completes
+    ``work_ns`` after the one before), its log, ``mfu-tracker goodput``. The
+    wall-clock fields (process start, first boundary, record times) are read
+    from the log: the ledger is checked on what it was given."""
+    log = tmp_path / "m.jsonl"
+    t = Tracker(5e9, spec=SPEC, clock="cuda", stream=0, warmup=0, window=16, log_path=log)
+    t.step()                                          # the clock starts: GPU 0
+    periods_ms = [(40, 5, 5, 5), (4, 6, 4, 6), (8, 8, 8, 8)]   # three logged intervals
+    gpu_ns = 0
+    for interval in periods_ms:
+        for ms in interval:
+            fake.set_work_ns(ms * MS)
+            t.step()
+            gpu_ns += ms * MS
+        fake.advance(gpu_ns - fake.now_ns())   # the host catches up: every record resolved
+        t.metrics()
+    t.close()
+    lines = records(log)
+    ledgers = [line["ledger"] for line in lines if "ledger" in line]
+    # the engine kept the first pushed step's period: 40 ms (float ms from the driver)
+    assert ledgers[0]["first_step_s"] == pytest.approx(40e-3, rel=1e-9)
+    assert [iv["step_s"] for iv in ledgers[:3]] == pytest.approx([55e-3, 20e-3, 32e-3], rel=1e-9)
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    # the median step: the intervals' mean periods, the first step left out of its own:
+    # (55 - 40) / 3 = 5 ms, 20 / 4 = 5 ms, 32 / 4 = 8 ms -> median 5 ms; the first
+    # step's excess 40 - 5 = 35 ms goes to startup, a median step's 5 ms stays goodput
+    run, end = lines[0], lines[-1]
+    before_first = ledgers[0]["first_boundary"] - run["process_start"]
+    assert g["badput_s/startup"] == pytest.approx(before_first + 35e-3, rel=1e-9)
+    # goodput: every step's period (55 + 20 + 32 = 107 ms) less the excess = 72 ms
+    assert g["goodput_s"] == pytest.approx(72e-3, rel=1e-9)
+    # the step itself and its FLOPs are kept: 12 steps x 5e9 over 1 device x the run's
+    # wall time (process start to the run-end record) x 1e15 FLOP/s
+    assert g["job_mfu"] == pytest.approx(12 * 5e9 / ((end["time"] - run["process_start"]) * 1e15),
+                                         rel=1e-12)
+    assert fake.sync_calls() == 0
+
+
 def test_the_diagnosis_names_the_rank_of_data_loading(tmp_path, capsys):
     lines = [
         {"record": "run", "time": 100.0, "ranks": 4, "devices": 4, "process_start": 99.0,
