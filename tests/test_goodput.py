@@ -166,6 +166,86 @@ def test_two_runs_report_draws_one_bar_per_run_and_the_job(two_runs, tmp_path, c
         assert math.fsum(parts) == pytest.approx(float(cells["wall_s"]), rel=1e-9, abs=1e-9)
 
 
+# ---- every kept step of every run: a loop whose first call is step() ----------------------
+
+WRAPPED = r'''
+import os, sys, time
+import torch
+from mfu_tracker import MFUOptimizerWrapper
+
+start, end, log, phases = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+torch.manual_seed(0)
+model = torch.nn.Linear(64, 64)
+x = torch.randn(8, 64)
+opt = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.01), model, dtype="fp32",
+                          peak_tflops=1.0, warmup=0, window=10, start_step=start, log_path=log,
+                          sample_batch=x, phases=phases)
+for step in range(start, end):                 # the plain loop: nothing before the forward
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    time.sleep(0.001)
+    if (step + 1) % 10 == 0:
+        opt.metrics()
+if end == 30:
+    os._exit(1)                                # run 1 dies after step 29: no run end
+'''
+#: The model FLOPs of one step of WRAPPED: forward 2 x 8 x 64 x 64 = 65,536; the
+#: weight's gradient 65,536 more (the input needs none; bias ignored): 131,072.
+WRAPPED_STEP_FLOPS = 131_072
+
+
+@pytest.mark.parametrize("phases", [True, False], ids=["hooks", "no-hooks"])
+def test_job_mfu_counts_every_kept_step_when_the_loop_starts_with_its_forward(
+        phases, tmp_path, capsys):
+    """Run 1 trains steps 0-29 and dies after step 29; run 2 resumes at 20 and
+    trains through 39, both through MFUOptimizerWrapper in the plain loop
+    (forward, backward, step(), zero_grad()): 40 kept steps, 0-19 and 20-39.
+    Each run's first step ran before anything started its clock: with the
+    model's hooks the clock starts at its forward; without them (phases=False)
+    it is numbered, untimed, its FLOPs kept and the JSON says so."""
+    script, log = tmp_path / "run.py", tmp_path / "m.jsonl"
+    script.write_text(WRAPPED)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    for start, end in ((0, 30), (20, 40)):
+        done = subprocess.run([sys.executable, str(script), str(start), str(end), str(log),
+                               str(int(phases))], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == (1 if end == 30 else 0), done.stderr
+    run1, run2 = runs_of(log)
+    intervals = [[line["ledger"] for line in run if "ledger" in line] for run in (run1, run2)]
+    # every optimizer step numbered as the loop numbers it: run 1 logged after steps
+    # 9, 19, 29 (global steps 10, 20, 30), run 2 after 29 and 39, then its run end
+    assert [line["step"] for line in run1[1:]] == [10, 20, 30]
+    assert [(i["from_step"], i["to_step"]) for i in intervals[0]] == [(0, 10), (10, 20), (20, 30)]
+    assert [(i["from_step"], i["to_step"]) for i in intervals[1]] == [(20, 30), (30, 40), (40, 40)]
+    # each run's first interval: all 10 steps timed (hooks), or its first untimed
+    untimed = [run[0]["untimed_steps"] for run in intervals]
+    assert untimed == ([0, 0] if phases else [1, 1])
+    for run in intervals:
+        first = run[0]
+        timed = 10 - first["untimed_steps"]
+        assert first["flops_steps"] == timed and first["model_flops"] == timed * WRAPPED_STEP_FLOPS
+        assert first["untimed_flops"] == first["untimed_steps"] * WRAPPED_STEP_FLOPS
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    # kept: run 1's steps 0..19 (steps 20..29 were re-done by run 2) and run 2's 20..39:
+    # 40 steps x 131,072 FLOPs, over 1 device x (run 1: its process start to its last
+    # record; run 2: from there to its run end) x 1e12 FLOP/s
+    start1, end1, end2 = run1[0]["process_start"], run1[-1]["time"], run2[-1]["time"]
+    assert g["job_mfu"] == pytest.approx(40 * WRAPPED_STEP_FLOPS / ((end2 - start1) * 1e12),
+                                         rel=1e-12)
+    notes = [n for n in g["notes"] if "before the run's clock started" in n]
+    if phases:
+        assert notes == []
+    else:                                      # which steps, why, and where they went
+        assert [n.split(": ", 1)[1] for n in notes] == [
+            f"step {s} ran before the run's clock started (the first step() came after the "
+            f"forward and backward): not timed, its time is in startup; its model FLOPs count "
+            f"in job_mfu" for s in (0, 20)]
+
+
 # ---- run records, run ends, crashes --------------------------------------------------
 
 def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
@@ -454,6 +534,61 @@ def test_the_first_steps_cut_on_the_fake_gpu_timeline(fake, tmp_path, capsys):
     assert g["job_mfu"] == pytest.approx(12 * 5e9 / ((end["time"] - run["process_start"]) * 1e15),
                                          rel=1e-12)
     assert fake.sync_calls() == 0
+
+
+def _untimed_log(path, *, ranks=1, untimed_flops=1e12, resume_at=None):
+    """One run of 8 steps, 1 s each, in two intervals; its first step (0) ran
+    before the clock started (untimed); ``resume_at``: a second run resuming there."""
+    lines = [{"record": "run", "time": 100.0, "job": "j", "ranks": ranks, "devices": ranks,
+              "process_start": 90.0, "start_step": 0, "peak_tflops": 1.0}]
+    for first, end in ((0, 4), (4, 8)):
+        iv = {**_interval(first, end, float(end - first - (first == 0))), "flops_ranks": ranks,
+              "first_boundary": 95.0, "first_step_s": 1.0,
+              "untimed_steps": int(first == 0), "untimed_flops": untimed_flops if first == 0
+              else 0.0}
+        iv["flops_steps"] = end - first - iv["untimed_steps"]
+        iv["model_flops"] = 1e12 * iv["flops_steps"]
+        lines.append({"step": end, "time": 100.0 + end, "ledger": iv})
+    if resume_at is not None:
+        lines.append({"record": "run", "time": 200.0, "job": "j", "ranks": ranks,
+                      "devices": ranks, "process_start": 199.0, "start_step": resume_at,
+                      "peak_tflops": 1.0})
+        lines.append({"record": "run_end", "time": 210.0, "step": resume_at + 1, "ledger": {
+            **_interval(resume_at, resume_at + 1, 1.0), "flops_ranks": ranks,
+            "first_boundary": 200.0}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_an_untimed_first_step_is_counted_or_named(tmp_path):
+    from mfu_tracker.job import job_ledger
+
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "a.jsonl"))))
+    # 7 timed steps + the untimed step 0: 8 x 1e12 over 1 device x (108 - 90 s) x 1e12
+    assert ledger.job_mfu == pytest.approx(8e12 / (18.0 * 1e12), rel=1e-12)
+    # its time is in startup, unmeasured: goodput is the 7 timed seconds
+    assert ledger.runs[0].seconds["goodput"] == 7.0
+    assert any("step 0 ran before the run's clock started" in n and
+               n.endswith("its model FLOPs count in job_mfu") for n in ledger.notes)
+    # re-done by a later run (resumed at 0): lost, not counted; the timed steps too
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "b.jsonl", resume_at=0))))
+    assert ledger.job_mfu == pytest.approx(1e12 / ((210.0 - 90.0) * 1e12), rel=1e-12)
+    assert any(n.endswith("re-done by a later run: lost progress, not counted")
+               for n in ledger.notes)
+    # resumed at 1: step 0 is kept, steps 1..7 lost
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "c.jsonl", resume_at=1))))
+    assert ledger.job_mfu == pytest.approx(2e12 / ((210.0 - 90.0) * 1e12), rel=1e-12)
+    # two ranks: the logging rank's FLOPs alone are not the job's: left out, said so
+    # (the timed steps' FLOPs are the ranks' sum: 7 x 1e12 over 2 devices x 18 s x 1e12)
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "d.jsonl", ranks=2))))
+    assert ledger.job_mfu == pytest.approx(7e12 / (2 * 18.0 * 1e12), rel=1e-12)
+    assert any(n.endswith("left out of job_mfu: its model FLOPs are the logging rank's only")
+               for n in ledger.notes)
+    # FLOPs unknown: job_mfu is left out, with the reason
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "e.jsonl", untimed_flops=None))))
+    assert ledger.job_mfu is None
+    assert any(n.endswith("its model FLOPs are unknown") for n in ledger.notes)
+    assert any(n.startswith("job_mfu: the log lacks some steps' model FLOPs") for n in ledger.notes)
 
 
 def test_the_diagnosis_names_the_rank_of_data_loading(tmp_path, capsys):

@@ -60,6 +60,11 @@ half open), and every second the step engine booked meanwhile
     first_boundary wall time of the run's first step boundary: its startup's end
     first_step_s   the run's first step's period (its excess over the run's
                    median step is startup); None before it
+    untimed_steps  the first steps of the range whose work ran before the run's
+                   clock started (MFUOptimizerWrapper's first step() after its
+                   forward and backward, no hook to start the clock earlier):
+                   numbered, not timed (their time is in startup)
+    untimed_flops  their model FLOPs (None when unknown)
 
 Reading (:func:`read_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
@@ -94,6 +99,7 @@ LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
     "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
     "flops_steps", "flops_ranks", "compile_calls", "first_boundary", "first_step_s",
+    "untimed_steps", "untimed_flops",
 )
 
 #: Environment variables naming the job, in order (the Prometheus ``job``
@@ -254,6 +260,11 @@ def _check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
     if ledger["to_step"] < ledger["from_step"]:
         raise LogError(f"{where}: '{LEDGER}' ends (to_step {ledger['to_step']}) before it "
                        f"starts (from_step {ledger['from_step']})")
+    untimed = ledger.get("untimed_steps", 0)
+    if isinstance(untimed, bool) or not isinstance(untimed, int) or \
+            not 0 <= untimed <= ledger["to_step"] - ledger["from_step"]:
+        raise LogError(f"{where}: '{LEDGER}.untimed_steps' is not an integer from 0 to the "
+                       f"interval's steps")
     for name in ("step_s", "own_s"):
         if _finite(ledger.get(name)) is None or ledger[name] < 0:
             raise LogError(f"{where}: '{LEDGER}.{name}' is not a finite number >= 0")
