@@ -18,7 +18,7 @@ CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # What the C tests include besides the core: the harness, the fake driver's knobs
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
-CTEST_HDR := tests/c/check.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
+CTEST_HDR := tests/c/check.h tests/c/test_clock.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
 .PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer

@@ -123,8 +123,9 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
         n0 = run[0]["to_step"] - run[0]["from_step"]
         means = [(run[0]["step_s"] - first) / (n0 - 1)] + \
             [i["step_s"] / (i["to_step"] - i["from_step"]) for i in run[1:] if i["to_step"] > i["from_step"]]
-        assert first >= 0.1 and max(means) < 0.05     # the slow first step, the normal ones
-        excess.append(first - statistics.median(means))
+        assert first >= 0.1                           # the slow first step slept 0.1 s
+        # its excess over the median step (none when the machine made the others slower)
+        excess.append(max(0.0, first - statistics.median(means)))
     # data: the kept steps' data phase; goodput: the kept steps' time less it
     # and the first steps' excess
     kept = [i for i in intervals[0] if i["to_step"] <= 20] + intervals[1]

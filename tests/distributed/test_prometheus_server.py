@@ -180,11 +180,12 @@ def test_the_served_text_holds_every_ranks_series(served):
     assert max(mfu.values()) == last[f"{PREFIX}/mfu_rank_max"]
     assert math.fsum(mfu.values()) / 2 == pytest.approx(last[f"{PREFIX}/mfu_rank_mean"],
                                                         rel=1e-12)
-    # the job's pace is the slowest rank's mean period; the straggler has the most host
-    # seconds per step (rank 1 sleeps twice as long in its forward)
+    # the job's pace is the slowest rank's mean period; the slowest rank has the most
+    # host seconds per step (rank 1, which sleeps twice as long in its forward, unless
+    # the machine held rank 0 up for longer: the served series say which)
     assert max(rank["mfu_tracker_rank_step_time_s"].values()) == last[f"{PREFIX}/step_time_s"]
     interval = rank["mfu_tracker_rank_step_time_interval_s"]
-    assert max(interval, key=interval.get) == last[f"{PREFIX}/slowest_rank"] == 1
+    assert max(interval, key=lambda r: (interval[r], -r)) == last[f"{PREFIX}/slowest_rank"]
     assert max(interval.values()) == last[f"{PREFIX}/step_time_rank_max"]
     # each rank's tokens/s: 256 tokens over its own mean period
     for r, seconds in rank["mfu_tracker_rank_step_time_s"].items():
@@ -218,9 +219,10 @@ def test_promql_over_the_rank_series_gives_the_logged_spread(scraped):
         last[f"{PREFIX}/mfu_rank_mean"], rel=1e-12)
     # the job's pace: the slowest rank's mean period
     assert prom.value(f"max({sel('mfu_tracker_rank_step_time_s')})") == last[f"{PREFIX}/step_time_s"]
-    # the straggler: the rank with the most host seconds per step (rank 1 sleeps twice as long)
+    # the slowest rank: the most host seconds per step (rank 1 sleeps twice as long,
+    # unless the machine held rank 0 up for longer: the series say which)
     (top,) = prom.query(f"topk(1, {sel('mfu_tracker_rank_step_time_interval_s')})")
-    assert int(top["metric"]["rank"]) == last[f"{PREFIX}/slowest_rank"] == 1
+    assert int(top["metric"]["rank"]) == last[f"{PREFIX}/slowest_rank"]
     assert prom.value(f"max({sel('mfu_tracker_rank_step_time_interval_s')})") == \
         last[f"{PREFIX}/step_time_rank_max"]
 

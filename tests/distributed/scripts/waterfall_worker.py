@@ -1,6 +1,7 @@
 """One torchrun worker for tests/distributed/test_distributed_waterfall.py:
 ``waterfall_worker.py CASE OUTDIR``; every rank writes ``OUTDIR/rank{r}.json``
-with the metrics of each aggregation and its local phase seconds.
+with the metrics of each aggregation, its local phase seconds and the row it
+contributed to each aggregation (``rows``: what combine() received).
 
 Cases (gloo, CPU, 2 ranks):
   comm_delay   DDP with the marking communication hook wrapping an all-reduce
@@ -22,6 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from _rows import record_rows
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.step import Tracker
 
@@ -115,6 +117,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     out: dict = {"rank": rank}
+    record_rows(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         globals()[f"case_{case}"](rank, out)

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from _rows import record_rows
 from mfu_tracker import param_bytes, user_gpu_spec
 from mfu_tracker.step import Tracker
 
@@ -127,6 +128,7 @@ def case_uneven(rank: int, out: dict) -> None:
     seq = 16 if rank == 0 else 64
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     out["tokens"] = batch * seq
+    record_rows(out)             # the row this rank gives each aggregation
     tracker = new_tracker(mlp_flops(batch * seq), spec=SPEC, dtype="fp32", warmup=1)
 
     def work(step: int) -> None:
