@@ -17,6 +17,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -252,6 +253,10 @@ def test_job_mfu_counts_every_kept_step_when_the_loop_starts_with_its_forward(
 def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"):
         monkeypatch.delenv(name, raising=False)
+    from mfu_tracker.job import _run
+
+    started = process_start_time()
+    monkeypatch.setattr(_run, "process_start_time", lambda: started)
     log = tmp_path / "m.jsonl"
     t = Tracker(100.0, dtype="fp32", peak_tflops=2.0, clock="cpu", num_gpus=2, log_path=log,
                 start_step=7, warmup=0)
@@ -261,10 +266,9 @@ def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
     assert run["host"] == socket.gethostname() and run["pid"] == os.getpid()
     assert (run["ranks"], run["devices"], run["start_step"]) == (1, 2, 7)
     assert (run["peak_tflops"], run["peak_source"], run["dtype"]) == (2.0, "user", "fp32")
-    # from the OS: this process's start, long before the tracker existed
-    # (process_start_time itself: test_process_start_time_brackets_a_child_start)
-    assert run["process_start"] == pytest.approx(process_start_time(), abs=0.011)
-    assert run["process_start"] < run["time"]
+    # from the OS: this process's start as process_start_time() gave it (which
+    # test_process_start_time_brackets_a_child_start checks), long before the tracker
+    assert run["process_start"] == started and started < run["time"]
     t.step()
     t.step()
     assert t.global_step == 8                         # start_step + 1 step completed
@@ -313,24 +317,40 @@ def test_a_clean_exit_ends_the_run_and_a_crash_leaves_its_last_record(tmp_path, 
     assert log_read.runs[0].last_time == lines[-1]["time"]     # the last record ends the run
 
 
-def test_process_start_time_brackets_a_child_start():
-    """The OS's start time of a child lies between the parent's clock just
-    before it started it and the child's own first reading of the clock (to
-    the kernel's 1/100 s tick, on either side: the start and the uptime are
-    both whole ticks). (psutil's create_time is no reference: it
-    adds the whole-second boot time of /proc/stat, up to 1 s off.)"""
+def test_process_start_time_brackets_a_child_start(monkeypatch):
+    """The OS's start time of a child, on the boot clock /proc counts, lies
+    between the parent's reading of that clock just before it started it and
+    the child's own first reading (to the kernel's 1/100 s tick below: the
+    start is whole ticks). Its wall time is that plus the wall clock less the
+    boot clock, which lies between the test's own readings around it.
+    (psutil's create_time is no reference: it adds the whole-second boot time
+    of /proc/stat, up to 1 s off.)"""
+    from mfu_tracker.job import _records
+
+    boot = time.CLOCK_BOOTTIME
+    tick = 1 / os.sysconf("SC_CLK_TCK")
     for _ in range(3):
-        before = __import__("time").time()
+        before = time.clock_gettime(boot)
         child = subprocess.Popen([sys.executable, "-S", "-c",
-                                  "import time, sys; print(time.time(), flush=True); "
-                                  "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+                                  "import time, sys; print(time.clock_gettime(time.CLOCK_BOOTTIME), "
+                                  "flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
         try:
             first = float(child.stdout.readline())
-            assert before - 0.011 <= process_start_time(child.pid) <= first + 0.011
+            started = _records.process_start_boot_s(child.pid)
+            assert before - tick <= started <= first
+            # on the wall clock: the offset as the module reads it, plus the boot start
+            with monkeypatch.context() as patched:
+                patched.setattr(_records, "wall_minus_boot_s", lambda: 1e9)
+                assert process_start_time(child.pid) == 1e9 + started
         finally:
             child.kill()
             child.wait()
             child.stdout.close()
+    # the offset: the module's wall and boot readings lie between the test's
+    wall_before, boot_before = time.time(), time.clock_gettime(boot)
+    offset = _records.wall_minus_boot_s()
+    wall_after, boot_after = time.time(), time.clock_gettime(boot)
+    assert wall_before - boot_after <= offset <= wall_after - boot_before
     assert process_start_time(2 ** 22 + 12345) is None          # no such process
 
 
