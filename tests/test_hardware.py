@@ -165,8 +165,8 @@ def test_a_window_under_100_ms_is_left_out_with_one_message(fake, nvml):
             warnings.simplefilter("error")        # said once
             nvml.advance(0.05)
             again = tracker.metrics()             # 50 ms after that edge
-            nvml.advance(0.1)
-            long = tracker.metrics()              # 100 ms: GPM's minimum, a window
+            nvml.advance(0.101)
+            long = tracker.metrics()              # 101 ms: over GPM's minimum, a window
         tracker.close()
     assert not [k for k in short if "/hw/" in k] and not [k for k in again if "/hw/" in k]
     assert long["throughput/hw/tensor_active"] == 0.625

@@ -39,7 +39,6 @@ DELAY_S = 0.04          # rank 1's sleep in every training_step (the forward pha
 
 def worker(out: Path, accumulate: int) -> None:
     """One rank (run as a script: rank 0 by the test, rank 1 by Lightning)."""
-    import dataclasses
     import time
 
     import lightning as L
@@ -47,8 +46,8 @@ def worker(out: Path, accumulate: int) -> None:
     from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
     from test_lightning import TokenMLP, Tokens
 
+    from _rows import record_rows
     from mfu_tracker.integrations.lightning import MFUCallback
-    from mfu_tracker.tracker._tracker import Tracker
 
     class SlowRank1(TokenMLP):
         """Rank 1 is the straggler: DELAY_S more in every forward."""
@@ -59,15 +58,8 @@ def worker(out: Path, accumulate: int) -> None:
             return super().training_step(batch, batch_idx)
 
     # record the row this rank contributes to each aggregation (its own figures)
-    rows = []
-    rank_figures = Tracker._rank_figures
-
-    def recording(self, totals, *interval):
-        figures = rank_figures(self, totals, *interval)
-        rows.append(dataclasses.asdict(figures))
-        return figures
-
-    Tracker._rank_figures = recording
+    recorded: dict = {}
+    record_rows(recorded)
     cb = MFUCallback(peak_tflops=PEAK_TFLOPS)
     trainer = L.Trainer(accelerator="cpu", devices=2, strategy="ddp", max_steps=6,
                         log_every_n_steps=2, accumulate_grad_batches=accumulate,
@@ -78,7 +70,8 @@ def worker(out: Path, accumulate: int) -> None:
     trainer.fit(SlowRank1(), torch.utils.data.DataLoader(Tokens(), batch_size=B))
     rank = trainer.global_rank
     (out / f"rank{rank}.json").write_text(json.dumps({
-        "rank": rank, "world_size": trainer.world_size, "history": list(cb.history), "rows": rows,
+        "rank": rank, "world_size": trainer.world_size, "history": list(cb.history),
+        "rows": recorded.get("rows", []),
         "counters": cb._tracker.distributed_counters() if cb._tracker is not None else None,
     }))
 

@@ -23,9 +23,11 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from _rows import record_rows
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.step import Tracker
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from _rows import record_rows  # noqa: E402 -- tests/_rows.py
 
 H = 32
 SPEC = user_gpu_spec(0.05, name="test cpu", memory_bandwidth_tbs=0.01)

@@ -20,9 +20,11 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
-from _rows import record_rows
 from mfu_tracker import param_bytes, user_gpu_spec
 from mfu_tracker.step import Tracker
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from _rows import record_rows  # noqa: E402 -- tests/_rows.py
 
 H = 32  # hidden size of the test MLP
 # A made-up device: 0.05 TFLOP/s and 0.01 TB/s, so CPU figures are O(0.01 .. 1).

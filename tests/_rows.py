@@ -1,4 +1,5 @@
-"""What each rank contributes to the job's figures, recorded for the tests:
+"""What each rank contributes to the job's figures, recorded for the tests
+(the torchrun workers, tests/test_lightning_ddp.py's):
 ``record_rows(out)`` appends to ``out["rows"]`` the row this rank gives every
 aggregation (its own figures, what ``combine()`` receives), so a test checks
 which rank the job's figures name against what the ranks measured -- not
