@@ -18,9 +18,10 @@ CORE_HDR := $(wildcard csrc/core/*.h)
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # What the C tests include besides the core: the harness, the fake driver's knobs
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
-CTEST_HDR := tests/c/check.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
+CTEST_HDR := tests/c/check.h tests/c/test_clock.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
 .PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
+.PHONY: test-busy stress-bin
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
@@ -231,6 +232,33 @@ prometheus-bin:
 	    { apt-get update -q >/dev/null 2>&1 && \
 	      apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }; }; } || \
 	  echo "prometheus-bin: no prometheus binary (not root, or no package index): its test will skip"
+
+# ---- the suite on a busy machine (tests/README.md, "A busy machine") --------
+# `make test` with two CPU-bound processes beside it the whole time (`stress
+# --cpu 2`, Debian's package: installed here when make runs as root with
+# apt-get and the package index reachable, as for prometheus; anywhere else
+# the target says so and skips). No test may depend on an idle machine: each
+# times real work against lower bounds and its own brackets, or a clock it
+# drives. stress runs in its own process group, ended with it on any exit.
+STRESS_CPUS ?= 2
+STRESS_TIMEOUT_S ?= 14400
+
+stress-bin:
+	@command -v stress >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -q --no-install-recommends stress >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && \
+	      apt-get install -y -q --no-install-recommends stress >/dev/null 2>&1; }; }; } || true
+
+test-busy: stress-bin
+	@if ! command -v stress >/dev/null 2>&1; then \
+	  echo "test-busy: no stress binary (not root, or no package index; Debian: apt-get install stress): skipped"; \
+	  exit 0; \
+	fi; \
+	setsid stress --cpu $(STRESS_CPUS) --timeout $(STRESS_TIMEOUT_S) >/dev/null 2>&1 & stress_pid=$$!; \
+	i=0; until kill -0 -$$stress_pid 2>/dev/null || [ $$i -ge 100 ]; do sleep 0.1; i=$$((i + 1)); done; \
+	trap 'kill -TERM -$$stress_pid 2>/dev/null || kill -TERM $$stress_pid 2>/dev/null; wait $$stress_pid 2>/dev/null' EXIT INT TERM; \
+	echo "test-busy: stress --cpu $(STRESS_CPUS) running beside the suite (process group $$stress_pid)"; \
+	$(MAKE) test
 
 # ---- the package as users install it (tests/install/smoke.py) --------------
 # An sdist and a wheel (python -m build, isolated: no torch, so no _torch),

@@ -5,6 +5,7 @@ ctypes -- the same library instance the core loads when
 MFU_TRACKER_NVML_LIBRARY names it."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import os
@@ -12,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "tests" / "c" / "fake_nvml" / "fake_nvml.c"
@@ -58,8 +60,33 @@ class FakeNvml:
         lib.fake_nvml_fail_next.argtypes = [ctypes.c_char_p, ctypes.c_int]
         lib.fake_nvml_set_gpm.argtypes = [ctypes.c_uint, ctypes.c_double, ctypes.c_int]
         lib.fake_nvml_live_samples.restype = ctypes.c_long
+        lib.fake_nvml_virtual_clock.argtypes = [ctypes.c_int]
+        lib.fake_nvml_advance_ns.argtypes = [ctypes.c_uint64]
         self.lib = lib
         self.path = path
+
+    @contextlib.contextmanager
+    def virtual_clock(self) -> Iterator["FakeNvml"]:
+        """The fake's virtual clock as the core's clock source (timing.h
+        ``mfu_clock_set_source``, reached through ctypes on the loaded ``_C``):
+        inside the block the core and the fake read one time that only
+        :meth:`advance` moves, so a window is exactly the time advanced
+        whatever the machine's load; CLOCK_MONOTONIC again after it."""
+        from mfu_tracker import _C
+
+        core = ctypes.CDLL(_C.__file__)     # the loaded library: the same clock source
+        core.mfu_clock_set_source.argtypes = [ctypes.c_void_p]
+        self.lib.fake_nvml_virtual_clock(1)
+        core.mfu_clock_set_source(ctypes.cast(self.lib.fake_nvml_clock_ns, ctypes.c_void_p))
+        try:
+            yield self
+        finally:
+            core.mfu_clock_set_source(None)
+            self.lib.fake_nvml_virtual_clock(0)
+
+    def advance(self, seconds: float) -> None:
+        """Time passes on the virtual clock (:meth:`virtual_clock`)."""
+        self.lib.fake_nvml_advance_ns(round(seconds * 1e9))
 
     def set(self, knob: str, value: int) -> None:
         assert self.lib.fake_nvml_set(knob.encode(), value) == 0, knob

@@ -342,14 +342,14 @@ def test_higher_order_ops_run_while_observing(world_of_one):
     t.close()
 
 
-def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
+def test_cuda_event_waits_on_a_collectives_stream(fake, world_of_one):
     """FSDP2 (FSDP1) on a GPU waits for its collectives with ``current_stream().
     wait_event(event)``, outside c10d: an event recorded on a stream a
     collective was launched on carries the collective's phase, and a wait on
     it is bracketed (stand-ins for torch.cuda's Event / Stream: this torch
-    has no CUDA; the stream handle -> phase lookup is the C++ observer's)."""
-    import time
-
+    has no CUDA; the stream handle -> phase lookup is the C++ observer's).
+    Each stand-in wait stalls the compute stream on the fake GPU timeline:
+    10 ms for a collective's, 60 ms for the others, exactly."""
     from mfu_tracker.distributed._comm_observer import cuda_wait_patches
 
     ag = _C.comm_kind_phase("all_gather")
@@ -366,19 +366,19 @@ def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
     def record(event, stream=None):
         log.append(("record", stream.cuda_stream if stream else None))
 
-    def wait_event(stream, event):
-        time.sleep(0.01 if event is comm_event else 0.06)  # the compute stream stalls
+    def wait_event(stream, event):                # the compute stream stalls
+        fake.enqueue_ns(COMPUTE, (10 if event is comm_event else 60) * MS)
         log.append(("wait", stream.cuda_stream))
 
     def wait_stream(stream, other):
-        time.sleep(0.01 if other.cuda_stream == 0xA6 else 0.06)
+        fake.enqueue_ns(COMPUTE, (10 if other.cuda_stream == 0xA6 else 60) * MS)
         log.append(("wait_stream", other.cuda_stream))
 
     compute = Stream(0xC0)
     observed_record, observed_wait, observed_wait_stream = cuda_wait_patches(
         record, wait_event, wait_stream, lambda: compute, lambda handle: launched_on.get(handle, -1))
     comm_event, other_event = Event(), Event()
-    t = Tracker(1e9, spec=SPEC, clock="cpu", warmup=0)
+    t = Tracker(1e9, spec=SPEC, clock="cuda", stream=COMPUTE, warmup=0)
     t.step()
     observed_record(comm_event, Stream(0xA6))     # after the all-gather, on its stream
     observed_record(other_event)                  # on the compute stream: no collective
@@ -387,10 +387,14 @@ def test_cuda_event_waits_on_a_collectives_stream(world_of_one):
     observed_wait_stream(compute, Stream(0xA6))   # FSDP1: the stream itself
     observed_wait_stream(compute, Stream(0xB0))   # a stream no collective ran on
     t.step()
+    fake.advance(1000 * MS)                       # every mark resolved
     local = t.summary()
     assert log == [("record", 0xA6), ("record", None), ("wait", 0xC0), ("wait", 0xC0),
                    ("wait_stream", 0xA6), ("wait_stream", 0xB0)]
     assert comm_event._mfu_comm_phase == ag and other_event._mfu_comm_phase is None
     assert set(local["comm_s"]) == {"all_gather"}              # two waits of four
-    assert 0.02 <= local["comm_s"]["all_gather"] < 0.12        # the 10 ms stalls, not the 60 ms
+    # the two 10 ms stalls, not the 60 ms ones: 20 ms (float ms from the driver)
+    assert local["comm_s"]["all_gather"] == pytest.approx(20e-3, rel=1e-6)
+    assert local["step_time_s"] == pytest.approx(140e-3, rel=1e-6)   # 10 + 60 + 10 + 60
+    assert fake.sync_calls() == 0
     t.close()

@@ -17,6 +17,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -123,8 +124,9 @@ def test_two_runs_goodput_by_hand(two_runs, tmp_path, capsys):
         n0 = run[0]["to_step"] - run[0]["from_step"]
         means = [(run[0]["step_s"] - first) / (n0 - 1)] + \
             [i["step_s"] / (i["to_step"] - i["from_step"]) for i in run[1:] if i["to_step"] > i["from_step"]]
-        assert first >= 0.1 and max(means) < 0.05     # the slow first step, the normal ones
-        excess.append(first - statistics.median(means))
+        assert first >= 0.1                           # the slow first step slept 0.1 s
+        # its excess over the median step (none when the machine made the others slower)
+        excess.append(max(0.0, first - statistics.median(means)))
     # data: the kept steps' data phase; goodput: the kept steps' time less it
     # and the first steps' excess
     kept = [i for i in intervals[0] if i["to_step"] <= 20] + intervals[1]
@@ -166,11 +168,95 @@ def test_two_runs_report_draws_one_bar_per_run_and_the_job(two_runs, tmp_path, c
         assert math.fsum(parts) == pytest.approx(float(cells["wall_s"]), rel=1e-9, abs=1e-9)
 
 
+# ---- every kept step of every run: a loop whose first call is step() ----------------------
+
+WRAPPED = r'''
+import os, sys, time
+import torch
+from mfu_tracker import MFUOptimizerWrapper
+
+start, end, log, phases = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+torch.manual_seed(0)
+model = torch.nn.Linear(64, 64)
+x = torch.randn(8, 64)
+opt = MFUOptimizerWrapper(torch.optim.SGD(model.parameters(), lr=0.01), model, dtype="fp32",
+                          peak_tflops=1.0, warmup=0, window=10, start_step=start, log_path=log,
+                          sample_batch=x, phases=phases)
+for step in range(start, end):                 # the plain loop: nothing before the forward
+    model(x).sum().backward()
+    opt.step()
+    opt.zero_grad()
+    time.sleep(0.001)
+    if (step + 1) % 10 == 0:
+        opt.metrics()
+if end == 30:
+    os._exit(1)                                # run 1 dies after step 29: no run end
+'''
+#: The model FLOPs of one step of WRAPPED: forward 2 x 8 x 64 x 64 = 65,536; the
+#: weight's gradient 65,536 more (the input needs none; bias ignored): 131,072.
+WRAPPED_STEP_FLOPS = 131_072
+
+
+@pytest.mark.parametrize("phases", [True, False], ids=["hooks", "no-hooks"])
+def test_job_mfu_counts_every_kept_step_when_the_loop_starts_with_its_forward(
+        phases, tmp_path, capsys):
+    """Run 1 trains steps 0-29 and dies after step 29; run 2 resumes at 20 and
+    trains through 39, both through MFUOptimizerWrapper in the plain loop
+    (forward, backward, step(), zero_grad()): 40 kept steps, 0-19 and 20-39.
+    Each run's first step ran before anything started its clock: with the
+    model's hooks the clock starts at its forward; without them (phases=False)
+    it is numbered, untimed, its FLOPs kept and the JSON says so."""
+    script, log = tmp_path / "run.py", tmp_path / "m.jsonl"
+    script.write_text(WRAPPED)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    for start, end in ((0, 30), (20, 40)):
+        done = subprocess.run([sys.executable, str(script), str(start), str(end), str(log),
+                               str(int(phases))], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == (1 if end == 30 else 0), done.stderr
+    run1, run2 = runs_of(log)
+    intervals = [[line["ledger"] for line in run if "ledger" in line] for run in (run1, run2)]
+    # every optimizer step numbered as the loop numbers it: run 1 logged after steps
+    # 9, 19, 29 (global steps 10, 20, 30), run 2 after 29 and 39, then its run end
+    assert [line["step"] for line in run1[1:]] == [10, 20, 30]
+    assert [(i["from_step"], i["to_step"]) for i in intervals[0]] == [(0, 10), (10, 20), (20, 30)]
+    assert [(i["from_step"], i["to_step"]) for i in intervals[1]] == [(20, 30), (30, 40), (40, 40)]
+    # each run's first interval: all 10 steps timed (hooks), or its first untimed
+    untimed = [run[0]["untimed_steps"] for run in intervals]
+    assert untimed == ([0, 0] if phases else [1, 1])
+    for run in intervals:
+        first = run[0]
+        timed = 10 - first["untimed_steps"]
+        assert first["flops_steps"] == timed and first["model_flops"] == timed * WRAPPED_STEP_FLOPS
+        assert first["untimed_flops"] == first["untimed_steps"] * WRAPPED_STEP_FLOPS
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    # kept: run 1's steps 0..19 (steps 20..29 were re-done by run 2) and run 2's 20..39:
+    # 40 steps x 131,072 FLOPs, over 1 device x (run 1: its process start to its last
+    # record; run 2: from there to its run end) x 1e12 FLOP/s
+    start1, end1, end2 = run1[0]["process_start"], run1[-1]["time"], run2[-1]["time"]
+    assert g["job_mfu"] == pytest.approx(40 * WRAPPED_STEP_FLOPS / ((end2 - start1) * 1e12),
+                                         rel=1e-12)
+    notes = [n for n in g["notes"] if "before the run's clock started" in n]
+    if phases:
+        assert notes == []
+    else:                                      # which steps, why, and where they went
+        assert [n.split(": ", 1)[1] for n in notes] == [
+            f"step {s} ran before the run's clock started (the first step() came after the "
+            f"forward and backward): not timed, its time is in startup; its model FLOPs count "
+            f"in job_mfu" for s in (0, 20)]
+
+
 # ---- run records, run ends, crashes --------------------------------------------------
 
 def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
     for name in ("RANK", "WORLD_SIZE", "MFU_TRACKER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"):
         monkeypatch.delenv(name, raising=False)
+    from mfu_tracker.job import _run
+
+    started = process_start_time()
+    monkeypatch.setattr(_run, "process_start_time", lambda: started)
     log = tmp_path / "m.jsonl"
     t = Tracker(100.0, dtype="fp32", peak_tflops=2.0, clock="cpu", num_gpus=2, log_path=log,
                 start_step=7, warmup=0)
@@ -180,10 +266,9 @@ def test_the_run_record_and_the_run_end(tmp_path, monkeypatch):
     assert run["host"] == socket.gethostname() and run["pid"] == os.getpid()
     assert (run["ranks"], run["devices"], run["start_step"]) == (1, 2, 7)
     assert (run["peak_tflops"], run["peak_source"], run["dtype"]) == (2.0, "user", "fp32")
-    # from the OS: this process's start, long before the tracker existed
-    # (process_start_time itself: test_process_start_time_brackets_a_child_start)
-    assert run["process_start"] == pytest.approx(process_start_time(), abs=0.011)
-    assert run["process_start"] < run["time"]
+    # from the OS: this process's start as process_start_time() gave it (which
+    # test_process_start_time_brackets_a_child_start checks), long before the tracker
+    assert run["process_start"] == started and started < run["time"]
     t.step()
     t.step()
     assert t.global_step == 8                         # start_step + 1 step completed
@@ -232,24 +317,40 @@ def test_a_clean_exit_ends_the_run_and_a_crash_leaves_its_last_record(tmp_path, 
     assert log_read.runs[0].last_time == lines[-1]["time"]     # the last record ends the run
 
 
-def test_process_start_time_brackets_a_child_start():
-    """The OS's start time of a child lies between the parent's clock just
-    before it started it and the child's own first reading of the clock (to
-    the kernel's 1/100 s tick, on either side: the start and the uptime are
-    both whole ticks). (psutil's create_time is no reference: it
-    adds the whole-second boot time of /proc/stat, up to 1 s off.)"""
+def test_process_start_time_brackets_a_child_start(monkeypatch):
+    """The OS's start time of a child, on the boot clock /proc counts, lies
+    between the parent's reading of that clock just before it started it and
+    the child's own first reading (to the kernel's 1/100 s tick below: the
+    start is whole ticks). Its wall time is that plus the wall clock less the
+    boot clock, which lies between the test's own readings around it.
+    (psutil's create_time is no reference: it adds the whole-second boot time
+    of /proc/stat, up to 1 s off.)"""
+    from mfu_tracker.job import _records
+
+    boot = time.CLOCK_BOOTTIME
+    tick = 1 / os.sysconf("SC_CLK_TCK")
     for _ in range(3):
-        before = __import__("time").time()
+        before = time.clock_gettime(boot)
         child = subprocess.Popen([sys.executable, "-S", "-c",
-                                  "import time, sys; print(time.time(), flush=True); "
-                                  "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+                                  "import time, sys; print(time.clock_gettime(time.CLOCK_BOOTTIME), "
+                                  "flush=True); time.sleep(30)"], stdout=subprocess.PIPE, text=True)
         try:
             first = float(child.stdout.readline())
-            assert before - 0.011 <= process_start_time(child.pid) <= first + 0.011
+            started = _records.process_start_boot_s(child.pid)
+            assert before - tick <= started <= first
+            # on the wall clock: the offset as the module reads it, plus the boot start
+            with monkeypatch.context() as patched:
+                patched.setattr(_records, "wall_minus_boot_s", lambda: 1e9)
+                assert process_start_time(child.pid) == 1e9 + started
         finally:
             child.kill()
             child.wait()
             child.stdout.close()
+    # the offset: the module's wall and boot readings lie between the test's
+    wall_before, boot_before = time.time(), time.clock_gettime(boot)
+    offset = _records.wall_minus_boot_s()
+    wall_after, boot_after = time.time(), time.clock_gettime(boot)
+    assert wall_before - boot_after <= offset <= wall_after - boot_before
     assert process_start_time(2 ** 22 + 12345) is None          # no such process
 
 
@@ -412,6 +513,103 @@ def test_a_first_step_redone_after_a_restart_is_lost_progress_whole(tmp_path):
     ledger = job_ledger(read_log(str(_first_step_log(tmp_path / "k.jsonl", resume_at=4))))
     run1 = ledger.runs[0]                  # steps 0..3 kept: the first step's excess split off
     assert run1.seconds["startup"] == 5.0 + 6.0 and run1.seconds["lost_progress"] == 10.0
+
+
+def test_the_first_steps_cut_on_the_fake_gpu_timeline(fake, tmp_path, capsys):
+    """The first-step cut end to end, deterministic: a Tracker on the fake GPU
+    timeline (every period exact: each boundary's record completes
+    ``work_ns`` after the one before), its log, ``mfu-tracker goodput``. The
+    wall-clock fields (process start, first boundary, record times) are read
+    from the log: the ledger is checked on what it was given."""
+    log = tmp_path / "m.jsonl"
+    t = Tracker(5e9, spec=SPEC, clock="cuda", stream=0, warmup=0, window=16, log_path=log)
+    t.step()                                          # the clock starts: GPU 0
+    periods_ms = [(40, 5, 5, 5), (4, 6, 4, 6), (8, 8, 8, 8)]   # three logged intervals
+    gpu_ns = 0
+    for interval in periods_ms:
+        for ms in interval:
+            fake.set_work_ns(ms * MS)
+            t.step()
+            gpu_ns += ms * MS
+        fake.advance(gpu_ns - fake.now_ns())   # the host catches up: every record resolved
+        t.metrics()
+    t.close()
+    lines = records(log)
+    ledgers = [line["ledger"] for line in lines if "ledger" in line]
+    # the engine kept the first pushed step's period: 40 ms (float ms from the driver)
+    assert ledgers[0]["first_step_s"] == pytest.approx(40e-3, rel=1e-9)
+    assert [iv["step_s"] for iv in ledgers[:3]] == pytest.approx([55e-3, 20e-3, 32e-3], rel=1e-9)
+    status, out, err = goodput(capsys, log, "--json", tmp_path / "g.json")
+    assert status == 0, err
+    g = json.loads((tmp_path / "g.json").read_text())
+    # the median step: the intervals' mean periods, the first step left out of its own:
+    # (55 - 40) / 3 = 5 ms, 20 / 4 = 5 ms, 32 / 4 = 8 ms -> median 5 ms; the first
+    # step's excess 40 - 5 = 35 ms goes to startup, a median step's 5 ms stays goodput
+    run, end = lines[0], lines[-1]
+    before_first = ledgers[0]["first_boundary"] - run["process_start"]
+    assert g["badput_s/startup"] == pytest.approx(before_first + 35e-3, rel=1e-9)
+    # goodput: every step's period (55 + 20 + 32 = 107 ms) less the excess = 72 ms
+    assert g["goodput_s"] == pytest.approx(72e-3, rel=1e-9)
+    # the step itself and its FLOPs are kept: 12 steps x 5e9 over 1 device x the run's
+    # wall time (process start to the run-end record) x 1e15 FLOP/s
+    assert g["job_mfu"] == pytest.approx(12 * 5e9 / ((end["time"] - run["process_start"]) * 1e15),
+                                         rel=1e-12)
+    assert fake.sync_calls() == 0
+
+
+def _untimed_log(path, *, ranks=1, untimed_flops=1e12, resume_at=None):
+    """One run of 8 steps, 1 s each, in two intervals; its first step (0) ran
+    before the clock started (untimed); ``resume_at``: a second run resuming there."""
+    lines = [{"record": "run", "time": 100.0, "job": "j", "ranks": ranks, "devices": ranks,
+              "process_start": 90.0, "start_step": 0, "peak_tflops": 1.0}]
+    for first, end in ((0, 4), (4, 8)):
+        iv = {**_interval(first, end, float(end - first - (first == 0))), "flops_ranks": ranks,
+              "first_boundary": 95.0, "first_step_s": 1.0,
+              "untimed_steps": int(first == 0), "untimed_flops": untimed_flops if first == 0
+              else 0.0}
+        iv["flops_steps"] = end - first - iv["untimed_steps"]
+        iv["model_flops"] = 1e12 * iv["flops_steps"]
+        lines.append({"step": end, "time": 100.0 + end, "ledger": iv})
+    if resume_at is not None:
+        lines.append({"record": "run", "time": 200.0, "job": "j", "ranks": ranks,
+                      "devices": ranks, "process_start": 199.0, "start_step": resume_at,
+                      "peak_tflops": 1.0})
+        lines.append({"record": "run_end", "time": 210.0, "step": resume_at + 1, "ledger": {
+            **_interval(resume_at, resume_at + 1, 1.0), "flops_ranks": ranks,
+            "first_boundary": 200.0}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_an_untimed_first_step_is_counted_or_named(tmp_path):
+    from mfu_tracker.job import job_ledger
+
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "a.jsonl"))))
+    # 7 timed steps + the untimed step 0: 8 x 1e12 over 1 device x (108 - 90 s) x 1e12
+    assert ledger.job_mfu == pytest.approx(8e12 / (18.0 * 1e12), rel=1e-12)
+    # its time is in startup, unmeasured: goodput is the 7 timed seconds
+    assert ledger.runs[0].seconds["goodput"] == 7.0
+    assert any("step 0 ran before the run's clock started" in n and
+               n.endswith("its model FLOPs count in job_mfu") for n in ledger.notes)
+    # re-done by a later run (resumed at 0): lost, not counted; the timed steps too
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "b.jsonl", resume_at=0))))
+    assert ledger.job_mfu == pytest.approx(1e12 / ((210.0 - 90.0) * 1e12), rel=1e-12)
+    assert any(n.endswith("re-done by a later run: lost progress, not counted")
+               for n in ledger.notes)
+    # resumed at 1: step 0 is kept, steps 1..7 lost
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "c.jsonl", resume_at=1))))
+    assert ledger.job_mfu == pytest.approx(2e12 / ((210.0 - 90.0) * 1e12), rel=1e-12)
+    # two ranks: the logging rank's FLOPs alone are not the job's: left out, said so
+    # (the timed steps' FLOPs are the ranks' sum: 7 x 1e12 over 2 devices x 18 s x 1e12)
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "d.jsonl", ranks=2))))
+    assert ledger.job_mfu == pytest.approx(7e12 / (2 * 18.0 * 1e12), rel=1e-12)
+    assert any(n.endswith("left out of job_mfu: its model FLOPs are the logging rank's only")
+               for n in ledger.notes)
+    # FLOPs unknown: job_mfu is left out, with the reason
+    ledger = job_ledger(read_log(str(_untimed_log(tmp_path / "e.jsonl", untimed_flops=None))))
+    assert ledger.job_mfu is None
+    assert any(n.endswith("its model FLOPs are unknown") for n in ledger.notes)
+    assert any(n.startswith("job_mfu: the log lacks some steps' model FLOPs") for n in ledger.notes)
 
 
 def test_the_diagnosis_names_the_rank_of_data_loading(tmp_path, capsys):

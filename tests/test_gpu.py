@@ -1,7 +1,6 @@
 """mfu_tracker.gpu: the datasheet table, lookup from real device strings,
 the MFU_TRACKER_PEAK_TFLOPS override, user and measured peaks."""
 import math
-import time
 import warnings
 
 import pytest
@@ -19,6 +18,8 @@ from mfu_tracker.gpu import (
     user_gpu_spec,
 )
 from mfu_tracker.peaks import _table as gpu_table
+
+from _bracket import Bracket
 
 GIB = 2**30
 
@@ -468,29 +469,33 @@ def test_user_gpu_spec_rejects_bad_peaks(bad):
         user_gpu_spec("100")
 
 
-def _naive_python_matmul_flops_per_sec(n=48):
-    a = [[1.0] * n for _ in range(n)]
-    b = [[1.0] * n for _ in range(n)]
-    start = time.perf_counter()
-    for i in range(n):
-        row = a[i]
-        for j in range(n):
-            s = 0.0
-            for k in range(n):
-                s += row[k] * b[k][j]
-    return 2 * n**3 / (time.perf_counter() - start)
+def _recording_gemm_rate(monkeypatch):
+    """The FLOPs of each matmul measure_peak_flops times (its ``_gemm_rate`` calls)."""
+    from mfu_tracker.peaks import _measure
+
+    flops = []
+    real = _measure._gemm_rate
+
+    def recorded(a, b, f, duration, sync):
+        flops.append(f)
+        return real(a, b, f, duration, sync)
+
+    monkeypatch.setattr(_measure, "_gemm_rate", recorded)
+    return flops
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_measure_peak_flops_is_plausible(dtype):
-    rate = measure_peak_flops(dtype, "cpu", duration_s=0.2)
+def test_measure_peak_flops_is_plausible(dtype, monkeypatch):
+    flops = _recording_gemm_rate(monkeypatch)
+    with Bracket() as call:
+        rate = measure_peak_flops(dtype, "cpu", duration_s=0.2)
     assert math.isfinite(rate)
-    # a real GEMM beats a pure-Python triple loop by orders of magnitude (~100x
-    # here even with both pytest runs on 2 loaded cores); the bound is loose so
-    # that load during one of the two measurements only cannot fail it, while a
-    # rate in the wrong unit (x1e-3, x1e-12) or per-element count (/ n^3) still does
-    assert rate > 4 * _naive_python_matmul_flops_per_sec()
-    # ...and a 2-core CPU is nowhere near a PFLOP/s
+    # the best single matmul's rate: that matmul (2 n^3 FLOPs, the core's rule) took
+    # no longer than the whole call, on the test's own clock -- a bound no load can
+    # break, which a rate in the wrong unit (x1e-3, x1e-12) or a per-element count
+    # (/ n^3) falls below
+    assert len(set(flops)) == 1 and rate >= flops[0] / call.s
+    # ...and a CPU is nowhere near a PFLOP/s (load only slows a matmul down)
     assert rate < 1e15
 
 
@@ -503,12 +508,14 @@ def test_measure_peak_flops_bad_arguments():
         measure_peak_flops("fp32", duration_s=float("nan"))
 
 
-def test_measured_gpu_spec():
-    spec = measured_gpu_spec("fp32", "cpu")
+def test_measured_gpu_spec(monkeypatch):
+    flops = _recording_gemm_rate(monkeypatch)
+    with Bracket() as call:
+        spec = measured_gpu_spec("fp32", "cpu")
     assert spec.source == "measured"
     assert "measured" in spec.name
     assert list(spec.peak_flops_by_dtype) == ["fp32"]
-    assert spec.peak_flops_per_sec("fp32") > 1e8
+    assert spec.peak_flops_per_sec("fp32") >= flops[0] / call.s    # as above
 
 
 def test_public_names_exported():

@@ -154,15 +154,20 @@ def test_unsupported_leaves_the_keys_out_with_one_reason(fake, nvml, case, knob,
 
 def test_a_window_under_100_ms_is_left_out_with_one_message(fake, nvml):
     nvml.script_gpm(62.5, 31.0)
-    tracker = _tracker()
-    with pytest.warns(RuntimeWarning, match=r"a window of \d+ ms .* under the 100 ms GPM needs"):
-        _steps(fake, tracker)
-        short = tracker.metrics()                 # right after construction: < 100 ms
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")            # said once
-        again = tracker.metrics()
-        time.sleep(0.11)
-        long = tracker.metrics()
+    with nvml.virtual_clock():                    # host time only as the test moves it
+        tracker = _tracker()
+        nvml.advance(0.099)
+        with pytest.warns(RuntimeWarning, match=r"a window of 99 ms .* under the 100 ms GPM "
+                                                r"needs"):
+            _steps(fake, tracker)
+            short = tracker.metrics()             # 99 ms after construction
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")        # said once
+            nvml.advance(0.05)
+            again = tracker.metrics()             # 50 ms after that edge
+            nvml.advance(0.101)
+            long = tracker.metrics()              # 101 ms: over GPM's minimum, a window
+        tracker.close()
     assert not [k for k in short if "/hw/" in k] and not [k for k in again if "/hw/" in k]
     assert long["throughput/hw/tensor_active"] == 0.625
     assert nvml.calls("nvmlGpmMetricsGet") == 1   # the short windows never asked NVML

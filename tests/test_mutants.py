@@ -256,3 +256,61 @@ def test_op_count_gives_the_over_compute_by_name():
     # 1,024 forward + 2 x 1,024 its backward bmms repeat = 3,072
     assert (got.executed, got.model_self, got.model_backward) == (2_048, 1_024, 2_048)
     assert got.overcompute == 3_072 and got.site == "forward"
+
+
+# ---- the advice: which metrics line is the evidence ----------------------------------------
+
+def _advise(tmp_path, capsys, lines):
+    """``mfu-tracker advise --json`` over a log of `lines`: its advice and needs."""
+    log = tmp_path / "a.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    status = main(["advise", str(log), "--json"])
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    data = json.loads(out)
+    return {a["rule"]: a for a in data["advice"]}, {n["rule"]: n for n in data["needs"]}
+
+
+def _window(step, time, **lost):
+    """A metrics line of one waterfall window: mfu and its losses, adding up to 1."""
+    shares = {f"throughput/mfu_lost/{k}": v for k, v in lost.items()}
+    return {"step": step, "time": time, "throughput/mfu": 1.0 - sum(lost.values()),
+            "throughput/step_time_s": 1.0, **shares}
+
+
+def test_advice_judges_the_newest_waterfall_window(tmp_path, capsys):
+    """Three windows; only the newest lost 30% of the step to data loading.
+    Mutant: the evidence taken from the oldest waterfall line
+    (job/_advice.py evidence_of_run, ``lines[0]`` for ``lines[-1]``)."""
+    advice, _ = _advise(tmp_path, capsys, [
+        {"record": "run", "time": 1.0, "run_id": "a", "ranks": 1, "devices": 1,
+         "process_start": 0.0, "start_step": 0, "peak_tflops": 100.0},
+        _window(10, 11.0, data=0.01, compute=0.5),
+        _window(20, 21.0, data=0.02, compute=0.5),
+        _window(30, 31.0, data=0.30, compute=0.3),
+        {"step": 31, "time": 32.0, "throughput/tokens_per_sec": 5.0},   # no waterfall
+    ])
+    # the newest window with a waterfall is step 30's: data 0.30 >= 0.05 advises,
+    # bounded by its share (the oldest, step 10's 0.01, is below the threshold: silent)
+    assert advice["data_loading"]["bound"] == 0.30
+    assert "30.0% of the step" in advice["data_loading"]["evidence"]
+
+
+def test_communication_without_a_waterfall_is_still_evidence(tmp_path, capsys):
+    """A two-rank run whose lines carry exposed communication (``comm_s/*``) but
+    no waterfall (no peak: no ``mfu_lost/*``). Mutant: the evidence from the
+    waterfall lines only, without the fall-back to every line
+    (job/_advice.py evidence_of_run, ``or run.metrics`` dropped): no line is
+    found and the rule asks for the observer that made those keys."""
+    advice, needs = _advise(tmp_path, capsys, [
+        {"record": "run", "time": 1.0, "run_id": "a", "ranks": 2, "devices": 2,
+         "process_start": 0.0, "start_step": 0, "peak_tflops": None},
+        {"step": 10, "time": 11.0, "throughput/step_time_s": 0.5,
+         "throughput/comm_s/all_gather": 0.1},
+    ])
+    # exposed all-gather 0.1 s of a 0.5 s step = 0.2 >= 0.05: the FSDP advice
+    assert advice["fsdp_prefetch"]["bound"] == pytest.approx(0.2, rel=1e-12)
+    assert "throughput/comm_s/all_gather 0.1 s" in advice["fsdp_prefetch"]["evidence"]
+    # no reduce-scatter / all-reduce key beside it: the observer saw none, nothing to
+    # judge -- neither rule asks for the observer that made the all-gather's key
+    assert "fsdp_prefetch" not in needs and "gradient_reduction" not in needs

@@ -156,3 +156,77 @@ def test_only_rank_0_serves(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     t = Tracker(1.0, dtype="fp32", peak_tflops=1.0, clock="cpu", metrics_port=0)
     assert t.metrics_port is None
+
+
+# ---- every rank's series, read from the exposition text (no Prometheus server) -------------
+
+def _row(rank, step_s, mfu, *, executed=None, tokens=None, power=None, interval_s=None,
+         **phases):
+    """A rank row of a 1 TFLOP/s device: 10 steps of ``step_s``, ``mfu`` of the peak."""
+    from mfu_tracker.distributed import RankFigures
+
+    return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
+                       step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
+                       achieved_flops_per_sec=mfu * 1e12, executed_flops_per_sec=executed,
+                       achieved_bytes_per_sec=None, tokens_per_sec=tokens,
+                       peak_flops_per_sec=1e12, peak_bytes_per_sec=None, num_devices=1,
+                       model_parallel=1, interval_s=interval_s, interval_steps=10, mfu=mfu,
+                       power_w=power, **{f"phase_{k}_s": v for k, v in phases.items()})
+
+
+def test_every_ranks_series_in_the_exposition_text():
+    """Three ranks' rows served from one endpoint: the text a scrape reads,
+    parsed by prometheus_client's parser (an independent reader), holds one
+    series per rank and figure, labelled job / rank / prefix, each the
+    rank's own value; a figure a rank lacks has no series; the job's gauges
+    (combine()'s keys) sit beside them unlabelled by rank."""
+    from mfu_tracker.distributed import combine
+    from mfu_tracker.job._prometheus import serve
+
+    rows = [_row(0, 0.10, 0.40, executed=0.5e12, tokens=800.0, power=300.0, interval_s=1.0,
+                 data=0.01, forward=0.03),
+            _row(1, 0.20, 0.25, tokens=400.0, interval_s=2.5, data=0.02, forward=0.08),
+            _row(2, 0.125, 0.30, power=250.0, interval_s=1.25, forward=0.05)]
+    job = combine(rows).metrics("throughput")
+    endpoint = serve(0)
+    endpoint.update(job, prefix="throughput", step=42, job="job-9", rank=0, ranks=rows)
+    endpoint.update({"eval/mfu": 0.1}, prefix="eval", step=40, job="job-9", rank=0)
+    got = scrape(endpoint.port)
+    series = {}
+    for (name, labels), value in got.items():
+        assert [k for k, _ in labels] == ["job", "prefix", "rank"], name   # every series
+        d = dict(labels)
+        assert d["job"] == "job-9"
+        if name.startswith("mfu_tracker_rank_"):
+            assert d["prefix"] == "throughput"
+            series.setdefault(name[len("mfu_tracker_rank_"):], {})[int(d["rank"])] = value
+        else:
+            assert d["rank"] == "0"                 # the job's gauges: the serving rank
+    # each rank's own figure, by hand: hfu = executed / peak (rank 0 only: 0.5e12 / 1e12);
+    # achieved TFLOP/s = mfu x 1 TFLOP/s (x 1e-12 from FLOP/s: to rounding); the
+    # interval's step time = interval_s / 10 steps
+    achieved = series.pop("achieved_tflops")
+    assert achieved == pytest.approx({0: 0.40, 1: 0.25, 2: 0.30}, rel=1e-15)
+    assert series == {
+        "mfu": {0: 0.40, 1: 0.25, 2: 0.30},
+        "hfu": {0: 0.5},
+        "step_time_s": {0: 0.10, 1: 0.20, 2: 0.125},
+        "step_time_interval_s": {0: 0.1, 1: 0.25, 2: 0.125},
+        "tokens_per_sec": {0: 800.0, 1: 400.0},
+        "power_w": {0: 300.0, 2: 250.0},
+        "phase_s_data": {0: 0.01, 1: 0.02},
+        "phase_s_forward": {0: 0.03, 1: 0.08, 2: 0.05},
+    }
+    # what a dashboard's max() / min() / topk() over the rank series give is what was logged
+    assert max(series["mfu"].values()) == job["throughput/mfu_rank_max"] == 0.40
+    assert min(series["mfu"].values()) == job["throughput/mfu_rank_min"] == 0.25
+    slowest = max(series["step_time_interval_s"], key=series["step_time_interval_s"].get)
+    assert slowest == job["throughput/slowest_rank"] == 1
+    # the job's gauges, one per key of the logged dict, and the step; the second prefix
+    assert got[("mfu_tracker_mfu", (("job", "job-9"), ("prefix", "throughput"), ("rank", "0")))] \
+        == job["throughput/mfu"]
+    assert got[("mfu_tracker_step", (("job", "job-9"), ("prefix", "throughput"), ("rank", "0")))] \
+        == 42
+    assert got[("mfu_tracker_mfu", (("job", "job-9"), ("prefix", "eval"), ("rank", "0")))] == 0.1
+    assert got[("mfu_tracker_step", (("job", "job-9"), ("prefix", "eval"), ("rank", "0")))] == 40
+    endpoint.close()

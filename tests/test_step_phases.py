@@ -19,6 +19,8 @@ from mfu_tracker.distributed import RankFigures, combine
 from mfu_tracker.step import Tracker
 from mfu_tracker.timing._waterfall import LOSSES, PHASES, waterfall
 
+from _bracket import Bracket
+
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s
 
@@ -189,20 +191,28 @@ def test_metrics_time_is_excluded_on_the_cpu_clock(monkeypatch):
     from mfu_tracker.tracker import _tracker as tracker_module
 
     real = tracker_module.format_metrics
+    slept = []
 
     def slow_format(*args, **kwargs):
+        start = time.monotonic_ns()
         time.sleep(0.2)  # stands in for a slow collective
+        slept.append((time.monotonic_ns() - start) * 1e-9)   # inside the excluded time
         return real(*args, **kwargs)
 
-    t.step()
-    t.step()
-    monkeypatch.setattr(tracker_module, "format_metrics", slow_format)
-    for _ in range(3):
-        t.metrics()
+    with Bracket() as steps:
         t.step()
-    # the 200 ms sleeps are in no step: each is excluded from the step it fell in
-    assert t.summary()["step_time_max_s"] < 0.2
-    assert t.phases()["excluded_s"] * t.summary()["steps"] >= 3 * 0.2
+        t.step()
+        monkeypatch.setattr(tracker_module, "format_metrics", slow_format)
+        for _ in range(3):
+            t.metrics()
+            t.step()
+    # the 200 ms sleeps are in no step: each is excluded from the step it fell in, so
+    # the four periods add up to at most the test's bracket of the boundaries less
+    # the sleeps (each at least as long as the test measured it inside)
+    s = t.summary()
+    assert s["steps"] == 4 and len(slept) == 3
+    assert s["step_time_s"] * s["steps"] <= steps.s - math.fsum(slept)
+    assert t.phases()["excluded_s"] * s["steps"] >= 3 * 0.2
 
 
 # ---- the GPU timeline (fake driver) ----------------------------------------------------

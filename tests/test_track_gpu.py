@@ -21,6 +21,8 @@ import pytest
 from mfu_tracker import _C, track, user_gpu_spec
 from mfu_tracker.timing import _clock
 
+from _bracket import Bracket
+
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)  # 1e15 FLOP/s, 2e12 B/s
 
@@ -187,15 +189,17 @@ def _runtime_warnings(caught):
 ])
 def test_driver_failure_warns_once_then_cpu_clock(fake, call, code, name):
     fake.set_work_ns(1 * MS)
-    with track(1e12, spec=SPEC, clock="cuda", stream=0) as pending:  # GPU-timed, unresolved
-        time.sleep(0.02)
+    with Bracket() as pending_block:
+        with track(1e12, spec=SPEC, clock="cuda", stream=0) as pending:  # GPU-timed, unresolved
+            time.sleep(0.02)
     fake.fail_next(call, code)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         results = []
         for _ in range(3):
-            with track(1e12, spec=SPEC, clock="cuda", stream=0) as r:
-                time.sleep(0.01)
+            with Bracket() as block:
+                with track(1e12, spec=SPEC, clock="cuda", stream=0) as r:
+                    time.sleep(0.01)
             results.append(r)
             fake.advance(10 * MS)
         values = [r.elapsed_sec for r in results]
@@ -205,9 +209,10 @@ def test_driver_failure_warns_once_then_cpu_clock(fake, call, code, name):
     assert call in str(got[0].message) and name in str(got[0].message)
     assert "CPU clock" in str(got[0].message)
     if call == "cuEventRecord":  # failed on the next mark: the pending block falls back too
-        assert pending.clock == "cpu" and 0.02 <= first < 2.0
-    # Blocks after the failure are timed by the CPU clock (a real 10 ms sleep).
-    assert results[-1].clock == "cpu" and 0.01 <= values[-1] < 2.0
+        assert pending.clock == "cpu" and 0.02 <= first <= pending_block.s
+    # Blocks after the failure are timed by the CPU clock (a real 10 ms sleep, within
+    # the test's own bracket of the block).
+    assert results[-1].clock == "cpu" and 0.01 <= values[-1] <= block.s
     assert _shared_timer().failed and call in _shared_timer().error
 
 
@@ -216,43 +221,50 @@ def test_no_cuda_context_warns_once_and_uses_the_cpu_clock(fake):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
-            with track(1e12, spec=SPEC, clock="cuda", stream=0) as r:
-                time.sleep(0.005)
+            with Bracket() as block:
+                with track(1e12, spec=SPEC, clock="cuda", stream=0) as r:
+                    time.sleep(0.005)
     assert len(_runtime_warnings(caught)) == 1
     assert "context" in str(_runtime_warnings(caught)[0].message)
-    assert r.clock == "cpu" and 0.005 <= r.elapsed_sec < 2.0
+    assert r.clock == "cpu" and 0.005 <= r.elapsed_sec <= block.s
 
 
 ABSENT_SCRIPT = r"""
 import json, time, warnings
 warnings.simplefilter("always")
+brackets = []   # each block's seconds on the test's own CLOCK_MONOTONIC readings
+def bracketed(start_ns):
+    brackets.append((time.monotonic_ns() - start_ns) * 1e-9 + 1e-9)
 from mfu_tracker import track, user_gpu_spec
 from mfu_tracker.step import Tracker
 spec = user_gpu_spec(1000.0, name="x")
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    if FIRST == "track":
-        blocks = []
+    def timed_blocks():
+        out = []
         for _ in range(3):
+            start = time.monotonic_ns()
             with track(1e12, spec=spec, clock=CLOCK) as r:
                 time.sleep(0.01)
-            blocks.append(r.elapsed_sec)
+            bracketed(start)
+            out.append(r.elapsed_sec)
+        return out, r
+    if FIRST == "track":
+        blocks, r = timed_blocks()
         tr = Tracker(1e12, spec=spec, clock=CLOCK, warmup=0)
     else:
         tr = Tracker(1e12, spec=spec, clock=CLOCK, warmup=0)
-        blocks = []
-        for _ in range(3):
-            with track(1e12, spec=spec, clock=CLOCK) as r:
-                time.sleep(0.01)
-            blocks.append(r.elapsed_sec)
+        blocks, r = timed_blocks()
+    start = time.monotonic_ns()
     for _ in range(3):
         tr.step(100)
         time.sleep(0.01)
     tr.step(100)
+    bracketed(start)
     m = tr.metrics()
 print(json.dumps({"warnings": [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)],
                   "block_clock": r.clock, "blocks": blocks, "tracker_clock": tr.clock,
-                  "step_time_s": m.get("throughput/step_time_s")}))
+                  "step_time_s": m.get("throughput/step_time_s"), "brackets": brackets}))
 """
 
 
@@ -270,8 +282,11 @@ def test_absent_library_warns_once_per_process(tmp_path, first, clock, variable)
     assert len(result["warnings"]) == 1, result["warnings"]
     assert "no-such-driver.so" in result["warnings"][0] and "CPU clock" in result["warnings"][0]
     assert result["block_clock"] == "cpu" and result["tracker_clock"] == "cpu"
-    assert all(0.01 <= b < 2.0 for b in result["blocks"])
-    assert 0.01 <= result["step_time_s"] < 2.0
+    # real 10 ms sleeps, each within the script's own bracket of its block (of the
+    # three steps, for their mean)
+    *blocks, steps = result["brackets"]
+    assert all(0.01 <= b <= bracket for b, bracket in zip(result["blocks"], blocks))
+    assert 0.01 <= result["step_time_s"] <= steps / 3
 
 
 def test_mark_timer_api(fake):

@@ -14,6 +14,8 @@ import pytest
 import mfu_tracker
 from mfu_tracker import compute_mbu, compute_mfu, lookup_gpu_spec, track, user_gpu_spec
 
+from _bracket import Bracket
+
 
 def _busy_sleep(seconds: float) -> None:
     deadline = time.perf_counter() + seconds
@@ -23,12 +25,15 @@ def _busy_sleep(seconds: float) -> None:
 
 def test_track_figures_follow_from_elapsed_time():
     spec = user_gpu_spec(100.0, name="test device", memory_bandwidth_tbs=2.0)
-    with track(3e12, 4e9, hfu_flop_count=4e12, num_tokens=8192, dtype="bf16", spec=spec) as r:
-        assert r.mfu is None and r.elapsed_sec is None and not r.ready
-        time.sleep(0.05)
+    with Bracket() as block:
+        with track(3e12, 4e9, hfu_flop_count=4e12, num_tokens=8192, dtype="bf16",
+                   spec=spec) as r:
+            assert r.mfu is None and r.elapsed_sec is None and not r.ready
+            time.sleep(0.05)
     t = r.elapsed_sec
-    # Real 50 ms sleep: a clock in the wrong unit (ms, us) or a stuck clock fails this.
-    assert 0.05 <= t < 2.0
+    # Real 50 ms sleep, within the test's bracket of the block: a clock in the wrong
+    # unit (ms, us) or a stuck clock fails this
+    assert 0.05 <= t <= block.s
     assert r.ready
     assert r.mfu == pytest.approx(3e12 / t / 100e12, rel=1e-12)  # model FLOPs / s / peak
     assert r.hfu == pytest.approx(4e12 / t / 100e12, rel=1e-12)
@@ -267,9 +272,10 @@ def test_many_blocks_do_not_grow_memory():
 # ---- clock and stream arguments (GPU paths: tests/test_track_gpu.py) ----------
 
 def test_track_clock_defaults_to_cpu_without_a_gpu():
-    with track(1e9, peak_tflops=1.0, device="cpu") as r:
-        _busy_sleep(0.01)
-    assert r.clock == "cpu" and 0.01 <= r.elapsed_sec < 2.0
+    with Bracket() as block:
+        with track(1e9, peak_tflops=1.0, device="cpu") as r:
+            _busy_sleep(0.01)
+    assert r.clock == "cpu" and 0.01 <= r.elapsed_sec <= block.s
     with track(1e9, peak_tflops=1.0, device="cpu", clock="cpu", stream=None) as r:
         pass
     assert r.clock == "cpu" and r.ready

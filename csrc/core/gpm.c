@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpm.h"
+#include "timing.h"
 
 enum { NVML_SUCCESS = 0 };
 
@@ -150,10 +150,10 @@ error:
 
 static double now_s(void)
 {
-    struct timespec t;
-    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+    uint64_t ns;
+    if (mfu_clock_monotonic_ns(&ns) != MFU_OK)
         return NAN;
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return (double)ns * 1e-9;
 }
 
 /* A metric's value when NVML gave one that is a finite value >= 0; else

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "nvml.h"
+#include "timing.h"
 
 /* NVML's types, as nvml.h declares them: nvmlReturn_t is an int enum
  * (0 = NVML_SUCCESS), nvmlDevice_t an opaque pointer, nvmlClockType_t an
@@ -220,13 +220,13 @@ static void read_figure(const mfu_nvml *n, mfu_nvml_sample *s, mfu_gpu_error *er
 mfu_status mfu_nvml_read(mfu_nvml *n, mfu_nvml_sample *s, mfu_gpu_error *error)
 {
     mfu_status status = MFU_OK;
-    struct timespec now;
+    uint64_t now_ns;
 
     memset(s, 0, sizeof *s);
     set_error(error, NULL, 0, "");
     /* The time right before the energy counter, so energy / time pairs. */
-    if (clock_gettime(CLOCK_MONOTONIC, &now) == 0)
-        s->time_s = (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+    if (mfu_clock_monotonic_ns(&now_ns) == MFU_OK)
+        s->time_s = (double)now_ns * 1e-9;
     read_figure(n, s, error, &status, MFU_NVML_ENERGY, &s->energy_j, 1e-3);  /* mJ */
     read_figure(n, s, error, &status, MFU_NVML_POWER, &s->power_w, 1e-3);    /* mW */
     read_figure(n, s, error, &status, MFU_NVML_SM_CLOCK, &s->sm_clock_mhz, 1.0);

@@ -67,9 +67,20 @@
 #include "gpu_driver.h"
 #include "mfu_status.h"
 
-/* Current CLOCK_MONOTONIC reading in nanoseconds.
+/* Current CLOCK_MONOTONIC reading in nanoseconds: every CPU time the core
+ * takes goes through it (the CPU timer, track(), the communication marks,
+ * the NVML and GPM sample times), and so through the clock source below.
  * MFU_ERR_UNAVAILABLE if the clock cannot be read (never on Linux). */
 mfu_status mfu_clock_monotonic_ns(uint64_t *now_ns);
+
+/* Where mfu_clock_monotonic_ns reads the time: NULL (the default) for
+ * CLOCK_MONOTONIC, or a function that stores nanoseconds in *now_ns and
+ * returns 0 (non-zero: unavailable). A test installs one to drive time
+ * itself -- the fake NVML's virtual clock (tests/c/fake_nvml) -- instead of
+ * sleeping, so nothing it checks depends on how the machine schedules it.
+ * Process-wide; install it while no timer reads the clock. */
+typedef int (*mfu_clock_source)(uint64_t *now_ns);
+void mfu_clock_set_source(mfu_clock_source source);
 
 /* Seconds from `start_ns` to `end_ns`; negative if end precedes start. */
 double mfu_clock_elapsed_s(uint64_t start_ns, uint64_t end_ns);

@@ -36,7 +36,7 @@ one that books the compiled forward to ``data``.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, Callable, List, Optional
 
 from ..timing._waterfall import BADPUT_PHASES
 
@@ -44,11 +44,15 @@ from ..timing._waterfall import BADPUT_PHASES
 class AutoPhases:
     """The phase marks of one tracker driven by an integration's events."""
 
-    __slots__ = ("_tracker", "_handles", "_compile_first", "_compiling", "traced")
+    __slots__ = ("_tracker", "_handles", "_compile_first", "_compiling", "traced",
+                 "before_first_forward")
 
     def __init__(self, tracker: Any) -> None:
         self._tracker = tracker
         self._handles: List[Any] = []
+        # Called once, at the first training forward, before it is marked (the
+        # optimizer wrapper starts its clock there when nothing started it yet).
+        self.before_first_forward: Optional[Callable[[], None]] = None
         self._compile_first = False   # the model is compiled: its first step compiles
         self._compiling = False       # the first step's forward / backward run now
         self.traced = False  # a hook was traced by torch.compile: no marks from then on
@@ -102,6 +106,9 @@ class AutoPhases:
             self.traced = True  # (replayed by the compiled code)
             return
         if self._training(module):
+            first, self.before_first_forward = self.before_first_forward, None
+            if first is not None:
+                first()
             self.switch("forward")
 
     def _forward_ends(self, module: Any, args: Any, output: Any) -> None:

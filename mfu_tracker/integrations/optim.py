@@ -92,9 +92,14 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     needed otherwise), or the executed FLOPs with one warning.
 
     Time: one step-tracker boundary per ``step()`` (after the wrapped optimizer
-    ran), the first at the first ``track_step()`` / ``zero_grad()`` / ``step()``;
-    figures via :meth:`metrics` / :meth:`summary` cover the last ``window``
-    optimizer steps after ``warmup``.
+    ran); the clock starts at the first ``track_step()`` / ``zero_grad()`` /
+    ``step(closure)``, or at the model's first training forward (its hooks,
+    ``phases=True``), so a loop whose first call is the forward (forward,
+    backward, ``step()``, ``zero_grad()``) times its first step too. Without
+    the hooks such a first step is numbered but untimed: its FLOPs go to the
+    job ledger, its time is startup (docs/goodput.md). Figures via
+    :meth:`metrics` / :meth:`summary` cover the last ``window`` optimizer
+    steps after ``warmup``.
 
     Gradient accumulation: everything between two ``step()`` calls is one
     optimizer step. Use one ``track_step()`` around all micro-batches, or
@@ -228,6 +233,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             d["_phases"] = AutoPhases(d["_tracker"])
             d["_phases"].attach(model)
             d["_phases"].compiled(model)
+            # a loop whose first call is step() (forward, backward, step(), zero_grad())
+            # has its first step timed from its forward, like the others
+            d["_phases"].before_first_forward = self._start_clock
             if isinstance(model, torch.nn.parallel.DistributedDataParallel):
                 self._attach_ddp(model)
         self._open_step()
@@ -277,6 +285,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         """Step the wrapped optimizer (its return value, e.g. the closure's loss),
         then close the optimizer step on the tracker."""
         first = not self._started
+        if first and closure is None and not self._record.micro_batches:
+            return self._untimed_first_step()
         self._start_clock()
         if closure is not None:
             closure = self._counted_closure(closure)
@@ -412,20 +422,44 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             except Exception as error:  # noqa: BLE001
                 self._warn_once("tracker", f"the step tracker failed ({error!r})")
 
+    def _untimed_first_step(self) -> Any:
+        """The first ``step()``, its forward and backward already run with
+        nothing to start the clock (no model hook: ``phases=False``, or hooks
+        inside a compiled region): the step is numbered and its FLOPs go to the
+        job ledger, untimed (:meth:`Tracker._untimed_step`); the clock starts
+        at its end."""
+        loss = self.optimizer.step()
+        self._start_clock()
+        try:
+            tokens, flops = self._settle(self._record)
+            self._tracker._untimed_step(None if flops is None else flops[0])
+            self.__dict__["_last_step_flops"] = flops
+        except Exception as error:  # noqa: BLE001 -- never raise into the loop
+            self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
+        finally:
+            self._open_step()
+        return loss
+
+    def _settle(self, record: StepRecord) -> Tuple[Optional[float], Optional[Flops]]:
+        """The closed step's tokens and FLOPs (None: unknown; one warning)."""
+        if not record.micro_batches:  # step() without blocks
+            record.micro_batches = self._accumulation
+            record.tokens_missing = True
+        self._policy.close(record, self._step_counter)
+        tokens = None if record.tokens_missing or not record.tokens else float(sum(record.tokens))
+        flops = self._flops_or_none(record, tokens)
+        if flops is None:
+            self._warn_once("noflops", "no FLOPs for this step: run forward/backward inside "
+                            "track_step() (counted), or give sample_batch; MFU is left out")
+        return tokens, flops
+
     def _close_step(self) -> None:
         record = self._record
         try:
-            if not record.micro_batches:  # step() without blocks
-                record.micro_batches = self._accumulation
-                record.tokens_missing = True
-            self._policy.close(record, self._step_counter)
-            tokens = None if record.tokens_missing or not record.tokens else float(sum(record.tokens))
-            flops = self._flops_or_none(record, tokens)
+            tokens, flops = self._settle(record)
             if self._phases is not None:
                 self._phases.end()  # a profile() forward just now may have marked one
             if flops is None:
-                self._warn_once("noflops", "no FLOPs for this step: run forward/backward inside "
-                                "track_step() (counted), or give sample_batch; MFU is left out")
                 self._tracker.step(num_tokens=tokens)
             else:
                 self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1],

@@ -188,13 +188,19 @@ def _launch(ev: Evidence, rule: Rule) -> Outcome:
                   f"{mean * 1e6:.1f} us of work per {where}{memory}")
 
 
+def _observed(ev: Evidence) -> bool:
+    """The communication observer was on: the line holds some ``comm_s/*``."""
+    base = metric_key(ev.prefix, "comm_s") + "/"
+    return ev.metrics is not None and any(key.startswith(base) for key in ev.metrics)
+
+
 def _comm_kinds(ev: Evidence, rule: Rule, kinds: Sequence[str], minimum: float) -> Outcome:
     step = ev.value("step_time_s")
     seconds = [ev.value(f"comm_s/{kind}") for kind in kinds]
     if all(s is None for s in seconds):
-        if ev.ranks is not None and ev.ranks > 1:
+        if ev.ranks is not None and ev.ranks > 1 and not _observed(ev):
             return Needs(rule.name, COMM)
-        return None                              # one process: no collectives
+        return None       # one process, or the observer saw none of these kinds
     if step is None or step <= 0:
         return Needs(rule.name, f"the step time ({_key(ev, 'step_time_s')})")
     share = sum(s for s in seconds if s is not None) / step

@@ -139,7 +139,8 @@ def _interval(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
               notes: List[str], where: str) -> Tuple[int, float]:
     """Book one interval into ``steps``; returns (its pushed steps, its
     forward + backward seconds)."""
-    first, end = iv["from_step"], iv["to_step"]
+    _untimed(steps, iv, cut, ranks, notes, where)
+    first, end = iv["from_step"] + int(iv.get("untimed_steps") or 0), iv["to_step"]   # timed
     lost = _lost_share(first, end, cut)
     if 0.0 < lost < 1.0:
         notes.append(f"{where}: steps {first}..{end - 1} straddle the resume point {cut}: "
@@ -152,7 +153,7 @@ def _interval(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
     steps.lost += lost * step_s
     for name in steps.phases:
         steps.phases[name] += float(phases.get(name, 0.0))
-    pushed = end - first - int(iv.get("dropped") or 0)
+    pushed = _pushed(iv)
     flops = _number(iv.get("model_flops"))
     if flops is None or iv.get("flops_steps") != pushed or (iv.get("flops_ranks") or 1) < ranks:
         steps.flops_complete = steps.flops_complete and pushed == 0
@@ -161,6 +162,34 @@ def _interval(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
     if steps.first_boundary is None:
         steps.first_boundary = _number(iv.get("first_boundary"))
     return pushed, float(phases.get("forward", 0.0)) + float(phases.get("backward", 0.0))
+
+
+def _untimed(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
+             notes: List[str], where: str) -> None:
+    """Book the interval's first steps run before the clock started
+    (``untimed_steps``): their FLOPs when kept (not re-done by a later run)
+    and known for every rank; their time is in the run's startup, unmeasured.
+    A note names them and says which way they went."""
+    untimed = int(iv.get("untimed_steps") or 0)
+    if not untimed:
+        return
+    first = iv["from_step"]
+    kept = untimed - round(untimed * _lost_share(first, first + untimed, cut))
+    flops = _number(iv.get("untimed_flops"))
+    its = "its" if untimed == 1 else "their"
+    if not kept:
+        fate = "re-done by a later run: lost progress, not counted"
+    elif flops is None:
+        fate = f"{its} model FLOPs are unknown"
+        steps.flops_complete = False
+    elif ranks > 1:
+        fate = f"left out of job_mfu: {its} model FLOPs are the logging rank's only"
+    else:
+        fate = f"{its} model FLOPs count in job_mfu"
+        steps.flops += flops * kept / untimed
+    names = f"step {first}" if untimed == 1 else f"steps {first}..{first + untimed - 1}"
+    notes.append(f"{where}: {names} ran before the run's clock started (the first step() came "
+                 f"after the forward and backward): not timed, {its} time is in startup; {fate}")
 
 
 def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _Steps:
@@ -189,7 +218,9 @@ def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _S
 
 
 def _pushed(iv: Dict[str, Any]) -> int:
-    return iv["to_step"] - iv["from_step"] - int(iv.get("dropped") or 0)
+    """The interval's timed steps with a period."""
+    return (iv["to_step"] - iv["from_step"] - int(iv.get("dropped") or 0)
+            - int(iv.get("untimed_steps") or 0))
 
 
 def _first_step_excess(run: Run, steps: _Steps, cut: Optional[int], bucket: str,
@@ -200,8 +231,10 @@ def _first_step_excess(run: Run, steps: _Steps, cut: Optional[int], bucket: str,
     step left out of its interval. The step itself (and its FLOPs) stays."""
     first = next((iv for iv in run.intervals if _pushed(iv) > 0), None)
     first_s = None if first is None else _number(first.get("first_step_s"))
-    if first_s is None or (cut is not None and first["from_step"] >= cut):
-        return   # a log without the field, or the first step was lost progress (all of it)
+    if first is None or first_s is None:
+        return   # a log without the field
+    if cut is not None and first["from_step"] + int(first.get("untimed_steps") or 0) >= cut:
+        return   # the first timed step was lost progress (all of it)
     means = []
     for iv in run.intervals:
         n, seconds = _pushed(iv), float(iv["step_s"])

@@ -60,6 +60,11 @@ half open), and every second the step engine booked meanwhile
     first_boundary wall time of the run's first step boundary: its startup's end
     first_step_s   the run's first step's period (its excess over the run's
                    median step is startup); None before it
+    untimed_steps  the first steps of the range whose work ran before the run's
+                   clock started (MFUOptimizerWrapper's first step() after its
+                   forward and backward, no hook to start the clock earlier):
+                   numbered, not timed (their time is in startup)
+    untimed_flops  their model FLOPs (None when unknown)
 
 Reading (:func:`read_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
@@ -94,6 +99,7 @@ LEDGER = "ledger"
 LEDGER_FIELDS: Tuple[str, ...] = (
     "from_step", "to_step", "step_s", "phase_s", "own_s", "dropped", "model_flops",
     "flops_steps", "flops_ranks", "compile_calls", "first_boundary", "first_step_s",
+    "untimed_steps", "untimed_flops",
 )
 
 #: Environment variables naming the job, in order (the Prometheus ``job``
@@ -112,31 +118,62 @@ class LogError(ValueError):
     """A log that cannot be read: the message names the file and line."""
 
 
-def process_start_time(pid: Optional[int] = None) -> Optional[float]:
-    """When the OS started process ``pid`` (default: this one), seconds since
-    the epoch; None where it cannot be read.
+#: Tries at reading the wall clock around the boot clock (:func:`wall_minus_boot_s`).
+PAIRING_TRIES = 5
 
-    Linux: ``/proc/<pid>/stat``'s start time (clock ticks since boot) placed
-    on the wall clock through ``/proc/uptime``, read together with
-    ``time.time()`` (1/100 s resolution; ``/proc/stat``'s boot time, which
-    psutil adds, is whole seconds only: up to 1 s off). Elsewhere: psutil's
-    ``create_time()`` when installed."""
+
+def wall_minus_boot_s() -> Optional[float]:
+    """The wall clock less ``CLOCK_BOOTTIME`` (the clock ``/proc``'s start
+    times count), s; None where there is no boot clock. From the closest of
+    a few (wall, boot, wall) readings, the walls' midpoint: off by at most
+    half of that triple's gap, so a thread held up between two readings (a
+    busy machine) reads again instead of dating the start late by the wait."""
+    boot_clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if boot_clock is None:
+        return None
+    best: Optional[Tuple[float, float]] = None
+    for _ in range(PAIRING_TRIES):
+        before = time.time()
+        boot = time.clock_gettime(boot_clock)
+        after = time.time()
+        if best is None or after - before < best[0]:
+            best = (after - before, (before + after) / 2 - boot)
+        if best[0] < 1e-4:
+            break
+    return None if best is None else best[1]
+
+
+def process_start_boot_s(pid: Optional[int] = None) -> Optional[float]:
+    """When the OS started process ``pid`` (default: this one) on the boot
+    clock (``CLOCK_BOOTTIME``), s: ``/proc/<pid>/stat``'s start time, whole
+    clock ticks (1/100 s); None where it cannot be read (not Linux, no such
+    process)."""
     pid = os.getpid() if pid is None else pid
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             stat = f.read()
         # the command name (field 2) may hold spaces and parentheses: split after it
         start_ticks = int(stat[stat.rindex(")") + 2:].split()[19])
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime_s = float(f.read().split()[0])
-        now = time.time()
-        return now - uptime_s + start_ticks / os.sysconf("SC_CLK_TCK")
+        return start_ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
-        pass
+        return None
+
+
+def process_start_time(pid: Optional[int] = None) -> Optional[float]:
+    """When the OS started process ``pid`` (default: this one), seconds since
+    the epoch; None where it cannot be read.
+
+    Linux: the start on the boot clock (:func:`process_start_boot_s`, 1/100 s
+    resolution) placed on the wall clock (:func:`wall_minus_boot_s`).
+    (``/proc/stat``'s boot time, which psutil adds, is whole seconds only: up
+    to 1 s off.) Elsewhere: psutil's ``create_time()`` when installed."""
+    boot, offset = process_start_boot_s(pid), wall_minus_boot_s()
+    if boot is not None and offset is not None:
+        return offset + boot
     try:
         import psutil  # type: ignore[import-untyped]
 
-        return float(psutil.Process(pid).create_time())
+        return float(psutil.Process(pid if pid is not None else os.getpid()).create_time())
     except Exception:  # noqa: BLE001 -- not installed, or no such process
         return None
 
@@ -254,6 +291,11 @@ def _check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
     if ledger["to_step"] < ledger["from_step"]:
         raise LogError(f"{where}: '{LEDGER}' ends (to_step {ledger['to_step']}) before it "
                        f"starts (from_step {ledger['from_step']})")
+    untimed = ledger.get("untimed_steps", 0)
+    if isinstance(untimed, bool) or not isinstance(untimed, int) or \
+            not 0 <= untimed <= ledger["to_step"] - ledger["from_step"]:
+        raise LogError(f"{where}: '{LEDGER}.untimed_steps' is not an integer from 0 to the "
+                       f"interval's steps")
     for name in ("step_s", "own_s"):
         if _finite(ledger.get(name)) is None or ledger[name] < 0:
             raise LogError(f"{where}: '{LEDGER}.{name}' is not a finite number >= 0")

@@ -22,7 +22,7 @@ import atexit
 import os
 import threading
 import weakref
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from .._version import __version__
 from ._log import MetricsLog, rank_world
@@ -60,20 +60,22 @@ atexit.register(_close_open_trackers)
 class RunBook:
     """The run's running state for the ledger (module docstring)."""
 
-    __slots__ = ("run_id", "job", "start_step", "rank", "log", "endpoint", "ranks", "_mark",
-                 "_calls", "_calls_mark", "_ended", "_peak_tflops")
+    __slots__ = ("run_id", "job", "start_step", "timed_from", "rank", "log", "endpoint", "ranks",
+                 "_mark", "_calls", "_calls_mark", "_untimed", "_ended", "_peak_tflops")
 
     def __init__(self, *, start_step: int, log: Optional[MetricsLog],
                  endpoint: Optional[Endpoint], job: Optional[str] = None) -> None:
         self.run_id = new_run_id()
         self.job = job_name(self.run_id, job)
         self.start_step = start_step
+        self.timed_from = start_step    # the global step of the step engine's first step
         self.rank = rank_world()[0]
         self.log = log
         self.endpoint = endpoint
         self.ranks: Any = None      # the last aggregation's rank rows (served per rank)
         self._mark: Optional[Dict[str, Any]] = None   # the engine's totals at the last record
         self._calls = self._calls_mark = 0
+        self._untimed: List[Optional[float]] = []   # untimed steps not yet logged: their FLOPs
         self._ended = False
         self._peak_tflops: Optional[float] = None
 
@@ -100,6 +102,15 @@ class RunBook:
         """A step whose compile phase holds a whole (first) compiled call."""
         self._calls += 1
 
+    def untimed_step(self, model_flops: Optional[float]) -> None:
+        """A step whose work ran before the clock started (the optimizer
+        wrapper's first ``step()`` came after its forward and backward, with
+        no hook to start the clock at the forward): numbered -- the engine's
+        steps are the global steps after it -- but not timed; its model FLOPs
+        (None: unknown) go to the next interval."""
+        self.timed_from += 1
+        self._untimed.append(model_flops)
+
     # ---- intervals ----------------------------------------------------------------
 
     def interval(self, tracker: Any) -> Dict[str, Any]:
@@ -114,22 +125,28 @@ class RunBook:
         phase_s = {name: seconds - before.get(name, 0.0)
                    for name, seconds in now["phase_s"].items() if seconds != before.get(name, 0.0)}
         flops = now["model_flops"] - mark.get("model_flops", 0.0)
+        untimed = self._untimed
+        known = [f for f in untimed if f is not None]
         return {
-            "from_step": self.start_step + mark.get("steps", 0),
-            "to_step": self.start_step + now["steps"],
+            # the untimed steps first: the interval's range is contiguous with the last one's
+            "from_step": self.timed_from + mark.get("steps", 0) - len(untimed),
+            "to_step": self.timed_from + now["steps"],
             "step_s": now["step_s"] - mark.get("step_s", 0.0), "phase_s": phase_s,
             "own_s": now["own_s"] - mark.get("own_s", 0.0), "dropped": dropped,
             "model_flops": flops if flops_steps > 0 or steps == dropped else None,
             "flops_steps": flops_steps, "flops_ranks": 1,
             "compile_calls": self._calls - self._calls_mark,
             "first_boundary": now["first_boundary_unix_s"],
-            "first_step_s": now.get("first_step_s"), "_now": now,
+            "first_step_s": now.get("first_step_s"), "untimed_steps": len(untimed),
+            "untimed_flops": float(sum(known)) if len(known) == len(untimed) else None,
+            "_now": now, "_untimed": len(untimed),
         }
 
     def commit(self, interval: Mapping[str, Any]) -> None:
         """The interval was logged: the next one starts where it ended."""
         self._mark = interval["_now"]
         self._calls_mark = self._calls
+        del self._untimed[:interval["_untimed"]]
 
     @staticmethod
     def record(interval: Mapping[str, Any]) -> Dict[str, Any]:

@@ -174,9 +174,10 @@ class Tracker(_C.StepTracker):
 
     @property
     def global_step(self) -> int:
-        """``start_step`` + the steps completed (``step()`` calls - 1): the
+        """``start_step`` + the steps completed (``step()`` calls - 1, and a
+        step run before the clock started: :meth:`_untimed_step`): the
         ``step`` of the run's log lines."""
-        return self._run.start_step + max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0)
+        return self._run.timed_from + max(int(_C.StepTracker.counters(self)["boundaries"]) - 1, 0)
 
     @property
     def start_step(self) -> int:
@@ -229,7 +230,7 @@ class Tracker(_C.StepTracker):
             raise TypeError(f"book(): step must be an int (a global step), not "
                             f"{type(step).__name__}")
         return _C.StepTracker.book(
-            self, step - self._run.start_step, model_flops=model_flops,
+            self, step - self._run.timed_from, model_flops=model_flops,
             executed_flops=executed_flops, num_tokens=num_tokens, ideal_s=ideal_s,
             language_flops=language_flops, overcompute_flops=overcompute_flops)
 
@@ -240,8 +241,14 @@ class Tracker(_C.StepTracker):
         ``language_flops``, ``excluded_s`` (None = unknown)."""
         steps = _C.StepTracker.window_steps(self)
         for record in steps:
-            record["step"] += self._run.start_step
+            record["step"] += self._run.timed_from
         return steps
+
+    def _untimed_step(self, model_flops: Optional[float]) -> None:
+        """An integration's step whose work ran before the clock started
+        (:meth:`RunBook.untimed_step`): counted in :attr:`global_step` and the
+        job ledger (its FLOPs), never timed."""
+        self._run.untimed_step(model_flops)
 
     def _compile_call(self) -> None:
         """An integration marked a whole compiled call as compile

@@ -3,13 +3,17 @@
  * (tests/c/fake_nvml/fake_nvml.c, named in MFU_TRACKER_NVML_LIBRARY by
  * `make ctest`), and the core's copy of NVML's GPM layouts against the real
  * nvml.h (the nvidia-nvml-dev package), which this file includes.
+ *
+ * Time is the fake's virtual clock, installed as the core's clock source
+ * (timing.h): the tests advance it instead of sleeping, so every window is
+ * exactly the time advanced, on the core's side and on NVML's alike.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 /* The real nvml.h, by its path (the Makefile's MFU_REAL_NVML_H): the core's
  * own nvml.h is on the include path too. */
@@ -17,6 +21,7 @@
 
 #include "check.h"
 #include "gpm.h"
+#include "timing.h"
 
 #define UUID "GPU-00000000-fa4e-0000-0000-000000000001"
 
@@ -63,6 +68,9 @@ static struct {
     int (*fail_next)(const char *name, int code);
     long (*live_samples)(void);
     double (*last_window_s)(void);
+    int (*clock_ns)(uint64_t *now_ns);
+    void (*virtual_clock)(int on);
+    void (*advance_ns)(uint64_t ns);
 } knobs;
 
 static int load_knobs(void)
@@ -81,14 +89,18 @@ static int load_knobs(void)
     *(void **)&knobs.fail_next = dlsym(library, "fake_nvml_fail_next");
     *(void **)&knobs.live_samples = dlsym(library, "fake_nvml_live_samples");
     *(void **)&knobs.last_window_s = dlsym(library, "fake_nvml_last_window_s");
+    *(void **)&knobs.clock_ns = dlsym(library, "fake_nvml_clock_ns");
+    *(void **)&knobs.virtual_clock = dlsym(library, "fake_nvml_virtual_clock");
+    *(void **)&knobs.advance_ns = dlsym(library, "fake_nvml_advance_ns");
     return knobs.reset && knobs.set && knobs.set_gpm && knobs.call_count && knobs.fail_next
-           && knobs.live_samples && knobs.last_window_s; /* stays loaded: the core shares it */
+           && knobs.live_samples && knobs.last_window_s && knobs.clock_ns && knobs.virtual_clock
+           && knobs.advance_ns; /* stays loaded: the core shares it */
 }
 
-static void sleep_ms(long ms)
+/* Time passes: the virtual clock the core and the fake read moves on. */
+static void advance_ms(long ms)
 {
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
+    knobs.advance_ns((uint64_t)ms * 1000000u);
 }
 
 /* The scripted window of every test: percentages and MiB/s as NVML gives them. */
@@ -123,11 +135,12 @@ static void test_window_figures(void)
     CHECK(knobs.live_samples() == 2);
     /* The first edge: no window yet. */
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == 0 && isnan(w.seconds));
-    sleep_ms(110);
+    advance_ms(110);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && e.call == NULL);
-    CHECK(w.seconds >= MFU_GPM_MIN_INTERVAL_S);
-    /* the window's seconds are those of the two samples NVML was given (to 1 ms) */
-    CHECK(fabs(w.seconds - knobs.last_window_s()) < 1e-3);
+    /* the window is the 110 ms advanced (to the doubles' rounding of the clock's
+     * seconds), exactly the seconds between the two samples NVML was given */
+    CHECK_NEAR(w.seconds, 0.110, 1e-9);
+    CHECK(w.seconds == knobs.last_window_s());
     CHECK(w.valid == (1u << MFU_GPM_FIGURES) - 1);
     CHECK_NEAR(w.value[MFU_GPM_TENSOR_ACTIVE], 0.625, 1e-15); /* 62.5 % */
     CHECK_NEAR(w.value[MFU_GPM_DRAM_BW_UTIL], 0.31, 1e-15);
@@ -136,14 +149,19 @@ static void test_window_figures(void)
     /* (100000 + 50000) MiB/s x 1048576 B/MiB = 157.2864e9 B/s */
     CHECK_NEAR(w.value[MFU_GPM_NVLINK_GBS], 157.2864, 1e-12);
     CHECK(knobs.call_count("nvmlGpmMetricsGet") == 1);
-    /* A window under 100 ms: sampled (it starts the next), no figures, no metrics call. */
+    /* A window under 100 ms (99 ms): sampled (it starts the next), no figures,
+     * no metrics call. */
+    advance_ms(99);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == 0);
-    CHECK(w.seconds < MFU_GPM_MIN_INTERVAL_S && w.seconds >= 0.0);
+    CHECK_NEAR(w.seconds, 0.099, 1e-9);
     CHECK(knobs.call_count("nvmlGpmMetricsGet") == 1);
     CHECK(knobs.call_count("nvmlGpmSampleGet") == 3);
-    sleep_ms(110);
+    /* 101 ms from that edge: over the minimum (not 100 ms exactly: the seconds are
+     * a difference of two rounded readings, either side of 0.1), a window */
+    advance_ms(101);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == (1u << MFU_GPM_FIGURES) - 1);
-    CHECK(w.seconds >= 0.1 && w.seconds < 5.0);
+    CHECK_NEAR(w.seconds, 0.101, 1e-9);
+    CHECK(w.seconds == knobs.last_window_s());
     mfu_gpm_close(g);
     CHECK(knobs.live_samples() == 0);
     mfu_nvml_close(n);
@@ -194,7 +212,7 @@ static void test_failures(void)
     knobs.set_gpm(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 0.0, NVML_ERROR_NOT_SUPPORTED);
     CHECK(mfu_gpm_open(n, &g, &e) == MFU_OK);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK);
     CHECK(w.valid == (1u << MFU_GPM_FIGURES) - 1 - (1u << MFU_GPM_NVLINK_GBS));
     CHECK(e.call != NULL && e.code == NVML_ERROR_NOT_SUPPORTED);
@@ -202,26 +220,27 @@ static void test_failures(void)
     /* A NaN or negative value is no figure either. */
     script();
     knobs.set_gpm(NVML_GPM_METRIC_ANY_TENSOR_UTIL, -1.0, NVML_SUCCESS);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && !(w.valid & (1u << MFU_GPM_TENSOR_ACTIVE)));
     CHECK(strstr(e.detail, "ANY_TENSOR_UTIL") == e.detail);
     CHECK(w.valid & (1u << MFU_GPM_DRAM_BW_UTIL));
     /* The metrics call fails: no figures; its sample starts the next window. */
     script();
     knobs.fail_next("nvmlGpmMetricsGet", NVML_ERROR_UNKNOWN);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_ERR_DRIVER && w.valid == 0);
     CHECK(strcmp(e.call, "nvmlGpmMetricsGet") == 0 && e.code == NVML_ERROR_UNKNOWN);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == (1u << MFU_GPM_FIGURES) - 1);
-    CHECK(w.seconds < 0.2); /* from the failed call's edge, not the one before */
-    CHECK(knobs.last_window_s() < 0.2 && fabs(w.seconds - knobs.last_window_s()) < 1e-3);
+    /* from the failed call's edge (105 ms), not the one before (210 ms) */
+    CHECK_NEAR(w.seconds, 0.105, 1e-9);
+    CHECK(w.seconds == knobs.last_window_s());
     /* A sample fails: no window until two good edges. */
     knobs.fail_next("nvmlGpmSampleGet", NVML_ERROR_UNKNOWN);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_ERR_DRIVER && w.valid == 0);
     CHECK(strcmp(e.call, "nvmlGpmSampleGet") == 0);
-    sleep_ms(105);
+    advance_ms(105);
     CHECK(mfu_gpm_sample(g, &w, &e) == MFU_OK && w.valid == 0 && isnan(w.seconds));
     mfu_gpm_close(g);
     mfu_gpm_close(NULL);
@@ -232,9 +251,13 @@ int main(void)
 {
     if (!CHECK(load_knobs()))
         return check_summary("test_gpm");
+    knobs.virtual_clock(1);
+    mfu_clock_set_source(knobs.clock_ns);
     test_window_figures();
     test_unsupported();
     test_metric_names();
     test_failures();
+    mfu_clock_set_source(NULL);
+    knobs.virtual_clock(0);
     return check_summary("test_gpm");
 }

@@ -5,8 +5,7 @@
  * GPU clocks run on the fake driver (tests/c/fake_driver), whose host clock
  * is virtual: a step's period is exactly the GPU time the fake schedules, so
  * the figures are checked exactly, with the arithmetic beside them. The CPU
- * clock is checked against sleeps with lower bounds only (no timing asserts
- * beyond "a clock that stopped fails").
+ * clock runs on a virtual time the test advances (test_clock.h): exact too.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -18,6 +17,7 @@
 #include "fake_driver/fake_knobs.h"
 #include "mfu_limits.h"
 #include "steps.h"
+#include "test_clock.h"
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
@@ -467,13 +467,6 @@ static void test_unknown_model_flops_leave_the_window(void)
 
 /* ---- the CPU clock ------------------------------------------------------ */
 
-static void sleep_ns(long ns)
-{
-    struct timespec ts = {.tv_sec = ns / 1000000000L, .tv_nsec = ns % 1000000000L};
-    while (nanosleep(&ts, &ts) != 0) {
-    }
-}
-
 static void test_cpu_clock(void)
 {
     mfu_steps_config c = config_on(MFU_CLOCK_CPU);
@@ -484,20 +477,23 @@ static void test_cpu_clock(void)
     s = create(&c);
     if (s == NULL)
         return;
+    test_clock_virtual(1); /* the core's CPU time is the test's: periods exact */
     step_tokens(s, 100);
-    for (int i = 0; i < 3; i++) {
-        sleep_ns(10L * MS);
+    for (int i = 1; i <= 3; i++) {
+        test_clock_advance_ns((uint64_t)i * 10 * MS); /* steps of 10, 20, 30 ms */
         step_tokens(s, 100);
     }
     /* The CPU clock resolves at once: nothing pending, nothing to flush. */
     mfu_steps_summarize(s, &sum);
     CHECK(sum.window.steps == 3 && sum.pending == 0 && sum.clock == MFU_CLOCK_CPU);
-    /* Three 10 ms sleeps: at least 9.5 ms each (a stopped clock fails),
-     * at most 2 s (a clock in the wrong unit fails). */
-    CHECK(sum.window.step_s_min >= 0.0095 && sum.window.step_s_max <= 2.0);
+    /* exactly the time between the boundaries (a stopped clock, a wrong unit fail) */
+    CHECK_NEAR(sum.window.step_s_min, 0.010, 1e-12);
+    CHECK_NEAR(sum.window.step_s_max, 0.030, 1e-12);
+    CHECK_NEAR(sum.window.window_s, 0.060, 1e-12);
     mfu_steps_get_counters(s, &counters);
     CHECK(counters.timer.waits == 0 && counters.boundaries == 4 && accounted(s));
     mfu_steps_destroy(s);
+    test_clock_virtual(0);
 }
 
 /* ---- failures ----------------------------------------------------------- */

@@ -19,6 +19,7 @@
 #include "fake_driver/fake_knobs.h"
 #include "mfu_limits.h"
 #include "records.h"
+#include "test_clock.h"
 #include "timing.h"
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
@@ -34,14 +35,17 @@ static void sleep_ns(long ns)
 
 static void test_cpu_clock_against_sleep(void)
 {
-    uint64_t a = 0, b = 0;
+    uint64_t a = 0, b = 0, before, after;
+    before = test_real_ns();
     CHECK(mfu_clock_monotonic_ns(&a) == MFU_OK);
     sleep_ns(20L * MS);
     CHECK(mfu_clock_monotonic_ns(&b) == MFU_OK);
+    after = test_real_ns();
     /* A 20 ms sleep: at least 19 ms (a clock running slow or stopped
-     * fails), at most 2 s (a clock in the wrong unit fails). */
+     * fails), at most the test's own bracket of the two readings (a clock
+     * in the wrong unit fails; no load on the machine can). */
     CHECK(mfu_clock_elapsed_s(a, b) >= 0.019);
-    CHECK(mfu_clock_elapsed_s(a, b) <= 2.0);
+    CHECK(mfu_clock_elapsed_s(a, b) <= test_bracket_s(before, after));
     CHECK(mfu_clock_elapsed_s(b, a) < 0.0);
     CHECK_NEAR(mfu_clock_elapsed_s(1000, 3500000000u), 3.499999, 1e-12);
 }
@@ -55,12 +59,13 @@ static void test_cpu_timer(void)
     double t = -1.0, short_s = -1.0, long_s = -1.0;
     int ready = 0;
 
+    test_clock_virtual(1); /* the core's CPU time is the test's: intervals are exact */
     CHECK(mfu_timer_create(&config, &timer, NULL) == MFU_OK);
     CHECK(mfu_timer_clock(timer) == MFU_CLOCK_CPU);
     CHECK(mfu_timer_mark(timer, 0, &m0) == MFU_OK);
-    sleep_ns(20L * MS);
+    test_clock_advance_ns(20L * MS);
     CHECK(mfu_timer_mark(timer, 12345, &m1) == MFU_OK); /* stream ignored */
-    sleep_ns(60L * MS);
+    test_clock_advance_ns(60L * MS);
     CHECK(mfu_timer_mark(timer, 0, &m2) == MFU_OK);
     CHECK(m0 == 0 && m1 == 1 && m2 == 2);
 
@@ -70,12 +75,10 @@ static void test_cpu_timer(void)
     CHECK(t == 0.0);
     CHECK(mfu_timer_elapsed_s(timer, m0, m1, MFU_WAIT_NEVER, &short_s) == MFU_OK);
     CHECK(mfu_timer_elapsed_s(timer, m1, m2, MFU_WAIT_NEVER, &long_s) == MFU_OK);
-    /* The lower bounds are what the sleeps guarantee: a stopped or slow
-     * clock, or the two intervals swapped, fails them. No bound between the
-     * two measured intervals: a loaded machine may stretch the 20 ms sleep
-     * past the 60 ms one. The upper bounds: a clock in the wrong unit. */
-    CHECK(short_s >= 0.019 && short_s <= 2.0);
-    CHECK(long_s >= 0.059 && long_s <= 2.0);
+    /* Exactly the time that passed between the marks: 20 ms, then 60 ms (a
+     * stopped clock, a wrong unit or the intervals swapped fail). */
+    CHECK_NEAR(short_s, 0.020, 1e-12);
+    CHECK_NEAR(long_s, 0.060, 1e-12);
     CHECK(mfu_timer_elapsed_s(timer, m2, m0, MFU_WAIT_NEVER, &t) == MFU_OK);
     CHECK(t < 0.0);
     CHECK(mfu_timer_flush(timer) == MFU_OK);
@@ -83,6 +86,7 @@ static void test_cpu_timer(void)
     mfu_timer_get_counters(timer, &counters);
     CHECK(counters.marks == 3 && counters.resolved == 3 && counters.waits == 0);
     mfu_timer_destroy(timer);
+    test_clock_virtual(0);
 }
 
 static void test_cpu_timer_history(void)
@@ -686,13 +690,15 @@ static void test_fallback_to_cpu_clock(void)
     CHECK(mfu_timer_create(&gpu, &timer, &error) == MFU_ERR_UNAVAILABLE);
     CHECK(timer == NULL);
     CHECK(strcmp(error.call, "dlopen") == 0);
+    test_clock_virtual(1);
     CHECK(mfu_timer_create(&cpu, &timer, NULL) == MFU_OK);
     CHECK(mfu_timer_mark(timer, 0, &a) == MFU_OK);
-    sleep_ns(20L * MS);
+    test_clock_advance_ns(20L * MS);
     CHECK(mfu_timer_mark(timer, 0, &b) == MFU_OK);
     CHECK(mfu_timer_elapsed_s(timer, a, b, MFU_WAIT_IF_NEEDED, &seconds) == MFU_OK);
-    CHECK(seconds >= 0.019 && seconds <= 2.0);
+    CHECK_NEAR(seconds, 0.020, 1e-12);
     mfu_timer_destroy(timer);
+    test_clock_virtual(0);
 }
 
 /* ---- HIP names -------------------------------------------------------- */

@@ -1,7 +1,10 @@
-"""The waterfall under real ranks: ``torchrun --nproc_per_node=2``, gloo, CPU
-(issue 11, items 3-5). Injected delays give lower bounds; the attributions
-(which rank, which loss) are what is asserted -- never a duration's upper
-bound beyond a loose factor."""
+"""The waterfall under real ranks: ``torchrun --nproc_per_node=2``, gloo, CPU.
+
+Injected delays give lower bounds. Which rank or loss the job's figures name
+is checked against the rows the ranks contributed (each rank records its own:
+what combine() received), never against how the machine scheduled the ranks:
+a loaded machine may make the rank without the injected delay the slower
+one, and the figures must then say so."""
 from __future__ import annotations
 
 import json
@@ -58,39 +61,61 @@ def test_injected_communication_delay_is_exposed_communication(tmp_path):
             assert m["throughput/phase_s/communication"] >= bound
             lost = _lost(m)
             assert lost["communication"] >= bound / m["throughput/step_time_s"]
-            assert lost["communication"] == max(lost.values())   # the biggest loss
             assert math.fsum([m["throughput/mfu"], *lost.values()]) == 1.0
     assert ranks[0]["records"][-1]["metrics"] == ranks[1]["records"][-1]["metrics"]
+
+
+def _busy(row: dict) -> float:
+    """A row's busy seconds per step: its period less its exposed communication."""
+    return row["step_time_s"] - (row["phase_communication_s"] or 0.0) \
+        - (row["phase_pipeline_bubble_s"] or 0.0)
+
+
+def _aggregations(ranks: list) -> list:
+    """Per aggregation: (the logged metrics, the two ranks' rows)."""
+    assert len(ranks[0]["rows"]) == len(ranks[1]["rows"]) == len(ranks[0]["records"])
+    return [(rec["metrics"], (r0, r1)) for rec, r0, r1 in
+            zip(ranks[0]["records"], ranks[0]["rows"], ranks[1]["rows"])]
 
 
 def test_compute_straggler_is_named_though_periods_are_equal(tmp_path):
     ranks = launch("straggler", tmp_path)
     for out in ranks:
         assert out["warnings"] == []
-        for rec in out["records"]:
-            m = rec["metrics"]
-            assert m["throughput/straggler_rank"] == 1.0
-            # where each loss is concentrated (issue 28's diagnosis): the slow forward
-            # on rank 1, the wait for it (exposed communication) on rank 0
-            assert m["throughput/mfu_lost_rank/compute"] == 1.0
-            assert m["throughput/mfu_lost_rank/communication"] == 0.0
-            # rank 0 waited about STRAGGLE_S per step for rank 1 (lower bound: half)
-            assert m["throughput/straggler_lost"] * m["throughput/step_time_s"] >= STRAGGLE_S / 2
+    for m, rows in _aggregations(ranks):
+        assert [row["rank"] for row in rows] == [0, 1]
+        busy = [_busy(row) for row in rows]
+        # the straggler: the rank with the most busy seconds per step, as the ranks
+        # measured them (rank 1, which sleeps STRAGGLE_S in every forward, unless the
+        # machine held rank 0 up for longer); straggler_lost: the other's wait for
+        # it over the job's step time (the slower mean period)
+        straggler = 1 if busy[1] > busy[0] else 0
+        assert m["throughput/straggler_rank"] == straggler
+        job_step = max(row["step_time_s"] for row in rows)
+        assert m["throughput/straggler_lost"] == pytest.approx(
+            (busy[straggler] - busy[1 - straggler]) / job_step, rel=1e-9, abs=1e-15)
+        # where a loss is concentrated (the diagnosis): the rank with the larger share
+        # of its own step, the lower rank on a tie
+        comm = [row["phase_communication_s"] / row["step_time_s"] for row in rows]
+        assert m["throughput/mfu_lost_rank/communication"] == (1 if comm[1] > comm[0] else 0)
     r0, r1 = (out["records"][-1] for out in ranks)
-    assert r1["phase_s"]["forward"] >= STRAGGLE_S
-    # the fast rank's wait shows as its exposed communication, not the slow rank's
-    assert r0["phase_s"]["communication"] > r1["phase_s"]["communication"]
+    assert r1["phase_s"]["forward"] >= STRAGGLE_S       # the sleep is in rank 1's forward
 
 
-def test_metrics_wait_leaves_the_step_spread_about_4x(tmp_path):
+def test_metrics_wait_leaves_the_step_and_the_spread_is_the_ranks(tmp_path):
     ranks = launch("spread", tmp_path)
     for out in ranks:
         assert out["warnings"] == []
-    # rank 0 (1 ms steps) waits ~30 ms per aggregation for rank 1 (4 ms steps)
-    assert ranks[0]["records"][-1]["excluded_s"] > 0.01 / 10
-    for rec in ranks[0]["records"][1:]:
-        m = rec["metrics"]
-        assert m["throughput/slowest_rank"] == 1.0
-        spread = m["throughput/mfu_rank_max"] / m["throughput/mfu_rank_min"]
-        # 4 ms / 1 ms plus sleep overshoot; 1.17x before the wait was excluded
-        assert 2.5 < spread < 6.0
+    # each rank's aggregation time (its wait for the other included) leaves its steps
+    assert all(out["records"][-1]["excluded_s"] > 0 for out in ranks)
+    for m, rows in _aggregations(ranks)[1:]:
+        # the spread and the slowest rank are the rows': each rank's own MFU, and the
+        # rank with the most host seconds per step since the last aggregation
+        mfu = [row["mfu"] for row in rows]
+        assert m["throughput/mfu_rank_max"] / m["throughput/mfu_rank_min"] == \
+            pytest.approx(max(mfu) / min(mfu), rel=1e-12)
+        interval = [row["interval_s"] / row["interval_steps"] for row in rows]
+        assert m["throughput/slowest_rank"] == (1 if interval[1] > interval[0] else 0)
+        # each step lasts at least its sleep: 1 ms on rank 0, 4 ms on rank 1
+        for row, sleep_s in zip(rows, (0.001, 0.004)):
+            assert row["step_time_min_s"] >= sleep_s

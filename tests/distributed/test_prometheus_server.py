@@ -1,5 +1,6 @@
-"""A real Prometheus scrapes a two-rank torchrun job (gloo, CPU), and PromQL
-answers what the tracker logged.
+"""A two-rank torchrun job (gloo, CPU) serves every rank's gauges; its text, read
+by prometheus_client's parser, and a real Prometheus scraping it, with PromQL,
+answer what the tracker logged.
 
 The job (scripts/prom_worker.py) serves every rank's gauges from rank 0 and
 logs its metrics to a JSONL file; the test starts Debian's ``prometheus``
@@ -10,13 +11,15 @@ the rank spread exactly, the mean to float64 rounding). Then every panel
 query of the shipped Grafana dashboard (docs/grafana/mfu-tracker.json) runs
 against the same Prometheus and must return data.
 
-Skipped, with the reason, where no ``prometheus`` binary is on PATH (`make
-test`'s set-up installs Debian's package when it runs as root with the
-package index reachable, as CI does).
+The served text is checked without the server wherever torchrun runs; the
+PromQL tests are skipped, with the reason, where no ``prometheus`` binary is
+on PATH (`make test`'s set-up installs Debian's package when it runs as root
+with the package index reachable, as CI does).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import socket
@@ -38,11 +41,10 @@ DASHBOARD = ROOT / "docs" / "grafana" / "mfu-tracker.json"
 PROMETHEUS = shutil.which("prometheus")
 JOB, PREFIX = "prom-test", "throughput"
 
-pytestmark = [
-    pytest.mark.skipif(PROMETHEUS is None, reason="no prometheus binary on PATH (Debian: apt-get "
-                       "install prometheus; make test's set-up installs it when run as root)"),
-    pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed"),
-]
+pytestmark = pytest.mark.skipif(not TORCHRUN.exists(), reason="torchrun not installed")
+NEEDS_PROMETHEUS = pytest.mark.skipif(
+    PROMETHEUS is None, reason="no prometheus binary on PATH (Debian: apt-get install "
+    "prometheus; make test's set-up installs it when run as root)")
 
 
 def _free_port() -> int:
@@ -102,23 +104,38 @@ class Prometheus:
 
 
 @pytest.fixture(scope="module")
-def scraped(tmp_path_factory):
-    """(Prometheus, the last logged metrics line) once the last values are scraped."""
+def served(tmp_path_factory):
+    """(the endpoint's port, the last logged metrics line, a scratch folder) once
+    every rank's last metrics() ran; the job serves until the module is done."""
     tmp = tmp_path_factory.mktemp("prom")
     port = _free_port()
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
     job = subprocess.Popen([str(TORCHRUN), "--nproc_per_node=2", f"--master_port={_free_port()}",
                             str(WORKER), str(tmp), str(port)], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    server = None
     try:
         _wait("the job's last metrics()", lambda: all((tmp / f"done.rank{r}").exists()
                                                       for r in (0, 1)) or job.poll() is not None)
         assert job.poll() is None, job.stdout.read().decode()[-4000:]
         lines = [json.loads(line) for line in (tmp / "metrics.jsonl").read_text().splitlines()]
         last = [line for line in lines if "record" not in line][-1]
-        server = Prometheus(tmp, f"127.0.0.1:{port}")
+        yield port, last, tmp
+    finally:
+        (tmp / "stop").write_text("stop\n")
+        try:
+            job.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            job.kill()
+            job.wait()
+        job.stdout.close()
 
+
+@pytest.fixture(scope="module")
+def scraped(served):
+    """(Prometheus, the last logged metrics line) once the last values are scraped."""
+    port, last, tmp = served
+    server = Prometheus(tmp, f"127.0.0.1:{port}")
+    try:
         def scraped_last():
             try:
                 return server.query(f'mfu_tracker_step{{job="{JOB}"}} == {last["step"]}')
@@ -128,15 +145,52 @@ def scraped(tmp_path_factory):
         _wait("a scrape of the last values", scraped_last, timeout_s=120)
         yield server, last
     finally:
-        (tmp / "stop").write_text("stop\n")
-        if server is not None:
-            server.close()
-        try:
-            job.wait(timeout=120)
-        except subprocess.TimeoutExpired:
-            job.kill()
-            job.wait()
-        job.stdout.close()
+        server.close()
+
+
+def test_the_served_text_holds_every_ranks_series(served):
+    """The endpoint's text as a scrape reads it, parsed by prometheus_client's
+    parser (no Prometheus server): one series per rank, labelled job / rank /
+    prefix, whose spread is the logged one."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    port, last, _ = served
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+        text = reply.read().decode()
+    rank = {}    # gauge -> {rank: value}
+    job = {}     # gauge -> value
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            assert set(labels) == {"job", "rank", "prefix"}, sample
+            assert (labels["job"], labels["prefix"]) == (JOB, PREFIX), sample
+            if sample.name.startswith("mfu_tracker_rank_"):
+                rank.setdefault(sample.name, {})[int(labels["rank"])] = sample.value
+            else:
+                assert labels["rank"] == "0", sample          # served by rank 0
+                job[sample.name] = sample.value
+    assert job["mfu_tracker_step"] == last["step"]
+    for key in ("mfu", "step_time_s", "mfu_rank_min", "mfu_rank_max", "slowest_rank"):
+        assert job["mfu_tracker_" + key] == last[f"{PREFIX}/{key}"], key
+    for name in ("mfu", "step_time_s", "step_time_interval_s", "tokens_per_sec",
+                 "achieved_tflops", "phase_s_data", "phase_s_forward", "phase_s_optimizer"):
+        assert sorted(rank[f"mfu_tracker_rank_{name}"]) == [0, 1], name   # every rank
+    mfu = rank["mfu_tracker_rank_mfu"]
+    assert min(mfu.values()) == last[f"{PREFIX}/mfu_rank_min"]
+    assert max(mfu.values()) == last[f"{PREFIX}/mfu_rank_max"]
+    assert math.fsum(mfu.values()) / 2 == pytest.approx(last[f"{PREFIX}/mfu_rank_mean"],
+                                                        rel=1e-12)
+    # the job's pace is the slowest rank's mean period; the slowest rank has the most
+    # host seconds per step (rank 1, which sleeps twice as long in its forward, unless
+    # the machine held rank 0 up for longer: the served series say which)
+    assert max(rank["mfu_tracker_rank_step_time_s"].values()) == last[f"{PREFIX}/step_time_s"]
+    interval = rank["mfu_tracker_rank_step_time_interval_s"]
+    assert max(interval, key=lambda r: (interval[r], -r)) == last[f"{PREFIX}/slowest_rank"]
+    assert max(interval.values()) == last[f"{PREFIX}/step_time_rank_max"]
+    # each rank's tokens/s: 256 tokens over its own mean period
+    for r, seconds in rank["mfu_tracker_rank_step_time_s"].items():
+        assert rank["mfu_tracker_rank_tokens_per_sec"][r] == pytest.approx(256 / seconds,
+                                                                           rel=1e-12)
 
 
 def sel(name: str, **labels: str) -> str:
@@ -144,6 +198,7 @@ def sel(name: str, **labels: str) -> str:
     return name + "{" + ", ".join(f'{k}="{v}"' for k, v in matchers.items()) + "}"
 
 
+@NEEDS_PROMETHEUS
 def test_promql_returns_the_job_figures_the_tracker_logged(scraped):
     prom, last = scraped
     for key in ("mfu", "step_time_s", "tokens_per_sec", "achieved_tflops", "mfu_rank_min",
@@ -153,6 +208,7 @@ def test_promql_returns_the_job_figures_the_tracker_logged(scraped):
     assert prom.value(sel("mfu_tracker_step")) == last["step"]
 
 
+@NEEDS_PROMETHEUS
 def test_promql_over_the_rank_series_gives_the_logged_spread(scraped):
     prom, last = scraped
     ranks = prom.query(sel("mfu_tracker_rank_mfu"))
@@ -163,13 +219,15 @@ def test_promql_over_the_rank_series_gives_the_logged_spread(scraped):
         last[f"{PREFIX}/mfu_rank_mean"], rel=1e-12)
     # the job's pace: the slowest rank's mean period
     assert prom.value(f"max({sel('mfu_tracker_rank_step_time_s')})") == last[f"{PREFIX}/step_time_s"]
-    # the straggler: the rank with the most host seconds per step (rank 1 sleeps twice as long)
+    # the slowest rank: the most host seconds per step (rank 1 sleeps twice as long,
+    # unless the machine held rank 0 up for longer: the series say which)
     (top,) = prom.query(f"topk(1, {sel('mfu_tracker_rank_step_time_interval_s')})")
-    assert int(top["metric"]["rank"]) == last[f"{PREFIX}/slowest_rank"] == 1
+    assert int(top["metric"]["rank"]) == last[f"{PREFIX}/slowest_rank"]
     assert prom.value(f"max({sel('mfu_tracker_rank_step_time_interval_s')})") == \
         last[f"{PREFIX}/step_time_rank_max"]
 
 
+@NEEDS_PROMETHEUS
 def test_every_dashboard_panel_query_returns_data(scraped):
     prom, _ = scraped
     dashboard = json.loads(DASHBOARD.read_text())

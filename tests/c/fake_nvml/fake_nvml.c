@@ -28,13 +28,25 @@
  * fake_nvml_set_gpm(metric id, value, code), fake_nvml_call_count(name),
  * fake_nvml_fail_next(name, code), fake_nvml_initialized(),
  * fake_nvml_live_samples(), fake_nvml_last_window_s() (the seconds between
- * the samples of the last nvmlGpmMetricsGet). Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
+ * the samples of the last nvmlGpmMetricsGet), and the clock (below).
+ * Knobs: "power_mw", "sm_mhz", "sm_max_mhz",
  * "reasons", "init_fails" (nvmlInit_v2 returns it when non-zero),
  * "gpm_supported" (1 by default). Not thread-safe (the tests drive it from
  * one thread).
+ *
+ * The clock. The fake reads CLOCK_MONOTONIC, or a virtual clock a test
+ * drives: fake_nvml_virtual_clock(1) freezes it at the real time of the
+ * call, fake_nvml_advance_ns(ns) moves it, fake_nvml_virtual_clock(0) goes
+ * back to the real clock. fake_nvml_clock_ns(&ns) reads the fake's clock
+ * with the signature of the core's clock source (timing.h
+ * mfu_clock_set_source): installed there, the core and the fake read one
+ * virtual time, so a test advances it instead of sleeping and the windows,
+ * energies and powers it checks are exact. fake_nvml_reset leaves the
+ * clock as it is.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -75,15 +87,44 @@ static struct {
     int gpm_scripted;
     long live_samples;   /* allocated minus freed */
     double last_window_s; /* the samples of the last nvmlGpmMetricsGet: seconds apart */
+    int virtual_clock;    /* the clock is virtual_ns, not CLOCK_MONOTONIC */
+    uint64_t virtual_ns;
 } fake = {.power_mw = 250000, .sm_mhz = 1755, .sm_max_mhz = 1980, .gpm_supported = 1};
 
 static struct nvmlDevice_st device_tag; /* the device handle points here */
 
-static double now_s(void)
+static uint64_t real_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The fake's clock: an mfu_clock_source (timing.h). Always 0 (read). */
+int fake_nvml_clock_ns(uint64_t *now_ns)
+{
+    *now_ns = fake.virtual_clock ? fake.virtual_ns : real_ns();
+    return 0;
+}
+
+void fake_nvml_virtual_clock(int on)
+{
+    if (on && !fake.virtual_clock)
+        fake.virtual_ns = real_ns(); /* continuous: a counter started before keeps going */
+    fake.virtual_clock = on != 0;
+}
+
+void fake_nvml_advance_ns(uint64_t ns)
+{
+    fake.virtual_ns += ns;
+}
+
+/* Seconds on the fake's clock, converted as the core converts its readings. */
+static double now_s(void)
+{
+    uint64_t ns;
+    fake_nvml_clock_ns(&ns);
+    return (double)ns * 1e-9;
 }
 
 /* Count a call; the failure queued for it, or 0. */

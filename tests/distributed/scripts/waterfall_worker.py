@@ -1,6 +1,7 @@
 """One torchrun worker for tests/distributed/test_distributed_waterfall.py:
 ``waterfall_worker.py CASE OUTDIR``; every rank writes ``OUTDIR/rank{r}.json``
-with the metrics of each aggregation and its local phase seconds.
+with the metrics of each aggregation, its local phase seconds and the row it
+contributed to each aggregation (``rows``: what combine() received).
 
 Cases (gloo, CPU, 2 ranks):
   comm_delay   DDP with the marking communication hook wrapping an all-reduce
@@ -24,6 +25,9 @@ import torch.nn as nn
 
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.step import Tracker
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from _rows import record_rows  # noqa: E402 -- tests/_rows.py
 
 H = 32
 SPEC = user_gpu_spec(0.05, name="test cpu", memory_bandwidth_tbs=0.01)
@@ -115,6 +119,7 @@ def main() -> None:
     dist.init_process_group("gloo")
     rank = dist.get_rank()
     out: dict = {"rank": rank}
+    record_rows(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         globals()[f"case_{case}"](rank, out)

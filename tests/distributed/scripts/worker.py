@@ -23,6 +23,9 @@ import torch.nn as nn
 from mfu_tracker import param_bytes, user_gpu_spec
 from mfu_tracker.step import Tracker
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from _rows import record_rows  # noqa: E402 -- tests/_rows.py
+
 H = 32  # hidden size of the test MLP
 # A made-up device: 0.05 TFLOP/s and 0.01 TB/s, so CPU figures are O(0.01 .. 1).
 SPEC = user_gpu_spec(0.05, name="test cpu", memory_bandwidth_tbs=0.01)
@@ -127,6 +130,7 @@ def case_uneven(rank: int, out: dict) -> None:
     seq = 16 if rank == 0 else 64
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     out["tokens"] = batch * seq
+    record_rows(out)             # the row this rank gives each aggregation
     tracker = new_tracker(mlp_flops(batch * seq), spec=SPEC, dtype="fp32", warmup=1)
 
     def work(step: int) -> None:
@@ -253,22 +257,33 @@ def case_mixed(rank: int, out: dict) -> None:
     """Issue 12 under aggregation: flops_by_dtype on an H100 SXM spec (rank 0
     fp8 + bf16, rank 1 bf16 only) and telemetry from the fake NVML that
     MFU_TRACKER_NVML_LIBRARY names, its knobs set per rank (each rank loads
-    its own copy: 200 / 400 W, 1800 / 1400 MHz of 1980, rank 1 power-capped)."""
+    its own copy: 200 / 400 W, 1800 / 1400 MHz of 1980, rank 1 power-capped),
+    on the fake's virtual clock (steps of exactly 2 ms)."""
     import ctypes
 
     from mfu_tracker import lookup_gpu_spec
 
+    import mfu_tracker
+
     nvml = ctypes.CDLL(os.environ["MFU_TRACKER_NVML_LIBRARY"])
     nvml.fake_nvml_set.argtypes = [ctypes.c_char_p, ctypes.c_ulonglong]
+    nvml.fake_nvml_virtual_clock.argtypes = [ctypes.c_int]
+    nvml.fake_nvml_advance_ns.argtypes = [ctypes.c_uint64]
     for knob, value in (("power_mw", (200_000, 400_000)[rank]), ("sm_mhz", (1800, 1400)[rank]),
                         ("sm_max_mhz", 1980), ("reasons", (0, 0x4)[rank])):
         assert nvml.fake_nvml_set(knob.encode(), value) == 0, knob
+    # the core's CPU time and the fake's energy counter on one virtual clock that only
+    # the steps move (2 ms each): power is exact, whatever the machine's load
+    nvml.fake_nvml_virtual_clock(1)
+    core = ctypes.CDLL(mfu_tracker._C.__file__)
+    core.mfu_clock_set_source.argtypes = [ctypes.c_void_p]
+    core.mfu_clock_set_source(ctypes.cast(nvml.fake_nvml_clock_ns, ctypes.c_void_p))
     h100 = lookup_gpu_spec("NVIDIA H100 80GB HBM3", num_sms=132)
     by_dtype = ({"fp8": 4e6, "bf16": 1e6}, {"bf16": 2e6})[rank]
     out["tokens"] = 64
     tracker = new_tracker(None, spec=h100, dtype="bf16", clock="cpu", warmup=1, window=100,
                           flops_by_dtype=by_dtype, telemetry=os.environ["FAKE_NVML_UUID"])
-    run(out, {"tracker": tracker}, 9, lambda name: 3, lambda step: time.sleep(0.002))
+    run(out, {"tracker": tracker}, 9, lambda name: 3, lambda step: nvml.fake_nvml_advance_ns(2_000_000))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
