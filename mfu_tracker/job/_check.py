@@ -20,18 +20,27 @@ a reader works out what a set of keys means to it once, not per line.
 from __future__ import annotations
 
 import json
-from math import isfinite
-from operator import itemgetter
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from itertools import chain, repeat
+from math import fsum, isfinite
+from operator import eq, itemgetter, le
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._records import LEDGER, LogError, invalid_reason, metric_unit, nonnegative_unit
 
-__all__ = ["Layout", "Layouts", "check_ledger", "clean_metrics"]
+__all__ = ["Layout", "Layouts", "check_ledger", "clean_metrics", "getter", "ledger_columns",
+           "valid_block"]
 
 #: Keys of a metrics line that are not metrics (never judged).
 PLAIN_KEYS = frozenset(("step", "time", "rank", "world_size", LEDGER))
 _PASS, _FINITE, _NONNEGATIVE = 0, 1, 2
 _NUMBERS = frozenset((int, float))
+_FLOATS = frozenset((float,))
+_INTS = frozenset((int,))
+_DICTS = frozenset((dict,))
+_INF = float("inf")
+_NO_PHASES: Dict[str, Any] = {}
+#: Steps are kept in 64-bit columns (:mod:`._intervals`).
+_STEP_LIMIT = 1 << 62
 #: Bounds of the caches: a log whose every line has new keys is still read
 #: (each such line compiled on its own), in bounded memory.
 MAX_KEYS = 1 << 14
@@ -47,7 +56,7 @@ def _rule(key: str) -> int:
     return _NONNEGATIVE if nonnegative_unit(unit) else _FINITE
 
 
-def _getter(keys: List[str]) -> Optional[Callable[[Dict[str, Any]], Tuple[Any, ...]]]:
+def getter(keys: Sequence[str]) -> Optional[Callable[[Dict[str, Any]], Tuple[Any, ...]]]:
     """One call that returns the values of ``keys`` as a tuple (None: no keys)."""
     if not keys:
         return None
@@ -62,7 +71,7 @@ class Layout:
     id (cached layouts; None for one past :data:`MAX_LAYOUTS`), and the
     readers' memos."""
 
-    __slots__ = ("id", "keys", "finite", "nonnegative", "memo")
+    __slots__ = ("id", "keys", "judged", "finite", "nonnegative", "memo")
 
     def __init__(self, record: Dict[str, Any], rules: Dict[str, int], ident: Optional[int]):
         judged: List[str] = []
@@ -79,8 +88,9 @@ class Layout:
                     nonnegative.append(key)
         self.id = ident
         self.keys = tuple(record)
-        self.finite = _getter(judged)
-        self.nonnegative = _getter(nonnegative)
+        self.judged = frozenset(judged)   # in a checked line: finite numbers
+        self.finite = getter(judged)
+        self.nonnegative = getter(nonnegative)
         self.memo: Dict[str, Any] = {}
 
     def valid(self, record: Dict[str, Any]) -> bool:
@@ -148,36 +158,120 @@ def _number_at_least_0(value: Any) -> bool:
         return False
 
 
+def _finite(value: Any) -> bool:
+    try:
+        return type(value) in _NUMBERS and isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _finite_numbers(values: Any) -> bool:
+    for value in values:
+        if not (type(value) is float and value - value == 0.0) and not _finite(value):
+            return False
+    return True
+
+
 def check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
     """A metrics line's (or run end's) ``ledger`` interval, checked: integer
     steps, not ending before it starts, finite seconds >= 0, a ``phase_s``
     object of finite numbers, counts that are numbers >= 0. LogError naming
-    ``where`` and the field otherwise."""
+    ``where`` and the field otherwise. (Written out, without helper calls on
+    the usual path: it runs once per line.)"""
     if type(ledger) is not dict:
         raise LogError(f"{where}: '{LEDGER}' is not a JSON object")
     first, end = ledger.get("from_step"), ledger.get("to_step")
-    for name, value in (("from_step", first), ("to_step", end)):
-        if type(value) is not int:
-            raise LogError(f"{where}: '{LEDGER}.{name}' is not an integer")
-    if end < first:  # type: ignore[operator]
+    if type(first) is not int:
+        raise LogError(f"{where}: '{LEDGER}.from_step' is not an integer")
+    if type(end) is not int:
+        raise LogError(f"{where}: '{LEDGER}.to_step' is not an integer")
+    if end < first:
         raise LogError(f"{where}: '{LEDGER}' ends (to_step {end}) before it starts "
                        f"(from_step {first})")
+    if not -_STEP_LIMIT < first <= end < _STEP_LIMIT:
+        raise LogError(f"{where}: '{LEDGER}' steps {first}..{end} are out of range")
     for name in ("step_s", "own_s"):
-        if not _number_at_least_0(ledger.get(name)):
+        value = ledger.get(name)
+        if not (type(value) is float and 0.0 <= value < _INF) and not _number_at_least_0(value):
             raise LogError(f"{where}: '{LEDGER}.{name}' is not a finite number >= 0")
-    phases = ledger.get("phase_s", {})
+    phases = ledger.get("phase_s", _NO_PHASES)
     if type(phases) is not dict or not _finite_numbers(phases.values()):
         raise LogError(f"{where}: '{LEDGER}.phase_s' is not an object of finite numbers")
     for name in ("dropped", "compile_calls"):
         value = ledger.get(name)
-        if value is not None and not _number_at_least_0(value):
+        if value is not None and not (type(value) is int and value >= 0) and \
+                not _number_at_least_0(value):
             raise LogError(f"{where}: '{LEDGER}.{name}' is not a number >= 0")
     return ledger
 
 
-def _finite_numbers(values: Any) -> bool:
-    values = tuple(values)
+# ---- blocks: consecutive lines of one layout, checked at once -------------------------
+#
+# The scanner's fast path (:mod:`._stream`): a block of lines whose keys are
+# one known layout is checked by whole-column operations -- each a C loop --
+# instead of line by line. A check here only says "all good"; any doubt
+# returns False / None and the block goes line by line, where every bad
+# value and line is named as above.
+
+
+def valid_block(records: List[Dict[str, Any]], layout: Layout) -> bool:
+    """Every judged value of every record valid (:meth:`Layout.valid`)."""
+    if layout.finite is not None:
+        values = list(chain.from_iterable(map(layout.finite, records)))
+        if not _NUMBERS.issuperset(map(type, values)):      # a bool is not a number
+            return False
+        try:
+            if not isfinite(fsum(values)):
+                return False
+        except (ValueError, OverflowError):    # inf - inf; past a float's range
+            return False
+    if layout.nonnegative is not None:
+        return min(chain.from_iterable(map(layout.nonnegative, records))) >= 0
+    return True
+
+
+def _floats_at_least_0(column: Tuple[Any, ...]) -> bool:
+    return _FLOATS.issuperset(map(type, column)) and _finite_sum(column) and min(column) >= 0
+
+
+def _finite_sum(floats: Any) -> bool:
+    """No NaN or infinity among ``floats`` (their sum is finite)."""
     try:
-        return _NUMBERS.issuperset(map(type, values)) and all(map(isfinite, values))
-    except OverflowError:
+        return isfinite(fsum(floats))
+    except (ValueError, OverflowError):
         return False
+
+
+def ledger_columns(ledgers: List[Any]) -> Optional[Dict[str, Tuple[Any, ...]]]:
+    """The ledger intervals of a block as columns (field -> values in line
+    order), when every one passes :func:`check_ledger` with the same fields,
+    floats for seconds and ints for counts; None otherwise (the block goes
+    line by line)."""
+    if not _DICTS.issuperset(map(type, ledgers)):
+        return None
+    keys = tuple(ledgers[0])
+    if not all(map(eq, map(tuple, ledgers), repeat(keys))) or not _REQUIRED.issubset(keys):
+        return None
+    columns = dict(zip(keys, zip(*map(itemgetter(*keys), ledgers))))
+    starts, ends = columns["from_step"], columns["to_step"]
+    if not (_INTS.issuperset(map(type, starts)) and _INTS.issuperset(map(type, ends))
+            and all(map(le, starts, ends)) and -_STEP_LIMIT < min(starts)
+            and max(ends) < _STEP_LIMIT):
+        return None
+    if not (_floats_at_least_0(columns["step_s"]) and _floats_at_least_0(columns["own_s"])):
+        return None
+    phases = columns.get("phase_s")
+    if phases is not None:
+        if not _DICTS.issuperset(map(type, phases)):
+            return None
+        values = list(chain.from_iterable(map(dict.values, phases)))
+        if not (_FLOATS.issuperset(map(type, values)) and _finite_sum(values)):
+            return None
+    for name in ("dropped", "compile_calls"):
+        counts = columns.get(name)
+        if counts is not None and not (_INTS.issuperset(map(type, counts)) and min(counts) >= 0):
+            return None
+    return columns
+
+
+_REQUIRED = frozenset(("from_step", "to_step", "step_s", "own_s"))

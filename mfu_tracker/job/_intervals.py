@@ -21,14 +21,26 @@ import math
 import statistics
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from functools import reduce
+from itertools import repeat
+from math import isfinite
+from operator import add, methodcaller, sub, truediv
+from typing import Any, Dict, List, Optional, Tuple
 
 from ._records import Run
-from ._stream import Sink
+from ._stream import Block, Sink
 
 __all__ = ["BookIntervals", "IntervalBook", "Steps", "book_of", "lost_share"]
 
 _NAN = float("nan")
+_NO_PHASES: Dict[str, Any] = {}
+#: The badput phases the ledger adds up (in its order).
+_BADPUT = frozenset(("checkpoint", "eval", "compile"))
+_FLOATS = frozenset((float,))
+_INTS = frozenset((int,))
+_NO_DATA = (0.0,)
+_DATA, _FORWARD, _BACKWARD = (methodcaller("get", name, 0.0)
+                              for name in ("data", "forward", "backward"))
 
 
 @dataclass
@@ -86,60 +98,135 @@ class IntervalBook:
         self.first_s: Optional[float] = None    # the run's first step's period
 
     def add(self, iv: Dict[str, Any], line: int) -> None:
-        """Book one checked interval (:func:`._check.check_ledger`)."""
+        """Book one checked interval (:func:`._check.check_ledger`). Written
+        out, without helper calls on the usual path: it runs once per line."""
         first, end = iv["from_step"], iv["to_step"]
-        phases = iv.get("phase_s") or {}
-        data = float(phases.get("data", 0.0))
+        phases = iv.get("phase_s") or _NO_PHASES
+        data = phases.get("data")
+        data = 0.0 if data is None else float(data)
         step_s = float(iv["step_s"])
         totals = self.totals
-        for name in totals.phases:
-            totals.phases[name] += float(phases.get(name, 0.0))
-        pushed = end - first - int(iv.get("dropped") or 0)
-        flops = number(iv.get("model_flops"))
-        if flops is None or iv.get("flops_steps") != pushed or not self._all_ranks(iv):
+        if not _BADPUT.isdisjoint(phases):
+            for name in totals.phases:
+                totals.phases[name] += float(phases.get(name, 0.0))
+        dropped = iv.get("dropped")
+        pushed = end - first - (int(dropped) if dropped else 0)
+        flops = iv.get("model_flops")
+        if type(flops) is not float or flops - flops != 0.0:
+            flops = number(flops)
+        if flops is None or iv.get("flops_steps") != pushed or self._short_of_ranks(iv):
             totals.flops_complete = totals.flops_complete and pushed == 0
-            flops = None
+            flops = _NAN
         else:
             totals.flops += flops
         if totals.first_boundary is None:
             totals.first_boundary = number(iv.get("first_boundary"))
         totals.productive += step_s - data
         totals.data += data
-        fb = float(phases.get("forward", 0.0)) + float(phases.get("backward", 0.0))
+        forward, backward = phases.get("forward"), phases.get("backward")
+        fb = (0.0 if forward is None else float(forward)) + \
+            (0.0 if backward is None else float(backward))
         if fb > 0:          # steps whose forward / backward were marked
             self.fb_pushed += pushed
             self.forward_backward += fb
-        self.calls += int(iv.get("compile_calls") or 0)
-        self._mean(iv, first, pushed, step_s)
+        calls = iv.get("compile_calls")
+        if calls:
+            self.calls += int(calls)
+        if self.first_s is not None and pushed > 0:
+            self.means.append(step_s / pushed)
+        elif self.first_from is None:
+            self._first(iv, first, pushed, step_s)
         self.starts.append(first)
         self.ends.append(end)
         self.lines.append(line)
         self.step_s.append(step_s)
         self.data.append(data)
-        self.flops.append(_NAN if flops is None else flops)
-        self.max_end = end if self.max_end is None else max(self.max_end, end)
+        self.flops.append(flops)
+        if self.max_end is None or end > self.max_end:
+            self.max_end = end
 
-    def _all_ranks(self, iv: Dict[str, Any]) -> bool:
-        """The interval's FLOPs cover every rank of the run."""
-        try:
-            return not (iv.get("flops_ranks") or 1) < self.ranks
-        except TypeError:           # not a number: not known to cover them
+    def add_columns(self, columns: Dict[str, Tuple[Any, ...]], lines: range) -> bool:
+        """Book a block's intervals at once (:func:`._check.ledger_columns`)
+        when they are the usual kind -- no dropped step, no badput phase, the
+        run's first step already seen, every interval's FLOPs known for all
+        of its steps and ranks or none's -- with the same additions, in the
+        same order, as :meth:`add`; False (nothing booked) otherwise."""
+        starts, ends, step_s = columns["from_step"], columns["to_step"], columns["step_s"]
+        phases = columns.get("phase_s")
+        pushed = tuple(map(sub, ends, starts))
+        if self.first_from is None or any(columns.get("dropped") or ()) or min(pushed) <= 0 or \
+                (phases is not None and not all(map(_BADPUT.isdisjoint, phases))):
             return False
+        flops = self._block_flops(columns, pushed)
+        if flops is False:
+            return False
+        data = _NO_DATA * len(starts) if phases is None else tuple(map(_DATA, phases))
+        fb = None if phases is None else tuple(map(add, map(_FORWARD, phases),
+                                                   map(_BACKWARD, phases)))
+        if fb is not None and not (min(fb) > 0 or max(fb) <= 0):
+            return False                 # some steps marked forward / backward, some not
+        totals = self.totals
+        if totals.first_boundary is None:
+            totals.first_boundary = next(
+                (v for v in map(number, columns.get("first_boundary", ())) if v is not None), None)
+        totals.productive = reduce(add, map(sub, step_s, data), totals.productive)
+        totals.data = reduce(add, data, totals.data)
+        if flops is None:
+            totals.flops_complete = False
+            self.flops.extend(repeat(_NAN, len(starts)))
+        else:
+            totals.flops = reduce(add, flops, totals.flops)
+            self.flops.extend(flops)
+        if fb is not None and fb[0] > 0:
+            self.fb_pushed += sum(pushed)
+            self.forward_backward = reduce(add, fb, self.forward_backward)
+        self.calls += sum(columns.get("compile_calls") or ())
+        if self.first_s is not None:
+            self.means.extend(map(truediv, step_s, pushed))
+        self.starts.extend(starts)
+        self.ends.extend(ends)
+        self.lines.extend(lines)
+        self.step_s.extend(step_s)
+        self.data.extend(data)
+        self.max_end = max(self.max_end, max(ends))  # type: ignore[type-var]
+        return True
 
-    def _mean(self, iv: Dict[str, Any], first: int, pushed: int, step_s: float) -> None:
-        """The interval's mean step period, the run's first step left out of its own."""
-        if self.first_from is None:
-            if pushed <= 0:
-                return
-            self.first_from = first
-            self.first_s = number(iv.get("first_step_s"))
-            if self.first_s is None:
-                return
-            pushed, step_s = pushed - 1, step_s - self.first_s
-        elif self.first_s is None:
-            return                   # no first step's period: no excess to measure
-        if pushed > 0:
-            self.means.append(step_s / pushed)
+    def _block_flops(self, columns: Dict[str, Tuple[Any, ...]],
+                     pushed: Tuple[int, ...]) -> Any:
+        """The block's FLOPs when every interval's are known for all its steps
+        and the run's ranks; None when no interval's are (each one unknown);
+        False when it is not that simple (interval by interval)."""
+        flops = columns.get("model_flops")
+        if flops is None or flops.count(None) == len(flops):
+            return None
+        if not (_FLOATS.issuperset(map(type, flops)) and all(map(isfinite, flops))) or \
+                columns.get("flops_steps") != pushed:
+            return False
+        ranks = columns.get("flops_ranks")
+        if ranks is None:
+            return flops if self.ranks <= 1 else False
+        if not _INTS.issuperset(map(type, ranks)) or \
+                min(ranks) < (self.ranks if self.ranks > 1 else 0):
+            return False
+        return flops
+
+    def _short_of_ranks(self, iv: Dict[str, Any]) -> bool:
+        """The interval's FLOPs do not cover every rank of the run."""
+        try:
+            return (iv.get("flops_ranks") or 1) < self.ranks
+        except TypeError:           # not a number: not known to cover them
+            return True
+
+    def _first(self, iv: Dict[str, Any], first: int, pushed: int, step_s: float) -> None:
+        """The run's first interval with a step: its first step's period, and
+        the interval's mean step without it (a first step but no field:
+        no excess to measure, and no means kept)."""
+        if pushed <= 0:
+            return
+        self.first_from = first
+        self.first_s = number(iv.get("first_step_s"))
+        if self.first_s is not None and pushed > 1:
+            self.means.append((step_s - self.first_s) / (pushed - 1))
 
     def steps(self, cut: Optional[int], run: int, notes: List[str], path: str) -> Steps:
         """The run's steps booked with the resume point ``cut`` (None: none),
@@ -223,3 +310,9 @@ class BookIntervals(Sink):
 
     def on_interval(self, run: Run, ledger: Dict[str, Any], line: int) -> None:
         run.book.add(ledger, line)
+
+    def on_block(self, run: Run, block: Block) -> None:
+        if block.ledgers is None or run.book.add_columns(block.ledgers, block.lines):
+            return
+        for record, line in zip(block.records, block.lines):
+            run.book.add(record["ledger"], line)

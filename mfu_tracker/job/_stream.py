@@ -20,16 +20,42 @@ logs).
 """
 from __future__ import annotations
 
-from json import loads
+from itertools import repeat
+from json import JSONDecoder, loads
 from math import isfinite
-from typing import Any, Dict, List, Optional, Sequence
+from operator import itemgetter, setitem, sub
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._check import Layout, Layouts, check_ledger, clean_metrics
+from ._check import Layout, Layouts, check_ledger, clean_metrics, ledger_columns, valid_block
 from ._records import BREAKDOWN, LEDGER, PEAK_CHECK, RUN, RUN_END, Log, LogError, Run, _finite
 
-__all__ = ["Sink", "read_log", "stream_log"]
+__all__ = ["Block", "Sink", "read_log", "stream_log"]
 
 _KINDS = (RUN, RUN_END, PEAK_CHECK, BREAKDOWN)
+#: Bytes of lines read at a time (some 50 lines of a tracker's log: a block that
+#: stays in the cache).
+BLOCK_BYTES = 1 << 16
+_FLOATS = frozenset((float,))
+_INTS = frozenset((int,))
+_DICTS = frozenset((dict,))
+_UNREAD = object()          # a line not parsed yet
+_SCAN = JSONDecoder().scan_once             # json's scanner: (value, end) of a text at an index
+_VALUE, _END = itemgetter(0), itemgetter(1)
+_STEP, _TIME, _LEDGER = itemgetter("step"), itemgetter("time"), itemgetter(LEDGER)
+
+
+class Block:
+    """Consecutive metrics lines of one run and one layout, checked at once
+    (the scanner's fast path): ``records`` (each with its ``_line``, in
+    ``lines``), their ``layout``, and their ledger intervals as columns
+    (:func:`._check.ledger_columns`: field -> values in line order; None when
+    the lines carry none)."""
+
+    __slots__ = ("records", "layout", "lines", "ledgers")
+
+    def __init__(self, records: List[Dict[str, Any]], layout: Layout, lines: range,
+                 ledgers: Optional[Dict[str, Tuple[Any, ...]]]):
+        self.records, self.layout, self.lines, self.ledgers = records, layout, lines, ledgers
 
 
 class Sink:
@@ -57,14 +83,23 @@ class Sink:
     def on_breakdown(self, run: Run, record: Dict[str, Any]) -> None:
         """A profiled step's kernel breakdown record."""
 
+    def on_block(self, run: Run, block: Block) -> None:
+        """Consecutive metrics lines of one layout (:class:`Block`), in place
+        of their :meth:`on_interval` and :meth:`on_metrics` calls. Here: those
+        calls, line by line; a sink overrides it to read a block at once."""
+        layout = block.layout
+        for record in block.records:
+            if block.ledgers is not None:
+                self.on_interval(run, record[LEDGER], record["_line"])
+            self.on_metrics(run, record, layout)
+
     def finish(self, log: Log) -> None:
         """The log is read (its runs, invalid values and skipped lines final)."""
 
 
-def _overrides(sinks: Sequence[Sink], name: str) -> List[Any]:
-    """The bound methods ``name`` of the sinks that define it (a no-op is not called)."""
-    base = getattr(Sink, name)
-    return [getattr(s, name) for s in sinks if getattr(type(s), name) is not base]
+def _overrides(sinks: Sequence[Sink], *names: str) -> List[Sink]:
+    """The sinks that define any of the methods ``names`` (a no-op is not called)."""
+    return [s for s in sinks if any(getattr(type(s), n) is not getattr(Sink, n) for n in names)]
 
 
 def _unreadable(path: str, number: int, raw: bytes) -> LogError:
@@ -103,13 +138,40 @@ def _checked(record: Any, path: str, number: int) -> Optional[str]:
 class _Scan:
     """One pass: the runs so far, the sinks' methods, the log's notes."""
 
-    def __init__(self, path: str, sinks: Sequence[Sink]):
+    def __init__(self, path: str, sinks: Sequence[Sink], strict: bool):
         self.log = Log(path=path, runs=[])
+        self.strict = strict
+        self.read = 0                         # lines read as records
+        self.first_error: Optional[str] = None
         self.layouts = Layouts()
-        self.on_run = _overrides(sinks, "on_run")
-        self.on_metrics = _overrides(sinks, "on_metrics")
-        self.on_interval = _overrides(sinks, "on_interval")
-        self.on_breakdown = _overrides(sinks, "on_breakdown")
+        self.on_run = [s.on_run for s in _overrides(sinks, "on_run")]
+        self.on_metrics = [s.on_metrics for s in _overrides(sinks, "on_metrics")]
+        self.on_interval = [s.on_interval for s in _overrides(sinks, "on_interval")]
+        self.on_breakdown = [s.on_breakdown for s in _overrides(sinks, "on_breakdown")]
+        self.on_block = [s.on_block for s in _overrides(sinks, "on_block", "on_metrics",
+                                                          "on_interval")]
+
+    # ---- line by line ------------------------------------------------------------------
+
+    def line(self, raw: bytes, number: int, record: Any = _UNREAD) -> None:
+        """One line (``record``: already parsed): checked, then handed on, or
+        skipped and named."""
+        path = self.log.path
+        try:
+            if record is _UNREAD:
+                try:
+                    record = loads(raw.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    if not raw.strip():
+                        return                # a blank line
+                    raise _unreadable(path, number, raw) from None
+            kind = _checked(record, path, number)
+        except LogError as error:
+            self.first_error = self.first_error or str(error)
+            _skip(self.log, error, raw, number, self.strict)
+            return
+        self.read += 1
+        self.add(record, kind, number)
 
     def add(self, record: Dict[str, Any], kind: Optional[str], number: int) -> None:
         """Hand one checked record to its run and the sinks."""
@@ -123,13 +185,9 @@ class _Scan:
                 run.last_time = _finite(record.get("time"))
                 return
         run = runs[-1]
-        when = record.get("time")
-        if type(when) is float and isfinite(when):
+        when = _finite(record.get("time"))
+        if when is not None:
             run.last_time = when
-        else:
-            when = _finite(when)
-            if when is not None:
-                run.last_time = when
         if kind == PEAK_CHECK:
             run.peak_checks.append(record)
             return
@@ -151,6 +209,84 @@ class _Scan:
         for call in self.on_metrics:
             call(run, record, layout)
 
+    # ---- a block at a time ------------------------------------------------------------------
+
+    def lines(self, raws: List[bytes], first: int) -> None:
+        """Lines ``first``...: parsed at once (:func:`_parse`), cut into runs
+        of lines with the same keys; a run of metrics lines that passes every
+        check at once goes as one :class:`Block`, anything else line by line."""
+        records = _parse(raws)
+        if records is None:          # a line to skip, name or look at twice: line by line
+            for i, raw in enumerate(raws):
+                self.line(raw, first + i)
+            return
+        keys = list(map(tuple, records))
+        i, n = 0, len(records)
+        while i < n:
+            these = keys[i]
+            j = n if i == 0 and keys.count(these) == n else i + 1   # usually: one run
+            while j < n and keys[j] == these:
+                j += 1
+            if not (self.log.runs and "record" not in these and "step" in these
+                    and self.block(records[i:j], first + i)):
+                for k in range(i, j):
+                    self.line(raws[k], first + k, records[k])
+            i = j
+
+    def block(self, records: List[Dict[str, Any]], first: int) -> bool:
+        """Metrics lines with the same keys, taken at once when every check
+        passes (:mod:`._check`'s blocks); False: nothing was taken."""
+        layout = self.layouts.of(records[0])
+        if not _INTS.issuperset(map(type, map(_STEP, records))) or \
+                not valid_block(records, layout):
+            return False
+        ledgers = None
+        if LEDGER in layout.keys:
+            ledgers = ledger_columns(list(map(_LEDGER, records)))
+            if ledgers is None:
+                return False
+        run = self.log.runs[-1]
+        if "time" in layout.keys:
+            _last_time(run, records)
+        lines = range(first, first + len(records))
+        list(map(setitem, records, repeat("_line"), lines))
+        run.metrics_lines += len(records)
+        self.read += len(records)
+        block = Block(records, layout, lines, ledgers)
+        for call in self.on_block:
+            call(run, block)
+        return True
+
+
+def _parse(raws: List[bytes]) -> Optional[List[Dict[str, Any]]]:
+    """Whole lines, each one JSON object then its newline, parsed at once by
+    json's own scanner (what ``json.loads`` runs, without its per-call
+    checks: the lines' ends are checked here instead); None when any line is
+    not so (it is then read alone, by ``json.loads``, and named if bad)."""
+    try:
+        texts = list(map(bytes.decode, raws))
+        parsed = list(map(_SCAN, texts, repeat(0)))
+    except (ValueError, RecursionError):
+        return None
+    # StopIteration (no value at 0) ends map() early: fewer results than lines
+    if len(parsed) != len(texts) or not all(map(str.endswith, texts, repeat("\n"))) or \
+            list(map(_END, parsed)) != list(map(sub, map(len, texts), repeat(1))):
+        return None
+    records = list(map(_VALUE, parsed))
+    return records if _DICTS.issuperset(map(type, records)) else None
+
+
+def _last_time(run: Run, records: List[Dict[str, Any]]) -> None:
+    """The run's last time: the block's last finite one."""
+    times = list(map(_TIME, records))
+    if _FLOATS.issuperset(map(type, times)) and all(map(isfinite, times)):
+        run.last_time = times[-1]
+        return
+    for when in times:
+        when = _finite(when)
+        if when is not None:
+            run.last_time = when
+
 
 def stream_log(path: str, sinks: Sequence[Sink] = (), *, strict: bool = False) -> Log:
     """Read the JSONL log ``path`` once, feeding each record to ``sinks``
@@ -165,34 +301,25 @@ def stream_log(path: str, sinks: Sequence[Sink] = (), *, strict: bool = False) -
     ``strict``: either raises :class:`LogError` naming ``file:line`` instead.
     A file none of whose lines can be read raises too. Values that cannot be
     used are listed in :attr:`Log.invalid` and left out."""
-    scan = _Scan(path, sinks)
-    log = scan.log
-    read, first = 0, None
+    scan = _Scan(path, sinks, strict)
     try:
         lines = open(path, "rb")
     except IsADirectoryError:
         raise LogError(f"{path}: is a directory") from None
     with lines:
-        for number, raw in enumerate(lines, 1):
-            try:
-                try:
-                    record = loads(raw.decode("utf-8"))
-                except (ValueError, RecursionError):
-                    if not raw.strip():
-                        continue              # a blank line
-                    raise _unreadable(path, number, raw) from None
-                kind = _checked(record, path, number)
-            except LogError as error:
-                first = first or str(error)
-                _skip(log, error, raw, number, strict)
-                continue
-            read += 1
-            scan.add(record, kind, number)
-    if not read and first is not None:
-        raise LogError(f"{path}: no line of it can be read: not a JSONL metrics log ({first})")
+        number = 1
+        while True:
+            raws = lines.readlines(BLOCK_BYTES)
+            if not raws:
+                break
+            scan.lines(raws, number)
+            number += len(raws)
+    if not scan.read and scan.first_error is not None:
+        raise LogError(f"{path}: no line of it can be read: not a JSONL metrics log "
+                       f"({scan.first_error})")
     for sink in sinks:
-        sink.finish(log)
-    return log
+        sink.finish(scan.log)
+    return scan.log
 
 
 def _skip(log: Log, error: LogError, raw: bytes, number: int, strict: bool) -> None:

@@ -9,7 +9,7 @@ memory bounded by what is drawn."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 from ...job._check import Layout
 from ...job._intervals import BookIntervals
@@ -72,17 +72,31 @@ DRAWN_NAMES = frozenset((MFU, STEP_TIME, TOKENS, *RANK_SPREAD, SLOWEST,
 DRAWN_FAMILIES = frozenset((LOST, PHASES, KERNEL_SHARE))
 
 
-def _drawn(key: str) -> bool:
-    """Whether the report draws ``key`` (``{prefix}/name``, any prefix)."""
+def _name(key: str) -> Optional[str]:
+    """The drawn name of ``key`` (``{prefix}/name``, any prefix: a name or a
+    family of :data:`DRAWN_NAMES` / :data:`DRAWN_FAMILIES`), else None."""
     parts = key.split("/")
-    return any("/".join(parts[i:]) in DRAWN_NAMES or
-               (len(parts) - i == 2 and parts[i] in DRAWN_FAMILIES) for i in range(len(parts)))
+    for i in range(len(parts)):
+        if "/".join(parts[i:]) in DRAWN_NAMES:
+            return "/".join(parts[i:])
+        if len(parts) - i == 2 and parts[i] in DRAWN_FAMILIES:
+            return parts[i]
+    return None
 
 
 def drawn_keys(layout: Layout) -> Tuple[str, ...]:
-    """The keys of a set of keys that the report draws (their extremes are
-    kept when a long run is downsampled)."""
-    return tuple(key for key in layout.keys if _drawn(key))
+    """The keys of a set of keys whose values the report draws (their
+    extremes are kept when a long run is downsampled): never tokens/s and
+    the phases beside MFU and the waterfall (the panels draw those only
+    without them), the waterfall only beside MFU (a bar needs both)."""
+    names = {key: _name(key) for key in layout.keys}
+    drawn = set(names.values())
+    skip = {TOKENS} if MFU in drawn else set()
+    if MFU in drawn and LOST in drawn:
+        skip.add(PHASES)
+    if MFU not in drawn:
+        skip.add(LOST)
+    return tuple(key for key, name in names.items() if name is not None and name not in skip)
 
 
 def _event_files(path: str) -> List[str]:
