@@ -16,9 +16,11 @@ run's lines, chosen so that what is drawn from them keeps the run's shape:
   of up to ``buckets`` lines is kept whole (its figures are exactly the
   full reading's);
 * a spike -- one line far from its neighbours -- is its bucket's lowest or
-  highest and survives every merge; a step change is kept at the line it
-  happened: the first line at the new level is its bucket's new extreme
-  (and the bucket's first and last lines hold the levels either side);
+  highest and survives every merge; a step change survives within one
+  bucket: the buckets before it hold lines of the old level only, those
+  after it of the new, and the bucket it falls in keeps a line of each (its
+  highest and its lowest), so the drawn line turns within that bucket's
+  width;
 * whole lines are kept, never values recombined: a stacked bar drawn from a
   kept line adds up as its line did;
 * besides, the first and the newest line of each set of keys
@@ -44,7 +46,7 @@ __all__ = ["BUCKETS", "KeepRuns", "RecordSample"]
 
 #: Buckets before a merge: a run of up to this many lines is kept whole;
 #: a longer one keeps between BUCKETS / 2 and BUCKETS buckets.
-BUCKETS = 1024
+BUCKETS = 512
 
 Record = Dict[str, Any]
 _NUMBERS = frozenset((int, float))
