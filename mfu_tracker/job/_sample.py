@@ -46,7 +46,7 @@ __all__ = ["BUCKETS", "KeepRuns", "RecordSample"]
 
 #: Buckets before a merge: a run of up to this many lines is kept whole;
 #: a longer one keeps between BUCKETS / 2 and BUCKETS buckets.
-BUCKETS = 512
+BUCKETS = 256
 
 Record = Dict[str, Any]
 _NUMBERS = frozenset((int, float))
