@@ -1,7 +1,7 @@
 """The reading path as it was before the streaming readers: a verbatim copy
 (``read_log`` of ``job/_records.py`` and the step booking and ``job_ledger``
 of ``job/_ledger.py``), kept here only, as the reference the streamed
-readers are compared with (``test_stream_readers.py``). It builds the
+readers are compared with (``_reader_check.py``). It builds the
 package's own ``Run`` / ``Log`` / ``RunLedger`` / ``JobLedger`` objects, so
 the commands' text and JSON can be formed from either reading. Not to be
 edited: it is what the figures were."""
@@ -11,13 +11,11 @@ import json
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from mfu_tracker.job._jobs import Job, jobs
 from mfu_tracker.job._ledger import BUCKETS, JobLedger, RunLedger, _choose_job, _job_mfu
 from mfu_tracker.job._records import (BREAKDOWN, LEDGER, PEAK_CHECK, RUN, RUN_END, Log, LogError,
                                       Run, _finite, invalid_reason)
-from mfu_tracker.peaks._table import GIVE_A_PEAK  # noqa: F401
 from mfu_tracker.timing._waterfall import closing_share
 
 # ---- job/_records.py: reading ------------------------------------------------------

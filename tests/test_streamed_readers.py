@@ -21,11 +21,11 @@ import pytest
 from mfu_tracker.cli import main
 from mfu_tracker.cli._goodput import read_goodput
 from mfu_tracker.cli.report._load import drawn_keys, load_streamed
-from mfu_tracker.job import LogError, job_ledger, read_log, stream_log
+from mfu_tracker.job import LogError, LogReader, job_ledger, read_log, stream_log
 from mfu_tracker.job import _stream
 from mfu_tracker.job._check import Layouts
-from mfu_tracker.job._intervals import IntervalBook
-from mfu_tracker.job._sample import BUCKETS, RecordSample
+from mfu_tracker.job._intervals import BookIntervals, IntervalBook
+from mfu_tracker.job._sample import BUCKETS, KeepRuns, RecordSample
 
 P = "throughput"
 CAUSES = ("data", "optimizer", "compute", "other")
@@ -199,6 +199,28 @@ def test_a_line_at_a_time_and_a_block_at_a_time_agree(tmp_path, monkeypatch):
     monkeypatch.setattr(_stream._Scan, "block", lambda self, records, first: False)
     assert read() == blocks
     assert blocks[0]["invalid"] and blocks[0]["skipped"]
+
+
+def test_a_growing_log_read_in_parts_reads_as_a_whole(tmp_path):
+    """A log still being written (a page that follows a job): read, appended
+    to -- a line half written at one read, completed before the next --, read
+    again by the same LogReader: the same runs, notes, ledger and sample as
+    one read of the finished file, each line read once."""
+    rng = random.Random(11)
+    lines = [run_record(1000.0, 0, "a")]
+    t = long_run(lines, 0, 1200, 10, 1000.0, rng)
+    lines.append(run_record(t + 30.0, 11_990, "b"))
+    long_run(lines, 11_990, 900, 10, t + 30.0, rng)
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    path = tmp_path / "live.jsonl"
+    reader = LogReader(str(path), [BookIntervals(), KeepRuns("all", follows=drawn_keys)])
+    for cut in (len(text) // 3, len(text) // 2 + 17, len(text)):   # mid-line, then whole
+        path.write_text(text[:cut])
+        live = reader.read(final=cut == len(text))
+    assert live.cut is None and live.skipped == [] and reader.number == len(lines) + 1
+    whole = stream_log(str(path), [BookIntervals(), KeepRuns("all", follows=drawn_keys)])
+    assert [r.metrics for r in live.runs] == [r.metrics for r in whole.runs]
+    assert job_ledger(live).figures() == job_ledger(whole).figures()
 
 
 # ---- a long run, drawn from a sample ------------------------------------------------------

@@ -23,7 +23,8 @@ the records and serves the endpoint; ``mfu-tracker report`` and
 from ._jobs import Job, jobs
 from ._ledger import BUCKETS, JobLedger, RunLedger, diagnosis, job_ledger
 from ._records import Log, LogError, Run, process_start_time
-from ._stream import Sink, read_log, stream_log
+from ._stream import LogReader, Sink, read_log, stream_log
 
-__all__ = ["BUCKETS", "Job", "JobLedger", "RunLedger", "Log", "LogError", "Run", "Sink",
-           "diagnosis", "job_ledger", "jobs", "process_start_time", "read_log", "stream_log"]
+__all__ = ["BUCKETS", "Job", "JobLedger", "RunLedger", "Log", "LogError", "LogReader", "Run",
+           "Sink", "diagnosis", "job_ledger", "jobs", "process_start_time", "read_log",
+           "stream_log"]

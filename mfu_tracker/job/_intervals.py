@@ -27,7 +27,7 @@ from math import isfinite
 from operator import add, methodcaller, sub, truediv
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._records import Run
+from ._records import LEDGER, Run
 from ._stream import Block, Sink
 
 __all__ = ["BookIntervals", "IntervalBook", "Steps", "book_of", "lost_share"]
@@ -315,4 +315,4 @@ class BookIntervals(Sink):
         if block.ledgers is None or run.book.add_columns(block.ledgers, block.lines):
             return
         for record, line in zip(block.records, block.lines):
-            run.book.add(record["ledger"], line)
+            run.book.add(record[LEDGER], line)

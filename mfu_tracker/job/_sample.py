@@ -35,8 +35,7 @@ draws (and those runs' kernel breakdowns).
 """
 from __future__ import annotations
 
-from operator import eq
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._check import Layout, getter
 from ._records import Log, Run
@@ -55,93 +54,52 @@ _Extreme = Tuple[Any, Record]
 
 
 class _Bucket:
-    """Consecutive lines: the first, the last, each followed key's extremes
-    (``low`` / ``high``: key -> (value, line)). The lines of one layout in a
-    row are compared in lists aligned with its keys (``lows`` ...), folded
-    into ``low`` / ``high`` when the layout changes (:meth:`fold`)."""
+    """Consecutive lines: the first, the last, and each followed key's
+    extremes (``low`` / ``high``: key -> (value, line))."""
 
-    __slots__ = ("first", "last", "count", "low", "high", "layout", "keys", "lows", "highs",
-                 "low_lines", "high_lines")
+    __slots__ = ("first", "last", "count", "low", "high")
 
     def __init__(self, record: Record):
         self.first = self.last = record
         self.count = 0
         self.low: Dict[str, _Extreme] = {}
         self.high: Dict[str, _Extreme] = {}
-        self.layout: Optional[Layout] = None
-        self.keys: Tuple[str, ...] = ()
-        self.lows: List[Any] = []
-        self.highs: List[Any] = []
-        self.low_lines: List[Record] = []
-        self.high_lines: List[Record] = []
-
-    def follow(self, record: Record, layout: Layout, keys: Tuple[str, ...],
-               values: Tuple[Any, ...]) -> None:
-        """Compare the line's followed values (finite numbers) with the extremes."""
-        if self.layout is not layout:
-            self.fold()
-            self.layout, self.keys = layout, keys
-            self.lows, self.highs = list(values), list(values)
-            self.low_lines, self.high_lines = [record] * len(keys), [record] * len(keys)
-            return
-        lows, highs = self.lows, self.highs
-        i = 0
-        for value in values:
-            if value < lows[i]:
-                lows[i] = value
-                self.low_lines[i] = record
-            elif value > highs[i]:
-                highs[i] = value
-                self.high_lines[i] = record
-            i += 1
-
-    def loose(self, record: Record, key: str, value: Any) -> None:
-        """A followed key whose value is not checked (outside the metric table)."""
-        kind = type(value)
-        if (kind is not float and kind is not int) or value != value:
-            return                  # not a number (a bool, a string, NaN): nothing to compare
-        _lower(self.low, key, value, record)
-        _higher(self.high, key, value, record)
-
-    def fold(self) -> None:
-        """The aligned lists into ``low`` / ``high`` (the older line wins a tie)."""
-        if not self.keys:
-            return
-        for key, value, record in zip(self.keys, self.lows, self.low_lines):
-            _lower(self.low, key, value, record)
-        for key, value, record in zip(self.keys, self.highs, self.high_lines):
-            _higher(self.high, key, value, record)
-        self.layout, self.keys = None, ()
 
     def merged(self, later: "_Bucket") -> "_Bucket":
-        """This bucket and the one after it, as one."""
-        self.fold()
-        later.fold()
+        """This bucket and the one after it, as one (the older line wins a tie)."""
         both = _Bucket(self.first)
         both.last, both.count = later.last, self.count + later.count
         both.low, both.high = dict(self.low), dict(self.high)
-        for key, (value, record) in later.low.items():
-            _lower(both.low, key, value, record)
-        for key, (value, record) in later.high.items():
-            _higher(both.high, key, value, record)
+        for key, extreme in later.low.items():
+            mine = both.low.get(key)
+            if mine is None or extreme[0] < mine[0]:
+                both.low[key] = extreme
+        for key, extreme in later.high.items():
+            mine = both.high.get(key)
+            if mine is None or extreme[0] > mine[0]:
+                both.high[key] = extreme
         return both
 
     def kept(self) -> List[Record]:
-        self.fold()
         return [self.first, self.last, *(r for _, r in self.low.values()),
                 *(r for _, r in self.high.values())]
 
+    def compare(self, key: str, values: Sequence[Any], lines: List[Record]) -> None:
+        """Take the lowest and highest of ``values`` (of ``lines``, finite
+        numbers) as the key's extremes where they beat them."""
+        low, high = min(values), max(values)
+        mine = self.low.get(key)
+        if mine is None or low < mine[0]:
+            self.low[key] = (low, lines[values.index(low)])
+        mine = self.high.get(key)
+        if mine is None or high > mine[0]:
+            self.high[key] = (high, lines[values.index(high)])
 
-def _lower(low: Dict[str, _Extreme], key: str, value: Any, record: Record) -> None:
-    mine = low.get(key)
-    if mine is None or value < mine[0]:
-        low[key] = (value, record)
 
-
-def _higher(high: Dict[str, _Extreme], key: str, value: Any, record: Record) -> None:
-    mine = high.get(key)
-    if mine is None or value > mine[0]:
-        high[key] = (value, record)
+def _numbers(values: Sequence[Any], lines: List[Record]) -> Tuple[List[Any], List[Record]]:
+    """The values that are numbers (not a bool, not NaN), and their lines."""
+    kept = [i for i, value in enumerate(values) if type(value) in _NUMBERS and value == value]
+    return [values[i] for i in kept], [lines[i] for i in kept]
 
 
 class RecordSample:
@@ -159,60 +117,35 @@ class RecordSample:
         self.first_of: Dict[int, Record] = {}
         self.newest_of: Dict[int, Record] = {}
 
-    def _plan(self, layout: Layout) -> Tuple[Tuple[str, ...], Any, Tuple[str, ...]]:
-        """The layout's followed keys: those checked (finite numbers, compared
-        in a row), their getter, and the others (compared one by one)."""
+    def _plan(self, layout: Layout) -> Tuple[Tuple[str, ...], Any, int]:
+        """The layout's followed keys (those checked, finite numbers in a
+        checked line, first), their getter, and how many are checked."""
         plan = layout.memo.get(self.follows)    # type: ignore[call-overload]
         if plan is None:
             keys = self.follows(layout) if self.follows is not None else ()
             checked = tuple(k for k in keys if k in layout.judged)
-            plan = (checked, getter(checked), tuple(k for k in keys if k not in layout.judged))
+            keys = checked + tuple(k for k in keys if k not in layout.judged)
+            plan = (keys, getter(keys), len(checked))
             layout.memo[self.follows] = plan  # type: ignore[index]
         return plan
 
     def add(self, record: Record, layout: Layout) -> None:
         """One line, in file order."""
-        self.count += 1
-        ident = layout.id
-        if ident is not None:
-            self.newest_of[ident] = record
-            if ident not in self.first_of:
-                self.first_of[ident] = record
-        if not self.buckets:
-            return
-        bucket = self.open
-        if bucket is None or bucket.count == self.width:
-            if bucket is not None:
-                self._close(bucket)
-            bucket = self.open = _Bucket(record)
-        bucket.count += 1
-        bucket.last = record
-        checked, values, loose = self._plan(layout)
-        if values is not None:
-            bucket.follow(record, layout, checked, values(record))
-        for key in loose:
-            bucket.loose(record, key, record[key])
+        self.add_block([record], layout)
 
     def add_block(self, records: List[Record], layout: Layout) -> None:
-        """Lines of one layout in a row (:class:`._stream.Block`), as
-        :meth:`add` would take them one by one: each bucket's share of them
-        compared a column at a time (``min`` / ``max`` / ``index``: the first
-        line on a tie), the Python work per bucket, the work per line in C."""
-        checked, _, loose = self._plan(layout)
-        keys = checked + loose
-        columns = list(zip(*map(getter(keys), records))) if keys else []
-        if any(not (_NUMBERS.issuperset(map(type, c)) and all(map(eq, c, c)))
-               for c in columns[len(checked):]):     # a value outside the table: line by line
-            for record in records:
-                self.add(record, layout)
-            return
+        """Lines of one layout in a row, in file order (a
+        :class:`._stream.Block`'s): each bucket's share of them compared a
+        column at a time (``min`` / ``max`` / ``index``: the first line on a
+        tie), the Python work per bucket, the work per line in C."""
         self.count += len(records)
         if layout.id is not None:
             self.newest_of[layout.id] = records[-1]
             self.first_of.setdefault(layout.id, records[0])
         if not self.buckets:
             return
-        pairs = list(zip(keys, columns))
+        keys, values, checked = self._plan(layout)
+        columns = list(zip(*map(values, records))) if keys else []
         i, n = 0, len(records)
         while i < n:
             bucket = self.open
@@ -223,22 +156,18 @@ class RecordSample:
             j = min(n, i + self.width - bucket.count)
             bucket.count += j - i
             bucket.last = records[j - 1]
-            bucket.fold()
-            lows, highs = bucket.low, bucket.high
-            whole = i == 0 and j == n
-            for key, column in pairs:
-                part = column if whole else column[i:j]
-                low, high = min(part), max(part)
-                mine = lows.get(key)
-                if mine is None or low < mine[0]:
-                    lows[key] = (low, records[i + part.index(low)])
-                mine = highs.get(key)
-                if mine is None or high > mine[0]:
-                    highs[key] = (high, records[i + part.index(high)])
+            lines = records if i == 0 and j == n else records[i:j]
+            for k, (key, column) in enumerate(zip(keys, columns)):
+                part = column if lines is records else column[i:j]
+                if k >= checked:       # outside the metric table: maybe not numbers
+                    part, mine = _numbers(part, lines)
+                    if part:
+                        bucket.compare(key, part, mine)
+                else:
+                    bucket.compare(key, part, lines)
             i = j
 
     def _close(self, bucket: _Bucket) -> None:
-        bucket.fold()
         self.closed.append(bucket)
         if len(self.closed) >= self.buckets:
             pairs = zip(self.closed[0::2], self.closed[1::2])

@@ -1,11 +1,15 @@
 """Reading a metrics log in one pass: the one scanner, and the readers
 (accumulators) it feeds.
 
-:func:`stream_log` reads the file line by line, checks each line (the
-record format and the value rules of :mod:`._records`, compiled:
-:mod:`._check`), groups the lines into runs, and hands each record to the
-readers given, the :class:`Sink` s, as it goes: nothing is kept unless a
-reader keeps it. What the scanner itself keeps is small -- each run's run
+:func:`stream_log` reads the file in order, checks each line (the record
+format and the value rules of :mod:`._records`, compiled: :mod:`._check`),
+groups the lines into runs, and hands each record to the readers given,
+the :class:`Sink` s, as it goes: nothing is kept unless a reader keeps it.
+It reads some 50 lines at a time: parsed together, cut into runs of lines
+with the same keys, and a run of metrics lines that passes every check at
+once -- by whole columns, in C loops -- goes to the readers as one
+:class:`Block`; any line in doubt is read alone, as a line-by-line reader
+would, so the outcome is the same either way. What the scanner itself keeps is small -- each run's run
 record, run end, peak checks, last time and count of metrics lines -- and
 the lines it could not use: every invalid value named (``file:line``), every
 unreadable line skipped and named, the last line cut short.
@@ -29,7 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ._check import Layout, Layouts, check_ledger, clean_metrics, ledger_columns, valid_block
 from ._records import BREAKDOWN, LEDGER, PEAK_CHECK, RUN, RUN_END, Log, LogError, Run, _finite
 
-__all__ = ["Block", "Sink", "read_log", "stream_log"]
+__all__ = ["Block", "LogReader", "Sink", "read_log", "stream_log"]
 
 _KINDS = (RUN, RUN_END, PEAK_CHECK, BREAKDOWN)
 #: Bytes of lines read at a time (some 50 lines of a tracker's log: a block that
@@ -94,7 +98,9 @@ class Sink:
             self.on_metrics(run, record, layout)
 
     def finish(self, log: Log) -> None:
-        """The log is read (its runs, invalid values and skipped lines final)."""
+        """The log is read, up to its end for now (its runs, invalid values
+        and skipped lines as they stand); a :class:`LogReader` that reads on
+        calls it again after each read."""
 
 
 def _overrides(sinks: Sequence[Sink], *names: str) -> List[Sink]:
@@ -288,10 +294,55 @@ def _last_time(run: Run, records: List[Dict[str, Any]]) -> None:
             run.last_time = when
 
 
+class LogReader:
+    """A log read in one pass that can go on: :meth:`read` reads what the
+    file holds past the previous read and feeds it to the same sinks, so a
+    page that follows a running job (a log still growing) reads each line
+    once. :func:`stream_log` is one final read."""
+
+    def __init__(self, path: str, sinks: Sequence[Sink] = (), *, strict: bool = False):
+        self.path = path
+        self.sinks = list(sinks)
+        self.scan = _Scan(path, self.sinks, strict)
+        self.offset = 0              # bytes read so far (whole lines)
+        self.number = 1              # the next line's number
+
+    def read(self, final: bool = True) -> Log:
+        """The lines added since the previous read, fed to the sinks; then
+        each sink's :meth:`Sink.finish` (a snapshot: called again at each
+        read). ``final=False``: a last line without its newline is a line
+        still being written -- left for the next read, not named as cut."""
+        try:
+            lines = open(self.path, "rb")
+        except IsADirectoryError:
+            raise LogError(f"{self.path}: is a directory") from None
+        with lines:
+            lines.seek(self.offset)
+            while True:
+                raws = lines.readlines(BLOCK_BYTES)
+                if not raws:
+                    break
+                if not final and not raws[-1].endswith(b"\n"):
+                    raws.pop()           # being written: the next read takes it whole
+                    if not raws:
+                        break
+                self.scan.lines(raws, self.number)
+                self.number += len(raws)
+                self.offset += sum(map(len, raws))
+        scan = self.scan
+        if final and not scan.read and scan.first_error is not None:
+            raise LogError(f"{self.path}: no line of it can be read: not a JSONL metrics log "
+                           f"({scan.first_error})")
+        for sink in self.sinks:
+            sink.finish(scan.log)
+        return scan.log
+
+
 def stream_log(path: str, sinks: Sequence[Sink] = (), *, strict: bool = False) -> Log:
     """Read the JSONL log ``path`` once, feeding each record to ``sinks``
     (module docstring); returns the :class:`._records.Log` of its runs (their
-    lists filled only by the sinks that fill them).
+    lists filled only by the sinks that fill them). A log that goes on
+    growing: :class:`LogReader`.
 
     A line that cannot be read -- not a JSON object, a metrics line without
     a numeric ``step``, an unknown record, a malformed ledger interval, bytes
@@ -301,25 +352,7 @@ def stream_log(path: str, sinks: Sequence[Sink] = (), *, strict: bool = False) -
     ``strict``: either raises :class:`LogError` naming ``file:line`` instead.
     A file none of whose lines can be read raises too. Values that cannot be
     used are listed in :attr:`Log.invalid` and left out."""
-    scan = _Scan(path, sinks, strict)
-    try:
-        lines = open(path, "rb")
-    except IsADirectoryError:
-        raise LogError(f"{path}: is a directory") from None
-    with lines:
-        number = 1
-        while True:
-            raws = lines.readlines(BLOCK_BYTES)
-            if not raws:
-                break
-            scan.lines(raws, number)
-            number += len(raws)
-    if not scan.read and scan.first_error is not None:
-        raise LogError(f"{path}: no line of it can be read: not a JSONL metrics log "
-                       f"({scan.first_error})")
-    for sink in sinks:
-        sink.finish(scan.log)
-    return scan.log
+    return LogReader(path, sinks, strict=strict).read()
 
 
 def _skip(log: Log, error: LogError, raw: bytes, number: int, strict: bool) -> None:
