@@ -301,6 +301,28 @@ def test_a_short_run_is_drawn_whole(tmp_path):
     assert load_streamed(path).runs[0].sampling is None
 
 
+@pytest.mark.parametrize("shape", ["noisy", "rounded", "sorted", "two values", "odd", "short"])
+def test_the_median_of_many_mean_steps_is_statistics_median(shape):
+    """The first step's excess is measured against the median of the run's
+    mean steps; past 2^16 of them it is selected without sorting them all:
+    the same number as ``statistics.median``, to the bit."""
+    import statistics
+    from array import array
+
+    from mfu_tracker.job._intervals import median
+
+    rng = random.Random(shape)
+    count = {"odd": 300_001, "short": 1_001}.get(shape, 300_000)
+    values = [0.1 * (1 + 0.05 * rng.random()) for _ in range(count)]
+    if shape == "rounded":
+        values = [round(v, 4) for v in values]          # many equal values
+    elif shape == "sorted":
+        values.sort()
+    elif shape == "two values":
+        values = [1.0] * (count // 2) + [2.0] * (count - count // 2)
+    assert median(array("d", values)) == statistics.median(values)
+
+
 def test_the_ledger_keeps_a_few_numbers_per_interval():
     """The ledger's memory per interval: seven 8-byte columns, no record."""
     book = IntervalBook(1)
