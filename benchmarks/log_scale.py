@@ -5,8 +5,9 @@ a million steps is 100,000 lines. This builds such logs from a real run's
 record -- a tiny ``Tracker`` run a few steps with ``log_path=`` (CPU clock,
 the data / forward / backward / optimizer phases marked, so the waterfall is
 in it), its metrics line replicated with the steps, times and ledger steps
-advanced and the window's figures jittered by up to 2% (a real run's figures
-move; identical lines would flatter the report's sample) -- at 10^4, 10^5 and
+advanced and the window's figures and the interval's seconds jittered by up
+to 2% (a real run's figures move; identical lines would flatter the report's
+sample and the ledger's median) -- at 10^4, 10^5 and
 10^6 lines (10^5 to 10^7 steps), and runs, as separate processes:
 
 * a bare pass of ``json.loads`` over every line of the same file (the
@@ -81,12 +82,18 @@ t.close()
 
 
 def variants(line: Dict, count: int, rng: random.Random) -> List[Dict]:
-    """``count`` copies of a metrics line, its moving figures jittered."""
+    """``count`` copies of a metrics line, its moving figures jittered (the
+    ledger interval's seconds by one factor per line)."""
     out = []
     for _ in range(count):
         copy = {k: (v * (1 + 0.02 * (rng.random() - 0.5))
                     if isinstance(v, float) and (k.endswith(MOVING) or "/mfu_lost/" in k) else v)
                 for k, v in line.items()}
+        scale = 1 + 0.02 * (rng.random() - 0.5)
+        ledger = dict(copy["ledger"])
+        ledger["step_s"] *= scale
+        ledger["phase_s"] = {k: v * scale for k, v in ledger["phase_s"].items()}
+        copy["ledger"] = ledger
         out.append(copy)
     return out
 

@@ -1,6 +1,7 @@
 """The reading path as it was before the streaming readers: a verbatim copy
 (``read_log`` of ``job/_records.py`` and the step booking and ``job_ledger``
-of ``job/_ledger.py``), kept here only, as the reference the streamed
+of ``job/_ledger.py``; the parts of the ledger the streaming readers left as
+they were are imported), kept here only, as the reference the streamed
 readers are compared with (``_reader_check.py``). It builds the
 package's own ``Run`` / ``Log`` / ``RunLedger`` / ``JobLedger`` objects, so
 the commands' text and JSON can be formed from either reading. Not to be
@@ -13,10 +14,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
-from mfu_tracker.job._ledger import BUCKETS, JobLedger, RunLedger, _choose_job, _job_mfu
+from mfu_tracker.job._ledger import BUCKETS, JobLedger, RunLedger, _choose_job, _job
 from mfu_tracker.job._records import (BREAKDOWN, LEDGER, PEAK_CHECK, RUN, RUN_END, Log, LogError,
                                       Run, _finite, invalid_reason)
-from mfu_tracker.timing._waterfall import closing_share
 
 # ---- job/_records.py: reading ------------------------------------------------------
 
@@ -324,18 +324,3 @@ def job_ledger(log: Log, job: Optional[int] = None) -> JobLedger:
         kept_flops = kept_flops + steps.flops if kept_flops is not None and \
             steps.flops_complete else None
     return _job(ledgers, kept_flops, notes, chosen.number)
-
-
-def _job(runs: List[RunLedger], kept_flops: Optional[float], notes: List[str],
-         number: int) -> JobLedger:
-    """The job's totals and shares from its runs."""
-    wall = math.fsum(r.wall_s for r in runs)
-    goodput_s = math.fsum(r.seconds["goodput"] for r in runs)
-    badput_s = {k: math.fsum(r.seconds[k] for r in runs) for k in BUCKETS}
-    goodput = goodput_s / wall if wall > 0 else 0.0
-    badput = {k: badput_s[k] / wall if wall > 0 else 0.0 for k in BUCKETS if k != "other"}
-    badput["other"] = closing_share([goodput, *badput.values()])
-    return JobLedger(runs=runs, job_wall_s=wall, goodput_s=goodput_s, badput_s=badput_s,
-                     goodput=goodput, badput={k: badput[k] for k in BUCKETS},
-                     job_mfu=_job_mfu(runs, kept_flops, notes), notes=notes, number=number)
-

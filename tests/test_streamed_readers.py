@@ -301,7 +301,8 @@ def test_a_short_run_is_drawn_whole(tmp_path):
     assert load_streamed(path).runs[0].sampling is None
 
 
-@pytest.mark.parametrize("shape", ["noisy", "rounded", "sorted", "two values", "odd", "short"])
+@pytest.mark.parametrize("shape", ["noisy", "rounded", "sorted", "two values", "all equal", "odd",
+                                   "short"])
 def test_the_median_of_many_mean_steps_is_statistics_median(shape):
     """The first step's excess is measured against the median of the run's
     mean steps; past 2^16 of them it is selected without sorting them all:
@@ -320,6 +321,8 @@ def test_the_median_of_many_mean_steps_is_statistics_median(shape):
         values.sort()
     elif shape == "two values":
         values = [1.0] * (count // 2) + [2.0] * (count - count // 2)
+    elif shape == "all equal":                           # every interval's mean step the same
+        values = [0.1] * (count - 1) + [2.5]
     assert median(array("d", values)) == statistics.median(values)
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import partial, reduce
 from itertools import repeat
 from math import isfinite
-from operator import add, ge, le, lt, methodcaller, sub, truediv
+from operator import add, gt, lt, methodcaller, sub, truediv
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._records import LEDGER, Run
@@ -84,11 +84,11 @@ def median(values: array) -> float:
     """``statistics.median(values)``, the same number, without a list of
     every value: past :data:`SORT_BELOW` values (a long run's mean steps) the
     middle one(s) are found Floyd-Rivest style -- a sorted sample of 4,096
-    values gives two bounds the middle lies between (with near certainty),
-    one C loop counts the values below the lower, another collects the few
-    between, which are sorted. When the middle is not between them, the
-    values are sorted after all. (Sorting 10^6 values would hold 10^6 Python
-    floats, 32 MB, for a moment.)"""
+    values gives two bounds the middle lies between (with near certainty);
+    C loops count the values below the lower bound and equal to each bound,
+    and collect the few strictly between, which are sorted. When the middle
+    is not between them, the values are sorted after all. (Sorting 10^6
+    values would hold 10^6 Python floats, 32 MB, for a moment.)"""
     count = len(values)
     if count < SORT_BELOW:
         return statistics.median(values)
@@ -99,12 +99,28 @@ def median(values: array) -> float:
     at = [rank * len(sample) // count for rank in (first, upper)]
     low = sample[max(0, at[0] - spread)]
     high = sample[min(len(sample) - 1, at[1] + spread)]
-    below = sum(map(lt, values, repeat(low)))
-    between = sorted(filter(partial(ge, high), filter(partial(le, low), values)))
-    if not below <= first <= upper < below + len(between):
+    # the values from low to high, in order: low (n_low times), inner, high (n_high times)
+    below, n_low = sum(map(lt, values, repeat(low))), values.count(low)
+    n_high = values.count(high) if high != low else 0
+    inner = sorted(filter(partial(gt, high), filter(partial(lt, low), values)))
+    runs = ((n_low, [low] * min(n_low, 1)), (len(inner), inner), (n_high, [high] * min(n_high, 1)))
+    middle = [_ranked(rank - below, runs) for rank in (first, upper)]
+    if None in middle:           # the middle is not between the bounds
         return statistics.median(values)
-    middle = between[first - below], between[upper - below]
-    return middle[1] if count % 2 else (middle[0] + middle[1]) / 2
+    return middle[1] if count % 2 else (middle[0] + middle[1]) / 2  # type: ignore[operator]
+
+
+def _ranked(rank: int, runs: Any) -> Optional[float]:
+    """The value of ``rank`` (0: the first) in consecutive runs of values,
+    each (its length, its values: one when they are all equal); None when
+    outside them."""
+    if rank < 0:
+        return None
+    for length, held in runs:
+        if rank < length:
+            return held[rank] if len(held) == length else held[0]
+        rank -= length
+    return None
 
 
 def _ranks(run: Run) -> int:
