@@ -26,6 +26,7 @@ the peak memory is the child's maximum resident set (``ru_maxrss``).
 
     .venv/bin/python benchmarks/log_scale.py                     # 10k, 100k, 1M lines
     .venv/bin/python benchmarks/log_scale.py --lines 10000 100000 --repeats 5
+    .venv/bin/python benchmarks/log_scale.py --lines 100000 --source /tmp/other-checkout
 
 The logs are written under ``--dir`` (default ``build/log_scale``; 1.2 GB at
 10^6 lines) and reused when there (delete them to rebuild).
@@ -123,11 +124,17 @@ def build(real: Path, out: Path, lines: int) -> Path:
     return out
 
 
+#: The source tree the commands run from, as their working directory and on
+#: PYTHONPATH (``--source``: another checkout, to compare; its ``mfu_tracker``
+#: needs its built extensions).
+SOURCE = ROOT
+
+
 def child(argv: List[str]) -> Tuple[float, float, float]:
     """(CPU s, wall s, peak RSS MB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(argv, cwd=SOURCE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(SOURCE)})
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -185,12 +192,19 @@ def main() -> None:
     parser.add_argument("--lines", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--dir", default=str(ROOT / "build" / "log_scale"))
+    parser.add_argument("--source", default=str(ROOT),
+                        help="run the commands from this source tree (default: this checkout)")
+    parser.add_argument("--skip-fixed", action="store_true",
+                        help="leave out the commands on the run's own short log")
     args = parser.parse_args()
+    global SOURCE
+    SOURCE = Path(args.source).resolve()
     where = Path(args.dir)
     where.mkdir(parents=True, exist_ok=True)
     real = real_run(where / "real.jsonl")
     png = Path(tempfile.mkdtemp()) / "r.png"
-    rows = [("the run's own (fixed)", 3, summary(measure(real, png, args.repeats)))]
+    rows = [] if args.skip_fixed else \
+        [("the run's own (fixed)", 3, summary(measure(real, png, args.repeats)))]
     for lines in args.lines:
         log = where / f"log_{lines}.jsonl"
         if not log.exists():           # written whole or not at all (build: rename)
