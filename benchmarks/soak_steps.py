@@ -81,10 +81,11 @@ def soak(steps: int, every: int, log: Path) -> List[Dict[str, float]]:
                          "metrics_us": min(costs) / 1e3,
                          "metrics_median_us": statistics.median(costs) / 1e3,
                          "elapsed_s": time.perf_counter() - started})
-            print(f"{i:>12,} steps  RSS {rows[-1]['rss_mb']:7.1f} MB  log {rows[-1]['log_mb']:8.1f} MB"
-                  f"  {rows[-1]['line_bytes']:7.1f} B/line  metrics() {rows[-1]['metrics_us']:6.1f} us"
-                  f" (median {rows[-1]['metrics_median_us']:6.1f})"
-                  f"  ({rows[-1]['elapsed_s']:.0f} s)", flush=True)
+            row = rows[-1]
+            print(f"{i:>12,} steps  RSS {row['rss_mb']:7.1f} MB  log {row['log_mb']:8.1f} MB"
+                  f"  {row['line_bytes']:7.1f} B/line  metrics() {row['metrics_us']:6.1f} us"
+                  f" (median {row['metrics_median_us']:6.1f})  ({row['elapsed_s']:.0f} s)",
+                  flush=True)
     tracker.close()
     return rows
 

@@ -41,7 +41,7 @@ def _diagnosis(log: Log, ledger: JobLedger) -> str:
     """The largest badput bucket, its share of the job, and the rank where it
     is concentrated when the log has per-rank figures for it."""
     name, share = ledger.largest_loss()
-    records = [record for run in log.runs for record in run.metrics]   # the newest kept
+    records = [record for run in log.runs for record in run.metrics]  # what the reader kept
     return diagnosis({name: share}, "the job's wall time", rank_of(records, name))  # type: ignore[return-value]
 
 

@@ -91,7 +91,7 @@ class Layout:
         self.judged = frozenset(judged)   # in a checked line: finite numbers
         self.finite = getter(judged)
         self.nonnegative = getter(nonnegative)
-        self.memo: Dict[str, Any] = {}
+        self.memo: Dict[Any, Any] = {}
 
     def valid(self, record: Dict[str, Any]) -> bool:
         """Every judged value a finite number, and not negative where its unit

@@ -323,8 +323,8 @@ class IntervalBook:
         to startup, or to compile when the run marked a compiled call: the
         median over the run's intervals of their mean step period, the first
         step left out of its interval. The step itself (and its FLOPs) stays."""
-        first_s = self.first_s
-        if first_s is None or (cut is not None and self.first_from >= cut):  # type: ignore[operator]
+        first_s, first = self.first_s, self.first_from
+        if first_s is None or first is None or (cut is not None and first >= cut):
             return   # a log without the field, or the first step was lost progress (all of it)
         if not self.means:
             notes.append(f"run {run}: one step only, no normal step to compare its first "

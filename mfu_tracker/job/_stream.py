@@ -9,18 +9,19 @@ It reads some 50 lines at a time: parsed together, cut into runs of lines
 with the same keys, and a run of metrics lines that passes every check at
 once -- by whole columns, in C loops -- goes to the readers as one
 :class:`Block`; any line in doubt is read alone, as a line-by-line reader
-would, so the outcome is the same either way. What the scanner itself keeps is small -- each run's run
-record, run end, peak checks, last time and count of metrics lines -- and
-the lines it could not use: every invalid value named (``file:line``), every
-unreadable line skipped and named, the last line cut short.
+would, so the outcome is the same either way. What the scanner itself
+keeps is small -- each run's run record, run end, peak checks, last time
+and count of metrics lines -- and the lines it could not use: every invalid
+value named (``file:line``), every unreadable line skipped and named, the
+last line cut short.
 
 The commands build their reading from sinks: ``goodput`` the ledger's
 running sums (:class:`._intervals.BookIntervals`); ``report`` those and a
 downsampled series of the runs it draws (:mod:`._sample`); ``advise`` the
 last window's evidence. A new reader (a live page, a summary) is a new sink
-beside them, in the same pass. :func:`read_log` is the sink that keeps
-every record (the :class:`._records.Log` of old, for the API and for small
-logs).
+beside them, in the same pass; one that follows a growing log reads on
+with a :class:`LogReader`. :func:`read_log` keeps every record (for the API
+and for short logs).
 """
 from __future__ import annotations
 
