@@ -135,3 +135,30 @@ def _fresh_process_state(monkeypatch):
     _clock.reset_caches()
     yield
     _clock.reset_caches()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every metrics log (``*.jsonl``) the session's tests wrote, read by the
+    streamed readers the commands use and by the reading path they replaced
+    (``_reader_check.py``): the same figures, or the session fails."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)
+    if base is None or not Path(base).is_dir():
+        return
+    from _reader_check import differences
+
+    found, logs = [], sorted(Path(base).rglob("*.jsonl"))
+    for path in logs:
+        try:
+            found += differences(str(path))
+        except Exception as error:  # noqa: BLE001 -- the new readers crashed: say so
+            found.append(f"{path}: the streamed readers raised {error!r}")
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and logs:
+        reporter.write_sep("-", f"streamed readers vs the reading path before them: "
+                                f"{len(logs)} log(s) written by this session's tests, "
+                                f"{len(found)} difference(s)")
+        for line in found:
+            reporter.write_line(f"  {line}", red=True)
+    if found:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -76,11 +76,11 @@ def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None,
 
 
 def _cmd_advise(args: argparse.Namespace) -> int:
-    from .report._load import load
+    from .report._load import load_streamed
     from .report._model import ReportError
 
     try:
-        log = load(args.path)
+        log = load_streamed(args.path, args.run, drawn=False)
     except ReportError as error:
         raise CliError(str(error)) from None
     if args.json:

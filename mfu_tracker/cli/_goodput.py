@@ -25,8 +25,11 @@ import json
 import os
 from typing import Any, Dict, List
 
+from ..job._intervals import BookIntervals
 from ..job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger, rank_of
-from ..job._records import Log, LogError, read_log
+from ..job._records import Log, LogError
+from ..job._sample import KeepRuns
+from ..job._stream import stream_log
 from ..timing._metrics import format_metrics
 from ._flag_types import int_at_least
 from ._log_notes import STRICT_HELP, skipped_lines, warn_cut
@@ -38,7 +41,7 @@ def _diagnosis(log: Log, ledger: JobLedger) -> str:
     """The largest badput bucket, its share of the job, and the rank where it
     is concentrated when the log has per-rank figures for it."""
     name, share = ledger.largest_loss()
-    records = [record for run in log.runs for record in run.metrics]
+    records = [record for run in log.runs for record in run.metrics]  # what the reader kept
     return diagnosis({name: share}, "the job's wall time", rank_of(records, name))  # type: ignore[return-value]
 
 
@@ -76,6 +79,14 @@ def text(log: Log, ledger: JobLedger) -> str:
     return "\n".join(lines)
 
 
+def read_goodput(path: str, strict: bool = False) -> Log:
+    """``path`` read in one pass for the ledger: every run's intervals booked
+    as they come, and of each run's lines only the first and newest of each
+    set of keys (the newest per-rank loss, for the diagnosis)."""
+    return stream_log(path, [BookIntervals(), KeepRuns("all", buckets=0, breakdowns=False)],
+                      strict=strict)
+
+
 def _cmd_goodput(args: argparse.Namespace) -> int:
     if not os.path.exists(args.log):
         raise ValueError(f"{args.log}: no such file")
@@ -84,7 +95,7 @@ def _cmd_goodput(args: argparse.Namespace) -> int:
     if args.json is not None and os.path.isdir(args.json):
         raise ValueError(f"--json {args.json!r} is a directory; give a file name")
     try:
-        log = read_log(args.log, strict=args.strict)
+        log = read_goodput(args.log, args.strict)
         warn_cut(log, "goodput")
         ledger = job_ledger(log, args.job)
     except LogError as error:

@@ -56,10 +56,10 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _side(name: str, path: str, which: str, prefix: Optional[str]) -> Side:
-    from .report._load import load, select_runs
+    from .report._load import load_streamed, select_runs
     from .report._plan import find_prefix
 
-    log = load(path)
+    log = load_streamed(path, which, drawn=False)
     run = select_runs(log, which)[-1]
     found = prefix if prefix is not None else find_prefix(run.metrics)
     side = Side(name, path, log, run, "throughput" if found is None else found)

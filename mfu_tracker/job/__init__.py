@@ -1,8 +1,11 @@
 """The job: a training job as its runs, restarts and all, seen from its metrics log.
 
 Owns the metrics log's records (:mod:`._records`: the run, metrics, peak-check
-and run-end lines, the ledger interval, reading a log back with every
-invalid value named and every unreadable line skipped and counted), its
+and run-end lines, the ledger interval), reading a log back in one pass
+(:mod:`._stream`: the scanner and the readers it feeds, every invalid value
+named and every unreadable line skipped and counted; the checks compiled per
+set of keys, :mod:`._check`; the ledger's intervals booked as they come,
+:mod:`._intervals`; a long run's series downsampled, :mod:`._sample`), its
 writer (:mod:`._log`: ``log_path=``, rank 0 only, one write per whole line,
 never raising into training), which runs make one job (:mod:`._jobs`: a run
 continues one only when it resumes), the job ledger's arithmetic
@@ -19,7 +22,9 @@ the records and serves the endpoint; ``mfu-tracker report`` and
 """
 from ._jobs import Job, jobs
 from ._ledger import BUCKETS, JobLedger, RunLedger, diagnosis, job_ledger
-from ._records import Log, LogError, Run, process_start_time, read_log
+from ._records import Log, LogError, Run, process_start_time
+from ._stream import LogReader, Sink, read_log, stream_log
 
-__all__ = ["BUCKETS", "Job", "JobLedger", "RunLedger", "Log", "LogError", "Run", "diagnosis",
-           "job_ledger", "jobs", "process_start_time", "read_log"]
+__all__ = ["BUCKETS", "Job", "JobLedger", "RunLedger", "Log", "LogError", "LogReader", "Run",
+           "Sink", "diagnosis", "job_ledger", "jobs", "process_start_time", "read_log",
+           "stream_log"]

@@ -1,7 +1,9 @@
 """The job ledger: goodput, badput and one job MFU over every run of a job.
 
-The input is a log read back (:func:`mfu_tracker.job._records.read_log`):
-each run's run record and its ledger intervals, and one job of it (the last
+The input is a log read back (:func:`mfu_tracker.job._stream.read_log`, or
+in one pass by :func:`~mfu_tracker.job._stream.stream_log` with the
+intervals booked as they come: :mod:`._intervals`): each run's run record
+and its ledger intervals, and one job of it (the last
 by default; :mod:`._jobs` says which runs make one job: a run continues the
 job before it only when it resumes). Times are wall-clock seconds. For run r
 of the job (in file order) with process start ``P_r``, last record at
@@ -38,12 +40,12 @@ run has no peak or the log lacks some steps' FLOPs.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..peaks._table import GIVE_A_PEAK
 from ..timing._waterfall import closing_share
+from ._intervals import Steps, book_of
 from ._jobs import Job, jobs
 from ._records import Log, LogError, Run
 
@@ -106,21 +108,6 @@ class JobLedger:
         return name, self.badput[name]
 
 
-@dataclass
-class _Steps:
-    """A run's step accounting, seconds (FLOPs for ``flops``)."""
-
-    productive: float = 0.0
-    data: float = 0.0
-    lost: float = 0.0
-    phases: Dict[str, float] = field(default_factory=lambda: {"checkpoint": 0.0, "eval": 0.0,
-                                                              "compile": 0.0})
-    flops: float = 0.0
-    flops_complete: bool = True
-    first_boundary: Optional[float] = None
-    startup: float = 0.0             # the first step's excess over the run's median step
-
-
 def _number(value: Any) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -128,134 +115,8 @@ def _number(value: Any) -> Optional[float]:
     return value if math.isfinite(value) else None
 
 
-def _lost_share(first: int, end: int, cut: Optional[int]) -> float:
-    """The share of steps ``first <= s < end`` at or beyond ``cut``."""
-    if cut is None or end <= first:
-        return 0.0
-    return min(1.0, max(0.0, (end - max(first, cut)) / (end - first)))
-
-
-def _interval(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
-              notes: List[str], where: str) -> Tuple[int, float]:
-    """Book one interval into ``steps``; returns (its pushed steps, its
-    forward + backward seconds)."""
-    _untimed(steps, iv, cut, ranks, notes, where)
-    first, end = iv["from_step"] + int(iv.get("untimed_steps") or 0), iv["to_step"]   # timed
-    lost = _lost_share(first, end, cut)
-    if 0.0 < lost < 1.0:
-        notes.append(f"{where}: steps {first}..{end - 1} straddle the resume point {cut}: "
-                     f"split by steps ({lost:.3g} of the interval counted as lost progress)")
-    phases = iv.get("phase_s") or {}
-    data = float(phases.get("data", 0.0))
-    step_s = float(iv["step_s"])
-    steps.productive += (1.0 - lost) * (step_s - data)
-    steps.data += (1.0 - lost) * data
-    steps.lost += lost * step_s
-    for name in steps.phases:
-        steps.phases[name] += float(phases.get(name, 0.0))
-    pushed = _pushed(iv)
-    flops = _number(iv.get("model_flops"))
-    if flops is None or iv.get("flops_steps") != pushed or (iv.get("flops_ranks") or 1) < ranks:
-        steps.flops_complete = steps.flops_complete and pushed == 0
-    else:
-        steps.flops += (1.0 - lost) * flops
-    if steps.first_boundary is None:
-        steps.first_boundary = _number(iv.get("first_boundary"))
-    return pushed, float(phases.get("forward", 0.0)) + float(phases.get("backward", 0.0))
-
-
-def _untimed(steps: _Steps, iv: Dict[str, Any], cut: Optional[int], ranks: int,
-             notes: List[str], where: str) -> None:
-    """Book the interval's first steps run before the clock started
-    (``untimed_steps``): their FLOPs when kept (not re-done by a later run)
-    and known for every rank; their time is in the run's startup, unmeasured.
-    A note names them and says which way they went."""
-    untimed = int(iv.get("untimed_steps") or 0)
-    if not untimed:
-        return
-    first = iv["from_step"]
-    kept = untimed - round(untimed * _lost_share(first, first + untimed, cut))
-    flops = _number(iv.get("untimed_flops"))
-    its = "its" if untimed == 1 else "their"
-    if not kept:
-        fate = "re-done by a later run: lost progress, not counted"
-    elif flops is None:
-        fate = f"{its} model FLOPs are unknown"
-        steps.flops_complete = False
-    elif ranks > 1:
-        fate = f"left out of job_mfu: {its} model FLOPs are the logging rank's only"
-    else:
-        fate = f"{its} model FLOPs count in job_mfu"
-        steps.flops += flops * kept / untimed
-    names = f"step {first}" if untimed == 1 else f"steps {first}..{first + untimed - 1}"
-    notes.append(f"{where}: {names} ran before the run's clock started (the first step() came "
-                 f"after the forward and backward): not timed, {its} time is in startup; {fate}")
-
-
-def _book_steps(run: Run, cut: Optional[int], notes: List[str], path: str) -> _Steps:
-    """A run's intervals booked (module docstring), compile as its excess."""
-    steps = _Steps()
-    ranks = int(run.get("ranks") or 1)
-    pushed = calls = 0
-    forward_backward = 0.0
-    for iv in run.intervals:
-        n, fb = _interval(steps, iv, cut, ranks, notes, f"{path}:{iv['_line']}")
-        if fb > 0:          # steps whose forward / backward were marked
-            pushed += n
-            forward_backward += fb
-        calls += int(iv.get("compile_calls") or 0)
-    _first_step_excess(run, steps, cut, "compile" if calls else "startup", notes)
-    if calls:
-        normal = pushed - calls
-        if normal > 0:
-            moved = calls * forward_backward / normal   # one normal step's forward + backward
-            steps.phases["compile"] -= moved
-            steps.productive += moved
-        else:
-            notes.append(f"run {run.number}: no step besides the compiled call's to take its "
-                         f"normal work from: compile holds the whole call")
-    return steps
-
-
-def _pushed(iv: Dict[str, Any]) -> int:
-    """The interval's timed steps with a period."""
-    return (iv["to_step"] - iv["from_step"] - int(iv.get("dropped") or 0)
-            - int(iv.get("untimed_steps") or 0))
-
-
-def _first_step_excess(run: Run, steps: _Steps, cut: Optional[int], bucket: str,
-                       notes: List[str]) -> None:
-    """Move the run's first step's excess over its median step from goodput to
-    ``bucket`` (startup, or compile when the run marked a compiled call): the
-    median over the run's intervals of their mean step period, the first
-    step left out of its interval. The step itself (and its FLOPs) stays."""
-    first = next((iv for iv in run.intervals if _pushed(iv) > 0), None)
-    first_s = None if first is None else _number(first.get("first_step_s"))
-    if first is None or first_s is None:
-        return   # a log without the field
-    if cut is not None and first["from_step"] + int(first.get("untimed_steps") or 0) >= cut:
-        return   # the first timed step was lost progress (all of it)
-    means = []
-    for iv in run.intervals:
-        n, seconds = _pushed(iv), float(iv["step_s"])
-        if iv is first:
-            n, seconds = n - 1, seconds - first_s
-        if n > 0:
-            means.append(seconds / n)
-    if not means:
-        notes.append(f"run {run.number}: one step only, no normal step to compare its first "
-                     f"with: all of it is goodput")
-        return
-    excess = min(max(0.0, first_s - statistics.median(means)), steps.productive)
-    steps.productive -= excess
-    if bucket == "compile":
-        steps.phases["compile"] += excess
-    else:
-        steps.startup += excess
-
-
 def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[str],
-                path: str) -> Tuple[RunLedger, _Steps]:
+                path: str) -> Tuple[RunLedger, Steps]:
     start = _number(run.get("process_start"))
     if start is None:
         start = _number(run.get("time"))
@@ -267,7 +128,7 @@ def _run_ledger(run: Run, prev: Optional[Run], cut: Optional[int], notes: List[s
     prev_end = None if prev is None else prev.last_time
     gap = 0.0 if prev_end is None else max(0.0, start - prev_end)
     span_start = start if prev_end is None else max(start, prev_end)
-    steps = _book_steps(run, cut, notes, path)
+    steps = book_of(run).steps(cut, run.number, notes, path)
     boundary = steps.first_boundary
     startup = (end if boundary is None else boundary) - span_start
     seconds = {"startup": max(0.0, startup) + steps.startup, **steps.phases, "data": steps.data,

@@ -66,7 +66,8 @@ half open), and every second the step engine booked meanwhile
                    numbered, not timed (their time is in startup)
     untimed_flops  their model FLOPs (None when unknown)
 
-Reading (:func:`read_log`) groups the lines into runs, keeps each record's
+Reading (:func:`._stream.read_log`, or one pass feeding accumulators:
+:func:`._stream.stream_log`) groups the lines into runs, keeps each record's
 line number, and reports every value that cannot be drawn or added -- a
 metric that is not a finite number, a negative ratio or time -- as
 ``file:line`` (:attr:`Log.invalid`) instead of using it. A line a crash or a
@@ -77,14 +78,13 @@ of a log make one job: :mod:`._jobs`.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..peaks._measure import peak_disagrees  # noqa: F401 -- re-exported: the readers use it
 from ..timing._breakdown import BREAKDOWN_RECORD
@@ -205,7 +205,11 @@ def host_name() -> str:
 class Run:
     """One run of a log: its run record (None for lines written before the
     first run record: a log from before the job ledger), its metrics lines
-    and ledger intervals, in file order, and its other records."""
+    and ledger intervals, in file order, and its other records.
+
+    :func:`read_log` fills every list; a streaming reader
+    (:func:`._stream.stream_log`) keeps only what its readers asked for, and
+    :attr:`metrics_lines` counts the metrics lines either way."""
 
     number: int                                   # 1, 2, ... in file order
     record: Optional[Dict[str, Any]]
@@ -216,10 +220,21 @@ class Run:
     breakdowns: List[Dict[str, Any]] = field(default_factory=list)  # each with "_line"
     end: Optional[Dict[str, Any]] = None
     last_time: Optional[float] = None             # the time of its last record
+    metrics_lines: int = 0                        # its metrics lines read (all of them)
+    #: What a streaming reader kept (:mod:`._stream`): the run's ledger
+    #: intervals, booked (:class:`._intervals.IntervalBook`), and, when
+    #: :attr:`metrics` holds a sample of the lines, what the sample is.
+    book: Any = None
+    sampling: Optional[str] = None
 
     def get(self, name: str, default: Any = None) -> Any:
         """A field of the run record (``default`` without one)."""
         return default if self.record is None else self.record.get(name, default)
+
+    @property
+    def logged(self) -> int:
+        """How many metrics lines the run logged (kept or not)."""
+        return max(self.metrics_lines, len(self.metrics))
 
 
 @dataclass
@@ -237,12 +252,16 @@ class Log:
 def _finite(value: Any) -> Optional[float]:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:       # an integer past a float's range
+        return None
     return value if math.isfinite(value) else None
 
 
-def _unit(key: str) -> Optional[str]:
-    """The unit of a metric key ``{prefix}/name`` or ``{prefix}/family/entry``."""
+def metric_unit(key: str) -> Optional[str]:
+    """The unit of a metric key ``{prefix}/name`` or ``{prefix}/family/entry``
+    (None: a key outside the metric table)."""
     parts = key.split("/")
     for i in range(len(parts)):
         rest = parts[i:]
@@ -253,156 +272,20 @@ def _unit(key: str) -> Optional[str]:
     return None
 
 
+def nonnegative_unit(unit: str) -> bool:
+    """Whether a value in ``unit`` is never negative (a negative one is invalid)."""
+    return unit in _NONNEGATIVE_UNITS
+
+
 def invalid_reason(key: str, value: Any) -> Optional[str]:
     """Why a metric value cannot be drawn or added (None: it can). Values of
     keys outside the metric table are not judged."""
-    unit = _unit(key)
+    unit = metric_unit(key)
     if unit is None:
         return None
     number = _finite(value)
     if number is None:
         return "not a finite number"
-    if number < 0 and unit in _NONNEGATIVE_UNITS:
+    if number < 0 and nonnegative_unit(unit):
         return f"negative {unit}"
     return None
-
-
-def _clean_metrics(record: Dict[str, Any], where: str, invalid: List[str]) -> Dict[str, Any]:
-    """The metrics line without the values that cannot be used (each named)."""
-    out: Dict[str, Any] = {}
-    for key, value in record.items():
-        if key in ("step", "time", "rank", "world_size", LEDGER):
-            out[key] = value
-            continue
-        reason = invalid_reason(key, value)
-        if reason is not None:
-            invalid.append(f"{where}: {key}={json.dumps(value)}: {reason}; not drawn")
-            continue
-        out[key] = value
-    return out
-
-
-def _check_ledger(ledger: Any, where: str) -> Dict[str, Any]:
-    if not isinstance(ledger, dict):
-        raise LogError(f"{where}: '{LEDGER}' is not a JSON object")
-    for name in ("from_step", "to_step"):
-        if not isinstance(ledger.get(name), int) or isinstance(ledger.get(name), bool):
-            raise LogError(f"{where}: '{LEDGER}.{name}' is not an integer")
-    if ledger["to_step"] < ledger["from_step"]:
-        raise LogError(f"{where}: '{LEDGER}' ends (to_step {ledger['to_step']}) before it "
-                       f"starts (from_step {ledger['from_step']})")
-    untimed = ledger.get("untimed_steps", 0)
-    if isinstance(untimed, bool) or not isinstance(untimed, int) or \
-            not 0 <= untimed <= ledger["to_step"] - ledger["from_step"]:
-        raise LogError(f"{where}: '{LEDGER}.untimed_steps' is not an integer from 0 to the "
-                       f"interval's steps")
-    for name in ("step_s", "own_s"):
-        if _finite(ledger.get(name)) is None or ledger[name] < 0:
-            raise LogError(f"{where}: '{LEDGER}.{name}' is not a finite number >= 0")
-    phases = ledger.get("phase_s", {})
-    if not isinstance(phases, dict) or any(_finite(v) is None for v in phases.values()):
-        raise LogError(f"{where}: '{LEDGER}.phase_s' is not an object of finite numbers")
-    return ledger
-
-
-def _parse_line(path: str, number: int, line: str) -> Dict[str, Any]:
-    """One line as a record; LogError (naming ``file:line``) when it is not one."""
-    try:
-        record = json.loads(line)
-    except ValueError as error:
-        raise LogError(f"{path}:{number}: not a JSON line ({error})") from None
-    if not isinstance(record, dict):
-        raise LogError(f"{path}:{number}: not a JSON object")
-    kind = record.get("record")
-    if kind is None:
-        step = record.get("step")
-        if isinstance(step, bool) or not isinstance(step, (int, float)) or step != step:
-            raise LogError(f"{path}:{number}: no numeric 'step' field")
-        record["step"] = int(step)
-    elif kind not in (RUN, RUN_END, PEAK_CHECK, BREAKDOWN):
-        raise LogError(f"{path}:{number}: unknown record {kind!r}")
-    if LEDGER in record:
-        _check_ledger(record[LEDGER], f"{path}:{number}")
-    return record
-
-
-def _add(runs: List[Run], record: Dict[str, Any], where: str, number: int,
-         invalid: List[str]) -> None:
-    kind = record.get("record")
-    if kind == RUN or not runs:
-        runs.append(Run(number=len(runs) + 1, record=record if kind == RUN else None,
-                        line=number))
-        if kind == RUN:
-            runs[-1].last_time = _finite(record.get("time"))
-            return
-    run = runs[-1]
-    when = _finite(record.get("time"))
-    if when is not None:
-        run.last_time = when
-    if kind == PEAK_CHECK:
-        run.peak_checks.append(record)
-        return
-    if kind == BREAKDOWN:
-        run.breakdowns.append({**record, "_line": number})
-        return
-    if LEDGER in record:
-        run.intervals.append({**record[LEDGER], "_line": number})
-    if kind == RUN_END:
-        run.end = record
-        return
-    run.metrics.append({**_clean_metrics(record, where, invalid), "_line": number})
-
-
-def _lines(path: str) -> Iterator[Tuple[int, bytes]]:
-    """(line number, bytes) of each non-blank line of ``path``, newline kept."""
-    try:
-        with open(path, "rb") as lines:
-            for number, raw in enumerate(lines, 1):
-                if raw.strip():
-                    yield number, raw
-    except IsADirectoryError:
-        raise LogError(f"{path}: is a directory") from None
-
-
-def _record(path: str, number: int, raw: bytes) -> Dict[str, Any]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise LogError(f"{path}:{number}: not a UTF-8 text file ({error.reason}); give a JSONL "
-                       f"metrics log") from None
-    return _parse_line(path, number, text)
-
-
-def read_log(path: str, *, strict: bool = False) -> Log:
-    """The runs of the JSONL log ``path`` (see the module docstring).
-
-    A line that cannot be read -- not a JSON object, a metrics line without
-    a numeric ``step``, an unknown record, a malformed ledger interval, bytes
-    that are not UTF-8 -- is skipped and named in :attr:`Log.skipped`; the
-    last line, when it lacks its newline and cannot be read, is a line cut
-    short by a writer killed mid-write: skipped and named in :attr:`Log.cut`.
-    ``strict``: either raises :class:`LogError` naming ``file:line`` instead.
-    A file none of whose lines can be read raises too. Values that cannot be
-    used are listed in :attr:`Log.invalid` and left out."""
-    runs: List[Run] = []
-    log = Log(path=path, runs=runs)
-    read, first = 0, None
-    for number, raw in _lines(path):
-        try:
-            record = _record(path, number, raw)
-        except LogError as error:
-            first = first or str(error)
-            if strict:
-                raise LogError(f"{error} (--strict: a log with a line that cannot be read is "
-                               f"refused)") from None
-            if raw.endswith(b"\n"):
-                log.skipped.append(str(error))
-            else:   # the file's last line: nothing was written after it
-                log.cut = f"{path}:{number}: the last line is cut short (its writer was killed " \
-                          f"mid-line?): skipped"
-            continue
-        read += 1
-        _add(runs, record, f"{path}:{number}", number, log.invalid)
-    if not read and first is not None:
-        raise LogError(f"{path}: no line of it can be read: not a JSONL metrics log ({first})")
-    return log

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
+from ...job._records import Log
 from .._log_notes import STRICT_HELP, warn_cut
-from ._load import load
+from ._load import load_streamed
 from ._plan import plan
 from ._render import check_out, pyplot, render
 from ._text import numbers_text, summary_text
@@ -18,13 +19,19 @@ def run(path: str, out: str, prefix: Optional[str] = None, title: str = "",
     """Load ``path``, draw ``out``; returns every number drawn
     (:func:`numbers_text`), or with ``numbers=False`` the summary a person
     reads (:func:`summary_text`)."""
+    return _draw(path, out, prefix, title, which, strict, numbers)[0]
+
+
+def _draw(path: str, out: str, prefix: Optional[str], title: str, which: str, strict: bool,
+          numbers: bool) -> Tuple[str, Log]:
+    """:func:`run`, and the log as read (one pass: the advice reads the same)."""
     check_out(out)
     pyplot()                        # the missing extra is said before any work
-    log = load(path, strict)
+    log = load_streamed(path, which, strict)
     warn_cut(log, "report")
     report = plan(log, prefix, which)
     render(report, out, title)
-    return numbers_text(report) if numbers else summary_text(report)
+    return (numbers_text(report) if numbers else summary_text(report)), log
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -40,11 +47,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
                       which=args.run))
         print(f"wrote {args.out}")
         return 0
-    print(run(args.paths[0], args.out, prefix=args.prefix, title=args.title or "",
-              which=args.run, strict=args.strict, numbers=args.numbers))
+    text, log = _draw(args.paths[0], args.out, args.prefix, args.title or "", args.run,
+                      args.strict, args.numbers)
+    print(text)
     # what to change, from the same run (mfu_tracker.job._advice)
-    print("\n".join(lines_for_report(load(args.paths[0], args.strict), args.run, args.prefix,
-                                     compact=not args.numbers)))
+    print("\n".join(lines_for_report(log, args.run, args.prefix, compact=not args.numbers)))
     print(f"wrote {args.out}" + ("" if args.numbers else " (every number drawn: --numbers)"))
     return 0
 

@@ -1,13 +1,26 @@
-"""The report's input: a JSONL metrics log or TensorBoard event files, as runs."""
+"""The report's input: a JSONL metrics log or TensorBoard event files, as runs.
+
+:func:`load` keeps every record (the API, small logs); :func:`load_streamed`
+is what the commands read with: one pass (:func:`mfu_tracker.job.stream_log`)
+that keeps only the runs ``--run`` chooses, a long run's lines downsampled
+keeping each drawn key's extremes (:mod:`mfu_tracker.job._sample`), and
+every run's ledger intervals booked (:mod:`mfu_tracker.job._intervals`), in
+memory bounded by what is drawn."""
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from typing import Callable, Dict, List, Optional, Tuple
 
-from ...job._records import Log, LogError, Run, invalid_reason, read_log
-from ._model import Record, ReportError
+from ...job._check import Layout
+from ...job._intervals import BookIntervals
+from ...job._records import Log, LogError, Run, invalid_reason
+from ...job._sample import KeepRuns
+from ...job._stream import Sink, read_log, stream_log
+from ._model import (KERNEL_SHARE, LOST, MFU, PHASES, RANK_SPREAD, SLOWEST, STEP_TIME, TOKENS,
+                     Record, ReportError)
+from .panels.hardware import SERIES as HARDWARE_SERIES
 
-__all__ = ["ReportError", "load", "select_runs"]
+__all__ = ["ReportError", "drawn_keys", "load", "load_streamed", "select_runs"]
 
 #: The prefix HF Trainer's logging adds to training logs (``rewrite_logs``).
 TRAINER_TAG_PREFIX = "train/"
@@ -19,20 +32,71 @@ def _is_event_file(path: str) -> bool:
 
 def load(path: str, strict: bool = False) -> Log:
     """The runs of ``path`` (a JSONL log, a TensorBoard directory or event
-    file: one run), each run's metrics records sorted by step. A JSONL line
-    that cannot be read is skipped and named (``strict``: refused)."""
+    file: one run), every record kept. A JSONL line that cannot be read is
+    skipped and named (``strict``: refused)."""
+    return _load(path, lambda: read_log(path, strict=strict))
+
+
+def load_streamed(path: str, which: str = "last", strict: bool = False,
+                  drawn: bool = True) -> Log:
+    """The runs of ``path`` read in one pass, keeping what ``--run which``
+    draws (module docstring). ``drawn``: the lines a picture needs (a long
+    run downsampled) and every run's ledger intervals (the ledger panel);
+    otherwise only the first and newest line of each set of keys, enough for
+    the advice and the prefix. TensorBoard input is read whole."""
+    sinks: List[Sink] = [KeepRuns(which, follows=drawn_keys)] if drawn else \
+        [KeepRuns(which, buckets=0)]
+    if drawn:
+        sinks.append(BookIntervals())
+    return _load(path, lambda: stream_log(path, sinks, strict=strict))
+
+
+def _load(path: str, read: Callable[[], Log]) -> Log:
     if not os.path.exists(path):
         raise ReportError(f"{path}: no such file or directory")
     if os.path.isdir(path) or _is_event_file(path):
         log = _load_tensorboard(path)
     else:
         try:
-            log = read_log(path, strict=strict)
+            log = read()
         except LogError as error:
             raise ReportError(str(error)) from None
-    if not any(run.metrics for run in log.runs):
+    if not any(run.logged for run in log.runs):
         raise ReportError(f"{path}: no metrics in it (an empty file or no scalar events)")
     return log
+
+
+#: The keys the panels draw (names without the prefix), and the families.
+DRAWN_NAMES = frozenset((MFU, STEP_TIME, TOKENS, *RANK_SPREAD, SLOWEST,
+                         *(name for _, name in HARDWARE_SERIES)))
+DRAWN_FAMILIES = frozenset((LOST, PHASES, KERNEL_SHARE))
+
+
+def _name(key: str) -> Optional[str]:
+    """The drawn name of ``key`` (``{prefix}/name``, any prefix: a name or a
+    family of :data:`DRAWN_NAMES` / :data:`DRAWN_FAMILIES`), else None."""
+    parts = key.split("/")
+    for i in range(len(parts)):
+        if "/".join(parts[i:]) in DRAWN_NAMES:
+            return "/".join(parts[i:])
+        if len(parts) - i == 2 and parts[i] in DRAWN_FAMILIES:
+            return parts[i]
+    return None
+
+
+def drawn_keys(layout: Layout) -> Tuple[str, ...]:
+    """The keys of a set of keys whose values the report draws (their
+    extremes are kept when a long run is downsampled): never tokens/s and
+    the phases beside MFU and the waterfall (the panels draw those only
+    without them), the waterfall only beside MFU (a bar needs both)."""
+    names = {key: _name(key) for key in layout.keys}
+    drawn = set(names.values())
+    skip = {TOKENS} if MFU in drawn else set()
+    if MFU in drawn and LOST in drawn:
+        skip.add(PHASES)
+    if MFU not in drawn:
+        skip.add(LOST)
+    return tuple(key for key, name in names.items() if name is not None and name not in skip)
 
 
 def _event_files(path: str) -> List[str]:
@@ -77,7 +141,7 @@ def _load_tensorboard(path: str) -> Log:
 
 def select_runs(log: Log, which: str) -> List[Run]:
     """The runs ``--run`` asks for: "last" (default), "all" or a number N."""
-    runs = [run for run in log.runs if run.metrics]
+    runs = [run for run in log.runs if run.logged]
     if which == "last":
         return runs[-1:]
     if which == "all":
@@ -90,6 +154,6 @@ def select_runs(log: Log, which: str) -> List[Run]:
     if not chosen:
         raise ReportError(f"--run {which!r}: give 'all' or a run number 1..{len(log.runs)} "
                           f"(the file holds {len(log.runs)} run(s))")
-    if not chosen[0].metrics:
+    if not chosen[0].logged:
         raise ReportError(f"--run {which}: run {number} logged no metrics")
     return chosen

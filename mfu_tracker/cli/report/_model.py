@@ -37,6 +37,7 @@ STEP_TIME = _key_name("step_time_s")
 TOKENS = _key_name("tokens_per_sec")
 LOST = _family_name("mfu_lost")
 PHASES = _family_name("phase_s")
+KERNEL_SHARE = _family_name("kernel_share")
 RANK_SPREAD = (_key_name("mfu_rank_min"), _key_name("mfu_rank_mean"), _key_name("mfu_rank_max"))
 SLOWEST = _key_name("slowest_rank")
 

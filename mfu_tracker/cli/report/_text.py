@@ -18,6 +18,8 @@ def head(report: Report) -> List[str]:
     drawn = ("all runs" if len(report.runs) == report.runs_total and report.runs_total > 1
              else f"run {report.runs_drawn[0]}")
     lines = [f"runs: the file holds {report.runs_total}; drawn: {drawn} (--run all|N to choose)"]
+    lines += [f"run {run.number}: {run.sampling} (docs/report.md, \"Long runs\")"
+              for run in report.runs if run.sampling]
     if len(report.run_starts) > 1:
         lines.append("run starts (dashed lines): " + ", ".join(
             f"run {number} at step {step}" for step, number in report.run_starts))
