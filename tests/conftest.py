@@ -135,3 +135,14 @@ def _fresh_process_state(monkeypatch):
     _clock.reset_caches()
     yield
     _clock.reset_caches()
+
+
+@pytest.fixture
+def every_matmul_counts(monkeypatch):
+    """The measured peak counts every timed matmul, whether or not its threads
+    got their CPU (peaks._measure.CPU_SHARE_MIN = 0): for tests of what is
+    done with a measured peak, which a busy machine must not turn into a
+    refusal. The check itself is tested in test_measured_peak.py."""
+    from mfu_tracker.peaks import _measure
+
+    monkeypatch.setattr(_measure, "CPU_SHARE_MIN", 0.0)

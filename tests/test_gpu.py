@@ -482,7 +482,7 @@ def _naive_python_matmul_flops_per_sec(n=48):
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_measure_peak_flops_is_plausible(dtype):
+def test_measure_peak_flops_is_plausible(dtype, every_matmul_counts):
     rate = measure_peak_flops(dtype, "cpu", duration_s=0.2)
     assert math.isfinite(rate)
     # a real GEMM beats a pure-Python triple loop by orders of magnitude (~100x
@@ -503,7 +503,7 @@ def test_measure_peak_flops_bad_arguments():
         measure_peak_flops("fp32", duration_s=float("nan"))
 
 
-def test_measured_gpu_spec():
+def test_measured_gpu_spec(every_matmul_counts):
     spec = measured_gpu_spec("fp32", "cpu")
     assert spec.source == "measured"
     assert "measured" in spec.name

@@ -113,7 +113,8 @@ def test_the_quick_start_prints_an_mfu():
     assert assumed(code) == [] and "track(" in code
     assert len([line for line in code.splitlines() if line and not line.startswith("#")]) <= 7
     out = _run(code, where)
-    assert re.fullmatch(r"MFU \d+\.\d\d of a measured \d+\.\d\d TFLOP/s fp32 peak\n", out), out
+    # or nothing, on a machine too busy to measure a peak (test_measured_peak.py)
+    assert out == "" or re.fullmatch(r"MFU \d+\.\d\d of a measured \d+ GFLOP/s fp32 peak\n", out), out
 
 
 def test_track_on_a_cpu_prints_no_mfu_and_with_a_peak_prints_it(monkeypatch):
