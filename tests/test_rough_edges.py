@@ -22,6 +22,7 @@ from mfu_tracker._dtypes import DTYPE_NAMES
 from mfu_tracker.cli._gpus import TABLE_DTYPES
 
 from _cli import run_cli as cli
+from _examples import run_example
 
 ROOT = Path(mfu_tracker.__file__).resolve().parent.parent
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
@@ -206,10 +207,9 @@ def test_later_intervals_are_host_time():
 
 def test_make_runs_report_is_short_and_numbers_steps_like_the_training_table(tmp_path):
     log = tmp_path / "metrics.jsonl"
-    train = subprocess.run([sys.executable, str(ROOT / "examples" / "train_gpt2.py"), "--steps", "5",
-                            "--batch-size", "2", "--seq-len", "16", "--hidden", "32", "--layers",
-                            "1", "--heads", "2", "--vocab-size", "64", "--log-path", str(log)],
-                           capture_output=True, text=True, timeout=300, env=ENV)
+    train = run_example("train_gpt2.py", "--steps", "5", "--batch-size", "2", "--seq-len", "16",
+                        "--hidden", "32", "--layers", "1", "--heads", "2", "--vocab-size", "64",
+                        "--log-path", log, env=ENV)
     assert train.returncode == 0, train.stderr
     rows = [int(m.group(1)) for m in re.finditer(r"^\s+(\d+)\s+\d+\.\d{3}\s", train.stdout, re.M)]
     assert rows == [1, 2, 3, 4, 5]                       # steps completed, as the log numbers them
@@ -218,7 +218,8 @@ def test_make_runs_report_is_short_and_numbers_steps_like_the_training_table(tmp
                             timeout=300, env=ENV)
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
-    assert len(lines) <= 12, report.stdout
+    # a busy machine adds a caveat line (two measurements of the peak disagree)
+    assert len([line for line in lines if not line.startswith("caveat: ")]) <= 12, report.stdout
     body = report.stdout.replace(str(tmp_path), "")
     digits = [len(n.replace(".", "").lstrip("0")) for n in re.findall(r"\d+\.\d+", body)]
     assert digits and max(digits) <= 4, body              # rounded figures, no raw floats
