@@ -262,3 +262,18 @@ def test_the_readme_speaks_of_the_product_not_its_history():
     for page in (ROOT / "docs").glob("*.md"):
         body = page.read_text(encoding="utf-8")
         assert not re.search(r"\bissues? \d", body) and "DESIGN" not in body, page.name
+
+
+def test_every_install_a_message_recommends_works_while_the_package_is_on_no_index():
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+
+    from mfu_tracker._install import extra_install
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra in ("report", "hf", "prometheus", "lightning"):
+        # the extra's own requirements, as pyproject.toml lists them: on the index today
+        assert extra_install(extra) == "pip install " + " ".join(f"'{r}'" for r in extras[extra])
+    # no message names the distribution with an extra (`pip install 'torch-mfu[hf]'`)
+    for path in (ROOT / "mfu_tracker").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"pip install '?(torch-mfu|\{DISTRIBUTION\})\[", text), path
