@@ -37,8 +37,9 @@ RUN_LOG := build/run/metrics.jsonl
 RUN_REPORT := build/run/report.png
 # make run's own environment: a venv with what the demo needs, set up once
 # (RUN_DEPS), and the package installed into it again whenever its sources
-# change (RUN_PKG). torch comes from PyTorch's CPU index (the demo trains on
-# a CPU; set RUN_TORCH_INDEX= to take it from pip's own index instead).
+# change (RUN_PKG). torch itself comes from PyTorch's CPU index (the demo
+# trains on a CPU; set RUN_TORCH_INDEX= to take it from pip's own index
+# instead), its dependencies and the rest from pip's index.
 RUN_VENV := build/run-venv
 RUN_PY := $(RUN_VENV)/bin/python
 RUN_DEPS := $(RUN_VENV)/.demo-deps-installed
@@ -52,9 +53,9 @@ $(RUN_DEPS): constraints-test.txt
 	rm -rf $(RUN_VENV)
 	$(PYTHON) -m venv $(RUN_VENV)
 	$(RUN_PY) -m pip install -q --upgrade pip
-	$(RUN_PY) -m pip install -q -c constraints-test.txt torch==2.13.0 \
+	$(RUN_PY) -m pip install -q --no-deps torch==2.13.0 \
 		$(if $(RUN_TORCH_INDEX),--index-url $(RUN_TORCH_INDEX))
-	$(RUN_PY) -m pip install -q -c constraints-test.txt transformers matplotlib
+	$(RUN_PY) -m pip install -q -c constraints-test.txt torch==2.13.0 transformers matplotlib
 	touch $@
 
 $(RUN_PKG): $(RUN_DEPS) $(PACKAGE_SRC)
