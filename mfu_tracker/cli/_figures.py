@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 from ..timing._metrics import FAMILIES, KEYS
 
-__all__ = ["seconds", "share", "shown", "signed_share"]
+__all__ = ["seconds", "share", "shown", "signed_share", "significant"]
 
 _UNITS: Dict[str, str] = {**{family: unit for family, unit, _ in FAMILIES},
                           **{key.name: key.unit for key in KEYS}}
@@ -24,9 +24,14 @@ def signed_share(value: float) -> str:
     return f"{value:+.3f}"
 
 
+def significant(value: float) -> str:
+    """4 significant digits, whole numbers from 10,000 up (18797, not 1.88e+04)."""
+    return f"{value:.0f}" if abs(value) >= 1e4 else f"{value:.4g}"
+
+
 def seconds(value: float) -> str:
     """A time in seconds: 4 significant digits."""
-    return f"{value:.4g}"
+    return significant(value)
 
 
 def _unit(name: str) -> Optional[str]:
@@ -42,6 +47,4 @@ def shown(name: str, value: float) -> str:
         return str(int(round(value)))
     if unit == "ratio" or unit.startswith("fraction"):
         return share(value)
-    if unit == "s":
-        return seconds(value)
-    return f"{value:.4g}"
+    return significant(value)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..._figures import significant
 from .._axes import steps_axis
 from .._model import STEP_TIME, TOKENS, Report, by_run, number
 from ._base import Panel
@@ -92,10 +93,10 @@ class MfuPanel(Panel):
                          f"{data.mfu[0][0]}..{data.mfu[-1][0]}")
         if data.step_time:
             step, last = data.step_time[-1]
-            lines.append(f"step time (window mean): {last * 1e3:.4g} ms at step {step}")
+            lines.append(f"step time (window mean): {significant(last * 1e3)} ms at step {step}")
         if data.tokens:
             step, last = data.tokens[-1]
-            lines.append(f"tokens/s: {last:.4g} at step {step}")
+            lines.append(f"tokens/s: {significant(last)} at step {step}")
         return lines
 
     def table(self, report: Report, data: Series) -> Dict[int, Dict[str, float]]:
