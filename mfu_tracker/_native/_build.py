@@ -316,8 +316,7 @@ class _Plan:
             raise BuildError(f"the Python headers are missing (no Python.h in "
                              f"{sysconfig.get_paths()['include']})")
         compiles, link = self._commands(tmp, out, units)
-        names = [", ".join(path.stem for path in unit) for unit in units]
-        progress.doing = f"compiling {len(compiles)} unit(s) in parallel: " + "; ".join(names)
+        progress.doing = f"compiling {len(compiles)} unit(s) in parallel"
         with concurrent.futures.ThreadPoolExecutor(len(compiles)) as pool:
             results = list(pool.map(_run, compiles))
         for problem in results:
