@@ -134,6 +134,12 @@ def test_how_far_off_reads_right_for_any_ratio(factor, words):
     assert how_far_off(factor) == words
 
 
+def python_output(code: str) -> str:
+    """The stdout of ``python -c code`` in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True).stdout
+
+
 # ---- the CPU clocks -----------------------------------------------------------------------
 
 def test_the_share_is_the_least_of_the_threads_that_worked(monkeypatch):
@@ -176,8 +182,7 @@ def test_two_threads_on_one_cpu_are_refused():
             "from mfu_tracker import PeakMeasurementError, measure_peak_flops\n"
             "try:\n    print(measure_peak_flops('fp32', 'cpu'))\n"
             "except PeakMeasurementError as e:\n    print('refused:', e)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True).stdout
+    out = python_output(code)
     assert out.startswith("refused: mfu_tracker: the fp32 cpu GEMM peak was not measured"), out
 
 
@@ -263,8 +268,7 @@ def test_an_mfu_above_one_against_a_measured_peak_names_the_measurement():
             "    with track(1e9, dtype='fp32', spec=spec) as r:\n"
             "        torch.ones(64, 64) @ torch.ones(64, 64)\n"
             "    r.mfu\nprint(str(caught[0].message))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=300, check=True).stdout
+    out = python_output(code)
     assert "against a peak of 1e+06 FLOP/s, cpu (measured fp32 GEMM peak)): the measured " \
            "peak read low (other work held the device while it was measured)" in out, out
     assert "give the peak (peak_tflops=)" in out
