@@ -5,9 +5,9 @@ covers (a CPU, an unknown GPU) and for checking one that does
 A GEMM timed while other work holds the cores reads low, and MFU against it
 high, so on a CPU every timed matmul is checked against the CPU time its
 threads got (:mod:`._cpu_share`): only matmuls whose threads were each on a
-CPU for at least :data:`CPU_SHARE_MIN` of the wall time count. The size
-search reads CPU time too, so it picks the same size on an idle and on a
-busy machine. When too few matmuls got their CPU, the measurement refuses
+CPU for at least :data:`CPU_SHARE_MIN` of the wall time count. The CPU
+matmul's size follows torch's thread count, never a timing, so an idle and a
+busy machine measure the same size. When too few matmuls got their CPU, the measurement refuses
 (:class:`PeakMeasurementError`) rather than return a figure it cannot stand
 behind. docs/conventions.md ("A measured peak") states the rules.
 """
