@@ -3,6 +3,7 @@ and the peak on a machine without a datasheet row (a measured one, labelled)."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional
 
 import torch
@@ -48,8 +49,9 @@ def default_device() -> torch.device:
 
 def ensure_peak(device: torch.device, dtype: str = "fp32") -> str:
     """The peak's label; on a device without a datasheet row (a CPU), measure a
-    GEMM peak once and hand it to the library through MFU_TRACKER_PEAK_TFLOPS."""
-    from mfu_tracker import get_gpu_spec, measure_peak_flops
+    GEMM peak once and hand it to the library through MFU_TRACKER_PEAK_TFLOPS.
+    On a machine too busy to measure one, no peak: MFU is n/a."""
+    from mfu_tracker import PeakMeasurementError, get_gpu_spec, measure_peak_flops
 
     if os.environ.get("MFU_TRACKER_PEAK_TFLOPS"):
         return f"user peak {os.environ['MFU_TRACKER_PEAK_TFLOPS']} TFLOP/s"
@@ -57,7 +59,11 @@ def ensure_peak(device: torch.device, dtype: str = "fp32") -> str:
         spec = get_gpu_spec(device)
         if spec.has_peak(dtype):
             return f"datasheet peak {spec.peak_tflops(dtype):.1f} TFLOP/s ({spec.name}, {dtype})"
-    measured = measure_peak_flops("fp32", device=str(device), duration_s=0.2) / 1e12
+    try:
+        measured = measure_peak_flops("fp32", device=str(device), duration_s=0.2) / 1e12
+    except PeakMeasurementError as refused:
+        print(refused, file=sys.stderr)
+        return "no peak: the machine was too busy to measure one (MFU n/a)"
     os.environ["MFU_TRACKER_PEAK_TFLOPS"] = f"{measured:.6g}"
     os.environ[MEASURED_ON] = str(device)
     return f"MEASURED {device.type} fp32 GEMM peak {measured:.4g} TFLOP/s (not a datasheet figure)"
@@ -72,19 +78,26 @@ def recheck_peak() -> Optional[str]:
     `make run` does): a GEMM timed while other work held the cores reads low,
     and MFU against it high. A line saying whether the two agree; None when
     nothing was measured."""
-    from mfu_tracker import measure_peak_flops
-    from mfu_tracker.peaks._measure import peak_disagrees
+    from mfu_tracker import PeakMeasurementError, measure_peak_flops
+    from mfu_tracker.peaks._measure import how_far_off, peak_disagrees
 
     device = os.environ.get(MEASURED_ON)
     if not device:
         return None
     first = float(os.environ["MFU_TRACKER_PEAK_TFLOPS"])
-    again = measure_peak_flops("fp32", device=device, duration_s=0.2) / 1e12
-    if peak_disagrees(first, again):
+    try:
+        again = measure_peak_flops("fp32", device=device, duration_s=0.2) / 1e12
+    except PeakMeasurementError:
+        return "note: the peak was not measured again after training: the machine was busy"
+    if not peak_disagrees(first, again):
+        return f"peak re-measured after training: {again:.4g} TFLOP/s (within 25% of the first)"
+    if again > first:
         return (f"note: the peak measured {first:.4g} TFLOP/s before training and {again:.4g} "
-                f"after: the machine was busy; against {max(first, again):.4g} the MFU above "
-                f"reads {first / max(first, again):.3g}x as high")
-    return f"peak re-measured after training: {again:.4g} TFLOP/s (within 25% of the first)"
+                f"after: the machine was busy during the first; against {again:.4g} the MFU "
+                f"above reads {how_far_off(again / first)}")
+    return (f"note: the peak measured {first:.4g} TFLOP/s before training and {again:.4g} "
+            f"after: the machine was busy during the second; the MFU above is against the "
+            f"higher, {first:.4g}")
 
 
 def print_recheck() -> None:

@@ -1,4 +1,4 @@
-"""A training job that crashes and resumes, and its goodput (issue 28).
+"""A training job that crashes and resumes, and its goodput.
 
     python examples/goodput_job.py [--steps 40] [--crash-at 27] [--out docs/goodput.png]
 

@@ -107,7 +107,7 @@ def train(args: argparse.Namespace, model: torch.nn.Module, model_flops: float, 
                 optimizer.zero_grad(set_to_none=True)
         print(
             f"{step + 1:>4} {loss.item():>7.3f} {result.elapsed_sec * 1e3:>8.1f} "
-            f"{result.tokens_per_sec:>9.0f} {result.achieved_tflops * 1e3:>8.2f}  {result.mfu:.3f}",
+            f"{result.tokens_per_sec:>9.0f} {result.achieved_tflops * 1e3:>8.2f}  {_ratio(result.mfu)}",
             flush=True,
         )
         if step == 0:
@@ -119,19 +119,27 @@ def train(args: argparse.Namespace, model: torch.nn.Module, model_flops: float, 
     tracker.step(tokens_per_step)
 
 
+def _ratio(value) -> str:
+    """MFU to three places; "n/a" without a peak (the machine was too busy to measure one)."""
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def print_summary(args: argparse.Namespace, summary: dict, elapsed_s: float) -> None:
-    """The end-to-end figures and the waterfall."""
+    """The end-to-end figures and the waterfall (which needs the peak)."""
+    mfu = summary.get("throughput/mfu")
     print(f"\n{args.steps} steps in {elapsed_s:.1f} s; end to end over steps "
           f"3..{args.steps} (step boundaries, everything included; steps 1-2: warm-up): "
           f"{summary['throughput/step_time_s'] * 1e3:.1f} ms/step, "
           f"{summary['throughput/tokens_per_sec']:.0f} tokens/s, "
-          f"MFU {summary['throughput/mfu']:.3f} vs measured peak")
+          f"MFU {_ratio(mfu)} vs measured peak")
+    if mfu is None:
+        return
     # The waterfall: mfu + the shares lost to each cause add up to 1 (mfu_tracker/timing/_waterfall.py).
     lost = {key.rsplit("/", 1)[1]: value for key, value in summary.items()
             if key.startswith("throughput/mfu_lost/")}
     print("where the step went: " + ", ".join(
-        [f"mfu {summary['throughput/mfu']:.3f}"] + [f"{name} {share:.3f}" for name, share in lost.items()])
-        + f" (sum {math.fsum([summary['throughput/mfu'], *lost.values()]):.3f})")
+        [f"mfu {mfu:.3f}"] + [f"{name} {share:.3f}" for name, share in lost.items()])
+        + f" (sum {math.fsum([mfu, *lost.values()]):.3f})")
 
 
 def recheck_peak(summary: dict, peak_gflops: float, tracker: Tracker) -> None:
@@ -139,7 +147,11 @@ def recheck_peak(summary: dict, peak_gflops: float, tracker: Tracker) -> None:
     measure again and say so when the two disagree, rather than trust one. The
     second measurement goes into the tracker's log (a peak_check record), so
     `mfu-tracker report` carries the same caveat."""
-    again = measured_gpu_spec("fp32", "cpu").peak_flops_per_sec("fp32") / 1e9
+    spec = measured_gpu_spec("fp32", "cpu")
+    if not spec.has_peak("fp32"):
+        print("the peak was not measured again after training: the machine was busy")
+        return
+    again = spec.peak_flops_per_sec("fp32") / 1e9
     if tracker.peak_check(again * 1e9):   # they differ by more than 25%
         best = max(again, peak_gflops)
         mfu_best = summary["throughput/achieved_tflops"] * 1e3 / best
@@ -158,13 +170,15 @@ def main() -> None:
         model.config, seq_len=args.seq_len, batch_size=args.batch_size, formula="matmul"
     )
     print("measuring the CPU's fp32 GEMM peak (no datasheet covers a CPU) ...", flush=True)
-    spec = measured_gpu_spec("fp32", "cpu")
-    peak_gflops = spec.peak_flops_per_sec("fp32") / 1e9
+    spec = measured_gpu_spec("fp32", "cpu")   # no peak on a machine too busy to measure: a warning
+    peak_gflops = spec.peak_flops_per_sec("fp32") / 1e9 if spec.has_peak("fp32") else None
+    peak_line = (f"{peak_gflops:.1f} GFLOP/s fp32 (measured GEMM on this CPU)" if peak_gflops
+                 else "not measured (the machine is busy): MFU n/a")
     print(
         f"model: GPT-2 {args.layers}x{args.hidden}, {sum(p.numel() for p in model.parameters()) / 1e6:.2f}M params; "
         f"batch {args.batch_size} x seq {args.seq_len} = {args.batch_size * args.seq_len} tokens/step\n"
         f"model FLOPs/step: {counted.model_flops / 1e9:.2f} GFLOP ({counted.conventions_str})\n"
-        f"peak: {peak_gflops:.1f} GFLOP/s fp32 (measured GEMM on this CPU)\n"
+        f"peak: {peak_line}\n"
     )
     tracker = Tracker(counted.model_flops, dtype="fp32", spec=spec, window=args.steps, warmup=2,
                       param_bytes=param_bytes(model), log_path=args.log_path)
@@ -172,7 +186,8 @@ def main() -> None:
     train(args, model, counted.model_flops, spec, tracker)
     summary = tracker.metrics("throughput")
     print_summary(args, summary, time.perf_counter() - started)
-    recheck_peak(summary, peak_gflops, tracker)
+    if peak_gflops:
+        recheck_peak(summary, peak_gflops, tracker)
     tracker.close()                       # the run's end record
 
 

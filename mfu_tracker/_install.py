@@ -16,9 +16,18 @@ its ``__init__.py`` then replaces ours and begins with ``from .flops import``,
 which Python resolves to our ``flops/`` package, not the peer's ``flops.py``).
 Either way the import fails with the fix. Cost: one directory scan of the
 site directory, once per process.
+
+The package is not on an index yet, so a message that recommends an install
+names what works from where the user is (:func:`extra_install`,
+:func:`reinstall_command`): an extra's own requirements, or the directory
+this installation came from.
 """
 from __future__ import annotations
 
+import json
+import re
+import shlex
+import urllib.parse
 from pathlib import Path
 from typing import List, Optional
 
@@ -71,6 +80,50 @@ def find_peer(package_dir: Path) -> List[str]:
     return found
 
 
+def installed_from(site: Path) -> Optional[Path]:
+    """The local directory this project's installation in ``site`` was
+    installed from (its dist-info's ``direct_url.json``, PEP 610), or None."""
+    for dist_info in sorted(site.glob(f"{DISTRIBUTION.replace('-', '_')}-*.dist-info")):
+        try:
+            url = json.loads((dist_info / "direct_url.json").read_text(encoding="utf-8"))["url"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if isinstance(url, str) and url.startswith("file://"):
+            source = Path(urllib.parse.unquote(urllib.parse.urlparse(url).path))
+            if (source / "pyproject.toml").is_file():
+                return source
+    return None
+
+
+def reinstall_command(site: Path) -> str:
+    """``pip install <the directory it came from>`` (or a placeholder naming it)."""
+    source = installed_from(site)
+    return (f"pip install {shlex.quote(str(source))}" if source is not None
+            else f"pip install <your checkout of {DISTRIBUTION}>")
+
+
+def extra_install(extra: str) -> str:
+    """The command that installs the optional extra ``extra`` ("report",
+    "hf", ...): its requirements as this installation's metadata lists them
+    (``pip install 'matplotlib>=3.5'``: works wherever the package came
+    from); without metadata (a source tree on the path), the checkout with
+    the extra."""
+    try:
+        from importlib.metadata import requires
+
+        listed = requires(DISTRIBUTION) or []
+    except Exception:  # noqa: BLE001 -- not installed, or unreadable metadata
+        listed = []
+    marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    wanted = [spec.split(";")[0].strip() for spec in listed if marker.search(spec)]
+    if wanted:
+        return "pip install " + " ".join(shlex.quote(spec) for spec in wanted)
+    checkout = Path(__file__).resolve().parent.parent
+    where = str(checkout) if (checkout / "pyproject.toml").is_file() else \
+        f"<your checkout of {DISTRIBUTION}>"
+    return f"pip install {shlex.quote(f'{where}[{extra}]')}"
+
+
 def mixed_install_message(package_dir: Path, peer: List[str]) -> str:
     """The error text: what was found and the one command that fixes it."""
     return (
@@ -79,7 +132,8 @@ def mixed_install_message(package_dir: Path, peer: List[str]) -> str:
         f"has the same import name ({'; '.join(peer)}). The second one installed wrote over "
         "the first one's files, and uninstalling either deletes files the other needs. Remove "
         "both, then install one: "
-        f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && pip install {DISTRIBUTION}"
+        f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && "
+        f"{reinstall_command(package_dir.parent)}"
     )
 
 

@@ -162,3 +162,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line(f"  {line}", red=True)
     if found:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture
+def every_matmul_counts(monkeypatch):
+    """The measured peak counts every timed matmul, whether or not its threads
+    got their CPU (peaks._measure.CPU_SHARE_MIN = 0): for tests of what is
+    done with a measured peak, which a busy machine must not turn into a
+    refusal. The check itself is tested in test_measured_peak.py."""
+    from mfu_tracker.peaks import _measure
+
+    monkeypatch.setattr(_measure, "CPU_SHARE_MIN", 0.0)

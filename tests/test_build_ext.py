@@ -13,6 +13,7 @@ compiler fail on demand or to slow it down so two builders overlap.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -21,10 +22,14 @@ from pathlib import Path
 
 import pytest
 
+from mfu_tracker._native import _build
+
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "mfu_tracker"
 BUILT = sorted(PKG.glob("_torch.*.so"))
 CPP_SOURCES = sorted((ROOT / "csrc" / "torch").glob("*.cpp"))
+# the first-use build compiles the sources in units (one compiler call each)
+UNITS = len(_build.compile_units(CPP_SOURCES))
 
 pytestmark = pytest.mark.skipif(not BUILT, reason="needs mfu_tracker._torch built in place")
 
@@ -142,8 +147,8 @@ def test_two_processes_build_once_and_both_load(box):
         assert out["warnings"] == []
         assert out["module"].startswith(str(box.cache))
     assert outs[0]["module"] == outs[1]["module"]
-    # one build: each source compiled once, one link
-    assert box.calls() == ["compile"] * len(CPP_SOURCES) + ["link"]
+    # one build: each unit compiled once, one link
+    assert box.calls() == ["compile"] * UNITS + ["link"]
     assert sum("building the C++ FLOP counter" in err for _, err in results) == 1
     assert box.leftovers() == []
     # the build holds only the module (objects were compiled beside it, then removed)
@@ -152,7 +157,7 @@ def test_two_processes_build_once_and_both_load(box):
     # a later process loads it without compiling or printing
     out, err = box.count()
     assert out["backend"] == "torch-ext" and out["module"] == outs[0]["module"]
-    assert len(box.calls()) == len(CPP_SOURCES) + 1
+    assert len(box.calls()) == UNITS + 1
     assert "building" not in err
 
 
@@ -221,14 +226,15 @@ def test_build_for_another_torch_is_never_loaded(box):
     assert out["module"] != first["module"]  # another cache entry, not the 2.13 one
     [warning] = out["warnings"]
     assert "but torch 2.99.0 is installed" in warning
-    assert len(box.calls()) == 2 * (len(CPP_SOURCES) + 1)
+    assert len(box.calls()) == 2 * (UNITS + 1)
 
 
 def test_build_ext_ahead_of_time_then_a_node_without_compiler_loads_it(box):
     rc, out, err = box.cli("build-ext")
     assert rc == 0, err
     assert f"cache: {box.cache}" in out and "MFU_TRACKER_CACHE_DIR" in out
-    assert "building the C++ FLOP counter" in err
+    assert f"C++ files in {UNITS} unit(s), {_build.BUILD_TIME}) into {box.cache}" in err
+    assert re.search(r"built the C\+\+ FLOP counter in \d+ s \(\d+ s of CPU\)", err), err
     [built] = box.cache.rglob("_torch*.so")
     assert str(built) in out
     # a compute node: no compiler, same cache
@@ -254,3 +260,57 @@ def test_no_build_when_disabled(box):
     out, _ = box.count(MFU_TRACKER_DISABLE_TORCH_EXT="1")
     assert out["backend"] == "dispatch" and not box.log.exists()
     assert not box.cache.exists()
+
+
+# ---- units and progress ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("cpus", [1, 2, 3, 16])
+def test_the_sources_compile_in_a_few_balanced_units(cpus):
+    units = _build.compile_units(CPP_SOURCES + sorted((ROOT / "csrc" / "torch").glob("*.h")), cpus)
+    assert len(units) == min(len(CPP_SOURCES), cpus, _build.MAX_UNITS)
+    assert sorted(p for unit in units for p in unit) == CPP_SOURCES     # each .cpp once, no .h
+    assert all(unit == sorted(unit) for unit in units)                  # in source order
+    sizes = [sum(p.stat().st_size for p in unit) for unit in units]
+    largest = max(p.stat().st_size for p in CPP_SOURCES)
+    assert max(sizes) - min(sizes) <= largest                           # greedy: within one file
+
+
+@pytest.mark.skipif(shutil.which(os.environ.get("CXX") or "c++") is None, reason="no C++ compiler")
+def test_all_the_sources_compile_as_one_unit():
+    """Any grouping of the sources is a subset of this one, in the same order:
+    if one unit of all of them compiles (no name defined twice across files),
+    every unit the first-use build makes does."""
+    import tempfile
+
+    torch = pytest.importorskip("torch")
+    from mfu_tracker._version import __version__
+
+    plan = _build._Plan(__version__)
+    with tempfile.TemporaryDirectory() as tmp:
+        compiles, _ = plan._commands(Path(tmp), Path(tmp) / "x.so", [CPP_SOURCES])
+        (cmd,) = compiles
+        assert torch.__version__ and Path(cmd[cmd.index("-c") + 1]).read_text().count("#include") \
+            == len(CPP_SOURCES)
+        done = subprocess.run(cmd[:cmd.index("-c")] + ["-fsyntax-only", cmd[cmd.index("-c") + 1]],
+                              capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_a_long_build_says_how_long_so_far_and_what_runs(monkeypatch, capsys):
+    import time
+
+    monkeypatch.setattr(_build, "PROGRESS_FIRST_S", 0.05)
+    monkeypatch.setattr(_build, "PROGRESS_EVERY_S", 0.05)
+    with _build._Progress(quiet=False) as progress:
+        progress.doing = "compiling 2 unit(s) in parallel"
+        time.sleep(0.2)
+        subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("mfu_tracker: still building the C++ FLOP counter: 0 s so far "
+                        "(compiling 2 unit(s) in parallel)")
+    assert len(lines) >= 3
+    assert re.fullmatch(r"mfu_tracker: built the C\+\+ FLOP counter in \d+ s \(\d+ s of CPU\)",
+                        lines[-1]), lines[-1]
+    with _build._Progress(quiet=True):
+        time.sleep(0.2)
+    assert capsys.readouterr().err == ""

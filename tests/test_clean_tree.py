@@ -1,4 +1,4 @@
-"""`make run` and the examples leave a clean git tree (issue 25).
+"""`make run` and the examples leave a clean git tree, and `make run` the user's environment.
 
 Everything they write goes under the checkout's ``build/``, which git
 ignores; the README's picture, ``docs/report.png``, is tracked and only
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,28 @@ def test_an_example_run_from_the_checkout_leaves_git_status_unchanged(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"logs in {ROOT / 'build' / 'examples' / 'lightning_mfu'}" in proc.stdout
     assert _git_status() == before
+
+
+def test_make_run_sets_up_its_own_environment_and_leaves_the_users_alone(tmp_path):
+    """`make -n run` (what it would run, from a tree with no set-up yet): a venv of
+    its own under build/, the CPU build of torch, the package as a user installs it
+    and the demo's two libraries; never .venv, an editable install or the test extras."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("Makefile", "constraints-test.txt", "pyproject.toml", "setup.py"):
+        shutil.copy(ROOT / name, tree / name)
+    done = subprocess.run(["make", "-n", "run"], cwd=tree, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, MAKEFLAGS=""))
+    assert done.returncode == 0, done.stderr
+    commands = done.stdout.replace("\\\n", " ")
+    assert "-m venv build/run-venv" in commands
+    assert re.search(r"pip install -q --no-deps torch==2\.13\.0\s+--index-url "
+                     r"https://download\.pytorch\.org/whl/cpu", commands)
+    assert "pip install -q -c constraints-test.txt torch==2.13.0 transformers matplotlib" in commands
+    assert "build/run-venv/bin/python -m pip install -q --no-deps --force-reinstall .\n" in commands
+    assert f"MFU_TRACKER_CACHE_DIR={tree / 'build' / 'run-cache'} " in commands
+    for line in commands.splitlines():
+        assert ".venv" not in line.replace("build/run-venv", ""), line
+        assert " -e " not in line and "[test]" not in line, line

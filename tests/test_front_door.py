@@ -240,9 +240,13 @@ def test_the_distribution_is_torch_mfu_and_the_console_script_mfu_tracker():
 def test_the_readme_install_works_today_and_serves_a_cpu_box():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     install = text[text.index("## Install\n"):text.index("\n## ", text.index("## Install\n") + 1)]
-    # one install that works today, from the checkout; a CPU box gets torch's CPU build first
-    assert ("pip install torch --index-url https://download.pytorch.org/whl/cpu" in install
+    # one install that works today, from the checkout; written for a reader with a GPU
+    # (PyPI's torch, built with CUDA) and for one without (torch's CPU build)
+    assert "\npip install torch          # with an NVIDIA GPU" in install
+    assert ("without a GPU" in install
+            and "pip install torch --index-url https://download.pytorch.org/whl/cpu" in install
             and "\npip install .\n" in install)
+    assert "no GPU here" not in install                 # the writer's machine is not the reader's
     assert "pip install torch-mfu" not in text          # not on PyPI: a line that would fail
     # the details, the extras and the peer warning live in docs/install.md
     page = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
@@ -259,6 +263,23 @@ def test_the_readme_speaks_of_the_product_not_its_history():
     assert "unverified on real hardware" in " ".join(first_screen.split())
     assert "pip install ." in first_screen
     assert "```python" in first_screen                  # the quick start
+    assert "\nmake run    # " in first_screen            # the demo, and its time as measured
+    assert re.search(r"`time make run` from a fresh clone took \d+ min \d+ s", first_screen)
     for page in (ROOT / "docs").glob("*.md"):
         body = page.read_text(encoding="utf-8")
         assert not re.search(r"\bissues? \d", body) and "DESIGN" not in body, page.name
+
+
+def test_every_install_a_message_recommends_works_while_the_package_is_on_no_index():
+    tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+
+    from mfu_tracker._install import extra_install
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    for extra in ("report", "hf", "prometheus", "lightning"):
+        # the extra's own requirements, as pyproject.toml lists them: on the index today
+        assert extra_install(extra) == "pip install " + " ".join(f"'{r}'" for r in extras[extra])
+    # no message names the distribution with an extra (`pip install 'torch-mfu[hf]'`)
+    for path in (ROOT / "mfu_tracker").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"pip install '?(torch-mfu|\{DISTRIBUTION\})\[", text), path

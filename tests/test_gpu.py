@@ -470,22 +470,23 @@ def test_user_gpu_spec_rejects_bad_peaks(bad):
 
 
 def _recording_gemm_rate(monkeypatch):
-    """The FLOPs of each matmul measure_peak_flops times (its ``_gemm_rate`` calls)."""
+    """The FLOPs of the matmul measure_peak_flops times, 2 n^3 for each size
+    it takes (its ``_Bench.use_size`` calls)."""
     from mfu_tracker.peaks import _measure
 
     flops = []
-    real = _measure._gemm_rate
+    real = _measure._Bench.use_size
 
-    def recorded(a, b, f, duration, sync):
-        flops.append(f)
-        return real(a, b, f, duration, sync)
+    def recorded(bench, n):
+        flops.append(2 * n ** 3)
+        return real(bench, n)
 
-    monkeypatch.setattr(_measure, "_gemm_rate", recorded)
+    monkeypatch.setattr(_measure._Bench, "use_size", recorded)
     return flops
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_measure_peak_flops_is_plausible(dtype, monkeypatch):
+def test_measure_peak_flops_is_plausible(dtype, monkeypatch, every_matmul_counts):
     flops = _recording_gemm_rate(monkeypatch)
     with Bracket() as call:
         rate = measure_peak_flops(dtype, "cpu", duration_s=0.2)
@@ -508,7 +509,7 @@ def test_measure_peak_flops_bad_arguments():
         measure_peak_flops("fp32", duration_s=float("nan"))
 
 
-def test_measured_gpu_spec(monkeypatch):
+def test_measured_gpu_spec(monkeypatch, every_matmul_counts):
     flops = _recording_gemm_rate(monkeypatch)
     with Bracket() as call:
         spec = measured_gpu_spec("fp32", "cpu")

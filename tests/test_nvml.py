@@ -236,7 +236,7 @@ def test_c_nvml_binding(nvml):
 
 # ---- the measured ceiling (item 4) ----------------------------------------------
 
-def test_measure_peak_on_cpu_reports_mfu_vs_measured(fake):
+def test_measure_peak_on_cpu_reports_mfu_vs_measured(fake, every_matmul_counts):
     tiny = user_gpu_spec(1e-6, name="tiny")   # 1 MFLOP/s: any CPU matmul beats it
     with pytest.warns(RuntimeWarning, match="measured fp32 GEMM peak .* exceeds the user peak"):
         tracker = Tracker(5e11, dtype="fp32", spec=tiny, clock="cuda", stream=0, warmup=0,
@@ -252,7 +252,7 @@ def test_measure_peak_on_cpu_reports_mfu_vs_measured(fake):
     assert tracker.summary()["mfu_vs_measured"] == m["throughput/mfu_vs_measured"]
 
 
-def test_measure_peak_without_a_datasheet_peak_still_reports(fake):
+def test_measure_peak_without_a_datasheet_peak_still_reports(fake, every_matmul_counts):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                 # the CPU has no datasheet peak
         tracker = Tracker(5e11, dtype="fp32", device="cpu", clock="cpu", measure_peak=True)

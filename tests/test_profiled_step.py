@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 
 import pytest
@@ -335,9 +336,14 @@ def test_report_a_b_shows_eager_against_compiled(eager_log, compiled_log, tmp_pa
     assert html.count("data:image/png;base64,") == 1
     line = next(l for l in out.splitlines() if l.startswith("  elementwise: A="))
     diff = compiled.share("elementwise") - eager.share("elementwise")
-    assert f"diff={diff!r}" in line and diff < 0
+    assert f"diff={diff:+.3f}" in line and diff < 0           # rounded to what a share means
     fused = next(l for l in out.splitlines() if l.startswith("  fused: A="))
-    assert f"A=0.0 B={compiled.share('fused')!r}" in fused
+    assert f"A=0.000 B={compiled.share('fused'):.3f}" in fused
+    assert not re.search(r"\.\d{8,}", out), out                     # no raw floats
+    status, out, _ = run_cli(capsys, "report", str(eager_path), str(compiled_path),
+                             "--out", str(tmp_path / "ab.png"), "--numbers")
+    line = next(l for l in out.splitlines() if l.startswith("  elementwise: A="))
+    assert status == 0 and f"diff={diff!r}" in line               # --numbers: full precision
     status, _, err = run_cli(capsys, "report", str(eager_path), str(compiled_path),
                              str(eager_path), "--out", str(tmp_path / "x.png"))
     assert status != 0 and "give one log, or two to compare (A B); got 3" in err
@@ -361,16 +367,13 @@ def test_advise_on_the_real_log(eager_log, capsys):
 def test_the_example_script_runs_and_shares_a_peak(tmp_path):
     """examples/kernel_breakdown.py (make docs-breakdown's), tiny: the log
     holds breakdowns, and --peak-from takes the other log's peak."""
-    import subprocess
-    import sys
+    from _examples import run_example
 
     tiny = ["--steps", "4", "--profile-every", "2", "--batch-size", "2", "--seq-len", "16",
             "--hidden", "32", "--layers", "1", "--heads", "2", "--vocab-size", "128"]
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     for log, extra in ((a, []), (b, ["--peak-from", str(a)])):
-        done = subprocess.run([sys.executable, "examples/kernel_breakdown.py", "--log-path",
-                               str(log), *tiny, *extra], capture_output=True, text=True,
-                              timeout=300)
+        done = run_example("kernel_breakdown.py", "--log-path", log, *tiny, *extra)
         assert done.returncode == 0, done.stderr[-2000:]
         assert "profiled step 3" in done.stdout     # 4 steps, warm-up 2: step 3 (then 5)
     assert [r["step"] for r in _records(a, "breakdown")] == [3]

@@ -68,10 +68,13 @@ def _setup() -> Dict[str, Any]:
 SETUP_NAMES = ("model", "batch", "optimizer", "loader", "dataset")
 
 
-def _run(code: str, where: str) -> str:
+def _run(code: str, where: str, prepare: Any = None) -> str:
+    """The snippet's output; ``prepare(namespace)`` may look at its names first."""
     names = assumed(code)
     setup = _setup() if names else {}
     namespace = {name: setup[name] for name in names}
+    if prepare is not None:
+        prepare(namespace)
     out = io.StringIO()
     with contextlib.redirect_stdout(out), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the snippets' own advice (no peak on a CPU, ...)
@@ -113,7 +116,8 @@ def test_the_quick_start_prints_an_mfu():
     assert assumed(code) == [] and "track(" in code
     assert len([line for line in code.splitlines() if line and not line.startswith("#")]) <= 7
     out = _run(code, where)
-    assert re.fullmatch(r"MFU \d+\.\d\d of a measured \d+\.\d\d TFLOP/s fp32 peak\n", out), out
+    # or nothing, on a machine too busy to measure a peak (test_measured_peak.py)
+    assert out == "" or re.fullmatch(r"MFU \d+\.\d\d of a measured \d+ GFLOP/s fp32 peak\n", out), out
 
 
 def test_track_on_a_cpu_prints_no_mfu_and_with_a_peak_prints_it(monkeypatch):
@@ -138,7 +142,30 @@ def test_the_job_snippet_resumes_as_a_restart(tmp_path):
     from mfu_tracker.job import job_ledger, read_log
 
     where, code = next((w, c) for w, c in SNIPPETS if "start_step=resumed" in c)
-    _run(code, where)
-    _run(code, where)                                   # the same script again: it resumes
+    trained: List[List[int]] = []
+
+    def count_batches(namespace: Dict[str, Any]) -> None:
+        # which of the loader's batches the model trains on (by position in the loader)
+        trained.append([])
+        positions = {id(batch["input_ids"]): i for i, batch in enumerate(namespace["loader"])}
+        namespace["model"].register_forward_pre_hook(
+            lambda module, args, kwargs: trained[-1].append(positions[id(kwargs["input_ids"])]),
+            with_kwargs=True)
+
+    _run(code, where, count_batches)
+    (tmp_path / "run" / "ckpt.pt").unlink()
+    __import__("torch").save({"step": 2}, tmp_path / "run" / "ckpt.pt")   # as if killed after 2
+    _run(code, where, count_batches)                    # the same script again: it resumes
+    assert trained == [[0, 1, 2, 3], [2, 3]]            # no batch trained twice
     ledger = job_ledger(read_log(str(tmp_path / "run" / "metrics.jsonl")))
-    assert [r.start_step for r in ledger.runs] == [0, 4]   # one job of two runs
+    assert [r.start_step for r in ledger.runs] == [0, 2]   # one job of two runs
+
+
+def test_the_counter_snippet_prints_what_its_comments_say():
+    where, code = next((w, c) for w, c in SNIPPETS if "with FlopCounter() as fc" in c)
+    out = _run(code, where).splitlines()
+    # the counter's model and executed FLOPs, then the analytic count of every matmul:
+    # equal, as the comments say (the default formula, palm, reads 23150592: 1.5% more)
+    assert out[0] == "22806528 22806528" and "# 22806528 22806528: " in code
+    assert out[-1] == "22806528.0" and "# 22806528.0: the same" in code
+    assert "reads 23,150,592 here, 1.5% more" in README.read_text(encoding="utf-8")

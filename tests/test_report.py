@@ -30,6 +30,8 @@ from mfu_tracker.cli.report import _render, plan  # noqa: E402
 from mfu_tracker.cli.report.panels import hardware, kernels, waterfall  # noqa: E402
 from mfu_tracker.timing._metrics import format_metrics  # noqa: E402
 
+from _examples import run_example  # noqa: E402
+
 CAUSES = ("data", "communication", "optimizer", "recompute", "compute", "other")
 
 
@@ -363,19 +365,18 @@ def test_without_matplotlib_the_error_names_the_extra(tmp_path):
             f"sys.exit(main(['report', {str(path)!r}, '--out', {str(tmp_path / 'r.png')!r}]))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "torch-mfu[report]" in proc.stderr and "matplotlib" in proc.stderr
+    # an install that works while the package is on no index: the extra's own requirement,
+    # as pyproject.toml's [report] extra lists it (and this installation's metadata)
+    assert "the optional extra [report]: pip install 'matplotlib>=3.5'" in proc.stderr
+    assert "torch-mfu[report]" not in proc.stderr
 
 
 def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     """`make run`'s two commands, tiny: examples/train_gpt2.py --log-path, then the report."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
     log = tmp_path / "run" / "metrics.jsonl"
-    proc = subprocess.run([sys.executable, str(root / "examples" / "train_gpt2.py"), "--steps", "5",
-                           "--batch-size", "2", "--seq-len", "16", "--hidden", "32", "--layers", "1",
-                           "--heads", "2", "--vocab-size", "64", "--log-path", str(log)],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_example("train_gpt2.py", "--steps", "5", "--batch-size", "2", "--seq-len", "16",
+                       "--hidden", "32", "--layers", "1", "--heads", "2", "--vocab-size", "64",
+                       "--log-path", log)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     lines = [line for line in lines if "record" not in line]   # the metrics lines
@@ -540,7 +541,8 @@ def test_the_peak_its_source_the_step_time_and_the_busy_caveat(tmp_path, capsys)
     status, out, err = report(capsys, path, "--out", tmp_path / "r.png")
     assert status == 0, err
     assert ("caveat: the peak was measured on a busy machine: 0.1742 TFLOP/s, then 0.0488 "
-            "re-measured after training") in out
+            "re-measured after training (they differ by more than 25%); the MFU here is against "
+            "the higher of the two") in out
 
 
 def test_the_diagnosis_line_names_the_largest_loss_and_its_rank(tmp_path, capsys):
@@ -556,14 +558,10 @@ def test_the_diagnosis_line_names_the_largest_loss_and_its_rank(tmp_path, capsys
 
 def test_the_main_job_logs_its_peak_check(tmp_path):
     """examples/train_gpt2.py re-measures its peak after training and logs it."""
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
     log = tmp_path / "metrics.jsonl"
-    proc = subprocess.run([sys.executable, str(root / "examples" / "train_gpt2.py"), "--steps", "4",
-                           "--batch-size", "2", "--seq-len", "16", "--hidden", "32", "--layers", "1",
-                           "--heads", "2", "--vocab-size", "64", "--log-path", str(log)],
-                          capture_output=True, text=True, timeout=300)
+    proc = run_example("train_gpt2.py", "--steps", "4", "--batch-size", "2", "--seq-len", "16",
+                       "--hidden", "32", "--layers", "1", "--heads", "2", "--vocab-size", "64",
+                       "--log-path", log)
     assert proc.returncode == 0, proc.stderr
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     (check,) = [line for line in lines if line.get("record") == "peak_check"]

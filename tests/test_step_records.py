@@ -183,7 +183,7 @@ def test_tracker_doc_keys_are_the_key_table():
     assert families - used == {"badput", "badput_s"}
 
 
-def test_a_ranks_row_is_its_share_by_hand():
+def test_a_ranks_row_is_its_share_by_hand(every_matmul_counts):
     """The row a rank contributes (distributed/_rank_row.py): rates and peaks
     over the model-parallel degree; MBU and HFU back to rates over the
     bandwidth and the peak of every device the figures cover; the measured

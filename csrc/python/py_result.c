@@ -128,19 +128,46 @@ static int claim_mfu_warning(track_object *t)
     return first;
 }
 
-/* It means the peak is too low for this device or the FLOP count is too high. */
+/* The attribute `name` of `spec` as UTF-8, or NULL (no error left set).
+ * Borrowed from `*holder`, which the caller releases. */
+static const char *spec_text(PyObject *spec, const char *name, PyObject **holder)
+{
+    *holder = PyObject_GetAttrString(spec, name);
+    const char *text = *holder != NULL && PyUnicode_Check(*holder)
+                           ? PyUnicode_AsUTF8(*holder) : NULL;
+    if (text == NULL)
+        PyErr_Clear();
+    return text;
+}
+
+/* It means the peak is too low for this device or the FLOP count is too
+ * high. The warning names the peak; a measured one (measured_gpu_spec) reads
+ * low when other work held the device while it was measured, and says so. */
 static void warn_mfu_above_one(track_object *t)
 {
     PyObject *exc_type, *exc_value, *exc_tb;
     /* __exit__ may run with the block's exception set: keep it intact. */
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    char message[256];
+    PyObject *name_obj = NULL, *source_obj = NULL;
+    const char *name = NULL, *source = NULL;
+    if (t->gpu_spec != NULL && t->gpu_spec != Py_None) {
+        name = spec_text(t->gpu_spec, "name", &name_obj);
+        source = spec_text(t->gpu_spec, "source", &source_obj);
+    }
+    const int measured = source != NULL && strcmp(source, "measured") == 0;
+    char message[640];
     PyOS_snprintf(message, sizeof message,
                   "MFU %.3f > 1 (model FLOPs %.4g in %.4g s against a peak of "
-                  "%.4g FLOP/s): the peak or the FLOP count is wrong; the value "
-                  "is reported unclamped",
+                  "%.4g FLOP/s%s%s): %s; the value is reported unclamped",
                   t->metrics.mfu, t->work.model_flops, t->metrics.elapsed_s,
-                  t->peak.flops_per_sec * t->peak.num_devices);
+                  t->peak.flops_per_sec * t->peak.num_devices,
+                  name != NULL ? ", " : "", name != NULL ? name : "",
+                  measured ? "the measured peak read low (other work held the device "
+                             "while it was measured) or the FLOP count is wrong: measure "
+                             "again on an idle machine, or give the peak (peak_tflops=)"
+                           : "the peak or the FLOP count is wrong");
+    Py_XDECREF(name_obj);
+    Py_XDECREF(source_obj);
     if (PyErr_WarnEx(PyExc_RuntimeWarning, message, 1) < 0)
         PyErr_Clear(); /* warnings-as-errors must not end a training run */
     PyErr_Restore(exc_type, exc_value, exc_tb);

@@ -17,6 +17,14 @@ torch, once, into a per-user cache:
   compiler (a compute node) loads any finished build of its base key, such as
   one ``mfu-tracker build-ext`` made on a login node.
 
+The sources are compiled as a few *units* (:func:`compile_units`): each a
+generated file that ``#include``-s several ``.cpp`` sources, so torch's
+headers -- most of the compile time -- are parsed once per unit rather than
+once per source; the units compile in parallel, one per usable CPU (at most
+:data:`MAX_UNITS`). While it builds, a line on stderr says what is being
+built and how long it has taken (:class:`_Progress`). docs/install.md gives
+the build's measured time and the command that measured it.
+
 Builds run under an exclusive ``flock`` on ``<compiler key>.lock``: under
 torchrun one process per node builds and the others wait, then load. Objects
 are compiled in a temporary directory renamed into place when complete, so no
@@ -70,6 +78,13 @@ SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/mfu_capsules.
 FAILED_RETRY_S = 600.0
 # The longest one compiler call may take (s) before the build counts as failed.
 COMPILE_TIMEOUT_S = 900.0
+#: The most units the sources are compiled in (each parses torch's headers once).
+MAX_UNITS = 4
+#: A build that runs longer than this (s) says so, and again every PROGRESS_EVERY_S.
+PROGRESS_FIRST_S = 5.0
+PROGRESS_EVERY_S = 15.0
+#: What the build takes, as measured (docs/install.md: the figures, the machine, the command).
+BUILD_TIME = "about 25 s of CPU time"
 
 FIX_HINT = ("Install a C++20 compiler (g++ >= 10 or clang >= 14; or point CXX at one) and the "
             "Python headers (e.g. python3-dev), then run `mfu-tracker build-ext`")
@@ -90,8 +105,12 @@ class BuildError(RuntimeError):
 def compile_args(werror: bool = False) -> list[str]:
     """The C++ flags of the observer, for setup.py and the first-use build
     (torch 2.13's headers need C++20). ``NDEBUG`` as in torch's own build:
-    without it ``at::RecordFunction`` has another layout (record_function.h)."""
-    args = ["-std=c++20", "-Wall", "-Wextra", "-O2", "-fvisibility=hidden", "-DNDEBUG"]
+    without it ``at::RecordFunction`` has another layout (record_function.h).
+    ``-O1``: a counted step costs the same instructions as at ``-O2`` (+0.141%
+    against +0.137% of the step, ``benchmarks/counter_instructions.py``) and
+    compiles in about 12% less CPU time; ``-O0`` doubles the counter's cost
+    (+0.283%) to save little more (docs/install.md has the figures)."""
+    args = ["-std=c++20", "-Wall", "-Wextra", "-O1", "-fvisibility=hidden", "-DNDEBUG"]
     if werror:
         args.append("-Werror")
     return args
@@ -128,6 +147,69 @@ def cache_root() -> Path:
 
 def _sources(root: Path) -> list[Path]:
     return sorted({p for pattern in SOURCE_PATTERNS for p in root.glob(pattern)})
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def compile_units(sources: list[Path], cpus: Optional[int] = None) -> list[list[Path]]:
+    """The ``.cpp`` files of ``sources`` in ``min(files, cpus, MAX_UNITS)``
+    units of about equal size (bytes; the largest file first into the
+    smallest unit), each in source order. ``cpus``: the usable CPUs."""
+    files = sorted(p for p in sources if p.suffix == ".cpp")
+    count = max(1, min(len(files), cpus or _usable_cpus(), MAX_UNITS))
+    units: list[list[Path]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    for path in sorted(files, key=lambda p: -p.stat().st_size):
+        smallest = sizes.index(min(sizes))
+        units[smallest].append(path)
+        sizes[smallest] += path.stat().st_size
+    return [sorted(unit) for unit in units if unit]
+
+
+class _Progress:
+    """What the build says on stderr (nothing when ``quiet``): a line when it
+    starts, one after :data:`PROGRESS_FIRST_S` and every
+    :data:`PROGRESS_EVERY_S` after that (how long so far, what runs), and
+    one when it is done (wall and CPU seconds)."""
+
+    def __init__(self, quiet: bool) -> None:
+        import resource
+        import threading
+
+        self.quiet = quiet
+        self.doing = "starting"
+        self.started = time.perf_counter()
+        self._cpu = lambda: sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])
+        self.cpu_started = self._cpu()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="mfu-build-progress", daemon=True)
+
+    def say(self, line: str) -> None:
+        if not self.quiet:
+            print(f"mfu_tracker: {line}", file=sys.stderr, flush=True)
+
+    def _tick(self) -> None:
+        wait = PROGRESS_FIRST_S
+        while not self._done.wait(wait):
+            self.say(f"still building the C++ FLOP counter: "
+                     f"{time.perf_counter() - self.started:.0f} s so far ({self.doing})")
+            wait = PROGRESS_EVERY_S
+
+    def __enter__(self) -> "_Progress":
+        self._thread.start()
+        return self
+
+    def __exit__(self, kind: Any, *rest: Any) -> None:
+        self._done.set()
+        self._thread.join()
+        if kind is None:
+            self.say(f"built the C++ FLOP counter in {time.perf_counter() - self.started:.0f} s "
+                     f"({self._cpu() - self.cpu_started:.0f} s of CPU)")
 
 
 def _compiler() -> tuple[Optional[str], str]:
@@ -192,21 +274,26 @@ class _Plan:
 
     def build(self, quiet: bool) -> Path:
         assert self.final is not None
-        if not quiet:
-            print(f"mfu_tracker: building the C++ FLOP counter for torch {self.torch_version} "
-                  f"(once; ~20 s on 2 idle cores) into {self.final}", file=sys.stderr, flush=True)
+        units = compile_units(self.sources)
+        progress = _Progress(quiet)
+        progress.say(f"building the C++ FLOP counter for torch {self.torch_version} (once per "
+                     f"torch version: {sum(map(len, units))} C++ files in {len(units)} "
+                     f"unit(s), {BUILD_TIME}) into {self.final}")
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.base))
         try:
             out = tmp / f"_torch{self.suffix}"
             (tmp / "obj").mkdir()
-            self._compile_and_link(tmp / "obj", out)
+            with progress:
+                self._compile_and_link(tmp / "obj", out, units, progress)
             shutil.rmtree(tmp / "obj")
             os.rename(tmp, self.final)  # atomic: a reader sees all of it or nothing
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return self.final / out.name
 
-    def _commands(self, tmp: Path, out: Path) -> tuple[list[list[str]], list[str]]:
+    def _commands(self, tmp: Path, out: Path,
+                  units: list[list[Path]]) -> tuple[list[list[str]], list[str]]:
+        """The compiler calls, one per unit (its source generated in ``tmp``), and the link."""
         from torch.utils.cpp_extension import include_paths
 
         assert self.cxx is not None
@@ -216,10 +303,10 @@ class _Plan:
                                                           self.cxx11_abi)]
         flags = [*compile_args(), "-fPIC", *macros, *[f"-I{i}" for i in includes]]
         objects, compiles = [], []
-        for src in self.sources:
-            if src.suffix != ".cpp":
-                continue
-            obj = tmp / (src.stem + ".o")
+        for number, unit in enumerate(units):
+            src = tmp / f"unit{number}.cpp"
+            src.write_text("".join(f'#include "{path}"\n' for path in unit))
+            obj = tmp / f"unit{number}.o"
             objects.append(str(obj))
             compiles.append([self.cxx, *flags, "-c", str(src), "-o", str(obj)])
         torch_lib = str(Path(self.torch.__file__).parent / "lib")
@@ -227,17 +314,19 @@ class _Plan:
                 "-lc10", "-ltorch", "-ltorch_cpu", "-ltorch_python", "-o", str(out)]
         return compiles, link
 
-    def _compile_and_link(self, tmp: Path, out: Path) -> None:
-        compiles, link = self._commands(tmp, out)
+    def _compile_and_link(self, tmp: Path, out: Path, units: list[list[Path]],
+                          progress: _Progress) -> None:
         if not Path(sysconfig.get_paths()["include"], "Python.h").is_file():
             raise BuildError(f"the Python headers are missing (no Python.h in "
                              f"{sysconfig.get_paths()['include']})")
-        workers = max(1, min(len(compiles), os.cpu_count() or 1))
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        compiles, link = self._commands(tmp, out, units)
+        progress.doing = f"compiling {len(compiles)} unit(s) in parallel"
+        with concurrent.futures.ThreadPoolExecutor(len(compiles)) as pool:
             results = list(pool.map(_run, compiles))
         for problem in results:
             if problem is not None:
                 raise BuildError(problem)
+        progress.doing = "linking"
         problem = _run(link)
         if problem is not None:
             raise BuildError(problem)

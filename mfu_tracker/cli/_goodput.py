@@ -31,6 +31,7 @@ from ..job._records import Log, LogError
 from ..job._sample import KeepRuns
 from ..job._stream import stream_log
 from ..timing._metrics import format_metrics
+from ._figures import seconds, shown
 from ._flag_types import int_at_least
 from ._log_notes import STRICT_HELP, skipped_lines, warn_cut
 
@@ -61,17 +62,19 @@ def figures_json(log: Log, ledger: JobLedger) -> Dict[str, Any]:
 
 
 def text(log: Log, ledger: JobLedger) -> str:
-    """What ``goodput`` prints."""
+    """What ``goodput`` prints: each figure rounded to what it means (``--json``
+    has them exact)."""
     keys = format_metrics(ledger.figures(), "")
     lines = [f"{log.path}: {len(log.runs)} run(s)"]
-    lines += [f"{key}={value!r}" for key, value in keys.items()]
+    lines += [f"{key}={shown(key, value)}" for key, value in keys.items()]
     why = next((note for note in ledger.notes if note.startswith("job_mfu: ")), None)
     if ledger.job_mfu is None:
         lines.append(why or "job_mfu: not available")
     lines.append("runs (seconds: goodput, then each badput bucket):")
     for run in ledger.runs:
-        cells = " ".join(f"{k}={run.seconds[k]!r}" for k in ("goodput", *BUCKETS))
-        lines.append(f"  run={run.number} start_step={run.start_step} wall_s={run.wall_s!r} {cells}")
+        cells = " ".join(f"{k}={seconds(run.seconds[k])}" for k in ("goodput", *BUCKETS))
+        lines.append(f"  run={run.number} start_step={run.start_step} wall_s={seconds(run.wall_s)} "
+                     f"{cells}")
     lines += [f"note: {note}" for note in ledger.notes if note != why]
     lines += [f"invalid: {what}" for what in log.invalid]
     lines += skipped_lines(log)

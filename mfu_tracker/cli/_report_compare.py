@@ -8,7 +8,8 @@ kernel class's share (percentage points of each run's own profiled step).
 
 Printed: both breakdowns' per-class tables (:func:`._report_kernels.class_table`),
 the differences per class (share and seconds) and per waterfall share, each
-run's MFU and step time, then each run's advice (:mod:`._advise`). What a
+run's MFU and step time, then each run's advice (:mod:`._advise`); each figure
+rounded to what it means, or with ``--numbers`` in full precision. What a
 log lacks (no profiled step, no waterfall) is named, and what it has is
 still drawn. Output ``.png`` or ``.html`` (the PNG inline and the table).
 """
@@ -25,6 +26,7 @@ from ..job._records import Log, Run
 from ..timing._breakdown import LABELS, ROWS, Breakdown, figures_of_record
 from ..timing._metrics import metric_key
 from . import _report_kernels as kernels
+from ._figures import seconds, share, signed_share
 
 __all__ = ["Side", "compare", "run"]
 
@@ -89,34 +91,63 @@ def compare(paths: Sequence[str], which: str = "last",
     return a, b
 
 
-def _difference_lines(a: Side, b: Side) -> List[str]:
+@dataclass(frozen=True)
+class _Shown:
+    """How the comparison prints a figure: rounded to what it means, or
+    (``exact``: ``--numbers``) Python's round-trip repr."""
+
+    exact: bool = False
+
+    def share(self, value: float) -> str:
+        return repr(value) if self.exact else share(value)
+
+    def diff(self, value: float) -> str:
+        return repr(value) if self.exact else signed_share(value)
+
+    def seconds(self, value: float) -> str:
+        return repr(value) if self.exact else seconds(value)
+
+    def ratio(self, value: float) -> str:
+        return repr(value) if self.exact else f"{value:.3g}"
+
+
+def _difference_lines(a: Side, b: Side, show: _Shown) -> List[str]:
     out: List[str] = []
     if a.breakdown is not None and b.breakdown is not None:
         out.append("kernel classes, B - A (share of each run's profiled step; seconds):")
         for row in ROWS:
             sa, sb = a.breakdown.share(row) or 0.0, b.breakdown.share(row) or 0.0
             ta, tb = a.breakdown.time_of(row), b.breakdown.time_of(row)
-            out.append(f"  {row}: A={sa!r} B={sb!r} diff={sb - sa!r} "
-                       f"time_s A={ta!r} B={tb!r} diff={tb - ta!r}")
-        out.append(f"  step_s: A={a.breakdown.step_s!r} B={b.breakdown.step_s!r} "
-                   f"diff={b.breakdown.step_s - a.breakdown.step_s!r}")
+            out.append(f"  {row}: A={show.share(sa)} B={show.share(sb)} diff={show.diff(sb - sa)} "
+                       f"time_s A={show.seconds(ta)} B={show.seconds(tb)} "
+                       f"diff={show.seconds(tb - ta)}")
+        out.append(f"  step_s: A={show.seconds(a.breakdown.step_s)} "
+                   f"B={show.seconds(b.breakdown.step_s)} "
+                   f"diff={show.seconds(b.breakdown.step_s - a.breakdown.step_s)}")
     if a.waterfall and b.waterfall:
         out.append("waterfall, B - A (fractions of the step time):")
         for cause in dict.fromkeys([*a.waterfall, *b.waterfall]):
             va, vb = a.waterfall.get(cause), b.waterfall.get(cause)
-            diff = "" if va is None or vb is None else f" diff={vb - va!r}"
-            out.append(f"  {cause}: A={va!r} B={vb!r}{diff}")
-    for key, va, vb in (("mfu", a.mfu, b.mfu), ("step_time_s", a.step_time_s, b.step_time_s)):
+            diff = "" if va is None or vb is None else f" diff={show.diff(vb - va)}"
+            out.append(f"  {cause}: A={_maybe(show.share, va)} B={_maybe(show.share, vb)}{diff}")
+    for key, va, vb, fmt in (("mfu", a.mfu, b.mfu, show.share),
+                             ("step_time_s", a.step_time_s, b.step_time_s, show.seconds)):
         if va is not None and vb is not None:
-            out.append(f"{key}: A={va!r} B={vb!r} ratio B/A={vb / va!r}" if va else
-                       f"{key}: A={va!r} B={vb!r}")
+            ratio = f" ratio B/A={show.ratio(vb / va)}" if va else ""
+            out.append(f"{key}: A={fmt(va)} B={fmt(vb)}{ratio}")
     return out
 
 
-def text(a: Side, b: Side) -> str:
-    """Every number drawn, and the differences, then each run's advice."""
+def _maybe(fmt: Any, value: Optional[float]) -> str:
+    return "None" if value is None else fmt(value)
+
+
+def text(a: Side, b: Side, exact: bool = False) -> str:
+    """Every number drawn, and the differences, then each run's advice;
+    rounded to what each means, or (``exact``) Python's round-trip repr."""
     from ._advise import lines_for_report
 
+    show = _Shown(exact)
     lines = [a.label, b.label]
     for side in (a, b):
         if side.breakdown is None:
@@ -125,12 +156,12 @@ def text(a: Side, b: Side) -> str:
             lines += kernels.class_table(side.breakdown, f"{side.name} (step "
                                                          f"{side.breakdown.step})")
         if side.waterfall:
-            cells = " ".join(f"{k}={v!r}" for k, v in side.waterfall.items())
+            cells = " ".join(f"{k}={show.share(v)}" for k, v in side.waterfall.items())
             lines.append(f"waterfall of {side.name} at step={side.waterfall_step}: {cells} "
-                         f"sum={sum(side.waterfall.values())!r}")
+                         f"sum={show.share(sum(side.waterfall.values()))}")
         else:
             lines.append(f"missing: {side.name}: no waterfall (mfu and mfu_lost/* keys)")
-    lines += _difference_lines(a, b)
+    lines += _difference_lines(a, b, show)
     for side in (a, b):
         lines += [f"{side.name}: {line}" if i == 0 else line for i, line in
                   enumerate(lines_for_report(side.log, str(side.run.number), side.prefix))]
@@ -194,8 +225,9 @@ def _draw_differences(ax: Any, a: Side, b: Side) -> None:
 
 
 def run(paths: Sequence[str], out: str, prefix: Optional[str] = None, title: str = "",
-        which: str = "last") -> str:
-    """Compare two logs, draw ``out``; returns the numbers (:func:`text`)."""
+        which: str = "last", exact: bool = False) -> str:
+    """Compare two logs, draw ``out``; returns the numbers (:func:`text`;
+    ``exact``: full precision)."""
     from .report._render import check_out as _check_out
     from .report._render import pyplot as _pyplot
     from .report._render import write_out
@@ -204,7 +236,7 @@ def run(paths: Sequence[str], out: str, prefix: Optional[str] = None, title: str
     _pyplot()
     a, b = compare(paths, which, prefix)
     png = _draw(a, b, title)
-    numbers = text(a, b)
+    numbers = text(a, b, exact)
     write_out(out, ext, png, lambda: _html(png, numbers, title or "MFU report: A vs B"))
     return numbers
 

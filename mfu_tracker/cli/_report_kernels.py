@@ -79,7 +79,7 @@ def _cell(value: Optional[float], fmt: str) -> str:
 def class_table(b: Breakdown, what: str) -> List[str]:
     """The per-class table of one breakdown, and its top kernels."""
     timeline = "the device timeline" if b.timeline == "device" else "the host timeline (self time)"
-    out = [f"kernel breakdown of {what}: {b.step_s!r} s on {timeline}; the rows add up to it",
+    out = [f"kernel breakdown of {what}: {b.step_s:.4g} s on {timeline}; the rows add up to it",
            f"  {'class':<18}{'share':>8}{'time_s':>12}{'count':>8}{'TFLOP/s':>10}{'%peak':>8}"
            f"{'GB/s':>10}{'%bw':>7}  bound"]
     for row in ROWS:

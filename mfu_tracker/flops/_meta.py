@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .._install import DISTRIBUTION
+from .._install import extra_install
 from ._meta_scans import batched_calls, batched_scans
 from .presets import decode_special_floats
 
@@ -134,7 +134,7 @@ def _transformers() -> Any:
         import transformers
     except ImportError as exc:
         raise MetaCountError("the exact count builds the model with transformers, which is not "
-                             f"installed: pip install '{DISTRIBUTION}[hf]'; or "
+                             f"installed: {extra_install('hf')}; or "
                              f"{ALTERNATIVES}") from exc
     return transformers
 

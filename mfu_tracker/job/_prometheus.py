@@ -39,7 +39,7 @@ import threading
 import math
 from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
-from .._install import DISTRIBUTION
+from .._install import extra_install
 from .._validate import check_int
 from ..timing._metrics import FAMILIES, KEYS
 
@@ -124,7 +124,7 @@ def _client() -> Any:
     except ImportError:
         raise ImportError("Tracker(metrics_port=...) / MFU_TRACKER_METRICS_PORT needs "
                           "prometheus_client, the optional extra [prometheus]: "
-                          f"pip install '{DISTRIBUTION}[prometheus]'") from None
+                          f"{extra_install('prometheus')}") from None
     return prometheus_client
 
 

@@ -11,8 +11,8 @@ Layer 1 of the package (peaks -> flops -> timing -> distributed -> job -> tracke
 integrations -> cli). May import: the foundation (``_C``, ``_validate``,
 ``_dtypes``) only.
 """
-from ._measure import measure_peak_flops, measured_gpu_spec
+from ._measure import PeakMeasurementError, measure_peak_flops, measured_gpu_spec
 from ._table import *  # noqa: F403 -- the names _table.__all__ lists
 from ._table import __all__ as _table_names
 
-__all__ = [*_table_names, "measure_peak_flops", "measured_gpu_spec"]
+__all__ = [*_table_names, "PeakMeasurementError", "measure_peak_flops", "measured_gpu_spec"]

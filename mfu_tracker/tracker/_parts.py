@@ -51,14 +51,18 @@ def clock_of(config: TrackerConfig) -> Clock:
     return kind, index, torch, handle or 0
 
 
-def measured_peak(peak: Peak, clock: Clock) -> float:
+def measured_peak(peak: Peak, clock: Clock) -> Optional[float]:
     """The GEMM peak of the tracker's device for its dtype, measured now
     (:func:`measured_gpu_spec`), FLOP/s: the CUDA / ROCm device torch runs
-    on, else the CPU. One warning when it exceeds the peak in use."""
+    on, else the CPU; None when the machine was too busy to measure it (one
+    warning said so). One warning when it exceeds the peak in use."""
     kind, index, torch, _ = clock
     on_gpu = kind != "cpu" and torch is not None and index is not None
     device = f"cuda:{index}" if on_gpu else "cpu"
-    measured = measured_gpu_spec(peak.dtype, device).peak_flops_per_sec(peak.dtype)
+    spec = measured_gpu_spec(peak.dtype, device)
+    if not spec.has_peak(peak.dtype):
+        return None
+    measured = spec.peak_flops_per_sec(peak.dtype)
     if peak.flops_per_sec is not None and measured > peak.flops_per_sec:
         warnings.warn(f"mfu_tracker: Tracker: the measured {peak.dtype} GEMM peak "
                       f"({measured * 1e-12:.4g} TFLOP/s) exceeds the {peak.source} peak "

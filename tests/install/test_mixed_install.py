@@ -85,8 +85,10 @@ def _assert_refused(proc: subprocess.CompletedProcess, site: Path) -> None:
                            "directory"), proc.stderr
     assert str(site / "mfu_tracker") in last
     assert f"{PEER_DISTRIBUTION} 0.3.0" in last and DISTRIBUTION in last
-    assert (f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && pip install {DISTRIBUTION}"
-            in last)
+    # the package is on no index: the reinstall names where it came from, or says to
+    # use the checkout (test_the_fix_reinstalls_from_where_it_came_from)
+    assert (f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && pip install <your "
+            f"checkout of {DISTRIBUTION}>" in last)
 
 
 def test_a_clean_install_imports(ours):
@@ -121,3 +123,20 @@ def test_a_leftover_peer_file_alone_is_found(ours, tmp_path):
     assert proc.returncode != 0
     assert "two packages are installed into one directory" in proc.stderr
     assert str(site / "mfu_tracker" / "tracker.py") in proc.stderr
+
+
+def test_the_fix_reinstalls_from_where_it_came_from(tmp_path):
+    """pip records a local install's source in the dist-info (direct_url.json, PEP 610)."""
+    from mfu_tracker._install import mixed_install_message
+
+    checkout = tmp_path / "my checkout"
+    checkout.mkdir()
+    (checkout / "pyproject.toml").write_text("[project]\nname = 'torch-mfu'\n")
+    site = tmp_path / "site"
+    (site / "mfu_tracker").mkdir(parents=True)
+    _dist_info(site, DISTRIBUTION, mfu_tracker.__version__, [])
+    (site / f"torch_mfu-{mfu_tracker.__version__}.dist-info" / "direct_url.json").write_text(
+        '{"url": "file://' + str(checkout).replace(" ", "%20") + '", "dir_info": {}}')
+    message = mixed_install_message(site / "mfu_tracker", ["mfu-tracker 0.3.0"])
+    assert message.endswith(f"pip uninstall -y {PEER_DISTRIBUTION} {DISTRIBUTION} && "
+                            f"pip install '{checkout}'")

@@ -28,7 +28,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..._native import _C
-from ..._install import DISTRIBUTION
+from ..._install import extra_install
 from ._end_to_end import run as run_end_to_end
 from ._end_to_end import small_gpt2
 from ._platform import (
@@ -141,8 +141,8 @@ class Doctor:
         else:
             add("environment", "flop_counter", "WARN", f"{backend} (the fallback)",
                 "the _torch extension did not load: FlopCounter uses the TorchDispatchMode "
-                "fallback (same formulas, slower); rebuild with `pip install --no-build-isolation "
-                "-e .`", backend=backend)
+                "fallback (same formulas, slower); build it with `mfu-tracker build-ext --force` "
+                "(the reason is in its output)", backend=backend)
         self._nvml_row()
 
     def _driver_row(self) -> None:
@@ -398,7 +398,7 @@ class Doctor:
         except ImportError as exc:
             self.report.add(section, name, "SKIP", "transformers not installed",
                             f"the GPT-2 checks need transformers ({exc}): "
-                            f"pip install '{DISTRIBUTION}[hf]'")
+                            f"{extra_install('hf')}")
             return True
         return False
 

@@ -44,7 +44,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from .._report_compare import run as compare
 
         print(compare(args.paths, args.out, prefix=args.prefix, title=args.title or "",
-                      which=args.run))
+                      which=args.run, exact=args.numbers))
         print(f"wrote {args.out}")
         return 0
     text, log = _draw(args.paths[0], args.out, args.prefix, args.title or "", args.run,

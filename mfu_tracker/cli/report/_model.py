@@ -72,6 +72,7 @@ class Report:
     run_starts: List[Tuple[int, int]] = field(default_factory=list)  # (first step, run number)
     peak: Optional[str] = None                                      # "989.4 TFLOP/s ... (datasheet)"
     caveat: Optional[str] = None
+    impossible: List[Tuple[str, str]] = field(default_factory=list)  # MFU > 1, share < 0: (label, why)
     no_mfu: Optional[str] = None                                    # why there is no MFU, how to get it
     diagnosis: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)

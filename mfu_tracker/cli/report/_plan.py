@@ -6,6 +6,7 @@ from typing import List, Optional, Sequence
 
 from ...job._records import Log, Run, peak_disagrees
 from ._load import select_runs
+from ...peaks._measure import how_far_off
 from ...peaks._table import GIVE_A_PEAK
 from ._model import LOST, MFU, STEP_TIME, TOKENS, Record, Report, ReportError, number
 from .panels import PANELS
@@ -49,10 +50,12 @@ def _peak_and_caveat(report: Report, runs: Sequence[Run]) -> None:
     for check in (c for r in runs for c in r.peak_checks):
         first, again = number(check.get("peak_tflops")), number(check.get("remeasured_tflops"))
         if peak_disagrees(first, again):
+            assert first is not None and again is not None   # peak_disagrees: both positive
+            against = (f"against {again:.4g} the MFU here reads {how_far_off(again / first)}"
+                       if again > first else "the MFU here is against the higher of the two")
             report.caveat = (f"the peak was measured on a busy machine: {first:.4g} TFLOP/s, "
                              f"then {again:.4g} re-measured after training (they differ by more "
-                             f"than 25%); MFU against the other would read "
-                             f"{first / again:.3g}x as high")  # type: ignore[operator]
+                             f"than 25%); {against}")
 
 
 def _collect(report: Report) -> None:

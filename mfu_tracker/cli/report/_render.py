@@ -8,7 +8,7 @@ import io
 import os
 from typing import Any, Callable, Dict, List
 
-from ..._install import DISTRIBUTION
+from ..._install import extra_install
 from ._model import Report, ReportError
 from ._text import head
 from .panels import PANELS, Panel
@@ -27,7 +27,7 @@ def pyplot() -> Any:
         import matplotlib
     except ImportError:
         raise ReportError("drawing the report needs matplotlib, the optional extra [report]: "
-                          f"pip install '{DISTRIBUTION}[report]'") from None
+                          f"{extra_install('report')}") from None
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

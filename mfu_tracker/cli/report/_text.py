@@ -27,6 +27,7 @@ def head(report: Report) -> List[str]:
         lines.append(f"peak: {report.peak}")
     if report.caveat:
         lines.append(f"caveat: {report.caveat}")
+    lines += [f"caveat: {line}" for _, line in report.impossible]
     if report.no_mfu:
         lines.append(report.no_mfu)
     if report.invalid:

@@ -9,6 +9,7 @@ from typing import Any, List, Optional
 from ....job._jobs import jobs
 from ....job._ledger import BUCKETS, JobLedger, diagnosis, job_ledger
 from ....job._records import LogError
+from ..._figures import significant
 from .._model import Report
 from ._base import Panel
 
@@ -44,15 +45,15 @@ class LedgerPanel(Panel):
     def summary(self, report: Report, data: JobLedger) -> List[str]:
         job_mfu = "" if data.job_mfu is None else f", job MFU {data.job_mfu:.3g}"
         name, share = data.largest_loss()
-        return [f"job: goodput {data.goodput:.3f} of {data.job_wall_s:.4g} s over "
+        return [f"job: goodput {data.goodput:.3f} of {significant(data.job_wall_s)} s over "
                 f"{len(data.runs)} run(s){job_mfu}; "
                 f"{diagnosis({name: share}, 'the job wall time')}"]
 
     def draw(self, ax: Any, report: Report, data: Optional[JobLedger]) -> None:
         assert data is not None
         names = ["goodput", *BUCKETS]
-        rows = [(f"run {r.number} ({r.wall_s:.4g} s)", r.seconds, r.wall_s) for r in data.runs]
-        rows.append((f"job ({data.job_wall_s:.4g} s)",
+        rows = [(f"run {r.number} ({significant(r.wall_s)} s)", r.seconds, r.wall_s) for r in data.runs]
+        rows.append((f"job ({significant(data.job_wall_s)} s)",
                      {"goodput": data.goodput_s, **data.badput_s}, data.job_wall_s))
         positions = list(range(len(rows)))[::-1]
         lefts = [0.0] * len(rows)
@@ -63,7 +64,7 @@ class LedgerPanel(Panel):
         ax.set_yticks(positions, [label for label, _, _ in rows])
         ax.set_xlim(0, max(1.0, max(lefts)))
         ax.set_xlabel("fraction of the bar's wall time")
-        ax.set_title(f"the job ledger: goodput {data.goodput:.3f} of {data.job_wall_s:.4g} s"
+        ax.set_title(f"the job ledger: goodput {data.goodput:.3f} of {significant(data.job_wall_s)} s"
                      + ("" if data.job_mfu is None else f", job MFU {data.job_mfu:.3g}"))
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..._figures import significant
 from .._axes import steps_axis
 from .._model import STEP_TIME, TOKENS, Report, by_run, number
 from ._base import Panel
+from ._impossible import IMPOSSIBLE_COLOR, mfu_above_one
 
 #: Above this many points a line is drawn without markers.
 MAX_MARKERS = 200
@@ -53,6 +55,7 @@ class MfuPanel(Panel):
             _add(series.tokens, series.tokens_run, record, report.key(TOKENS), run)
         if series.mfu:
             series.tokens, series.tokens_run = [], []      # drawn only in MFU's absence
+            mfu_above_one(report, series.mfu)
         elif series.step_time or series.tokens:
             report.missing.append(self.absent(report))
         return series if series.mfu or series.step_time or series.tokens else None
@@ -90,10 +93,10 @@ class MfuPanel(Panel):
                          f"{data.mfu[0][0]}..{data.mfu[-1][0]}")
         if data.step_time:
             step, last = data.step_time[-1]
-            lines.append(f"step time (window mean): {last * 1e3:.4g} ms at step {step}")
+            lines.append(f"step time (window mean): {significant(last * 1e3)} ms at step {step}")
         if data.tokens:
             step, last = data.tokens[-1]
-            lines.append(f"tokens/s: {last:.4g} at step {step}")
+            lines.append(f"tokens/s: {significant(last)} at step {step}")
         return lines
 
     def table(self, report: Report, data: Series) -> Dict[int, Dict[str, float]]:
@@ -110,6 +113,7 @@ class MfuPanel(Panel):
             heading = report.title or "MFU over steps (the tracker's window MFU)"
             ax.set_ylabel(f"{report.mfu_key} (window)")
             ax.set_ylim(0, max(v for _, v in data.mfu) * 1.15 or 1.0)
+            _mark_above_one(ax, data.mfu)
             if data.step_time:
                 _twin(ax, data.step_time, data.step_time_run, 1e3, "step time, ms (dotted)")
         elif data is not None and data.step_time:
@@ -128,9 +132,13 @@ class MfuPanel(Panel):
         ax.set_title("\n".join([heading, *(n for n in notes if n)]), fontsize="medium", wrap=True)
         steps_axis(ax, report)
         ax.grid(alpha=0.3)
-        if report.caveat:
-            ax.text(0.01, 0.02, "caveat: " + report.caveat, transform=ax.transAxes,
-                    fontsize="x-small", color="tab:red", wrap=True)
+        caveats = [report.caveat] if report.caveat else []
+        if report.impossible:
+            caveats.append("cannot be: " + "; ".join(label for label, _ in report.impossible)
+                           + " (the printed caveats say why)")
+        if caveats:
+            ax.text(0.01, 0.02, "\n".join("caveat: " + c for c in caveats),
+                    transform=ax.transAxes, fontsize="x-small", color=IMPOSSIBLE_COLOR, wrap=True)
 
 
 def _draw_lines(ax: Any, report: Report, points: Points, runs: List[int], label: str) -> None:
@@ -140,6 +148,18 @@ def _draw_lines(ax: Any, report: Report, points: Points, runs: List[int], label:
                 label=f"run {run}" if len(report.runs) > 1 else label)
     if len(report.runs) > 1:
         ax.legend(fontsize="small", loc="lower right")
+
+
+def _mark_above_one(ax: Any, points: Points) -> None:
+    """MFU above 1 cannot be: the line at 1 and a cross on each point above it."""
+    above = [(step, value) for step, value in points if value > 1.0]
+    if not above:
+        return
+    ax.axhline(1.0, color=IMPOSSIBLE_COLOR, linestyle="--", linewidth=1.0,
+               label="MFU = 1: above it cannot be (see the caveat)")
+    steps, values = zip(*above)
+    ax.plot(steps, values, linestyle="none", marker="x", markersize=8, color=IMPOSSIBLE_COLOR)
+    ax.legend(fontsize="small", loc="center left")   # the caveat is at the bottom
 
 
 def _twin(ax: Any, points: Points, runs: List[int], scale: float, label: str) -> None:

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..._figures import significant
 from .._axes import MAX_TICKS
 from .._model import PHASES, STEP_TIME, Report, number
 from ._base import Panel
@@ -61,9 +62,10 @@ class PhasesPanel(Panel):
 
     def summary(self, report: Report, data: Seconds) -> List[str]:
         (step, phases), rest = data.rows[-1], data.unmarked[-1]
-        cells = [f"{key.rsplit('/', 1)[-1]} {value * 1e3:.4g}" for key, value in phases.items()]
+        cells = [f"{key.rsplit('/', 1)[-1]} {significant(value * 1e3)}"
+                 for key, value in phases.items()]
         if rest is not None:
-            cells.append(f"unmarked {rest * 1e3:.4g}")
+            cells.append(f"unmarked {significant(rest * 1e3)}")
         return [f"where step {step}'s time went (window, ms per step): {', '.join(cells)}"]
 
     def table(self, report: Report, data: Seconds) -> Dict[int, Dict[str, float]]:

@@ -11,6 +11,7 @@ from ....job._ledger import diagnosis, rank_of
 from .._axes import MAX_TICKS
 from .._model import LOST, Report, number
 from ._base import Panel
+from ._impossible import IMPOSSIBLE_COLOR, negative_shares
 from .hardware import compute_note
 
 #: Above this many logged steps the bars touch and are drawn as one filled
@@ -38,6 +39,11 @@ class Bars:
             bottoms = [b + h for b, h in zip(bottoms, heights)]
         return layers
 
+    def impossible(self) -> List[bool]:
+        """Which bars hold a figure that cannot be: MFU above 1, a share below 0."""
+        return [shares.get(self.mfu_key, 0.0) > 1.0 or any(v < 0 for v in shares.values())
+                for _, shares in self.rows]
+
     def bar_tops(self) -> List[float]:
         """Each bar's height as drawn (the top of its last layer)."""
         _, heights, bottoms = self.stacked()[-1]
@@ -63,6 +69,7 @@ class WaterfallPanel(Panel):
                 bars.runs.append(run)
         if not bars.rows:
             return None
+        negative_shares(report, bars.rows, base)
         _, shares = bars.rows[-1]
         causes = {key[len(base):]: v for key, v in shares.items() if key.startswith(base)}
         name = max(causes, key=lambda k: causes[k])
@@ -113,19 +120,38 @@ class WaterfallPanel(Panel):
             else:  # the same bars, touching, as one polygon per layer (fast)
                 tops = [b + h for b, h in zip(bottoms, heights)]
                 ax.fill_between(positions, bottoms, tops, step="mid", label=label, linewidth=0)
-        tops = data.bar_tops()
         every = max(1, -(-len(positions) // MAX_TICKS))
         ax.set_xticks(positions[::every], [str(step) for step, _ in data.rows][::every])
         for i in range(1, len(positions)):
             if data.runs[i] != data.runs[i - 1]:
                 ax.axvline(i - 0.5, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xlabel("step (as logged)")
-        ax.set_ylim(min(0.0, min(tops)), max(1.0, max(tops)))
+        edges = [edge for _, heights, bottoms in data.stacked()
+                 for edge in (*bottoms, *(b + h for b, h in zip(bottoms, heights)))]
+        ax.set_ylim(min(0.0, *edges), max(1.0, *edges))   # MFU above 1 shows above 1
+        _mark_impossible(ax, data, positions)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
         note = compute_note(report, data.rows[-1][0])
         if note:
             ax.text(0.01, 0.98, note, transform=ax.transAxes, fontsize="x-small", va="top",
                     bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0})
+
+
+def _mark_impossible(ax: Any, data: Bars, positions: List[int]) -> None:
+    """Hatch every bar holding MFU above 1 or a negative share, from its
+    lowest layer to its highest, and draw the line at 1."""
+    flagged = [i for i, bad in zip(positions, data.impossible()) if bad]
+    if not flagged:
+        return
+    layers = data.stacked()
+    for i in flagged:
+        edges = [edge for _, heights, bottoms in layers
+                 for edge in (bottoms[i], bottoms[i] + heights[i])]
+        low, high = min(0.0, *edges), max(edges)
+        ax.bar(i, high - low, bottom=low, fill=False, hatch="//", edgecolor=IMPOSSIBLE_COLOR,
+               linewidth=1.2, label="cannot be: MFU > 1 or a share < 0 (see the caveat)"
+               if i == flagged[0] else None)
+    ax.axhline(1.0, color=IMPOSSIBLE_COLOR, linestyle="--", linewidth=0.8)
 
 
 PANEL = WaterfallPanel()
