@@ -1,4 +1,5 @@
 /* generation.c -- the prefill and decode of a generation (see generation.h). */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "blocks.h"
@@ -37,7 +38,8 @@ static mfu_status check(const mfu_transformer_dims *d, const mfu_transformer_opt
     for (size_t i = 0; i < count; i++) {
         if (prompt_lens[i] < 1)
             return bad(bf, "prompt_lens");
-        if (output_lens[i] < 1)
+        /* the last decode token's position, p + n - 1, fits an int64 */
+        if (output_lens[i] < 1 || output_lens[i] > INT64_MAX - prompt_lens[i])
             return bad(bf, "output_lens");
     }
     if (spec == NULL || mfu_dtype_bytes(spec->weight_dtype) <= 0.0)

@@ -58,7 +58,8 @@
  * ("activation_recompute"), Mamba / SSM and short-conv layers
  * ("num_ssm_layers", "num_short_conv_layers"), Kimi delta attention
  * ("linear_kind"), bidirectional attention ("bidirectional"), a length < 1
- * or no sequence ("prompt_lens", "output_lens"), a bad dtype ("weight_dtype",
+ * or no sequence ("prompt_lens", "output_lens"; p_i + n_i beyond int64:
+ * "output_lens"), a bad dtype ("weight_dtype",
  * "cache_dtype") or cache layout ("mla_cache"); else as
  * mfu_transformer_flops_compute.
  */
