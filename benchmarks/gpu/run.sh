@@ -107,32 +107,24 @@ PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$QUICK_TIMEOUT" \
 log "quick doctor exited $?"
 set -e
 
+# check NAME LIMIT WHAT: benchmarks/gpu/NAME_check.py on the device, cut at LIMIT
+# seconds; its output in NAME.txt (and its NAME.json), its exit status in NAME.status.
+check() {
+    local name=$1 limit=$2
+    log "$3 on device $DEVICE (limit ${limit}s): $name.json"
+    set +e
+    PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$limit" \
+        "$PYTHON" "benchmarks/gpu/${name}_check.py" "$OUTDIR" "$DEVICE" > "$OUTDIR/$name.txt" 2>&1
+    echo $? > "$OUTDIR/$name.status"
+    log "$name check exited $(cat "$OUTDIR/$name.status")"
+    set -e
+}
 # The hardware counters against loops of known character (Hopper or later).
-log "hardware counters check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): hardware.json"
-set +e
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
-    "$PYTHON" benchmarks/gpu/hardware_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/hardware.txt" 2>&1
-echo $? > "$OUTDIR/hardware.status"
-log "hardware check exited $(cat "$OUTDIR/hardware.status")"
-set -e
-
+check hardware "$HARDWARE_TIMEOUT" "hardware counters check"
 # The kernel breakdown of a GEMM-heavy and an elementwise-heavy bf16 step.
-log "kernel breakdown check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): breakdown.json"
-set +e
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
-    "$PYTHON" benchmarks/gpu/breakdown_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/breakdown.txt" 2>&1
-echo $? > "$OUTDIR/breakdown.status"
-log "breakdown check exited $(cat "$OUTDIR/breakdown.status")"
-set -e
-
+check breakdown "$HARDWARE_TIMEOUT" "kernel breakdown check"
 # Decode MBU: generate()'s computed bytes/s beside the measured DRAM bandwidth.
-log "decode check on device $DEVICE (limit ${DECODE_TIMEOUT}s): decode.json"
-set +e
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$DECODE_TIMEOUT" \
-    "$PYTHON" benchmarks/gpu/decode_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/decode.txt" 2>&1
-echo $? > "$OUTDIR/decode.status"
-log "decode check exited $(cat "$OUTDIR/decode.status")"
-set -e
+check decode "$DECODE_TIMEOUT" "decode check"
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
 set +e
