@@ -218,3 +218,27 @@ def test_moe_reads_the_experts_its_tokens_pick():
     two = generation_flops(m.config, [P] * 2, N, dtype="bf16")
     assert one.decode_weight_bytes == (N - 1) * (rest + 2 * one_expert) * 2
     assert two.decode_weight_bytes == (N - 1) * (rest + 4 * one_expert) * 2
+
+
+def test_times_split_at_the_forwards():
+    """Each forward's time runs to the next forward's start: a decode forward
+    made to take 50 ms books >= 4 x 50 ms to decode, the prefill's forward
+    (and its first token) to prefill; both inside the test's own bracket."""
+    import time
+
+    from _bracket import Bracket
+
+    m = model("llama")
+
+    def slow(module, args, kwargs):
+        if kwargs["input_ids"].shape[1] == 1:
+            time.sleep(0.05)
+
+    with Bracket() as bracket, GenerationCounter(m) as gen:
+        handle = m.register_forward_pre_hook(slow, with_kwargs=True)  # after the counter's
+        try:
+            generate(m, P, N, 1)
+        finally:
+            handle.remove()
+    assert gen.decode_s >= (N - 1) * 0.05 and gen.prefill_s > 0
+    assert gen.prefill_s + gen.decode_s <= bracket.s

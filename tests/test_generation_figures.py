@@ -83,6 +83,11 @@ def test_unknown_bandwidth_or_bytes_is_none_not_zero():
     assert exact.decode_mbu is None and exact.prefill_mbu is None
     assert exact.decode_mfu == pytest.approx(20 / 0.4 / 2e12)
     assert exact.prefill_s == 0.1
+    both = generation_utilization(count.with_bytes(g), spec=SPEC)  # exact FLOPs, our bytes
+    assert both.decode_mbu == pytest.approx(g.decode_bytes / 0.4 / 0.1e12)
+    assert both.decode_mfu == exact.decode_mfu
+    with pytest.raises(TypeError, match="with_bytes"):
+        count.with_bytes(count)
     untimed = generation_utilization(g, spec=SPEC)
     assert untimed.decode_mbu is None and untimed.mfu is None
     with pytest.raises(ValueError, match="decode_s"):

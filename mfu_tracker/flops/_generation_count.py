@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import Any, Optional
 
 from .._validate import check_causal_attention
 from .counter import FlopCounter
@@ -46,7 +46,8 @@ class GenerationCount:
             before the next forward, so on a GPU the boundaries are where
             the device was. The time before the first forward is in neither.
         prefill_bytes, decode_bytes: None -- a counter sees FLOPs, not
-            memory traffic; :func:`~mfu_tracker.generation_flops` gives them.
+            memory traffic; :func:`~mfu_tracker.generation_flops` gives them
+            (:meth:`with_bytes` carries them here).
     """
 
     prefill_flops: int
@@ -58,13 +59,24 @@ class GenerationCount:
     generated_tokens: int
     prefill_s: float
     decode_s: float
-    prefill_bytes: None = None
-    decode_bytes: None = None
+    prefill_bytes: Optional[float] = None
+    decode_bytes: Optional[float] = None
 
     @property
     def model_flops(self) -> int:
         """Prefill + decode FLOPs."""
         return self.prefill_flops + self.decode_flops
+
+    def with_bytes(self, analytic: Any) -> GenerationCount:
+        """This count with the bytes of ``analytic`` (the
+        :class:`~mfu_tracker.GenerationFlops` of the same generation): exact
+        FLOPs and times, analytic bytes, for decode MBU."""
+        for name in ("prefill_bytes", "decode_bytes"):
+            if not isinstance(getattr(analytic, name, None), (int, float)):
+                raise TypeError(f"with_bytes: analytic must carry {name} (a GenerationFlops), "
+                                f"not {type(analytic).__name__}")
+        return dataclasses.replace(self, prefill_bytes=analytic.prefill_bytes,
+                                   decode_bytes=analytic.decode_bytes)
 
 
 
