@@ -10,6 +10,7 @@ import pytest
 
 from mfu_tracker import (
     GenerationCount,
+    GenerationCounter,
     generation_flops,
     generation_utilization,
     user_gpu_spec,
@@ -145,3 +146,10 @@ def test_refused_models_say_what_to_use():
                           "n_groups": 1}, [6], 5)
     with pytest.raises(ValueError, match="'bert' has no analytic formula.*GenerationCounter"):
         generation_flops({"model_type": "bert"}, [6], 5)
+
+
+def test_generation_counter_takes_a_module():
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        GenerationCounter(object())
+    with pytest.raises(ValueError, match="causal_attention"):
+        GenerationCounter(object(), causal_attention="quarter")
