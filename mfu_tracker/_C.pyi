@@ -117,6 +117,14 @@ def context_parallel_flops(
     seq_len: Optional[int] = None,
 ) -> dict[str, float]: ...
 
+# ---- py_generation.c ------------------------------------------------------------
+
+def generation_flops(
+    dims: dict[str, Any], options: dict[str, Any], prompt_lens: Sequence[int],
+    output_lens: Sequence[int], *, weight_dtype: str = "bf16", cache_dtype: str = "bf16",
+    mla_cache: Literal["latent", "expanded"] = "latent",
+) -> dict[str, float]: ...
+
 # ---- py_ops.c: the op table, mfu_op_count, the custom-formula registry ---------
 
 def op_table() -> tuple[dict[str, Any], ...]: ...

@@ -401,6 +401,15 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         S("ulysses"), batch_size=I(300), seq_len=I(2048))
     add("context_parallel_flops", _C.context_parallel_flops, dims, options, I(512), I(600),
         S("ulysses"), batch_size=I(300), seq_len=I(2048), exc=ValueError)
+    add("generation_flops", _C.generation_flops, dims, options, [I(1000), I(2000)],
+        [I(300), I(400)], weight_dtype=S("fp8"), cache_dtype=S("bf16"), mla_cache=S("latent"))
+    add("generation_flops", _C.generation_flops, dims, options, [I(1000), I(-2000)],
+        [I(300), I(400)], exc=ValueError)
+    add("generation_flops", _C.generation_flops, dims, options, [I(1000)], [I(300), I(400)],
+        exc=ValueError)
+    add("generation_flops", _C.generation_flops, dims, options, [I(1000)], [I(300)],
+        cache_dtype=S("fp7"), exc=ValueError)
+    add("generation_flops", _C.generation_flops, dims, options, S("x"), [I(300)], exc=TypeError)
     add("transformer_family", _C.transformer_family, S("bert_like"))
     add("transformer_family", _C.transformer_family, I(300), exc=TypeError)
     add("transformer_families", _C.transformer_families)

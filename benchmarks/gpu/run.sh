@@ -24,7 +24,12 @@
 # 0 = no FAIL), hardware.json (benchmarks/gpu/hardware_check.py: a bf16 GEMM
 # loop must show hw/tensor_active high and MFU consistent with it, a
 # memory-bound copy loop hw/dram_bw_util high and MFU near 0; its status in
-# hardware.status, limit HARDWARE_TIMEOUT, default 60 s).
+# hardware.status, limit HARDWARE_TIMEOUT, default 60 s), breakdown.json
+# (benchmarks/gpu/breakdown_check.py, same limit), decode.json
+# (benchmarks/gpu/decode_check.py: generate() on a 1.6e9-parameter bf16 model,
+# its exact prefill and decode FLOPs against generation_flops, and the decode
+# bytes per second it computes beside GPM's measured DRAM bandwidth; status in
+# decode.status, limit DECODE_TIMEOUT, default 60 s; needs transformers).
 # Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
 set -euo pipefail
@@ -43,6 +48,7 @@ BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
 DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
 HARDWARE_TIMEOUT=${HARDWARE_TIMEOUT:-60}
+DECODE_TIMEOUT=${DECODE_TIMEOUT:-60}
 read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
 
 log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
@@ -101,23 +107,24 @@ PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$QUICK_TIMEOUT" \
 log "quick doctor exited $?"
 set -e
 
+# check NAME LIMIT WHAT: benchmarks/gpu/NAME_check.py on the device, cut at LIMIT
+# seconds; its output in NAME.txt (and its NAME.json), its exit status in NAME.status.
+check() {
+    local name=$1 limit=$2
+    log "$3 on device $DEVICE (limit ${limit}s): $name.json"
+    set +e
+    PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$limit" \
+        "$PYTHON" "benchmarks/gpu/${name}_check.py" "$OUTDIR" "$DEVICE" > "$OUTDIR/$name.txt" 2>&1
+    echo $? > "$OUTDIR/$name.status"
+    log "$name check exited $(cat "$OUTDIR/$name.status")"
+    set -e
+}
 # The hardware counters against loops of known character (Hopper or later).
-log "hardware counters check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): hardware.json"
-set +e
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
-    "$PYTHON" benchmarks/gpu/hardware_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/hardware.txt" 2>&1
-echo $? > "$OUTDIR/hardware.status"
-log "hardware check exited $(cat "$OUTDIR/hardware.status")"
-set -e
-
+check hardware "$HARDWARE_TIMEOUT" "hardware counters check"
 # The kernel breakdown of a GEMM-heavy and an elementwise-heavy bf16 step.
-log "kernel breakdown check on device $DEVICE (limit ${HARDWARE_TIMEOUT}s): breakdown.json"
-set +e
-PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
-    "$PYTHON" benchmarks/gpu/breakdown_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/breakdown.txt" 2>&1
-echo $? > "$OUTDIR/breakdown.status"
-log "breakdown check exited $(cat "$OUTDIR/breakdown.status")"
-set -e
+check breakdown "$HARDWARE_TIMEOUT" "kernel breakdown check"
+# Decode MBU: generate()'s computed bytes/s beside the measured DRAM bandwidth.
+check decode "$DECODE_TIMEOUT" "decode check"
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
 set +e

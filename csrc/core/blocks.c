@@ -128,22 +128,29 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * buffer, not a parameter; ERNIE 4.5's (Ernie4_5_MoeStatics) and AFMoE's
  * expert_bias are parameters: router_bias counts their E. Latent experts
  * (Nemotron-H): family_hybrid.h. */
+mfu_tally mfu_moe_expert_tally(const mfu_transformer_dims *d,
+                               const mfu_transformer_options *o)
+{
+    mfu_tally expert = d->moe_latent_size > 0
+                           ? mfu_latent_expert_tally(d)
+                           : mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    /* NemotronHExperts, ERNIE 4.5 MoE: bias-free experts whatever mlp_bias */
+    if (d->unbiased_experts)
+        expert.params = expert.matmul;
+    return expert;
+}
+
 void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all)
 {
     const double h = (double)d->hidden_size, e = (double)d->num_experts;
     const double k = (double)d->experts_per_token;
-    mfu_tally expert = d->moe_latent_size > 0
-                           ? mfu_latent_expert_tally(d)
-                           : mfu_mlp_tally(d, o, (double)d->moe_intermediate_size);
+    const mfu_tally expert = mfu_moe_expert_tally(d, o);
     const mfu_tally latent = d->moe_latent_size > 0 ? mfu_latent_projection_tally(d)
                                                     : (mfu_tally){0};
     mfu_tally shared = {0};
 
-    /* NemotronHExperts, ERNIE 4.5 MoE: bias-free experts whatever mlp_bias */
-    if (d->unbiased_experts)
-        expert.params = expert.matmul;
     if (d->shared_expert_intermediate_size > 0) {
         shared = mfu_mlp_tally(d, o, (double)d->shared_expert_intermediate_size);
         if (d->shared_expert_gate) {

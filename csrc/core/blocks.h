@@ -55,6 +55,10 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all);
 
+/* One routed expert of a MoE layer (latent experts: family_hybrid.h). */
+mfu_tally mfu_moe_expert_tally(const mfu_transformer_dims *d,
+                               const mfu_transformer_options *o);
+
 /* A gated DeltaNet layer's projections, conv weights, norm, dt / A. */
 mfu_tally mfu_linear_attention_tally(const mfu_transformer_dims *d);
 

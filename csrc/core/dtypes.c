@@ -6,6 +6,19 @@ static const char *const mfu_dtype_names[MFU_DTYPE_COUNT] = {
     "fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4",
 };
 
+/* Bytes one element takes in memory: tf32 is stored as fp32, int4 and fp4
+ * pack two elements per byte. */
+static const double mfu_dtype_sizes[MFU_DTYPE_COUNT] = {
+    8.0, 4.0, 4.0, 2.0, 2.0, 1.0, 1.0, 0.5, 0.5,
+};
+
+double mfu_dtype_bytes(mfu_dtype dtype)
+{
+    if ((int)dtype < 0 || (int)dtype >= MFU_DTYPE_COUNT)
+        return 0.0;
+    return mfu_dtype_sizes[dtype];
+}
+
 const char *mfu_dtype_name(mfu_dtype dtype)
 {
     if ((int)dtype < 0 || (int)dtype >= MFU_DTYPE_COUNT)

@@ -34,6 +34,10 @@ typedef enum mfu_dtype {
 /* Canonical name of `dtype`, or NULL for a value outside the enum. */
 const char *mfu_dtype_name(mfu_dtype dtype);
 
+/* Bytes one element of `dtype` takes in memory (tf32: stored as fp32, 4;
+ * int4 / fp4: 0.5); 0.0 for a value outside the enum. */
+double mfu_dtype_bytes(mfu_dtype dtype);
+
 /* The dtype whose canonical name equals the NUL-terminated `name`.
  * NULL, empty or longer than MFU_DTYPE_NAME_MAX -> MFU_ERR_INVALID_ARGUMENT;
  * any other unknown name -> MFU_ERR_NOT_FOUND. */

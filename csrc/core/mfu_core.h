@@ -37,6 +37,8 @@
  *                 from ours item by item
  *   context_parallel.h  one rank's share of a batch under context
  *                 parallelism (Ulysses, ring / all-gather KV)
+ *   generation.h  the prefill and decode of a generation with a KV cache:
+ *                 forward FLOPs, weights and KV-cache bytes
  *   ops.h         the table of counted aten ops and mfu_op_count: one op
  *                 call's arguments -> executed and model FLOPs
  *   nodes.h       which autograd node a backward call runs in (the site
@@ -99,6 +101,7 @@
 #include "families.h"
 #include "conventions.h"
 #include "context_parallel.h"
+#include "generation.h"
 #include "ops.h"
 #include "nodes.h"
 #include "gpu_driver.h"

@@ -281,16 +281,11 @@ mfu_status mfu_transformer_validate(const mfu_transformer_dims *dims,
  * The count
  * ------------------------------------------------------------------------ */
 
-/* Layers by kind. */
-typedef struct layer_mix {
-    double layers, full, sliding, chunked, linear, ssm, conv, dense, moe, mtp;
-} layer_mix;
-
-static layer_mix mix_of(const mfu_transformer_dims *d)
+mfu_layer_mix mfu_layer_mix_of(const mfu_transformer_dims *d)
 {
     /* layers holding an MLP (all but Nemotron-H's mixer blocks) */
     const double mlp_layers = (double)(d->num_layers - d->num_mixer_only_layers);
-    layer_mix m;
+    mfu_layer_mix m;
     m.layers = (double)d->num_layers;
     m.linear = (double)d->num_linear_layers;
     m.ssm = (double)d->num_ssm_layers;
@@ -306,14 +301,8 @@ static layer_mix mix_of(const mfu_transformer_dims *d)
     return m;
 }
 
-/* The model's weights: per token (matmul view and parameter view, active
- * experts), every parameter, adapters. Excludes embeddings and lm_head. */
-typedef struct model_tally {
-    double matmul, params_active, params_all, lora_active, lora_all;
-} model_tally;
-
-static model_tally tally_model(const mfu_transformer_dims *d,
-                               const mfu_transformer_options *o, const layer_mix *m)
+mfu_model_tally mfu_model_tally_of(const mfu_transformer_dims *d,
+                                   const mfu_transformer_options *o, const mfu_layer_mix *m)
 {
     const double h = (double)d->hidden_size;
     const mfu_tally att = mfu_attention_tally(d, o);
@@ -324,7 +313,7 @@ static model_tally tally_model(const mfu_transformer_dims *d,
     const double norm = mfu_norm_params(d, h);
     const double attention_layers = m->full + m->sliding + m->chunked;
     mfu_tally act = {0}, all = {0}, mtp_mlp;
-    model_tally t;
+    mfu_model_tally t;
 
     if (d->num_experts > 0)
         mfu_moe_tally(d, o, &act, &all);
@@ -352,7 +341,7 @@ static model_tally tally_model(const mfu_transformer_dims *d,
 /* Attention core forward over the batch (0 for 6N). */
 static mfu_status attention_term(const mfu_transformer_dims *d,
                                  const mfu_transformer_options *o,
-                                 const mfu_batch *b, const layer_mix *m, double *out)
+                                 const mfu_batch *b, const mfu_layer_mix *m, double *out)
 {
     /* bidirectional attention computes every pair: nothing to halve */
     const mfu_causal causal = d->bidirectional ? MFU_CAUSAL_FULL : o->causal;
@@ -396,7 +385,7 @@ static mfu_status conv_flops(const mfu_batch *b, double layers, int64_t kernel,
 /* The scans (PALM, MATMUL) and the mixers' depthwise convolutions (MATMUL). */
 static mfu_status mixer_terms(const mfu_transformer_dims *d,
                               const mfu_transformer_options *o, const mfu_batch *b,
-                              const layer_mix *m, mfu_scan_flops *scan, double *conv)
+                              const mfu_layer_mix *m, mfu_scan_flops *scan, double *conv)
 {
     mfu_scan_flops s = {0.0, 0.0};
     mfu_status st;
@@ -427,9 +416,22 @@ static mfu_status mixer_terms(const mfu_transformer_dims *d,
     return conv_flops(b, m->conv, d->short_conv_kernel, (double)d->hidden_size, conv);
 }
 
+double mfu_layer_weights(const mfu_transformer_options *o, const mfu_model_tally *t)
+{
+    return o->formula == MFU_FORMULA_MATMUL ? t->matmul : t->params_active;
+}
+
+double mfu_lm_head_weights(const mfu_transformer_dims *d, const mfu_transformer_options *o)
+{
+    /* [d -> V]; its bias (PhimoeForCausalLM) is a parameter, not a matmul */
+    const double bias = d->lm_head_bias ? (double)d->vocab_size : 0.0;
+    return (double)d->vocab_size * (double)d->hidden_size +
+           (o->formula == MFU_FORMULA_MATMUL ? 0.0 : bias);
+}
+
 /* The language model's totals from its parts. */
 static void combine(const mfu_transformer_dims *d, const mfu_transformer_options *o,
-                    const layer_mix *m, const model_tally *t, double tokens,
+                    const mfu_layer_mix *m, const mfu_model_tally *t, double tokens,
                     double attn, const mfu_scan_flops *scan, double conv,
                     mfu_transformer_flops *r)
 {
@@ -439,9 +441,8 @@ static void combine(const mfu_transformer_dims *d, const mfu_transformer_options
     const double lm_bias = d->lm_head_bias ? vocab : 0.0; /* PhimoeForCausalLM */
     const double final_norm = mfu_norm_params(d, h);
     const int matmul = o->formula == MFU_FORMULA_MATMUL;
-    const double layers_w = matmul ? t->matmul : t->params_active;
-    /* per lm_head application; its bias is a parameter, not a matmul */
-    const double head_w = lm_head + (matmul ? 0.0 : lm_bias);
+    const double layers_w = mfu_layer_weights(o, t);
+    const double head_w = mfu_lm_head_weights(d, o);
     const double weights = layers_w + (o->include_lm_head ? (1.0 + m->mtp) * head_w : 0.0) +
                            (o->include_embedding ? n_emb : 0.0);
     const double base = o->lora_rank > 0 ? 4.0 : 6.0; /* frozen base: no weight grad */
@@ -513,8 +514,8 @@ mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
     mfu_transformer_flops r = {0};
     mfu_scan_flops scan;
     double tokens = 0.0, attn, conv;
-    layer_mix m;
-    model_tally t;
+    mfu_layer_mix m;
+    mfu_model_tally t;
 
     if (st != MFU_OK)
         return st;
@@ -522,8 +523,8 @@ mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
         return bad(bad_field, "seq_lens");
     if (out == NULL)
         return bad(bad_field, "out");
-    m = mix_of(dims);
-    t = tally_model(dims, options, &m);
+    m = mfu_layer_mix_of(dims);
+    t = mfu_model_tally_of(dims, options, &m);
     if ((st = attention_term(dims, options, batch, &m, &attn)) != MFU_OK ||
         (st = mixer_terms(dims, options, batch, &m, &scan, &conv)) != MFU_OK)
         return bad(bad_field, "seq_lens");

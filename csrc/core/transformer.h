@@ -267,6 +267,35 @@ mfu_status mfu_transformer_flops_compute(const mfu_transformer_dims *dims,
                                          mfu_transformer_flops *out,
                                          const char **bad_field);
 
+/* ------------------------------------------------------------------------
+ * The parts of the count, for the counts built on it (generation.h)
+ * ------------------------------------------------------------------------ */
+
+/* Layers by kind (MTP layers apart: they are not in num_layers). */
+typedef struct mfu_layer_mix {
+    double layers, full, sliding, chunked, linear, ssm, conv, dense, moe, mtp;
+} mfu_layer_mix;
+
+/* The model's weights: per token (matmul view and parameter view, active
+ * experts), every parameter, adapters. Excludes embeddings and lm_head;
+ * includes the final norm (parameter view) and the MTP layers. */
+typedef struct mfu_model_tally {
+    double matmul, params_active, params_all, lora_active, lora_all;
+} mfu_model_tally;
+
+/* Of validated dims (mfu_transformer_validate). */
+mfu_layer_mix mfu_layer_mix_of(const mfu_transformer_dims *d);
+mfu_model_tally mfu_model_tally_of(const mfu_transformer_dims *d,
+                                   const mfu_transformer_options *o, const mfu_layer_mix *m);
+
+/* The weights a token meets in the layers under the formula's view: the
+ * matmul weights (MATMUL) or the active parameters (6N, PALM). */
+double mfu_layer_weights(const mfu_transformer_options *o, const mfu_model_tally *t);
+
+/* One lm_head application's weights under the formula's view: V*d, + its
+ * bias (a parameter, not a matmul) for 6N and PALM. */
+double mfu_lm_head_weights(const mfu_transformer_dims *d, const mfu_transformer_options *o);
+
 /* The 6N rule on a bare parameter count `num_params` (> 0, finite) over
  * `num_tokens` (>= 0): model = 6*N*T (forward 2*N*T + backward 4*N*T), or
  * with `lora` 4*N*T (a frozen base: forward + input gradient; adapters not

@@ -468,6 +468,12 @@ int mfu_py_count_inputs_parse(PyObject *dims_obj, PyObject *lens_obj, PyObject *
     return 0;
 }
 
+int mfu_py_dims_parse(PyObject *dims_obj, mfu_transformer_dims *dims)
+{
+    mfu_transformer_dims_init(dims);
+    return parse_fields(dims_obj, "dims", dim_fields, (char *)dims);
+}
+
 void mfu_py_count_inputs_free(mfu_py_count_inputs *in)
 {
     PyMem_Free(in->lens);
@@ -629,7 +635,8 @@ static PyMethodDef transformer_methods[] = {
 int mfu_py_transformer_exec(PyObject *module)
 {
     if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
-        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0)
+        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0 ||
+        mfu_py_generation_exec(module) < 0)
         return -1;
     return mfu_py_conventions_exec(module);
 }

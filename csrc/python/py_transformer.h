@@ -26,6 +26,9 @@ int mfu_py_count_inputs_parse(PyObject *dims_obj, PyObject *lens_obj, PyObject *
                               PyObject *grids_obj, mfu_py_count_inputs *in);
 void mfu_py_count_inputs_free(mfu_py_count_inputs *in);
 
+/* The dims dict alone into *dims (preset by its init); -1 with an exception. */
+int mfu_py_dims_parse(PyObject *dims_obj, mfu_transformer_dims *dims);
+
 /* The rule a dims / vision / option field must follow (for messages). */
 const char *mfu_py_transformer_field_rule(const char *field);
 
@@ -43,5 +46,8 @@ int mfu_py_families_exec(PyObject *module);
 
 /* Registers context_parallel_flops() (py_context_parallel.c). */
 int mfu_py_context_parallel_exec(PyObject *module);
+
+/* Registers generation_flops() (py_generation.c). */
+int mfu_py_generation_exec(PyObject *module);
 
 #endif /* MFU_PY_TRANSFORMER_H */

@@ -5,7 +5,9 @@ analytic, profiled; a step as an adapter saw it, :mod:`._step_record`; the
 counter of a counted step, :mod:`._step_counter`), the automatic phase marks (:mod:`._auto_phases`), the
 optimizer wrapper for bare loops (:mod:`.optim`), the callback core both
 Trainer callbacks share (:mod:`._callback`), and the adapters:
-:mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`.
+:mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`; for RL frameworks,
+verl's ``FlopsCounter`` (:mod:`.verl`, a drop-in: no verl import) and the
+vLLM / SGLang counter reader (:mod:`.engines`).
 
 Layer 7 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: every layer below it; the frameworks themselves only in

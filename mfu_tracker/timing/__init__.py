@@ -2,6 +2,7 @@
 
 Owns the clocks (:mod:`._clock`: GPU events on the device's stream, or the CPU
 clock), ``track()`` and the one-shot utilization arithmetic (:mod:`._track`),
+a generation's prefill and decode figures (:mod:`._generation`),
 the waterfall's definitions (:mod:`._waterfall`), device telemetry
 (:mod:`._telemetry`) and what a tracker reads from the device at window
 edges (:mod:`._hardware`), a step tracker's window figures (:mod:`._figures`) and the
@@ -11,5 +12,9 @@ metric keys with its formatter (:mod:`._metrics`).
 Layer 3 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: the foundation and ``peaks``.
 """
+from ._generation import *  # noqa: F403 -- generation_utilization, GenerationUtilization
+from ._generation import __all__ as _generation_all
 from ._track import *  # noqa: F403 -- the names _track.__all__ lists
-from ._track import __all__  # noqa: F401
+from ._track import __all__ as _track_all
+
+__all__ = [*_track_all, *_generation_all]

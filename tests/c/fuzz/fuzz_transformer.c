@@ -50,13 +50,18 @@
  *    row = the count itself under the default options;
  *  - context parallelism: OK or INVALID naming a field; Ulysses = the
  *    count without a tower / degree; ring under "half": the ranks add up to
- *    it.
+ *    it;
+ *  - generation (the lengths as prompts, each generating 1 + u8 tokens): OK
+ *    or INVALID naming a field; on OK finite figures >= 0, the token and
+ *    forward counts, attention inside the FLOPs, decode the same under both
+ *    causal conventions, the same numbers twice.
  */
 #include <math.h>
 #include <stddef.h>
 
 #include "context_parallel.h"
 #include "conventions.h"
+#include "generation.h"
 #include "family_hybrid.h"
 #include "fuzz_input.h"
 #include "spans.h"
@@ -531,6 +536,58 @@ static void check_context_parallel(fuzz_input *in, const mfu_transformer_dims *d
         FUZZ_CHECK(fabs(sum - whole.model_flops) <= 1e-9 * whole.model_flops + 1.0);
 }
 
+/* A generation (generation.h) of prompts of 1 + (the batch's lengths % 4096)
+ * tokens (1 + a fuzzed u8 tokens generated each), the options without LoRA
+ * or recompute (which it refuses): OK or INVALID naming a field; on OK
+ * finite figures >= 0, the token and forward counts, attention inside the
+ * FLOPs, decode the same under both causal conventions, the same call twice
+ * the same numbers. */
+static void check_generation(fuzz_input *in, const mfu_transformer_dims *d,
+                             const mfu_transformer_options *o, const mfu_batch *b)
+{
+    static const mfu_generation_spec spec = {MFU_DTYPE_BF16, MFU_DTYPE_FP8,
+                                             MFU_MLA_CACHE_LATENT};
+    int64_t outputs[64], prompts_of[64];
+    mfu_transformer_options go = *o, other;
+    mfu_generation_flops g, g2;
+    double prompts = 0.0, steps = 0.0, longest = 0.0;
+    const char *bad = NULL;
+    mfu_status st;
+    if (b->repeat != 1 || b->count == 0)
+        return;
+    go.lora_rank = 0;
+    go.lora_targets = 0;
+    go.recompute = MFU_RECOMPUTE_NONE;
+    other = go;
+    for (size_t i = 0; i < b->count; i++) {
+        outputs[i] = 1 + (int64_t)fi_u8(in);
+        prompts_of[i] = 1 + (b->lengths[i] < 0 ? -(b->lengths[i] + 1) : b->lengths[i]) % 4096;
+        prompts += (double)prompts_of[i];
+        steps += (double)(outputs[i] - 1);
+        longest = fmax(longest, (double)(outputs[i] - 1));
+    }
+    st = mfu_generation_flops_compute(d, &go, prompts_of, outputs, b->count, &spec, &g, &bad);
+    FUZZ_CHECK(st == MFU_OK || st == MFU_ERR_INVALID_ARGUMENT);
+    if (st != MFU_OK) {
+        FUZZ_CHECK(bad != NULL && bad[0] != '\0');
+        return;
+    }
+    for (const double *f = &g.prefill_flops; f <= &g.decode_state_bytes; f++)
+        FUZZ_CHECK(isfinite(*f) && *f >= 0.0);
+    FUZZ_CHECK(g.prefill_tokens == prompts && g.decode_tokens == steps);
+    FUZZ_CHECK(g.decode_forwards == longest && g.sequences == (double)b->count);
+    FUZZ_CHECK(g.prefill_attention_flops <= g.prefill_flops &&
+               g.decode_attention_flops <= g.decode_flops);
+    other.causal = go.causal == MFU_CAUSAL_FULL ? MFU_CAUSAL_HALF : MFU_CAUSAL_FULL;
+    FUZZ_CHECK(mfu_generation_flops_compute(d, &other, prompts_of, outputs, b->count, &spec,
+                                            &g2, &bad) == MFU_OK);
+    FUZZ_CHECK(g2.decode_flops == g.decode_flops &&
+               g2.decode_kv_read_bytes == g.decode_kv_read_bytes);
+    FUZZ_CHECK(mfu_generation_flops_compute(d, &go, prompts_of, outputs, b->count, &spec,
+                                            &g2, &bad) == MFU_OK &&
+               memcmp(&g, &g2, sizeof g) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fuzz_input in = fi_make(data, size);
@@ -589,5 +646,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                MFU_ERR_INVALID_ARGUMENT);
     check_conventions(&in, &d, &o, &b, &v, &out);
     check_context_parallel(&in, &d, &o, &b);
+    check_generation(&in, &d, &o, &b);
     return 0;
 }
