@@ -38,7 +38,10 @@ def first_screen() -> str:
 def test_the_first_screen_has_an_install_a_quick_start_and_the_status():
     screen = first_screen()
     blocks = FENCE.findall(screen)
-    assert [lang for lang, _ in blocks] == ["sh", "python"]
+    langs = [lang for lang, _ in blocks]
+    # the install first, the quick start's Python last; between them only shell lines
+    # (the no-install demo)
+    assert langs[0] == "sh" and langs[-1] == "python" and langs.count("python") == 1, langs
     install = blocks[0][1]
     assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in install
     assert re.search(r"^pip install \.$", install, re.M)
@@ -69,6 +72,10 @@ def test_the_quick_start_runs_in_a_fresh_venv_from_the_wheel(tree_wheel, tmp_pat
     done = subprocess.run([str(python), "-c", code], cwd=run, capture_output=True, text=True,
                           timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
-    mfu_line, where = done.stdout.splitlines()[-2:]
-    assert re.fullmatch(r"MFU \d+\.\d\d of a measured \d+\.\d\d TFLOP/s fp32 peak", mfu_line)
+    *printed, where = done.stdout.splitlines()
+    if printed:
+        assert re.fullmatch(r"MFU \d+\.\d\d of a measured \d+ GFLOP/s fp32 peak", printed[-1]), \
+            printed
+    else:   # the README's documented other outcome: a machine too busy to measure a peak says so
+        assert "peak" in done.stderr and "Warning" in done.stderr, done.stderr[-2000:]
     assert Path(where).resolve().is_relative_to(Path(purelib).resolve()), where
