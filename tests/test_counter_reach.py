@@ -11,20 +11,19 @@ difference.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import pytest
+from _backends import run_script
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 import torch.utils.checkpoint as checkpoint  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from test_vlm_towers import _image_tokens  # noqa: E402
 
 from mfu_tracker import FlopCounter  # noqa: E402
 
@@ -322,15 +321,6 @@ def _vlm_case(kind: str):
                                         downsample_factor=2), {"pixel_values": tile}
 
 
-def _image_tokens(model, inputs) -> int:
-    with torch.no_grad():
-        out = model.get_image_features(**inputs)
-    features = out.pooler_output if out.pooler_output is not None else out.last_hidden_state
-    if isinstance(features, (list, tuple)):
-        return sum(f.shape[0] for f in features)
-    return features.shape[0] * features.shape[1] if features.dim() == 3 else features.shape[0]
-
-
 @pytest.mark.parametrize("kind", ["llava", "llava_next", "llava_onevision", "gemma3",
                                   "paligemma", "aya_vision"])
 def test_an_unused_vision_layer_or_head_gets_no_backward(kind):
@@ -499,13 +489,7 @@ print(json.dumps(out))
 
 
 def _both(disable: bool) -> dict:
-    env = dict(os.environ)
-    env.pop("MFU_TRACKER_DISABLE_TORCH_EXT", None)
-    if disable:
-        env["MFU_TRACKER_DISABLE_TORCH_EXT"] = "1"
-    proc = subprocess.run([sys.executable, "-c", _BOTH % {"tests": str(TESTS)}],
-                          capture_output=True, text=True, env=env, check=True, timeout=600)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_script(_BOTH % {"tests": str(TESTS)}, disable)
 
 
 def test_both_backends_count_what_reaches_the_loss():
