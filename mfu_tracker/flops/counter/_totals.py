@@ -124,11 +124,13 @@ class CounterTotals:
         only with ``tables``."""
         if handle is None and not tables and self.cache is not None:
             return self.cache
-        out = zero_totals()
+        out = (self.backend.totals(self.held, handle, tables) if self.held is not None
+               else zero_totals())  # a fresh dict
         if self.carried is not None:
-            merge(out, self.carried)
-        if self.held is not None:
-            merge(out, self.backend.totals(self.held, handle, tables))
+            both = zero_totals()
+            merge(both, self.carried)
+            merge(both, out)
+            out = both
         settle(out)
         if handle is None and not tables:
             self.cache = out
