@@ -395,6 +395,8 @@ def test_half_names_attention_given_a_mask_tensor():
     assert half.mask_tensor_attention_calls == 2
     assert half.mask_tensor_attention_flops == 2 * 409_600
     assert "mask tensor counted whole" in half.conventions
+    assert "attention given a mask tensor, counted whole: 2 call(s), 819.200 KFLOP forward" \
+        in half.table()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per counter
         with half:

@@ -538,6 +538,9 @@ class FlopCounter:
             lines.append(f"  uncounted op calls: {t['errors']} (first: {t['first_error']})")
         if t["approximate_calls"]:
             lines.append(f"  approximate (varlen lengths unknown on meta): {t['approximate_calls']} call(s)")
+        if t["mask_tensor_calls"]:
+            lines.append(f"  attention given a mask tensor, counted whole: {t['mask_tensor_calls']} "
+                         f"call(s), {format_flops(t['mask_tensor_flops'])} forward")
         if t["ops"]:
             lines.append("")
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")
