@@ -79,6 +79,8 @@ bool square_share(uint64_t thread, uint64_t sequence_nr, int64_t *model, int64_t
 
 void square_clear() {
   Registry &r = registry();
+  if (!r.any.load(std::memory_order_relaxed))
+    return; // nothing noted (the common case: no math path under "half")
   std::lock_guard<std::mutex> lock(r.mutex);
   r.spans.clear();
   r.order.clear();
