@@ -4,13 +4,10 @@ backends, against hand arithmetic; the dtype rule itself (csrc/core/ops.c)
 through ``_C.op_count``."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _backends import run_script
 
 from mfu_tracker import _C
 
@@ -89,14 +86,7 @@ print(json.dumps(out))
 
 
 def _run(disable_ext: bool) -> dict:
-    env = dict(os.environ)
-    env.pop("MFU_TRACKER_DISABLE_TORCH_EXT", None)
-    if disable_ext:
-        env["MFU_TRACKER_DISABLE_TORCH_EXT"] = "1"
-    proc = subprocess.run([sys.executable, "-W", "ignore::RuntimeWarning", "-c", _SCENARIOS],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_script(_SCENARIOS, disable_ext)
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["torch-ext", "dispatch"])

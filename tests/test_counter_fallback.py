@@ -230,6 +230,7 @@ _ROLE_ARGUMENTS = {
     "is_causal": ("is_causal", "causal"), "custom_mask_type": ("custom_mask_type",),
     "window_size_left": ("window_size_left",), "window_size_right": ("window_size_right",),
     "attention_chunk": ("attention_chunk",),
+    "attn_mask": ("attn_mask", "attn_bias", "bias"),
 }
 # need -> the schema types it reads
 _NEED_TYPES = {

@@ -154,6 +154,8 @@ def test_analytic_tower_equals_the_exact_count_of_a_one_image_step(kind):
     f = transformer_flops(saved, seq_len=S, formula="matmul", **inputs, **extra)
     assert f.conventions["formula"] == "matmul"            # the analytic path
     assert f.model_flops == counted
+    # the exact counter agrees: no backward for what never reaches the loss
+    assert _counted_step(model, inputs, _image_tokens(model, inputs)) == counted
     assert f.num_params == model.num_parameters()
     text_only = transformer_flops(saved, seq_len=S, formula="matmul", **extra)
     assert f.language_flops == text_only.model_flops

@@ -249,6 +249,15 @@ mfu_status mfu_op_count_attention(const mfu_op_spec *spec,
                          qkv[2]->requires_grad;
     const unsigned times = !backward && any_grad ? model_bw : 0u;
     mfu_op_set_flops(out, executed, 0, approximate);
+    if (!backward) {
+        out->mask_read = mask.window_right >= 0 || mask.window_left >= 0 || mask.chunk > 0 ||
+                         mfu_op_position(spec, MFU_ROLE_KV_NUM_BLOCKS) >= 0;
+        const mfu_op_arg *tensor_mask = mfu_op_arg_of(spec, call, MFU_ROLE_ATTN_MASK);
+        out->mask_tensor = !out->mask_read && tensor_mask != NULL &&
+                           tensor_mask->type == MFU_ARG_TENSOR;
+        if (spec->full_square)
+            out->square_model = forward;
+    }
     out->model_self = backward ? (uint64_t)forward * model_bw : (uint64_t)forward;
     out->model_backward = (uint64_t)forward * times;
     /* forward <= executed: a convention never counts more than the full

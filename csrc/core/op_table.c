@@ -82,6 +82,9 @@ static const mfu_op_spec op_table[] = {
 #define SDPA(op, causal)                                                       \
     ATTENTION(op, MFU_OP_ATTENTION, MFU_LAYOUT_BHSD, 0,                        \
               [MFU_ROLE_IS_CAUSAL] = AT(causal))
+#define SDPA_MASKED(op, causal, mask)                                          \
+    ATTENTION(op, MFU_OP_ATTENTION, MFU_LAYOUT_BHSD, 0,                        \
+              [MFU_ROLE_IS_CAUSAL] = AT(causal), [MFU_ROLE_ATTN_MASK] = AT(mask))
 #define SDPA_BACKWARD(op, causal)                                              \
     ATTENTION(op, MFU_OP_ATTENTION_BACKWARD, MFU_LAYOUT_BHSD, 1,               \
               [MFU_ROLE_IS_CAUSAL] = AT(causal))
@@ -89,17 +92,18 @@ static const mfu_op_spec op_table[] = {
      * _scaled_dot_product_flash_attention(query, key, value,
      *   float dropout_p, bool is_causal, ...) */
     SDPA("aten::_scaled_dot_product_flash_attention", 4),
-    /* ..._flash_attention_for_cpu(query, key, value, dropout_p, is_causal, ...) */
-    SDPA("aten::_scaled_dot_product_flash_attention_for_cpu", 4),
+    /* ..._flash_attention_for_cpu(query, key, value, dropout_p, is_causal,
+     *   *, Tensor? attn_mask, ...) */
+    SDPA_MASKED("aten::_scaled_dot_product_flash_attention_for_cpu", 4, 5),
     /* ..._efficient_attention(query, key, value, Tensor? attn_bias,
      *   bool compute_log_sumexp, float dropout_p, bool is_causal, ...) */
-    SDPA("aten::_scaled_dot_product_efficient_attention", 6),
+    SDPA_MASKED("aten::_scaled_dot_product_efficient_attention", 6, 3),
     /* ..._cudnn_attention(query, key, value, attn_bias, compute_log_sumexp,
      *   dropout_p, bool is_causal, ...) */
-    SDPA("aten::_scaled_dot_product_cudnn_attention", 6),
+    SDPA_MASKED("aten::_scaled_dot_product_cudnn_attention", 6, 3),
     /* ..._fused_attention_overrideable(query, key, value, attn_bias,
      *   dropout_p, bool is_causal, ...) */
-    SDPA("aten::_scaled_dot_product_fused_attention_overrideable", 5),
+    SDPA_MASKED("aten::_scaled_dot_product_fused_attention_overrideable", 5, 3),
     /* _scaled_dot_product_attention_math(query, key, value, attn_mask,
      *   dropout_p, bool is_causal, ...): the math path (meta tensors, CPU
      * fallbacks). Composite: its inner bmms are skipped and its backward is
@@ -112,7 +116,8 @@ static const mfu_op_spec op_table[] = {
      .kind = MFU_OP_ATTENTION,
      .layout = MFU_LAYOUT_BHSD,
      .at = {[MFU_ROLE_QUERY] = AT(0), [MFU_ROLE_KEY] = AT(1),
-            [MFU_ROLE_VALUE] = AT(2), [MFU_ROLE_IS_CAUSAL] = AT(5)},
+            [MFU_ROLE_VALUE] = AT(2), [MFU_ROLE_IS_CAUSAL] = AT(5),
+            [MFU_ROLE_ATTN_MASK] = AT(3)},
      .full_square = 1},
     /* ..._flash_attention_backward(grad_out, query, key, value, out,
      *   logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
@@ -134,6 +139,7 @@ static const mfu_op_spec op_table[] = {
      *   max_q, max_k, dropout_p, bool is_causal, ...) */
     SDPA_BACKWARD("aten::_scaled_dot_product_fused_attention_overrideable_backward", 13),
 #undef SDPA
+#undef SDPA_MASKED
 #undef SDPA_BACKWARD
 
     /* Kernel-level attention, q: [b, s, h, d], or packed with cumulative
@@ -159,7 +165,7 @@ static const mfu_op_spec op_table[] = {
               MFU_LAYOUT_BSHD, 0,
               [MFU_ROLE_CU_SEQLENS_Q] = AT(4), [MFU_ROLE_CU_SEQLENS_K] = AT(5),
               [MFU_ROLE_MAX_SEQLEN_Q] = AT(6), [MFU_ROLE_MAX_SEQLEN_K] = AT(7),
-              [MFU_ROLE_CUSTOM_MASK_TYPE] = AT(9)),
+              [MFU_ROLE_CUSTOM_MASK_TYPE] = AT(9), [MFU_ROLE_ATTN_MASK] = AT(3)),
     /* _efficient_attention_backward(grad_out_, query, key, value,
      *   Tensor? bias, out, Tensor? cu_seqlens_q, Tensor? cu_seqlens_k,
      *   SymInt max_seqlen_q, SymInt max_seqlen_k, logsumexp, dropout_p,
@@ -351,6 +357,7 @@ static const struct {
     [MFU_ROLE_FULL_KV_INDICES] = {"full_kv_indices", MFU_NEED_VALUES},
     [MFU_ROLE_Q_BLOCK_SIZE] = {"q_block_size", MFU_NEED_INT},
     [MFU_ROLE_KV_BLOCK_SIZE] = {"kv_block_size", MFU_NEED_INT},
+    [MFU_ROLE_ATTN_MASK] = {"attn_mask", MFU_NEED_TENSOR},
 };
 
 const char *mfu_op_role_name(mfu_op_role role)

@@ -14,17 +14,15 @@ mfu_op_site mfu_op_site_of(const mfu_op_call *call)
         return MFU_SITE_FORWARD;
     if (call->node == MFU_NODE_UNKNOWN)
         return MFU_SITE_BACKWARD;
-    if (call->recomputed)
-        return MFU_SITE_RECOMPUTE;
-    if (call->grad_enabled)
-        /* checkpoints recompute under enable_grad; the non-reentrant one
-         * with its saved-tensor hooks set, and discards the graph */
-        return call->saved_tensor_hooks ? MFU_SITE_RECOMPUTE
-                                        : MFU_SITE_RECOMPUTE_BACKPROP;
-    if (call->saved_tensor_hooks || call->node == MFU_NODE_CHECKPOINT)
-        return MFU_SITE_RECOMPUTE; /* a custom Function's forward in a recompute */
-    return call->node == MFU_NODE_CUSTOM ? MFU_SITE_CUSTOM_BACKWARD
-                                         : MFU_SITE_BACKWARD;
+    if (call->recomputed || call->saved_tensor_hooks)
+        return MFU_SITE_RECOMPUTE; /* the non-reentrant checkpoint discards its graph */
+    if (call->node == MFU_NODE_CHECKPOINT)
+        /* the reentrant checkpoint recomputes under enable_grad; a custom
+         * Function's forward inside it runs without grad */
+        return call->grad_enabled ? MFU_SITE_RECOMPUTE_BACKPROP : MFU_SITE_RECOMPUTE;
+    if (call->node == MFU_NODE_CUSTOM)
+        return call->grad_enabled ? MFU_SITE_RECOMPUTE_BACKPROP : MFU_SITE_CUSTOM_BACKWARD;
+    return MFU_SITE_BACKWARD; /* grad on: a backward with create_graph=True */
 }
 
 const char *mfu_op_site_name(mfu_op_site site)
@@ -39,17 +37,19 @@ const char *mfu_op_site_name(mfu_op_site site)
     return NULL;
 }
 
-/* The site counts the call's own model FLOPs. */
+/* The site counts the call's own model FLOPs: the forward, and a backward
+ * where it runs ("Reaching the loss"). */
 static int counts_self(mfu_op_site site)
 {
-    return site == MFU_SITE_FORWARD || site == MFU_SITE_CUSTOM_BACKWARD;
+    return site == MFU_SITE_FORWARD || site == MFU_SITE_BACKWARD ||
+           site == MFU_SITE_CUSTOM_BACKWARD;
 }
 
-/* The site charges the backward the call's graph will run, with grad on. */
-static int counts_model_backward(const mfu_op_call *call, mfu_op_site site)
+/* The call anticipates the backward its graph will run: the forward, with
+ * grad on. */
+static int anticipates_backward(const mfu_op_call *call, mfu_op_site site)
 {
-    return call->grad_enabled &&
-           (site == MFU_SITE_FORWARD || site == MFU_SITE_RECOMPUTE_BACKPROP);
+    return call->grad_enabled && site == MFU_SITE_FORWARD;
 }
 
 /* ---- the compute dtype ---------------------------------------------------- */
@@ -82,19 +82,37 @@ static mfu_dtype op_dtype(const mfu_op_spec *spec, const mfu_op_call *call)
 
 /* ---- entry points --------------------------------------------------------- */
 
+/* One of the matmuls of a causal math-path attention's backward under
+ * "half" (mfu_op_call.square_model): the model share of what it executes. */
+static void apply_square_share(const mfu_op_call *call, mfu_op_flops *f)
+{
+    if (call->causal != MFU_CAUSAL_HALF || call->square_executed <= 0 ||
+        call->square_model < 0 || call->square_model >= call->square_executed ||
+        f->executed <= 0)
+        return;
+    const __int128 share = (__int128)f->executed * call->square_model / call->square_executed;
+    f->model_self = (int64_t)share; /* <= executed */
+    f->overcompute = (uint64_t)(f->executed - f->model_self);
+}
+
 /* Keep what the call's site counts (see "Sites" in ops.h). */
 static void apply_site(const mfu_op_call *call, mfu_op_flops *f,
                        uint64_t oc_backward)
 {
     f->site = mfu_op_site_of(call);
+    if (f->site != MFU_SITE_FORWARD && counts_self(f->site))
+        apply_square_share(call, f);
     if (!counts_self(f->site)) {
         f->model_self = 0;
         f->overcompute = 0;
+        f->mask_read = f->mask_tensor = 0;
     }
-    if (counts_model_backward(call, f->site))
-        f->overcompute += oc_backward;
-    else
+    if (anticipates_backward(call, f->site)) {
+        f->overcompute_backward = oc_backward;
+    } else {
         f->model_backward = 0;
+        f->overcompute_backward = 0;
+    }
 }
 
 mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
@@ -145,12 +163,22 @@ mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,
     if (call == NULL || out == NULL || flops < 0 || model_backward < -1 ||
         (unsigned)call->node > MFU_NODE_CHECKPOINT)
         return MFU_ERR_INVALID_ARGUMENT;
+    *out = (mfu_op_flops){.dtype = MFU_DTYPE_FP32};
     mfu_op_set_flops(out, flops, 0, 0);
-    if (any_input_requires_grad)
-        out->model_backward = model_backward >= 0
-                                  ? (uint64_t)model_backward
-                                  : (uint64_t)flops * MFU_ATTENTION_MODEL_BACKWARD;
+    const mfu_op_site site = mfu_op_site_of(call);
+    /* the declared backward, charged where the forward (or a reentrant
+     * recompute, whose forward ran without grad) runs with grad on: the
+     * count cannot see an opaque backward run */
+    uint64_t declared = 0;
+    if (any_input_requires_grad && call->grad_enabled &&
+        (site == MFU_SITE_FORWARD || site == MFU_SITE_RECOMPUTE_BACKPROP))
+        declared = model_backward >= 0 ? (uint64_t)model_backward
+                                       : (uint64_t)flops * MFU_ATTENTION_MODEL_BACKWARD;
     apply_site(call, out, 0);
+    out->model_backward = 0;
+    if (declared > (uint64_t)(INT64_MAX - out->model_self))
+        return MFU_ERR_OVERFLOW;
+    out->model_self += (int64_t)declared;
     out->dtype = compute_dtype(call->input_dtype, call->tf32, MFU_TF32_MATMUL);
     return MFU_OK;
 }

@@ -18,12 +18,12 @@
  *   executed        the FLOPs the call runs (flops.h's formula for its kind,
  *                   as the kernel computes it: see "Causal attention").
  *   model_self      the call's own FLOPs under the model convention: equal
- *                   to executed, except attention (below); 0 at a site
- *                   that does not count them (see "Sites").
- *   model_backward  the backward its inputs that require grad will need,
- *                   charged where the call runs (forward phase, or a
- *                   recompute whose graph is backpropagated) with grad
- *                   mode on:
+ *                   to executed, except attention (below) and the matmuls
+ *                   of a causal math-path attention's backward under "half"
+ *                   (mfu_op_call.square_model); 0 at a site that does not
+ *                   count them (see "Sites").
+ *   model_backward  the backward the call anticipates for its inputs that
+ *                   require grad, at the forward site with grad mode on:
  *                     matmul / convolution: +1x executed per such input
  *                                           (a and b; input and weight);
  *                     attention:            +2x model_self if any of q, k,
@@ -31,42 +31,71 @@
  *                                           whatever the kernel recomputes;
  *                     backward kernels:     0 (they are backward work);
  *                   0 elsewhere and with grad mode off (no_grad,
- *                   inference_mode).
- *   overcompute     FLOPs the call (and the backward it anticipates)
- *                   executes beyond the model convention that are *not*
- *                   recompute: a kernel that computes the full square of a
- *                   causal attention the model counts half. The waterfall
- *                   books them to compute, never to recompute.
+ *                   inference_mode). A count adds it to its model FLOPs
+ *                   only when no counted call of it ran in a backward (see
+ *                   "Reaching the loss"); the module table charges it to the
+ *                   module that ran the call.
+ *   overcompute     FLOPs the call executes beyond the model convention that
+ *                   are *not* recompute: a kernel that computes the full
+ *                   square of a causal attention the model counts half. The
+ *                   waterfall books them to compute, never to recompute.
+ *   overcompute_backward  the over-compute its anticipated backward will
+ *                   execute (a full_square row's matmuls), added with
+ *                   model_backward.
  *   approximate     varlen attention whose cumulative lengths could not be
  *                   read (meta tensors): every sequence counted as
  *                   max_seqlen (FlopCounterMode does the same), an upper
  *                   bound; a block mask whose blocks could not be read
  *                   (meta): every block of the grid, an upper bound.
+ *   mask_read / mask_tensor  an attention forward call whose keys follow a
+ *                   mask the count reads (a causal flag, a window, a chunk,
+ *                   a block mask) / one given a mask tensor and none of
+ *                   those, counted whole under either convention: its
+ *                   values (causal, padding, a window) are data the count
+ *                   does not read (on a GPU that would wait for it).
+ *   square_model    a full_square row (the math path): its forward FLOPs
+ *                   under the call's convention, at any site; its backward's
+ *                   matmuls count that share of what they execute
+ *                   (square_model / executed). 0 for other rows.
  * A caller adds executed to its executed total (to its forward total at
  * MFU_SITE_FORWARD, to its backward total elsewhere, and to its recompute
- * total at the two recompute sites), model_self + model_backward to its
- * model total and overcompute to its over-compute total: the site rules
- * live here, once, for both counters.
+ * total at the two recompute sites), model_self to its model total,
+ * model_backward and overcompute_backward to its anticipated totals and
+ * overcompute to its over-compute total: the site rules live here, once,
+ * for both counters.
+ *
+ * Reaching the loss. Model FLOPs count the backward that ran: a backward
+ * call counts its own model FLOPs (model_self) where it runs, so an op
+ * whose output never reaches the loss (an unused vision layer, a cache
+ * update) charges no backward, a frozen input none, and the backward of an
+ * op the table does not count (linalg_solve_triangular, cholesky, inv:
+ * matmuls) counts its matmuls. A count in which no counted call ran in a
+ * backward (a forward under grad whose backward runs outside the count, or
+ * never) adds instead each forward call's model_backward: the training
+ * step it stands for. Custom formulas are the exception: their declared
+ * backward is charged at the forward, in model_self, since the count
+ * cannot see an opaque backward run (mfu_op_custom_flops).
  *
  * Sites (mfu_op_site_of): where a call runs decides what it adds.
- *   FORWARD             forward phase: model_self + model_backward.
- *   BACKWARD            autograd's backward of ops counted in forward (their
- *                       model_backward paid for it): executed only.
+ *   FORWARD             forward phase: model_self, and model_backward
+ *                       anticipated with grad mode on.
+ *   BACKWARD            autograd's backward (and a backward with
+ *                       create_graph=True, which runs with grad mode on):
+ *                       executed and model_self, as it runs (an attention
+ *                       backward kernel: 2x its forward).
  *   CUSTOM_BACKWARD     inside the backward of a custom autograd Function
  *                       (torch.autograd.Function: Liger, flash-attn's Python
  *                       API, a compiled region's AOTAutograd backward),
- *                       whose forward ran with grad mode off and charged no
- *                       backward: the backward counts as it runs, each call
- *                       at its model convention (model_self; an attention
- *                       backward kernel: 2x its forward).
+ *                       whose forward ran with grad mode off: as BACKWARD.
  *   RECOMPUTE           activation-checkpoint recompute whose graph autograd
  *                       discards (non-reentrant checkpoint, a custom
  *                       Function's forward inside a recompute, a recomputed
  *                       node of a compiled backward): executed only.
  *   RECOMPUTE_BACKPROP  recompute whose graph a nested backward then runs
  *                       (reentrant checkpoint, whose forward ran without
- *                       grad): executed, plus the model_backward of that
- *                       nested backward.
+ *                       grad; a custom Function's backward run with grad
+ *                       mode on): executed only; the nested backward counts
+ *                       its own model FLOPs where it runs.
  * So model FLOPs with checkpointing (either mode) equal those without, and
  * executed FLOPs include the recompute.
  *
@@ -78,7 +107,10 @@
  * cudnn, varlen) skip the masked half and count half, while a row marked
  * full_square (the math path: matmuls, then a mask) computes the full
  * rectangle forward and, through its matmuls' autograd, backward: its
- * executed FLOPs stay full and the difference is overcompute.
+ * executed FLOPs stay full and the difference is overcompute. Its
+ * backward's matmuls are told apart by the caller (the C++ observer: the
+ * autograd nodes the call created) and passed back as square_model /
+ * square_executed.
  * A call with a window or a chunk (flash-attn window_size, attention_chunk)
  * counts its window under either convention (flops.h
  * mfu_masked_attention_flop); a call with a block mask (flex_attention)
@@ -161,6 +193,9 @@ typedef enum mfu_op_role {
     MFU_ROLE_FULL_KV_INDICES,
     MFU_ROLE_Q_BLOCK_SIZE,      /* int: tokens per query block */
     MFU_ROLE_KV_BLOCK_SIZE,     /* int: tokens per key block */
+    MFU_ROLE_ATTN_MASK,         /* tensor (optional): an SDPA attn_mask or a
+                                 * kernel's attn_bias; only its presence is
+                                 * read (mask_tensor) */
     MFU_ROLE_COUNT
 } mfu_op_role;
 
@@ -297,6 +332,12 @@ typedef struct mfu_op_call {
                              * non-reentrant checkpoint's recompute) */
     int recomputed;         /* the caller knows the call recomputes (a
                              * recomputed node of a compiled backward) */
+    /* Backward phase, MFU_CAUSAL_HALF: the call is a matmul of the backward
+     * of a full_square attention call whose mfu_op_flops.square_model was
+     * square_model of its executed square_executed: the call's model_self
+     * is that share of its executed FLOPs, the rest overcompute. 0: none. */
+    int64_t square_model;
+    int64_t square_executed;
 } mfu_op_call;
 
 /*
@@ -304,15 +345,14 @@ typedef struct mfu_op_call {
  *   not in the backward phase                     FORWARD
  *   node UNKNOWN                                  BACKWARD
  *   recomputed                                    RECOMPUTE
- *   grad mode on (checkpoints recompute with it)  saved_tensor_hooks ?
- *                                                 RECOMPUTE : RECOMPUTE_BACKPROP
- *   grad off under saved_tensor_hooks or a
- *   CHECKPOINT node (a custom Function's forward
- *   inside a recompute)                           RECOMPUTE
- *   grad off under a CUSTOM node                  CUSTOM_BACKWARD
- *   otherwise                                     BACKWARD
- * NB: a backward with create_graph=True runs with grad mode on: its ops
- * are taken for recompute (HFU only), as activation checkpointing's are.
+ *   saved_tensor_hooks (the non-reentrant
+ *   checkpoint's recompute, grad on or off)       RECOMPUTE
+ *   a CHECKPOINT node: grad on (its recompute) /
+ *   off (a custom Function's forward in it)       RECOMPUTE_BACKPROP / RECOMPUTE
+ *   a CUSTOM node: grad on (a Function that
+ *   recomputes, then backpropagates) / off        RECOMPUTE_BACKPROP / CUSTOM_BACKWARD
+ *   otherwise (autograd's own nodes; grad on:
+ *   a backward with create_graph=True)            BACKWARD
  */
 mfu_op_site mfu_op_site_of(const mfu_op_call *call);
 
@@ -329,14 +369,21 @@ const char *mfu_op_site_name(mfu_op_site site);
  */
 typedef struct mfu_op_flops {
     int64_t executed;        /* FLOPs the call runs */
-    uint64_t model_backward; /* see above (at most 2 x executed) */
+    uint64_t model_backward; /* see above: anticipated (at most 2 x
+                              * executed) */
     int approximate;         /* 1: varlen lengths unknown, upper bound */
     mfu_dtype dtype;         /* the compute dtype (see above) */
     int64_t model_self;      /* see above (at most executed, except an
                               * attention backward kernel's 2x forward,
-                              * which is below its executed count) */
-    uint64_t overcompute;    /* see above (at most 2 x executed) */
+                              * which is below its executed count, and a
+                              * custom formula's declared backward) */
+    uint64_t overcompute;    /* see above (at most executed) */
     mfu_op_site site;        /* mfu_op_site_of(call) */
+    uint64_t overcompute_backward; /* see above: anticipated (at most 2 x
+                              * executed) */
+    int64_t square_model;    /* see above; 0 for other rows */
+    int mask_read;           /* see above: 0 / 1 */
+    int mask_tensor;         /* see above: 0 / 1 */
 } mfu_op_flops;
 
 /* Why a call could not be counted: the argument (a role name, or NULL for
@@ -363,10 +410,12 @@ mfu_status mfu_op_count(const mfu_op_spec *spec, const mfu_op_call *call,
 /*
  * A custom formula's answer (registered from Python for an op the table
  * does not know) under the same site rules: `flops` executed (and its
- * model_self where the site counts it), and where the site charges a model
- * backward, with grad mode on and a tensor input requiring grad, a model
- * backward of `model_backward` (when >= 0) or 2 x flops (when -1, the
- * attention convention: a formula that knows better returns it).
+ * model_self where the site counts it). At the forward site, with grad mode
+ * on and a tensor input requiring grad, its declared backward --
+ * `model_backward` (when >= 0) or 2 x flops (when -1, the attention
+ * convention: a formula that knows better returns it) -- is added to
+ * model_self, charged as it runs: the count cannot see an opaque backward
+ * run ("Reaching the loss"); model_backward stays 0.
  * MFU_ERR_INVALID_ARGUMENT for flops < 0 or model_backward < -1.
  */
 mfu_status mfu_op_custom_flops(int64_t flops, int64_t model_backward,

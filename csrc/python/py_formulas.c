@@ -130,10 +130,14 @@ int mfu_py_formula_count(const mfu_formula *formula, PyObject *args,
     else
         ok = count_from_py(result, &flops) == 0;
     Py_DECREF(result);
-    if (!ok || mfu_op_custom_flops(flops, model_backward, any_input_requires_grad,
-                                   call, out) != MFU_OK) {
+    const mfu_status st = ok ? mfu_op_custom_flops(flops, model_backward,
+                                                   any_input_requires_grad, call, out)
+                             : MFU_ERR_INVALID_ARGUMENT;
+    if (st != MFU_OK) {
         PyErr_SetString(PyExc_ValueError,
-                        "custom formula must return an int >= 0 or a pair of them");
+                        st == MFU_ERR_OVERFLOW
+                            ? "custom formula's FLOPs and model backward overflow int64"
+                            : "custom formula must return an int >= 0 or a pair of them");
         return -1;
     }
     return 0;

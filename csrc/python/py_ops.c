@@ -53,17 +53,22 @@ static int call_options(PyObject *causal_obj, PyObject *backward_obj,
 }
 
 /* op_count()'s result: (executed, model_backward, approximate, dtype),
- * a struct sequence whose model_self, overcompute and site (ops.h) are
+ * a struct sequence whose model_self, overcompute, site,
+ * overcompute_backward, square_model, mask_read and mask_tensor (ops.h) are
  * read by name. */
 static PyStructSequence_Field op_flops_fields[] = {
     {"executed", "FLOPs the call runs"},
-    {"model_backward", "model backward its site charges"},
+    {"model_backward", "the backward it anticipates (charged by a count without a backward)"},
     {"approximate", "varlen lengths unknown: an upper bound"},
     {"dtype", "the compute dtype's name"},
     {"model_self", "its own model FLOPs where its site counts them"},
     {"overcompute", "executed beyond the model convention, not recompute"},
     {"site", "where it ran: 'forward', 'backward', 'custom_backward', "
              "'recompute', 'recompute_backprop'"},
+    {"overcompute_backward", "the over-compute of its anticipated backward"},
+    {"square_model", "a full_square row: its forward FLOPs under the convention"},
+    {"mask_read", "an attention call whose mask the count reads"},
+    {"mask_tensor", "an attention call given a mask tensor, counted whole"},
     {NULL, NULL},
 };
 
@@ -74,7 +79,7 @@ static PyStructSequence_Desc op_flops_desc = {
 static PyObject *flops_tuple(PyObject *module, const mfu_op_flops *f)
 {
     PyObject *out = PyStructSequence_New(mfu_module_get_state(module)->op_flops_type);
-    PyObject *items[7];
+    PyObject *items[11];
     if (out == NULL)
         return NULL;
     items[0] = PyLong_FromLongLong((long long)f->executed);
@@ -84,8 +89,12 @@ static PyObject *flops_tuple(PyObject *module, const mfu_op_flops *f)
     items[4] = PyLong_FromLongLong((long long)f->model_self);
     items[5] = PyLong_FromUnsignedLongLong((unsigned long long)f->overcompute);
     items[6] = PyUnicode_FromString(mfu_op_site_name(f->site));
+    items[7] = PyLong_FromUnsignedLongLong((unsigned long long)f->overcompute_backward);
+    items[8] = PyLong_FromLongLong((long long)f->square_model);
+    items[9] = Py_NewRef(f->mask_read ? Py_True : Py_False);
+    items[10] = Py_NewRef(f->mask_tensor ? Py_True : Py_False);
     int failed = 0;
-    for (Py_ssize_t i = 0; i < 7; i++) {
+    for (Py_ssize_t i = 0; i < 11; i++) {
         failed |= items[i] == NULL;
         PyStructSequence_SetItem(out, i, items[i]); /* steals; NULL for a failure */
     }
@@ -371,7 +380,8 @@ static PyMethodDef ops_methods[] = {
      "\n--\n\n"
      "Count one call of the table's op `name` (mfu_op_count): returns\n"
      "(executed, model_backward, approximate, dtype), an OpFlops whose\n"
-     "model_self, overcompute and site are read by name: dtype is the compute\n"
+     "model_self, overcompute, site, overcompute_backward, square_model,\n"
+     "mask_read and mask_tensor are read by name: dtype is the compute\n"
      "dtype's name (core/ops.h). node ('unknown', 'builtin', 'custom',\n"
      "'checkpoint'), saved_tensor_hooks and recomputed describe a backward-\n"
      "phase call's autograd situation (ops.h: Sites). args[i] is schema argument i, as its role\n"

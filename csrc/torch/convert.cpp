@@ -290,6 +290,10 @@ bool count_op(const OpSpec &spec, Inputs inputs, mfu_causal causal, const Site &
   call.node = site.node;
   call.saved_tensor_hooks = site.saved_tensor_hooks ? 1 : 0;
   call.recomputed = site.recomputed ? 1 : 0;
+  if (causal == MFU_CAUSAL_HALF) {
+    call.square_model = site.square_model;
+    call.square_executed = site.square_executed;
+  }
   try {
     if (spec.row != nullptr)
       count_row(spec, inputs, &call, out);

@@ -153,6 +153,11 @@ struct Site {
   mfu_op_node node = MFU_NODE_UNKNOWN; /* backward phase: never UNKNOWN */
   bool saved_tensor_hooks = false;
   bool recomputed = false;
+  /* the node is one of a causal math-path attention call's (squares.cpp):
+   * its matmuls count square_model / square_executed of what they compute
+   * under "half"; 0: none */
+  int64_t square_model = 0;
+  int64_t square_executed = 0;
 };
 
 /* The site of the call of `spec` about to run with `inputs`. A recomputed
@@ -163,6 +168,20 @@ Site site_of(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs);
 /* Set the Python callable that plans a compiled backward's recomputed
  * calls (mfu_tracker/flops/counter/_compiled.py; None: none); GIL held. */
 void set_recompute_planner(PyObject *planner);
+
+/* ---- squares.cpp: the nodes of causal math-path attention calls ---- */
+
+/* A math-path attention call counted under "half" created the autograd
+ * nodes numbered [first, end) on forward thread `thread`
+ * (at::RecordFunction::currentThreadId()); its forward FLOPs under the
+ * convention were `model` of the `executed` it computed. Calls whose share
+ * is whole are not noted. */
+void square_note(uint64_t thread, uint64_t first, uint64_t end, int64_t model,
+                 int64_t executed);
+/* The share of the node (thread, sequence_nr), when a noted call made it. */
+bool square_share(uint64_t thread, uint64_t sequence_nr, int64_t *model, int64_t *executed);
+/* Forget every noted call (no counter is active any more). */
+void square_clear();
 
 /* ---- convert.cpp: torch arguments -> mfu_op_count ---- */
 
@@ -217,7 +236,16 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
 struct Totals {
   __int128 executed = 0;
   __int128 forward = 0;
-  __int128 model = 0;
+  __int128 model = 0;       /* model_self of every call: the forward and the
+                             * backward that ran (ops.h "Reaching the loss") */
+  __int128 anticipated = 0; /* model_backward: the backward the forward
+                             * calls anticipate (charged by the Python layer
+                             * to a count without a backward) */
+  __int128 anticipated_overcompute = 0; /* its over-compute */
+  __int128 anticipated_by_dtype[MFU_DTYPE_COUNT] = {};
+  int64_t mask_read_calls = 0;   /* attention calls whose mask was read */
+  int64_t mask_tensor_calls = 0; /* ... given a mask tensor, counted whole */
+  __int128 mask_tensor_flops = 0; /* their executed FLOPs */
   __int128 backward = 0;    /* executed in the backward phase */
   __int128 recompute = 0;   /* executed at a recompute site (ops.h) */
   __int128 overcompute = 0; /* executed beyond the model convention, not

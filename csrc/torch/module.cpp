@@ -120,8 +120,8 @@ PyObject *py_conventions(PyObject *, PyObject *) {
 
 // One convention's result as add_count takes it: None (not asked), a str
 // (the call could not be counted) or (executed, model_backward,
-// approximate, dtype index, model_self, overcompute, site name): an
-// _C.op_count result (ops.h mfu_op_flops), the site rules already applied.
+// approximate, dtype index, model_self, overcompute, site name[, mask_read]):
+// an _C.op_count result (ops.h mfu_op_flops), the site rules already applied.
 int result_arg(PyObject *obj, mfu_op_flops *out, bool *ok, std::string *error) {
   *ok = false;
   if (obj == Py_None)
@@ -135,10 +135,10 @@ int result_arg(PyObject *obj, mfu_op_flops *out, bool *ok, std::string *error) {
   }
   long long executed = 0, model_self = 0;
   unsigned long long model_backward = 0, overcompute = 0;
-  int approximate = 0, dtype = 0;
+  int approximate = 0, dtype = 0, mask_read = 0;
   const char *site_name = nullptr;
-  if (!PyArg_ParseTuple(obj, "LKpiLKs:add_count", &executed, &model_backward, &approximate,
-                        &dtype, &model_self, &overcompute, &site_name))
+  if (!PyArg_ParseTuple(obj, "LKpiLKs|p:add_count", &executed, &model_backward, &approximate,
+                        &dtype, &model_self, &overcompute, &site_name, &mask_read))
     return -1;
   int site = -1;
   for (int i = MFU_SITE_FORWARD; i <= MFU_SITE_RECOMPUTE_BACKPROP; i++) {
@@ -159,6 +159,7 @@ int result_arg(PyObject *obj, mfu_op_flops *out, bool *ok, std::string *error) {
   out->model_self = model_self;
   out->overcompute = overcompute;
   out->site = static_cast<mfu_op_site>(site);
+  out->mask_read = mask_read;
   *ok = true;
   return 0;
 }

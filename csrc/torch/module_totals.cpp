@@ -93,6 +93,13 @@ PyObject *totals_to_dict(const Totals &t, bool tables) {
       set_item(dict, "backward_flops", int128_to_py(t.backward)) < 0 ||
       set_item(dict, "recompute_flops", int128_to_py(t.recompute)) < 0 ||
       set_item(dict, "overcompute_flops", int128_to_py(t.overcompute)) < 0 ||
+      set_item(dict, "anticipated_flops", int128_to_py(t.anticipated)) < 0 ||
+      set_item(dict, "anticipated_overcompute_flops",
+               int128_to_py(t.anticipated_overcompute)) < 0 ||
+      set_item(dict, "mask_read_calls", PyLong_FromLongLong(t.mask_read_calls)) < 0 ||
+      set_item(dict, "mask_tensor_calls", PyLong_FromLongLong(t.mask_tensor_calls)) < 0 ||
+      set_item(dict, "mask_tensor_flops", int128_to_py(t.mask_tensor_flops)) < 0 ||
+      set_item(dict, "anticipated_flops_by_dtype", by_dtype(t.anticipated_by_dtype)) < 0 ||
       set_item(dict, "model_flops_by_dtype", by_dtype(t.model_by_dtype)) < 0 ||
       set_item(dict, "executed_flops_by_dtype", by_dtype(t.executed_by_dtype)) < 0 ||
       set_item(dict, "counted_calls", PyLong_FromLongLong(t.counted_calls)) < 0 ||

@@ -9,6 +9,7 @@
 #include <ATen/Context.h>
 #pragma GCC diagnostic pop
 #include <ATen/core/Tensor.h>
+#include <ATen/SequenceNumber.h>
 #include <ATen/record_function.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
@@ -177,25 +178,33 @@ void accumulate(Slot &slot, const char *name, int32_t module, bool ok,
       t.first_error = std::string(name) + ": " + error;
     return;
   }
-  const __int128 model = static_cast<__int128>(c.model_self) + c.model_backward;
   t.counted_calls++;
   t.executed += c.executed;
   t.executed_by_dtype[c.dtype] += c.executed;
   (c.site == MFU_SITE_FORWARD ? t.forward : t.backward) += c.executed;
   if (c.site == MFU_SITE_RECOMPUTE || c.site == MFU_SITE_RECOMPUTE_BACKPROP)
     t.recompute += c.executed;
-  t.model += model;
-  t.model_by_dtype[c.dtype] += model;
+  t.model += c.model_self;
+  t.model_by_dtype[c.dtype] += c.model_self;
   t.overcompute += c.overcompute;
+  t.anticipated += c.model_backward;
+  t.anticipated_by_dtype[c.dtype] += c.model_backward;
+  t.anticipated_overcompute += c.overcompute_backward;
+  t.mask_read_calls += c.mask_read;
+  if (c.mask_tensor) {
+    t.mask_tensor_calls++;
+    t.mask_tensor_flops += c.executed;
+  }
   if (c.approximate)
     t.approximate_calls++;
   auto &op = t.per_op[name];
   op.first++;
   op.second += c.executed;
   if (slot.modules && module != 0 && c.site == MFU_SITE_FORWARD) {
+    // attributed at the forward: its own FLOPs and the backward it anticipates
     Totals::Module &m = t.per_module[module];
     m.forward += c.executed;
-    m.model += model;
+    m.model += static_cast<__int128>(c.model_self) + c.model_backward;
   }
 }
 
@@ -235,9 +244,15 @@ void add_totals(const Totals &t, bool with_ops, Totals *out) {
   out->backward += t.backward;
   out->recompute += t.recompute;
   out->overcompute += t.overcompute;
+  out->anticipated += t.anticipated;
+  out->anticipated_overcompute += t.anticipated_overcompute;
+  out->mask_read_calls += t.mask_read_calls;
+  out->mask_tensor_calls += t.mask_tensor_calls;
+  out->mask_tensor_flops += t.mask_tensor_flops;
   for (int d = 0; d < MFU_DTYPE_COUNT; d++) {
     out->model_by_dtype[d] += t.model_by_dtype[d];
     out->executed_by_dtype[d] += t.executed_by_dtype[d];
+    out->anticipated_by_dtype[d] += t.anticipated_by_dtype[d];
   }
   out->counted_calls += t.counted_calls;
   out->errors += t.errors;
@@ -362,10 +377,18 @@ void count_and_run(const OpSpec &spec, const c10::OperatorHandle &op,
       done[c] = true;
     }
   }
+  // A causal math-path call under "half": the nodes it creates are noted,
+  // so that its backward's matmuls count at its share (squares.cpp).
+  const bool square = done[1] && ok[1] && spec.row != nullptr && spec.row->full_square &&
+                      site.grad_mode && counts[1].square_model < counts[1].executed;
+  const uint64_t first = square ? at::sequence_number::peek() : 0;
   {
     DepthGuard depth;
     op.redispatchBoxed(after, stack); // an exception: the op did not complete
   }
+  if (square)
+    square_note(at::RecordFunction::currentThreadId(), first, at::sequence_number::peek(),
+                counts[1].square_model, counts[1].executed);
   for (int i = 0; i < kMaxSlots; i++) {
     Slot &slot = g_slots[i];
     if ((mask & (1u << i)) && slot.active.load(std::memory_order_relaxed)) {
@@ -441,6 +464,11 @@ int stop(int index, Totals *out) {
     --tl_counts; // the counting key stays included while a counter lives (start())
   copy_totals(*slot, true, out);
   slot->taken.store(false);
+  bool alive = false;
+  for (const Slot &other : g_slots)
+    alive = alive || other.taken.load();
+  if (!alive)
+    square_clear(); // no backward of the noted calls counts any more
   return 0;
 }
 

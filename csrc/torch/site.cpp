@@ -65,6 +65,8 @@ struct NodeCache {
   uint64_t sequence_nr = 0;
   mfu_op_node kind = MFU_NODE_BUILTIN;
   Plan budget;
+  int64_t square_model = 0; // squares.cpp: a causal math-path call's node
+  int64_t square_executed = 0;
 };
 
 // The planner's answer, [(op kind, (shape, ...)), ...], or nullptr (an
@@ -224,8 +226,13 @@ Site site_of(const OpSpec &spec, c10::ArrayRef<const c10::IValue> inputs) {
     cache.node = node.get();
     cache.sequence_nr = node->sequence_nr();
     classify_node(node, cache);
+    if (!square_share(node->thread_id(), cache.sequence_nr, &cache.square_model,
+                      &cache.square_executed))
+      cache.square_model = cache.square_executed = 0;
   }
   s.node = cache.kind;
+  s.square_model = cache.square_model;
+  s.square_executed = cache.square_executed;
   if (spec.row != nullptr && !cache.budget.empty())
     s.recomputed = take_recomputed(cache.budget, spec, inputs);
   return s;

@@ -57,6 +57,7 @@ class StepCounter:
         try:
             problem = self._counter.stop(warn=False)
             after = self.totals()
+            whole = self._counter.half_warning()
         except Exception as error:  # noqa: BLE001
             self.failed = True
             self._policy.warn_once("counter", f"FLOP counting failed ({error!r}); FLOPs of such "
@@ -65,6 +66,8 @@ class StepCounter:
         if problem is not None:  # every counted step would repeat it: once per run
             self._policy.warn_once("uncounted", f"FlopCounter: {problem}; the MFU of such steps "
                                    "is low (not warned again)")
+        if whole is not None:  # causal_attention="half" over attention it could not halve
+            self._policy.warn_once("half", f"FlopCounter: {whole} (not warned again)")
         self.ran = True
         before = self._before
         return (after[0] - before[0], after[1] - before[1], after[2] - before[2],

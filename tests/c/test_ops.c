@@ -496,13 +496,17 @@ static void test_custom_and_bad_calls(void)
 {
     mfu_op_call c = call_of(NULL, 0);
     mfu_op_flops f;
-    /* a bare count: model backward 2x (as attention) when an input needs grad */
+    /* a bare count: a declared model backward of 2x (as attention) when an
+     * input needs grad, charged at the forward in model_self (ops.h
+     * "Reaching the loss": the count cannot see an opaque backward run) */
     CHECK(mfu_op_custom_flops(100, -1, 1, &c, &f) == MFU_OK);
-    CHECK(f.executed == 100 && f.model_backward == 200);
-    CHECK(mfu_op_custom_flops(100, 50, 1, &c, &f) == MFU_OK && f.model_backward == 50);
-    CHECK(mfu_op_custom_flops(100, 50, 0, &c, &f) == MFU_OK && f.model_backward == 0);
+    CHECK(f.executed == 100 && f.model_self == 100 + 200 && f.model_backward == 0);
+    CHECK(mfu_op_custom_flops(100, 50, 1, &c, &f) == MFU_OK && f.model_self == 150);
+    CHECK(mfu_op_custom_flops(100, 50, 0, &c, &f) == MFU_OK && f.model_self == 100);
+    CHECK(mfu_op_custom_flops(INT64_MAX, -1, 1, &c, &f) == MFU_ERR_OVERFLOW);
     c.backward_phase = 1;
-    CHECK(mfu_op_custom_flops(100, -1, 1, &c, &f) == MFU_OK && f.model_backward == 0);
+    CHECK(mfu_op_custom_flops(100, -1, 1, &c, &f) == MFU_OK && f.model_backward == 0 &&
+          f.model_self == 100 && f.site == MFU_SITE_BACKWARD);
     CHECK(mfu_op_custom_flops(-1, -1, 1, &c, &f) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(mfu_op_custom_flops(1, -2, 1, &c, &f) == MFU_ERR_INVALID_ARGUMENT);
     CHECK(mfu_op_custom_flops(1, -1, 1, NULL, &f) == MFU_ERR_INVALID_ARGUMENT);
@@ -600,17 +604,48 @@ static void test_causal_half_on_every_path(void)
     /* full convention: everything full, no overcompute */
     CHECK(count(math, &c, &f) == MFU_OK && f.executed == 2048 &&
           f.model_self == 2048 && f.model_backward == 4096 && f.overcompute == 0);
-    /* half: executed 2,048 (full square), model 1,024 + 2 x 1,024; the
-     * excess 1,024 forward + 2 x 1,024 in its backward bmms */
+    /* half: executed 2,048 (full square), model 1,024 + 2 x 1,024
+     * anticipated; the excess 1,024 forward + 2 x 1,024 in its backward
+     * bmms (anticipated) */
     c.causal = MFU_CAUSAL_HALF;
     CHECK(count(math, &c, &f) == MFU_OK);
     CHECK(f.executed == 2048 && f.model_self == 1024 && f.model_backward == 2048);
-    CHECK(f.overcompute == 1024 + 2 * 1024);
+    CHECK(f.overcompute == 1024 && f.overcompute_backward == 2 * 1024);
+    CHECK(f.square_model == 1024 && f.mask_read == 1 && f.mask_tensor == 0);
     /* no grad: the forward's excess only */
     c.grad_enabled = 0;
     CHECK(count(math, &c, &f) == MFU_OK && f.model_backward == 0 &&
-          f.overcompute == 1024);
+          f.overcompute == 1024 && f.overcompute_backward == 0);
     c.grad_enabled = 1;
+    /* its backward's bmms (the caller tells them by their autograd nodes):
+     * each counts the call's share, 1,024 / 2,048, the rest over-compute;
+     * under "full" (or not told) the whole */
+    const int64_t ga[3] = {2, 8, 4}, gb[3] = {2, 4, 8};
+    mfu_op_arg bmm[2] = {tensor(ga, 3, 0), tensor(gb, 3, 0)};
+    mfu_op_call g = call_of(bmm, N(bmm));
+    g.backward_phase = 1;
+    g.grad_enabled = 0;
+    g.node = MFU_NODE_BUILTIN;
+    g.causal = MFU_CAUSAL_HALF;
+    g.square_model = 1024;
+    g.square_executed = 2048;
+    /* 2 * 2 * 8 * 4 * 8 = 1,024 executed, 512 model, 512 over-compute */
+    CHECK(count("aten::bmm", &g, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
+          f.executed == 1024 && f.model_self == 512 && f.overcompute == 512);
+    g.causal = MFU_CAUSAL_FULL;
+    CHECK(count("aten::bmm", &g, &f) == MFU_OK && f.model_self == 1024 && f.overcompute == 0);
+    g.causal = MFU_CAUSAL_HALF;
+    g.square_executed = 0;
+    CHECK(count("aten::bmm", &g, &f) == MFU_OK && f.model_self == 1024 && f.overcompute == 0);
+    /* a mask tensor without a causal flag: counted whole, and said so */
+    args[3] = tensor(q, 4, 0);
+    args[5] = integer(0);
+    CHECK(count(math, &c, &f) == MFU_OK && f.model_self == 2048 && f.mask_tensor == 1 &&
+          f.mask_read == 0 && f.overcompute == 0);
+    args[5] = integer(1); /* with the flag: the flag is read */
+    CHECK(count(math, &c, &f) == MFU_OK && f.model_self == 1024 && f.mask_tensor == 0 &&
+          f.mask_read == 1);
+    args[3] = none();
     /* a fused kernel computes half: executed = model = 1,024, no excess */
     mfu_op_arg fargs[5] = {tensor(q, 4, 1), tensor(q, 4, 1), tensor(q, 4, 1),
                            none(), integer(1)};
@@ -632,9 +667,12 @@ static void test_causal_half_on_every_path(void)
           == MFU_OK);
     CHECK(f.executed == 2560 && f.model_self == 2048 && f.model_backward == 0 &&
           f.site == MFU_SITE_CUSTOM_BACKWARD);
-    bc.node = MFU_NODE_BUILTIN; /* autograd's own backward: executed only */
+    /* autograd's own backward counts the same, as it runs (ops.h
+     * "Reaching the loss") */
+    bc.node = MFU_NODE_BUILTIN;
     CHECK(count("aten::_scaled_dot_product_flash_attention_for_cpu_backward", &bc, &f)
-          == MFU_OK && f.executed == 2560 && f.model_self == 0);
+          == MFU_OK && f.executed == 2560 && f.model_self == 2048 &&
+          f.site == MFU_SITE_BACKWARD && f.mask_read == 0);
 }
 
 /* Sites (ops.h): what a call adds depends on where it runs. */
@@ -653,14 +691,20 @@ static void test_sites(void)
     c.grad_enabled = 0;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.model_self == 240 &&
           f.model_backward == 0);
-    /* backward phase, node unknown: the plain rule, executed only */
+    /* backward phase, node unknown: the backward that runs counts as model
+     * FLOPs where it runs, anticipating nothing */
     c.backward_phase = 1;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
-          f.executed == 240 && f.model_self == 0 && f.model_backward == 0);
+          f.executed == 240 && f.model_self == 240 && f.model_backward == 0);
     /* autograd's own backward */
     c.node = MFU_NODE_BUILTIN;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
-          f.model_self == 0);
+          f.model_self == 240);
+    /* ... with create_graph=True (grad mode on): the same */
+    c.grad_enabled = 1;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_BACKWARD &&
+          f.model_self == 240 && f.model_backward == 0);
+    c.grad_enabled = 0;
     /* a custom Function's backward: model FLOPs as it runs */
     c.node = MFU_NODE_CUSTOM;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_CUSTOM_BACKWARD &&
@@ -671,12 +715,18 @@ static void test_sites(void)
           f.model_self == 0);
     c.recomputed = 0;
     /* a reentrant checkpoint's recompute (grad on, no saved-tensor hooks):
-     * no model FLOPs of its own, the model backward of its nested backward */
+     * no model FLOPs (its nested backward counts its own where it runs) */
     c.node = MFU_NODE_CHECKPOINT;
     c.grad_enabled = 1;
     CHECK(count("aten::mm", &c, &f) == MFU_OK &&
           f.site == MFU_SITE_RECOMPUTE_BACKPROP && f.model_self == 0 &&
-          f.model_backward == 480);
+          f.model_backward == 0);
+    /* a custom Function's backward run with grad on (it recomputes, then
+     * backpropagates): the same */
+    c.node = MFU_NODE_CUSTOM;
+    CHECK(count("aten::mm", &c, &f) == MFU_OK &&
+          f.site == MFU_SITE_RECOMPUTE_BACKPROP && f.model_self == 0);
+    c.node = MFU_NODE_CHECKPOINT;
     /* a custom Function's forward inside it (grad off): recompute */
     c.grad_enabled = 0;
     CHECK(count("aten::mm", &c, &f) == MFU_OK && f.site == MFU_SITE_RECOMPUTE &&
@@ -697,19 +747,22 @@ static void test_sites(void)
     CHECK(strcmp(mfu_op_site_name(MFU_SITE_RECOMPUTE_BACKPROP), "recompute_backprop") == 0);
     CHECK(mfu_op_site_name((mfu_op_site)9) == NULL && mfu_op_site_of(NULL) == MFU_SITE_FORWARD);
 
-    /* a custom formula follows the same sites */
+    /* a custom formula follows the same sites, its declared backward
+     * charged where the forward runs */
     mfu_op_call k = call_of(NULL, 0);
-    CHECK(mfu_op_custom_flops(100, -1, 1, &k, &f) == MFU_OK && f.model_self == 100 &&
-          f.model_backward == 200);
+    CHECK(mfu_op_custom_flops(100, -1, 1, &k, &f) == MFU_OK && f.model_self == 300 &&
+          f.model_backward == 0);
     k.backward_phase = 1;
     k.grad_enabled = 0;
     k.node = MFU_NODE_CUSTOM;
     CHECK(mfu_op_custom_flops(100, -1, 1, &k, &f) == MFU_OK && f.model_self == 100 &&
           f.model_backward == 0 && f.site == MFU_SITE_CUSTOM_BACKWARD);
+    /* a reentrant recompute: its forward ran without grad, so the declared
+     * backward is charged here */
     k.node = MFU_NODE_CHECKPOINT;
     k.grad_enabled = 1;
-    CHECK(mfu_op_custom_flops(100, 50, 1, &k, &f) == MFU_OK && f.model_self == 0 &&
-          f.model_backward == 50);
+    CHECK(mfu_op_custom_flops(100, 50, 1, &k, &f) == MFU_OK && f.model_self == 50 &&
+          f.model_backward == 0 && f.site == MFU_SITE_RECOMPUTE_BACKPROP);
 }
 
 int main(void)

@@ -25,39 +25,46 @@ Numbers (FLOPs, one multiply-add = 2):
                     backward kernels. Equals ``FlopCounterMode``'s total on
                     the same run except for the documented deviations below.
 ``forward_flops``   the counted ops run outside backward.
-``model_flops``     for every op run in forward: its FLOPs plus the backward
-                    its grad-requiring inputs need (matmul / convolution:
-                    +1x per such input; attention: +2x, the PaLM
-                    convention); plus the backward of custom autograd
-                    Functions as it runs. Frozen weights cost less, recompute
-                    never counts, no_grad / inference_mode count forward only.
+``model_flops``     every op run in forward (its FLOPs) and the backward
+                    that ran (its FLOPs as it runs, attention backward at 2x
+                    forward, the PaLM convention): only what reaches the
+                    loss gets a backward, frozen inputs none, and the
+                    matmuls in the backward of ops the table does not count
+                    (``linalg.solve_triangular``, ``cholesky``, ``inv``)
+                    count. A count in which no backward ran (a forward under
+                    grad) adds the backward each forward op's grad-requiring
+                    inputs would need instead (matmul / convolution: +1x per
+                    such input; attention: +2x). Recompute never counts,
+                    no_grad / inference_mode count forward only.
 ``backward_flops``  the counted ops run inside backward (executed).
 ``recompute_flops`` activation-checkpoint recompute (in executed only).
 ``overcompute_flops`` executed beyond the model convention, not recompute
                     (the math SDPA path under ``causal_attention="half"``).
 ==================  ========================================================
 
-Where an op runs decides what it adds (csrc/core/ops.h "Sites"): in the
-forward, its FLOPs and the backward its inputs need; in autograd's own
-backward, executed only (paid for in the forward); in the backward of a
-**custom autograd Function** (Liger, Unsloth, flash-attn's Python API,
-Transformer Engine's Python modules; the forward of such a Function runs
-with grad mode off and charges no backward) its FLOPs count as model FLOPs
-as they run, each at the model convention (an attention backward kernel:
-2x its forward); a Function whose backward recomputes its forward by
-calling ops counts that recompute as model FLOPs (what its kernels do is
-its own business: an attention kernel's recompute is not). **Checkpointing**
-recomputes with grad mode on inside a backward: executed only, recompute;
-the reentrant kind (``use_reentrant=True``, Megatron's and DeepSpeed's
-``CheckpointFunction``) ran its forward without grad, so its recompute
-charges the backward its nested backward then runs. So model FLOPs with
-checkpointing (either mode) equal those without, and executed FLOPs add the
-recompute. NB: a backward with ``create_graph=True`` runs with grad mode on
-too: its ops are counted as recompute.
+Where an op runs decides what it adds (csrc/core/ops.h "Sites" and
+"Reaching the loss"): in the forward, its FLOPs (and, for a count without a
+backward, the backward its inputs would need); in a backward -- autograd's
+own, a ``create_graph=True`` one, or a **custom autograd Function**'s
+(Liger, Unsloth, flash-attn's Python API, Transformer Engine's Python
+modules) -- its FLOPs as model FLOPs as they run, each at the model
+convention (an attention backward kernel: 2x its forward); a Function whose
+backward recomputes its forward by calling ops counts that recompute as
+model FLOPs (what its kernels do is its own business: an attention kernel's
+recompute is not). **Checkpointing** recomputes with grad mode on inside a
+backward: executed only, recompute; the backward of the recomputed graph
+counts where it runs. So model FLOPs with checkpointing (either mode) equal
+those without, and executed FLOPs add the recompute. A custom formula
+(:func:`register_flop_formula`) charges its declared backward at its forward:
+the counter cannot see an opaque backward run. The module table attributes
+each forward op's FLOPs and the backward its inputs need to its module.
 
 **torch.compile**: a compiled region runs as one custom Function (AOTAutograd):
 its forward counts, its backward counts as it runs, so model FLOPs equal the
-eager model's; recompute the partitioner moved into the compiled backward
+eager model's when every output of the region that requires grad reaches the
+loss (AOTAutograd runs the backward of an unused one with zero gradients:
+counted, as it ran; computation compile removes as dead is not counted at
+all); recompute the partitioner moved into the compiled backward
 (checkpointing inside the region) is found from the backward graph
 (``_compiled.py``) and stays HFU-only. The counter adds no graph break and
 no graph: its dispatch key stays included on a thread from its first count
@@ -81,8 +88,12 @@ calls made with ``is_causal`` (Megatron / verl), forward and backward. The
 executed FLOPs are what the kernel computes: the fused kernels (flash,
 efficient, cudnn, varlen) about half, the math path the full square both
 ways (its excess is ``overcompute_flops``; README "Causal attention").
-Attention written as plain matmuls with a mask tensor cannot be told causal
-and counts in full.
+What "half" cannot halve is said, never silent: a kernel given a mask
+tensor (the count does not read its values: causal, padding and windows look
+alike; :attr:`FlopCounter.mask_tensor_attention_calls`), and attention
+written as plain matmuls (eager attention), which no op marks as attention;
+both count whole and :meth:`FlopCounter.half_warning` (one warning per
+counter) names them.
 
 Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
 (each has a test in tests/test_counter_zoo.py):
@@ -96,6 +107,10 @@ Deliberate differences from ``torch.utils.flop_counter.FlopCounterMode``
 * ``aten._flash_attention_*`` / ``aten._efficient_attention_*`` called with
   unpacked ``[b, s, h, d]`` inputs are read in that layout here
   (FlopCounterMode reads them as ``[b, h, s, d]``); CUDA only.
+* matmuls an op's own kernel calls through the dispatcher
+  (``linalg.matrix_exp``, ``linalg.pinv``, ``linalg.lstsq``'s backward,
+  ``F.bilinear``'s ``_trilinear``): counted here, where they run;
+  FlopCounterMode's mode is off inside an op it sees and counts none.
 
 Beyond aten: flash-attn 2 and FlashAttention-3's custom ops (windows,
 chunks and cumulative lengths included) and ``flex_attention`` with its
@@ -139,6 +154,7 @@ from ._audit import UncountedOp, heavy_message, uncounted_ops
 from ._backend import KeyHold, fall_back, get_backend
 from ._compiled import apply_deferred
 from ._graphs import counting, watch_cuda_graphs
+from ._half import half_note
 from ._module_table import ModuleTable, module_rows, restore_if_unused, table_rows
 from ._totals import CounterTotals, ModuleFlops, format_flops
 
@@ -201,6 +217,7 @@ class FlopCounter:
         self._table = ModuleTable() if modules else None
         self._holds: list[KeyHold] = []  # the counting key, per thread counted on
         self._approximate_warned = False
+        self._half_warned = False
 
     # -- context manager -----------------------------------------------------
 
@@ -285,12 +302,16 @@ class FlopCounter:
         return self._errors_message(after, after["errors"] - before["errors"], warn)
 
     def _warn_once(self, approximate: int) -> None:
-        """The audit's FLOP-heavy ops, and calls counted at their worst case:
-        one warning each per counter."""
+        """The audit's FLOP-heavy ops, attention "half" could not halve, and
+        calls counted at their worst case: one warning each per counter."""
         heavy = None if self._audit_warned or not self.audit else self.audit_warning()
         if heavy is not None:
             self._audit_warned = True
             warnings.warn(f"mfu_tracker.FlopCounter: {heavy}", RuntimeWarning, stacklevel=4)
+        whole = None if self._half_warned else self.half_warning()
+        if whole is not None:
+            self._half_warned = True
+            warnings.warn(f"mfu_tracker.FlopCounter: {whole}", RuntimeWarning, stacklevel=4)
         if approximate and not self._approximate_warned:
             self._approximate_warned = True
             warnings.warn(f"mfu_tracker.FlopCounter: {approximate} attention call(s) had "
@@ -325,8 +346,10 @@ class FlopCounter:
 
     @property
     def model_flops(self) -> int:
-        """MFU numerator: forward ops + the backward their grad-requiring
-        inputs need (DESIGN §3)."""
+        """MFU numerator: forward ops + the backward that ran for their
+        grad-requiring inputs (only what reaches the loss); a count without
+        a backward: + the backward those inputs would need (module
+        docstring)."""
         return int(self._current()["model_flops"])
 
     @property
@@ -415,6 +438,34 @@ class FlopCounter:
         or without an audit (they never fail a count: they are noted)."""
         return uncounted_ops(self._current(True)["uncounted"])
 
+    @property
+    def mask_tensor_attention_calls(self) -> int:
+        """Attention calls given a mask tensor and no causal flag, window or
+        block mask: counted whole under either convention (whether the mask
+        is causal, padding or a window is data the count does not read: on a
+        GPU reading it would wait for the device). Under
+        ``causal_attention="half"`` these are the calls it could not halve."""
+        return int(self._current()["mask_tensor_calls"])
+
+    @property
+    def mask_tensor_attention_flops(self) -> int:
+        """The executed forward FLOPs of :attr:`mask_tensor_attention_calls`
+        (their model FLOPs are 3x that when q, k and v train)."""
+        return int(self._current()["mask_tensor_flops"])
+
+    def half_warning(self) -> str | None:
+        """Under ``causal_attention="half"``, what the count could not halve
+        (None when nothing, or under ``"full"``): attention calls given a
+        mask tensor (:attr:`mask_tensor_attention_calls`), or -- when no
+        attention call had a causal flag, a window or a block mask while
+        batched matmuls ran -- attention written as plain matmuls (eager
+        attention: matmul, mask, softmax, matmul), which no op marks as
+        attention. Either is counted whole; leaving a block warns with it
+        once per counter."""
+        if self.causal_attention != "half":
+            return None
+        return half_note(self._current(), lambda: self._current(True)["ops"])
+
     def audit_warning(self) -> str | None:
         """The warning about the FLOP-heavy ops of :meth:`uncounted` (None
         when there are none); leaving a block warns with it once per
@@ -450,9 +501,17 @@ class FlopCounter:
         causal = ("causal attention in full (PaLM / FlopCounterMode), windows whole per query"
                   if self.causal_attention == "full"
                   else "causal attention halved (Megatron), windows as the pairs they keep")
-        return (f"{causal}; block masks: the computed blocks; attention model backward = 2x "
-                "forward; matmul / conv model backward = 1x forward per grad-requiring input; "
-                "recompute not in model FLOPs")
+        text = (f"{causal}; block masks: the computed blocks; attention model backward = 2x "
+                "forward; model FLOPs count the backward that ran (a count without one: 1x "
+                "forward per grad-requiring matmul / conv input); recompute not in model FLOPs")
+        t = self._current()
+        if t["mask_tensor_calls"]:
+            text += (f"; {t['mask_tensor_calls']} attention call(s) given a mask tensor "
+                     "counted whole")
+        if self.causal_attention == "half" and t["overcompute_flops"]:
+            text += ("; the math SDPA kernel computes the full square both ways: executed "
+                     "FLOPs hold the excess (overcompute_flops)")
+        return text
 
     def table(self, depth: int | None = 3, *, collapse_repeats: bool = True) -> str:
         """A readable table: totals, per op, and per module (with
@@ -479,6 +538,9 @@ class FlopCounter:
             lines.append(f"  uncounted op calls: {t['errors']} (first: {t['first_error']})")
         if t["approximate_calls"]:
             lines.append(f"  approximate (varlen lengths unknown on meta): {t['approximate_calls']} call(s)")
+        if t["mask_tensor_calls"]:
+            lines.append(f"  attention given a mask tensor, counted whole: {t['mask_tensor_calls']} "
+                         f"call(s), {format_flops(t['mask_tensor_flops'])} forward")
         if t["ops"]:
             lines.append("")
             lines.append(f"  {'op':<56}{'calls':>8}  {'executed':>16}")

@@ -34,7 +34,7 @@ from ..._dtypes import DTYPE_NAMES
 from ..._validate import check_causal_attention
 from ._args import INPUTS, compiling_internally, count_call, hop_name, largest_input, one_line
 from ._audit import merge_uncounted
-from ._totals import merge, zero_totals
+from ._totals import BY_DTYPE_KEYS, merge, zero_totals
 from ._sites import NodeSites
 
 __all__ = ["DispatchBackend"]
@@ -82,21 +82,29 @@ class _Session:
                     t["first_error"] = f"{name}: {one_line(result)}"
                 return
             executed, d = result.executed, _DTYPE_INDEX[result.dtype]
-            model = result.model_self + result.model_backward
             t["counted_calls"] += 1
             t["executed_flops"] += executed
             t["executed_flops_by_dtype"][d] += executed
             t["forward_flops" if result.site == "forward" else "backward_flops"] += executed
             if result.site in ("recompute", "recompute_backprop"):
                 t["recompute_flops"] += executed
-            t["model_flops"] += model
-            t["model_flops_by_dtype"][d] += model
+            t["model_flops"] += result.model_self
+            t["model_flops_by_dtype"][d] += result.model_self
             t["overcompute_flops"] += result.overcompute
+            t["anticipated_flops"] += result.model_backward
+            t["anticipated_flops_by_dtype"][d] += result.model_backward
+            t["anticipated_overcompute_flops"] += result.overcompute_backward
+            t["mask_read_calls"] += int(result.mask_read)
+            if result.mask_tensor:
+                t["mask_tensor_calls"] += 1
+                t["mask_tensor_flops"] += executed
             t["approximate_calls"] += int(result.approximate)
             calls, flops = t["ops"].get(name, (0, 0))
             t["ops"][name] = (calls + 1, flops + executed)
             token = getattr(_module, "token", 0)
             if self.modules and token and result.site == "forward":
+                # attributed at the forward: its own FLOPs and the backward it anticipates
+                model = result.model_self + result.model_backward
                 f, m, c = t["modules"].get(token, (0, 0, 0))
                 t["modules"][token] = (f + executed, m + model, c)
 
@@ -316,7 +324,7 @@ class DispatchBackend:
             session = self._session(handle)
             with session.lock:
                 merge(out, session.totals)
-        for key in ("model_flops_by_dtype", "executed_flops_by_dtype"):
+        for key in BY_DTYPE_KEYS:
             out[key] = tuple(out[key])
         return out
 

@@ -121,7 +121,7 @@ def _kernel(hop: Any, ext: Any, key: Any) -> Callable[..., Any]:
                     r = count_call(name, hop, args, kwargs, causal, site)
                     results[causal] = (r.executed, r.model_backward, r.approximate,
                                        _DTYPE_INDEX[r.dtype], r.model_self, r.overcompute,
-                                       r.site)
+                                       r.site, r.mask_read)
                 except Exception as exc:  # noqa: BLE001 - never raise into the op
                     results[causal] = one_line(exc)
             with torch._C._ExcludeDispatchKeyGuard(exclude):

@@ -17,13 +17,15 @@ from ..._native import _C
 from ._audit import merge_uncounted
 
 __all__ = ["BY_DTYPE_KEYS", "COUNT_KEYS", "CounterTotals", "ModuleFlops", "format_flops", "merge",
-           "zero_totals"]
+           "settle", "zero_totals"]
 
 COUNT_KEYS = ("executed_flops", "forward_flops", "model_flops", "backward_flops",
               "recompute_flops", "overcompute_flops", "counted_calls", "errors",
-              "approximate_calls")
+              "approximate_calls", "anticipated_flops", "anticipated_overcompute_flops",
+              "mask_read_calls", "mask_tensor_calls", "mask_tensor_flops")
 # FLOPs by compute dtype: a sequence indexed like _C.dtype_names()
-BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype")
+BY_DTYPE_KEYS = ("model_flops_by_dtype", "executed_flops_by_dtype",
+                 "anticipated_flops_by_dtype")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +51,23 @@ def zero_totals() -> dict[str, Any]:
     totals["uncounted"] = {}
     for key in BY_DTYPE_KEYS:
         totals[key] = [0] * len(_C.dtype_names())
+    return totals
+
+
+def settle(totals: dict[str, Any]) -> dict[str, Any]:
+    """``totals`` (merged raw counts) with their model FLOPs settled, in
+    place: the backends count the model FLOPs of every call where it runs --
+    a forward, and the backward that ran (csrc/core/ops.h "Reaching the
+    loss") -- and keep apart the backward each forward call anticipates.
+    A count in which no counted call ran in a backward (its backward runs
+    outside it, or never) adds the anticipated backward: the training step it
+    stands for."""
+    if totals["backward_flops"] == 0:
+        totals["model_flops"] += totals["anticipated_flops"]
+        totals["overcompute_flops"] += totals["anticipated_overcompute_flops"]
+        totals["model_flops_by_dtype"] = [
+            a + b for a, b in zip(totals["model_flops_by_dtype"],
+                                  totals["anticipated_flops_by_dtype"])]
     return totals
 
 
@@ -100,17 +119,19 @@ class CounterTotals:
         self.cache = None
 
     def read(self, handle: Any = None, tables: bool = False) -> dict[str, Any]:
-        """The totals, with the active block ``handle``'s so far; the tables
-        (ops, modules, uncounted) only with ``tables``."""
+        """The totals, with the active block ``handle``'s so far, their model
+        FLOPs settled (:func:`settle`); the tables (ops, modules, uncounted)
+        only with ``tables``."""
         if handle is None and not tables and self.cache is not None:
             return self.cache
         out = (self.backend.totals(self.held, handle, tables) if self.held is not None
-               else zero_totals())
+               else zero_totals())  # a fresh dict
         if self.carried is not None:
             both = zero_totals()
             merge(both, self.carried)
             merge(both, out)
             out = both
+        settle(out)
         if handle is None and not tables:
             self.cache = out
         return out

@@ -22,8 +22,10 @@
  *  - the status is OK, INVALID_ARGUMENT or OVERFLOW; on error the output is
  *    untouched and the error names a reason and a role (or the call);
  *  - on OK: executed >= 0; model_backward is 0, 1x or 2x executed, and 0 in
- *    the backward phase, with grad mode off and for backward kernels; only
- *    attention is ever approximate;
+ *    the backward phase, with grad mode off and for backward kernels;
+ *    model_self is 0 at the recompute sites; over-compute and square_model
+ *    only for a full-square row; the mask notes only for attention forward
+ *    calls; only attention is ever approximate;
  *  - only the positions mfu_op_inputs lists are read: garbage anywhere
  *    else changes nothing;
  *  - the half convention gives at most the full count (only attention
@@ -119,6 +121,10 @@ static mfu_status run(const mfu_op_spec *spec, const mfu_op_call *call,
     out->model_self = 11;
     out->overcompute = 13;
     out->site = MFU_SITE_RECOMPUTE;
+    out->overcompute_backward = 15;
+    out->square_model = 17;
+    out->mask_read = 19;
+    out->mask_tensor = 21;
     error->argument = error->reason = NULL;
     return mfu_op_count(spec, call, out, error);
 }
@@ -129,7 +135,10 @@ static int same(mfu_status s1, const mfu_op_flops *a, mfu_status s2,
     return s1 == s2 && a->executed == b->executed &&
            a->model_backward == b->model_backward &&
            a->approximate == b->approximate && a->model_self == b->model_self &&
-           a->overcompute == b->overcompute && a->site == b->site;
+           a->overcompute == b->overcompute && a->site == b->site &&
+           a->overcompute_backward == b->overcompute_backward &&
+           a->square_model == b->square_model && a->mask_read == b->mask_read &&
+           a->mask_tensor == b->mask_tensor;
 }
 
 static int is_role_name(const char *s)
@@ -225,7 +234,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st != MFU_OK) {
         FUZZ_CHECK(out.executed == SENTINEL && out.model_backward == 7 &&
                    out.approximate == 9 && out.model_self == 11 && out.overcompute == 13 &&
-                   out.site == MFU_SITE_RECOMPUTE);
+                   out.site == MFU_SITE_RECOMPUTE && out.overcompute_backward == 15 &&
+                   out.square_model == 17 && out.mask_read == 19 && out.mask_tensor == 21);
         FUZZ_CHECK(err.reason != NULL);
         FUZZ_CHECK(err.argument == NULL || is_role_name(err.argument));
     } else {
@@ -236,20 +246,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(out.model_backward == 0 || out.model_backward == e ||
                    out.model_backward == 2 * e);
         FUZZ_CHECK(out.site == mfu_op_site_of(&call));
-        if ((out.site != MFU_SITE_FORWARD && out.site != MFU_SITE_RECOMPUTE_BACKPROP) ||
-            !call.grad_enabled || backward_kind)
-            FUZZ_CHECK(out.model_backward == 0);
+        /* only a forward call anticipates a backward (ops.h "Reaching the
+         * loss") */
+        if (out.site != MFU_SITE_FORWARD || !call.grad_enabled || backward_kind)
+            FUZZ_CHECK(out.model_backward == 0 && out.overcompute_backward == 0);
         if (!call.backward_phase || call.node == MFU_NODE_UNKNOWN)
             FUZZ_CHECK(out.site == (call.backward_phase ? MFU_SITE_BACKWARD
                                                         : MFU_SITE_FORWARD));
-        /* model_self: at most executed, 0 where the site does not count it */
+        /* model_self: at most executed, 0 where the site does not count it
+         * (a backward counts where it runs) */
         FUZZ_CHECK(out.model_self >= 0 && out.model_self <= out.executed);
-        if (out.site != MFU_SITE_FORWARD && out.site != MFU_SITE_CUSTOM_BACKWARD)
-            FUZZ_CHECK(out.model_self == 0);
-        /* overcompute: only a full-square kernel's, at most 2x executed */
-        FUZZ_CHECK(out.overcompute <= 2 * e);
+        if (out.site != MFU_SITE_FORWARD && out.site != MFU_SITE_BACKWARD &&
+            out.site != MFU_SITE_CUSTOM_BACKWARD)
+            FUZZ_CHECK(out.model_self == 0 && out.mask_read == 0 && out.mask_tensor == 0);
+        /* overcompute: only a full-square kernel's, at most executed (its
+         * anticipated backward's at most 2x) */
+        FUZZ_CHECK(out.overcompute <= e && out.overcompute_backward <= 2 * e);
         if (!spec->full_square)
-            FUZZ_CHECK(out.overcompute == 0);
+            FUZZ_CHECK(out.overcompute == 0 && out.overcompute_backward == 0 &&
+                       out.square_model == 0);
+        /* the mask notes: attention forward calls only, one or the other */
+        FUZZ_CHECK(out.mask_read + out.mask_tensor <= 1);
+        if (spec->kind != MFU_OP_ATTENTION)
+            FUZZ_CHECK(out.mask_read == 0 && out.mask_tensor == 0);
         FUZZ_CHECK(out.approximate == 0 || out.approximate == 1);
         if (out.approximate)
             FUZZ_CHECK(spec->kind == MFU_OP_ATTENTION ||
