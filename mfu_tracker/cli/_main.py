@@ -11,6 +11,8 @@ parser, each command registered by its own module.
     mfu-tracker report A.jsonl B.jsonl --out compare.png
     mfu-tracker advise LOG
     mfu-tracker goodput LOG [--json OUT]
+    mfu-tracker view LOG [--port N] [--budget-tokens N | --budget-steps N]
+    mfu-tracker passport LOG [--out CARD.md] [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
 """
@@ -22,7 +24,7 @@ import re
 import sys
 from typing import List, Optional
 
-from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report
+from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report, view
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -46,6 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
     report.add_parser(sub)
     _advise.add_parser(sub)
     _goodput.add_parser(sub)
+    view.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser
 

@@ -378,6 +378,16 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             a failure is one warning and no breakdown.
         profile_trace_dir: keep each profiled step's raw Kineto trace in
             this directory (None: never written).
+        model_info: what the run record says about the model, for the
+            readers that need it (:mod:`mfu_tracker.job._model_info`): a
+            mapping with any of ``config`` (a transformers config, a
+            config.json dict or a preset name), ``seq_len`` (tokens per
+            sequence), ``flops`` (how the FLOPs per step were obtained:
+            "counted", "declared", "analytic"; "declared" by default with
+            ``flops_per_step``) and ``convention`` (another framework's
+            counting convention, when the FLOPs follow one). ``mfu-tracker
+            view`` shows, with ``config`` and ``seq_len``, the MFU the
+            frameworks' formulas would report for the run (docs/view.md).
 
     **The job.** A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step
