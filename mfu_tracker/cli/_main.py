@@ -24,7 +24,8 @@ import re
 import sys
 from typing import List, Optional
 
-from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report, view
+from . import (_advise, _build_ext, _estimate, _explain, _goodput, _gpus, _passport, _profile,
+               report, view)
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -49,6 +50,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _advise.add_parser(sub)
     _goodput.add_parser(sub)
     view.add_parser(sub)
+    _passport.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser
 
