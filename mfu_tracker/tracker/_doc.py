@@ -86,6 +86,7 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
                                               busy (NVML's GPM counters, Hopper and later)
     ``{prefix}/hw/dram_bw_util``              DRAM bandwidth used / its peak over the same
                                               interval: the measured MBU (GPM)
+    ``{prefix}/hw/gpu_busy``                  share of the interval any kernel ran (GPM)
     ``{prefix}/hw/sm_active``                 share of the interval the SMs were busy (GPM)
     ``{prefix}/hw/sm_occupancy``              active warps / the SMs' maximum (GPM)
     ``{prefix}/hw/nvlink_gbs``                NVLink traffic, received + sent, all links, GB/s
