@@ -6,10 +6,9 @@ tracker's window edges); the verdict of the self-check is
 :func:`mfu_tracker.timing._consistency.verdict`'s."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ...timing._consistency import LOW_RATIO, high_limit, verdict
-from ..report._model import number
 from ..report.panels.hardware import MISSING as NO_COUNTERS
 from ._figure import DERIVED, MEASURED, Figure, Newest
 
@@ -41,22 +40,14 @@ def _self_check(newest: Newest, run_dtype: Any) -> Figure:
     return check
 
 
-def _window_s(newest: Newest, name: str) -> Optional[float]:
-    """The seconds between the metrics() calls around ``name``'s line: its
-    ledger interval's step seconds and the tracker's own."""
-    record = newest.line(name)
-    ledger = None if record is None else record.get("ledger")
-    if not isinstance(ledger, dict):
-        return None
-    step_s, own_s = number(ledger.get("step_s")), number(ledger.get("own_s"))
-    return None if step_s is None else step_s + (own_s or 0.0)
-
-
-def _verdict(newest: Newest, dtype: Any) -> Optional[str]:
-    """The self-check's reading of the newest line with both figures."""
+def _verdict(newest: Newest, dtype: Any, interval: Optional[Tuple[int, float]]) -> Optional[str]:
+    """The self-check's reading of the newest line with both figures;
+    ``interval``: the newest metrics line and the wall seconds since the
+    previous one (the counters' window, when that line is the one read)."""
     mfu = newest.same_line("hw/tensor_active", "mfu")
     active = newest.value("hw/tensor_active")
-    window_s = _window_s(newest, "hw/tensor_active")
+    record = newest.line("hw/tensor_active")
+    window_s = interval[1] if interval and record and record["_line"] == interval[0] else None
     found = verdict({"mfu": mfu, "hw_tensor_active": active, "dtype": dtype,
                      "hw_window_s": window_s})
     if found == "high":
@@ -71,9 +62,11 @@ def _verdict(newest: Newest, dtype: Any) -> Optional[str]:
     return None
 
 
-def ladder(newest: Newest, dtype: Any) -> Dict[str, Any]:
+def ladder(newest: Newest, dtype: Any,
+           interval: Optional[Tuple[int, float]] = None) -> Dict[str, Any]:
     """The ladder (JSON): each rung a figure, MFU last, OFU beside MFU, the
-    self-check; ``absent`` when the log has no hardware counters."""
+    self-check (``interval``: :func:`_verdict`'s); ``absent`` when the log
+    has no hardware counters."""
     rungs: List[Figure] = [
         newest.figure(name, label, MEASURED, formula=meaning,
                       absent=f"no {newest.key(name)} in the log"
@@ -97,7 +90,7 @@ def ladder(newest: Newest, dtype: Any) -> Dict[str, Any]:
                                                  "SM clock / max", MEASURED)])
         out["ofu_clock"] = bound.to_json()
     out["self_check"] = _self_check(newest, dtype).to_json()
-    out["verdict"] = _verdict(newest, dtype)
+    out["verdict"] = _verdict(newest, dtype, interval)
     if all(r.value is None for r in rungs[:-1]):
         out["absent"] = NO_COUNTERS
     return out

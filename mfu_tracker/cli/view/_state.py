@@ -25,9 +25,9 @@ from ...job._check import Layout
 from ...job._intervals import BookIntervals
 from ...job._records import Log, LogError, Run
 from ...job._sample import KeepRuns
-from ...job._stream import LogReader
+from ...job._stream import LogReader, Sink
 from ..report._load import drawn_keys
-from ..report._model import TOKENS, ReportError
+from ..report._model import TOKENS, ReportError, number
 from ..report._plan import plan
 from . import _hardware, _headline, _progress, _sections
 from ._conventions import ConventionRange
@@ -45,6 +45,26 @@ def page_keys(layout: Layout) -> Tuple[str, ...]:
     return drawn_keys(layout) + tuple(k for k in extra if k not in drawn_keys(layout))
 
 
+class NewestInterval(Sink):
+    """Each run's newest metrics line and the wall seconds since the one
+    before it (the run record for the first): the window of the hardware
+    counters read at that line's metrics() call."""
+
+    def __init__(self) -> None:
+        self.newest: Dict[int, Tuple[int, float]] = {}
+        self._previous: Dict[int, Optional[float]] = {}
+
+    def on_run(self, run: Run) -> None:
+        self._previous[run.number] = number(run.get("time"))
+
+    def on_metrics(self, run: Run, record: Dict[str, Any], layout: Layout) -> None:
+        when, before = number(record.get("time")), self._previous.get(run.number)
+        if when is not None:
+            if before is not None:
+                self.newest[run.number] = (record["_line"], when - before)
+            self._previous[run.number] = when
+
+
 class PageState:
     """The page's document for the log ``path`` (module docstring); thread-safe."""
 
@@ -52,7 +72,9 @@ class PageState:
                  budget_steps: Optional[int] = None):
         self.path = path
         self.budget_tokens, self.budget_steps = budget_tokens, budget_steps
-        self._reader = LogReader(path, [KeepRuns("last", follows=page_keys), BookIntervals()])
+        self._intervals = NewestInterval()
+        self._reader = LogReader(path, [KeepRuns("last", follows=page_keys), BookIntervals(),
+                                        self._intervals])
         self._lock = threading.Lock()
         self._ranges = ConventionRange()
         self._read_at = 0.0
@@ -103,7 +125,8 @@ class PageState:
             "peak": report.peak, "caveat": report.caveat,
             "conventions": self._ranges.state(run, newest, mfu),
             "series": _sections.series(report), "waterfall": _sections.waterfall(report),
-            "ladder": _hardware.ladder(newest, run.get("dtype")),
+            "ladder": _hardware.ladder(newest, run.get("dtype"),
+                                       self._intervals.newest.get(run.number)),
             "memory": _hardware.memory(newest), "ranks": _sections.ranks(
                 report, newest, run.get("ranks")),
             "ledger": _sections.ledger(report), "kernels": _sections.kernels(report),
