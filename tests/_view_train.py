@@ -80,3 +80,38 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ---- a log of a GPU with hardware counters: the fake driver and the fake NVML ----------
+
+MS = 1_000_000                 # ns
+GPM_FLOPS = 5e11               # per 1 ms step against 1e15 FLOP/s: MFU 0.5
+
+
+def gpm_log(fake: Any, path: Any, monkeypatch: Any, windows: int = 2) -> Any:
+    """A Tracker on the fake GPU (its clock exact: each step 1 ms), the fake
+    NVML's GPM counters as scripted by the caller and the fake allocator (8 GiB
+    held) writing ``path``: ``windows`` metrics lines of 4 steps, >= 0.1 s apart
+    (GPM's minimum window). Returns the allocator."""
+    from _fake_allocator import GIB, FakeAllocator
+    from _fake_nvml import UUID
+
+    from mfu_tracker import user_gpu_spec
+    from mfu_tracker.step import Tracker
+
+    allocator = FakeAllocator().install(monkeypatch, torch)
+    tracker = Tracker(GPM_FLOPS, spec=user_gpu_spec(1000.0, name="fake GPU"), clock="cuda",
+                      stream=0, warmup=0, dtype="bf16", telemetry=UUID, memory=True,
+                      log_path=str(path), window=4)
+    allocator.malloc(8 * GIB)
+    tracker.step()
+    for _ in range(windows):
+        for _ in range(4):
+            fake.set_work_ns(MS)
+            fake.advance(MS)
+            tracker.step()
+        tracker.flush()
+        time.sleep(0.11)
+        tracker.metrics()
+    tracker.close()
+    return allocator

@@ -11,20 +11,16 @@ drives them.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
-import torch
-from _fake_allocator import GIB, FakeAllocator
-from _fake_nvml import UUID, fake_nvml
-from _view_train import PEAK_TFLOPS, SEQ, config, train
+from _fake_nvml import fake_nvml
+from _view_train import PEAK_TFLOPS, SEQ, config, gpm_log, train
 
-from mfu_tracker import transformer_flops, user_gpu_spec
+from mfu_tracker import transformer_flops
 from mfu_tracker.cli.view import _state
 from mfu_tracker.cli.view._state import PageState
 from mfu_tracker.job import read_log
 from mfu_tracker.job._ledger import job_ledger
-from mfu_tracker.step import Tracker
 
 
 @pytest.fixture(scope="module")
@@ -199,11 +195,6 @@ def test_a_long_log_keeps_a_bounded_sample_and_its_newest_line(cpu_log, tmp_path
 
 # ---- the hardware: the fake NVML and the fake driver ------------------------------------
 
-MS = 1_000_000
-SPEC = user_gpu_spec(1000.0, name="fake GPU")   # 1e15 FLOP/s
-FLOPS = 5e11                                     # per 1 ms step: MFU 0.5
-
-
 @pytest.fixture
 def nvml(monkeypatch):
     fake = fake_nvml(monkeypatch)
@@ -211,29 +202,11 @@ def nvml(monkeypatch):
     fake.lib.fake_nvml_reset()
 
 
-def _gpm_log(fake, path, monkeypatch, windows=2):
-    allocator = FakeAllocator().install(monkeypatch, torch)
-    tracker = Tracker(FLOPS, spec=SPEC, clock="cuda", stream=0, warmup=0, dtype="bf16",
-                      telemetry=UUID, memory=True, log_path=str(path), window=4)
-    allocator.malloc(8 * GIB)
-    tracker.step()
-    for _ in range(windows):
-        for _ in range(4):
-            fake.set_work_ns(MS)
-            fake.advance(MS)
-            tracker.step()
-        tracker.flush()
-        time.sleep(0.11)                 # GPM's minimum window
-        tracker.metrics()
-    tracker.close()
-    return allocator
-
-
 def test_the_ladder_ofu_and_self_check_on_the_fake_nvml(fake, nvml, tmp_path, monkeypatch):
     # GPU busy 97 %, SM active 88 %, tensor pipes 62.5 %; MFU 5e11 / 1 ms / 1e15 = 0.5
     nvml.script_gpm(62.5, 31.0, sm_pct=88.0, gpu_pct=97.0)
     path = tmp_path / "gpm.jsonl"
-    _gpm_log(fake, path, monkeypatch)
+    gpm_log(fake, path, monkeypatch)
     doc = PageState(str(path)).snapshot()
     rungs = {r["id"]: r["value"] for r in doc["ladder"]["rungs"]}
     assert rungs == {"hw/gpu_busy": 0.97, "hw/sm_active": 0.88, "hw/tensor_active": 0.625,
@@ -259,7 +232,7 @@ def test_mfu_above_the_tensor_pipes_is_flagged(fake, nvml, tmp_path, monkeypatch
     nvml.script_gpm(10.0, 31.0)                      # tensor 0.10, MFU 0.5: 5x the hardware
     path = tmp_path / "high.jsonl"
     with pytest.warns(RuntimeWarning, match="clearly above"):
-        _gpm_log(fake, path, monkeypatch, windows=1)
+        gpm_log(fake, path, monkeypatch, windows=1)
     doc = PageState(str(path)).snapshot()
     assert doc["ladder"]["self_check"]["value"] == pytest.approx(5.0, rel=1e-12)
     assert "clearly above" in doc["ladder"]["verdict"]

@@ -15,6 +15,7 @@ import sys
 import threading
 from typing import Any, List
 
+from .._errors import CliError
 from .._flag_types import int_at_least, positive_float
 from ._server import serve
 from ._state import PageState
@@ -38,8 +39,12 @@ def _cmd_view(args: argparse.Namespace) -> int:
                           budget_steps=args.budget_steps)
         print(json.dumps(state.snapshot(), indent=1, allow_nan=False, default=str))
         return 0
-    server = serve(args.log, host=args.host, port=args.port, budget_tokens=args.budget_tokens,
-                   budget_steps=args.budget_steps)
+    try:
+        server = serve(args.log, host=args.host, port=args.port,
+                       budget_tokens=args.budget_tokens, budget_steps=args.budget_steps)
+    except OSError as error:
+        raise CliError(f"cannot serve on {args.host}:{args.port} ({error}); give another "
+                       f"--port, or 0 for a free one") from None
     print(f"mfu-tracker view: {args.log} at {server.url} (Ctrl-C to stop)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -224,7 +224,9 @@ function drawHead(doc) {
     if (f.id === "mfu") {
       const c = doc.conventions || {};
       card.append(el("div", {class: "sub", id: "mfu-denominator"},
-        (c.ours ? "ours, exact (FLOPs " + (doc.head.flops_how || "source not recorded") + ")" :
+        (c.ours ? "ours" + ({counted: ", exact (FLOPs counted)", declared: " (FLOPs declared)",
+                             analytic: " (FLOPs from the analytic formula)"}[doc.head.flops_how] ||
+                            " (how the FLOPs were obtained is not recorded)") :
          "convention: " + c.convention) + "; vs " + (doc.peak || "no peak")));
     }
     head.append(card);
@@ -292,7 +294,11 @@ function drawLadder(doc) {
   const box = body("ladder");
   const l = doc.ladder;
   if (!l) return;
-  if (l.absent) box.append(absentNote(l.absent));
+  if (l.absent) {            // no counters: say so once, and show MFU alone
+    box.append(absentNote(l.absent));
+    box.append(figureEl(l.rungs[l.rungs.length - 1], "ladder.mfu"));
+    return;
+  }
   for (const rung of l.rungs) {
     const width = rung.value === null ? 0 : Math.min(1, Math.max(0, rung.value)) * 100;
     const bar = el("div", {class: "track"}, el("div", {class: "bar", style: "width:" + width + "%"}));
@@ -366,7 +372,7 @@ function draw(doc) {
   drawKernels(doc);
   drawAdvice(doc);
   drawMissing(doc);
-  document.body.setAttribute("data-lines", doc.log ? String(doc.log.lines) : "0");
+  document.body.setAttribute("data-lines", String((doc.log && doc.log.lines) || 0));
 }
 
 async function poll() {
