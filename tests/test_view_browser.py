@@ -4,7 +4,8 @@ chromium-bin`` installs them as root) loads ``mfu-tracker view`` while a real
 Tracker training loop writes its log in another process, reads the numbers
 the page shows, checks each against the log line the page names, opens a
 formula, and watches the page follow the run without a reload. Screenshots go
-to build/view/ (``view-live.png`` is the one docs/view.md shows).
+to build/view/ (``view-live.png``, the first screen, is docs/view.png: ``make
+docs-view``).
 
 OFU and the ladder are checked on a log the fake NVML wrote (the hardware
 counters of a Hopper GPU, scripted). Skipped, saying why, where Chromium, its
@@ -117,9 +118,10 @@ def _check_against_the_log(driver, log: str, path: str, key: str) -> Dict[str, A
     return shown
 
 
-def _screenshot(driver, name: str) -> Path:
+def _screenshot(driver, name: str, height: int = 0) -> Path:
+    """The page, ``height`` pixels of it from the top (0: all of it)."""
     SHOTS.mkdir(parents=True, exist_ok=True)
-    height = driver.execute_script("return document.documentElement.scrollHeight")
+    height = height or driver.execute_script("return document.documentElement.scrollHeight")
     driver.set_window_size(1280, min(max(int(height), 800), 6000))
     out = SHOTS / name
     assert driver.save_screenshot(str(out))
@@ -177,7 +179,9 @@ def test_the_page_follows_a_live_cpu_training_run(browser, tmp_path):
         assert _lines(browser) == 20
         goodput = _figure(browser, "ledger.goodput")
         assert goodput["how"] == "derived" and 0 < float(goodput["value"]) < 1
-        _screenshot(browser, "view-live.png")
+        _screenshot(browser, "view-live-full.png")
+        browser.execute_script("window.scrollTo(0, 0)")
+        _screenshot(browser, "view-live.png", height=1500)       # docs/view.png
     finally:
         view.send_signal(signal.SIGTERM)
         view.communicate(timeout=60)

@@ -119,7 +119,7 @@ function absentNote(text) { return el("p", {class: "absent"}, text); }
 // ---- charts -----------------------------------------------------------------------
 
 function lineChart(title, lines, unit) {
-  const W = 420, H = 190, L = 78, R = 10, T = 18, B = 22;
+  const W = 420, H = 190, L = 64, R = 10, T = 18, B = 22;
   const pts = lines.flatMap(l => l.points);
   const box = el("div", {class: "chart"});
   if (!pts.length) return box;
@@ -138,8 +138,11 @@ function lineChart(title, lines, unit) {
   };
   add("text", {x: L, y: 12}, title);
   add("line", {x1: L, y1: Y(0), x2: W - R, y2: Y(0), stroke: "#d9dde5"});
-  add("text", {x: L - 4, y: Y(y1) + 4, "text-anchor": "end"}, fmt(y1, unit));
-  add("text", {x: L - 4, y: Y(0) + 4, "text-anchor": "end"}, fmt(0, unit));
+  add("line", {x1: L, y1: Y(y1), x2: W - R, y2: Y(y1), stroke: "#eef0f4"});
+  add("text", {x: L - 4, y: Y(y1) + 4, "text-anchor": "end"}, fmt(y1, unit).split(" ")[0]);
+  add("text", {x: L - 4, y: Y(0) + 4, "text-anchor": "end"}, "0");
+  add("text", {x: L - 4, y: (Y(0) + Y(y1)) / 2, "text-anchor": "end"}, unit === "ratio" ? "" :
+      fmt(y1, unit).split(" ").slice(1).join(" "));
   add("text", {x: L, y: H - 6}, "step " + x0);
   add("text", {x: W - R, y: H - 6, "text-anchor": "end"}, "step " + x1);
   for (const line of lines) {
