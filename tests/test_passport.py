@@ -12,8 +12,7 @@ import pytest
 from _fake_nvml import fake_nvml
 from _view_train import PEAK_TFLOPS, gpm_log, train
 
-from mfu_tracker.cli import main
-from mfu_tracker.cli._passport import passport
+from mfu_tracker.cli import main, passport
 
 
 def _records(path):
