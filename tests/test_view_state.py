@@ -250,3 +250,93 @@ def test_view_json_prints_the_document(cpu_log, capsys):
 def test_a_log_that_is_not_there_yet_waits(tmp_path):
     doc = PageState(str(tmp_path / "later.jsonl")).snapshot()
     assert "No such file" in doc["error"]     # the page says it waits for the log
+
+
+def test_per_rank_spread_and_the_straggler_are_the_newest_lines(tmp_path):
+    # two ranks' aggregated keys, as rank 0 logs them with distributed=True
+    lines = []
+    for step, low, high in ((10, 0.20, 0.26), (20, 0.22, 0.30)):
+        lines.append({"step": step, "time": 1000.0 + step, "throughput/mfu": (low + high) / 2,
+                      "throughput/mfu_rank_min": low, "throughput/mfu_rank_mean": (low + high) / 2,
+                      "throughput/mfu_rank_max": high, "throughput/slowest_rank": 1,
+                      "throughput/step_time_rank_max": 0.5, "throughput/step_time_rank_min": 0.4,
+                      "throughput/straggler_rank": 1, "throughput/straggler_lost": 0.125})
+    path = tmp_path / "ranks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    doc = PageState(str(path)).snapshot()
+    shown = {f["id"]: f for f in doc["ranks"]["figures"]}
+    assert "absent" not in doc["ranks"]
+    assert {k: f["value"] for k, f in shown.items()} == {
+        "mfu_rank_min": 0.22, "mfu_rank_mean": 0.26, "mfu_rank_max": 0.30, "slowest_rank": 1,
+        "step_time_rank_max": 0.5, "step_time_rank_min": 0.4, "straggler_rank": 1,
+        "straggler_lost": 0.125}
+    assert shown["mfu_rank_min"]["source"] == "line 2 (step 20): throughput/mfu_rank_min"
+    assert shown["straggler_rank"]["how"] == "measured"
+    # the spread over steps, every logged line
+    assert doc["series"]["mfu_rank_min"] == [[10, 0.20], [20, 0.22]]
+    assert doc["series"]["mfu_rank_max"] == [[10, 0.26], [20, 0.30]]
+
+
+def test_one_process_has_no_spread_and_says_so(cpu_log):
+    ranks = PageState(cpu_log).snapshot()["ranks"]
+    assert ranks["figures"] == [] and "one process" in ranks["absent"]
+
+
+@pytest.fixture(scope="module")
+def profiled_log(tmp_path_factory):
+    """Six CPU steps, steps 2 and 5 profiled (profile_steps=3, warm-up 1)."""
+    path = str(tmp_path_factory.mktemp("view") / "profiled.jsonl")
+    train(path, steps=6, log_every=2, profile_steps=3)
+    return path
+
+
+def test_the_kernel_breakdown_is_the_newest_profiled_steps(profiled_log):
+    from mfu_tracker.timing._breakdown import LABELS
+
+    doc = PageState(profiled_log).snapshot()
+    with open(profiled_log, encoding="utf-8") as f:
+        records = [json.loads(line) for line in f]
+    breakdown = [r for r in records if r.get("record") == "breakdown"][-1]
+    # the shares come in the metrics line after the profiled step
+    keyed = [r for r in records if "throughput/kernel_step_s" in r][-1]
+    assert breakdown["step"] == 5 and keyed["step"] == 6
+    kernels = doc["kernels"]
+    assert kernels["step"] == breakdown["step"] and "absent" not in kernels   # the profiled step
+    by_class = {row["class"]: row for row in kernels["rows"]}
+    for name, label in LABELS.items():
+        key = f"throughput/kernel_share/{name}"
+        if key in keyed:
+            assert by_class[label]["share"] == keyed[key], name
+    assert sum(row["share"] for row in kernels["rows"]) == pytest.approx(1.0, abs=1e-9)
+    # each class's seconds add up to the profiled step's
+    assert sum(row["time_s"] for row in kernels["rows"]) == pytest.approx(
+        breakdown["step_s"], rel=1e-9)
+    assert by_class[LABELS["gemm"]]["tflops"] == pytest.approx(
+        keyed["throughput/kernel_tflops/gemm"], rel=1e-9)
+
+
+def test_the_advice_bounds_by_hand_from_the_log(profiled_log):
+    from mfu_tracker.job._advice import FUSABLE_MIN, OPTIMIZER_MIN
+
+    doc = PageState(profiled_log).snapshot()
+    with open(profiled_log, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f if '"record"' not in line]
+    keyed = [r for r in lines if "throughput/kernel_step_s" in r][-1]
+    advice = {a["rule"]: a for a in doc["advice"]["advice"]}
+    # torch.compile would fuse the elementwise and reduction kernels: their share of the
+    # profiled step bounds it, listed from FUSABLE_MIN on (the shares are measured: either
+    # side of the threshold, the page must agree with the log)
+    fusable = keyed["throughput/kernel_share/elementwise"] + \
+        keyed["throughput/kernel_share/reduction"]
+    assert ("compile" in advice) == (fusable >= FUSABLE_MIN)
+    if "compile" in advice:
+        assert advice["compile"]["bound"] == pytest.approx(fusable, rel=1e-12)
+    # a fused optimizer: at most the optimizer phase's share of the newest window
+    optimizer = lines[-1]["throughput/mfu_lost/optimizer"]
+    assert ("fused_optimizer" in advice) == (optimizer >= OPTIMIZER_MIN)
+    if "fused_optimizer" in advice:
+        assert advice["fused_optimizer"]["bound"] == optimizer
+    bounds = [a["bound"] for a in doc["advice"]["advice"]]
+    assert bounds == sorted(bounds, reverse=True)                 # ranked by the bound
+    needs = {n["rule"]: n["needs"] for n in doc["advice"]["needs"]}
+    assert "executed FLOPs" in needs["selective_checkpointing"]
