@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 
 import pytest
@@ -162,3 +163,16 @@ def test_the_command_writes_markdown_and_json(cpu_log, tmp_path, capsys):
     bare.write_text(json.dumps({"step": 1, "throughput/mfu": 0.1}) + "\n")
     assert main(["passport", str(bare)]) == 2
     assert "no run records" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, error, match", [
+    ((3,), TypeError, "path must be a str or os.PathLike, not int"),   # never a descriptor
+    (("LOG", 0), ValueError, "job must be >= 1, got 0"),
+    (("LOG", True), TypeError, "job must be an int, not bool"),
+    (("LOG", 9), ValueError, "--job 9: give a job number 1..1"),
+    (("LOG", None, "yes"), TypeError, "strict must be a bool, not str"),
+])
+def test_bad_arguments_are_named(cpu_log, args, error, match):
+    args = tuple(cpu_log if a == "LOG" else a for a in args)
+    with pytest.raises(error, match=re.escape(match)):
+        passport(*args)

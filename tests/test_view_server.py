@@ -94,3 +94,27 @@ def test_a_port_in_use_is_an_error_naming_it(log, capsys):
             serve(log, port=port)
         assert main(["view", log, "--port", str(port)]) == 2
     assert f"cannot serve on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    ({"budget_steps": 0}, ValueError, "budget_steps must be >= 1, got 0"),
+    ({"budget_steps": 2.5}, TypeError, "budget_steps must be an int, not float"),
+    ({"budget_steps": True}, TypeError, "budget_steps must be an int, not bool"),
+    ({"budget_tokens": -1.0}, ValueError, "budget_tokens must be a finite number >= 1"),
+    ({"budget_tokens": float("nan")}, ValueError, "budget_tokens must be a finite number"),
+    ({"budget_tokens": "1e9"}, TypeError, "budget_tokens must be a number or None, not str"),
+    ({"budget_tokens": 1e9, "budget_steps": 10}, ValueError, "give one budget, not both"),
+    ({"port": -1}, ValueError, "port must be between 0 and 65535, got -1"),
+    ({"port": "8080"}, TypeError, "port must be an int, not str"),
+    ({"host": None}, TypeError, "host must be a str, not NoneType"),
+])
+def test_bad_arguments_are_named_before_anything_is_served(log, kwargs, error, match):
+    with pytest.raises(error, match=re.escape(match)):
+        serve(log, **kwargs)
+
+
+def test_a_log_path_that_is_not_a_path_is_named():
+    with pytest.raises(TypeError, match="log_path must be a str or os.PathLike, not int"):
+        serve(3)                       # never a file descriptor
+    with serve(Path("not-there-yet.jsonl"), budget_tokens=1e9) as server:
+        assert server.state.path == "not-there-yet.jsonl"

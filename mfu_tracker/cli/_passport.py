@@ -36,6 +36,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from .._validate import check_int
 from ..job._check import Layout
 from ..job._intervals import BookIntervals
 from ..job._jobs import jobs
@@ -219,8 +220,15 @@ def passport_of_log(log: Log, energy: EnergySum, job: Optional[int] = None
 def passport(path: str, job: Optional[int] = None, strict: bool = False
              ) -> Tuple[str, Dict[str, Any]]:
     """The passport of the metrics log ``path``: (Markdown, data). LogError
-    for a log without run records."""
-    log, energy = read_passport(path, strict)
+    for a log without run records; TypeError / ValueError naming a bad
+    argument."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    if job is not None:
+        check_int(job, "job", 1)
+    if not isinstance(strict, bool):
+        raise TypeError(f"strict must be a bool, not {type(strict).__name__}")
+    log, energy = read_passport(os.fspath(path), strict)
     warn_cut(log, "passport")
     return passport_of_log(log, energy, job)
 

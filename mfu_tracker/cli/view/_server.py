@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any, Dict, Optional, Tuple
 
+from ..._validate import check_int
 from ._state import PageState
 
 __all__ = ["ASSETS", "ViewServer", "serve"]
@@ -104,6 +105,9 @@ def serve(log_path: str, *, host: str = "127.0.0.1", port: int = 0,
     daemon thread; returns the server (:attr:`ViewServer.url`,
     :meth:`ViewServer.close`). ``budget_tokens`` / ``budget_steps``: the
     budget progress and the ETA are measured against. OSError when the port
-    cannot be bound."""
+    cannot be bound; TypeError / ValueError naming a bad argument."""
+    if not isinstance(host, str):
+        raise TypeError(f"host must be a str, not {type(host).__name__}")
+    check_int(port, "port", 0, 65535)
     state = PageState(log_path, budget_tokens=budget_tokens, budget_steps=budget_steps)
     return ViewServer(_Server((host, port), state))

@@ -17,10 +17,12 @@ headroom (:mod:`._hardware`), progress against a budget (:mod:`._progress`).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any, Dict, Optional, Tuple
 
+from ..._validate import check_int, check_optional_number
 from ...job._check import Layout
 from ...job._intervals import BookIntervals
 from ...job._records import Log, LogError, Run
@@ -66,15 +68,24 @@ class NewestInterval(Sink):
 
 
 class PageState:
-    """The page's document for the log ``path`` (module docstring); thread-safe."""
+    """The page's document for the log ``log_path`` (module docstring); thread-safe.
+    ``budget_tokens`` (>= 1 token) or ``budget_steps`` (>= 1 global step), one of
+    them: what progress and the ETA are measured against."""
 
-    def __init__(self, path: str, *, budget_tokens: Optional[float] = None,
+    def __init__(self, log_path: str, *, budget_tokens: Optional[float] = None,
                  budget_steps: Optional[int] = None):
-        self.path = path
-        self.budget_tokens, self.budget_steps = budget_tokens, budget_steps
+        if not isinstance(log_path, (str, os.PathLike)):
+            raise TypeError(f"log_path must be a str or os.PathLike, not "
+                            f"{type(log_path).__name__}")
+        if budget_tokens is not None and budget_steps is not None:
+            raise ValueError("budget_tokens and budget_steps: give one budget, not both")
+        self.path = os.fspath(log_path)
+        self.budget_tokens = check_optional_number(budget_tokens, "budget_tokens", 1)
+        self.budget_steps = None if budget_steps is None else \
+            check_int(budget_steps, "budget_steps", 1)
         self._intervals = NewestInterval()
-        self._reader = LogReader(path, [KeepRuns("last", follows=page_keys), BookIntervals(),
-                                        self._intervals])
+        self._reader = LogReader(self.path, [KeepRuns("last", follows=page_keys),
+                                             BookIntervals(), self._intervals])
         self._lock = threading.Lock()
         self._ranges = ConventionRange()
         self._read_at = 0.0
