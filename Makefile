@@ -27,6 +27,7 @@ CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 CTEST_HDR := tests/c/check.h tests/c/test_clock.h tests/c/tiny_model.h $(wildcard tests/c/fake_driver/*.h) mfu_tracker/cli/doctor/cuda_sync_counter.c
 
 .PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
+.PHONY: chromium-bin docs-view
 .PHONY: test-busy stress-bin
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
@@ -251,7 +252,7 @@ fuzz-libfuzzer: $(FAKE_DRIVER)
 ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_CUDA_LIBRARY = $(abspath $(FAKE_DRIVER))
 ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_HIP_LIBRARY = $(abspath $(FAKE_DRIVER))
 
-pytest: build prometheus-bin
+pytest: build prometheus-bin chromium-bin
 	$(PY) -m pytest tests
 
 # The real-Prometheus test (tests/distributed/test_prometheus_server.py) runs
@@ -264,6 +265,24 @@ prometheus-bin:
 	    { apt-get update -q >/dev/null 2>&1 && \
 	      apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }; }; } || \
 	  echo "prometheus-bin: no prometheus binary (not root, or no package index): its test will skip"
+
+# The live page's browser test (tests/test_view_browser.py) drives headless
+# Chromium with selenium (a test extra): Debian's chromium and chromium-driver,
+# installed here as prometheus is (root, apt-get, the package index
+# reachable). Anywhere else nothing is installed and that test skips, saying why.
+chromium-bin:
+	@{ command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; } || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && \
+	      apt-get install -y -q --no-install-recommends chromium chromium-driver >/dev/null 2>&1; }; }; } || \
+	  echo "chromium-bin: no chromium / chromedriver (not root, or no package index): the page's browser test will skip"
+
+# docs/view.png: the live page during a CPU training run, as the browser test
+# shot it (build/view/view-live.png). Only this target replaces it.
+docs-view: build chromium-bin
+	$(PY) -m pytest -q tests/test_view_browser.py -k live
+	cp build/view/view-live.png docs/view.png
 
 # ---- the suite on a busy machine (tests/README.md, "A busy machine") --------
 # `make test` with two CPU-bound processes beside it the whole time (`stress

@@ -12,8 +12,9 @@ sample and the ledger's median) -- at 10^4, 10^5 and
 
 * a bare pass of ``json.loads`` over every line of the same file (the
   reference: what reading the file costs at all);
-* ``mfu-tracker goodput LOG``, ``mfu-tracker advise LOG`` and
-  ``mfu-tracker report LOG --out r.png``;
+* ``mfu-tracker goodput LOG``, ``mfu-tracker advise LOG``,
+  ``mfu-tracker report LOG --out r.png`` and ``mfu-tracker view LOG --json``
+  (the live page's document: what its first load reads);
 * each command on the run's own short log (its fixed cost: start-up,
   imports, drawing).
 
@@ -148,7 +149,8 @@ def commands(log: Path, png: Path) -> Dict[str, List[str]]:
     return {"json.loads": [sys.executable, "-c", BARE, str(log)],
             "goodput": CLI + ["goodput", str(log)],
             "advise": CLI + ["advise", str(log)],
-            "report": CLI + ["report", str(log), "--out", str(png)]}
+            "report": CLI + ["report", str(log), "--out", str(png)],
+            "view --json": CLI + ["view", str(log), "--json"]}
 
 
 def measure(log: Path, png: Path, repeats: int) -> Dict[str, List[Tuple[float, float, float]]]:
@@ -172,7 +174,7 @@ def summary(runs: Dict[str, List[Tuple[float, float, float]]]) -> Dict[str, Dict
 
 
 def table(rows: List[Tuple[str, int, Dict[str, Dict[str, float]]]]) -> str:
-    names = ["json.loads", "goodput", "advise", "report"]
+    names = ["json.loads", "goodput", "advise", "report", "view --json"]
     head = f"{'log':>22} | " + " | ".join(f"{n:>30}" for n in names)
     lines = [head, "-" * len(head)]
     for label, size, figures in rows:

@@ -21,7 +21,7 @@ LIBRARY = ROOT / "build" / "pytest" / "libfake_nvml.so"
 UUID = "GPU-00000000-fa4e-0000-0000-000000000001"
 
 # nvmlGpmMetricId_t values (nvml.h) and nvmlReturn_t codes the tests script
-GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL = 2, 3, 5, 10
+GPM_GRAPHICS_UTIL, GPM_SM_UTIL, GPM_SM_OCCUPANCY, GPM_ANY_TENSOR_UTIL, GPM_DRAM_BW_UTIL = 1, 2, 3, 5, 10
 GPM_NVLINK_RX, GPM_NVLINK_TX = 60, 61
 NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NO_PERMISSION, NVML_ERROR_UNKNOWN = 3, 4, 999
 
@@ -97,11 +97,13 @@ class FakeNvml:
         assert self.lib.fake_nvml_set_gpm(metric_id, value, code) == 0, metric_id
 
     def script_gpm(self, tensor_pct: float, dram_pct: float, sm_pct: float = 90.0,
-                   occupancy_pct: float = 40.0, rx_mib_s: float = 0.0, tx_mib_s: float = 0.0) -> None:
+                   occupancy_pct: float = 40.0, rx_mib_s: float = 0.0, tx_mib_s: float = 0.0,
+                   gpu_pct: float = 97.0) -> None:
         """Script every metric the core reads, as NVML reports them."""
         for metric, value in ((GPM_ANY_TENSOR_UTIL, tensor_pct), (GPM_DRAM_BW_UTIL, dram_pct),
                               (GPM_SM_UTIL, sm_pct), (GPM_SM_OCCUPANCY, occupancy_pct),
-                              (GPM_NVLINK_RX, rx_mib_s), (GPM_NVLINK_TX, tx_mib_s)):
+                              (GPM_NVLINK_RX, rx_mib_s), (GPM_NVLINK_TX, tx_mib_s),
+                              (GPM_GRAPHICS_UTIL, gpu_pct)):
             self.set_gpm(metric, value)
 
     def live_samples(self) -> int:

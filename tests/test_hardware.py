@@ -40,7 +40,7 @@ from mfu_tracker.timing._consistency import (
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU")  # 1e15 FLOP/s for every dtype
 FLOPS = 5e11      # per 1 ms step: 5e14 FLOP/s = MFU 0.5
-GPM_KEYS = ("hw/tensor_active", "hw/dram_bw_util", "hw/sm_active", "hw/sm_occupancy",
+GPM_KEYS = ("hw/tensor_active", "hw/dram_bw_util", "hw/sm_active", "hw/sm_occupancy", "hw/gpu_busy",
             "hw/nvlink_gbs", "hw/mfu_consistency")
 
 
@@ -87,8 +87,8 @@ def _quiet(record):
 
 def test_every_gpm_key_is_the_hand_arithmetic(fake, nvml):
     # NVML reports percent and MiB/s: tensor 62.5 %, DRAM 31 %, SM 88 %, occupancy 40 %,
-    # NVLink 100000 MiB/s in + 50000 MiB/s out
-    nvml.script_gpm(62.5, 31.0, 88.0, 40.0, rx_mib_s=100000.0, tx_mib_s=50000.0)
+    # NVLink 100000 MiB/s in + 50000 MiB/s out, GPU busy (GRAPHICS_UTIL) 96 %
+    nvml.script_gpm(62.5, 31.0, 88.0, 40.0, rx_mib_s=100000.0, tx_mib_s=50000.0, gpu_pct=96.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         tracker = _tracker(link_bandwidth_gbs=450.0)
@@ -98,6 +98,7 @@ def test_every_gpm_key_is_the_hand_arithmetic(fake, nvml):
     assert m["throughput/hw/dram_bw_util"] == 0.31                  # 31 / 100
     assert m["throughput/hw/sm_active"] == 0.88
     assert m["throughput/hw/sm_occupancy"] == 0.40
+    assert m["throughput/hw/gpu_busy"] == 0.96                      # 96 / 100
     # (100000 + 50000) MiB/s x 1048576 B/MiB / 1e9 = 157.2864 GB/s
     assert m["throughput/hw/nvlink_gbs"] == pytest.approx(157.2864, rel=1e-12)
     # 157.2864 GB/s / (2 directions x 450 GB/s) = 0.174763

@@ -24,6 +24,7 @@ static const unsigned int request[] = {
     [MFU_GPM_SM_ACTIVE] = MFU_NVML_GPM_SM_UTIL,
     [MFU_GPM_SM_OCCUPANCY] = MFU_NVML_GPM_SM_OCCUPANCY,
     [MFU_GPM_NVLINK_GBS] = MFU_NVML_GPM_NVLINK_TOTAL_RX_PER_SEC,
+    [MFU_GPM_GPU_BUSY] = MFU_NVML_GPM_GRAPHICS_UTIL,
     [MFU_GPM_FIGURES] = MFU_NVML_GPM_NVLINK_TOTAL_TX_PER_SEC,
 };
 enum { NREQUEST = sizeof request / sizeof request[0] };
@@ -34,6 +35,7 @@ static const char *const metric_names[] = {
     [MFU_GPM_SM_ACTIVE] = "SM_UTIL",
     [MFU_GPM_SM_OCCUPANCY] = "SM_OCCUPANCY",
     [MFU_GPM_NVLINK_GBS] = "NVLINK_TOTAL_RX/TX_PER_SEC",
+    [MFU_GPM_GPU_BUSY] = "GRAPHICS_UTIL",
 };
 
 /* NVLink's rates are MiB/s (nvml.h); the figure is GB/s (1e9 bytes/s). */

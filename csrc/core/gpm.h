@@ -4,7 +4,8 @@
  *
  * GPM (Hopper and later) gives, between two samples of the device's
  * counters, the share of time the tensor pipes were busy, DRAM bandwidth use
- * against its peak, SM activity and occupancy, and NVLink traffic -- out of
+ * against its peak, SM activity and occupancy, NVLink traffic and the share
+ * of time any kernel ran (GPU busy, what nvidia-smi's GPU-Util reports) -- out of
  * band, with no stream synchronization. It shares the NVML library and the
  * device of an mfu_nvml (nvml.h) and, like it, never links against NVML:
  *
@@ -35,6 +36,7 @@
 
 /* nvmlGpmMetricId_t values read here (nvml.h). */
 enum {
+    MFU_NVML_GPM_GRAPHICS_UTIL = 1,            /* % of time any compute/graphics app ran */
     MFU_NVML_GPM_SM_UTIL = 2,                  /* % of SMs busy */
     MFU_NVML_GPM_SM_OCCUPANCY = 3,             /* % of warps active vs maximum */
     MFU_NVML_GPM_ANY_TENSOR_UTIL = 5,          /* % of time SMs did any tensor op */
@@ -83,6 +85,7 @@ enum {
     MFU_GPM_SM_ACTIVE,         /* SM_UTIL / 100 */
     MFU_GPM_SM_OCCUPANCY,      /* SM_OCCUPANCY / 100 */
     MFU_GPM_NVLINK_GBS,        /* (NVLINK_TOTAL_RX + TX) MiB/s x 2^20 / 1e9 */
+    MFU_GPM_GPU_BUSY,          /* GRAPHICS_UTIL / 100: any kernel running */
     MFU_GPM_FIGURES
 };
 

@@ -171,7 +171,7 @@ static PyObject *gpm_figures(const mfu_gpm_window *w)
     static const char *const names[MFU_GPM_FIGURES] = {
         [MFU_GPM_TENSOR_ACTIVE] = "tensor_active", [MFU_GPM_DRAM_BW_UTIL] = "dram_bw_util",
         [MFU_GPM_SM_ACTIVE] = "sm_active", [MFU_GPM_SM_OCCUPANCY] = "sm_occupancy",
-        [MFU_GPM_NVLINK_GBS] = "nvlink_gbs"};
+        [MFU_GPM_NVLINK_GBS] = "nvlink_gbs", [MFU_GPM_GPU_BUSY] = "gpu_busy"};
     PyObject *dict = PyDict_New();
     for (int i = 0; dict != NULL && i < MFU_GPM_FIGURES; i++) {
         PyObject *value;
@@ -247,7 +247,7 @@ static PyMethodDef nvml_methods[] = {
     {"gpm_sample", nvml_gpm_sample, METH_NOARGS,
      "gpm_sample($self, /)\n--\n\nA window edge (never waits): (figures, seconds, failure). "
      "figures over the window since the previous edge: tensor_active, dram_bw_util, "
-     "sm_active, sm_occupancy (0-1 shares) and nvlink_gbs (GB/s), only those NVML "
+     "sm_active, sm_occupancy, gpu_busy (0-1 shares) and nvlink_gbs (GB/s), only those NVML "
      "gave ({} on the first edge and for a window under 0.1 s). seconds: the window, "
      "None on the first edge. failure: None, or the first failing call or metric."},
     {NULL, NULL, 0, NULL},

@@ -12,6 +12,8 @@ parser, each command registered by its own module.
     mfu-tracker advise LOG
     mfu-tracker goodput LOG [--json OUT]
     mfu-tracker engine http://host:8000/metrics --gpu 'H100 SXM' [--interval 30]
+    mfu-tracker view LOG [--port N] [--budget-tokens N | --budget-steps N]
+    mfu-tracker passport LOG [--out CARD.md] [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
 """
@@ -23,8 +25,8 @@ import re
 import sys
 from typing import List, Optional
 
-from . import (_advise, _build_ext, _engine, _estimate, _explain, _goodput, _gpus, _profile,
-               report)
+from . import (_advise, _build_ext, _engine, _estimate, _explain, _goodput, _gpus, _passport,
+               _profile, report, view)
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -49,6 +51,8 @@ def _build_parser() -> argparse.ArgumentParser:
     _advise.add_parser(sub)
     _goodput.add_parser(sub)
     _engine.add_parser(sub)
+    view.add_parser(sub)
+    _passport.add_parser(sub)
 
     from .doctor import add_parser as add_doctor_parser
 

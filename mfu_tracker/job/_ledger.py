@@ -93,6 +93,9 @@ class JobLedger:
     job_mfu: Optional[float]
     notes: List[str] = field(default_factory=list)
     number: int = 1                  # the job's number in its file (:mod:`._jobs`)
+    #: The kept steps' model FLOPs (``job_mfu``'s numerator, the job's: every
+    #: rank's); None when the log lacks some steps' FLOPs.
+    model_flops: Optional[float] = None
 
     def figures(self) -> Dict[str, Any]:
         """The fields of ``mfu-tracker goodput``'s keys
@@ -212,7 +215,8 @@ def _job(runs: List[RunLedger], kept_flops: Optional[float], notes: List[str],
     badput["other"] = closing_share([goodput, *badput.values()])
     return JobLedger(runs=runs, job_wall_s=wall, goodput_s=goodput_s, badput_s=badput_s,
                      goodput=goodput, badput={k: badput[k] for k in BUCKETS},
-                     job_mfu=_job_mfu(runs, kept_flops, notes), notes=notes, number=number)
+                     job_mfu=_job_mfu(runs, kept_flops, notes), notes=notes, number=number,
+                     model_flops=kept_flops)
 
 
 def diagnosis(shares: Dict[str, float], basis: str, rank: Optional[int] = None) -> Optional[str]:

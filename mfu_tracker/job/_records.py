@@ -9,7 +9,8 @@ one JSON object, of one of five kinds:
 
     {"record": "run", "time": T, "run_id": "9f0c...", "job": "...", "host": "node7",
      "pid": 4242, "ranks": 8, "devices": 8, "process_start": T0, "start_step": N,
-     "peak_tflops": 989.4, "peak_source": "datasheet", "dtype": "bf16", "version": "0.1.0"}
+     "peak_tflops": 989.4, "peak_source": "datasheet", "dtype": "bf16",
+     "device": "H100 SXM", "version": "0.1.0", "model": {...}}
 
   ``process_start`` is the process's start time as the OS recorded it
   (:func:`process_start_time`), so the run's startup before the tracker
@@ -17,7 +18,10 @@ one JSON object, of one of five kinds:
   (``Tracker(start_step=N)``: the steps before N were trained by earlier
   runs); ``ranks`` the world size, ``devices`` ranks x ``num_gpus``;
   ``peak_tflops`` the per-device peak MFU is measured against (None when
-  there is none).
+  there is none), ``device`` the peak's device (its table row's name;
+  None without one); ``model``, when the tracker was told
+  (``Tracker(model_info=...)``, :mod:`._model_info`), the model's config,
+  sequence length, and how its FLOPs were obtained.
 
 *metrics* -- one per non-empty ``metrics()`` (no ``record`` key: the lines
   written before the job ledger existed look the same)::

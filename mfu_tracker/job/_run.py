@@ -79,18 +79,22 @@ class RunBook:
         self._ended = False
         self._peak_tflops: Optional[float] = None
 
-    def start(self, tracker: Any, *, peak: Any, num_gpus: int) -> None:
-        """The run begins: the engine's zero totals, the run record (rank 0)."""
+    def start(self, tracker: Any, *, peak: Any, num_gpus: int,
+              model: Optional[Mapping[str, Any]] = None) -> None:
+        """The run begins: the engine's zero totals, the run record (rank 0);
+        ``model``: what it says about the model (:mod:`._model_info`)."""
         self._mark = tracker.ledger()
         self._peak_tflops = None if peak.flops_per_sec is None else peak.flops_per_sec * 1e-12
         if self.log is not None:
             world = rank_world()[1]
+            extra = {} if model is None else {"model": dict(model)}
             self.log.write_record(RUN, {
                 "run_id": self.run_id, "job": self.job, "host": host_name(), "pid": os.getpid(),
                 "ranks": world, "devices": world * num_gpus,
                 "process_start": process_start_time(), "start_step": self.start_step,
                 "peak_tflops": self._peak_tflops, "peak_source": peak.source,
-                "dtype": peak.dtype, "version": __version__,
+                "dtype": peak.dtype, "device": None if peak.spec is None else peak.spec.name,
+                "version": __version__, **extra,
             })
         if self.log is not None or self.endpoint is not None:
             with _OPEN_LOCK:

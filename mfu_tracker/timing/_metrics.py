@@ -67,6 +67,8 @@ KEYS: Tuple[MetricKey, ...] = (
          "(GPM ANY_TENSOR_UTIL)"),
         ("hw/dram_bw_util", "ratio", "DRAM bandwidth used / its peak over the window "
          "(GPM DRAM_BW_UTIL): the measured MBU"),
+        ("hw/gpu_busy", "ratio", "share of the window any kernel ran: nvidia-smi's GPU-Util, "
+         "over the window (GPM GRAPHICS_UTIL)"),
         ("hw/sm_active", "ratio", "share of the window the SMs were busy (GPM SM_UTIL)"),
         ("hw/sm_occupancy", "ratio", "active warps / the SMs' maximum (GPM SM_OCCUPANCY)"),
         ("hw/nvlink_gbs", "GB/s", "NVLink traffic, received + sent, all links"),

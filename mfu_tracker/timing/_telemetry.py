@@ -25,7 +25,7 @@ On Hopper and later the same handle reads NVML's GPM counters at the same
 edges (``csrc/core/gpm.h``): what the hardware did over the interval, each a
 share of it -- ``hw_tensor_active`` (tensor pipes busy), ``hw_dram_bw_util``
 (DRAM bandwidth against its peak: the measured MBU), ``hw_sm_active``,
-``hw_sm_occupancy`` -- and ``hw_nvlink_gbs`` (NVLink received + sent, GB/s),
+``hw_sm_occupancy``, ``hw_gpu_busy`` (any kernel running) -- and ``hw_nvlink_gbs`` (NVLink received + sent, GB/s),
 with ``hw_window_s``, the interval they cover. An interval under
 ``_C.GPM_MIN_INTERVAL_S`` (0.1 s) gives none of them (NVML's counters refresh
 that often: a shorter one reads noise). Where GPM is not supported (before

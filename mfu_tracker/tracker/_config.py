@@ -31,6 +31,7 @@ from .._validate import (
     check_stream,
 )
 from ..distributed._collective import process_group_initialized
+from ..job._model_info import check_model_info
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..timing._hardware import check_memory
 from ..timing._step_profile import check_profile_steps, check_trace_dir
@@ -115,6 +116,7 @@ class TrackerConfig:
     link_bandwidth_gbs: Optional[float]
     profile_steps: Any = None           # the kernel breakdown's schedule (None: off)
     profile_trace_dir: Optional[str] = None
+    model_info: Optional[Mapping[str, Any]] = None   # the run record's "model" (JSON-safe)
 
     @classmethod
     def check(
@@ -150,6 +152,7 @@ class TrackerConfig:
         link_bandwidth_gbs: Optional[float],
         profile_steps: Any = None,
         profile_trace_dir: Any = None,
+        model_info: Any = None,
     ) -> "TrackerConfig":
         """The configuration of ``Tracker(...)`` with these arguments (its
         signature holds the defaults); bad ones raise ``TypeError`` /
@@ -161,6 +164,7 @@ class TrackerConfig:
         job = check_job(job)
         port = check_metrics_port(metrics_port)
         model_flops = check_optional_work(flops_per_step, "flops_per_step", "MFU")
+        model = check_model_info(model_info, declared=model_flops is not None)
         executed = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
         bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
         window = check_int(window, "window", 1, WINDOW_MAX)
@@ -186,5 +190,5 @@ class TrackerConfig:
             measure_peak=bool(measure_peak), telemetry=telemetry, memory=memory,
             log_path=log_file,
             start_step=start_step, job=job, metrics_port=port, comm=comm, link_bandwidth_gbs=link,
-            profile_steps=schedule, profile_trace_dir=trace_dir,
+            profile_steps=schedule, profile_trace_dir=trace_dir, model_info=model,
         )

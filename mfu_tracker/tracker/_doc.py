@@ -86,6 +86,7 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
                                               busy (NVML's GPM counters, Hopper and later)
     ``{prefix}/hw/dram_bw_util``              DRAM bandwidth used / its peak over the same
                                               interval: the measured MBU (GPM)
+    ``{prefix}/hw/gpu_busy``                  share of the interval any kernel ran (GPM)
     ``{prefix}/hw/sm_active``                 share of the interval the SMs were busy (GPM)
     ``{prefix}/hw/sm_occupancy``              active warps / the SMs' maximum (GPM)
     ``{prefix}/hw/nvlink_gbs``                NVLink traffic, received + sent, all links, GB/s
@@ -378,6 +379,16 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             a failure is one warning and no breakdown.
         profile_trace_dir: keep each profiled step's raw Kineto trace in
             this directory (None: never written).
+        model_info: what the run record says about the model, for the
+            readers that need it (:mod:`mfu_tracker.job._model_info`): a
+            mapping with any of ``config`` (a transformers config, a
+            config.json dict or a preset name), ``seq_len`` (tokens per
+            sequence), ``flops`` (how the FLOPs per step were obtained:
+            "counted", "declared", "analytic"; "declared" by default with
+            ``flops_per_step``) and ``convention`` (another framework's
+            counting convention, when the FLOPs follow one). ``mfu-tracker
+            view`` shows, with ``config`` and ``seq_len``, the MFU the
+            frameworks' formulas would report for the run (docs/view.md).
 
     **The job.** A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step

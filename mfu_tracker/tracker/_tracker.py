@@ -97,6 +97,7 @@ class Tracker(_C.StepTracker):
         link_bandwidth_gbs: Optional[float] = None,
         profile_steps: Any = None,
         profile_trace_dir: Any = None,
+        model_info: Optional[Mapping[str, Any]] = None,
     ) -> None:
         arguments = dict(locals())  # the parameters only: nothing else is bound yet
         del arguments["self"]
@@ -113,7 +114,7 @@ class Tracker(_C.StepTracker):
                     if config.metrics_port is not None and rank_world()[0] == 0 else None)
         self._run = RunBook(start_step=config.start_step, endpoint=endpoint, job=config.job,
                             log=None if config.log_path is None else MetricsLog(config.log_path))
-        self._run.start(self, peak=peak, num_gpus=config.num_gpus)
+        self._run.start(self, peak=peak, num_gpus=config.num_gpus, model=config.model_info)
         self._profiler = None if config.profile_steps is None else StepProfiler(
             config.profile_steps, kind=clock[0], index=clock[1], peak=peak,
             first_step=config.start_step + config.warmup + 1, start_step=config.start_step,

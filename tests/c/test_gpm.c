@@ -51,6 +51,7 @@ _Static_assert(MFU_NVML_GPM_METRICS_GET_VERSION == NVML_GPM_METRICS_GET_VERSION,
 _Static_assert(MFU_NVML_GPM_SUPPORT_VERSION == NVML_GPM_SUPPORT_VERSION, "version");
 _Static_assert((int)MFU_NVML_GPM_SM_UTIL == (int)NVML_GPM_METRIC_SM_UTIL, "SM_UTIL");
 _Static_assert((int)MFU_NVML_GPM_SM_OCCUPANCY == (int)NVML_GPM_METRIC_SM_OCCUPANCY, "SM_OCCUPANCY");
+_Static_assert((int)MFU_NVML_GPM_GRAPHICS_UTIL == (int)NVML_GPM_METRIC_GRAPHICS_UTIL, "GRAPHICS_UTIL");
 _Static_assert((int)MFU_NVML_GPM_ANY_TENSOR_UTIL == (int)NVML_GPM_METRIC_ANY_TENSOR_UTIL, "TENSOR");
 _Static_assert((int)MFU_NVML_GPM_DRAM_BW_UTIL == (int)NVML_GPM_METRIC_DRAM_BW_UTIL, "DRAM_BW_UTIL");
 _Static_assert((int)MFU_NVML_GPM_NVLINK_TOTAL_RX_PER_SEC == (int)NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
@@ -112,6 +113,7 @@ static void script(void)
     knobs.set_gpm(NVML_GPM_METRIC_SM_OCCUPANCY, 40.0, NVML_SUCCESS);
     knobs.set_gpm(NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, 100000.0, NVML_SUCCESS);
     knobs.set_gpm(NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, 50000.0, NVML_SUCCESS);
+    knobs.set_gpm(NVML_GPM_METRIC_GRAPHICS_UTIL, 97.0, NVML_SUCCESS);
 }
 
 static mfu_nvml *open_nvml(void)
@@ -146,6 +148,7 @@ static void test_window_figures(void)
     CHECK_NEAR(w.value[MFU_GPM_DRAM_BW_UTIL], 0.31, 1e-15);
     CHECK_NEAR(w.value[MFU_GPM_SM_ACTIVE], 0.88, 1e-15);
     CHECK_NEAR(w.value[MFU_GPM_SM_OCCUPANCY], 0.40, 1e-15);
+    CHECK_NEAR(w.value[MFU_GPM_GPU_BUSY], 0.97, 1e-15); /* 97 % */
     /* (100000 + 50000) MiB/s x 1048576 B/MiB = 157.2864e9 B/s */
     CHECK_NEAR(w.value[MFU_GPM_NVLINK_GBS], 157.2864, 1e-12);
     CHECK(knobs.call_count("nvmlGpmMetricsGet") == 1);
@@ -196,6 +199,7 @@ static void test_metric_names(void)
 {
     CHECK(strcmp(mfu_gpm_metric_name(MFU_GPM_TENSOR_ACTIVE), "ANY_TENSOR_UTIL") == 0);
     CHECK(strcmp(mfu_gpm_metric_name(MFU_GPM_DRAM_BW_UTIL), "DRAM_BW_UTIL") == 0);
+    CHECK(strcmp(mfu_gpm_metric_name(MFU_GPM_GPU_BUSY), "GRAPHICS_UTIL") == 0);
     CHECK(mfu_gpm_metric_name(-1) == NULL && mfu_gpm_metric_name(MFU_GPM_FIGURES) == NULL);
 }
 

@@ -7,7 +7,8 @@ For each wheel:
   - no ``_torch`` binary: the C++ observer is compiled at first use against
     the torch the user installed (a binary built for one torch is wrong for
     another); the wheel ships its sources, ``mfu_tracker/_csrc/torch/*.cpp``;
-  - the ``_C`` extension is there;
+  - the ``_C`` extension is there, and the live page's files
+    (``mfu_tracker/cli/view/assets/``: ``mfu-tracker view`` serves them offline);
   - the wheel's distribution name (METADATA ``Name``) is the one every
     ``pip install`` line of the README that names a distribution installs
     (``torch`` itself -- the CPU build's index line -- aside; ``.`` and
@@ -84,6 +85,10 @@ def problems(wheel: Path, readme: str) -> List[str]:
         found.append("has no _C extension")
     if not any(re.fullmatch(r"mfu_tracker/_csrc/torch/[^/]+\.cpp", m) for m in members):
         found.append("lacks the observer's sources (mfu_tracker/_csrc/torch/*.cpp)")
+    page = [f"mfu_tracker/cli/view/assets/{n}" for n in ("index.html", "view.js", "view.css")]
+    if not set(page) <= set(members):
+        found.append(f"lacks the live page's files (mfu-tracker view): "
+                     f"{', '.join(sorted(set(page) - set(members)))}")
     name = _normalized(wheel_name(wheel))
     others = readme_install_names(readme) - {name}
     if others:
@@ -108,7 +113,8 @@ def main() -> int:
             failed = True
         if not failed:
             print(f"check_wheel: ok: {wheel.name} ({wheel_name(wheel)}: no _torch binary, "
-                  "_C and the observer's sources; the README installs this distribution)")
+                  "_C, the observer's sources and the page's files; the README installs "
+                  "this distribution)")
     return 1 if failed else 0
 
 
