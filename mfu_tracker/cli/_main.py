@@ -13,6 +13,7 @@ parser, each command registered by its own module.
     mfu-tracker goodput LOG [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
+    mfu-tracker run [--log PATH] [--peak-tflops T] ... -- python train.py [its arguments]
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import re
 import sys
 from typing import List, Optional
 
-from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, report
+from . import _advise, _build_ext, _estimate, _explain, _goodput, _gpus, _profile, _run, report
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -51,6 +52,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_doctor_parser(sub, _cmd_doctor)
     _build_ext.add_parser(sub)
+    _run.add_parser(sub)
     return parser
 
 
@@ -62,15 +64,17 @@ _NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def _join_negative_values(argv: List[str]) -> List[str]:
-    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`)."""
+    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`); the
+    words after ``--`` (``run``'s command) are left as they are."""
     out: List[str] = []
-    for arg in argv:
+    cut = argv.index("--") if "--" in argv else len(argv)
+    for arg in argv[:cut]:
         if (out and _NEGATIVE_NUMBER.fullmatch(arg) and out[-1].startswith("--")
                 and "=" not in out[-1]):
             out[-1] = f"{out[-1]}={arg}"
         else:
             out.append(arg)
-    return out
+    return out + argv[cut:]
 
 
 def _quiet_broken_pipe() -> int:

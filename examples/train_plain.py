@@ -1,0 +1,65 @@
+"""A plain training script that knows nothing of mfu_tracker: ``make run``'s
+GPT-2 (the model of ``examples/train_gpt2.py``, built from a
+``transformers.GPT2Config``, no download) trained by a bare PyTorch loop on a
+fixed random corpus, printing its loss.
+
+Run it bare, or measured with no change to it::
+
+    python examples/train_plain.py [--steps 30] [--batch-size 8] [--seq-len 128]
+    mfu-tracker run -- python examples/train_plain.py
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+
+def build_model(args: argparse.Namespace) -> torch.nn.Module:
+    """The GPT-2 of ``make run`` (``examples/train_gpt2.py``'s sizes)."""
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    transformers.logging.set_verbosity_error()
+    config = GPT2Config(vocab_size=args.vocab_size, n_positions=args.seq_len, n_embd=args.hidden,
+                        n_layer=args.layers, n_head=args.heads, bos_token_id=0, eos_token_id=0,
+                        attn_implementation="sdpa")
+    return GPT2LMHeadModel(config)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--vocab-size", type=int, default=8192)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true", help="print only the last line")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    torch.manual_seed(args.seed)
+    model = build_model(args)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    corpus = torch.randint(0, args.vocab_size, (4, args.batch_size, args.seq_len))
+    start = time.perf_counter()
+    for step in range(args.steps):
+        input_ids = corpus[step % corpus.shape[0]]
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        if not args.quiet:
+            print(f"step {step + 1:>4}  loss {loss.item():.3f}", flush=True)
+    elapsed = time.perf_counter() - start
+    print(f"{args.steps} steps in {elapsed:.1f} s ({elapsed / args.steps * 1e3:.1f} ms/step)")
+
+
+if __name__ == "__main__":
+    main()

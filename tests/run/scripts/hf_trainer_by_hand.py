@@ -1,0 +1,26 @@
+"""``hf_trainer_plain.py`` instrumented by hand: the same Trainer with
+``MFUCallback(log_path=LOG)``, the reference ``mfu-tracker run`` is held to.
+
+    python hf_trainer_by_hand.py LOG OUTDIR [hf_trainer_plain.py's flags]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from hf_trainer_plain import build_trainer, parse_args  # noqa: E402
+
+from mfu_tracker.integrations import MFUCallback  # noqa: E402
+
+
+def main() -> None:
+    log = sys.argv[1]
+    args = parse_args(sys.argv[2:])
+    # the agent's window: its log_every (10 by default); its warm-up, 1
+    build_trainer(args, callbacks=[MFUCallback(log_path=log, window=10)]).train()
+
+
+if __name__ == "__main__":
+    main()
