@@ -167,6 +167,9 @@ def exit_status(returncode: int, *, die: bool = True) -> int:
     if die:
         sys.stdout.flush()
         sys.stderr.flush()
-        signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):   # SIGKILL, SIGSTOP: no handler to reset
+            pass
         os.kill(os.getpid(), sig)
     return 128 + sig

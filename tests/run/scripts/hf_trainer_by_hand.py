@@ -1,7 +1,7 @@
 """``hf_trainer_plain.py`` instrumented by hand: the same Trainer with
 ``MFUCallback(log_path=LOG)``, the reference ``mfu-tracker run`` is held to.
 
-    python hf_trainer_by_hand.py LOG OUTDIR [hf_trainer_plain.py's flags]
+    python hf_trainer_by_hand.py LOG OUTDIR [hf_trainer_plain.py's flags] [--window 10]
 """
 from __future__ import annotations
 
@@ -16,10 +16,13 @@ from mfu_tracker.integrations import MFUCallback  # noqa: E402
 
 
 def main() -> None:
-    log = sys.argv[1]
-    args = parse_args(sys.argv[2:])
-    # the agent's window: its log_every (10 by default); its warm-up, 1
-    build_trainer(args, callbacks=[MFUCallback(log_path=log, window=10)]).train()
+    log, argv = sys.argv[1], sys.argv[2:]
+    window = 10     # the agent's: its log_every (10 by default); its warm-up, 1 (the same)
+    if "--window" in argv:
+        at = argv.index("--window")
+        window = int(argv[at + 1])
+        del argv[at:at + 2]
+    build_trainer(parse_args(argv), callbacks=[MFUCallback(log_path=log, window=window)]).train()
 
 
 if __name__ == "__main__":
