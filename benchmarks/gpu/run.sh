@@ -24,7 +24,11 @@
 # 0 = no FAIL), hardware.json (benchmarks/gpu/hardware_check.py: a bf16 GEMM
 # loop must show hw/tensor_active high and MFU consistent with it, a
 # memory-bound copy loop hw/dram_bw_util high and MFU near 0; its status in
-# hardware.status, limit HARDWARE_TIMEOUT, default 60 s).
+# hardware.status, limit HARDWARE_TIMEOUT, default 60 s), run-agent.json
+# (benchmarks/gpu/run_check.py: examples/train_plain.py, an unmodified bf16
+# loop, through `mfu-tracker run`; its log has MFU on every line and the
+# counted FLOPs of the same step; status in run-agent.status, limit
+# RUN_TIMEOUT, default 90 s).
 # Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
 set -euo pipefail
@@ -43,6 +47,7 @@ BUILD_TIMEOUT=${BUILD_TIMEOUT:-240}
 QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
 DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
 HARDWARE_TIMEOUT=${HARDWARE_TIMEOUT:-60}
+RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
 
 log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
@@ -117,6 +122,15 @@ PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$HARDWARE_TIMEOUT" \
     "$PYTHON" benchmarks/gpu/breakdown_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/breakdown.txt" 2>&1
 echo $? > "$OUTDIR/breakdown.status"
 log "breakdown check exited $(cat "$OUTDIR/breakdown.status")"
+set -e
+
+# An unmodified training script measured through `mfu-tracker run`.
+log "mfu-tracker run on an unmodified script, device $DEVICE (limit ${RUN_TIMEOUT}s): run-agent.json"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$RUN_TIMEOUT" \
+    "$PYTHON" benchmarks/gpu/run_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/run-agent.stdout" 2>&1
+echo $? > "$OUTDIR/run-agent.status"
+log "run check exited $(cat "$OUTDIR/run-agent.status")"
 set -e
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"

@@ -73,6 +73,11 @@ def probe(hook: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
+#: The start of the warning ``torch.compile(model)``'s wrapper gives at each
+#: call while a global module hook exists (torch/_dynamo/eval_frame.py).
+_GLOBAL_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global hooks"
+
+
 def _trains(module: Any) -> bool:
     return any(p.requires_grad for p in module.parameters())
 
@@ -96,6 +101,7 @@ class Agent(CallbackCore):
         self.blind_steps = 0                    # steps with no visible forward
         self._global: List[Any] = []            # the optimizer hooks
         self._discovery: List[Any] = []         # the global module hooks, while looking
+        self._filter: Any = None                # the warning filter, while looking
         self._root_hooks: List[Any] = []
         self._depth = 0                         # module call depth, while looking
         self._forward_seen = False              # a root forward since the last boundary
@@ -131,11 +137,20 @@ class Agent(CallbackCore):
             self._depth = 0
             self._discovery = [register_module_forward_pre_hook(self._discover),
                                register_module_forward_hook(self._discover_end, always_call=True)]
+            # torch.compile(model)'s wrapper warns at each call while any global
+            # module hook exists (ours, now): in the program's own call, where
+            # -W error would make it an exception. Silenced while ours exist.
+            warnings.filterwarnings("ignore", message=_GLOBAL_HOOKS_WARNING, category=UserWarning)
+            self._filter = warnings.filters[0]
 
     def _stop_looking(self) -> None:
         handles, self._discovery = self._discovery, []
         for handle in handles:
             handle.remove()
+        entry, self._filter = self._filter, None
+        if entry is not None and entry in warnings.filters:
+            warnings.filters.remove(entry)
+            getattr(warnings, "_filters_mutated", lambda: None)()
 
     def remove_hooks(self) -> None:
         """Remove every hook the agent registered."""

@@ -275,3 +275,26 @@ def test_the_config_travels_in_one_variable_and_is_checked():
         RunConfig.from_env({"MFU_TRACKER_RUN": json.dumps({"log_path": "x", "colour": 1})})
     with pytest.raises(ValueError, match="not JSON"):
         RunConfig.from_env({"MFU_TRACKER_RUN": "{"})
+
+
+def test_a_compiled_model_is_counted_as_the_eager_one_without_a_graph_break(tmp_path, capsys):
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # python -W error: set before the agent arms
+        made = Agent(RunConfig.checked(log_path=str(tmp_path / "m.jsonl"), log_every=2))
+        made.install()
+        try:
+            model = TinyLM()
+            compiled = torch.compile(model, backend="aot_eager")
+            train(compiled, [torch.optim.SGD(model.parameters(), lr=0.01)], 4)
+            assert made.stopped is None and type(made.root).__name__ == "OptimizedModule"
+            assert ledger_flops_per_step(made) == [983_040.0, 983_040.0]   # as eager
+        finally:
+            made.remove_hooks()
+            atexit.unregister(made.finish)
+            torch._dynamo.reset()
+    assert dict(counters["graph_break"]) == {} and counters["stats"]["unique_graphs"] == 1
+    assert "OptimizedModule" in capsys.readouterr().err
