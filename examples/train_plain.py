@@ -19,20 +19,20 @@ import torch
 
 
 def build_model(args: argparse.Namespace) -> torch.nn.Module:
-    """The GPT-2 of ``make run`` (``examples/train_gpt2.py``'s sizes)."""
+    """The GPT-2 of ``make run`` (also ``examples/train_gpt2.py``'s), from a
+    config: no download."""
     import transformers
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    transformers.logging.set_verbosity_error()
+    transformers.logging.set_verbosity_error()  # config notices are not this job's output
     config = GPT2Config(vocab_size=args.vocab_size, n_positions=args.seq_len, n_embd=args.hidden,
                         n_layer=args.layers, n_head=args.heads, bos_token_id=0, eos_token_id=0,
                         attn_implementation="sdpa")
     return GPT2LMHeadModel(config)
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30)
+def add_model_args(parser: argparse.ArgumentParser) -> None:
+    """The batch and the model :func:`build_model` reads (make run's defaults)."""
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--hidden", type=int, default=256)
@@ -40,6 +40,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--vocab-size", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=0)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30)
+    add_model_args(parser)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     parser.add_argument("--autocast", default=None, choices=("bf16", "fp16"),
                         help="run forward and loss under torch.autocast in this dtype")

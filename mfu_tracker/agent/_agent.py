@@ -26,7 +26,9 @@ offers to every program (docs/run.md, "How steps are found"):
 * Every ``log_every`` steps the window's figures are formed (a collective
   when distributed: every rank logs at the same step) and written to the log.
 
-Nothing here raises into the program: every hook runs under :func:`probe`,
+A forked child (a DataLoader worker) inherits the hooks and stays silent:
+only the process that armed the agent measures. Nothing here raises into
+the program: every hook runs under :func:`probe`,
 which turns a failure into one line on stderr and stops the agent, and
 catches warnings the package raises there (``-W error`` would make them
 exceptions) to print them instead. No hook synchronizes a device or
@@ -35,6 +37,7 @@ allocates on one (the inputs are read by shape; a mask only on the CPU).
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
 from typing import Any, Callable, List, Optional, Set, TypeVar
@@ -57,8 +60,8 @@ def probe(hook: F) -> F:
 
     @functools.wraps(hook)
     def guarded(self: "Agent", *args: Any) -> None:
-        if self.stopped is not None:
-            return
+        if self.stopped is not None or os.getpid() != self.pid:
+            return      # stopped, or a forked child (a DataLoader worker): not measured
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -92,6 +95,7 @@ class Agent(CallbackCore):
                          window=config.log_every, warmup=config.warmup,
                          log_path=config.log_path)
         self.config = config
+        self.pid = os.getpid()                  # a fork's copy of the agent stays silent
         self.stopped: Optional[str] = None      # why the agent stopped (None: running)
         self.root: Any = None                   # the module whose forward begins a step
         self.inputs_source: Optional[str] = None  # where the first step's tokens came from
@@ -372,7 +376,7 @@ class Agent(CallbackCore):
     def exit_report(self) -> None:
         """At the interpreter's exit (registered first: runs last): what was
         measured, or why nothing was (rank 0)."""
-        if self.stopped is None:
+        if self.stopped is None and os.getpid() == self.pid:
             try:
                 message = end_report(self)
                 if message:

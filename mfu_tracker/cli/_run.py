@@ -16,7 +16,7 @@ import time
 from typing import Any, List, Optional
 
 from ..agent._config import RunConfig
-from ..job._records import JOB_ENV
+from ..job._records import job_name
 from ._flag_types import int_at_least, positive_float
 from ._launch import command_line, exit_status, note, run_child
 
@@ -71,14 +71,9 @@ def add_parser(sub: Any) -> None:
 
 
 def job_id(given: Optional[str]) -> str:
-    """The run's job: ``--job``, else the scheduler's (:data:`JOB_ENV`), else a new one."""
-    if given:
-        return given
-    for name in JOB_ENV:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    """The run's job: ``--job``, else the scheduler's (``job_name``'s
+    variables), else a new one named by the date and time."""
+    return job_name(f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}", given)
 
 
 def default_log(job: str) -> str:

@@ -298,3 +298,33 @@ def test_a_compiled_model_is_counted_as_the_eager_one_without_a_graph_break(tmp_
             torch._dynamo.reset()
     assert dict(counters["graph_break"]) == {} and counters["stats"]["unique_graphs"] == 1
     assert "OptimizedModule" in capsys.readouterr().err
+
+
+def test_a_dataloader_worker_forked_from_the_run_stays_silent(agent, tmp_path):
+    class Rows(torch.utils.data.Dataset):
+        """Each item runs a trained module's forward, in the worker."""
+
+        def __init__(self):
+            self.net = TinyLM()
+
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            x = ids(i)
+            self.net(input_ids=x[:1], labels=x[:1]).backward()   # a root forward, in a fork
+            return x
+
+    model = TinyLM()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = torch.utils.data.DataLoader(Rows(), batch_size=None, num_workers=1,
+                                         multiprocessing_context="fork")
+    for x in loader:
+        model(input_ids=x, labels=x).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    assert agent.root is model and agent._steps_done == 4
+    agent.finish()
+    assert [r["run_id"] for r in (json.loads(line) for line in
+            Path(agent.config.log_path).read_text().splitlines()) if r.get("record") == "run"] \
+        == [agent._tracker.run_id]      # one run: the worker's agent never began one
