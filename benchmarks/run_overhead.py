@@ -18,8 +18,19 @@ Per run: the median of the paired relative differences (same round) and
 their range; ``--runs`` runs and the median over them, with the runs'
 spread beside it (target <= 1%).
 
+Across processes the noise is a few percent (a process's memory layout and
+caches); the second part pairs steps inside one process: blocks of
+``--block`` steps of the same model alternate bare and measured by an agent
+armed for the block (``Agent(...).install()``, as the startup hook arms it;
+the block's first step, where the agent finds the model and builds its
+tracker, is not timed; after each bare block, the measured one and a
+second bare one in turn), ``--in-process-rounds`` rounds, the training
+thread's CPU time per step. That is the agent's cost to a step, with the
+machine's own spread (a bare block against the next bare one) beside it.
+
     .venv/bin/python benchmarks/run_overhead.py [--runs 3] [--rounds 4] [--steps 10]
-        [--timed-from 3] [--model-args "--batch-size 8 ..."]
+        [--timed-from 3] [--model-args "--batch-size 8 ..."] [--in-process-rounds 12]
+        [--block 4] [--only processes|in-process]
 """
 from __future__ import annotations
 
@@ -93,6 +104,83 @@ def one_run(rounds: int, script_args: List[str], order: random.Random,
     return out
 
 
+def _in_process_step(model_args: List[str]):
+    """make run's GPT-2 and one AdamW training step of it (train_plain.py's loop body)."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    from train_plain import add_model_args, build_model
+
+    parser = argparse.ArgumentParser()
+    add_model_args(parser)
+    args = parser.parse_args(model_args)
+    torch.manual_seed(args.seed)
+    model = build_model(args)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, args.vocab_size, (args.batch_size, args.seq_len))
+
+    def step() -> None:
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def _block(step, n: int, skip: int) -> float:
+    """Mean CPU seconds per step of ``n`` steps after ``skip`` untimed ones."""
+    import gc
+    import time
+
+    for _ in range(skip):
+        step()
+    gc.collect()
+    t0 = time.thread_time()
+    for _ in range(n):
+        step()
+    return (time.thread_time() - t0) / n
+
+
+def in_process(rounds: int, block: int, model_args: List[str], log_dir: str) -> None:
+    """Blocks of bare and measured steps alternating in one process (module docstring)."""
+    import atexit
+
+    import torch
+
+    from mfu_tracker.agent._agent import Agent
+    from mfu_tracker.agent._config import RunConfig
+
+    torch.set_num_threads(1)
+    step = _in_process_step(model_args)
+    _block(step, 2, 1)   # warm up
+    bare, again, armed = [], [], []
+
+    def measured(r: int) -> float:
+        agent = Agent(RunConfig.checked(log_path=os.path.join(log_dir, f"in-process-{r}.jsonl")))
+        agent.install()
+        seconds = _block(step, block, 1)     # its first step: found, tracker built
+        agent.finish()
+        atexit.unregister(agent.finish)
+        return seconds
+
+    for r in range(rounds):
+        bare.append(_block(step, block, 1))
+        # after the bare block, the other two in turn: neither always comes second
+        if r % 2:
+            again.append(_block(step, block, 1))
+            armed.append(measured(r))
+        else:
+            armed.append(measured(r))
+            again.append(_block(step, block, 1))
+    print(f"  in process: {rounds} rounds of {block}-step blocks, bare step median "
+          f"{statistics.median(bare) * 1e3:.1f} ms CPU")
+    for name, values, base in (("bare again", again, bare), ("armed", armed, bare)):
+        diffs = [(v - b) / b for v, b in zip(values, base)]
+        print(f"    {name:<11} vs bare: median {100 * statistics.median(diffs):+6.2f}%  (range "
+              f"{100 * min(diffs):+.2f}% .. {100 * max(diffs):+.2f}%), "
+              f"{1e6 * statistics.median([v - b for v, b in zip(values, base)]):+.0f} us/step")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -100,7 +188,15 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--timed-from", type=int, default=3)
     parser.add_argument("--model-args", default="", help="more train_plain.py flags")
+    parser.add_argument("--in-process-rounds", type=int, default=12)
+    parser.add_argument("--block", type=int, default=4, help="timed steps per in-process block")
+    parser.add_argument("--only", choices=("processes", "in-process"), default=None)
     args = parser.parse_args()
+    if args.only != "processes":
+        with tempfile.TemporaryDirectory() as log_dir:
+            in_process(args.in_process_rounds, args.block, args.model_args.split(), log_dir)
+    if args.only == "in-process":
+        return
     script_args = ["--steps", str(args.steps), "--timed-from", str(args.timed_from), "--quiet",
                    *args.model_args.split()]
     order = random.Random(0)
