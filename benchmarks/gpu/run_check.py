@@ -10,7 +10,14 @@ mfu_tracker) and checks what a person would look at:
 * the log's run record has the datasheet peak (bf16) and every metrics line
   has an MFU in (0, 1] and tokens per step = batch x sequence;
 * the ledger's FLOPs per step equal the count of the same step on this GPU
-  by a ``FlopCounter`` in this process (the model built the same way).
+  by a ``FlopCounter`` in this process (the model built the same way);
+* OFU beside MFU: on a device with NVML's GPM counters (compute capability
+  9.0 or later), every metrics line after the first (whose window may open
+  before the first reading) has ``throughput/hw/tensor_active``, and MFU's
+  self-check ``throughput/hw/mfu_consistency`` where the pipes were busy
+  (the agent's tracker reads NVML as any CUDA-clock tracker does); on an
+  older device it is not asked;
+* ``mfu-tracker report`` reads the log.
 
 Everything goes to OUTDIR/run-agent.json (and .txt: the command's output).
 Exit status 1 when a check fails; 0 with a note where there is no CUDA device.
@@ -24,7 +31,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS, BATCH, SEQ = 40, 8, 128
+# 4 windows of 50 steps: each long enough for a GPM reading (>= 0.1 s) on a fast GPU
+STEPS, LOG_EVERY, BATCH, SEQ = 200, 50, 8, 128
 
 
 def _launch(out_dir: Path, device: int) -> subprocess.CompletedProcess:
@@ -32,7 +40,7 @@ def _launch(out_dir: Path, device: int) -> subprocess.CompletedProcess:
     if log.exists():
         log.unlink()
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "mfu_tracker", "run", "--log", str(log), "--log-every", "10",
+    cmd = [sys.executable, "-m", "mfu_tracker", "run", "--log", str(log), "--log-every", str(LOG_EVERY),
            "--", sys.executable, str(ROOT / "examples" / "train_plain.py"),
            "--device", f"cuda:{device}", "--autocast", "bf16", "--steps", str(STEPS),
            "--batch-size", str(BATCH), "--seq-len", str(SEQ), "--quiet"]
@@ -58,6 +66,14 @@ def _reference_flops(device: int) -> float:
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
     return float(counter.model_flops)
+
+
+def _report(out_dir: Path) -> subprocess.CompletedProcess:
+    """``mfu-tracker report --numbers`` on the run's log (its figures as text)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "mfu_tracker", "report",
+                           str(out_dir / "run-agent.jsonl"), "--out", str(out_dir / "run-agent.png"),
+                           "--numbers"], env=env, capture_output=True, text=True, timeout=120)
 
 
 def main(out_dir: str, device: int = 0) -> int:
@@ -96,10 +112,23 @@ def main(out_dir: str, device: int = 0) -> int:
                             f"{ledger['flops_steps']} steps, counted here {reference} each")
     if not rows:
         problems.append("no metrics line in the log")
+    gpm = torch.cuda.get_device_capability(device) >= (9, 0)
+    for row in rows[1:] if gpm else ():
+        active = row.get("throughput/hw/tensor_active")
+        if active is None or (active > 0 and "throughput/hw/mfu_consistency" not in row):
+            problems.append(f"step {row['step']}: OFU (hw/tensor_active) {active}, self-check "
+                            f"{row.get('throughput/hw/mfu_consistency')} on a device with GPM "
+                            "(see the warnings in run-agent.txt)")
+    report = _report(out)
+    if report.returncode != 0:
+        problems.append(f"mfu-tracker report exited {report.returncode}: {report.stderr[-500:]}")
     results = {"device": torch.cuda.get_device_name(device), "exit_status": done.returncode,
-               "reference_flops_per_step": reference, "lines": rows, "problems": problems}
+               "reference_flops_per_step": reference, "gpm": gpm,
+               "ofu": [row.get("throughput/hw/tensor_active") for row in rows],
+               "mfu": [row.get("throughput/mfu") for row in rows],
+               "report": report.stdout, "lines": rows, "problems": problems}
     (out / "run-agent.json").write_text(json.dumps(results, indent=1))
-    print(json.dumps({k: v for k, v in results.items() if k != "lines"}, indent=1))
+    print(json.dumps({k: v for k, v in results.items() if k not in ("lines", "report")}, indent=1))
     return 1 if problems else 0
 
 
