@@ -26,8 +26,9 @@
 # memory-bound copy loop hw/dram_bw_util high and MFU near 0; its status in
 # hardware.status, limit HARDWARE_TIMEOUT, default 60 s), run-agent.json
 # (benchmarks/gpu/run_check.py: examples/train_plain.py, an unmodified bf16
-# loop, through `mfu-tracker run`; its log has MFU on every line and the
-# counted FLOPs of the same step; status in run-agent.status, limit
+# loop, through `mfu-tracker run`; its log has MFU on every line, OFU
+# (hw/tensor_active) beside it where GPM exists, and the counted FLOPs of
+# the same step, and `report` reads it; status in run-agent.status, limit
 # RUN_TIMEOUT, default 90 s).
 # Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
