@@ -37,35 +37,9 @@ from mfu_tracker import (
     transformer_flops,
 )
 
-
-def build_model(args: argparse.Namespace) -> torch.nn.Module:
-    import transformers
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    transformers.logging.set_verbosity_error()  # config notices are not this job's output
-
-    config = GPT2Config(
-        vocab_size=args.vocab_size,
-        n_positions=args.seq_len,
-        n_embd=args.hidden,
-        n_layer=args.layers,
-        n_head=args.heads,
-        bos_token_id=0,
-        eos_token_id=0,
-        attn_implementation="sdpa",
-    )
-    return GPT2LMHeadModel(config)
-
-
-def add_model_args(parser: argparse.ArgumentParser) -> None:
-    """The batch and the model :func:`build_model` reads (make run's defaults)."""
-    parser.add_argument("--batch-size", type=int, default=8)
-    parser.add_argument("--seq-len", type=int, default=128)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--seed", type=int, default=0)
+# make run's GPT-2 and its flags: one definition, in the script that knows nothing of
+# mfu_tracker (examples/ is this script's directory)
+from train_plain import add_model_args, build_model  # noqa: E402
 
 
 def parse_args() -> argparse.Namespace:

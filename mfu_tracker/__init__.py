@@ -25,6 +25,7 @@ check_single_install()  # this project and the peer in one directory: ImportErro
 
 from ._version import __version__  # noqa: E402
 from . import _aliases  # noqa: E402
+from . import agent as _agent  # noqa: E402
 from . import distributed as _distributed  # noqa: E402
 from . import flops as _flops  # noqa: E402
 from . import peaks as _peaks  # noqa: E402
@@ -32,6 +33,7 @@ from . import timing as _timing  # noqa: E402
 from . import tracker as _tracker  # noqa: E402
 from .flops import counter as _counter  # noqa: E402
 from .flops import presets as _presets  # noqa: E402
+from .agent import *  # noqa: E402, F403
 from .distributed import *  # noqa: E402, F403
 from .flops import *  # noqa: E402, F403
 from .flops.counter import *  # noqa: E402, F403
@@ -50,6 +52,7 @@ __all__ = [
     "__version__",
     "MFUOptimizerWrapper",
     *_timing.__all__,
+    *_agent.__all__,
     *_tracker.__all__,
     *_counter.__all__,
     *_distributed.__all__,

@@ -29,7 +29,12 @@
 # (benchmarks/gpu/decode_check.py: generate() on a 1.6e9-parameter bf16 model,
 # its exact prefill and decode FLOPs against generation_flops, and the decode
 # bytes per second it computes beside GPM's measured DRAM bandwidth; status in
-# decode.status, limit DECODE_TIMEOUT, default 60 s; needs transformers).
+# decode.status, limit DECODE_TIMEOUT, default 60 s; needs transformers), run-agent.json
+# (benchmarks/gpu/run_check.py: examples/train_plain.py, an unmodified bf16
+# loop, through `mfu-tracker run`; its log has MFU on every line, OFU
+# (hw/tensor_active) beside it where GPM exists, and the counted FLOPs of
+# the same step, and `report` reads it; status in run-agent.status, limit
+# RUN_TIMEOUT, default 90 s).
 # Exit status: the full doctor's (0 none failed, 1 a check failed), 2 usage,
 # 3 the build failed, 124 a time limit was hit.
 set -euo pipefail
@@ -49,6 +54,7 @@ QUICK_TIMEOUT=${QUICK_TIMEOUT:-90}
 DOCTOR_TIMEOUT=${DOCTOR_TIMEOUT:-240}
 HARDWARE_TIMEOUT=${HARDWARE_TIMEOUT:-60}
 DECODE_TIMEOUT=${DECODE_TIMEOUT:-60}
+RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 read -r -a EXTRA <<< "${DOCTOR_ARGS:-}"
 
 log() { printf '[run.sh %s] %s\n' "$(date -u +%H:%M:%S)" "$*" | tee -a "$OUTDIR/run.log" >&2; }
@@ -125,6 +131,15 @@ check hardware "$HARDWARE_TIMEOUT" "hardware counters check"
 check breakdown "$HARDWARE_TIMEOUT" "kernel breakdown check"
 # Decode MBU: generate()'s computed bytes/s beside the measured DRAM bandwidth.
 check decode "$DECODE_TIMEOUT" "decode check"
+
+# An unmodified training script measured through `mfu-tracker run`.
+log "mfu-tracker run on an unmodified script, device $DEVICE (limit ${RUN_TIMEOUT}s): run-agent.json"
+set +e
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" timeout "$RUN_TIMEOUT" \
+    "$PYTHON" benchmarks/gpu/run_check.py "$OUTDIR" "$DEVICE" > "$OUTDIR/run-agent.stdout" 2>&1
+echo $? > "$OUTDIR/run-agent.status"
+log "run check exited $(cat "$OUTDIR/run-agent.status")"
+set -e
 
 log "running the doctor on device $DEVICE (limit ${DOCTOR_TIMEOUT}s)"
 set +e

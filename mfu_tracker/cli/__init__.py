@@ -7,10 +7,12 @@ Owns the commands (:mod:`._main`: the parser, ``estimate``, ``profile``,
 model built and counted on the meta device for them (:mod:`._model`), the
 flags' value checks (:mod:`._flag_types`), the ``--gpu`` / ``--peak-tflops``
 peak in the command line's words (:mod:`._peak_flags`), the report's picture
-(:mod:`.report`, one module per panel) and the machine check (:mod:`.doctor`).
+(:mod:`.report`, one module per panel), the machine check (:mod:`.doctor`) and
+``run``, the launcher of an unmodified script (:mod:`._run`: its flags; :mod:`._launch`:
+the child, its environment, signals and exit status).
 
-Layer 8, the top (peaks -> flops -> timing -> distributed -> job -> tracker ->
-integrations -> cli). May import every layer; none imports it.
+Layer 9, the top (peaks -> flops -> timing -> distributed -> job -> tracker ->
+integrations -> agent -> cli). May import every layer; none imports it.
 """
 from ._main import main
 from ._passport import passport

@@ -16,6 +16,7 @@ parser, each command registered by its own module.
     mfu-tracker passport LOG [--out CARD.md] [--json OUT]
     mfu-tracker doctor [--device N] [--json FILE] [--quick]
     mfu-tracker build-ext [--force]
+    mfu-tracker run [--log PATH] [--peak-tflops T] ... -- python train.py [its arguments]
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import sys
 from typing import List, Optional
 
 from . import (_advise, _build_ext, _engine, _estimate, _explain, _goodput, _gpus, _passport,
-               _profile, report, view)
+               _profile, _run, report, view)
 from ._errors import CliError
 
 # Nothing to import: ``main`` is the ``mfu-tracker`` console script's entry
@@ -58,6 +59,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     add_doctor_parser(sub, _cmd_doctor)
     _build_ext.add_parser(sub)
+    _run.add_parser(sub)
     return parser
 
 
@@ -69,15 +71,17 @@ _NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
 
 def _join_negative_values(argv: List[str]) -> List[str]:
-    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`)."""
+    """``--flag -7e9`` as ``--flag=-7e9`` (see :data:`_NEGATIVE_NUMBER`); the
+    words after ``--`` (``run``'s command) are left as they are."""
     out: List[str] = []
-    for arg in argv:
+    cut = argv.index("--") if "--" in argv else len(argv)
+    for arg in argv[:cut]:
         if (out and _NEGATIVE_NUMBER.fullmatch(arg) and out[-1].startswith("--")
                 and "=" not in out[-1]):
             out[-1] = f"{out[-1]}={arg}"
         else:
             out.append(arg)
-    return out
+    return out + argv[cut:]
 
 
 def _quiet_broken_pipe() -> int:

@@ -180,9 +180,10 @@ class CallbackCore:
         return False
 
     def _start(self, model: Any, *, dtype: str, window: int, device: Any,
-               recompute: str = "none", start_step: int = 0) -> None:
+               recompute: str = "none", start_step: int = 0, **tracker_options: Any) -> None:
         """Training begins: param bytes, the step tracker (its log, the run
-        resuming at global step ``start_step``), the FLOP policy."""
+        resuming at global step ``start_step``; ``tracker_options``: more of
+        ``Tracker``'s keywords, e.g. ``flops_per_step``, ``job``), the FLOP policy."""
         from ..flops._analytic import param_bytes
         from ..tracker._tracker import Tracker
 
@@ -193,13 +194,13 @@ class CallbackCore:
             self._param_bytes = float(param_bytes(model))
         # the tracker holds a step's record this long after it left the window
         self._unbooked = deque(maxlen=window + _C.LIMIT_STEPS_KEPT)
-        self._tracker = Tracker(None, dtype=dtype, window=window, warmup=self.warmup,
+        self._tracker = Tracker(dtype=dtype, window=window, warmup=self.warmup,
                                 param_bytes=self._param_bytes, num_gpus=self.num_gpus,
                                 device=device, spec=self.spec, peak_tflops=self.peak_tflops,
                                 clock=self.clock, log_path=self.log_path,
                                 start_step=max(0, int(start_step)), telemetry=self.telemetry,
                                 memory=self.memory, profile_steps=self.profile_steps,
-                                profile_trace_dir=self.profile_trace_dir)
+                                profile_trace_dir=self.profile_trace_dir, **tracker_options)
         if self.phases:
             self._phases = AutoPhases(self._tracker)
             self._phases.compiled(model)
