@@ -1,5 +1,5 @@
-"""Device telemetry (issue 12, item 2) against a fake NVML, and the measured
-ceiling (item 4).
+"""Device telemetry (docs/mixed-precision.md) against a fake NVML, and the
+measured ceiling.
 
 The fake (tests/c/fake_nvml/fake_nvml.c, built here like the fake driver in
 conftest.py) is one device whose energy counter advances at a set power on
