@@ -1,4 +1,4 @@
-"""Per-collective cost of the communication observer (issue 24), on the CPU.
+"""Per-collective cost of the communication observer (docs/communication.md), on the CPU.
 
     .venv/bin/python benchmarks/comm_overhead.py [--calls 1000] [--rounds 21]
 

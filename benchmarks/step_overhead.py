@@ -7,11 +7,11 @@ against Python equivalents of the same shape and ``nullcontext()``, in one run.
   steady-state driver calls (record, query, elapsed) and never waits.
 * ``track()`` blocks on the CPU clock and on the fake CUDA clock (two marks,
   results read every block).
-* Phase marks (issue 11): ``begin_phase()`` + ``end_phase()`` and a
+* Phase marks (docs/waterfall.md): ``begin_phase()`` + ``end_phase()`` and a
   ``with tracker.phase("forward"):`` block, on the CPU clock and on the fake
   CUDA clock, reported per *mark* (half a pair / block); and ``metrics()``
   with the waterfall (every phase marked in a 100-step window).
-* Mixed precision (issue 12): ``step(4096, flops_by_dtype={fp8, bf16})`` and a
+* Mixed precision (docs/mixed-precision.md): ``step(4096, flops_by_dtype={fp8, bf16})`` and a
   ``track(..., flops_by_dtype=...)`` block with ``mfu_mixed`` read, on the CPU
   clock, beside the same calls without the dict.
 * Python equivalents: a class doing ``time.perf_counter()`` marks and a

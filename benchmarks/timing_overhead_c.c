@@ -6,11 +6,11 @@
  * boundary's mark, the record in the pending ring, the non-blocking poll
  * and the drain into the window. A summary (O(window), what a read of the
  * figures costs) is timed on its own, and so is a phase mark
- * (mfu_steps_phase_switch inside an open step: the mark and its record;
- * issue 11). Measured on the CPU clock and on the CUDA path against
+ * (mfu_steps_phase_switch inside an open step: the mark and its record).
+ * Measured on the CPU clock and on the CUDA path against
  * the fake driver (tests/c/fake_driver), where the driver calls themselves
- * are timed alone too, so the core's own share is the difference. Target
- * (issue 3): under 1 us per step besides the driver calls. Times are the
+ * are timed alone too, so the core's own share is the difference. Target:
+ * under 1 us per step besides the driver calls. Times are the
  * thread's CPU time.
  *
  * Build and run (from the repository root, after `make ctest` built the

@@ -1,6 +1,6 @@
-"""Bad-input matrix over every public function and constructor (issue 7;
-DESIGN §4: configuration errors raise a clear ValueError / TypeError at
-construction, naming the argument).
+"""Bad-input matrix over every public function and constructor
+(docs/reliability.md, "Bad input and faults": configuration errors raise a
+clear ValueError / TypeError at construction, naming the argument).
 
 Each row: the call, the exception type, and a pattern the message must
 match -- the argument's name (and for values, the value). Rows that are not
@@ -145,7 +145,7 @@ ROWS: list = [
      TypeError, r"step\(\).*positional"),
     ("Tracker.step/unknown keyword", lambda: Tracker(1.0, peak_tflops=1.0, device="cpu").step(tokens=1),
      TypeError, r"'tokens'"),
-    # ---- Tracker phases (issue 11; the "waterfall" stream) ------------------------
+    # ---- Tracker phases (docs/waterfall.md) ---------------------------------------
     ("Tracker.phase/name=dataloading", lambda: Tracker(1.0, clock="cpu").phase("dataloading"),
      ValueError, r"phase.*'dataloading'"),
     ("Tracker.begin_phase/name=None", lambda: Tracker(1.0, clock="cpu").begin_phase(None),

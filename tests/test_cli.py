@@ -1,7 +1,7 @@
-"""The ``mfu-tracker`` command line reproduces the seeds' worked examples.
+"""The ``mfu-tracker`` command line reproduces published worked examples.
 
-Each expected figure has its hand arithmetic beside it; the sources are the
-documents in shared/seeds/.
+Each expected figure has its hand arithmetic beside it, and its source
+(Lambda's MFU paper, an MFU explainer, lmms-engine's reference) named there.
 """
 from __future__ import annotations
 

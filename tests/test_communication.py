@@ -1,4 +1,4 @@
-"""Communication in one process (issue 24): the arguments, the C tables seen
+"""Communication in one process (docs/communication.md): the arguments, the C tables seen
 from Python (checked against torch's own operator schemas), the links
 (intra- vs inter-node by host, a fake sysfs), the waterfall with the kinds
 and the bubble by hand, the job's figures by hand (combine), and the GPU

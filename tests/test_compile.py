@@ -1,4 +1,4 @@
-"""torch.compile (issue 22): the tool adds no graph break and no graph, and a
+"""torch.compile (docs/flops.md, "The stack people run"): the tool adds no graph break and no graph, and a
 compiled region's model FLOPs equal the eager model's.
 
 A small GPT-2 and a small Llama (transformers configs, CPU, inductor) run the

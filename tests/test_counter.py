@@ -69,7 +69,7 @@ def test_no_grad_and_inference_mode_count_forward_only(ctx):
 
 
 def test_model_flops_are_known_at_forward_time():
-    # DESIGN §3: the model count is decided in forward from requires_grad.
+    # docs/conventions.md: the model count is decided in forward from requires_grad.
     model = _mlp()
     with FlopCounter() as fc:
         model(X)

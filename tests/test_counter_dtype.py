@@ -1,4 +1,4 @@
-"""FLOPs by compute dtype (issue 12 item 1, the counter half):
+"""FLOPs by compute dtype (docs/conventions.md, the counter half):
 ``FlopCounter.flops_by_dtype`` / ``executed_flops_by_dtype``, on both
 backends, against hand arithmetic; the dtype rule itself (csrc/core/ops.c)
 through ``_C.op_count``."""

@@ -1,4 +1,4 @@
-"""How the counter sees ops and modules (issue 13): only while a counter is
+"""How the counter sees ops and modules (docs/dispatch_keys.md): only while a counter is
 active, only on its thread, and nothing is left behind when it stops. No
 timing here (benchmarks/counter_overhead.py measures the cost)."""
 from __future__ import annotations

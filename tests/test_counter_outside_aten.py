@@ -1,4 +1,4 @@
-"""Kernels outside aten (issue 23): flex_attention, flash-attn 2 and 3, and
+"""Kernels outside aten (docs/flops.md): flex_attention, flash-attn 2 and 3, and
 what a count does not cover (the audit).
 
 flash-attn's ops are STAND-INS here (tests/_kernel_standins.py): torch.library

@@ -1,4 +1,4 @@
-"""Counting on the stack people run (issue 22): custom autograd Functions,
+"""Counting on the stack people run (docs/flops.md): custom autograd Functions,
 activation checkpointing (both modes), FakeTensorMode, causal attention
 halved on every path, over-compute in the waterfall, CUDA graph replay.
 
@@ -108,12 +108,12 @@ def test_checkpointing_keeps_model_flops_and_adds_the_recompute_to_executed():
     assert non_reentrant.recompute_flops == 2 * F
     assert non_reentrant.executed_flops == 8 * F == 16_777_216
     # with a plain Linear last, the recompute stops before it (early stop):
-    # the issue's 1-matmul block is test_the_issues_reentrant_block
+    # a 1-matmul block is test_a_single_linear_under_reentrant_checkpointing
 
 
-def test_the_issues_reentrant_block():
-    """The issue's case: one Linear(128, 128) under reentrant checkpointing
-    gave model FLOPs 2,097,152 instead of 3 x 2,097,152."""
+def test_a_single_linear_under_reentrant_checkpointing():
+    """One Linear(128, 128) under reentrant checkpointing: model FLOPs are
+    3 x 2,097,152 (a count of the forward alone would give 2,097,152)."""
     lin, x = torch.nn.Linear(128, 128), torch.randn(64, 128, requires_grad=True)
     with FlopCounter() as fc:
         checkpoint.checkpoint(lin, x, use_reentrant=True).sum().backward()

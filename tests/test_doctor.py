@@ -100,7 +100,7 @@ def test_device_row_is_the_fake_h100_sxm(full_quick):
                      "memory_bytes": 85520809984, "cc": [9, 0]}
     row = rows["device/table_row"]["data"]
     assert row["row"] == "H100 SXM"
-    assert row["peaks_tflops"]["bf16"] == 989.4  # datasheet (DESIGN.md's reference value)
+    assert row["peaks_tflops"]["bf16"] == 989.4  # datasheet (docs/conventions.md's reference value)
 
 
 def test_timer_and_peaks_match_the_programmed_gpu_times(full_quick):

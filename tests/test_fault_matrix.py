@@ -1,6 +1,6 @@
-"""Fault matrix for the training path (issue 7; DESIGN §4: once training runs
-the tracker never raises into the loop and never changes its results; a
-failure becomes one warning and a missing metric; an exception inside a
+"""Fault matrix for the training path (docs/reliability.md, "Bad input and
+faults": once training runs the tracker never raises into the loop and never
+changes its results; a failure becomes one warning and a missing metric; an exception inside a
 tracked block propagates unchanged).
 
 A real tiny training loop (an MLP, SGD, 6 steps, CPU, fixed seeds) runs

@@ -579,7 +579,7 @@ def test_conventions_dict_and_text():
 # ---------------------------------------------------------------------------
 
 def test_flash_attn_flops_both_spellings():
-    # forward, causal counted full (DESIGN §3): 4 * 2 * 128^2 * 8 * 64
+    # forward, causal counted full (docs/conventions.md): 4 * 2 * 128^2 * 8 * 64
     full = 4 * 2 * 128 ** 2 * 8 * 64
     assert flash_attn_flops(batch_size=2, seq_len=128, num_heads=8, head_dim=64) == full
     assert flash_attn_flops(2, 128, 8, 64) == full

@@ -1,4 +1,4 @@
-"""The front door, as a new user meets it (issue 25): each case through the
+"""The front door, as a new user meets it: each case through the
 public API or the command line, with what it must say.
 
 References: the A100 datasheet (every A100 row: bf16 312 TFLOP/s; memory

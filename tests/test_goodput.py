@@ -1,4 +1,4 @@
-"""The job ledger (issue 28): run records, ledger intervals, badput phases and
+"""The job ledger (docs/goodput.md): run records, ledger intervals, badput phases and
 ``mfu-tracker goodput``.
 
 References: the log's own lines read back as plain JSON (never through the
@@ -56,7 +56,7 @@ def goodput(capsys, *argv):
     return status, out, err
 
 
-# ---- two real processes against one log (the issue's "done when") --------------------
+# ---- two real processes against one log ---------------------------------------------
 
 RUN = r'''
 import sys, time

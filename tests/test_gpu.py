@@ -109,7 +109,7 @@ REAL_DEVICES = [
     # MI250X datasheet: 383 bf16 per OAM / 2 GCDs = 191.5
     ("AMD Instinct MI250X/MI250", None, 110, 64.0 * GIB, "MI250X (per GCD)", "bf16", 191.5),
     ("AMD Instinct MI250X", None, 110, 64.0 * GIB, "MI250X (per GCD)", "fp64", 47.85),
-    # ---- rows added by issue 12 ----
+    # ---- later rows ----
     # A30 datasheet: 165 bf16 dense (330 sparse); 56 SMs x 2048 FLOP/clk x 1.44 GHz = 165.2e12
     ("NVIDIA A30", (8, 0), 56, 23.5 * GIB, "A30", "bf16", 165.0),
     # A30 datasheet: 82 tf32 dense (165 sparse), 10.3 fp64 tensor
@@ -212,7 +212,7 @@ def test_disambiguation(name, hints, expected):
 @pytest.mark.parametrize("hints", [{}, dict(num_sms=132), dict(total_memory_bytes=int(93.6 * GIB)),
                                    dict(num_sms=132, total_memory_bytes=int(93.6 * GIB))])
 def test_bare_h100_never_matches_an_nvl_row(hints):
-    # issue 12: the NVL rows require "NVL" in the name; with the NVL's 94 GB the
+    # the NVL rows require "NVL" in the name; with the NVL's 94 GB the
     # SXM part is out too (93.6 GiB / 80 GB = 1.256 > 1.25), so nothing matches
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -222,7 +222,7 @@ def test_bare_h100_never_matches_an_nvl_row(hints):
     assert lookup_gpu_spec("NVIDIA H100 NVL").name == "H100 NVL"
 
 
-def test_issue12_value_fixes():
+def test_later_datasheet_values():
     # Blackwell datasheet per-GPU table: GB200 FP32 80, FP64 40 (NVL72 5,760 / 72, 2,880 / 72)
     gb200 = lookup_gpu_spec("GB200")
     assert gb200.peak_tflops("fp32") == pytest.approx(80.0)
@@ -342,7 +342,7 @@ def test_table():
                 "H800 SXM", "H20", "H200 SXM", "H200 NVL", "GH200 96GB", "B200", "B300",
                 "GB200", "GB300", "MI250X (per GCD)", "MI300X", "MI300A", "MI325X", "MI355X"}
     assert required <= set(names)
-    # issue 12's new rows
+    # the later rows
     assert {"A30", "L20", "RTX 6000 Ada Generation", "RTX PRO 6000 Blackwell", "V100S PCIe 32GB",
             "P100 PCIe 16GB", "P100 PCIe 12GB", "P100 SXM2 16GB", "H800 PCIe", "MI210",
             "MI350X"} <= set(names)

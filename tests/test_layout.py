@@ -156,7 +156,7 @@ def test_no_import_cycle_even_inside_functions():
 
 def test_the_cycle_finder_finds_a_planted_cycle():
     planted = {name: set(targets) for name, targets in GRAPH.items()}
-    planted["_validate"].add("peaks._table")   # the cycle issue 26 removed
+    planted["_validate"].add("peaks._table")   # a cycle the layers once had
     assert ["_validate", "peaks._table"] in _cycles(planted)
 
 

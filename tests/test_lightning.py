@@ -753,7 +753,7 @@ def test_the_lightning_extra_is_declared():
     assert 'lightning = ["lightning>=2.1"]' in text
 
 
-# ---- the job ledger: a fit resumed from a checkpoint (issue 28) ------------------
+# ---- the job ledger: a fit resumed from a checkpoint (docs/goodput.md) --------
 
 
 class Validated(TokenMLP):

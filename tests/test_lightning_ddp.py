@@ -124,7 +124,7 @@ def test_ddp_two_ranks_log_the_global_mfu_on_every_rank(tmp_path):
             assert row["steps"] == e["steps"]
             assert row["window_s"] == pytest.approx(e["window_s"], rel=1e-12)
         check_rank_figures_by_hand(m, rows)
-        # the DDP strategy's all-reduce, observed with no hook (issue 24): one bucket
+        # the DDP strategy's all-reduce, observed with no hook: one bucket
         # per optimizer step (accumulation syncs once) holding every parameter,
         # Embedding(64, 16) + Linear(16, 32) + Linear(32, 64):
         # (64 * 16 + 16 * 32 + 32 + 32 * 64 + 64) * 4 B = 14,720 B

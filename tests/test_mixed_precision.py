@@ -1,4 +1,4 @@
-"""Mixed precision (issue 12, item 1): ``flops_by_dtype`` and ``{p}/mfu_mixed``.
+"""Mixed precision (docs/mixed-precision.md): ``flops_by_dtype`` and ``{p}/mfu_mixed``.
 
 mfu_mixed = (sum_d F_d / peak_d) / T / num_gpus: the share of the window the
 device would have needed at each dtype's own peak. Step periods come from the
@@ -269,11 +269,10 @@ def test_track_bad_dict_raises_and_no_peak_warns_once():
 
 
 # ---- the integrations fill flops_by_dtype from the counter ------------------------
-# These need FlopCounter.flops_by_dtype / executed_flops_by_dtype (the "counter"
-# stream of issue 12, item 1): they fail with AttributeError until it lands.
+# These need FlopCounter.flops_by_dtype / executed_flops_by_dtype.
 
 def test_counter_split_on_meta_against_hand_arithmetic(fake):
-    """The issue's example: one fp8 ``_scaled_mm`` linear and one bf16 linear,
+    """A worked example: one fp8 ``_scaled_mm`` linear and one bf16 linear,
     counted on meta, with the H100 SXM row: mfu_mixed = (F_fp8 / 1978.9e12 +
     F_bf16 / 989.4e12) / T."""
     torch = pytest.importorskip("torch")

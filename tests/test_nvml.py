@@ -1,5 +1,5 @@
-"""Device telemetry (issue 12, item 2) against a fake NVML, and the measured
-ceiling (item 4).
+"""Device telemetry (docs/mixed-precision.md) against a fake NVML, and the
+measured ceiling.
 
 The fake (tests/c/fake_nvml/fake_nvml.c, built here like the fake driver in
 conftest.py) is one device whose energy counter advances at a set power on
@@ -234,7 +234,7 @@ def test_c_nvml_binding(nvml):
     assert t.reads == 2
 
 
-# ---- the measured ceiling (item 4) ----------------------------------------------
+# ---- the measured ceiling ------------------------------------------------------
 
 def test_measure_peak_on_cpu_reports_mfu_vs_measured(fake, every_matmul_counts):
     tiny = user_gpu_spec(1e-6, name="tiny")   # 1 MFLOP/s: any CPU matmul beats it

@@ -1,4 +1,4 @@
-"""The Prometheus endpoint (issue 28): a scrape during training reads the
+"""The Prometheus endpoint (docs/prometheus.md): a scrape during training reads the
 values of the last ``metrics()``, as ``mfu_tracker_*`` gauges with the job,
 rank and prefix labels, from a cache -- never calling ``metrics()``.
 

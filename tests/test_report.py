@@ -424,7 +424,7 @@ def test_a_prefix_with_nothing_under_it(tmp_path, capsys):
     assert status == 0, err
 
 
-# ---- the report as a new user reads it (issue 25): runs, invalid values, sums, axes, peak ----
+# ---- the report as a new user reads it (docs/report.md): runs, invalid values, sums, axes, peak ----
 
 def two_run_log(tmp_path, *, busy=False):
     """Two runs appended to one log (run 2 resumed at step 15), written by hand:

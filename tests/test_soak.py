@@ -1,4 +1,4 @@
-"""Reference-count and memory soak of the CPython layer (issue 7; DESIGN §4:
+"""Reference-count and memory soak of the CPython layer (docs/reliability.md:
 "Memory stays bounded over any number of steps").
 
 Every soak runs its body once to warm up (caches, free lists, the fake
@@ -493,7 +493,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), clock=S("gpu"), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), device=S("cpu"), stream=I(-1), exc=ValueError)
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), nonsense=I(1), exc=TypeError)
-    # issue 12: track(flops_by_dtype=) (mixed precision)
+    # track(flops_by_dtype=) (mixed precision)
     add("track", _C.track, F(1.5), dtype=S("bf16"), peak_tflops=F(1.0), device=S("cpu"),
         clock=S("cpu"), flops_by_dtype={S("bf16"): F(1.0), S("fp8"): F(0.5)})
     add("track", _C.track, F(1.5), peak_tflops=F(1.0), flops_by_dtype={S("fp9"): F(1.0)},
@@ -599,7 +599,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.close", closed.close)
         add("StepTracker.step", closed.step, F(1.0))  # after close: ignored, one warning
         add("StepTracker.__init__", st.__init__, exc=RuntimeError)
-        # phases (issue 11): marks inside an open step; misuse warns once
+        # phases: marks inside an open step; misuse warns once
         st.step()
         block = st.phase(S("forward"))
         add("StepTracker.phase", st.phase, S("data"))
@@ -654,7 +654,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("Nvml.gpm_sample", opened.gpm_sample)                     # a window under 0.1 s
     add("Nvml.__init__", opened.__init__, S(_fake_nvml.UUID), exc=RuntimeError)
 
-    # -- py_comm.c, py_links.c: communication (issue 24); no sink subscribed here
+    # -- py_comm.c, py_links.c: communication; no sink subscribed here
     add("comm_kinds", _C.comm_kinds)
     add("phase_names", _C.phase_names)
     add("comm_op_table", _C.comm_op_table)

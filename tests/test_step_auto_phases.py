@@ -1,4 +1,4 @@
-"""Automatic phases in the integrations (issue 11, item 6): ``MFUOptimizerWrapper``
+"""Automatic phases in the integrations (docs/waterfall.md): ``MFUOptimizerWrapper``
 in a bare loop and ``MFUCallback`` in a ``transformers.Trainer``, on the CPU
 clock with injected sleeps (lower bounds only) and the exact waterfall sum."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Phases, the MFU waterfall and the tracker's own time (issue 11, items 1, 2, 5, 6).
+"""Phases, the MFU waterfall and the tracker's own time (docs/waterfall.md).
 
 GPU-clock tests run on the fake driver (tests/conftest.py): the fake's host
 clock stands still until ``fake.advance``; each record completes at

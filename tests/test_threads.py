@@ -1,5 +1,5 @@
 """Thread safety: trackers, the shared GPU mark timer and FlopCounter used from
-several threads (issue 7). The behaviour defined here is documented in
+several threads (docs/reliability.md). The behaviour defined here is documented in
 tests/README.md ("Reliability"):
 
 * ``Tracker`` (``_C.StepTracker``): one object may be stepped, read

@@ -6,7 +6,7 @@
  *
  * Kinds. Every collective a process issues is one of:
  *
- *   kind            payload bytes (DESIGN.md, nccl-tests)   bus factor
+ *   kind            payload bytes (nccl-tests)              bus factor
  *   all_gather      the gathered output                     (n - 1) / n
  *   reduce_scatter  the input                               (n - 1) / n
  *   all_reduce      the tensor                              2 (n - 1) / n

@@ -15,7 +15,7 @@
  *
  * The analytic count of a whole model from its dimensions is transformer.h.
  *
- * Conventions (DESIGN.md §3):
+ * Conventions (docs/conventions.md):
  *  - Causal attention counts the full s_q x s_kv rectangle by default
  *    (MFU_CAUSAL_FULL: PaLM, torchtitan, FlopCounterMode). MFU_CAUSAL_HALF
  *    halves it (Megatron-LM, verl): exactly one half of the FULL count, for
@@ -205,9 +205,10 @@ typedef struct mfu_attention_mask {
 /*
  * Masked attention forward / backward: mfu_sdpa_flop's formula with
  * s_q * s_kv replaced by the query-key pairs the convention counts for the
- * sequence under `mask`, by the one rule for windows (pairs.h, DESIGN.md
- * §6): no mask and plain causal (left < 0, right <= 0, no chunk) the
- * rectangle (HALF of causal: exactly half, the convention at the top); a
+ * sequence under `mask`, by the one rule for windows (pairs.h,
+ * docs/attention-pairs.md): no mask and plain causal (left < 0,
+ * right <= 0, no chunk) the rectangle (HALF of causal: exactly half, the
+ * convention at the top); a
  * window or a chunk FULL each query's whole span, HALF the pairs the mask
  * keeps. E.g. a causal window of w = left + 1 keys, s_q == s_kv == s: FULL
  * s * min(s, w), HALF sum over queries i of min(i + 1, w). FULL >= HALF
@@ -261,8 +262,9 @@ typedef struct mfu_block_mask {
  * rows(qb) * cols(kb) pairs, the tiles clipped to s_q and s_kv, in place of
  * s_q * s_kv in mfu_sdpa_flop / mfu_sdpa_backward_flop; a broadcast mask
  * counts once per query batch and head. There is no causal convention
- * here: the mask says what is computed (DESIGN.md §6). flex_attention
- * without a mask is one block over everything: the SDPA formula.
+ * here: the mask says what is computed (docs/conventions.md).
+ * flex_attention without a mask is one block over everything: the SDPA
+ * formula.
  * MFU_ERR_INVALID_ARGUMENT for a count outside [0, kv_blocks], an index
  * outside the key blocks of s_kv, or dims that do not broadcast.
  */

@@ -14,7 +14,7 @@
  * checks every position against torch's schemas; mfu_tracker._C.op_table()
  * shows the rows to Python.
  *
- * What one call counts (DESIGN.md §3):
+ * What one call counts (docs/conventions.md):
  *   executed        the FLOPs the call runs (flops.h's formula for its kind,
  *                   as the kernel computes it: see "Causal attention").
  *   model_self      the call's own FLOPs under the model convention: equal
@@ -360,8 +360,8 @@ mfu_op_site mfu_op_site_of(const mfu_op_call *call);
 const char *mfu_op_site_name(mfu_op_site site);
 
 /*
- * The compute dtype of a call (FLOPs by dtype, DESIGN.md §3): the dtype of
- * its first operand -- matmul a, convolution input (grad_output for
+ * The compute dtype of a call (FLOPs by dtype, docs/conventions.md): the
+ * dtype of its first operand -- matmul a, convolution input (grad_output for
  * convolution_backward), attention query; a custom formula's
  * call->input_dtype -- with fp32 counted as TF32 where call->tf32 allows it
  * for the op's kind (matmul and attention: MFU_TF32_MATMUL; convolutions:

@@ -34,7 +34,7 @@
  * activations or gradients inside a schedule: the bubble, never also
  * communication.
  *
- * CHECKPOINT, EVAL and COMPILE are *badput phases* (issue 28): work a
+ * CHECKPOINT, EVAL and COMPILE are *badput phases* (docs/goodput.md): work a
  * training job does besides training -- saving a checkpoint, evaluating,
  * compiling. Their time leaves the step they fall in, by the mechanism that
  * leaves out the tracker's own time (steps.h, "Excluded intervals"), so the

@@ -128,7 +128,7 @@
  * steps more: a full ring's oldest record is a pushed step outside the
  * window, which leaves (its model FLOPs stay in the ledger's totals).
  *
- * ## Phases (issue 11)
+ * ## Phases (docs/waterfall.md)
  *
  * Inside a step the loop may mark *phases* (phases.h: data, forward,
  * backward, optimizer, exposed communication) on the same mark timer:
@@ -169,7 +169,7 @@
  * and excluded seconds (phases.h); mfu_steps_phases() gives the window's
  * sums.
  *
- * ## Communication (issue 24; comm.h)
+ * ## Communication (comm.h; docs/communication.md)
  *
  * Once enabled (mfu_steps_comm_enable), the tracker also records the
  * collectives the process issues, on the same mark timer:
@@ -197,7 +197,7 @@
  * Any thread may call these (the bindings hold the tracker's lock), so a
  * backend's completion thread takes the end mark itself.
 
- * ## Badput phases (issue 28)
+ * ## Badput phases (docs/goodput.md)
  *
  * The badput phases (phases.h: checkpoint, eval, compile) are excluded
  * intervals with a name: while one runs (innermost), its time goes to its
@@ -205,7 +205,7 @@
  * exactly as the tracker's own time does. Outside an exclusion, that is;
  * the tracker's own time inside a badput phase is the tracker's.
  *
- * ## The job ledger's totals (issue 28)
+ * ## The job ledger's totals (docs/goodput.md)
  *
  * mfu_steps_get_ledger() gives running sums since the tracker was created,
  * for the job ledger (mfu_tracker/job/): the closed steps accounted for

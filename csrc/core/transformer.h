@@ -12,7 +12,7 @@
  * under the two causal conventions in spans.h; which blocks each model
  * family uses in families.h.
  *
- * Conventions (DESIGN.md §3):
+ * Conventions (docs/conventions.md):
  *  - model FLOPs (MFU numerator): forward + the backward that trainable
  *    weights and activations need. A weight matmul costs 2 FLOPs per weight
  *    per token forward, 4 backward (input and weight gradient); a frozen

@@ -383,7 +383,7 @@ static PyMethodDef mfu_gpu_specs_methods[] = {
     {"gpu_spec_table", py_gpu_spec_table, METH_NOARGS,
      "gpu_spec_table()\n--\n\nEvery row of the peak table, as dicts."},
     {"normalize_gpu_name", py_normalize_gpu_name, METH_O,
-     "normalize_gpu_name(name)\n--\n\n"
+     "normalize_gpu_name(name, /)\n--\n\n"
      "The lower-case token form the lookup uses (vendor words dropped)."},
     {"parse_peak_override", (PyCFunction)(void (*)(void))py_parse_peak_override,
      METH_VARARGS | METH_KEYWORDS,

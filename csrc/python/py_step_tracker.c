@@ -284,18 +284,18 @@ static PyMethodDef step_methods[] = {
     {"_exclude_end", mfu_py_step_exclude_end, METH_NOARGS,
      "_exclude_end($self, /)\n--\n\nEnd the tracker's own time."},
     {"_comm_subscribe", mfu_py_step_comm_subscribe, METH_NOARGS,
-     "_comm_subscribe()\n--\n\nRecord the process's communication here (True; False when\n"
+     "_comm_subscribe($self, /)\n--\n\nRecord the process's communication here (True; False when\n"
      "every sink slot is taken)."},
     {"_comm_unsubscribe", mfu_py_step_comm_unsubscribe, METH_NOARGS,
-     "_comm_unsubscribe()\n--\n\nStop receiving the process's communication."},
+     "_comm_unsubscribe($self, /)\n--\n\nStop receiving the process's communication."},
     {"comm", mfu_py_step_comm, METH_NOARGS,
-     "comm()\n--\n\nThe window's communication: bytes, calls and bus bandwidth per kind,\n"
+     "comm($self, /)\n--\n\nThe window's communication: bytes, calls and bus bandwidth per kind,\n"
      "duration, net utilization, overlap (GPU clocks)."},
     {"_comm_begin", mfu_py_step_comm_begin, METH_VARARGS,
-     "_comm_begin(kind, bytes, bus_bytes, link_bytes_per_sec, host=False, /)\n--\n\n"
+     "_comm_begin($self, kind, bytes, bus_bytes, link_bytes_per_sec, host=False, /)\n--\n\n"
      "Record one collective launched in this tracker; its token (0: not timed)."},
     {"_comm_end", mfu_py_step_comm_end, METH_VARARGS,
-     "_comm_end(token, stream=0, /)\n--\n\nThe collective of `token` completed."},
+     "_comm_end($self, token, stream=0, /)\n--\n\nThe collective of `token` completed."},
     {"counters", step_counters, METH_NOARGS,
      "counters($self, /)\n--\n\nTimer counters plus boundaries, pending, dropped."},
     {NULL, NULL, 0, NULL},

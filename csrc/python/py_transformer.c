@@ -624,7 +624,7 @@ static PyMethodDef transformer_methods[] = {
      "language_flops, vision_flops, num_params, num_embedding_params,\n"
      "num_active_params, num_adapter_params, num_tokens."},
     {"transformer_family", (PyCFunction)py_transformer_family, METH_O,
-     "transformer_family(model_type)\n--\n\n"
+     "transformer_family(model_type, /)\n--\n\n"
      "The structural dims of a model family (core/families.c), or None."},
     {"transformer_dim_names", (PyCFunction)py_transformer_dim_names, METH_NOARGS,
      "transformer_dim_names()\n--\n\nThe dims fields transformer_flops() reads, "

@@ -31,7 +31,7 @@
  *   - Autocast: a call that autocast will re-run with cast arguments is not
  *     counted; its re-run is (so the dtype is the one the kernel computes in).
  *
- * What it counts (DESIGN.md §3, ops.h)
+ * What it counts (docs/conventions.md, ops.h)
  *   The ops of the core's table and those with a custom formula registered
  *   from Python. Everything else counts 0.
  *   - Once per op: while a counted op runs on a thread, ops it calls are not

@@ -55,7 +55,7 @@ sync every step and the interval times are equal up to noise -- there uneven
 ``mfu_rank_max``), and a slow *device* with equal work is invisible to
 step-boundary timing on any rank.
 
-The straggler *culprit* under DDP / FSDP comes from the phases (issue 11):
+The straggler *culprit* under DDP / FSDP comes from the phases (docs/waterfall.md):
 when every rank marked phases, each row carries its seconds per step per
 phase, and a rank's *busy* time is its step period less its exposed
 communication (the time it waited for its peers inside collectives) and
@@ -72,9 +72,9 @@ the mean over ranks. Each ``metrics()`` call's own time (the gather's wait
 above all) is left out of the step it falls in, so a fast rank's wait for a
 slow one no longer lowers its MFU.
 
-``mfu_language`` (a VLM's language model alone, issue 27) is the
+``mfu_language`` (a VLM's language model alone) is the
 peak-weighted mean of the ranks' values, like ``mfu``. Mixed precision, the
-measured ceiling and telemetry (issue 12) are global too, when every rank
+measured ceiling and telemetry (docs/mixed-precision.md) are global too, when every rank
 has them: ``mfu_mixed`` is the device-weighted mean of
 the ranks' values (each already per device); ``mfu_vs_measured`` =
 sum_r A_r / sum_r measured_r; ``power_w`` is the sum over ranks of each
@@ -82,7 +82,7 @@ rank's own device reading, so ``energy_j_per_token`` and ``tflops_per_watt``
 are the job's; ``sm_clock_mhz`` is the mean, ``clock_ratio`` the lowest and
 ``throttled`` 1 when any rank reports a throttle reason.
 
-Communication (issue 24) is global the same way, when every rank observes
+Communication (docs/communication.md) is global the same way, when every rank observes
 its own: payload bytes and exposed seconds per kind are the mean over ranks,
 bus bandwidth, ``net_utilization`` and ``comm_overlap`` the mean over the
 ranks that measured them, ``comm_s_max`` the largest rank's exposed total.
@@ -118,9 +118,8 @@ __all__ = ["RankFigures", "DistributedFigures"]
 #: (Fields are only ever appended, and rows of different lengths cannot pair
 #: in one all-gather, which needs equal sizes; the value still says which
 #: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields of issue 12; 3.0 mfu_language (issue 27) and the job
-#: ledger's interval FLOPs (issue 28); 4.0 the communication of issue 24; 5.0 the
-#: over-compute of issue 22.)
+#: telemetry fields; 3.0 mfu_language and the job ledger's interval FLOPs;
+#: 4.0 the communication fields; 5.0 the over-compute.)
 ROW_LAYOUT = 5.0
 
 #: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
@@ -152,19 +151,19 @@ ROW_FIELDS: Tuple[str, ...] = (
     "phase_backward_s",
     "phase_optimizer_s",
     "phase_communication_s",
-    # issue 12 (NaN = unavailable on this rank)
+    # mixed precision, measured peak, telemetry (NaN = unavailable on this rank)
     "mfu_mixed",               # this rank's mixed-precision utilization (per device)
     "measured_flops_per_sec",  # the measured GEMM peak x num_gpus (measure_peak=True)
     "power_w",                 # board power since this rank's previous reading, W
     "sm_clock_mhz",
     "clock_ratio",
     "throttled",               # 1.0 / 0.0
-    # issue 27 (NaN = unavailable on this rank)
+    # a VLM's language model alone (NaN = unavailable on this rank)
     "mfu_language",            # this rank's MFU of the language model alone (a VLM's tower out)
-    # issue 28: model FLOPs of the steps since this rank's previous logged
+    # the job ledger: model FLOPs of the steps since this rank's previous logged
     # metrics() (its share), for the job ledger (NaN = unknown)
     "ledger_model_flops",
-    # issue 24: communication (NaN = not observed, or none of that kind)
+    # communication (NaN = not observed, or none of that kind)
     "phase_pipeline_bubble_s",  # seconds per step a pipeline stage waited
     "comm_observed",           # 1.0 when the rank observes its communication
     *(f"comm_bytes_{kind}" for kind in COMM_KINDS),      # payload bytes per step
@@ -172,7 +171,7 @@ ROW_FIELDS: Tuple[str, ...] = (
     *(f"comm_busbw_gbs_{kind}" for kind in COMM_KINDS),  # bus bandwidth, GB/s
     "net_utilization",
     "comm_overlap",
-    # issue 22: executed FLOPs beyond the model convention, not recompute
+    # over-compute: executed FLOPs beyond the model convention, not recompute
     "overcompute_flops_per_sec",  # over-compute FLOPs / window_s (the waterfall books it to compute)
 )
 #: The per-kind communication families a row carries (``{family}_{kind}``).
@@ -385,7 +384,7 @@ class DistributedFigures:
 def _concentrated(ranks: Tuple[RankFigures, ...],
                   shares: List[Optional[Dict[str, float]]]) -> Optional[Dict[str, float]]:
     """Per waterfall loss, the rank with the largest share of its own step
-    (lowest rank on ties; issue 28's diagnosis): only across ranks that all
+    (lowest rank on ties; docs/distributed.md): only across ranks that all
     have the loss, and only with more than one rank."""
     if len(ranks) < 2 or not all(w is not None for w in shares):
         return None

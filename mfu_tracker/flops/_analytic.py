@@ -6,7 +6,7 @@ per second; bytes are bytes. The arithmetic lives in the C core
 table; ``flops.c`` for attention calls); this module turns configs, tensors
 and keyword arguments into its inputs.
 
-Conventions (DESIGN §3):
+Conventions (docs/conventions.md):
 
 * **model FLOPs** (MFU numerator): forward + the backward the trainable
   weights and activations need; activation recompute never counts; a frozen

@@ -103,8 +103,9 @@ def flash_attn_flops(
     ``mfu-tracker`` README, ``batch_size`` (exactly one of them).
 
     NB: the pure-Python package halved the count whenever ``causal=True``.
-    This package follows DESIGN §3: causal attention counts the full s² by
-    default (PaLM / torchtitan / FlopCounterMode), so ``causal=True`` with
+    This package follows docs/conventions.md: causal attention counts the
+    full s² by default (PaLM / torchtitan / FlopCounterMode), so
+    ``causal=True`` with
     the default ``causal_attention="full"`` gives the full count; pass
     ``causal_attention="half"`` for the halved (Megatron / verl, and the
     peer's) number. ``causal=False`` is always the full count.

@@ -17,7 +17,7 @@ marked. Exposed communication is marked by the tracker's communication
 observer (:mod:`mfu_tracker.distributed._comm_observer`) around each wait,
 inside whichever of these phases it falls in.
 
-**Compile** (issue 28). For a compiled model (``torch.compile``: an
+**Compile** (a badput phase, docs/goodput.md). For a compiled model (``torch.compile``: an
 ``_orig_mod``, a ``model.compile()``, Lightning's compiler context) the first
 training step's forward and backward -- where torch compiles the graphs --
 are marked ``compile`` instead, up to the optimizer (or the boundary), and

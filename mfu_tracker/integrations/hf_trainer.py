@@ -46,7 +46,7 @@ How the numbers are made:
   for ``dtype`` (default: bf16 / fp16 from the Trainer's mixed precision, else
   the model's parameter dtype, else tf32 when CUDA matmuls allow TF32, else fp32).
 
-* **The job** (issue 28): the tracker's run starts at the Trainer's
+* **The job** (docs/goodput.md): the tracker's run starts at the Trainer's
   ``state.global_step`` (after ``resume_from_checkpoint`` loaded it), so a
   resumed run's log shows which steps an earlier run re-does. Evaluation is
   the badput phase ``eval`` (from the first prediction step to

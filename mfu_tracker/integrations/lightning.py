@@ -63,7 +63,7 @@ How the numbers are made:
   ``comm_bytes/<kind>``) and the straggler keys name a slow rank, whatever
   communication hook the strategy uses.
 
-* **The job** (issue 28): the tracker's run starts at ``trainer.global_step``
+* **The job** (docs/goodput.md): the tracker's run starts at ``trainer.global_step``
   (after ``fit(ckpt_path=...)`` restored it), so a resumed run's log shows
   which steps an earlier run re-does. Validation during ``fit()`` is the
   badput phase ``eval`` (``on_validation_start`` to ``on_validation_end``),

@@ -77,7 +77,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                 print(optimizer.metrics())      # end to end; never blocks
                 print(r.mfu)                    # this block only (may wait for the GPU)
 
-    FLOPs (DESIGN §3), by the integrations' one step-FLOPs policy
+    FLOPs (docs/conventions.md), by the integrations' one step-FLOPs policy
     (:mod:`mfu_tracker.integrations._step_flops`): the ops run inside ``track_step()``
     blocks (and inside a ``step(closure)`` closure) are counted exactly on
     every ``count_every``-th optimizer step; other steps are scaled from the

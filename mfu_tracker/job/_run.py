@@ -1,5 +1,5 @@
 """A tracker's run in the job: its run record, ledger intervals, run end and
-Prometheus values (issue 28).
+Prometheus values (docs/goodput.md).
 
 A :class:`RunBook` belongs to one :class:`~mfu_tracker.Tracker`. It writes
 the run record when the tracker is created, turns the step engine's running

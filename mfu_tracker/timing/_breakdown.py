@@ -62,7 +62,7 @@ LABELS: Dict[str, str] = {
 BREAKDOWN_RECORD = "breakdown"
 #: Classes whose FLOPs the counter books by op, kept under an optimizer scope.
 FLOP_CLASSES = ("gemm", "attention")
-#: Classes whose ops count no FLOPs by convention (DESIGN §3): on the
+#: Classes whose ops count no FLOPs by convention (docs/conventions.md): on the
 #: roofline they sit at intensity 0.
 NO_FLOP_CLASSES = ("reduction", "elementwise", "optimizer", "memory", "communication")
 

@@ -46,10 +46,10 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
-    # issue 12: mixed precision, the measured ceiling, device telemetry (below)
+    # mixed precision, the measured ceiling, device telemetry (docs/mixed-precision.md)
     *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
         ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
-        # issue 27: a VLM's language model alone (lmms-engine's convention)
+        # a VLM's language model alone (lmms-engine's convention)
         ("mfu_language", "ratio", "language-model FLOPs / time / peak: the vision tower left out"),
         ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
         # device telemetry (mfu_tracker.timing._telemetry), read at logging time
@@ -103,14 +103,14 @@ KEYS: Tuple[MetricKey, ...] = (
               "the rank with the most busy time per step (step less exposed communication)"),
     MetricKey("straggler_lost", "straggler_lost", 1.0, "fraction of step time",
               "the other ranks' mean wait for the straggler / the job's step time"),
-    # communication (issue 24: mfu_tracker.distributed._comm_observer)
+    # communication (mfu_tracker.distributed._comm_observer; docs/communication.md)
     MetricKey("comm_s_max", "comm_s_max", 1.0, "s",
               "the largest rank's exposed communication per step (all kinds)"),
     MetricKey("comm_overlap", "comm_overlap", 1.0, "ratio",
               "share of the collectives' time hidden under compute (GPU clocks only)"),
     MetricKey("net_utilization", "net_utilization", 1.0, "ratio",
               "bus bytes / what the links could carry while collectives ran"),
-    # the job ledger (mfu_tracker.job, issue 28): `mfu-tracker goodput`'s figures
+    # the job ledger (mfu_tracker.job, docs/goodput.md): `mfu-tracker goodput`'s figures
     MetricKey("job_wall_s", "job_wall_s", 1.0, "s",
               "the first run's process start to the job's last record"),
     MetricKey("goodput", "goodput", 1.0, "fraction of job wall time",
@@ -131,9 +131,9 @@ FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("comm_bytes", "bytes", "payload bytes per step by collective kind"),
     ("comm_s", "s", "exposed communication seconds per step by collective kind"),
     ("comm_busbw_gbs", "GB/s", "bus bandwidth by collective kind (nccl-tests' conventions)"),
-    # distributed: where each waterfall loss is concentrated (issue 28's diagnosis)
+    # distributed: where each waterfall loss is concentrated (docs/distributed.md)
     ("mfu_lost_rank", "rank", "the rank with the largest share of each loss"),
-    # the job ledger (issue 28): badput/* and goodput add up to 1
+    # the job ledger (docs/goodput.md): badput/* and goodput add up to 1
     ("badput", "fraction of job wall time", "the job's wall time lost to each cause"),
     ("badput_s", "s", "seconds of the job's wall time lost to each cause"),
     # the kernel breakdown of a profiled step: each class's (and idle's)

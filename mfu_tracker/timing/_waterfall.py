@@ -57,7 +57,7 @@ from .._native import _C
 PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communication",
                            "pipeline_bubble")
 
-#: The badput phases (issue 28): work a job does besides training steps --
+#: The badput phases (docs/goodput.md): work a job does besides training steps --
 #: saving a checkpoint, evaluating, compiling. A loop marks them like the
 #: phases above (``tracker.phase("checkpoint")``), but their time leaves the
 #: step it falls in (the step engine's excluded intervals,

@@ -7,9 +7,13 @@ tracker (an open log, a served port, a process group) behind. The tracker is
 then composed from it (:mod:`._parts`): peak, clock, step engine, what it reads
 at window edges, run book, aggregator, communication observer.
 
-A new option is one field here and its check in :meth:`TrackerConfig.check`
-(per-step options, such as a profiled step every N steps, included); the
-parts that use it read it from the config.
+A new option goes in several places: the keyword of ``Tracker.__init__``
+(``_tracker.py``) and its entry in the class docstring (``_doc.py``); a
+field here, with its keyword and its check in :meth:`TrackerConfig.check`
+(per-step options, such as a profiled step every N steps, included); the part
+that uses it, which reads it from the config (:mod:`._parts` or the module it
+builds); the integrations that expose it (``MFUOptimizerWrapper``, the
+callbacks), which pass it on; and the docs/ page that describes it.
 """
 from __future__ import annotations
 

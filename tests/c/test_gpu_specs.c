@@ -206,7 +206,7 @@ static void test_new_rows(void)
     CHECK(peak("MI350X", MFU_DTYPE_TF32) < 0.0); /* CDNA 4: no TF32 */
 }
 
-static void test_issue12_values(void)
+static void test_later_datasheet_values(void)
 {
     /* Blackwell datasheet, GB200 NVL72 per GPU: FP32 80, FP64 40
      * (NVL72 page: 5,760 / 72 = 80 and 2,880 / 72 = 40) */
@@ -287,7 +287,7 @@ static void test_real_names(void)
     CHECK_FIND("MI250X (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 110, 68702699520ULL, NULL);
     CHECK_FIND("MI250 (per GCD)", "AMD Instinct MI250X/MI250", 9, 0, 104, 68702699520ULL, NULL);
     CHECK_FIND("MI300A", "AMD Instinct MI300A", 9, 4, 228, 4 * GIB, NULL);
-    /* rows added by issue 12: names, SMs, CC and memory as drivers report them */
+    /* later rows: names, SMs, CC and memory as drivers report them */
     CHECK_FIND("A30", "NVIDIA A30", 8, 0, 56, 25232932864ULL, NULL);
     CHECK_FIND("L20", "NVIDIA L20", 8, 9, 92, 47781511168ULL, NULL);
     CHECK_FIND("RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada Generation", 8, 9, 142,
@@ -326,7 +326,7 @@ static void test_tricky_pairs(void)
     /* bare names: SMs and memory decide */
     CHECK_FIND("H100 SXM", "NVIDIA H100", 9, 0, 132, 85520809984ULL, NULL);
     CHECK_FIND("H100 PCIe", "NVIDIA H100", 9, 0, 114, 0, NULL);
-    /* issue 12: a bare "NVIDIA H100" (no "NVL") is never the NVL row, even
+    /* a bare "NVIDIA H100" (no "NVL") is never the NVL row, even
      * with the NVL's memory: 100485038080 / 80e9 = 1.256 > 1.25 rules the
      * SXM out, so nothing fits */
     CHECK_FIND("NOT_FOUND", "NVIDIA H100", 9, 0, 132, 100485038080ULL, NULL);
@@ -597,7 +597,7 @@ int main(void)
     test_table_integrity();
     test_unpublished();
     test_reference_values();
-    test_issue12_values();
+    test_later_datasheet_values();
     test_new_rows();
     test_normalize();
     test_real_names();

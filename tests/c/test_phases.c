@@ -302,7 +302,7 @@ static void test_phase_only_inside_an_exclusion_is_not_marked(void)
     mfu_steps_destroy(s);
 }
 
-/* Badput phases (issue 28) leave the step like the tracker's own time, are
+/* Badput phases (docs/goodput.md) leave the step like the tracker's own time, are
  * booked in the ledger's totals as they end -- a checkpoint after the last
  * boundary too -- and the ledger sums the pushed steps' periods, step phases
  * and FLOPs since creation. GPU timeline beside each mark. */

@@ -363,7 +363,7 @@ static void test_summary_with_window_totals(void)
     mfu_steps_summarize_with(s, &totals, &sum);
     CHECK_NEAR(sum.mfu_mixed, 0.5, 1e-12);
 
-    /* Over-compute 2e12 given (issue 22): its share 2e12 / 4e-3 / 1e15 = 0.5;
+    /* Over-compute 2e12 given: its share 2e12 / 4e-3 / 1e15 = 0.5;
      * not given, the window's own (0: no step carried any). */
     CHECK_NEAR(sum.overcompute_flops, 0.0, 0.0);
     totals.given |= MFU_STEP_OVERCOMPUTE_FLOPS;

@@ -162,7 +162,7 @@ def test_mixed_precision_measured_peak_and_telemetry_by_hand():
     assert RankFigures.from_row(r1.to_row()) == r1
 
 
-def test_issue12_figures_missing_on_one_rank_are_left_out():
+def test_mixed_precision_and_telemetry_missing_on_one_rank_are_left_out():
     r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0), mfu_mixed=0.5, power_w=300.0,
                              measured_flops_per_sec=8e11, clock_ratio=0.9)
     r1 = row(1, achieved=2e11, tokens=3000.0)                            # no telemetry, no mixed

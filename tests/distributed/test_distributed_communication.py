@@ -1,4 +1,4 @@
-"""Communication on the parallel stack, with no attach call (issue 24):
+"""Communication on the parallel stack, with no attach call (docs/communication.md):
 ``torchrun --nproc_per_node=2`` on gloo, CPU, one launch for every case
 (scripts/comm_worker.py: FSDP2, FSDP1, a bare DDP loop over 20 windows, DTensor
 tensor parallelism, a Ulysses all-to-all, a 2-stage GPipe schedule).

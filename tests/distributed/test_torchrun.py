@@ -30,9 +30,9 @@ GLOBAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_
                "slowest_rank"}
 LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_time_min_s",
               "step_time_max_s", "peak_tflops"}
-# What the communication observer adds wherever collectives run (issue 24):
-# exposed seconds are a phase, so the waterfall, the straggler and (issue 28)
-# the rank where each loss is concentrated come with them.
+# What the communication observer adds wherever collectives run
+# (docs/communication.md): exposed seconds are a phase, so the waterfall, the
+# straggler and the rank where each loss is concentrated come with them.
 COMM_KEYS = {"comm_s_max", "phase_s/communication", "mfu_lost/communication",
              "mfu_lost/other", "straggler_rank", "straggler_lost",
              "mfu_lost_rank/communication", "mfu_lost_rank/other"}
@@ -284,7 +284,7 @@ def test_trainer_callback_under_ddp(trainer_run):
             # every dtype each rank's mfu_mixed is its mfu, and so is the global one
             assert entry["throughput/mfu_mixed"] == pytest.approx(entry["throughput/mfu"], rel=1e-9)
             # the Trainer's DDP, which a callback never gets to attach to: observed all
-            # the same (issue 24). One bucket per step with the 29,568 parameters
+            # the same (no hook needed). One bucket per step with the 29,568 parameters
             # (wte, wpe 64 x 32 each; 2 blocks of 2 LayerNorms 2 x 32, c_attn 32 x 96
             # + 96, attn c_proj 32 x 32 + 32, c_fc 32 x 128 + 128, mlp c_proj
             # 128 x 32 + 32; ln_f 2 x 32), fp32, and the used-parameter map DDP

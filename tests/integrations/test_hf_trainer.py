@@ -682,7 +682,7 @@ def test_a_compiled_checkpointed_model_gives_the_eager_figures_through_wrapper_a
         assert not [w for w in caught if "compiled" in str(w.message)]
 
 
-# ---- the job ledger: a run resumed from a checkpoint (issue 28) -------------------
+# ---- the job ledger: a run resumed from a checkpoint (docs/goodput.md) ---------
 
 
 class TimedTrainer(Trainer):

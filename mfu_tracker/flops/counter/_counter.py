@@ -12,7 +12,7 @@ changing batch) are exact::
     with FlopCounter() as fc:
         loss = model(**batch).loss
         loss.backward()
-    fc.model_flops      # MFU numerator (DESIGN §3)
+    fc.model_flops      # MFU numerator (docs/conventions.md)
     fc.executed_flops   # HFU numerator (= fc.hfu_flops)
     fc.flops_by_dtype   # {"bf16": ..., "fp8": ...}: model FLOPs by compute dtype
     print(fc.table())   # totals and ops; per module with FlopCounter(modules=True)

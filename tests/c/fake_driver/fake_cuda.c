@@ -23,7 +23,7 @@
  * `mfu-tracker doctor` (the section at the end): fake_enqueue_ns,
  * fake_set_elapsed_scale, the device queries and environment knobs.
  *
- * Streams waiting on each other (issue 24: a collective on its own stream,
+ * Streams waiting on each other (communication: a collective on its own stream,
  * the compute stream waiting for it). cuStreamWaitEvent /
  * hipStreamWaitEvent(stream, event) make the stream's next work start no
  * earlier than the event completes:

@@ -23,13 +23,13 @@
  * book: u8 back (the step `back` before the newest boundary's, 255: a step
  * id far past it), given u8 (& 63), then tokens, model, executed, ideal,
  * over-compute, language (fd_double)
- * An op byte >= 200 is a phase op instead (issue 11), (byte - 200) % 6:
+ * An op byte >= 200 is a phase op instead, (byte - 200) % 6:
  *   0 begin phase u8 % (MFU_PHASE_COUNT + 2)    1 end phase
  *     (the last two: out of range)
  *   2 switch to phase u8 % (MFU_PHASE_COUNT + 2) 3 exclude begin
  *   4 exclude end                               5 phase summary
- * (phases 12-14 are the badput phases of issue 28: checkpoint, eval,
- * compile; 5-11 the collective kinds' and the pipeline bubble, issue 24)
+ * (phases 12-14 are the badput phases: checkpoint, eval, compile; 5-11
+ * the collective kinds' and the pipeline bubble)
  * mode: bits 0-1 clock (0 cpu, 1 cuda, 2 hip, 3 an invalid value); bit 2:
  * no CUDA context at create (the fallback at create).
  *

@@ -1041,7 +1041,7 @@ STEPS = [
     ("window_4096_warmup_max", steps_config(window=4096, warmup=WARMUP_MAX) + loop(3)
      + SUMMARY),
     ("devices_max", steps_config(peak=(1e15, 2e12, 10**9)) + loop(3) + SUMMARY),
-    # phases and exclusions (issue 11)
+    # phases and exclusions
     ("cuda_phases_loop", steps_config(window=8, warmup=0) + gpu(1, 0)
      + b"".join(step(1) + phase_switch(0) + advance_ms(1) + phase_switch(1) + phase_switch(2)
                 + phase_switch(3) + PHASE_END + advance_ms(1) for _ in range(12))
@@ -1063,7 +1063,7 @@ STEPS = [
      + PHASE_SUMMARY),
     ("cuda_phases_then_close", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(0)
      + CLOSE + PHASE_END + EXCLUDE_BEGIN + PHASE_SUMMARY),
-    # badput phases (issue 28: 12 checkpoint, 13 eval, 14 compile) leave the periods
+    # badput phases (12 checkpoint, 13 eval, 14 compile) leave the periods
     ("cuda_badput_phases", steps_config(warmup=0) + gpu(1, 0) + step(1) + phase_begin(14)
      + advance_ms(20) + PHASE_END + step(1) + phase_begin(12) + advance_ms(30) + EXCLUDE_BEGIN
      + advance_ms(2) + EXCLUDE_END + PHASE_END + step(1) + phase_switch(13) + advance_ms(10)

@@ -1,5 +1,5 @@
 """One torchrun worker for tests/distributed/test_distributed_communication.py
-(issue 24): ``comm_worker.py OUTDIR [CASE ...]``; every rank runs the cases in order,
+(docs/communication.md): ``comm_worker.py OUTDIR [CASE ...]``; every rank runs the cases in order,
 each with a Tracker of its own created with no attach call, and writes
 ``OUTDIR/rank{r}.json``: per case, the global metrics of each aggregation,
 the rank's local window (``summary()``) and the mfu_tracker warnings.

@@ -254,7 +254,7 @@ def case_trainer(rank: int, out: dict) -> None:
 
 
 def case_mixed(rank: int, out: dict) -> None:
-    """Issue 12 under aggregation: flops_by_dtype on an H100 SXM spec (rank 0
+    """Mixed precision and telemetry under aggregation: flops_by_dtype on an H100 SXM spec (rank 0
     fp8 + bf16, rank 1 bf16 only) and telemetry from the fake NVML that
     MFU_TRACKER_NVML_LIBRARY names, its knobs set per rank (each rank loads
     its own copy: 200 / 400 W, 1800 / 1400 MHz of 1980, rank 1 power-capped),
