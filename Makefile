@@ -145,7 +145,7 @@ $(FAKE_NVML): tests/c/fake_nvml/fake_nvml.c | $(STAMP)
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: $(FAKE_NVML)
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_NVML_LIBRARY = $(abspath $(FAKE_NVML))
 
-# ---- hardening (tests/README.md) -------------------------------------------
+# ---- hardening (tests/c/fuzz/README.md) ---------------------------------------
 # The C tests under AddressSanitizer + UBSan, under valgrind, and every fuzz
 # target (tests/c/fuzz) in a short fixed-seed run over its committed corpus.
 
@@ -265,7 +265,7 @@ prometheus-bin:
 	      apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1; }; }; } || \
 	  echo "prometheus-bin: no prometheus binary (not root, or no package index): its test will skip"
 
-# ---- the suite on a busy machine (tests/README.md, "A busy machine") --------
+# ---- the suite on a busy machine (tests/README.md, "Timing") --------
 # `make test` with two CPU-bound processes beside it the whole time (`stress
 # --cpu 2`, Debian's package: installed here when make runs as root with
 # apt-get and the package index reachable, as for prometheus; anywhere else
