@@ -146,7 +146,7 @@ $(FAKE_NVML): tests/c/fake_nvml/fake_nvml.c | $(STAMP)
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: $(FAKE_NVML)
 ctest ctest-asan ctest-valgrind fuzz-smoke fuzz-libfuzzer: export MFU_TRACKER_NVML_LIBRARY = $(abspath $(FAKE_NVML))
 
-# ---- hardening (tests/README.md) -------------------------------------------
+# ---- hardening (tests/c/fuzz/README.md) ---------------------------------------
 # The C tests under AddressSanitizer + UBSan, under valgrind, and every fuzz
 # target (tests/c/fuzz) in a short fixed-seed run over its committed corpus.
 
@@ -284,7 +284,7 @@ docs-view: build chromium-bin
 	$(PY) -m pytest -q tests/test_view_browser.py -k live
 	cp build/view/view-live.png docs/view.png
 
-# ---- the suite on a busy machine (tests/README.md, "A busy machine") --------
+# ---- the suite on a busy machine (tests/README.md, "Timing") --------
 # `make test` with two CPU-bound processes beside it the whole time (`stress
 # --cpu 2`, Debian's package: installed here when make runs as root with
 # apt-get and the package index reachable, as for prometheus; anywhere else

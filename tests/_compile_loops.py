@@ -1,4 +1,4 @@
-"""The training loops of tests/test_compile.py (docs/flops.md, "The stack people run"), run twice: with the
+"""The training loops of tests/flops/counter/test_compiled.py (docs/flops.md, "The stack people run"), run twice: with the
 tool in the test process, and without it in a child process that never
 imports mfu_tracker (``python tests/_compile_loops.py``, which prints the
 results as JSON). Same models, batches, loops and order; each loop's

@@ -16,7 +16,7 @@ the same names and the same schemas as the real packages':
 
 Their bodies do no counted work: they return empty outputs of the right
 shapes (``new_empty``), so only the op's own formula can count a call.
-tests/test_counter_fallback.py checks the table's positions against these
+tests/flops/counter/test_dispatch.py checks the table's positions against these
 schemas. Where the real package is importable (a GPU machine),
 :func:`register` registers nothing and the real ops are used.
 """

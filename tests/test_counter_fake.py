@@ -52,7 +52,7 @@ def test_compile_tracing_is_not_counted():
     """torch.compile traces on fake tensors of its own (dynamo, AOTAutograd)
     and compiles the backward at its first call: the first, compiling step
     counts what ran, not what was traced (inductor's lazily compiled
-    backward: tests/test_compile.py)."""
+    backward: tests/flops/counter/test_compiled.py)."""
     x = torch.randn(64, 64, requires_grad=True)
     compiled = torch.compile(lambda a: (a @ a).sum(), backend="aot_eager", fullgraph=True)
     with FlopCounter() as fc:

@@ -23,7 +23,7 @@ transformers = pytest.importorskip("transformers")
 import torch.utils.checkpoint as checkpoint  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
-from test_vlm_towers import _image_tokens  # noqa: E402
+from flops.test_hf_vlm import _image_tokens  # noqa: E402
 
 from mfu_tracker import FlopCounter  # noqa: E402
 

@@ -169,7 +169,7 @@ def test_a_preset_name_is_a_config():
     by_name = transformer_flops("llama-3.1-8b", seq_len=8192)
     by_dict = transformer_flops(mfu_tracker.load_preset("llama-3.1-8b"), seq_len=8192)
     assert by_name.model_flops == by_dict.model_flops
-    # Lambda's appendix: 57,914,449,920 FLOP/token for Llama-3.1-8B at seq 8,192 (tests/test_cli.py)
+    # Lambda's appendix: 57,914,449,920 FLOP/token for Llama-3.1-8B at seq 8,192 (tests/cli/test_cli.py)
     assert by_name.flops_per_token == 57_914_449_920
     with pytest.raises(ValueError, match=r"^config 'llama-9' is neither a preset \(gpt2, "):
         transformer_flops("llama-9", seq_len=8)

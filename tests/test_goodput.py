@@ -388,13 +388,26 @@ def test_badput_phases_leave_the_step_and_go_to_the_ledger(fake, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["checkpoint", "eval", "compile"])
-def test_badput_phase_names_are_accepted(name):
-    t = Tracker(1.0, dtype="fp32", peak_tflops=1.0, clock="cpu")
-    t.step()
-    with t.phase(name):
-        pass
-    t.begin_phase(name)
-    t.end_phase()
+def test_badput_phase_names_are_accepted(fake, tmp_path, name):
+    """Each badput name, through ``phase()`` and through ``begin_phase()`` /
+    ``end_phase()``: both blocks land in the ledger under that name and leave
+    the step period (fake GPU timeline, as above)."""
+    log = tmp_path / "m.jsonl"
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, log_path=log)
+    t.step()                                      # GPU 0
+    with t.phase(name):                           # GPU 0
+        fake.advance(10 * MS)                     # the GPU idles until host 10
+    t.begin_phase(name)                           # GPU 10
+    fake.advance(5 * MS)
+    t.end_phase()                                 # GPU 15: 10 + 5 ms of the phase
+    fake.set_work_ns(2 * MS)
+    t.step()                                      # GPU 17: period 17 - 15 = 2 ms
+    fake.advance(100 * MS)
+    m = t.metrics()
+    assert m["throughput/step_time_s"] == pytest.approx(2e-3, rel=1e-9)
+    assert f"throughput/phase_s/{name}" not in m
+    ledger = records(log)[1]["ledger"]
+    assert ledger["phase_s"][name] == pytest.approx(15e-3, rel=1e-9)
 
 
 # ---- the ledger's arithmetic on a hand-written log -------------------------------------

@@ -30,6 +30,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "integrations"))  # test_lightning
 # the model, its batches and its hand count (245,760 FLOPs per micro-batch)
 from test_lightning import MICRO_BATCH_FLOPS, PEAK, PEAK_TFLOPS, B, S  # noqa: E402
 

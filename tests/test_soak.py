@@ -19,7 +19,7 @@ with ``sys.getrefcount``, that no call (error paths included) keeps or drops
 a reference to any of its arguments.
 
 Figures: ``.venv/bin/python -m pytest tests/test_soak.py -s -q`` prints one
-line per soak (recorded in tests/README.md, "Reliability").
+line per soak.
 """
 from __future__ import annotations
 

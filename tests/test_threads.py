@@ -1,6 +1,6 @@
 """Thread safety: trackers, the shared GPU mark timer and FlopCounter used from
-several threads (docs/reliability.md). The behaviour defined here is documented in
-tests/README.md ("Reliability"):
+several threads. The behaviour defined here (docs/reliability.md
+points here):
 
 * ``Tracker`` (``_C.StepTracker``): one object may be stepped, read
   (``metrics()`` / ``summary()`` / ``counters()``) and flushed from any number

@@ -269,7 +269,7 @@ def test_many_blocks_do_not_grow_memory():
     assert after - before < 64 * 1024  # a leak of one object per block would be > 1 MB
 
 
-# ---- clock and stream arguments (GPU paths: tests/test_track_gpu.py) ----------
+# ---- clock and stream arguments (GPU paths: tests/timing/test_track.py) ----------
 
 def test_track_clock_defaults_to_cpu_without_a_gpu():
     with Bracket() as block:

@@ -6,7 +6,7 @@
  * AT(i) stores position i (ops.h: stored + 1, so a role a row leaves out is
  * "not read"). The comment above a row is the op's schema (torch 2.13,
  * default overload), trimmed to the arguments up to the last one read.
- * tests/test_counter_fallback.py checks every position against torch.ops.
+ * tests/flops/counter/test_dispatch.py checks every position against torch.ops.
  */
 #include <string.h>
 

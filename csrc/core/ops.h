@@ -10,7 +10,7 @@
  *
  * The table (op_table.c) has one row per aten op: its name as the
  * dispatcher spells it ("aten::mm"), its kind, and where in the op's schema
- * each argument the count reads is (its *role*). tests/test_counter_fallback.py
+ * each argument the count reads is (its *role*). tests/flops/counter/test_dispatch.py
  * checks every position against torch's schemas; mfu_tracker._C.op_table()
  * shows the rows to Python.
  *

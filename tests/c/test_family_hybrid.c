@@ -2,7 +2,7 @@
  * test_family_hybrid.c -- the MLA family's and the hybrids' blocks
  * (family_mla.h, family_hybrid.h), their layouts in the count and their
  * validation; hand arithmetic beside every expected number. The equality
- * with transformers' own models is tests/test_analytic_hybrids.py's.
+ * with transformers' own models is tests/flops/test_hf_hybrid.py's.
  */
 #include <stdint.h>
 #include <string.h>

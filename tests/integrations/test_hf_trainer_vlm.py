@@ -4,7 +4,7 @@ The callback takes each batch's ``image_grid_thw`` from the model's inputs,
 so the vision tower is in the model FLOPs (the honest ``mfu``), and logs
 ``mfu_language`` beside it (the tower left out: the lmms-engine
 convention). Checked against ``transformer_flops`` with the same grids
-(itself exact against the counter: tests/test_analytic_zoo.py) and the
+(itself exact against the counter: tests/flops/test_analytic.py) and the
 callback's own clock.
 """
 from __future__ import annotations

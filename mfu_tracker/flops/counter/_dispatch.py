@@ -6,7 +6,7 @@ plain data and adds up the answers: which ops count and what a call costs is
 the C core's (csrc/core/ops.h), reached through ``_C.op_count`` for the op
 table's rows (``_C.op_table()``) and ``_C.flop_formula_count`` for the custom
 formulas of ``_C``'s one registry. So on the same run both counters agree
-(tests/test_counter_fallback.py checks every row).
+(tests/flops/counter/test_dispatch.py checks every row).
 
 NB: an op that is neither counted nor composite runs outside the mode, so the
 ops its own kernel calls are not seen: the counted matmul inside a custom op

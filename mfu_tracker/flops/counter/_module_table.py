@@ -24,7 +24,7 @@ rows when the table is read (:func:`module_rows`).
 The wrapper checks ``torch.compiler.is_compiling()`` first, so a model that
 torch.compile traces sees the plain call: no graph break, no guard on the
 table; and torch.compile skips its frame when it is the first one it sees,
-as it skips ``nn.Module.__call__`` (tests/test_compile.py). On a thread without an active table a module
+as it skips ``nn.Module.__call__`` (tests/flops/counter/test_compiled.py). On a thread without an active table a module
 call costs one dict lookup (~0.25 us). Global module hooks are not used:
 registering one sends every module call of the process through
 ``_call_impl``'s slow path. Nor is ``__call__`` swapped per block: assigning

@@ -507,7 +507,7 @@ const char *hipGetErrorName(int code)
     return error_name(code, 1);
 }
 
-/* ---- doctor section (mfu_tracker/_doctor*.py, tests/test_doctor.py) -----
+/* ---- doctor section (mfu_tracker/_doctor*.py, tests/cli/doctor/test_doctor.py) -----
  *
  * What `mfu-tracker doctor` needs of a GPU besides events, so that its GPU
  * code paths run against this fake:

@@ -15,7 +15,7 @@
  * one byte past it is an ASan report. A crash (sanitizer report, abort from
  * FUZZ_CHECK, SIGSEGV) writes the input to ./crash-NAME-<exec> first; rerun
  * the binary on that file to reproduce. The same target files build
- * unchanged with clang -fsanitize=fuzzer (see tests/README.md).
+ * unchanged with clang -fsanitize=fuzzer (see tests/c/fuzz/README.md).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>

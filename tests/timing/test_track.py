@@ -351,3 +351,16 @@ def test_mark_timer_sizes_out_of_range_are_refused_naming_the_value(argument, va
     # a value too large for any C integer is refused too (not truncated)
     with pytest.raises(OverflowError):
         _C.MarkTimer("cpu", **{argument: 2**64 + 16})
+
+
+# ---- compute_mfu / compute_mbu (mfu_tracker/timing/_track.py), by hand -------------------
+
+def test_compute_mfu_and_mbu_by_hand():
+    from mfu_tracker.timing._track import compute_mbu, compute_mfu
+    # 3e14 FLOPs in 2 s on 2 devices of 100 TFLOP/s: 3e14 / 2 / 2e14 = 0.75
+    assert compute_mfu(3e14, 2.0, num_gpus=2, peak_tflops=100.0) == 0.75
+    # never clamped: twice the peak reads 2.0
+    assert compute_mfu(4e14, 2.0, peak_tflops=100.0) == 2.0
+    spec = user_gpu_spec(100.0, memory_bandwidth_tbs=2.0)
+    # 1e12 bytes in 1 s against 2 TB/s: 0.5
+    assert compute_mbu(1e12, 1.0, spec=spec) == 0.5

@@ -4,6 +4,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import types
+
 import mfu_tracker
 
 
@@ -32,8 +34,20 @@ def test_versions_agree():
 
 
 def test_public_names_resolve():
+    """``from mfu_tracker import *`` binds every name of ``__all__``, once each,
+    to an object the package defines (not a None, not a stray import)."""
+    assert mfu_tracker.__all__ and len(set(mfu_tracker.__all__)) == len(mfu_tracker.__all__)
+    namespace: dict = {}
+    exec("from mfu_tracker import *", namespace)
+    assert sorted(set(namespace) - {"__builtins__"}) == sorted(mfu_tracker.__all__)
+    constants = {"__version__": mfu_tracker._C.__version__, "PEAK_ENV_VAR": "MFU_TRACKER_PEAK_TFLOPS"}
     for name in mfu_tracker.__all__:
-        assert getattr(mfu_tracker, name) is not None, name
+        value = namespace[name]
+        if name in constants:
+            assert value == constants[name], name
+            continue
+        home = value.__name__ if isinstance(value, types.ModuleType) else getattr(value, "__module__", "")
+        assert home.startswith("mfu_tracker"), (name, home)
 
 
 def test_peer_readme_calls_exist_with_their_argument_names():

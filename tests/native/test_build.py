@@ -24,7 +24,7 @@ import pytest
 
 from mfu_tracker._native import _build
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "mfu_tracker"
 BUILT = sorted(PKG.glob("_torch.*.so"))
 CPP_SOURCES = sorted((ROOT / "csrc" / "torch").glob("*.cpp"))

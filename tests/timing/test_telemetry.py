@@ -129,7 +129,7 @@ def test_read_only_at_window_edges(fake, nvml):
 def test_pci_bus_id_finds_the_device(fake, nvml):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        # the hardware counters' window under 100 ms (tests/test_hardware.py)
+        # the hardware counters' window under 100 ms (tests/timing/test_hardware.py)
         warnings.filterwarnings("ignore", message=".*hardware counters: a window of")
         tracker = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0,
                           telemetry="0000:3b:00.0")

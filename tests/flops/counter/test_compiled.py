@@ -31,7 +31,7 @@ pytest.importorskip("lightning")
 
 from mfu_tracker.counter import counter_backend  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TESTS))
 import _compile_loops  # noqa: E402
 

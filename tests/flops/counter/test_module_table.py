@@ -30,7 +30,7 @@ def test_the_counting_key_stays_on_a_thread_while_its_counter_lives():
     first count while the counter lives: torch.compile's guards hash a
     thread's included dispatch keys into every tensor check, so switching it
     per count would recompile a compiled model between counted and uncounted
-    calls (tests/test_compile.py). Outside a count the kernel passes ops on
+    calls (tests/flops/counter/test_compiled.py). Outside a count the kernel passes ops on
     uncounted; with no counter alive the key is off (test_dispatch_keys.py)."""
     seen: dict[str, object] = {}
 

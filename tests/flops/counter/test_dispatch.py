@@ -18,7 +18,7 @@ pytest.importorskip("transformers")
 
 from mfu_tracker import _C  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 
 # Counts a few zoo models and prints {name: [executed, forward, model]}.
 _COUNT = r"""
@@ -69,7 +69,7 @@ def test_behaviour_suite_passes_on_the_fallback():
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-W", "ignore::RuntimeWarning:mfu_tracker.counter",
-         str(TESTS / "test_counter.py"), str(TESTS / "test_counter_fake.py"),
+         str(TESTS / "flops" / "counter" / "test_counter.py"), str(TESTS / "test_counter_fake.py"),
          "-k", "not torch_compile and not backtrace"],
         capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

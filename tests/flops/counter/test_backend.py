@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 
 from mfu_tracker.counter import FlopCounter, counter_backend  # noqa: E402
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(counter_backend() != "torch-ext",
                                 reason="the C++ observer's keys (the fallback is forced)")
 
@@ -170,7 +170,7 @@ def _included(name: str) -> bool:
 def test_the_key_is_on_only_while_a_counter_lives():
     """Off on a thread that never counted; on from its first count while the
     counter lives (between blocks too: torch.compile's guards hash the
-    included keys, tests/test_compile.py); off once it is garbage
+    included keys, tests/flops/counter/test_compiled.py); off once it is garbage
     collected."""
     seen: dict[str, bool] = {}
 

@@ -22,7 +22,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from mfu_tracker import transformer_flops  # noqa: E402
-from test_vlm_towers import IMG, S, TEXT  # noqa: E402 -- the same tiny language model
+from flops.test_hf_vlm import IMG, S, TEXT  # noqa: E402 -- the same tiny language model
 
 # a Pixtral tower: 2 layers, width 32, 8-pixel patches
 PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=48, num_hidden_layers=2,

@@ -40,7 +40,7 @@ from mfu_tracker.integrations.fabric import (  # noqa: E402
 )
 from mfu_tracker.integrations.lightning import MFUCallback  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PEAK_TFLOPS = 0.5          # 5e11 FLOP/s: a made-up CPU peak so MFU is defined
 PEAK = PEAK_TFLOPS * 1e12
 VOCAB, EMB, HIDDEN = 64, 16, 32

@@ -204,7 +204,7 @@ def test_torchrun_two_ranks_only_rank_0_writes_the_global_figures(tmp_path, caps
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(root))
     proc = subprocess.run([str(torchrun), "--nproc_per_node=2", f"--master_port={port}",
                            str(script), str(tmp_path)], env=env, capture_output=True, text=True,

@@ -37,7 +37,7 @@ from mfu_tracker.counter import FlopCounter, register_flop_formula  # noqa: E402
 
 _kernel_standins.register()  # STAND-INS: no GPU here
 FA, FA3, HOP = torch.ops.flash_attn, torch.ops.flash_attn_3, torch.ops.higher_order
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[2]
 
 
 def count(fn, causal="full", **kwargs):
@@ -445,7 +445,7 @@ import json, sys, warnings
 sys.path.insert(0, %(tests)r)
 warnings.simplefilter("ignore")
 import torch
-import test_counter_outside_aten as m
+import flops.counter.test_audit as m
 from mfu_tracker.counter import counter_backend
 q, k, v = (torch.randn(*m.Q) for _ in range(3))
 mask = m.create_block_mask(m.causal_mask, None, None, 512, 512, device="cpu")
