@@ -40,7 +40,7 @@ import functools
 import os
 import sys
 import warnings
-from typing import Any, Callable, List, Optional, Set, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Set, TypeVar
 
 from ..integrations._callback import CallbackCore
 from ..integrations._step_flops import StepRecord
@@ -83,6 +83,32 @@ _GLOBAL_HOOKS_WARNING = r"Using `torch\.compile\(module\)` when there are global
 
 def _trains(module: Any) -> bool:
     return any(p.requires_grad for p in module.parameters())
+
+
+def model_info_of(module: Any, args: Any, counted: bool) -> Dict[str, Any]:
+    """What the run record says of the model (docs/run.md): its transformers
+    config when the root module carries one (the live page's range of the
+    frameworks' formulas needs it), the sequence length when a 2-D integer
+    tensor is among the first forward's positional inputs, and how the FLOPs
+    were obtained."""
+    import torch
+
+    info: Dict[str, Any] = {"flops": "counted" if counted else "declared"}
+    from ..job._model_info import check_model_info
+
+    config = getattr(module, "config", None)
+    if config is not None and callable(getattr(config, "to_dict", None)):
+        try:
+            check_model_info({"config": config})
+            info["config"] = config
+        except (TypeError, ValueError):     # a config that is not a transformers one
+            pass
+    for value in args:
+        if isinstance(value, torch.Tensor) and value.dim() == 2 and not value.is_floating_point() \
+                and value.shape[-1] > 0:
+            info["seq_len"] = int(value.shape[-1])
+            break
+    return info
 
 
 class Agent(CallbackCore):
@@ -222,7 +248,7 @@ class Agent(CallbackCore):
             return
         self.training_forwards += 1
         if self._tracker is None:
-            self._begin(module)
+            self._begin(module, args)
         if self._step is None:
             self._open_step()
         elif self._counter is not None:
@@ -250,8 +276,9 @@ class Agent(CallbackCore):
                     f"no integer tensor among the inputs of {type(module).__name__}.forward"
         self._mark("backward")
 
-    def _begin(self, module: Any) -> None:
-        """The first training forward: the dtype, the peak, the tracker."""
+    def _begin(self, module: Any, args: Any = ()) -> None:
+        """The first training forward (its positional ``args``): the dtype, the
+        peak, the tracker, and what the run record says of the model."""
         import atexit
 
         device = self.device = next(p for p in module.parameters()).device
@@ -266,7 +293,8 @@ class Agent(CallbackCore):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             self._start(module, dtype=dtype, window=config.log_every, device=device,
-                        flops_per_step=config.flops_per_step, job=config.job)
+                        flops_per_step=config.flops_per_step, job=config.job,
+                        model_info=model_info_of(module, args, config.flops_per_step is None))
         for warning in caught:      # the detection line says what the peak lookup warns
             if "no datasheet peak" not in str(warning.message):
                 say_warning(warning.message)

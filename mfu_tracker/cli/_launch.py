@@ -16,8 +16,8 @@ alone (``kill -INT``), they are passed on too. **Exit status.** The child's:
 its exit code, or, when a signal ended it, the launcher ends itself with the
 same signal (so a shell sees what it would have seen), else 128 + the signal.
 
-Two functions mark where the launcher does more around the child: at its
-start (:func:`child_started`) and at its end (:func:`child_ended`).
+What the launcher does beside the child -- the live page while it runs, the
+passport when it has ended -- is :mod:`._beside`'s.
 """
 from __future__ import annotations
 
@@ -119,23 +119,23 @@ class _Forwarder:
 
 
 def child_started(config: RunConfig, child: subprocess.Popen) -> None:
-    """The child runs. Where the launcher's work beside a live run goes (a
-    page reading ``config.log_path`` while it grows, its address printed);
-    today it prints where the log is."""
+    """The child runs: where its log is (the page reading it is
+    :class:`mfu_tracker.cli._beside.Page`, started before the child)."""
     note(f"measuring pid {child.pid}; the log is {config.log_path}")
 
 
-def child_ended(config: RunConfig, returncode: int) -> None:
-    """The child ended with ``returncode``. Where the launcher's work on the
-    finished log goes; today it names the commands that read it, or says
-    why there is no log."""
+def child_ended(config: RunConfig, returncode: int) -> bool:
+    """The child ended with ``returncode``: the commands that read its log,
+    or why there is no log. Whether the log exists."""
     if os.path.exists(config.log_path):
         note(f"log {config.log_path}: read it with `mfu-tracker report {config.log_path} "
              f"--out report.png`, `mfu-tracker goodput ...`, `mfu-tracker advise ...`")
+        return True
     else:
         note(f"no log was written to {config.log_path}: no process of the command imported "
              "torch and trained a module (a Python started with -E, -I or -S skips the "
              "agent's startup hook; see docs/run.md)")
+    return False
 
 
 def run_child(config: RunConfig, command: List[str]) -> int:
@@ -153,7 +153,6 @@ def run_child(config: RunConfig, command: List[str]) -> int:
         forwarder.started(child)
         child_started(config, child)
         returncode = child.wait()
-    child_ended(config, returncode)
     return returncode
 
 

@@ -17,8 +17,11 @@ from typing import Any, List, Optional
 
 from ..agent._config import RunConfig
 from ..job._records import job_name
+from .view import add_budget_flags
+from ._errors import CliError
 from ._flag_types import int_at_least, positive_float
-from ._launch import command_line, exit_status, note, run_child
+from ._beside import Beside, Page, write_passport
+from ._launch import child_ended, command_line, exit_status, note, run_child
 
 __all__: List[str] = []
 
@@ -65,6 +68,15 @@ def add_parser(sub: Any) -> None:
                    help="first optimizer steps left out of the figures (default 1)")
     p.add_argument("--count-every", type=int_at_least(0), default=1, metavar="STEPS",
                    help="count FLOPs on every N-th step, the others scaled by tokens (default 1)")
+    p.add_argument("--no-view", dest="view", action="store_false",
+                   help="serve no live page while the command runs (default: served on "
+                        "127.0.0.1, its address printed)")
+    p.add_argument("--port", type=int_at_least(0), default=0, metavar="N",
+                   help="the live page's port (default: a free one)")
+    add_budget_flags(p)
+    p.add_argument("--no-passport", dest="passport", action="store_false",
+                   help="write no passport beside the log at the end (default: passport.md "
+                        "and passport.json)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the command to measure, after --")
     p.set_defaults(func=main_from_args)
@@ -98,5 +110,16 @@ def main_from_args(args: argparse.Namespace, *, die: bool = True) -> int:
     this process too, :func:`._launch.exit_status`)."""
     command = command_line(list(args.command))
     config = config_of(args)
+    if args.port > 65535:
+        raise CliError(f"--port must be at most 65535, got {args.port}")
+    beside = Beside(view=args.view, port=args.port, budget_tokens=args.budget_tokens,
+                    budget_steps=args.budget_steps, passport=args.passport)
     note(f"job {config.job}, log {config.log_path}")
-    return exit_status(run_child(config, command), die=die)
+    page = Page(beside, config.log_path)
+    try:
+        returncode = run_child(config, command)
+    finally:
+        page.close()
+    if child_ended(config, returncode) and beside.passport:
+        write_passport(config.log_path)
+    return exit_status(returncode, die=die)
