@@ -16,6 +16,7 @@ import pytest
 
 from mfu_tracker import _C, user_gpu_spec
 from mfu_tracker.distributed import RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 from mfu_tracker.step import Tracker
 from mfu_tracker.timing._waterfall import LOSSES, PHASES, waterfall
 
@@ -386,10 +387,9 @@ def test_local_metrics_on_a_gpu_clock_takes_no_mark(fake):
 def _row(rank, step_s, phases, mfu=0.2, peak=1e12):
     return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
                        step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
-                       achieved_flops_per_sec=mfu * peak, executed_flops_per_sec=None,
-                       achieved_bytes_per_sec=None, tokens_per_sec=None,
+                       sums=StepSums(model_flops=mfu * peak),   # model FLOP/s: mfu x peak
                        peak_flops_per_sec=peak, peak_bytes_per_sec=None, num_devices=1,
-                       model_parallel=1, interval_s=1.0, interval_steps=10, mfu=mfu,
+                       model_parallel=1, interval_s=1.0, interval_steps=10,
                        **{f"phase_{k}_s": v for k, v in phases.items()})
 
 

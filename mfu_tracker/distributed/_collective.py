@@ -12,7 +12,8 @@ import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 from ._comm_observer import unobserved
-from ._figures import ROW_LAYOUT, DistributedFigures, RankFigures, combine
+from ._figures import DistributedFigures, combine
+from ._row import ROW_LAYOUT, RankFigures
 from ._links import gather_hosts
 
 #: Seconds a rank waits in the aggregation for the others before it gives up

@@ -364,8 +364,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._record.add_block(num_tokens)
             flops = self._flops_or_none(block, num_tokens)
             try:
-                result.set_work(None if flops is None else flops[0],
-                                None if flops is None else flops[1], num_tokens)
+                result.set_work(None if flops is None else flops.model_flops,
+                                None if flops is None else flops.executed_flops, num_tokens)
             except Exception as error:  # noqa: BLE001 -- never raise into the loop
                 self._warn_once("result", f"track_step(): the block's figures are left out ({error!r})")
 
@@ -428,9 +428,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 "track_step() (counted), or give sample_batch; MFU is left out")
                 self._tracker.step(num_tokens=tokens)
             else:
-                self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1],
-                                   flops_by_dtype=self._policy.flops_by_dtype(record, flops[0]),
-                                   overcompute_flops=flops[3])
+                self._tracker.step(
+                    flops_by_dtype=self._policy.flops_by_dtype(record, flops.model_flops),
+                    **flops.sums.replace(num_tokens=tokens).kwargs())
             self.__dict__["_last_step_flops"] = flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
@@ -455,7 +455,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     def last_step_flops(self) -> Optional[Tuple[float, float]]:
         """(model, executed) FLOPs of the last closed optimizer step, or None."""
         flops = self._last_step_flops
-        return None if flops is None else (flops[0], flops[1])
+        return None if flops is None else (flops.model_flops, flops.executed_flops)
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """End-to-end figures of the last ``window`` optimizer steps

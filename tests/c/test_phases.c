@@ -373,7 +373,7 @@ static void test_badput_phases_and_the_ledger(void)
 /* A step whose model FLOPs are unknown is counted, not summed. */
 static void test_ledger_unknown_flops(void)
 {
-    const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0, 0.0, 0.0};
+    const mfu_step_report bad = {.given = MFU_STEP_MODEL_FLOPS, .work = {.model_flops = NAN}};
     mfu_step_outcome outcome;
     mfu_steps_ledger ledger;
     mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
