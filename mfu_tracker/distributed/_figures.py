@@ -107,7 +107,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .._native import _C
 from .._validate import check_prefix
@@ -257,8 +257,15 @@ def _rank_shares(r: RankFigures) -> Optional[Dict[str, float]]:
                                           "per_step": per_step}).get("mfu_lost")
 
 
-def _phases_and_straggler(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
-        Optional[Dict[str, float]], Optional[int], Optional[float]]:
+class Straggler(NamedTuple):
+    """The job's phase seconds and its straggler (None: not formed)."""
+
+    phase_s: Optional[Dict[str, float]]   # mean over ranks, seconds per step
+    rank: Optional[int]                   # the rank with the most busy time
+    lost: Optional[float]                 # the others' mean wait / the job's step time
+
+
+def _phases_and_straggler(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Straggler:
     """The job's phase seconds and straggler, when every rank marked phases
     (else None: the keys are left out).
 
@@ -268,7 +275,7 @@ def _phases_and_straggler(ranks: Tuple[RankFigures, ...], with_steps: bool) -> T
     busy_r) over the job's step time (the slowest mean period): the share of
     the job's step time they spent waiting for it (0 at world size 1)."""
     if not with_steps or not all(r.phase_s for r in ranks):
-        return None, None, None
+        return Straggler(None, None, None)
     names = [name for name in PHASES if all(name in r.phase_s for r in ranks)]
     phase_s = {name: math.fsum(r.phase_s[name] for r in ranks) / len(ranks) for name in names}
     busy = [(r.busy_s, r.rank) for r in ranks]
@@ -280,7 +287,7 @@ def _phases_and_straggler(ranks: Tuple[RankFigures, ...], with_steps: bool) -> T
         others = [b for b, rank in busy if rank != straggler]
         straggler_lost = (math.fsum(top - b for b in others) / len(others) / job_step  # type: ignore[operator]
                           if others else 0.0)
-    return phase_s, straggler, straggler_lost
+    return Straggler(phase_s, straggler, straggler_lost)
 
 
 def _telemetry(ranks: Tuple[RankFigures, ...], achieved: Optional[float],
@@ -380,7 +387,7 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         slowest = max(intervals, key=lambda item: (item[0], -item[1]))
         fastest = min(intervals, key=lambda item: (item[0], item[1]))
 
-    phase_s, straggler, straggler_lost = _phases_and_straggler(ranks, with_steps)
+    straggler = _phases_and_straggler(ranks, with_steps)
     lost = job.get("mfu_lost")
     concentrated = _concentrated(ranks, [_rank_shares(r) for r in ranks]) \
         if lost is not None else None
@@ -395,9 +402,9 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         mfu_vs_measured=job["mfu_vs_measured"],
         mfu_language=job["mfu_language"],
         mfu_lost=lost,
-        phase_s=phase_s,
-        straggler_rank=straggler,
-        straggler_lost=straggler_lost,
+        phase_s=straggler.phase_s,
+        straggler_rank=straggler.rank,
+        straggler_lost=straggler.lost,
         ranks=ranks,
         mfu=job["mfu"],
         hfu=job["hfu"],

@@ -83,8 +83,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .._native import _C
 from ..timing._totals import StepSums
 from ._step_counter import StepCounter
-from ._step_record import (Flops, Grids, MicroBatch, Reference, StepRecord, WarnOnce,
-                           batch_tokens, read_tokens)
+from ._step_record import (ClosedStep, Flops, Grids, MicroBatch, Reference, StepRecord,
+                           WarnOnce, batch_tokens, read_tokens)
 
 __all__ = ["StepFlops", "StepCounter", "StepRecord", "Flops"]
 
@@ -339,7 +339,7 @@ class StepFlops:
                            f"peak for ({', '.join(sorted(by_dtype))}): mfu_mixed is left out")
         return ideal_s
 
-    def book(self, tracker: Any, steps: Sequence[Tuple[int, StepRecord]],
+    def book(self, tracker: Any, steps: Sequence[ClosedStep],
              peaks: Sequence[Optional[float]]) -> None:
         """Book each closed ``(global step, record)`` of ``steps`` onto its
         record in ``tracker`` (:meth:`step_work`), reading their tokens in

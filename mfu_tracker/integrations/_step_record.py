@@ -59,6 +59,13 @@ class Reference(NamedTuple):
     work_tokens: Optional[float]   # its tokens whose shapes ran (None: unknown)
 
 
+class ClosedStep(NamedTuple):
+    """A closed step waiting for its work to be booked."""
+
+    step: int                      # its global step (Tracker.book()'s)
+    record: "StepRecord"
+
+
 class MicroBatch(NamedTuple):
     """A micro-batch's shape, for the analytic count."""
 

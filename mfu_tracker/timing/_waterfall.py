@@ -51,7 +51,7 @@ MFU > 1 does).
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .._native import _C
 
@@ -86,17 +86,24 @@ _KIND_PHASES: Tuple[Tuple[str, str], ...] = tuple(
     (kind, _C.phase_names()[_C.comm_kind_phase(kind)]) for kind in COMM_KINDS)
 
 
-def split_communication(phase_s: Mapping[str, float]) -> Tuple[Dict[str, float], Dict[str, float]]:
+class SplitPhases(NamedTuple):
+    """The reported phases and the collective kinds' exposed seconds."""
+
+    phase_s: Dict[str, float]   # seconds per step of each reported phase
+    comm_s: Dict[str, float]    # exposed seconds per step of each kind
+
+
+def split_communication(phase_s: Mapping[str, float]) -> SplitPhases:
     """The step engine's phase seconds (``StepTracker.phases()``, one phase
     per collective kind) as the reported phases and the kinds' exposed
-    seconds: ``(phase_s, comm_s)``, with ``phase_s["communication"]`` the
-    ``math.fsum`` of ``comm_s`` (present when any kind was marked)."""
+    seconds, with ``phase_s["communication"]`` the ``math.fsum`` of
+    ``comm_s`` (present when any kind was marked)."""
     comm_s = {kind: float(phase_s[phase]) for kind, phase in _KIND_PHASES if phase in phase_s}
     out = {name: float(phase_s[name]) for name in PHASES
            if name in phase_s and name != "communication"}
     if comm_s:
         out["communication"] = math.fsum(comm_s.values())
-    return {name: out[name] for name in PHASES if name in out}, comm_s
+    return SplitPhases({name: out[name] for name in PHASES if name in out}, comm_s)
 
 
 def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[float],

@@ -116,7 +116,7 @@ class Tracker(_C.StepTracker):
                             log=None if config.log_path is None else MetricsLog(config.log_path))
         self._run.start(self, peak=peak, num_gpus=config.num_gpus)
         self._profiler = None if config.profile_steps is None else StepProfiler(
-            config.profile_steps, kind=clock[0], index=clock[1], peak=peak,
+            config.profile_steps, kind=clock.kind, index=clock.index, peak=peak,
             first_step=config.start_step + config.warmup + 1, start_step=config.start_step,
             trace_dir=config.profile_trace_dir, sink=self._log_breakdown, rank=rank_world()[0])
         # Last: the group creation is the only step that communicates (with
@@ -130,8 +130,8 @@ class Tracker(_C.StepTracker):
         measured one, per device, FLOP/s), the window, on the clock's stream."""
         _C.StepTracker.__init__(
             self,
-            clock=clock[0],
-            stream=clock[3],
+            clock=clock.kind,
+            stream=clock.stream,
             model_flops=config.flops_per_step,
             executed_flops=config.executed_flops_per_step,
             param_bytes=config.param_bytes,
@@ -363,7 +363,8 @@ class Tracker(_C.StepTracker):
         exposed seconds), ``comm_s`` (those seconds by kind) and
         ``excluded_s`` (the tracker's own time per step, left out)."""
         raw = _C.StepTracker.phases(self)
-        raw["phase_s"], raw["comm_s"] = split_communication(raw["phase_s"])
+        split = split_communication(raw["phase_s"])
+        raw["phase_s"], raw["comm_s"] = split.phase_s, split.comm_s
         return raw
 
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
@@ -443,7 +444,8 @@ class Tracker(_C.StepTracker):
         if agg is not None and agg.failed is None:
             # the window's own steps: before the warm-up ended, the window's periods
             since = agg.interval(int(figures["boundaries"]), self.warmup + 1)
-            interval_s, interval_steps = since or (figures["window_s"], int(figures["steps"]))
+            interval_s, interval_steps = (since.seconds, since.steps) if since is not None \
+                else (figures["window_s"], int(figures["steps"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0
