@@ -125,7 +125,9 @@ static void form_waterfall(const mfu_metrics *m, const mfu_waterfall_in *in, mfu
     if (!isnan(communication))
         put(w, MFU_LOSS_COMMUNICATION, communication / t, all, &n);
     for (int f = 0; f < MFU_FIELD_COUNT; f++) {
-        if (mfu_step_fields[f].loss == NULL)
+        /* A field's loss, where the field is known (an unknown one leaves
+         * its time in other, as an unmarked phase does). */
+        if (mfu_step_fields[f].loss == NULL || isnan(mfu_work_get(&in->per_step, f)))
             continue;
         *mfu_work_at(&w->field_share, f) = mfu_work_get(&in->per_step, f) / t;
         w->fields_present |= 1u << f;

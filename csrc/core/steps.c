@@ -10,6 +10,13 @@
 
 /* ---- a step's work --------------------------------------------------- */
 
+/* Whether `report` gives field f: its bit is set, and a caller gives the
+ * field (one the tracker measures is never taken from a report). */
+static int gives(const mfu_step_report *report, int f)
+{
+    return (report->given & (1u << f)) && (mfu_step_fields[f].flags & MFU_FIELD_GIVEN);
+}
+
 /* Each given field of `report` into *w (steps.h, "The work of a step"): its
  * value when usable, else the field's unknown value and its bit in the
  * returned bad mask. */
@@ -18,7 +25,7 @@ static unsigned take_given(const mfu_step_report *report, mfu_work *w)
     unsigned bad = 0;
     for (int f = 0; f < MFU_FIELD_COUNT; f++) {
         const double value = mfu_work_get(&report->work, f);
-        if (!(report->given & (1u << f)))
+        if (!gives(report, f))
             continue;
         if (mfu_steps_usable(value)) {
             *mfu_work_at(w, f) = value;
@@ -174,13 +181,13 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
  * mfu_steps_summarize_with). */
 static void take_totals(const mfu_step_report *totals, mfu_work *w)
 {
-    if (totals->given & MFU_STEP_MODEL_FLOPS)
+    if (gives(totals, MFU_FIELD_MODEL_FLOPS))
         for (int f = 0; f < MFU_FIELD_COUNT; f++) /* they no longer pair with it */
             if (mfu_step_fields[f].flags & MFU_FIELD_PAIRS_WINDOW)
                 *mfu_work_at(w, f) = NAN;
     for (int f = 0; f < MFU_FIELD_COUNT; f++) {
         const double value = mfu_work_get(&totals->work, f);
-        if (totals->given & (1u << f))
+        if (gives(totals, f))
             *mfu_work_at(w, f) = mfu_steps_usable(value) ? value : NAN;
     }
 }

@@ -42,7 +42,8 @@
  *
  * A step's work is one value per field of the record (step_fields.h). A
  * boundary's report gives some of them (its MFU_STEP_* bit in `given`); the
- * others are measured by the tracker or absent. A given value must be finite
+ * others are measured by the tracker (a report's bit for a field the tracker
+ * measures is ignored) or absent. A given value must be finite
  * and >= 0; one that is not is *bad*: the step records the field's
  * `unknown` value, its bit is set in the outcome's `bad` mask (the caller
  * warns), and nothing fails. An absent field takes, in order:

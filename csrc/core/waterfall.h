@@ -55,7 +55,8 @@ typedef struct mfu_waterfall_in {
     double phase_s[MFU_PHASE_COUNT]; /* seconds per step of each marked phase */
     unsigned marked;                 /* bit (1u << phase) per marked phase */
     mfu_work per_step;               /* seconds per step of the fields with a
-                                        loss (the others are not read) */
+                                        loss (the others are not read); NaN:
+                                        unknown, no loss */
 } mfu_waterfall_in;
 
 /* The shares (fractions of T). */
