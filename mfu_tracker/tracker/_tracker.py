@@ -38,7 +38,7 @@ from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
 from ..timing._step_profile import StepProfiler, check_profile_steps
-from ..timing._totals import NO_TOTALS, StepSums
+from ..timing._totals import FIELDS, NO_TOTALS, StepSums
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
 from ._doc import TRACKER_DOC
@@ -46,8 +46,12 @@ from ._parts import Clock, clock_of, communication, device_window, measured_peak
 
 __all__ = ["Tracker"]
 
-#: Summary keys left out while unavailable (they exist only with their input).
-_OPTIONAL_SUMMARY = ("mfu_mixed", "ideal_s", "mfu_language", "language_flops", "mfu_vs_measured")
+#: Summary keys left out while unavailable (they exist only with their input):
+#: these ratios, and each field of the step record (its sum over the window,
+#: and a per-step field's seconds per step).
+_OPTIONAL_SUMMARY = ("mfu_mixed", "mfu_language", "mfu_vs_measured",
+                     *(field.name for field in FIELDS),
+                     *(f"{field.name}_per_step" for field in FIELDS if field.per_step))
 
 
 class Tracker(_C.StepTracker):
@@ -337,17 +341,17 @@ class Tracker(_C.StepTracker):
         periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
         ``achieved_tflops``, ``achieved_bytes_per_sec``, ``mfu``, ``hfu``,
         ``mbu``, ``peak_flops_per_sec`` and ``peak_tflops`` (the MFU
-        denominator, x num_gpus), every field's sum over the window (the step
-        record's, ``_C.STEP_FIELDS``: ``model_flops``, ``num_tokens``, the
-        over-compute FLOPs, ...), ``overcompute`` (the over-compute share at
-        the peak), ``peak_source`` ("datasheet", "measured", "user" or "unknown"),
-        ``dtype``, ``clock``; when phases were marked in the window also
-        ``phase_s`` (seconds per step of each marked phase) and ``mfu_lost``
-        (the waterfall shares, or None without MFU); and, only while
-        available, ``mfu_mixed`` and ``ideal_s`` (the window's seconds at each
-        dtype's peak, ``flops_by_dtype``), ``mfu_language`` and
-        ``language_flops`` (booked language FLOPs) and ``mfu_vs_measured``
-        (``measure_peak``).
+        denominator, x num_gpus), ``overcompute`` (the over-compute share at
+        the peak), ``peak_source`` ("datasheet", "measured", "user" or
+        "unknown"), ``dtype``, ``clock``; when phases were marked in the
+        window also ``phase_s`` (seconds per step of each marked phase) and
+        ``mfu_lost`` (the waterfall shares, or None without MFU); and, only
+        while available, each field's sum over the window (the step
+        record's, ``_C.STEP_FIELDS``: ``model_flops``, ``num_tokens``,
+        ``ideal_s`` -- the window's seconds at each dtype's peak,
+        ``flops_by_dtype`` --, ``language_flops``, ...; a per-step field's
+        seconds per step as ``<field>_per_step``), ``mfu_mixed``,
+        ``mfu_language`` and ``mfu_vs_measured`` (``measure_peak``).
         """
         out: Dict[str, Any] = self._figures(NO_TOTALS)
         for key in _OPTIONAL_SUMMARY:
