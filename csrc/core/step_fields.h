@@ -81,7 +81,11 @@ enum {
       "waterfall books them to compute; unknown: 0, all of hfu - mfu is recompute")           \
     X(LANGUAGE_FLOPS, language_flops, "FLOPs", MFU_FIELD_GIVEN, NAN, NULL,                    \
       "the language model's part of the model FLOPs (a VLM's vision tower left out), "        \
-      "for mfu_language")
+      "for mfu_language")                                                                     \
+    X(IDLE_S, idle_s, "s", MFU_FIELD_PER_STEP, NAN, "idle",                                   \
+      "seconds the step's devices sat idle between its phases: from the end of a marked "     \
+      "phase to the start of the next, no phase running (steps_marks.c); unknown in a "       \
+      "step that marked no phase")
 
 /* MFU_FIELD_<ID>: a field's index; MFU_FIELD_COUNT of them. */
 enum mfu_field_index {

@@ -82,8 +82,24 @@ static void mark_phase(mfu_steps *s, uint8_t phase)
         r->phases.marked |= 1u << phase;
 }
 
+/* A phase opens at `t`: when none ran since a phase of the draining step
+ * ended, that time is the step's idle time (step_fields.h, idle_s; known,
+ * 0, from the step's first phase on). The time before a step's first phase
+ * and after its last is not between phases. */
+static void account_idle(mfu_steps *s, uint8_t phase, int known, double t)
+{
+    mfu_step_record *r = mfu_steps_draining(s);
+    if (r == NULL || phase == MFU_PHASE_NONE || s->drain_excluding)
+        return;
+    if (isnan(r->work.idle_s))
+        r->work.idle_s = 0.0;
+    if (s->running == MFU_PHASE_NONE && r->phases.marked != 0 && s->segment_known && known)
+        r->work.idle_s += t - s->segment_s;
+}
+
 static void account_phase(mfu_steps *s, const mfu_mark *m, int known, double t)
 {
+    account_idle(s, m->phase, known, t);
     end_segment(s, known, t);
     s->running = m->phase;
     /* A phase that runs only inside an excluded interval (a wait inside the

@@ -140,12 +140,17 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with compute)
     ``{prefix}/mfu_lost/pipeline_bubble`` a pipeline stage waiting for its neighbours
     ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/idle``            the devices idle between marked phases (none running),
+                                          carved out of ``other``
     ``{prefix}/mfu_lost/recompute``       hfu - mfu - over-compute (needs executed FLOPs)
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
                                           (over-compute included: its FLOPs given to
                                           ``step()``, ``docs/waterfall.md``)
-    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+    ``{prefix}/mfu_lost/other``           everything else: unmarked time before a step's first phase
+                                          and after its last (host / launch bound, logging)
     ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ``{prefix}/idle_s``                   seconds per step between marked phases, none running (on
+                                          every rank, the mean over ranks)
     ====================================  ===========================================================
 
     A phase never marked in the window has no key (its time is in ``other``).
