@@ -77,7 +77,7 @@ mfu_step_record *mfu_step_ring_append(mfu_step_ring *ring, uint64_t id)
     r->id = id;
     r->state = MFU_STEP_OPEN;
     r->period_s = NAN;
-    mfu_work_unknown(&r->work);
+    r->work = MFU_WORK_UNKNOWN;
     return r;
 }
 
@@ -195,7 +195,8 @@ void mfu_step_sums_window(const mfu_step_sums *sums, const mfu_peak *peak,
     out->totals = sums->work;
     mfu_peak_ceilings(peak, &ceilings);
     mfu_step_sums_waterfall_in(sums, out->step_s_mean, &phases);
-    mfu_figures_form(&out->totals, out->window_s, &ceilings, &phases, &out->metrics);
+    mfu_figures_form(&out->totals, out->window_s, &ceilings, &phases, &out->metrics,
+                     &out->waterfall);
 }
 
 void mfu_step_sums_waterfall_in(const mfu_step_sums *sums, double step_s, mfu_waterfall_in *out)

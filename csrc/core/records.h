@@ -150,7 +150,8 @@ void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums 
 
 /* The window's figures from a view's sums: window_s, step time mean / min /
  * max, the work totals, and mfu_figures_form(totals, window_s, the peak's
- * ceilings, the waterfall of the sums' phases when `parts` summed them).
+ * ceilings): every ratio, and the waterfall of the sums' phases (not
+ * formed when they were not summed).
  * `peak` is taken as valid (mfu_peak_validate). steps_seen and
  * steps_skipped are the caller's (they count steps outside the view). */
 void mfu_step_sums_window(const mfu_step_sums *sums, const mfu_peak *peak,

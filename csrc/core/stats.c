@@ -66,16 +66,6 @@ mfu_status mfu_peak_validate(const mfu_peak *peak, const char **bad_field)
     return MFU_OK;
 }
 
-void mfu_peak_ceilings(const mfu_peak *peak, mfu_ceilings *out)
-{
-    const double devices = (double)peak->num_devices;
-    const double measured = peak->measured_flops_per_sec;
-    out->flops_per_sec = peak->flops_per_sec * devices;
-    out->bytes_per_sec = peak->bytes_per_sec * devices;
-    out->devices = devices;
-    out->measured_flops_per_sec = measured > 0.0 ? measured * devices : NAN;
-}
-
 /* ---- the waterfall --------------------------------------------------------- */
 
 /* A phase's seconds per step, 0 when it was not marked. */
@@ -151,7 +141,8 @@ static void form_waterfall(const mfu_metrics *m, const mfu_waterfall_in *in, mfu
 /* ---- the one formula ------------------------------------------------------- */
 
 void mfu_figures_form(const mfu_work *sums, double seconds, const mfu_ceilings *ceilings,
-                      const mfu_waterfall_in *phases, mfu_metrics *out)
+                      const mfu_waterfall_in *phases, mfu_metrics *out,
+                      mfu_waterfall *waterfall)
 {
     const double by_ceiling[] = {
         [MFU_CEILING_RATE] = 1.0,
@@ -160,24 +151,29 @@ void mfu_figures_form(const mfu_work *sums, double seconds, const mfu_ceilings *
         [MFU_CEILING_DEVICES] = ceilings->devices,
         [MFU_CEILING_MEASURED_FLOPS] = ceilings->measured_flops_per_sec,
     };
-    const int timed = seconds > 0.0 && isfinite(seconds);
     const int model = sums->model_flops > 0.0 && isfinite(sums->model_flops);
     out->elapsed_s = seconds;
-    for (int i = 0; i < MFU_RATIO_COUNT; i++) {
-        const mfu_ratio *r = &mfu_ratios[i];
-        const double ceiling = by_ceiling[r->ceiling];
-        double *value = (double *)((char *)out + r->offset);
-        /* NaN propagates through the divisions: an unknown sum gives an
-         * unavailable figure without a branch per field. A ceiling not > 0
-         * (unknown, or none) gives none either. */
-        *value = timed && ceiling > 0.0 && (model || !(r->flags & MFU_RATIO_NEEDS_MODEL))
-                     ? mfu_work_get(sums, r->field) / seconds / ceiling
-                     : NAN;
+    if (!(seconds > 0.0 && isfinite(seconds))) {
+        for (int i = 0; i < MFU_RATIO_COUNT; i++) /* no time, no rate */
+            out->ratio[i] = NAN;
+    } else {
+        /* One ratio per row, unrolled: the field's sum / seconds / the
+         * ceiling. An unknown (NaN) sum gives an unavailable figure
+         * (skipped, so as not to divide); so does a ceiling not > 0
+         * (unknown, or none). */
+#define MFU_FORM_RATIO_(ID, name, field, ceiling, flags, meaning)                    \
+        {                                                                            \
+            const double sum = sums->v[MFU_FIELD_##field], by = by_ceiling[ceiling]; \
+            out->name = by > 0.0 && !isnan(sum)                                      \
+                                && (model || !((flags) & MFU_RATIO_NEEDS_MODEL))     \
+                            ? sum / seconds / by                                     \
+                            : NAN;                                                   \
+        }
+        MFU_RATIOS(MFU_FORM_RATIO_)
+#undef MFU_FORM_RATIO_
     }
-    if (phases != NULL)
-        form_waterfall(out, phases, &out->waterfall);
-    else
-        memset(&out->waterfall, 0, sizeof out->waterfall);
+    if (phases != NULL && waterfall != NULL)
+        form_waterfall(out, phases, waterfall);
 }
 
 void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
@@ -185,5 +181,5 @@ void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
 {
     mfu_ceilings ceilings;
     mfu_peak_ceilings(peak, &ceilings);
-    mfu_figures_form(work, elapsed_s, &ceilings, NULL, out);
+    mfu_figures_form(work, elapsed_s, &ceilings, NULL, out, NULL);
 }

@@ -50,7 +50,15 @@ typedef struct mfu_ceilings {
 } mfu_ceilings;
 
 /* A peak's ceilings: each per-device figure x num_devices. */
-void mfu_peak_ceilings(const mfu_peak *peak, mfu_ceilings *out);
+static inline void mfu_peak_ceilings(const mfu_peak *peak, mfu_ceilings *out)
+{
+    const double devices = (double)peak->num_devices;
+    const double measured = peak->measured_flops_per_sec;
+    out->flops_per_sec = peak->flops_per_sec * devices;
+    out->bytes_per_sec = peak->bytes_per_sec * devices;
+    out->devices = devices;
+    out->measured_flops_per_sec = measured > 0.0 ? measured * devices : (double)NAN;
+}
 
 /* What a ratio's field is divided by besides the seconds. */
 typedef enum mfu_ceiling {
@@ -93,14 +101,20 @@ enum mfu_ratio_index {
     MFU_RATIO_COUNT
 };
 
-/* The figures users read. NaN = unavailable. */
+/* The figures users read: each ratio by name or as ratio[i] (i =
+ * MFU_RATIO_<ID>). NaN = unavailable. */
 typedef struct mfu_metrics {
     double elapsed_s; /* the seconds the ratios are over */
+    union {
+        struct {
 #define MFU_RATIO_MEMBER_(ID, name, field, ceiling, flags, meaning) double name;
-    MFU_RATIOS(MFU_RATIO_MEMBER_)
+            MFU_RATIOS(MFU_RATIO_MEMBER_)
 #undef MFU_RATIO_MEMBER_
-    mfu_waterfall waterfall; /* formed only when asked for */
+        };
+        double ratio[MFU_RATIO_COUNT];
+    };
 } mfu_metrics;
+
 
 /* One row of MFU_RATIOS, as data (stats.c). */
 typedef struct mfu_ratio {
@@ -116,7 +130,7 @@ extern const mfu_ratio mfu_ratios[MFU_RATIO_COUNT];
 
 static inline double mfu_metrics_get(const mfu_metrics *m, int i)
 {
-    return *(const double *)((const char *)m + mfu_ratios[i].offset);
+    return m->ratio[i];
 }
 
 /* Check the work of a track() block and a peak. On MFU_ERR_INVALID_ARGUMENT,
@@ -126,13 +140,14 @@ mfu_status mfu_work_validate(const mfu_work *work, const char **bad_field);
 mfu_status mfu_peak_validate(const mfu_peak *peak, const char **bad_field);
 
 /* THE formula of every figure: each ratio of MFU_RATIOS from `sums` over
- * `seconds` against `ceilings` (every rate NaN unless seconds is finite and
- * > 0: a block that took no measurable time has no rate), and -- when
- * `phases` is not NULL -- the waterfall's shares from its ratios and the
- * phases (waterfall.h). A ratio whose ceiling is not > 0 is NaN. Cannot
- * fail. */
+ * `seconds` against `ceilings` into *out (every rate NaN unless seconds is
+ * finite and > 0: a block that took no measurable time has no rate; a ratio
+ * whose ceiling is not > 0 is NaN), and -- when `phases` and `waterfall`
+ * are not NULL -- the waterfall's shares from those ratios and the phases
+ * into *waterfall (waterfall.h). Cannot fail. */
 void mfu_figures_form(const mfu_work *sums, double seconds, const mfu_ceilings *ceilings,
-                      const mfu_waterfall_in *phases, mfu_metrics *out);
+                      const mfu_waterfall_in *phases, mfu_metrics *out,
+                      mfu_waterfall *waterfall);
 
 /* mfu_figures_form(work, elapsed_s, the peak's ceilings, no waterfall). */
 void mfu_metrics_compute(const mfu_work *work, const mfu_peak *peak,
@@ -162,6 +177,7 @@ typedef struct mfu_window_summary {
     double step_s_max;
     mfu_work totals;        /* their sums, field by field */
     mfu_metrics metrics;    /* mfu_figures_form(&totals, window_s, ...) */
+    mfu_waterfall waterfall; /* and the waterfall of their phases */
 } mfu_window_summary;
 
 #endif /* MFU_STATS_H */

@@ -5,6 +5,12 @@
 
 _Static_assert(sizeof(mfu_work) == MFU_FIELD_COUNT * sizeof(double),
                "mfu_work is one double per field");
+/* Each named member is v[its index]. */
+#define MFU_FIELD_AT_(ID, name, unit, flags, unknown, loss, meaning)                \
+    _Static_assert(offsetof(mfu_work, name) == MFU_FIELD_##ID * sizeof(double), \
+                   #name " is v[MFU_FIELD_" #ID "]");
+MFU_STEP_FIELDS(MFU_FIELD_AT_)
+#undef MFU_FIELD_AT_
 
 const mfu_step_field mfu_step_fields[MFU_FIELD_COUNT] = {
 #define MFU_FIELD_ROW_(ID, name, unit, flags, unknown, loss, meaning) \
@@ -13,20 +19,9 @@ const mfu_step_field mfu_step_fields[MFU_FIELD_COUNT] = {
 #undef MFU_FIELD_ROW_
 };
 
-void mfu_work_unknown(mfu_work *work)
-{
-    for (int i = 0; i < MFU_FIELD_COUNT; i++)
-        *mfu_work_at(work, i) = mfu_step_fields[i].unknown;
-}
-
 void mfu_work_nan(mfu_work *work)
 {
     for (int i = 0; i < MFU_FIELD_COUNT; i++)
         *mfu_work_at(work, i) = NAN;
 }
 
-void mfu_work_add(mfu_work *into, const mfu_work *more)
-{
-    for (int i = 0; i < MFU_FIELD_COUNT; i++)
-        *mfu_work_at(into, i) += mfu_work_get(more, i);
-}

@@ -105,14 +105,49 @@ enum mfu_field_bit {
     MFU_STEP_ALL = (1u << MFU_FIELD_COUNT) - 1u
 };
 
-/* The value type of the record: one double per field. What one track()
- * block or one step did, a window's sums, the totals a caller gives, the
- * per-step defaults -- all of them are an mfu_work. */
-typedef struct mfu_work {
+/* The bits of the fields with a flag (constants: loops over the fields fold
+ * into straight code). */
+#define MFU_FIELD_FLAG_BIT_(ID, flags, flag) | (((flags) & (flag)) ? (1u << MFU_FIELD_##ID) : 0u)
+#define MFU_GIVEN_BIT_(ID, name, unit, flags, unknown, loss, meaning) \
+    MFU_FIELD_FLAG_BIT_(ID, flags, MFU_FIELD_GIVEN)
+#define MFU_DEFAULTED_BIT_(ID, name, unit, flags, unknown, loss, meaning) \
+    MFU_FIELD_FLAG_BIT_(ID, flags, MFU_FIELD_DEFAULTED)
+#define MFU_PAIRS_STEP_BIT_(ID, name, unit, flags, unknown, loss, meaning) \
+    MFU_FIELD_FLAG_BIT_(ID, flags, MFU_FIELD_PAIRS_STEP)
+#define MFU_PAIRS_WINDOW_BIT_(ID, name, unit, flags, unknown, loss, meaning) \
+    MFU_FIELD_FLAG_BIT_(ID, flags, MFU_FIELD_PAIRS_WINDOW)
+enum {
+    MFU_STEP_GIVEN = 0u MFU_STEP_FIELDS(MFU_GIVEN_BIT_),
+    MFU_STEP_DEFAULTED = 0u MFU_STEP_FIELDS(MFU_DEFAULTED_BIT_),
+    MFU_STEP_PAIRS_STEP = 0u MFU_STEP_FIELDS(MFU_PAIRS_STEP_BIT_),
+    MFU_STEP_PAIRS_WINDOW = 0u MFU_STEP_FIELDS(MFU_PAIRS_WINDOW_BIT_)
+};
+#undef MFU_GIVEN_BIT_
+#undef MFU_DEFAULTED_BIT_
+#undef MFU_PAIRS_STEP_BIT_
+#undef MFU_PAIRS_WINDOW_BIT_
+#undef MFU_FIELD_FLAG_BIT_
+
+/* The value type of the record: one double per field, by name or as v[i]
+ * (i = MFU_FIELD_<ID>). What one track() block or one step did, a window's
+ * sums, the totals a caller gives, the per-step defaults -- all of them are
+ * an mfu_work. */
+typedef union mfu_work {
+    struct {
 #define MFU_FIELD_MEMBER_(ID, name, unit, flags, unknown, loss, meaning) double name;
-    MFU_STEP_FIELDS(MFU_FIELD_MEMBER_)
+        MFU_STEP_FIELDS(MFU_FIELD_MEMBER_)
 #undef MFU_FIELD_MEMBER_
+    };
+    double v[MFU_FIELD_COUNT];
 } mfu_work;
+
+/* Every field at its `unknown` value: a step nothing was given for. */
+static const mfu_work MFU_WORK_UNKNOWN = {
+    .v = {
+#define MFU_FIELD_UNKNOWN_(ID, name, unit, flags, unknown, loss, meaning) unknown,
+        MFU_STEP_FIELDS(MFU_FIELD_UNKNOWN_)
+#undef MFU_FIELD_UNKNOWN_
+    }};
 
 /* One row of the table, as data (step_fields.c). */
 typedef struct mfu_step_field {
@@ -130,21 +165,28 @@ extern const mfu_step_field mfu_step_fields[MFU_FIELD_COUNT];
 /* Field i (< MFU_FIELD_COUNT) of a work value. */
 static inline double *mfu_work_at(mfu_work *work, int i)
 {
-    return (double *)((char *)work + mfu_step_fields[i].offset);
+    return &work->v[i];
 }
 
 static inline double mfu_work_get(const mfu_work *work, int i)
 {
-    return *(const double *)((const char *)work + mfu_step_fields[i].offset);
+    return work->v[i];
 }
 
 /* Every field at its `unknown` value (a step nothing was given for). */
-void mfu_work_unknown(mfu_work *work);
+static inline void mfu_work_unknown(mfu_work *work)
+{
+    *work = MFU_WORK_UNKNOWN;
+}
 
 /* Every field NaN (an empty window's sums). */
 void mfu_work_nan(mfu_work *work);
 
 /* into += more, field by field (NaN propagates). */
-void mfu_work_add(mfu_work *into, const mfu_work *more);
+static inline void mfu_work_add(mfu_work *into, const mfu_work *more)
+{
+    for (int i = 0; i < MFU_FIELD_COUNT; i++)
+        into->v[i] += more->v[i];
+}
 
 #endif /* MFU_STEP_FIELDS_H */

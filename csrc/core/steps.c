@@ -10,11 +10,11 @@
 
 /* ---- a step's work --------------------------------------------------- */
 
-/* Whether `report` gives field f: its bit is set, and a caller gives the
- * field (one the tracker measures is never taken from a report). */
-static int gives(const mfu_step_report *report, int f)
+/* The fields `report` gives: their bits set, and a caller gives them (one
+ * the tracker measures is never taken from a report). */
+static unsigned given_of(const mfu_step_report *report)
 {
-    return (report->given & (1u << f)) && (mfu_step_fields[f].flags & MFU_FIELD_GIVEN);
+    return report->given & MFU_STEP_GIVEN;
 }
 
 /* Each given field of `report` into *w (steps.h, "The work of a step"): its
@@ -22,18 +22,21 @@ static int gives(const mfu_step_report *report, int f)
  * returned bad mask. */
 static unsigned take_given(const mfu_step_report *report, mfu_work *w)
 {
+    const unsigned given = given_of(report);
     unsigned bad = 0;
-    for (int f = 0; f < MFU_FIELD_COUNT; f++) {
-        const double value = mfu_work_get(&report->work, f);
-        if (!gives(report, f))
-            continue;
-        if (mfu_steps_usable(value)) {
-            *mfu_work_at(w, f) = value;
-        } else {
-            *mfu_work_at(w, f) = mfu_step_fields[f].unknown;
-            bad |= 1u << f;
-        }
+    /* One test per field, unrolled (a step gives a few, often none); a
+     * field not given is not read: the report's value may be unset. */
+#define MFU_TAKE_GIVEN_(ID, name, unit, flags, unknown, loss, meaning) \
+    if (given & MFU_STEP_##ID) {                                        \
+        if (mfu_steps_usable(report->work.name)) {                      \
+            w->name = report->work.name;                                \
+        } else {                                                        \
+            w->name = (unknown);                                        \
+            bad |= MFU_STEP_##ID;                                       \
+        }                                                               \
     }
+    MFU_STEP_FIELDS(MFU_TAKE_GIVEN_)
+#undef MFU_TAKE_GIVEN_
     return bad;
 }
 
@@ -42,10 +45,10 @@ static unsigned take_given(const mfu_step_report *report, mfu_work *w)
 static unsigned boundary_work(const mfu_steps *s, const mfu_step_report *report, mfu_work *w)
 {
     *w = s->config.per_step; /* the defaults; the unknown value where none */
-    if (report->given & MFU_STEP_MODEL_FLOPS)
+    if (given_of(report) & MFU_STEP_MODEL_FLOPS)
         for (int f = 0; f < MFU_FIELD_COUNT; f++) /* no longer pairs with the defaults */
-            if (mfu_step_fields[f].flags & MFU_FIELD_PAIRS_STEP)
-                *mfu_work_at(w, f) = NAN;
+            if (MFU_STEP_PAIRS_STEP & (1u << f))
+                w->v[f] = NAN;
     return take_given(report, w);
 }
 
@@ -70,9 +73,12 @@ static void open_step(mfu_steps *s, const mfu_work *w, uint64_t id)
     mfu_step_record *open = s->step_open
         ? mfu_step_ring_at(s->records, mfu_step_ring_count(s->records) - 1) : NULL;
     if (open != NULL) {
-        for (int f = 0; f < MFU_FIELD_COUNT; f++) /* what the drain measured stays */
-            if (mfu_step_fields[f].flags & MFU_FIELD_GIVEN)
-                *mfu_work_at(&open->work, f) = mfu_work_get(w, f);
+        /* The fields a caller gives; what the drain measured stays. */
+#define MFU_COPY_GIVEN_(ID, name, unit, flags, unknown, loss, meaning) \
+    if ((flags) & MFU_FIELD_GIVEN)                                      \
+        open->work.name = w->name;
+        MFU_STEP_FIELDS(MFU_COPY_GIVEN_)
+#undef MFU_COPY_GIVEN_
         open->state = MFU_STEP_PENDING;
         s->pending++;
     }
@@ -141,11 +147,7 @@ mfu_status mfu_steps_book(mfu_steps *s, uint64_t step, const mfu_step_report *re
                           unsigned *bad)
 {
     mfu_step_record *r = mfu_step_ring_find(s->records, step);
-    mfu_work w;
-    if (r != NULL)
-        w = r->work;
-    else
-        mfu_work_unknown(&w);
+    mfu_work w = r != NULL ? r->work : MFU_WORK_UNKNOWN;
     *bad = take_given(report, &w);
     if (r == NULL || r->state == MFU_STEP_OPEN)
         return MFU_ERR_NOT_FOUND;
@@ -181,15 +183,14 @@ void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
  * mfu_steps_summarize_with). */
 static void take_totals(const mfu_step_report *totals, mfu_work *w)
 {
-    if (gives(totals, MFU_FIELD_MODEL_FLOPS))
+    const unsigned given = given_of(totals);
+    if (given & MFU_STEP_MODEL_FLOPS)
         for (int f = 0; f < MFU_FIELD_COUNT; f++) /* they no longer pair with it */
-            if (mfu_step_fields[f].flags & MFU_FIELD_PAIRS_WINDOW)
-                *mfu_work_at(w, f) = NAN;
-    for (int f = 0; f < MFU_FIELD_COUNT; f++) {
-        const double value = mfu_work_get(&totals->work, f);
-        if (gives(totals, f))
-            *mfu_work_at(w, f) = mfu_steps_usable(value) ? value : NAN;
-    }
+            if (MFU_STEP_PAIRS_WINDOW & (1u << f))
+                w->v[f] = NAN;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        if (given & (1u << f)) /* else the total's value is not read */
+            w->v[f] = mfu_steps_usable(totals->work.v[f]) ? totals->work.v[f] : NAN;
 }
 
 void mfu_steps_summarize_with(mfu_steps *s, const mfu_step_report *totals,
@@ -205,7 +206,7 @@ void mfu_steps_summarize_with(mfu_steps *s, const mfu_step_report *totals,
     mfu_step_sums_window(&sums, &s->config.peak, &out->window);
     out->window.steps_seen = s->pushed;
     out->window.steps_skipped = s->pushed < s->config.warmup ? s->pushed : s->config.warmup;
-    out->phases_marked = sums.steps > 0 ? sums.phases.marked : 0u;
+    out->phases = sums.phases;
     out->peak_flops_per_sec =
         s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
     out->clock = s->clock;
@@ -277,8 +278,7 @@ static const char *config_error(const mfu_steps_config *c)
     if (c->warmup > MFU_WARMUP_MAX)
         return "warmup";
     for (int f = 0; f < MFU_FIELD_COUNT; f++)
-        if ((mfu_step_fields[f].flags & MFU_FIELD_DEFAULTED)
-            && !mfu_steps_usable_or_unknown(mfu_work_get(&c->per_step, f)))
+        if ((MFU_STEP_DEFAULTED & (1u << f)) && !mfu_steps_usable_or_unknown(c->per_step.v[f]))
             return mfu_step_fields[f].name;
     if (mfu_peak_validate(&c->peak, &bad) != MFU_OK)
         return bad;
@@ -354,8 +354,8 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
         return MFU_ERR_NO_MEMORY;
     s->config = *config;
     for (int f = 0; f < MFU_FIELD_COUNT; f++) /* no default: the unknown value */
-        if (!(mfu_step_fields[f].flags & MFU_FIELD_DEFAULTED))
-            *mfu_work_at(&s->config.per_step, f) = mfu_step_fields[f].unknown;
+        if (!(MFU_STEP_DEFAULTED & (1u << f)))
+            s->config.per_step.v[f] = MFU_WORK_UNKNOWN.v[f];
     s->running = MFU_PHASE_NONE;
     s->ledger.first_boundary_unix_s = NAN;
     s->ledger.first_step_s = NAN;

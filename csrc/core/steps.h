@@ -266,9 +266,10 @@ typedef struct mfu_steps_summary {
     mfu_window_summary window; /* the window's figures: its sums (every field)
                                   and every ratio and the waterfall of them
                                   (stats.h) */
-    unsigned phases_marked;    /* phases marked in the window's steps
-                                  (phases.h; the waterfall's when
-                                  mfu_waterfall_marked) */
+    mfu_phase_summary phases;  /* the window's phase sums (phases.h; as
+                                  mfu_steps_phases gives them); its `marked`:
+                                  the waterfall's phases when
+                                  mfu_waterfall_marked */
     double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
                                   NaN = unknown */
     mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */

@@ -36,6 +36,7 @@ typedef struct mfu_module_state {
     PyObject *step_kwnames[MFU_FIELD_COUNT + 1];
     int step_fields[MFU_FIELD_COUNT + 1];
     int step_count;
+    PyObject *ratio_names[MFU_RATIO_COUNT]; /* core/stats.h's, interned */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -67,6 +68,7 @@ typedef struct mfu_module_state {
     X_ARRAY(field_names)                     \
     X_ARRAY(given_kwnames)                   \
     X_ARRAY(step_kwnames)                    \
+    X_ARRAY(ratio_names)                     \
     X(phase_type)                            \
     X_ARRAY(phase_names)                     \
     X(track_resolver)                        \

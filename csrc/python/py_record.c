@@ -56,13 +56,26 @@ static PyObject *waterfall_dict(const mfu_waterfall *w)
     return d;
 }
 
-int mfu_py_figures_into(PyObject *dict, const mfu_metrics *m, int waterfall)
+int mfu_py_ratio_names_exec(mfu_module_state *state)
 {
     for (int i = 0; i < MFU_RATIO_COUNT; i++)
-        if (set_float(dict, mfu_ratios[i].name, mfu_metrics_get(m, i)) < 0)
+        if ((state->ratio_names[i] = PyUnicode_InternFromString(mfu_ratios[i].name)) == NULL)
             return -1;
-    if (waterfall) {
-        PyObject *shares = waterfall_dict(&m->waterfall);
+    return 0;
+}
+
+int mfu_py_figures_into(const mfu_module_state *state, PyObject *dict, const mfu_metrics *m,
+                        const mfu_waterfall *waterfall)
+{
+    for (int i = 0; i < MFU_RATIO_COUNT; i++) {
+        PyObject *value = mfu_py_float_or_none(m->ratio[i]);
+        int rc = value == NULL ? -1 : PyDict_SetItem(dict, state->ratio_names[i], value);
+        Py_XDECREF(value);
+        if (rc < 0)
+            return -1;
+    }
+    if (waterfall != NULL) {
+        PyObject *shares = waterfall_dict(waterfall);
         int rc = shares == NULL ? -1 : PyDict_SetItemString(dict, "mfu_lost", shares);
         Py_XDECREF(shares);
         return rc;
@@ -143,7 +156,7 @@ static int phases_arg(PyObject *obj, mfu_waterfall_in *in)
  *              peak_bytes_per_sec=None, devices=None,
  *              measured_flops_per_sec=None, step_s=None, phase_s=None,
  *              per_step=None) -> dict */
-static PyObject *py_form_figures(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+static PyObject *py_form_figures(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"", "", "peak_flops_per_sec", "peak_bytes_per_sec", "devices",
                                "measured_flops_per_sec", "step_s", "phase_s", "per_step",
@@ -155,6 +168,7 @@ static PyObject *py_form_figures(PyObject *Py_UNUSED(module), PyObject *args, Py
     mfu_ceilings ceilings;
     mfu_waterfall_in phases;
     mfu_metrics m;
+    mfu_waterfall waterfall;
     double seconds;
     memset(&phases, 0, sizeof phases);
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOOOO:form_figures", keywords,
@@ -173,9 +187,12 @@ static PyObject *py_form_figures(PyObject *Py_UNUSED(module), PyObject *args, Py
         || phases_arg(phases_obj, &phases) < 0
         || fields_arg(per_step_obj, "per_step", &phases.per_step) < 0)
         return NULL;
-    mfu_figures_form(&sums, seconds, &ceilings, step_obj == Py_None ? NULL : &phases, &m);
+    mfu_figures_form(&sums, seconds, &ceilings, step_obj == Py_None ? NULL : &phases, &m,
+                     &waterfall);
     out = PyDict_New();
-    if (out != NULL && mfu_py_figures_into(out, &m, step_obj != Py_None) < 0)
+    if (out != NULL
+        && mfu_py_figures_into(mfu_module_get_state(module), out, &m,
+                               step_obj == Py_None ? NULL : &waterfall) < 0)
         Py_CLEAR(out);
     return out;
 }
@@ -358,6 +375,8 @@ int mfu_py_record_exec(PyObject *module)
     int rc;
     if (add_table(module, &step_field_desc, "STEP_FIELDS", MFU_FIELD_COUNT, step_field) < 0
         || add_table(module, &ratio_desc, "RATIOS", MFU_RATIO_COUNT, ratio_row) < 0)
+        return -1;
+    if (mfu_py_ratio_names_exec(mfu_module_get_state(module)) < 0)
         return -1;
     losses = loss_names();
     if (losses == NULL)

@@ -10,10 +10,14 @@
 
 #include "mfu_module.h"
 
-/* Every ratio of `m` into `dict` by name (None = unavailable) and, with
- * `waterfall`, "mfu_lost": the waterfall's shares in report order (a dict)
- * or None when it was not formed. 0, or -1 with an exception. */
-int mfu_py_figures_into(PyObject *dict, const mfu_metrics *m, int waterfall);
+/* Every ratio of `m` into `dict` by name (None = unavailable) and, with a
+ * `waterfall` (not NULL), "mfu_lost": its shares in report order (a dict) or
+ * None when it was not formed. 0, or -1 with an exception. */
+int mfu_py_figures_into(const mfu_module_state *state, PyObject *dict, const mfu_metrics *m,
+                        const mfu_waterfall *waterfall);
+
+/* The ratios' names, interned into module state. */
+int mfu_py_ratio_names_exec(mfu_module_state *state);
 
 /* What a step records for field `field` when its value is bad, for a
  * warning: "is recorded as unknown and the figures using it are left out",

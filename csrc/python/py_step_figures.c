@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "py_phases.h"
 #include "py_record.h"
 #include "py_step_figures.h"
 
@@ -107,12 +108,25 @@ static int set_per_step(PyObject *d, int field, double value)
     return rc;
 }
 
-/* The summary's dict: counts, the window's times, every field's sum (and a
- * per-step field's seconds per step), every ratio, the peak and -- when a
- * phase of the waterfall was marked -- the waterfall (None without MFU).
- * None = unavailable. */
-static PyObject *summary_dict(const mfu_module_state *state, const mfu_steps_summary *sum)
+/* d["phase_s"]: the window's seconds per step of each marked phase (every
+ * one, as phases() gives them). */
+static int set_phases(const step_object *s, PyObject *d, const mfu_phase_summary *phases)
 {
+    const unsigned marked = phases->steps > 0 ? phases->marked : 0u;
+    PyObject *seconds = mfu_py_phase_dict(s, phases->seconds, marked,
+                                          phases->steps > 0 ? (double)phases->steps : 1.0);
+    int rc = seconds == NULL ? -1 : PyDict_SetItemString(d, "phase_s", seconds);
+    Py_XDECREF(seconds);
+    return rc;
+}
+
+/* The summary's dict: counts, the window's times, every field's sum (and a
+ * per-step field's seconds per step), every ratio, the peak, the phases'
+ * seconds per step and -- when a phase of the waterfall was marked -- the
+ * waterfall (None without MFU). None = unavailable. */
+static PyObject *summary_dict(const step_object *s, const mfu_steps_summary *sum)
+{
+    const mfu_module_state *state = s->state;
     const mfu_window_summary *w = &sum->window;
     const double peak = sum->peak_flops_per_sec;
     const struct {
@@ -144,8 +158,11 @@ static PyObject *summary_dict(const mfu_module_state *state, const mfu_steps_sum
             Py_CLEAR(result);
     }
     if (result != NULL
-        && mfu_py_figures_into(result, &w->metrics, mfu_waterfall_marked(sum->phases_marked))
-               < 0)
+        && (set_phases(s, result, &sum->phases) < 0
+            || mfu_py_figures_into(state, result, &w->metrics,
+                                   w->steps > 0 && mfu_waterfall_marked(sum->phases.marked)
+                                       ? &w->waterfall : NULL)
+                   < 0))
         Py_CLEAR(result);
     return result;
 }
@@ -164,7 +181,7 @@ PyObject *mfu_py_step_summary(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (work_report(s->state, given, 1, &totals) < 0 || mfu_py_step_require_init(s) < 0)
         return NULL;
     summarize(s, &totals, &sum);
-    return summary_dict(s->state, &sum);
+    return summary_dict(s, &sum);
 }
 
 /* ---- book() --------------------------------------------------------------- */

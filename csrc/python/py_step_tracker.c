@@ -71,7 +71,7 @@ static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
  * given and bad (NaN), which the core records as unknown. Never raises. */
 static void report_value(PyObject *obj, int field, mfu_step_report *report)
 {
-    double *out = mfu_work_at(&report->work, field);
+    double *out = &report->work.v[field];
     if (obj == Py_None)
         return;
     report->given |= 1u << field;
@@ -105,13 +105,14 @@ static void warn_bad_values(step_object *s, unsigned bad, int mixed)
     mfu_py_step_queue_warning(s, &s->warned_args, message);
 }
 
-/* The report of a step() call from its bound parameters. -1 (TypeError)
- * when both ideal_s and flops_by_dtype are given. */
+/* The report of a step() call from its bound parameters (only the fields
+ * whose bit is set are read). -1 (TypeError) when both ideal_s and
+ * flops_by_dtype are given. */
 static int step_report(step_object *s, PyObject *const *values, mfu_step_report *report,
                        int *no_peak, mfu_dtype *missing)
 {
     const mfu_module_state *state = s->state;
-    memset(report, 0, sizeof *report);
+    report->given = 0;
     for (int i = 0; i < state->step_count; i++)
         if (state->step_fields[i] >= 0)
             report_value(values[i], state->step_fields[i], report);
@@ -136,23 +137,27 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *values[STEP_PARAMETERS_MAX];
     mfu_step_report report;
     mfu_step_outcome outcome;
-    int no_peak = 0;
+    int no_peak = 0, mixed = 0;
     mfu_dtype missing = MFU_DTYPE_FP64;
 
-    for (int i = 0; i < state->step_count; i++)
-        values[i] = Py_None;
-    /* A positional num_tokens takes its name out of the keywords: then
-     * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
-    const Py_ssize_t skip = nargs == 1 ? 1 : 0;
-    if (skip)
-        values[KW_NUM_TOKENS] = args[0];
-    if ((nargs > 1 || kwnames != NULL) /* else nothing to bind */
-        && mfu_py_bind("step", state->step_kwnames + skip, state->step_count - skip,
-                       1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip)
-               < 0)
-        return NULL;
-    if (step_report(s, values, &report, &no_peak, &missing) < 0)
-        return NULL;
+    if (nargs <= 1 && kwnames == NULL) { /* step() or step(num_tokens): the common call */
+        report.given = 0;
+        if (nargs == 1)
+            report_value(args[0], MFU_FIELD_NUM_TOKENS, &report);
+    } else {
+        /* A positional num_tokens takes its name out of the keywords: then
+         * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
+        const Py_ssize_t skip = nargs == 1 ? 1 : 0;
+        for (int i = 0; i < state->step_count; i++)
+            values[i] = Py_None;
+        if (skip)
+            values[KW_NUM_TOKENS] = args[0];
+        if (mfu_py_bind("step", state->step_kwnames + skip, state->step_count - skip,
+                        1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip) < 0
+            || step_report(s, values, &report, &no_peak, &missing) < 0)
+            return NULL;
+        mixed = values[KW_FLOPS_BY_DTYPE] != Py_None;
+    }
 
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) { /* __init__ never ran: nothing to time */
@@ -161,7 +166,7 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
     if (outcome.bad != 0)
-        warn_bad_values(s, outcome.bad, values[KW_FLOPS_BY_DTYPE] != Py_None);
+        warn_bad_values(s, outcome.bad, mixed);
     if (no_peak && s->any_peak && !s->warned_mixed) {
         char message[300];
         mfu_py_no_peak_message(missing, message, sizeof message);
@@ -239,9 +244,9 @@ static PyMethodDef step_methods[] = {
     {"summary", (PyCFunction)(void (*)(void))mfu_py_step_summary, METH_FASTCALL | METH_KEYWORDS,
      "summary($self, /, **totals)\n--\n\nWindowed figures over the last `window` "
      "resolved steps after warm-up (None = unavailable): every field's sum, every "
-     "ratio, the waterfall. A window total given here (any field a caller gives, "
-     "_C.STEP_FIELDS; NaN = unknown) replaces the window's own and the ratios are "
-     "formed from it."},
+     "ratio, phase_s (as phases() gives it), the waterfall. A window total given here "
+     "(any field a caller gives, _C.STEP_FIELDS; NaN = unknown) replaces the window's "
+     "own and the ratios are formed from it."},
     {"book", (PyCFunction)(void (*)(void))mfu_py_step_book, METH_FASTCALL | METH_KEYWORDS,
      "book($self, step, /, **fields)\n--\n\nBook work learned "
      "after its boundary (any field a caller gives, _C.STEP_FIELDS) onto closed step `step` (the step a step() call closed is the "

@@ -10,7 +10,7 @@ waterfall's shares (``mfu_lost``, :mod:`._waterfall`). Beside its summary
 this adds:
 
 * when phases were marked in the window, their seconds per step
-  (``phase_s``);
+  (``phase_s``, the kinds of communication summed into ``communication``);
 * when the tracker observes its communication, the window's bytes, exposed
   seconds, bus bandwidth, net utilization and overlap per kind.
 
@@ -48,9 +48,10 @@ def window_figures(engine: Any, totals: StepSums = NO_TOTALS, *,
     """
     out: Dict[str, Any] = (_C.StepTracker.summary(engine, **totals.kwargs()) if totals
                            else _C.StepTracker.summary(engine))
-    # The badput phases left the step (the ledger books them, not the
+    # The summary's phases are the engine's, one per collective kind; the
+    # badput phases left the step (the ledger books them, not the
     # waterfall): split_communication reports the step's phases only.
-    phases, comm_s = split_communication(_C.StepTracker.phases(engine)["phase_s"])
+    phases, comm_s = split_communication(out.pop("phase_s"))
     if phases:
         out["phase_s"] = phases
     if comm is not None:

@@ -65,6 +65,8 @@ class _SumsMethods:
         """The totals ``sums`` with ``values`` in place, each checked: a finite
         number >= 0, or NaN after one warning for anything else.
         :data:`NO_TOTALS` when none is given: the common call."""
+        if sums is None and not values:
+            return NO_TOTALS
         merged = cls.of(sums, {k: v for k, v in values.items() if v is not None}, what)
         if not merged:
             return NO_TOTALS

@@ -140,7 +140,7 @@ static double mixed(double ideal_s, double elapsed_s, double devices)
     mfu_metrics m;
     mfu_work_unknown(&sums);
     sums.ideal_s = ideal_s;
-    mfu_figures_form(&sums, elapsed_s, &ceilings, NULL, &m);
+    mfu_figures_form(&sums, elapsed_s, &ceilings, NULL, &m, NULL);
     return m.mfu_mixed;
 }
 

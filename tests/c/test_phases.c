@@ -99,7 +99,7 @@ static void test_idle_between_phases(void)
     mfu_step_record rec[3];
     mfu_steps_summary sum;
     mfu_steps *s;
-    const mfu_waterfall *w = &sum.window.metrics.waterfall;
+    const mfu_waterfall *w = &sum.window.waterfall;
     double shares[MFU_LOSS_COUNT + MFU_FIELD_COUNT];
     size_t n = 0;
     fake.reset();

@@ -47,7 +47,7 @@ static void test_every_ratio_by_hand(void)
     mfu_peak_ceilings(&peak, &c);
     CHECK(c.flops_per_sec == 3e12 && c.bytes_per_sec == 3e11 && c.devices == 3.0);
     CHECK(c.measured_flops_per_sec == 1.5e12);
-    mfu_figures_form(&sums, 2.0, &c, NULL, &m);
+    mfu_figures_form(&sums, 2.0, &c, NULL, &m, NULL);
     CHECK(m.elapsed_s == 2.0);
     CHECK(m.achieved_flops_per_sec == 3e12);            /* 6e12 / 2 */
     CHECK(m.achieved_bytes_per_sec == 1e9);             /* 2e9 / 2 */
@@ -59,15 +59,14 @@ static void test_every_ratio_by_hand(void)
     CHECK(m.mfu_language == 4.5e12 / 2.0 / 3e12);       /* 0.75 */
     CHECK(m.overcompute == 3e11 / 2.0 / 3e12);          /* 0.05 */
     CHECK(m.mfu_vs_measured == 6e12 / 2.0 / 1.5e12);    /* 2.0 */
-    CHECK(!m.waterfall.formed);                         /* no phases given */
 
     /* mfu_language needs model FLOPs > 0; a ceiling not > 0 forms nothing;
      * no time forms nothing. */
     sums.model_flops = 0.0;
     c.devices = 0.0;
-    mfu_figures_form(&sums, 2.0, &c, NULL, &m);
+    mfu_figures_form(&sums, 2.0, &c, NULL, &m, NULL);
     CHECK(isnan(m.mfu_language) && m.mfu == 0.0 && isnan(m.mfu_mixed));
-    mfu_figures_form(&sums, 0.0, &c, NULL, &m);
+    mfu_figures_form(&sums, 0.0, &c, NULL, &m, NULL);
     CHECK(isnan(m.mfu) && isnan(m.tokens_per_sec) && isnan(m.achieved_flops_per_sec));
 }
 
@@ -107,7 +106,8 @@ static void test_waterfall_by_hand(void)
     mfu_work sums;
     mfu_waterfall_in in;
     mfu_metrics m;
-    mfu_waterfall *w = &m.waterfall;
+    mfu_waterfall water;
+    mfu_waterfall *w = &water;
     double all[MFU_LOSS_COUNT + 1];
     size_t n = 0;
     mfu_work_unknown(&sums);
@@ -124,7 +124,7 @@ static void test_waterfall_by_hand(void)
     in.phase_s[MFU_PHASE_COMMUNICATION] = 0.25;
     in.marked = (1u << MFU_PHASE_DATA) | (1u << MFU_PHASE_FORWARD) | (1u << MFU_PHASE_BACKWARD)
                 | (1u << MFU_PHASE_ALL_REDUCE) | (1u << MFU_PHASE_COMMUNICATION);
-    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m);
+    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m, w);
     CHECK(w->formed);
     CHECK(w->share[MFU_LOSS_DATA] == 1.0 / 10.0);
     CHECK(w->share[MFU_LOSS_COMMUNICATION] == 0.75 / 10.0);       /* 0.5 + 0.25 */
@@ -140,19 +140,19 @@ static void test_waterfall_by_hand(void)
     /* Without HFU no recompute (it stays in compute); an unknown
      * over-compute counts 0; no MFU, no step time or no phase: none. */
     sums.executed_flops = NAN;
-    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m);
+    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m, w);
     CHECK(!(w->present & (1u << MFU_LOSS_RECOMPUTE)));
     CHECK_NEAR(w->share[MFU_LOSS_COMPUTE], 0.5 - 0.25, 1e-12);
     sums.executed_flops = 0.30;
     sums.overcompute_flops = NAN;
-    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m);
+    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m, w);
     CHECK_NEAR(w->share[MFU_LOSS_RECOMPUTE], 0.05, 1e-12);
     in.step_s = 0.0;
-    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m);
+    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m, w);
     CHECK(!w->formed);
     in.step_s = 10.0;
     in.marked = 1u << MFU_PHASE_CHECKPOINT;                       /* badput only */
-    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m);
+    mfu_figures_form(&sums, 1.0, &UNIT, &in, &m, w);
     CHECK(!w->formed);
 }
 
