@@ -217,8 +217,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 distributed=distributed, log_path=log_path,
                                 start_step=start_step, profile_steps=profile_steps,
                                 profile_trace_dir=profile_trace_dir)
-        timer, index, current = block_clock(clock, device, "track_step()")
-        d["_timer"] = timer
+        block = block_clock(clock, device, "track_step()")
+        current, index = block.current_stream, block.index
+        d["_timer"] = block.timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)
         d["_started"] = False
         d["_warned"] = set()
