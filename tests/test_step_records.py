@@ -219,17 +219,19 @@ def test_a_ranks_row_is_its_share_by_hand(every_matmul_counts):
 def test_a_step_record_books_every_figure_of_its_step():
     """StepFlops.book(): a counted step's model, executed and over-compute
     FLOPs and its tokens land on its record (no window of its own)."""
-    from mfu_tracker.integrations._step_flops import StepFlops, StepRecord
+    from mfu_tracker.integrations._step_flops import Flops, StepFlops, StepRecord
+    from mfu_tracker.timing._totals import StepSums
 
     warned = []
     policy = StepFlops(count_every=1, causal_attention="full", hfu_factor=None,
                        warn_once=lambda key, message: warned.append(key))
     t = _tracker(2)
     records = []
-    for counted in ((10.0, 15.0, 4.0, 2.0), (20.0, 30.0, 8.0, 0.0)):
+    for model, executed, forward, over in ((10.0, 15.0, 4.0, 2.0), (20.0, 30.0, 8.0, 0.0)):
         record = StepRecord()
         record.add_block(8)
-        record.counted = counted                 # (model, executed, forward, overcompute)
+        record.counted = Flops(StepSums(model_flops=model, executed_flops=executed,
+                                        overcompute_flops=over), forward)
         records.append(record)
     policy.book(t, [(1, records[0]), (2, records[1])], [None] * 6)
     steps = t.window_steps()

@@ -44,6 +44,8 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_s", "step_time_s", 1.0, "s", "mean step period, end to end"),
     MetricKey("step_time_min_s", "step_time_min_s", 1.0, "s", "shortest step period"),
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
+    MetricKey("idle_s", "idle_s_per_step", 1.0, "s",
+              "seconds per step the devices sat idle between marked phases"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
     # issue 12: mixed precision, the measured ceiling, device telemetry (below)
