@@ -298,6 +298,7 @@ class Ratio:
 STEP_FIELDS: tuple[StepField, ...]
 RATIOS: tuple[Ratio, ...]
 LOSSES: tuple[str, ...]
+ROLES: tuple[tuple[str, str], ...]
 
 def form_figures(
     sums: Mapping[str, Optional[float]],

@@ -20,7 +20,7 @@ import warnings
 import pytest
 
 from mfu_tracker import Tracker, user_gpu_spec
-from mfu_tracker.timing._metrics import FAMILIES, KEYS
+from mfu_tracker.timing._metrics import FAMILIES, KEYS, ROLE_KEYS
 from mfu_tracker.timing._totals import NO_TOTALS, WindowTotals
 from mfu_tracker.timing._waterfall import COMM_KINDS, LOSSES, PHASES
 from mfu_tracker.tracker._config import TrackerConfig
@@ -175,9 +175,11 @@ def test_tracker_doc_keys_are_the_key_table():
     names = {key.name for key in KEYS}
     families = {family for family, _, _ in FAMILIES}
     members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>", "<class>"}
+    role_keys = {f"role/<role>/{key.name}" for key in ROLE_KEYS}
     for key in documented:
         family, _, member = key.partition("/")
-        assert key in names or (family in families and member in members), key
+        assert key in names or key in role_keys or (family in families and member in members), key
+    assert role_keys <= documented
     assert names - documented == {"goodput", "goodput_s", "job_mfu", "job_wall_s"}
     used = {key.partition("/")[0] for key in documented if "/" in key}
     assert families - used == {"badput", "badput_s"}

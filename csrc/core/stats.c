@@ -105,7 +105,7 @@ static void form_waterfall(const mfu_metrics *m, const mfu_waterfall_in *in, mfu
     const double t = in->step_s, communication = communication_s(in);
     size_t n = 0;
     memset(w, 0, sizeof *w);
-    if (isnan(m->mfu) || !(t > 0.0) || !mfu_waterfall_marked(in->marked))
+    if (isnan(m->mfu) || !(t > 0.0) || !mfu_waterfall_asked(in->marked, &in->per_step))
         return;
     w->formed = 1;
     all[n++] = m->mfu;

@@ -92,7 +92,14 @@ enum { MFU_RATIO_NEEDS_MODEL = 1u << 0 };
     X(OVERCOMPUTE, overcompute, OVERCOMPUTE_FLOPS, MFU_CEILING_PEAK_FLOPS, 0,              \
       "over-compute FLOPs / time / peak: the share the waterfall books to compute")        \
     X(MFU_VS_MEASURED, mfu_vs_measured, MODEL_FLOPS, MFU_CEILING_MEASURED_FLOPS, 0,        \
-      "model FLOPs / time / the measured GEMM peak")
+      "model FLOPs / time / the measured GEMM peak")                                         \
+    X(WAIT_RATIO, wait_ratio, WAIT_S, MFU_CEILING_RATE, 0,                                 \
+      "seconds no role ran / time: the share of the wall time the devices waited")         \
+    MFU_ROLES(MFU_ROLE_SHARE_, X)
+
+/* A role's share of the wall time: its seconds / time. */
+#define MFU_ROLE_SHARE_(X, ID, name, meaning) \
+    X(ID##_TIME_SHARE, name##_time_share, ID##_S, MFU_CEILING_RATE, 0, "role " #name ": seconds / time")
 
 enum mfu_ratio_index {
 #define MFU_RATIO_INDEX_(ID, name, field, ceiling, flags, meaning) MFU_RATIO_##ID,

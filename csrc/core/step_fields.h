@@ -62,6 +62,28 @@ enum {
 /* Given, with a per-step default. */
 #define MFU_FIELD_GIVEN_DEFAULTED (MFU_FIELD_GIVEN | MFU_FIELD_DEFAULTED)
 
+/* The roles of a post-training step (docs/post-training.md), one row each:
+ * R(X, ID, name, meaning). Each role is four fields of the record (below):
+ * <name>_flops (its model FLOPs), <name>_bytes (the bytes it moved: decode's
+ * weights and KV cache, a sync's weights), <name>_tokens and <name>_s (the
+ * seconds it ran); a step that ran no such role records 0 for each. */
+#define MFU_ROLES(R, X)                                                                       \
+    R(X, ROLLOUT, rollout, "generation: prefill and decode of the policy's samples")          \
+    R(X, REFERENCE, reference, "the reference model's forward over the samples")             \
+    R(X, REWARD, reward, "a reward model's forward (a rule scored on the host has no FLOPs)") \
+    R(X, LEARNER, learner, "the policy's training: forward, backward, optimizer")            \
+    R(X, WEIGHT_SYNC, weight_sync, "the learner's weights copied to the generator")
+
+/* One role's four fields. */
+#define MFU_ROLE_FIELDS_(X, ID, name, meaning)                                                \
+    X(ID##_FLOPS, name##_flops, "FLOPs", MFU_FIELD_GIVEN, NAN, NULL,                          \
+      "role " #name ": model FLOPs (its forward; a learner's backward too)")                  \
+    X(ID##_BYTES, name##_bytes, "bytes", MFU_FIELD_GIVEN, NAN, NULL,                          \
+      "role " #name ": bytes read and written (the MBU numerator)")                           \
+    X(ID##_TOKENS, name##_tokens, "tokens", MFU_FIELD_GIVEN, NAN, NULL,                       \
+      "role " #name ": tokens processed")                                                     \
+    X(ID##_S, name##_s, "s", MFU_FIELD_GIVEN, NAN, NULL, "role " #name ": seconds it ran")
+
 /* The fields, in the order of mfu_work's members. */
 #define MFU_STEP_FIELDS(X)                                                                    \
     X(MODEL_FLOPS, model_flops, "FLOPs", MFU_FIELD_GIVEN_DEFAULTED, NAN, NULL,                          \
@@ -85,7 +107,12 @@ enum {
     X(IDLE_S, idle_s, "s", MFU_FIELD_PER_STEP, NAN, "idle",                                   \
       "seconds the step's devices sat idle between its phases: from the end of a marked "     \
       "phase to the start of the next, no phase running (steps_marks.c); unknown in a "       \
-      "step that marked no phase")
+      "step that marked no phase")                                                            \
+    X(WAIT_S, wait_s, "s", MFU_FIELD_GIVEN | MFU_FIELD_PER_STEP, NAN, "wait",                 \
+      "seconds of the step its devices ran no role (post-training: the roles below): "        \
+      "colocated, reward on the host, scheduling between roles; disaggregated, this "         \
+      "pool waiting for the other; unknown in a step that timed no role")                     \
+    MFU_ROLES(MFU_ROLE_FIELDS_, X)
 
 /* MFU_FIELD_<ID>: a field's index; MFU_FIELD_COUNT of them. */
 enum mfu_field_index {

@@ -25,6 +25,17 @@ int mfu_waterfall_marked(unsigned marked)
     return (marked & waterfall) != 0;
 }
 
+int mfu_waterfall_asked(unsigned marked, const mfu_work *fields)
+{
+    if (mfu_waterfall_marked(marked))
+        return 1;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        if (mfu_step_fields[f].loss != NULL && (mfu_step_fields[f].flags & MFU_FIELD_GIVEN)
+            && !isnan(mfu_work_get(fields, f)))
+            return 1;
+    return 0;
+}
+
 static double plain_sum(const double *values, size_t n, double extra)
 {
     double sum = 0.0;

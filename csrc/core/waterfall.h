@@ -17,6 +17,9 @@
  *                  forward or backward marked)
  *   other          what closes mfu + the losses to exactly 1
  *
+ * The waterfall is formed when a phase of it was marked or a given field
+ * with a loss is known (mfu_waterfall_asked): a post-training loop that
+ * marks no phase still sees its wait beside mfu and other.
  * A phase never marked has no loss (its time is in `other`); without hfu
  * recompute has none (recomputation stays in compute); an unknown
  * over-compute share counts 0. Shares are never clamped. The shares are
@@ -72,6 +75,11 @@ typedef struct mfu_waterfall {
 /* 1 when a phase of the waterfall (data, forward, backward, optimizer,
  * communication of any kind, the bubble) is in `marked`. */
 int mfu_waterfall_marked(unsigned marked);
+
+/* 1 when the waterfall is asked for: a phase of it is in `marked`, or a
+ * field with a loss that a caller gives (the roles' wait_s) is known in
+ * `fields` (a step's or a window's: only known-ness is read). */
+int mfu_waterfall_asked(unsigned marked, const mfu_work *fields);
 
 /* The correctly rounded sum of values[0 .. n - 1] (Shewchuk's exact
  * partials; half-even rounding of the exact sum), plus `extra` (0.0 for

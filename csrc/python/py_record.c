@@ -9,6 +9,8 @@
  *   _C.RATIOS           one Ratio per ratio the formula forms (core/stats.h):
  *                       its field and its ceiling
  *   _C.LOSSES           the waterfall's losses, in report order
+ *   _C.ROLES            the roles of a post-training step (core/step_fields.h,
+ *                       MFU_ROLES), in the record's order: (name, meaning)
  *   _C.form_figures()   mfu_figures_form over sums a caller gives: how the
  *                       cross-rank combination forms the job's figures
  *   _C.closing_share()  the share that closes a list to exactly 1
@@ -369,6 +371,28 @@ static int add_table(PyObject *module, PyStructSequence_Desc *desc, const char *
     return rc;
 }
 
+/* ((name, meaning), ...) of the roles, in the table's order. */
+static PyObject *role_rows(void)
+{
+#define MFU_PY_ROLE_COUNT_(X, ID, name, meaning) +1
+    enum { ROLE_COUNT = 0 MFU_ROLES(MFU_PY_ROLE_COUNT_, X) };
+    static const char *const rows[][2] = {
+#define MFU_PY_ROLE_(X, ID, name, meaning) {#name, meaning},
+        MFU_ROLES(MFU_PY_ROLE_, X)
+    };
+#undef MFU_PY_ROLE_
+#undef MFU_PY_ROLE_COUNT_
+    PyObject *roles = PyTuple_New(ROLE_COUNT);
+    for (int i = 0; roles != NULL && i < ROLE_COUNT; i++) {
+        PyObject *row = Py_BuildValue("(ss)", rows[i][0], rows[i][1]);
+        if (row == NULL)
+            Py_CLEAR(roles);
+        else
+            PyTuple_SET_ITEM(roles, i, row);
+    }
+    return roles;
+}
+
 int mfu_py_record_exec(PyObject *module)
 {
     PyObject *losses;
@@ -382,6 +406,13 @@ int mfu_py_record_exec(PyObject *module)
     if (losses == NULL)
         return -1;
     rc = PyModule_AddObjectRef(module, "LOSSES", losses);
+    Py_DECREF(losses);
+    if (rc < 0)
+        return -1;
+    losses = role_rows();
+    if (losses == NULL)
+        return -1;
+    rc = PyModule_AddObjectRef(module, "ROLES", losses);
     Py_DECREF(losses);
     if (rc < 0)
         return -1;

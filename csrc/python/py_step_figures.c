@@ -160,7 +160,7 @@ static PyObject *summary_dict(const step_object *s, const mfu_steps_summary *sum
     if (result != NULL
         && (set_phases(s, result, &sum->phases) < 0
             || mfu_py_figures_into(state, result, &w->metrics,
-                                   w->steps > 0 && mfu_waterfall_marked(sum->phases.marked)
+                                   w->steps > 0 && mfu_waterfall_asked(sum->phases.marked, &w->totals)
                                        ? &w->waterfall : NULL)
                    < 0))
         Py_CLEAR(result);

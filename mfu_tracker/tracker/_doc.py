@@ -154,6 +154,26 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ====================================  ===========================================================
 
     A phase never marked in the window has no key (its time is in ``other``).
+
+    **Post-training roles.** A step timed by :class:`~mfu_tracker.Roles`
+    (``docs/post-training.md``) carries each role's work and seconds and its
+    wait (``rollout``, ``reference``, ``reward``, ``learner``,
+    ``weight_sync``: ``_C.ROLES``), and adds, for every role that ran:
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/role/<role>/mfu``          the role's model FLOPs / its seconds / peak
+    ``{prefix}/role/<role>/mbu``          the role's bytes / its seconds / peak bandwidth
+    ``{prefix}/role/<role>/tokens_per_sec`` the role's tokens / its seconds
+    ``{prefix}/role/<role>/achieved_tflops`` the role's model TFLOP/s while it ran
+    ``{prefix}/role/<role>/time_share``   the role's seconds / the window's wall time
+    ``{prefix}/role/<role>/time_s``       the role's seconds per step
+    ``{prefix}/mfu_end_to_end``           every role's model FLOPs / the window's wall time / peak
+    ``{prefix}/wait_ratio``               seconds no role ran / the window's wall time
+    ``{prefix}/wait_s``                   seconds per step no role ran
+    ``{prefix}/mfu_lost/wait``            the wait's share of the step, carved out of ``other``
+    ====================================  ===========================================================
     ``metrics()`` leaves its own time out of the step it falls in: the
     aggregation collective on either clock, the local call on the CPU clock.
 

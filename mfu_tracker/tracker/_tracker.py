@@ -37,6 +37,7 @@ from ..peaks._table import GPUSpec
 from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
+from ..timing._roles import ROLES, role_figures
 from ..timing._step_profile import StepProfiler, check_profile_steps
 from ..timing._totals import FIELDS, NO_TOTALS, StepSums
 from ..timing._waterfall import split_communication
@@ -49,7 +50,8 @@ __all__ = ["Tracker"]
 #: Summary keys left out while unavailable (they exist only with their input):
 #: these ratios, and each field of the step record (its sum over the window,
 #: and a per-step field's seconds per step).
-_OPTIONAL_SUMMARY = ("mfu_mixed", "mfu_language", "mfu_vs_measured",
+_OPTIONAL_SUMMARY = ("mfu_mixed", "mfu_language", "mfu_vs_measured", "wait_ratio",
+                     *(f"{role}_time_share" for role in ROLES),
                      *(field.name for field in FIELDS),
                      *(f"{field.name}_per_step" for field in FIELDS if field.per_step))
 
@@ -335,8 +337,14 @@ class Tracker(_C.StepTracker):
                 self._exclude_end()
 
     def _figures(self, totals: StepSums) -> Dict[str, Any]:
-        """This rank's figures over its window (:func:`window_figures`)."""
-        return window_figures(self, totals, comm=self._comm)
+        """This rank's figures over its window (:func:`window_figures`), and
+        its roles' (:func:`role_figures`) when roles ran in it."""
+        out = window_figures(self, totals, comm=self._comm)
+        bandwidth, config = self._peak.bytes_per_sec, self._config
+        devices = config.num_gpus * config.model_parallel   # the engine's ceilings' devices
+        out.update(role_figures(out, peak_flops_per_sec=out.get("peak_flops_per_sec"),
+                                peak_bytes_per_sec=bandwidth * devices if bandwidth else None))
+        return out
 
     def summary(self) -> Dict[str, Any]:
         """Every windowed figure, None where unavailable.
