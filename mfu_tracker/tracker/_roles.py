@@ -112,6 +112,12 @@ class Roles:
             self._sync()
         return time.perf_counter()
 
+    def now(self) -> float:
+        """The roles' clock, in seconds: the host's, after the device
+        finished its work on a GPU clock (for a role timed outside
+        :meth:`role` and booked with :meth:`add`)."""
+        return self._now()
+
     def start(self) -> None:
         """The first boundary: starts the tracker's clock (its first
         ``step()``) and the host clock of the wait."""
