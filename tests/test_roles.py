@@ -185,3 +185,50 @@ def test_disaggregated_wait_ratio_two_gloo_processes(tmp_path):
     assert learner["learner_s"] + learner["wait_s"] == pytest.approx(learner["window_s"], abs=0.02)
     # each pool's end-to-end MFU: its own roles' FLOPs over its wall time
     assert learner["mfu_end_to_end"] == STEPS * 3e9 / learner["window_s"] / PEAK
+
+
+def _grouped_pool(rank: int, init: str, out: str) -> None:
+    """The same two pools, their trackers combining across the process group."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    t = Tracker(spec=user_gpu_spec(1.0), clock="cpu", warmup=1, window=10)
+    roles = Roles(t)
+    roles.start()
+    for _ in range(STEPS + 1):
+        with roles.role("rollout" if rank == 0 else "learner") as run:
+            time.sleep(ROLLOUT_S if rank == 0 else LEARN_S)
+            run.add(flops=1e9)
+        dist.barrier()                              # the learner waits for the rollout
+        roles.step()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        combined = roles.metrics("")
+        again = roles.metrics("")
+    local = t.summary()
+    with open(f"{out}.{rank}", "w") as f:
+        f.write(repr({"combined": combined, "again": again, "local": local["wait_ratio"],
+                      "warnings": [str(w.message) for w in caught]}))
+    dist.destroy_process_group()
+
+
+def test_wait_ratio_across_ranks_is_the_mean_and_roles_are_left_out(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("no gloo")
+    import torch.multiprocessing as mp
+    out = str(tmp_path / "pool")
+    mp.start_processes(_grouped_pool, args=(f"file://{tmp_path / 'store'}", out), nprocs=2,
+                       start_method="spawn")
+    rollout, learner = (eval(open(f"{out}.{r}").read()) for r in (0, 1))
+    # the pools' own ratios: the rollout barely waits, the learner most of each step
+    assert learner["local"] > 0.5 > rollout["local"]
+    for pool in (rollout, learner):
+        m = pool["combined"]
+        # the job's wait ratio is the mean of the pools' (one device each), never their sum
+        assert m["wait_ratio"] == pytest.approx((rollout["local"] + learner["local"]) / 2,
+                                                rel=0.02)
+        assert m["wait_ratio"] < 1.0
+        # role figures would need each pool's own seconds and peak: left out, said once
+        assert not any(k.startswith("role/") or k == "mfu_end_to_end" for k in m)
+        assert len(pool["warnings"]) == 1 and "role figures" in pool["warnings"][0]
+        assert "wait_ratio" in pool["again"]

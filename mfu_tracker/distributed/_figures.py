@@ -112,6 +112,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 from .._native import _C
 from .._validate import check_prefix
 from ..timing._metrics import format_metrics
+from ..timing._roles import ROLES
 from ..timing._telemetry import power_figures
 from ..timing._totals import FIELDS
 from ..timing._waterfall import COMM_KINDS, PHASES
@@ -182,6 +183,13 @@ class DistributedFigures:
     mfu_lost_rank: Optional[Dict[str, float]] = None  # per loss: the rank with the largest share
     ledger_model_flops: Optional[float] = None  # sum over ranks (the job ledger's interval)
     per_step: Optional[Dict[str, float]] = None  # the step record's per-step fields: mean over ranks
+    wait_ratio: Optional[float] = None         # device-weighted mean of the ranks' wait / step time
+
+    @property
+    def roles_ran(self) -> bool:
+        """Whether any rank timed a post-training role in its window."""
+        return any((getattr(r.sums, f"{role}_s", None) or 0.0) > 0 for r in self.ranks
+                   for role in ROLES)
 
     @property
     def world_size(self) -> int:
@@ -352,6 +360,20 @@ def _per_step(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[Dict
     return out or None
 
 
+def _wait_ratio(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[float]:
+    """The share of the job's device time spent waiting: each rank's wait
+    (seconds per step) over its own step period, weighted by its devices
+    (the plain mean when every rank has as many); None unless every rank
+    has both. Never the sum of the ranks' ratios, nor one rate over the job's
+    wall time: each pool waits on its own clock."""
+    if not with_steps:
+        return None
+    rows = [(r.num_devices, r.sums.wait_s, r.step_time_s) for r in ranks]
+    if any(w is None or math.isnan(w) or t is None or not t > 0 for _, w, t in rows):
+        return None
+    return math.fsum(n * w / t for n, w, t in rows) / math.fsum(n for n, _, _ in rows)
+
+
 def _job(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str, Any]:
     """The job's ratios and waterfall by the one formula: every rank's sums
     per second added up (a field any rank lacks: unknown; none without steps
@@ -396,6 +418,7 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         mfu_lost_rank=concentrated,
         ledger_model_flops=_total([r.ledger_model_flops for r in ranks]),
         per_step=_per_step(ranks, with_steps),
+        wait_ratio=_wait_ratio(ranks, with_steps),
         **_telemetry(ranks, achieved, tokens),
         **_communication(ranks, with_steps),
         mfu_mixed=job["mfu_mixed"],

@@ -22,6 +22,7 @@ in :mod:`._doc`.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .._native import _C
@@ -60,7 +61,7 @@ class Tracker(_C.StepTracker):
     __doc__ = TRACKER_DOC
 
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
-                 "_comm", "_profiler", "__weakref__")
+                 "_comm", "_profiler", "_roles_warned", "__weakref__")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
         # The kernel breakdown: a tracker that profiles steps is a
@@ -128,6 +129,7 @@ class Tracker(_C.StepTracker):
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(config.distributed_timeout) if config.aggregate else None
+        self._roles_warned = False   # role figures left out under a process group: said once
         self._comm = communication(self, config, peak, clock, self._dist)
 
     def _start_engine(self, config: TrackerConfig, peak: Peak, clock: Clock,
@@ -320,6 +322,13 @@ class Tracker(_C.StepTracker):
                 figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 self._run.ranks = None if figures is None else figures.ranks   # served per rank
                 if figures is not None:
+                    if figures.roles_ran and not self._roles_warned:
+                        self._roles_warned = True
+                        warnings.warn(
+                            "mfu_tracker: under a process group the role figures (role/*, "
+                            "mfu_end_to_end) are left out of metrics(): each rank's are its "
+                            "own tracker's summary(); wait_ratio is the ranks' device-weighted "
+                            "mean (docs/post-training.md)", RuntimeWarning, stacklevel=3)
                     if interval is not None:   # the job's FLOPs of it: every rank's, summed
                         interval["model_flops"] = figures.ledger_model_flops
                         interval["flops_ranks"] = figures.world_size
