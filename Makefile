@@ -28,7 +28,7 @@ CTEST_HDR := tests/c/check.h tests/c/test_clock.h tests/c/tiny_model.h $(wildcar
 
 .PHONY: run docs-report docs-breakdown test build ctest pytest clean install-check prometheus-bin
 .PHONY: chromium-bin docs-view
-.PHONY: test-busy stress-bin
+.PHONY: test-busy stress-bin rl-loop
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
 # The main job, then its picture: the tracker's metrics log drawn by
@@ -68,6 +68,11 @@ run: $(RUN_PKG)
 	@mkdir -p build/run && rm -f $(RUN_LOG)
 	MFU_TRACKER_CACHE_DIR=$(abspath $(RUN_CACHE)) $(RUN_PY) examples/train_gpt2.py --log-path $(RUN_LOG)
 	$(RUN_VENV)/bin/mfu-tracker report $(RUN_LOG) --out $(RUN_REPORT) --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
+
+# The reference RL loop (examples/rl_loop.py, docs/post-training.md): a tiny
+# policy on the CPU, each role's MFU / MBU, the wait and the end-to-end MFU.
+rl-loop: build
+	$(PY) examples/rl_loop.py
 
 docs-report: run
 	cp $(RUN_REPORT) docs/report.png

@@ -268,6 +268,53 @@ class PhaseBlock:
     def __enter__(self) -> "PhaseBlock": ...
     def __exit__(self, *exc_info: object) -> bool: ...
 
+# ---- py_record.c: the step record (csrc/core/step_fields.h) and its formula -----
+
+class StepField:
+    """One field of the step record (a struct sequence)."""
+
+    name: str
+    unit: str
+    given: bool
+    defaulted: bool
+    per_step: bool
+    loss: Optional[str]
+    meaning: str
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
+
+class Ratio:
+    """One ratio of the one formula (a struct sequence)."""
+
+    name: str
+    field: str
+    ceiling: str
+    meaning: str
+    n_fields: int
+    n_sequence_fields: int
+    n_unnamed_fields: int
+
+STEP_FIELDS: tuple[StepField, ...]
+RATIOS: tuple[Ratio, ...]
+LOSSES: tuple[str, ...]
+ROLES: tuple[tuple[str, str], ...]
+
+def form_figures(
+    sums: Mapping[str, Optional[float]],
+    seconds: float,
+    /,
+    *,
+    peak_flops_per_sec: Optional[float] = None,
+    peak_bytes_per_sec: Optional[float] = None,
+    devices: Optional[float] = None,
+    measured_flops_per_sec: Optional[float] = None,
+    step_s: Optional[float] = None,
+    phase_s: Optional[Mapping[str, Optional[float]]] = None,
+    per_step: Optional[Mapping[str, Optional[float]]] = None,
+) -> dict[str, Any]: ...
+def closing_share(shares: Sequence[float], /) -> float: ...
+
 class StepTracker:
     """Hot path of mfu_tracker.Tracker: one mark per step boundary."""
 
@@ -286,39 +333,18 @@ class StepTracker:
         warmup: int = 1,
         dtype_peaks: Optional[Sequence[Optional[float]]] = None,
         flops_by_dtype: Optional[Mapping[str, float]] = None,
+        measured_flops_per_sec: Optional[float] = None,
     ) -> None: ...
+    # The work keywords are the fields of STEP_FIELDS a caller gives.
     def step(
         self,
         num_tokens: Optional[float] = None,
         *,
-        model_flops: Optional[float] = None,
-        executed_flops: Optional[float] = None,
         flops_by_dtype: Optional[Mapping[str, float]] = None,
-        overcompute_flops: Optional[float] = None,
+        **fields: Optional[float],
     ) -> None: ...
-    def summary(
-        self,
-        /,
-        *,
-        model_flops: float | None = ...,
-        executed_flops: float | None = ...,
-        num_tokens: float | None = ...,
-        ideal_s: float | None = ...,
-        overcompute_flops: float | None = ...,
-        language_flops: float | None = ...,
-    ) -> dict[str, Any]: ...
-    def book(
-        self,
-        step: int,
-        /,
-        *,
-        model_flops: float | None = ...,
-        executed_flops: float | None = ...,
-        num_tokens: float | None = ...,
-        ideal_s: float | None = ...,
-        overcompute_flops: float | None = ...,
-        language_flops: float | None = ...,
-    ) -> bool: ...
+    def summary(self, /, **totals: float | None) -> dict[str, Any]: ...
+    def book(self, step: int, /, **fields: float | None) -> bool: ...
     def window_steps(self, /) -> list[dict[str, Any]]: ...
     def begin_phase(self, name: PhaseName, /) -> None: ...
     def end_phase(self, /) -> None: ...

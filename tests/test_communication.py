@@ -14,6 +14,7 @@ import pytest
 
 from mfu_tracker import _C, user_gpu_spec
 from mfu_tracker.distributed._figures import ROW_FIELDS, RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 from mfu_tracker.distributed._links import GroupLinks, is_intra_node, network_ports
 from mfu_tracker.step import Tracker
 from mfu_tracker.timing._metrics import format_metrics
@@ -154,10 +155,9 @@ def test_split_and_waterfall_by_hand():
 def _rank(rank, comm, *, comm_s_total=None, busy_comm=0.0, bubble=None, **extra):
     return RankFigures(
         rank=rank, boundaries=11, steps=10, window_s=1.0, step_time_s=0.1, step_time_min_s=0.1,
-        step_time_max_s=0.1, achieved_flops_per_sec=1e12, executed_flops_per_sec=None,
-        achieved_bytes_per_sec=None, tokens_per_sec=None, peak_flops_per_sec=1e13,
+        step_time_max_s=0.1, sums=StepSums(model_flops=1e12), peak_flops_per_sec=1e13,
         peak_bytes_per_sec=None, num_devices=1, model_parallel=1, interval_s=None,
-        interval_steps=0, mfu=0.1, phase_backward_s=0.05, phase_communication_s=busy_comm,
+        interval_steps=0, phase_backward_s=0.05, phase_communication_s=busy_comm,
         phase_pipeline_bubble_s=bubble, comm_observed=1.0, comm=comm, **extra)
 
 

@@ -18,6 +18,7 @@ from mfu_tracker import (FlopCounter, Tracker, register_flop_formula, transforme
                          unregister_flop_formula, user_gpu_spec)
 from mfu_tracker.cli import main
 from mfu_tracker.distributed import RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 
 from _process_group import process_group
 
@@ -140,10 +141,9 @@ def _rank(rank, phases):
     """A rank row with a 0.1 s step period and these phase seconds."""
     return RankFigures(rank=rank, boundaries=11, steps=10, window_s=1.0, step_time_s=0.1,
                        step_time_min_s=0.1, step_time_max_s=0.1,
-                       achieved_flops_per_sec=2e11, executed_flops_per_sec=None,
-                       achieved_bytes_per_sec=None, tokens_per_sec=None,
+                       sums=StepSums(model_flops=2e11),     # mfu 0.2 of the 1e12 peak
                        peak_flops_per_sec=1e12, peak_bytes_per_sec=None, num_devices=1,
-                       model_parallel=1, interval_s=1.0, interval_steps=10, mfu=0.2,
+                       model_parallel=1, interval_s=1.0, interval_steps=10,
                        **{f"phase_{k}_s": v for k, v in phases.items()})
 
 

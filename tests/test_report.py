@@ -215,7 +215,8 @@ def test_tensorboard_and_jsonl_from_a_real_trainer_run(tmp_path, capsys):
     shown = {(s, k): v for s, m in history.items() for k, v in m.items()
              if k in ("throughput/mfu", "throughput/step_time_s")
              or k.startswith("throughput/mfu_lost/")}
-    assert len(shown) == 3 * 7  # mfu, step time + five losses (no DDP hook: no communication)
+    # mfu, step time + six losses (idle between phases; no DDP hook: no communication)
+    assert len(shown) == 3 * 8
     assert printed(out) == shown
 
     events = glob.glob(str(tmp_path / "out" / "**" / "*tfevents*"), recursive=True)
@@ -386,7 +387,7 @@ def test_the_main_job_logs_and_its_report_prints_the_logged_mfu(tmp_path):
     for line in lines:   # the loop marks data/forward/backward/optimizer: the waterfall adds up
         lost = {k: v for k, v in line.items() if k.startswith("throughput/mfu_lost/")}
         assert set(lost) == {f"throughput/mfu_lost/{name}"
-                             for name in ("data", "optimizer", "compute", "other")}
+                             for name in ("data", "optimizer", "idle", "compute", "other")}
         assert math.fsum([line["throughput/mfu"], *lost.values()]) == 1.0
         assert line["throughput/phase_s/forward"] > 0 and line["throughput/phase_s/backward"] > 0
     out_png = tmp_path / "report.png"

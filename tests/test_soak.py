@@ -679,6 +679,27 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
     add("link_share", _C.link_share, F(50e9), I(2), S("four"), exc=TypeError)
     add("StepTracker.comm", _C.StepTracker(clock=S("cpu")).comm)
 
+    # -- py_record.c: the step record's table, its ratios and the one formula
+    for type_name, row, fields in (
+            ("StepField", _C.STEP_FIELDS[0],
+             ("name", "unit", "given", "defaulted", "per_step", "loss", "meaning")),
+            ("Ratio", _C.RATIOS[0], ("name", "field", "ceiling", "meaning"))):
+        add(f"{type_name}()", getattr(_C, type_name), tuple(row))
+        add(f"{type_name}()", getattr(_C, type_name), (S("x"),), exc=TypeError)
+        for attr in (*fields, "n_fields", "n_sequence_fields", "n_unnamed_fields"):
+            add(f"{type_name}.{attr}", getattr, row, attr)
+    add("form_figures", _C.form_figures, {S("model_flops"): F(1e12), S("num_tokens"): None},
+        F(2.0), peak_flops_per_sec=F(1e13), devices=F(2.0), step_s=F(0.1),
+        phase_s={S("forward"): F(0.05), S("data"): None}, per_step={})
+    add("form_figures", _C.form_figures, {S("nonsense"): F(1.0)}, F(1.0), exc=ValueError)
+    add("form_figures", _C.form_figures, [F(1.0)], F(1.0), exc=TypeError)
+    add("form_figures", _C.form_figures, {}, F(1.0), step_s=F(1.0), phase_s={S("nap"): F(1.0)},
+        exc=ValueError)
+    add("form_figures", _C.form_figures, {S("model_flops"): S("x")}, F(1.0), exc=TypeError)
+    add("closing_share", _C.closing_share, [F(0.25), F(0.5)])
+    add("closing_share", _C.closing_share, [S("x")], exc=TypeError)
+    add("closing_share", _C.closing_share, I(3), exc=TypeError)
+
     # -- py_kernels.c: the kernel class table and the union timeline
     add("kernel_classes", _C.kernel_classes)
     add("kernel_rules", _C.kernel_rules)

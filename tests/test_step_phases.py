@@ -8,6 +8,7 @@ lower bounds (a sleep lasts at least its time) plus the exact sum.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -16,6 +17,7 @@ import pytest
 
 from mfu_tracker import _C, user_gpu_spec
 from mfu_tracker.distributed import RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 from mfu_tracker.step import Tracker
 from mfu_tracker.timing._waterfall import LOSSES, PHASES, waterfall
 
@@ -42,7 +44,8 @@ def test_waterfall_by_hand():
     # mfu 0.25 (ideal 2.5 s), hfu 0.3
     w = waterfall(0.25, 0.30, 10.0, {"data": 1.0, "forward": 2.0, "backward": 3.0,
                                      "optimizer": 0.5, "communication": 1.5})
-    assert list(w) == [name for name in LOSSES if name != "pipeline_bubble"]  # not marked
+    # not marked: the bubble; not given: the step record's per-step losses (idle)
+    assert list(w) == [name for name in LOSSES if name not in ("pipeline_bubble", "idle")]
     assert w["data"] == pytest.approx(0.1)
     assert w["communication"] == pytest.approx(0.15)
     assert w["optimizer"] == pytest.approx(0.05)
@@ -252,10 +255,68 @@ def test_gpu_timeline_semantics_zero_syncs(fake):
     assert lost["data"] == pytest.approx(3 / 22, rel=1e-9)
     assert lost["optimizer"] == pytest.approx(2 / 22, rel=1e-9)
     assert lost["compute"] == pytest.approx(10 / 22 - mfu, rel=1e-9)
-    assert lost["other"] == pytest.approx(7 / 22, rel=1e-9)  # 10..15 and 18..20 unmarked
+    # 10..15 and 18..20: between phases, none running -- idle, carved out of
+    # other (docs/waterfall.md); nothing else is unmarked
+    assert lost["idle"] == pytest.approx(7 / 22, rel=1e-9)
+    assert m["throughput/idle_s"] == pytest.approx(7e-3, rel=1e-9)
+    assert lost["other"] == pytest.approx(0.0, abs=1e-12)
     assert "recompute" not in lost and "communication" not in lost
     assert _sums_to_one(m)
     assert fake.sync_calls() == 0
+
+
+def test_idle_between_phases_is_carved_out_of_other(fake):
+    """idle_s: from a phase's end to the next phase's start, none running;
+    the time before a step's first phase and after its last stays in
+    other; a step that marked no phase has none (the keys left out)."""
+    t = Tracker(5e11, spec=SPEC, clock="cuda", stream=0, warmup=0, window=2)
+    t.step()                                  # GPU 0
+    fake.advance(2 * MS)                      # host at 2: before the first phase, other
+    with t.phase("forward"):                  # GPU 2
+        fake.set_work_ns(3 * MS)
+    fake.set_work_ns(0)                       # forward ends at GPU 5
+    fake.advance(6 * MS)                      # host at 8: the GPU drained at 5
+    with t.phase("backward"):                 # GPU 8: idle 5 .. 8
+        fake.set_work_ns(4 * MS)
+    fake.set_work_ns(0)                       # backward ends at GPU 12
+    fake.advance(8 * MS)                      # host at 16: after the last phase (12), other
+    t.step()                                  # GPU 16: period 16 ms
+    with t.phase("forward"):                  # GPU 16 (no gap: the step's first)
+        fake.set_work_ns(10 * MS)
+    fake.set_work_ns(0)
+    t.step()                                  # GPU 26: period 10 ms, idle 0
+    fake.advance(20 * MS)                     # host at 36: everything resolved
+    m = t.metrics()
+    lost = _lost(m)
+    # per step over T = (16 + 10) / 2 = 13 ms: idle (3 + 0) / 2 = 1.5 ms, other
+    # (2 + 4 + 0) / 2 = 3 ms; forward (3 + 10) / 2 and backward 4 / 2 in compute
+    assert m["throughput/idle_s"] == pytest.approx(1.5e-3, rel=1e-9)
+    assert lost["idle"] == pytest.approx(1.5 / 13, rel=1e-9)
+    assert lost["other"] == pytest.approx(3 / 13, rel=1e-9)
+    assert list(lost) == [k for k in LOSSES if k in lost] and _sums_to_one(m)
+    assert [s["idle_s"] for s in t.window_steps()] == [pytest.approx(3e-3), 0.0]
+    fake.advance(5 * MS)
+    t.step()                                  # a step without phases: idle unknown
+    m = t.metrics()
+    assert "throughput/idle_s" not in m and "idle" not in _lost(m) and _sums_to_one(m)
+    assert t.window_steps()[-1]["idle_s"] is None and "idle_s" not in t.summary()
+    assert fake.sync_calls() == 0
+
+
+def test_combine_idle_is_peak_weighted_like_every_share():
+    """Across ranks: the idle share is the peak-weighted mean of the ranks'
+    (weights 1 : 3), idle_s the mean; the row carries it per step."""
+    r0 = dataclasses.replace(_row(0, 0.1, {"forward": 0.05}, peak=1e12),
+                             sums=StepSums(model_flops=2e11, idle_s=0.02))
+    r1 = dataclasses.replace(_row(1, 0.1, {"forward": 0.05}, peak=3e12),
+                             sums=StepSums(model_flops=6e11, idle_s=0.01))
+    g = combine([r0, r1])
+    assert g.mfu_lost["idle"] == pytest.approx((1 * 0.2 + 3 * 0.1) / 4)
+    assert g.metrics()["throughput/idle_s"] == pytest.approx(0.015)
+    assert math.fsum([g.mfu, *g.mfu_lost.values()]) == 1.0
+    assert RankFigures.from_row(r1.to_row()) == r1
+    g = combine([r0, _row(1, 0.1, {"forward": 0.05}, peak=3e12)])  # rank 1: unknown
+    assert "idle" not in g.mfu_lost and "throughput/idle_s" not in g.metrics()
 
 
 def test_gpu_excluded_interval(fake):
@@ -396,10 +457,9 @@ def test_local_metrics_on_a_gpu_clock_takes_no_mark(fake):
 def _row(rank, step_s, phases, mfu=0.2, peak=1e12):
     return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
                        step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
-                       achieved_flops_per_sec=mfu * peak, executed_flops_per_sec=None,
-                       achieved_bytes_per_sec=None, tokens_per_sec=None,
+                       sums=StepSums(model_flops=mfu * peak),   # model FLOP/s: mfu x peak
                        peak_flops_per_sec=peak, peak_bytes_per_sec=None, num_devices=1,
-                       model_parallel=1, interval_s=1.0, interval_steps=10, mfu=mfu,
+                       model_parallel=1, interval_s=1.0, interval_steps=10,
                        **{f"phase_{k}_s": v for k, v in phases.items()})
 
 

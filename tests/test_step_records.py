@@ -20,7 +20,7 @@ import warnings
 import pytest
 
 from mfu_tracker import Tracker, user_gpu_spec
-from mfu_tracker.timing._metrics import FAMILIES, KEYS
+from mfu_tracker.timing._metrics import FAMILIES, KEYS, ROLE_KEYS
 from mfu_tracker.timing._totals import NO_TOTALS, WindowTotals
 from mfu_tracker.timing._waterfall import COMM_KINDS, LOSSES, PHASES
 from mfu_tracker.tracker._config import TrackerConfig
@@ -175,9 +175,11 @@ def test_tracker_doc_keys_are_the_key_table():
     names = {key.name for key in KEYS}
     families = {family for family, _, _ in FAMILIES}
     members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>", "<class>"}
+    role_keys = {f"role/<role>/{key.name}" for key in ROLE_KEYS}
     for key in documented:
         family, _, member = key.partition("/")
-        assert key in names or (family in families and member in members), key
+        assert key in names or key in role_keys or (family in families and member in members), key
+    assert role_keys <= documented
     assert names - documented == {"goodput", "goodput_s", "job_mfu", "job_wall_s"}
     used = {key.partition("/")[0] for key in documented if "/" in key}
     assert families - used == {"badput", "badput_s"}
@@ -219,17 +221,19 @@ def test_a_ranks_row_is_its_share_by_hand(every_matmul_counts):
 def test_a_step_record_books_every_figure_of_its_step():
     """StepFlops.book(): a counted step's model, executed and over-compute
     FLOPs and its tokens land on its record (no window of its own)."""
-    from mfu_tracker.integrations._step_flops import StepFlops, StepRecord
+    from mfu_tracker.integrations._step_flops import Flops, StepFlops, StepRecord
+    from mfu_tracker.timing._totals import StepSums
 
     warned = []
     policy = StepFlops(count_every=1, causal_attention="full", hfu_factor=None,
                        warn_once=lambda key, message: warned.append(key))
     t = _tracker(2)
     records = []
-    for counted in ((10.0, 15.0, 4.0, 2.0), (20.0, 30.0, 8.0, 0.0)):
+    for model, executed, forward, over in ((10.0, 15.0, 4.0, 2.0), (20.0, 30.0, 8.0, 0.0)):
         record = StepRecord()
         record.add_block(8)
-        record.counted = counted                 # (model, executed, forward, overcompute)
+        record.counted = Flops(StepSums(model_flops=model, executed_flops=executed,
+                                        overcompute_flops=over), forward)
         records.append(record)
     policy.book(t, [(1, records[0]), (2, records[1])], [None] * 6)
     steps = t.window_steps()

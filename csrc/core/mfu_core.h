@@ -46,11 +46,17 @@
  *   gpu_driver.h  the CUDA / HIP driver, dlopen'd at first GPU use
  *   timing.h      clocks: the monotonic CPU clock and the mark timer (GPU
  *                 events resolved without blocking, or the CPU clock)
- *   stats.h       utilization arithmetic: MFU, HFU, MBU, tokens/s; a window's
- *                 figures
+ *   step_fields.h the record of a step's sums, declared once: one row per
+ *                 field (FLOPs of each kind, bytes, tokens, seconds), the
+ *                 value type mfu_work made from it
  *   phases.h      the phases of a step (data, forward, backward, optimizer,
  *                 communication by kind, the bubble, the badput phases) and
  *                 a step's seconds in each
+ *   waterfall.h   the MFU waterfall's losses, their inputs, and the exact
+ *                 sums that close them to 1
+ *   stats.h       the one formula of every figure: the ratios (MFU, HFU,
+ *                 MBU, tokens/s, mfu_mixed, mfu_language, ...) of a record
+ *                 of sums and the waterfall's shares; a window's figures
  *   records.h     one record per step (period, work, phases, communication)
  *                 in a ring keyed by step id; windows are views over it
  *   steps.h       step accounting: boundaries on a mark timer, the marks
@@ -106,8 +112,10 @@
 #include "nodes.h"
 #include "gpu_driver.h"
 #include "timing.h"
-#include "stats.h"
+#include "step_fields.h"
 #include "phases.h"
+#include "waterfall.h"
+#include "stats.h"
 #include "records.h"
 #include "steps.h"
 #include "mixed.h"

@@ -3,13 +3,6 @@
 
 #include "mixed.h"
 
-double mfu_mixed_utilization(double ideal_s, double elapsed_s, int num_devices)
-{
-    if (!(elapsed_s > 0.0) || num_devices < 1)
-        return NAN;
-    return ideal_s / elapsed_s / (double)num_devices;
-}
-
 mfu_status mfu_mixed_ideal_s(const double flops[MFU_DTYPE_COUNT],
                              const double peak_flops_per_sec[MFU_DTYPE_COUNT],
                              double *ideal_s, mfu_dtype *dtype)

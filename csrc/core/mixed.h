@@ -11,8 +11,9 @@
  *
  *     mfu_mixed = sum over steps of ideal_s / window_s / num_devices
  *
- * (steps.h sums ideal_s over the window). With a single dtype d it is
- * F_d / peak_d / T, i.e. exactly mfu against d's peak.
+ * (ideal_s is a field of the step record, step_fields.h, summed over the
+ * window; the ratio is a row of stats.h's MFU_RATIOS). With a single dtype
+ * d it is F_d / peak_d / T, i.e. exactly mfu against d's peak.
  *
  * Peaks are per device, in FLOP/s, one per mfu_dtype (dtypes.h); NaN (or
  * <= 0) = the device has no peak for that dtype.
@@ -36,11 +37,5 @@
 mfu_status mfu_mixed_ideal_s(const double flops[MFU_DTYPE_COUNT],
                              const double peak_flops_per_sec[MFU_DTYPE_COUNT],
                              double *ideal_s, mfu_dtype *dtype);
-
-/* mfu_mixed = ideal_s / elapsed_s / num_devices: the share of the devices'
- * time the work would need at each dtype's peak. NaN when ideal_s is NaN or
- * elapsed_s is not > 0. The one place the ratio is formed: the step
- * engine's window (steps.c) and a track() block (py_result.c) call it. */
-double mfu_mixed_utilization(double ideal_s, double elapsed_s, int num_devices);
 
 #endif /* MFU_MIXED_H */

@@ -77,12 +77,7 @@ mfu_step_record *mfu_step_ring_append(mfu_step_ring *ring, uint64_t id)
     r->id = id;
     r->state = MFU_STEP_OPEN;
     r->period_s = NAN;
-    r->work.model_flops = NAN;
-    r->work.executed_flops = NAN;
-    r->work.param_bytes = NAN;
-    r->work.num_tokens = NAN;
-    r->ideal_s = NAN;
-    r->language_flops = NAN;
+    r->work = MFU_WORK_UNKNOWN;
     return r;
 }
 
@@ -163,13 +158,7 @@ static void sum_work(const mfu_step_ring *ring, uint32_t first, uint32_t steps,
         out->period_s += r->period_s;
         out->period_min_s = fmin(out->period_min_s, r->period_s);
         out->period_max_s = fmax(out->period_max_s, r->period_s);
-        out->work.model_flops += r->work.model_flops;
-        out->work.executed_flops += r->work.executed_flops;
-        out->work.param_bytes += r->work.param_bytes;
-        out->work.num_tokens += r->work.num_tokens;
-        out->ideal_s += r->ideal_s;
-        out->overcompute_flops += r->overcompute_flops;
-        out->language_flops += r->language_flops;
+        mfu_work_add(&out->work, &r->work);
     }
 }
 
@@ -185,9 +174,7 @@ void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums 
         sum_work(view->ring, first, steps, out);
     } else {
         out->period_s = out->period_min_s = out->period_max_s = NAN;
-        out->work.model_flops = out->work.executed_flops = NAN;
-        out->work.param_bytes = out->work.num_tokens = NAN;
-        out->ideal_s = out->overcompute_flops = out->language_flops = NAN;
+        mfu_work_nan(&out->work);
     }
     for (uint32_t i = first; (parts & MFU_SUM_PHASES) && i < first + steps; i++)
         add_phases(&out->phases, &mfu_step_ring_at(view->ring, i)->phases);
@@ -198,11 +185,30 @@ void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums 
 void mfu_step_sums_window(const mfu_step_sums *sums, const mfu_peak *peak,
                           mfu_window_summary *out)
 {
+    mfu_ceilings ceilings;
+    mfu_waterfall_in phases;
     out->steps = sums->steps;
     out->window_s = sums->period_s;
     out->step_s_min = sums->period_min_s;
     out->step_s_max = sums->period_max_s;
     out->step_s_mean = sums->steps > 0 ? sums->period_s / (double)sums->steps : NAN;
     out->totals = sums->work;
-    mfu_metrics_compute(&out->totals, peak, out->window_s, &out->metrics);
+    mfu_peak_ceilings(peak, &ceilings);
+    mfu_step_sums_waterfall_in(sums, out->step_s_mean, &phases);
+    mfu_figures_form(&out->totals, out->window_s, &ceilings, &phases, &out->metrics,
+                     &out->waterfall);
+}
+
+void mfu_step_sums_waterfall_in(const mfu_step_sums *sums, double step_s, mfu_waterfall_in *out)
+{
+    const double steps = (double)sums->steps;
+    memset(out, 0, sizeof *out);
+    out->step_s = step_s;
+    out->marked = sums->steps > 0 ? sums->phases.marked : 0u;
+    for (int p = 0; p < MFU_PHASE_COUNT; p++)
+        out->phase_s[p] = (out->marked & (1u << p)) ? sums->phases.seconds[p] / steps : 0.0;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        *mfu_work_at(&out->per_step, f) =
+            (mfu_step_fields[f].flags & MFU_FIELD_PER_STEP) ? mfu_work_get(&sums->work, f) / steps
+                                                            : NAN;
 }

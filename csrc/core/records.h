@@ -10,14 +10,12 @@
  * ids count 1, 2, 3, ... in the order the steps ran. The record of step k
  * is made when step k opens and holds, as they become known:
  *
- *   work        model / executed FLOPs, parameter bytes, tokens -- from the
- *               boundary that closes it (mfu_steps_step), or booked later
- *               by id (mfu_steps_book: FLOPs an integration resolves at
- *               logging time); NaN = unknown
- *   ideal_s     mixed precision: the work's seconds at each dtype's peak
- *   overcompute_flops, language_flops
- *               executed FLOPs beyond the model convention that are not
- *               recompute; the language model's part of the model FLOPs
+ *   work        its sums, one per field of step_fields.h (model, executed,
+ *               over-compute and language FLOPs, parameter bytes, tokens,
+ *               ideal seconds, ...) -- from the boundary that closes it
+ *               (mfu_steps_step), booked later by id (mfu_steps_book: FLOPs
+ *               an integration resolves at logging time), or measured by
+ *               the tracker; NaN = unknown
  *   phases      the seconds of each phase marked in it, its excluded time
  *   comm        its communication: bytes, calls, durations per kind (zero
  *               while communication is not recorded)
@@ -65,12 +63,7 @@ typedef struct mfu_step_record {
     uint64_t id;              /* the step's number (see "The record") */
     uint8_t state;            /* mfu_step_state */
     double period_s;          /* its period (pushed); NaN before */
-    mfu_work work;            /* model_flops, executed_flops, param_bytes,
-                                 num_tokens; NaN = unknown */
-    double ideal_s;           /* mixed precision (mixed.h); NaN = unknown */
-    double overcompute_flops; /* >= 0 (steps.h, "The work of a step") */
-    double language_flops;    /* the language model's part of model_flops
-                                 (a VLM's tower left out); NaN = unknown */
+    mfu_work work;            /* every field of step_fields.h; NaN = unknown */
     mfu_phase_times phases;   /* phases.h */
     mfu_comm_times comm;      /* comm.h; zeros until communication is on */
 } mfu_step_record;
@@ -97,8 +90,8 @@ uint32_t mfu_step_ring_capacity(const mfu_step_ring *ring);
 /* The records held (0 .. capacity). */
 uint32_t mfu_step_ring_count(const mfu_step_ring *ring);
 
-/* A new newest record for step `id`: open, its work, ideal seconds and
- * language FLOPs unknown (NaN), no over-compute, phases or communication.
+/* A new newest record for step `id`: open, every field of its work at its
+ * `unknown` value (step_fields.h), no phases or communication.
  * NULL when the ring is full (pop the oldest first) or `id` is not above
  * the newest record's. */
 mfu_step_record *mfu_step_ring_append(mfu_step_ring *ring, uint64_t id);
@@ -139,16 +132,13 @@ typedef struct mfu_step_sums {
     double period_min_s;
     double period_max_s;
     mfu_work work;            /* summed field by field */
-    double ideal_s;
-    double overcompute_flops;
-    double language_flops;
     mfu_phase_summary phases; /* phases.h */
     mfu_comm_times comm;
 } mfu_step_sums;
 
 /* The parts of the records a sum reads (the others are not summed). */
 enum {
-    MFU_SUM_WORK = 1u << 0,   /* periods, work, ideal, over-compute, language */
+    MFU_SUM_WORK = 1u << 0,   /* periods and every field of the work */
     MFU_SUM_PHASES = 1u << 1, /* phases */
     MFU_SUM_COMM = 1u << 2,   /* communication */
     MFU_SUM_ALL = MFU_SUM_WORK | MFU_SUM_PHASES | MFU_SUM_COMM
@@ -159,10 +149,17 @@ enum {
 void mfu_step_view_sum(const mfu_step_view *view, unsigned parts, mfu_step_sums *out);
 
 /* The window's figures from a view's sums: window_s, step time mean / min /
- * max, the work totals, and mfu_metrics_compute(totals, peak, window_s).
+ * max, the work totals, and mfu_figures_form(totals, window_s, the peak's
+ * ceilings): every ratio, and the waterfall of the sums' phases (not
+ * formed when they were not summed).
  * `peak` is taken as valid (mfu_peak_validate). steps_seen and
  * steps_skipped are the caller's (they count steps outside the view). */
 void mfu_step_sums_window(const mfu_step_sums *sums, const mfu_peak *peak,
                           mfu_window_summary *out);
+
+/* What the waterfall of a window is formed from (waterfall.h): its mean
+ * step period, its phases' and its per-step fields' seconds per step. */
+void mfu_step_sums_waterfall_in(const mfu_step_sums *sums, double step_s,
+                                mfu_waterfall_in *out);
 
 #endif /* MFU_RECORDS_H */

@@ -6,63 +6,50 @@
 #include <time.h>
 
 #include "mfu_limits.h"
-#include "mixed.h"
 #include "steps_internal.h"
 
 /* ---- a step's work --------------------------------------------------- */
 
-/* A step's work, as a boundary or a booking gives it (steps.h, "The work
- * of a step"). */
-typedef struct step_work {
-    mfu_work work;
-    double ideal_s, overcompute_flops, language_flops;
-} step_work;
-
-/* A given value: itself when usable, else `bad_value` and its bit in *bad. */
-static double given_value(double value, unsigned bit, double bad_value, unsigned *bad)
+/* The fields `report` gives: their bits set, and a caller gives them (one
+ * the tracker measures is never taken from a report). */
+static unsigned given_of(const mfu_step_report *report)
 {
-    if (mfu_steps_usable(value))
-        return value;
-    *bad |= bit;
-    return bad_value;
+    return report->given & MFU_STEP_GIVEN;
+}
+
+/* Each given field of `report` into *w (steps.h, "The work of a step"): its
+ * value when usable, else the field's unknown value and its bit in the
+ * returned bad mask. */
+static unsigned take_given(const mfu_step_report *report, mfu_work *w)
+{
+    const unsigned given = given_of(report);
+    unsigned bad = 0;
+    /* One test per field, unrolled (a step gives a few, often none); a
+     * field not given is not read: the report's value may be unset. */
+#define MFU_TAKE_GIVEN_(ID, name, unit, flags, unknown, loss, meaning) \
+    if (given & MFU_STEP_##ID) {                                        \
+        if (mfu_steps_usable(report->work.name)) {                      \
+            w->name = report->work.name;                                \
+        } else {                                                        \
+            w->name = (unknown);                                        \
+            bad |= MFU_STEP_##ID;                                       \
+        }                                                               \
+    }
+    MFU_STEP_FIELDS(MFU_TAKE_GIVEN_)
+#undef MFU_TAKE_GIVEN_
+    return bad;
 }
 
 /* The closed step's work from the defaults and `report`. Returns the bad
  * bits. */
-static unsigned boundary_work(const mfu_steps *s, const mfu_step_report *report, step_work *w)
+static unsigned boundary_work(const mfu_steps *s, const mfu_step_report *report, mfu_work *w)
 {
-    const unsigned given = report->given;
-    unsigned bad = 0;
-    w->work = s->config.per_step; /* num_tokens: NaN, set at create */
-    w->ideal_s = (given & MFU_STEP_MODEL_FLOPS) ? NAN : s->config.per_step_ideal_s;
-    w->overcompute_flops = 0.0;
-    w->language_flops = NAN;
-    if (given & MFU_STEP_IDEAL_S)
-        w->ideal_s = given_value(report->ideal_s, MFU_STEP_IDEAL_S, NAN, &bad);
-    if (given & MFU_STEP_NUM_TOKENS)
-        w->work.num_tokens = given_value(report->num_tokens, MFU_STEP_NUM_TOKENS, NAN, &bad);
-    if (given & MFU_STEP_MODEL_FLOPS) {
-        w->work.executed_flops = NAN; /* no longer pairs with the default */
-        w->work.model_flops = given_value(report->model_flops, MFU_STEP_MODEL_FLOPS, NAN, &bad);
-    }
-    if (given & MFU_STEP_EXECUTED_FLOPS)
-        w->work.executed_flops =
-            given_value(report->executed_flops, MFU_STEP_EXECUTED_FLOPS, NAN, &bad);
-    if (given & MFU_STEP_OVERCOMPUTE_FLOPS)
-        w->overcompute_flops =
-            given_value(report->overcompute_flops, MFU_STEP_OVERCOMPUTE_FLOPS, 0.0, &bad);
-    if (given & MFU_STEP_LANGUAGE_FLOPS)
-        w->language_flops =
-            given_value(report->language_flops, MFU_STEP_LANGUAGE_FLOPS, NAN, &bad);
-    return bad;
-}
-
-static void set_work(mfu_step_record *r, const step_work *w)
-{
-    r->work = w->work;
-    r->ideal_s = w->ideal_s;
-    r->overcompute_flops = w->overcompute_flops;
-    r->language_flops = w->language_flops;
+    *w = s->config.per_step; /* the defaults; the unknown value where none */
+    if (given_of(report) & MFU_STEP_MODEL_FLOPS)
+        for (int f = 0; f < MFU_FIELD_COUNT; f++) /* no longer pairs with the defaults */
+            if (MFU_STEP_PAIRS_STEP & (1u << f))
+                w->v[f] = NAN;
+    return take_given(report, w);
 }
 
 /* ---- boundaries ------------------------------------------------------ */
@@ -81,12 +68,17 @@ static double wall_clock_s(void)
  * work `w` and waits for its time; step `id` opens. The ring is sized so
  * that a full one's oldest record is pushed (steps.h, "The ring's size"):
  * it leaves, into the ledger's totals. */
-static void open_step(mfu_steps *s, const step_work *w, uint64_t id)
+static void open_step(mfu_steps *s, const mfu_work *w, uint64_t id)
 {
     mfu_step_record *open = s->step_open
         ? mfu_step_ring_at(s->records, mfu_step_ring_count(s->records) - 1) : NULL;
     if (open != NULL) {
-        set_work(open, w);
+        /* The fields a caller gives; what the drain measured stays. */
+#define MFU_COPY_GIVEN_(ID, name, unit, flags, unknown, loss, meaning) \
+    if ((flags) & MFU_FIELD_GIVEN)                                      \
+        open->work.name = w->name;
+        MFU_STEP_FIELDS(MFU_COPY_GIVEN_)
+#undef MFU_COPY_GIVEN_
         open->state = MFU_STEP_PENDING;
         s->pending++;
     }
@@ -101,7 +93,7 @@ static void open_step(mfu_steps *s, const step_work *w, uint64_t id)
 
 /* A boundary's mark `id` is taken: account for what resolved, then close
  * the open step and open the next. */
-static void record_boundary(mfu_steps *s, const step_work *w, uint64_t id)
+static void record_boundary(mfu_steps *s, const mfu_work *w, uint64_t id)
 {
     mfu_mark *m;
     /* A pool-full wait inside the mark resolves older marks: account for
@@ -128,7 +120,7 @@ static void record_boundary(mfu_steps *s, const step_work *w, uint64_t id)
 mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
                           mfu_step_outcome *outcome)
 {
-    step_work w;
+    mfu_work w;
     uint64_t id;
     mfu_status status;
 
@@ -154,35 +146,12 @@ mfu_status mfu_steps_step(mfu_steps *s, const mfu_step_report *report,
 mfu_status mfu_steps_book(mfu_steps *s, uint64_t step, const mfu_step_report *report,
                           unsigned *bad)
 {
-    const unsigned given = report->given;
     mfu_step_record *r = mfu_step_ring_find(s->records, step);
-    step_work w;
-    *bad = 0;
-    memset(&w, 0, sizeof w);
-    if (r != NULL) {
-        w.work = r->work;
-        w.ideal_s = r->ideal_s;
-        w.overcompute_flops = r->overcompute_flops;
-        w.language_flops = r->language_flops;
-    }
-    if (given & MFU_STEP_NUM_TOKENS)
-        w.work.num_tokens = given_value(report->num_tokens, MFU_STEP_NUM_TOKENS, NAN, bad);
-    if (given & MFU_STEP_MODEL_FLOPS)
-        w.work.model_flops = given_value(report->model_flops, MFU_STEP_MODEL_FLOPS, NAN, bad);
-    if (given & MFU_STEP_EXECUTED_FLOPS)
-        w.work.executed_flops =
-            given_value(report->executed_flops, MFU_STEP_EXECUTED_FLOPS, NAN, bad);
-    if (given & MFU_STEP_IDEAL_S)
-        w.ideal_s = given_value(report->ideal_s, MFU_STEP_IDEAL_S, NAN, bad);
-    if (given & MFU_STEP_OVERCOMPUTE_FLOPS)
-        w.overcompute_flops =
-            given_value(report->overcompute_flops, MFU_STEP_OVERCOMPUTE_FLOPS, 0.0, bad);
-    if (given & MFU_STEP_LANGUAGE_FLOPS)
-        w.language_flops =
-            given_value(report->language_flops, MFU_STEP_LANGUAGE_FLOPS, NAN, bad);
+    mfu_work w = r != NULL ? r->work : MFU_WORK_UNKNOWN;
+    *bad = take_given(report, &w);
     if (r == NULL || r->state == MFU_STEP_OPEN)
         return MFU_ERR_NOT_FOUND;
-    set_work(r, &w);
+    r->work = w;
     return MFU_OK;
 }
 
@@ -204,78 +173,46 @@ static void window_sums(const mfu_steps *s, unsigned parts, mfu_step_sums *out)
     mfu_step_view_sum(&view, parts, out);
 }
 
-/* `flops` as a share of the window's time at the peak, as stats.c's hfu:
- * FLOPs / window_s / (peak x devices); NaN propagates. */
-static double peak_share(const mfu_steps_summary *out, double flops)
-{
-    return out->window.steps > 0 && out->window.window_s > 0.0
-               ? flops / out->window.window_s / out->peak_flops_per_sec
-               : NAN;
-}
-
-/* The figures formed from the window's totals beside stats.c's: mfu_mixed,
- * the over-compute share, mfu_language (NaN without model FLOPs > 0: the
- * share of no work is no figure). */
-static void derived_figures(const mfu_steps *s, mfu_steps_summary *out)
-{
-    const double model_flops = out->window.totals.model_flops;
-    out->mfu_mixed = mfu_mixed_utilization(out->ideal_s, out->window.window_s,
-                                           s->config.peak.num_devices);
-    out->overcompute = peak_share(out, out->overcompute_flops);
-    out->mfu_language = model_flops > 0.0 && isfinite(model_flops)
-                            ? peak_share(out, out->language_flops) : NAN;
-}
-
 void mfu_steps_summarize(mfu_steps *s, mfu_steps_summary *out)
 {
-    mfu_step_sums sums;
-    mfu_steps_catch_up(s);
-    window_sums(s, MFU_SUM_WORK, &sums);
-    /* The peak was validated at create. */
-    mfu_step_sums_window(&sums, &s->config.peak, &out->window);
-    out->window.steps_seen = s->pushed;
-    out->window.steps_skipped = s->pushed < s->config.warmup ? s->pushed : s->config.warmup;
-    out->peak_flops_per_sec =
-        s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
-    out->ideal_s = sums.ideal_s;
-    out->overcompute_flops = sums.overcompute_flops;
-    out->language_flops = sums.language_flops;
-    derived_figures(s, out);
-    out->clock = s->clock;
-    out->boundaries = s->boundaries;
-    out->dropped = s->dropped;
-    out->pending = s->pending;
+    static const mfu_step_report no_totals = {0};
+    mfu_steps_summarize_with(s, &no_totals, out);
 }
 
-/* A window total given at logging time: NaN (unknown) unless finite >= 0. */
-static double given_total(double value)
+/* The window's sums with the given totals in place of its own (steps.h,
+ * mfu_steps_summarize_with). */
+static void take_totals(const mfu_step_report *totals, mfu_work *w)
 {
-    return mfu_steps_usable(value) ? value : NAN;
+    const unsigned given = given_of(totals);
+    if (given & MFU_STEP_MODEL_FLOPS)
+        for (int f = 0; f < MFU_FIELD_COUNT; f++) /* they no longer pair with it */
+            if (MFU_STEP_PAIRS_WINDOW & (1u << f))
+                w->v[f] = NAN;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        if (given & (1u << f)) /* else the total's value is not read */
+            w->v[f] = mfu_steps_usable(totals->work.v[f]) ? totals->work.v[f] : NAN;
 }
 
 void mfu_steps_summarize_with(mfu_steps *s, const mfu_step_report *totals,
                               mfu_steps_summary *out)
 {
-    mfu_work *w = &out->window.totals;
-    mfu_steps_summarize(s, out);
-    if (totals->given & MFU_STEP_MODEL_FLOPS) {
-        w->model_flops = given_total(totals->model_flops);
-        out->ideal_s = NAN; /* the window's ideal seconds no longer pair with it */
-    }
-    if (totals->given & MFU_STEP_EXECUTED_FLOPS)
-        w->executed_flops = given_total(totals->executed_flops);
-    if (totals->given & MFU_STEP_NUM_TOKENS)
-        w->num_tokens = given_total(totals->num_tokens);
-    if (totals->given & MFU_STEP_IDEAL_S)
-        out->ideal_s = given_total(totals->ideal_s);
-    if (totals->given & MFU_STEP_LANGUAGE_FLOPS)
-        out->language_flops = given_total(totals->language_flops);
-    if (out->window.steps == 0)
-        return; /* an empty window has no figures, whatever was given */
-    if (totals->given & MFU_STEP_OVERCOMPUTE_FLOPS)
-        out->overcompute_flops = given_total(totals->overcompute_flops);
-    mfu_metrics_compute(w, &s->config.peak, out->window.window_s, &out->window.metrics);
-    derived_figures(s, out);
+    mfu_step_sums sums;
+    mfu_steps_catch_up(s);
+    window_sums(s, MFU_SUM_WORK | MFU_SUM_PHASES, &sums);
+    /* An empty window has no figures, whatever was given. */
+    if (sums.steps > 0)
+        take_totals(totals, &sums.work);
+    /* The peak was validated at create. */
+    mfu_step_sums_window(&sums, &s->config.peak, &out->window);
+    out->window.steps_seen = s->pushed;
+    out->window.steps_skipped = s->pushed < s->config.warmup ? s->pushed : s->config.warmup;
+    out->phases = sums.phases;
+    out->peak_flops_per_sec =
+        s->config.peak.flops_per_sec * (double)s->config.peak.num_devices;
+    out->clock = s->clock;
+    out->boundaries = s->boundaries;
+    out->dropped = s->dropped;
+    out->pending = s->pending;
 }
 
 void mfu_steps_phases(mfu_steps *s, mfu_phase_summary *out)
@@ -340,14 +277,9 @@ static const char *config_error(const mfu_steps_config *c)
         return "window";
     if (c->warmup > MFU_WARMUP_MAX)
         return "warmup";
-    if (!mfu_steps_usable_or_unknown(c->per_step.model_flops))
-        return "model_flops";
-    if (!mfu_steps_usable_or_unknown(c->per_step.executed_flops))
-        return "executed_flops";
-    if (!mfu_steps_usable_or_unknown(c->per_step.param_bytes))
-        return "param_bytes";
-    if (!mfu_steps_usable_or_unknown(c->per_step_ideal_s))
-        return "flops_by_dtype";
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        if ((MFU_STEP_DEFAULTED & (1u << f)) && !mfu_steps_usable_or_unknown(c->per_step.v[f]))
+            return mfu_step_fields[f].name;
     if (mfu_peak_validate(&c->peak, &bad) != MFU_OK)
         return bad;
     if (c->peak.num_devices > MFU_NUM_GPUS_MAX)
@@ -421,7 +353,9 @@ mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **out,
     if (s == NULL)
         return MFU_ERR_NO_MEMORY;
     s->config = *config;
-    s->config.per_step.num_tokens = NAN;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++) /* no default: the unknown value */
+        if (!(MFU_STEP_DEFAULTED & (1u << f)))
+            s->config.per_step.v[f] = MFU_WORK_UNKNOWN.v[f];
     s->running = MFU_PHASE_NONE;
     s->ledger.first_boundary_unix_s = NAN;
     s->ledger.first_step_s = NAN;

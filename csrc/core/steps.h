@@ -40,36 +40,28 @@
  *
  * ## The work of a step (the masking rules)
  *
- * Each field of mfu_step_report is either absent (its MFU_STEP_* bit not in
- * `given`) or given. A given value must be finite and >= 0; one that is not
- * is *bad*: it is recorded as unknown, its bit is set in the outcome's `bad`
- * mask (the caller warns), and nothing fails.
+ * A step's work is one value per field of the record (step_fields.h). A
+ * boundary's report gives some of them (its MFU_STEP_* bit in `given`); the
+ * others are measured by the tracker (a report's bit for a field the tracker
+ * measures is ignored) or absent. A given value must be finite
+ * and >= 0; one that is not is *bad*: the step records the field's
+ * `unknown` value, its bit is set in the outcome's `bad` mask (the caller
+ * warns), and nothing fails. An absent field takes, in order:
  *
- *   num_tokens      absent or bad: unknown.
- *   model_flops     absent: the tracker's per-step default. Given (even
- *                   bad): replaces it.
- *   executed_flops  absent: the per-step default -- unless model_flops was
- *                   given (or bad): a per-step model count no longer pairs
- *                   with the fixed executed count, so it is unknown.
- *   param_bytes     always the per-step default.
- *   ideal_s         (mixed precision, mixed.h) like executed_flops: absent,
- *                   the per-step default unless model_flops was given.
- *                   Unknown or bad: NaN, and the window's mfu_mixed is NaN
- *                   while the step is in the window.
- *   overcompute_flops  executed FLOPs beyond the model convention that are
- *                   not recompute (a kernel computing the full square of a
- *                   causal attention counted half; csrc/core/ops.h): the
- *                   waterfall books them to compute. Absent or bad: 0 (a
- *                   bad one sets its bit), i.e. all of hfu - mfu is taken
- *                   for recompute, as before the counter told them apart.
- *   language_flops  the language model's part of the model FLOPs (a VLM's
- *                   vision tower left out), for mfu_language. Absent or
- *                   bad: unknown.
+ *   - unknown, when the field pairs with the model FLOPs
+ *     (MFU_FIELD_PAIRS_STEP: executed FLOPs, ideal seconds) and the
+ *     boundary gives model FLOPs (even bad): a per-step model count no
+ *     longer pairs with the fixed per-step default;
+ *   - the tracker's per-step default (MFU_FIELD_DEFAULTED: model and
+ *     executed FLOPs, parameter bytes, ideal seconds; NaN when the
+ *     configuration has none);
+ *   - the field's `unknown` value (NaN; over-compute: 0, i.e. all of
+ *     hfu - mfu is recompute).
  *
- * An unknown field (NaN) of any step in the window makes its total and the
+ * An unknown field (NaN) of any step in the window makes its sum and the
  * figures made from it unavailable (NaN) for as long as the step is among
  * the window's steps: tokens/s for tokens, mfu, achieved FLOP/s and the
- * model-FLOPs total for model FLOPs, and so on (stats.h).
+ * model-FLOPs sum for model FLOPs, and so on (stats.h).
  *
  * ## Booking: work learned after the boundary
  *
@@ -245,34 +237,17 @@ typedef struct mfu_steps_config {
     uintptr_t stream;       /* raw stream handle GPU marks go to; 0 = null */
     uint32_t window;        /* steps the figures cover: 1 .. MFU_WINDOW_MAX */
     uint64_t warmup;        /* closed steps ignored first: 0 .. MFU_WARMUP_MAX */
-    mfu_work per_step;      /* defaults for every step: model_flops (NaN =
-                               unknown), executed_flops, param_bytes (NaN =
-                               unknown); num_tokens is ignored */
+    mfu_work per_step;      /* the per-step defaults of the MFU_FIELD_DEFAULTED
+                               fields (NaN = none); the others are ignored */
     mfu_peak peak;          /* the MFU / MBU denominator (mfu_peak_validate) */
-    double per_step_ideal_s; /* mixed precision (mixed.h): the default ideal
-                                seconds of a step; NaN = unknown */
 } mfu_steps_config;
 
-/* Bits of mfu_step_report.given and of the `bad` mask. */
-enum {
-    MFU_STEP_NUM_TOKENS = 1u << 0,
-    MFU_STEP_MODEL_FLOPS = 1u << 1,
-    MFU_STEP_EXECUTED_FLOPS = 1u << 2,
-    MFU_STEP_IDEAL_S = 1u << 3,
-    MFU_STEP_OVERCOMPUTE_FLOPS = 1u << 4,
-    MFU_STEP_LANGUAGE_FLOPS = 1u << 5
-};
-
-/* What a boundary says about the step it closes (see "The work of a
- * step"). Fields whose bit is not in `given` are not read. */
+/* What a boundary says about the step it closes, a booking about a closed
+ * step, a caller about a window's totals: the fields whose MFU_STEP_* bit
+ * (step_fields.h) is in `given`; the others are not read. */
 typedef struct mfu_step_report {
     unsigned given;
-    double num_tokens;     /* tokens processed in the step */
-    double model_flops;    /* replaces the per-step default */
-    double executed_flops; /* replaces the per-step default */
-    double ideal_s;        /* mixed precision: replaces the per-step default */
-    double overcompute_flops; /* see "The work of a step"; absent: 0 */
-    double language_flops; /* see "The work of a step"; absent: unknown */
+    mfu_work work;
 } mfu_step_report;
 
 typedef struct mfu_steps_counters {
@@ -288,21 +263,13 @@ typedef struct mfu_steps_counters {
 } mfu_steps_counters;
 
 typedef struct mfu_steps_summary {
-    mfu_window_summary window; /* the window's figures, MFU masked (above) */
-    double ideal_s;            /* mixed precision: sum of the window's steps'
-                                  ideal seconds; NaN = unknown */
-    double mfu_mixed;          /* ideal_s / window_s / num_devices; NaN =
-                                  unavailable */
-    double overcompute_flops;  /* sum of the window's steps' overcompute
-                                  FLOPs; NaN without steps */
-    double overcompute;        /* its share of the window at the peak:
-                                  overcompute_flops / window_s / peak (as
-                                  hfu); NaN = unavailable */
-    double language_flops;     /* sum of the window's steps' language FLOPs;
-                                  NaN = unknown */
-    double mfu_language;       /* language_flops / window_s / peak (as mfu);
-                                  NaN = unavailable, and without model
-                                  FLOPs > 0 */
+    mfu_window_summary window; /* the window's figures: its sums (every field)
+                                  and every ratio and the waterfall of them
+                                  (stats.h) */
+    mfu_phase_summary phases;  /* the window's phase sums (phases.h; as
+                                  mfu_steps_phases gives them); its `marked`:
+                                  the waterfall's phases when
+                                  mfu_waterfall_marked */
     double peak_flops_per_sec; /* the MFU denominator: peak x num_devices;
                                   NaN = unknown */
     mfu_clock_kind clock;      /* the clock in use (CPU after a fallback) */
@@ -319,9 +286,10 @@ typedef struct mfu_steps mfu_steps;
  *   MFU_ERR_INVALID_ARGUMENT  a config field out of its domain; *bad_field
  *                             (when bad_field is not NULL) names it: "clock",
  *                             "timer" (sizes), "window", "warmup",
- *                             "model_flops", "executed_flops", "param_bytes",
+ *                             a defaulted field's name ("model_flops",
+ *                             "executed_flops", "param_bytes", "ideal_s"),
  *                             "peak_flops_per_sec", "peak_bytes_per_sec",
- *                             "num_gpus", "flops_by_dtype" (per_step_ideal_s)
+ *                             "num_gpus", "measured_flops_per_sec"
  *   MFU_ERR_NO_MEMORY */
 mfu_status mfu_steps_create(const mfu_steps_config *config, mfu_steps **steps,
                             const char **bad_field);
@@ -364,19 +332,19 @@ void mfu_steps_summarize(mfu_steps *steps, mfu_steps_summary *out);
 /* The same figures with window *totals* a caller gives at logging time
  * (Tracker.metrics(model_flops=...): a loop that knows only a window's work,
  * not its steps'; one that knows a step's books it, mfu_steps_book). Each
- * field whose MFU_STEP_* bit is in totals->given replaces the window's
- * total -- NaN, a negative or an infinite value as unknown -- and every
- * ratio (MFU, HFU, achieved FLOP/s, tokens/s, mfu_mixed, mfu_language, the
- * over-compute share) is formed again from the totals by the same
- * arithmetic as the window's own. Given model FLOPs without ideal seconds
- * leave mfu_mixed unknown (they would not pair); totals not given keep the
- * window's. Cannot fail. */
+ * field whose MFU_STEP_* bit is in totals->given replaces the window's sum
+ * -- NaN, a negative or an infinite value as unknown -- and every ratio and
+ * the waterfall are formed again from the sums by mfu_figures_form, as the
+ * window's own. A model total given voids the sums of the fields that pair
+ * with it for a window (MFU_FIELD_PAIRS_WINDOW: ideal seconds) unless they
+ * are given too; sums not given keep the window's. An empty window has no
+ * sums, whatever was given. Cannot fail. */
 void mfu_steps_summarize_with(mfu_steps *steps, const mfu_step_report *totals,
                               mfu_steps_summary *out);
 
 /* Book `report`'s given fields onto step `step` (see "Booking"): each
- * replaces the record's; a value not finite >= 0 is recorded as unknown
- * (over-compute: 0) and sets its bit in *bad (never NULL; set also when the
+ * replaces the record's; a value not finite >= 0 is recorded as the field's
+ * `unknown` value and sets its bit in *bad (never NULL; set also when the
  * step is not found). Status: MFU_OK; MFU_ERR_NOT_FOUND when the step is
  * not closed yet, was lost to a clock failure or has left the ring (nothing
  * changes). Never waits. */

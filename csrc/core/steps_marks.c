@@ -55,12 +55,11 @@ mfu_mark *mfu_steps_mark_append(mfu_steps *s)
 /* ---- the drain ------------------------------------------------------- */
 
 /* Charge the time from the running segment's start to `t` to the running
- * phase (none: nothing) of the draining step, and start a new segment at
- * `t`. A badput phase's time also leaves the step's period (steps.h,
- * "Badput phases") and goes to the ledger now. */
-static void end_segment(mfu_steps *s, int known, double t)
+ * phase (none: nothing) of the draining step `r` (NULL: none), and start a
+ * new segment at `t`. A badput phase's time also leaves the step's period
+ * (steps.h, "Badput phases") and goes to the ledger now. */
+static void end_segment_of(mfu_steps *s, mfu_step_record *r, int known, double t)
 {
-    mfu_step_record *r = mfu_steps_draining(s);
     if (r != NULL && !s->drain_excluding && s->segment_known && known
         && s->running != MFU_PHASE_NONE) {
         const double seconds = t - s->segment_s;
@@ -74,22 +73,42 @@ static void end_segment(mfu_steps *s, int known, double t)
     s->segment_s = t;
 }
 
-/* `phase` is marked in the draining step. */
-static void mark_phase(mfu_steps *s, uint8_t phase)
+static void end_segment(mfu_steps *s, int known, double t)
 {
-    mfu_step_record *r = mfu_steps_draining(s);
+    end_segment_of(s, mfu_steps_draining(s), known, t);
+}
+
+/* `phase` is marked in the draining step `r` (NULL: none). */
+static void mark_phase(mfu_step_record *r, uint8_t phase)
+{
     if (r != NULL && phase != MFU_PHASE_NONE)
         r->phases.marked |= 1u << phase;
 }
 
+/* A phase opens at `t` in the draining step `r`: when none ran since one of
+ * the step's phases ended, that time is the step's idle time
+ * (step_fields.h, idle_s; known, 0, from the step's first phase on). The
+ * time before a step's first phase and after its last is not between
+ * phases. */
+static void account_idle(const mfu_steps *s, mfu_step_record *r, int known, double t)
+{
+    if (isnan(r->work.idle_s))
+        r->work.idle_s = 0.0;
+    if (s->running == MFU_PHASE_NONE && r->phases.marked != 0 && s->segment_known && known)
+        r->work.idle_s += t - s->segment_s;
+}
+
 static void account_phase(mfu_steps *s, const mfu_mark *m, int known, double t)
 {
-    end_segment(s, known, t);
+    mfu_step_record *r = mfu_steps_draining(s);
+    if (r != NULL && m->phase != MFU_PHASE_NONE && !s->drain_excluding)
+        account_idle(s, r, known, t);
+    end_segment_of(s, r, known, t);
     s->running = m->phase;
     /* A phase that runs only inside an excluded interval (a wait inside the
      * tracker's own aggregation) is not marked: it has no time in the step. */
     if (!s->drain_excluding)
-        mark_phase(s, m->phase);
+        mark_phase(r, m->phase);
 }
 
 static void account_exclude(mfu_steps *s, int begin, int known, double t)
@@ -107,7 +126,7 @@ static void account_exclude(mfu_steps *s, int begin, int known, double t)
             s->ledger.own_s += t - s->exclude_s;
         }
         s->drain_excluding = 0;
-        mark_phase(s, s->running); /* it runs on, now charged */
+        mark_phase(r, s->running); /* it runs on, now charged */
         s->segment_known = known;
         s->segment_s = t;
     }

@@ -24,11 +24,19 @@ typedef struct mfu_module_state {
     int warned_mfu_above_one; /* the "MFU > 1" warning is given once */
     PyTypeObject *timer_type; /* mfu_tracker._C.MarkTimer (py_mark_timer.c) */
     PyTypeObject *step_type;  /* mfu_tracker._C.StepTracker (py_step_tracker.c) */
-    /* StepTracker.step()'s parameter names, interned for mfu_py_bind:
-     * num_tokens, model_flops, executed_flops, flops_by_dtype,
-     * overcompute_flops. */
-    PyObject *step_kwnames[5];
-    PyObject *summary_kwnames[6]; /* summary()'s totals, book()'s fields */
+    /* The record's fields (core/step_fields.h), interned (py_step_figures.c):
+     * every field's name (the keys of the figures and records); the names of
+     * the given ones (summary()'s totals, book()'s fields) and their field
+     * indices; step()'s parameters -- num_tokens, flops_by_dtype, then the
+     * other given fields -- and their field indices (-1: flops_by_dtype). */
+    PyObject *field_names[MFU_FIELD_COUNT];
+    PyObject *given_kwnames[MFU_FIELD_COUNT];
+    int given_fields[MFU_FIELD_COUNT];
+    int given_count;
+    PyObject *step_kwnames[MFU_FIELD_COUNT + 1];
+    int step_fields[MFU_FIELD_COUNT + 1];
+    int step_count;
+    PyObject *ratio_names[MFU_RATIO_COUNT]; /* core/stats.h's, interned */
     /* Tracker.phase()'s context type and the phase names, interned, in
      * mfu_phase order (py_phases.c). */
     PyTypeObject *phase_type;
@@ -57,8 +65,10 @@ typedef struct mfu_module_state {
     X(track_type)                            \
     X(timer_type)                            \
     X(step_type)                             \
+    X_ARRAY(field_names)                     \
+    X_ARRAY(given_kwnames)                   \
     X_ARRAY(step_kwnames)                    \
-    X_ARRAY(summary_kwnames)                 \
+    X_ARRAY(ratio_names)                     \
     X(phase_type)                            \
     X_ARRAY(phase_names)                     \
     X(track_resolver)                        \
@@ -206,5 +216,6 @@ int mfu_py_step_tracker_exec(PyObject *module);
 int mfu_py_nvml_exec(PyObject *module);
 int mfu_py_kernels_exec(PyObject *module);
 int mfu_py_nodes_exec(PyObject *module);
+int mfu_py_record_exec(PyObject *module);
 
 #endif /* MFU_MODULE_H */

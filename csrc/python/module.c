@@ -133,7 +133,7 @@ static int (*const topic_execs[])(PyObject *module) = {
     add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
     mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
     mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,      mfu_py_kernels_exec,
-    mfu_py_nodes_exec,
+    mfu_py_nodes_exec,    mfu_py_record_exec,
 };
 
 static int mfu_module_exec(PyObject *module)

@@ -236,9 +236,7 @@ static PyType_Spec phase_spec = MFU_PY_TYPE_SPEC(
     Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     phase_slots);
 
-/* {phase name: seconds[p] / divisor} for each phase whose bit is set in
- * `marked`; NULL with an exception set on failure. */
-static PyObject *phase_dict(const step_object *s, const double *seconds, unsigned marked,
+PyObject *mfu_py_phase_dict(const step_object *s, const double *seconds, unsigned marked,
                             double divisor)
 {
     PyObject *dict = PyDict_New();
@@ -272,7 +270,7 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
     mfu_steps_phases(s->steps, &sum);
     mfu_py_step_check_fallback(s);
     mfu_py_step_unlock(s);
-    seconds = phase_dict(s, sum.seconds, sum.steps > 0 ? sum.marked : 0u,
+    seconds = mfu_py_phase_dict(s, sum.seconds, sum.steps > 0 ? sum.marked : 0u,
                          sum.steps > 0 ? (double)sum.steps : 1.0);
     if (seconds == NULL)
         return NULL;
@@ -298,7 +296,7 @@ PyObject *mfu_py_step_ledger(PyObject *self, PyObject *Py_UNUSED(ignored))
     mfu_steps_get_ledger(s->steps, &totals);
     mfu_py_step_check_fallback(s);
     mfu_py_step_unlock(s);
-    seconds = phase_dict(s, totals.phase_s, ~0u, 1.0);
+    seconds = mfu_py_phase_dict(s, totals.phase_s, ~0u, 1.0);
     if (seconds == NULL)
         return NULL;
     first = isnan(totals.first_boundary_unix_s)

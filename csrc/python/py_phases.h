@@ -26,6 +26,11 @@ PyObject *mfu_py_step_phase(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *mfu_py_step_phases(PyObject *self, PyObject *ignored);
 PyObject *mfu_py_step_ledger(PyObject *self, PyObject *ignored);
 
+/* {phase name: seconds[p] / divisor} for each phase whose bit is set in
+ * `marked`; NULL with an exception set on failure. */
+PyObject *mfu_py_phase_dict(const step_object *s, const double *seconds, unsigned marked,
+                            double divisor);
+
 /* The phase() block type and the interned phase names, into module state. */
 int mfu_py_phases_exec(PyObject *module);
 

@@ -40,9 +40,7 @@ typedef struct {
     mfu_module_state *state; /* the module this block belongs to */
     mfu_work work;
     mfu_peak peak;
-    mfu_metrics metrics;
-    double ideal_s;     /* mixed precision: seconds at each dtype's peak; NaN */
-    double mfu_mixed;   /* ideal_s / elapsed / num_devices, once resolved */
+    mfu_metrics metrics; /* every ratio of the work (mfu_mixed of its ideal_s) */
     uint64_t start_ns;
     uint64_t end_ns;
     track_phase phase;
@@ -182,7 +180,6 @@ static void track_finalize(track_object *t)
                            : (t->end_ns != 0 ? mfu_clock_elapsed_s(t->start_ns, t->end_ns)
                                              : NAN);
     mfu_metrics_compute(&t->work, &t->peak, elapsed_s, &t->metrics);
-    t->mfu_mixed = mfu_mixed_utilization(t->ideal_s, elapsed_s, t->peak.num_devices);
     t->resolved = 1;
     if (t->metrics.mfu > 1.0 && claim_mfu_warning(t))
         warn_mfu_above_one(t);
@@ -287,22 +284,11 @@ TRACK_FIGURE_GETTER(get_achieved_flops_per_sec, m.achieved_flops_per_sec)
 TRACK_FIGURE_GETTER(get_achieved_tflops, m.achieved_flops_per_sec * 1e-12)
 TRACK_FIGURE_GETTER(get_achieved_tbs, m.achieved_bytes_per_sec * 1e-12)
 TRACK_FIGURE_GETTER(get_tokens_per_sec, m.tokens_per_sec)
-
-static PyObject *get_mfu_mixed(PyObject *self, void *Py_UNUSED(c))
-{
-    track_object *t = (track_object *)self;
-    double value = NAN;
-    if (!track_resolve(t, 1, NULL))
-        Py_RETURN_NONE;
-    Py_BEGIN_CRITICAL_SECTION(self);
-    value = t->mfu_mixed;
-    Py_END_CRITICAL_SECTION();
-    return mfu_py_float_or_none(value);
-}
+TRACK_FIGURE_GETTER(get_mfu_mixed, m.mfu_mixed)
 
 void mfu_py_result_set_ideal_s(PyObject *result, double ideal_s)
 {
-    ((track_object *)result)->ideal_s = ideal_s;
+    ((track_object *)result)->work.ideal_s = ideal_s;
 }
 
 static PyObject *get_peak_flops_per_sec(PyObject *self, void *Py_UNUSED(c))
@@ -465,8 +451,9 @@ PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
                             PyObject *timer, uintptr_t stream)
 {
     mfu_work work;
-    mfu_peak peak;
+    mfu_peak peak = {.measured_flops_per_sec = NAN};
 
+    mfu_work_unknown(&work);
     if (mfu_py_number_arg(values[0], "flop_count", 0, &work.model_flops) < 0
         || mfu_py_number_arg(values[1], "param_bytes", 1, &work.param_bytes) < 0
         || mfu_py_number_arg(values[2], "hfu_flop_count", 1,
@@ -491,8 +478,6 @@ PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
     t->state = state;
     t->work = work;
     t->peak = peak;
-    t->ideal_s = NAN;
-    t->mfu_mixed = NAN;
     t->start_ns = 0;
     t->end_ns = 0;
     t->phase = TRACK_CREATED;

@@ -129,6 +129,7 @@ static PyObject *py_compute_metrics(PyObject *Py_UNUSED(module), PyObject *args,
     double elapsed_s;
     mfu_metrics m;
 
+    mfu_work_unknown(&work);
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$OOOOOO:compute_metrics",
                                      keywords, &model_obj, &elapsed_obj,
                                      &executed_obj, &bytes_obj, &tokens_obj,

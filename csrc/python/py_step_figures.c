@@ -2,55 +2,63 @@
  * py_step_figures.c -- what _C.StepTracker reads from and books onto its
  * step records (core/records.h, core/steps.h): summary() (the window's
  * figures, with window totals a caller gives), book() (a step's work
- * learned late, by step id) and window_steps() (the window's records).
+ * learned late, by step id) and window_steps() (the window's records). The
+ * fields are the record's (core/step_fields.h): no name is spelled here.
  */
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
 
+#include "py_phases.h"
+#include "py_record.h"
 #include "py_step_figures.h"
-
-/* The window totals summary() takes and the step fields book() takes, by
- * name, in the order of state->summary_kwnames. */
-static const struct {
-    const char *name;
-    unsigned bit;
-    size_t offset;
-} work_fields[MFU_PY_WORK_FIELDS] = {
-    {"model_flops", MFU_STEP_MODEL_FLOPS, offsetof(mfu_step_report, model_flops)},
-    {"executed_flops", MFU_STEP_EXECUTED_FLOPS, offsetof(mfu_step_report, executed_flops)},
-    {"num_tokens", MFU_STEP_NUM_TOKENS, offsetof(mfu_step_report, num_tokens)},
-    {"ideal_s", MFU_STEP_IDEAL_S, offsetof(mfu_step_report, ideal_s)},
-    {"overcompute_flops", MFU_STEP_OVERCOMPUTE_FLOPS,
-     offsetof(mfu_step_report, overcompute_flops)},
-    {"language_flops", MFU_STEP_LANGUAGE_FLOPS, offsetof(mfu_step_report, language_flops)},
-};
 
 int mfu_py_work_fields_exec(mfu_module_state *state)
 {
-    for (int i = 0; i < MFU_PY_WORK_FIELDS; i++)
-        if ((state->summary_kwnames[i] = PyUnicode_InternFromString(work_fields[i].name)) == NULL)
+    int given = 0, step = 2;
+    if ((state->step_kwnames[0] = PyUnicode_InternFromString("num_tokens")) == NULL
+        || (state->step_kwnames[1] = PyUnicode_InternFromString("flops_by_dtype")) == NULL)
+        return -1;
+    state->step_fields[0] = MFU_FIELD_NUM_TOKENS;
+    state->step_fields[1] = -1;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++) {
+        PyObject *name = PyUnicode_InternFromString(mfu_step_fields[f].name);
+        if (name == NULL)
             return -1;
+        state->field_names[f] = name;
+        if (!(mfu_step_fields[f].flags & MFU_FIELD_GIVEN))
+            continue;
+        state->given_kwnames[given] = Py_NewRef(name);
+        state->given_fields[given++] = f;
+        if (f != MFU_FIELD_NUM_TOKENS) {
+            state->step_kwnames[step] = Py_NewRef(name);
+            state->step_fields[step++] = f;
+        }
+    }
+    state->given_count = given;
+    state->step_count = step;
     return 0;
 }
 
-/* values[i] (NULL or None: not given) into report. strict: a NaN float is
- * given and unknown, anything else bad raises, naming it; not strict: a
- * bad value is given as NaN (the core records it unknown and reports it). */
-static int work_report(PyObject *const values[MFU_PY_WORK_FIELDS], int strict,
+/* values[i] (NULL or None: not given) of the given field given_fields[i]
+ * into report. strict: a NaN float is given and unknown, anything else bad
+ * raises, naming it; not strict: a bad value is given as NaN (the core
+ * records it unknown and reports it). */
+static int work_report(const mfu_module_state *state, PyObject *const values[], int strict,
                        mfu_step_report *report)
 {
     memset(report, 0, sizeof *report);
-    for (int i = 0; i < MFU_PY_WORK_FIELDS; i++) {
-        double *out = (double *)((char *)report + work_fields[i].offset);
+    for (int i = 0; i < state->given_count; i++) {
+        const int f = state->given_fields[i];
+        double *out = mfu_work_at(&report->work, f);
         PyObject *value = values[i];
         if (value == NULL || value == Py_None)
             continue;
-        report->given |= work_fields[i].bit;
+        report->given |= 1u << f;
         if (PyFloat_Check(value) && isnan(PyFloat_AS_DOUBLE(value))) {
             *out = NAN; /* an unknown value: given, and unknown */
-        } else if (mfu_py_real_arg(value, work_fields[i].name, strict ? 0 : MFU_ARG_ANY_FINITE,
-                                   0.0, out) < 0) {
+        } else if (mfu_py_real_arg(value, mfu_step_fields[f].name,
+                                   strict ? 0 : MFU_ARG_ANY_FINITE, 0.0, out) < 0) {
             if (strict)
                 return -1;
             PyErr_Clear();
@@ -81,11 +89,45 @@ static void summarize(step_object *s, const mfu_step_report *totals, mfu_steps_s
     mfu_py_step_unlock(s);
 }
 
-/* The summary's dict: counts, then each figure (None = unavailable). */
-static PyObject *summary_dict(const mfu_steps_summary *sum)
+/* Set d[name] = value (None for NaN); -1 on failure. */
+static int set_figure(PyObject *d, PyObject *name, double value)
 {
+    PyObject *v = mfu_py_float_or_none(value);
+    int rc = v == NULL ? -1 : PyDict_SetItem(d, name, v);
+    Py_XDECREF(v);
+    return rc;
+}
+
+/* A per-step field's seconds per step over the window, as
+ * "<field>_per_step" (core/step_fields.h, MFU_FIELD_PER_STEP). */
+static int set_per_step(PyObject *d, int field, double value)
+{
+    PyObject *name = PyUnicode_FromFormat("%s_per_step", mfu_step_fields[field].name);
+    int rc = name == NULL ? -1 : set_figure(d, name, value);
+    Py_XDECREF(name);
+    return rc;
+}
+
+/* d["phase_s"]: the window's seconds per step of each marked phase (every
+ * one, as phases() gives them). */
+static int set_phases(const step_object *s, PyObject *d, const mfu_phase_summary *phases)
+{
+    const unsigned marked = phases->steps > 0 ? phases->marked : 0u;
+    PyObject *seconds = mfu_py_phase_dict(s, phases->seconds, marked,
+                                          phases->steps > 0 ? (double)phases->steps : 1.0);
+    int rc = seconds == NULL ? -1 : PyDict_SetItemString(d, "phase_s", seconds);
+    Py_XDECREF(seconds);
+    return rc;
+}
+
+/* The summary's dict: counts, the window's times, every field's sum (and a
+ * per-step field's seconds per step), every ratio, the peak, the phases'
+ * seconds per step and -- when a phase of the waterfall was marked -- the
+ * waterfall (None without MFU). None = unavailable. */
+static PyObject *summary_dict(const step_object *s, const mfu_steps_summary *sum)
+{
+    const mfu_module_state *state = s->state;
     const mfu_window_summary *w = &sum->window;
-    const mfu_metrics *m = &w->metrics;
     const double peak = sum->peak_flops_per_sec;
     const struct {
         const char *name;
@@ -93,14 +135,8 @@ static PyObject *summary_dict(const mfu_steps_summary *sum)
     } figures[] = {
         {"window_s", w->window_s}, {"step_time_s", w->step_s_mean},
         {"step_time_min_s", w->step_s_min}, {"step_time_max_s", w->step_s_max},
-        {"tokens_per_sec", m->tokens_per_sec},
-        {"achieved_flops_per_sec", m->achieved_flops_per_sec},
-        {"achieved_tflops", m->achieved_flops_per_sec * 1e-12}, {"mfu", m->mfu},
-        {"hfu", m->hfu}, {"mbu", m->mbu}, {"peak_flops_per_sec", peak},
-        {"peak_tflops", peak * 1e-12}, {"mfu_mixed", sum->mfu_mixed},
-        {"ideal_s", sum->ideal_s}, {"overcompute_flops", sum->overcompute_flops},
-        {"overcompute", sum->overcompute}, {"language_flops", sum->language_flops},
-        {"mfu_language", sum->mfu_language},
+        {"achieved_tflops", w->metrics.achieved_flops_per_sec * 1e-12},
+        {"peak_flops_per_sec", peak}, {"peak_tflops", peak * 1e-12},
     };
     PyObject *result = Py_BuildValue(
         "{sIsKsKsIsKsKss}", "steps", (unsigned int)w->steps, "steps_seen",
@@ -114,6 +150,20 @@ static PyObject *summary_dict(const mfu_steps_summary *sum)
             Py_CLEAR(result);
         Py_XDECREF(value);
     }
+    for (int f = 0; result != NULL && f < MFU_FIELD_COUNT; f++) {
+        const double sum = mfu_work_get(&w->totals, f);
+        if (set_figure(result, state->field_names[f], sum) < 0
+            || ((mfu_step_fields[f].flags & MFU_FIELD_PER_STEP)
+                && set_per_step(result, f, w->steps > 0 ? sum / (double)w->steps : NAN) < 0))
+            Py_CLEAR(result);
+    }
+    if (result != NULL
+        && (set_phases(s, result, &sum->phases) < 0
+            || mfu_py_figures_into(state, result, &w->metrics,
+                                   w->steps > 0 && mfu_waterfall_asked(sum->phases.marked, &w->totals)
+                                       ? &w->waterfall : NULL)
+                   < 0))
+        Py_CLEAR(result);
     return result;
 }
 
@@ -121,33 +171,33 @@ PyObject *mfu_py_step_summary(PyObject *self, PyObject *const *args, Py_ssize_t 
                               PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
-    PyObject *given[MFU_PY_WORK_FIELDS] = {NULL};
+    PyObject *given[MFU_FIELD_COUNT] = {NULL};
     mfu_step_report totals;
     mfu_steps_summary sum;
     if ((nargs > 0 || kwnames != NULL) /* else nothing to bind: the common call */
-        && mfu_py_bind("summary", s->state->summary_kwnames, MFU_PY_WORK_FIELDS, 0, 0, args,
+        && mfu_py_bind("summary", s->state->given_kwnames, s->state->given_count, 0, 0, args,
                        nargs, kwnames, given) < 0)
         return NULL;
-    if (work_report(given, 1, &totals) < 0 || mfu_py_step_require_init(s) < 0)
+    if (work_report(s->state, given, 1, &totals) < 0 || mfu_py_step_require_init(s) < 0)
         return NULL;
     summarize(s, &totals, &sum);
-    return summary_dict(&sum);
+    return summary_dict(s, &sum);
 }
 
 /* ---- book() --------------------------------------------------------------- */
 
-/* One warning for the bad values of a book() call (`bad`: MFU_STEP_* bits). */
+/* One warning for the bad values of a book() call (`bad`: MFU_STEP_* bits):
+ * the last one named, with what its step records instead. */
 static void warn_bad_booking(step_object *s, unsigned bad)
 {
     char message[300];
-    const char *name = "a value";
-    for (int i = 0; i < MFU_PY_WORK_FIELDS; i++)
-        if (bad & work_fields[i].bit)
-            name = work_fields[i].name;
+    int field = MFU_FIELD_COUNT - 1;
+    while (field > 0 && !(bad & (1u << field)))
+        field--;
     PyOS_snprintf(message, sizeof message,
                   "mfu_tracker: Tracker.book(): %s must be a finite int or float >= 0; "
-                  "that step's %s is recorded as unknown and the figures using it are "
-                  "left out", name, name);
+                  "that step's %s %s", mfu_step_fields[field].name,
+                  mfu_step_fields[field].name, mfu_py_unknown_note(field));
     mfu_py_step_queue_warning(s, &s->warned_args, message);
 }
 
@@ -155,7 +205,7 @@ PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nar
                            PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
-    PyObject *given[MFU_PY_WORK_FIELDS] = {NULL};
+    PyObject *given[MFU_FIELD_COUNT] = {NULL};
     mfu_step_report report;
     unsigned long long step;
     unsigned bad = 0;
@@ -164,7 +214,7 @@ PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_TypeError, "book() missing required argument 'step' (pos 1)");
         return NULL;
     }
-    if (mfu_py_bind("book", s->state->summary_kwnames, MFU_PY_WORK_FIELDS, 0, 0, args + 1,
+    if (mfu_py_bind("book", s->state->given_kwnames, s->state->given_count, 0, 0, args + 1,
                     nargs - 1, kwnames, given) < 0)
         return NULL;
     if (!PyLong_Check(args[0]) || PyBool_Check(args[0])) {
@@ -177,7 +227,7 @@ PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_Clear(); /* negative or too large: no such step */
         step = 0;
     }
-    (void)work_report(given, 0, &report);
+    (void)work_report(s->state, given, 0, &report);
     mfu_py_lock_acquire(s->lock);
     if (s->steps != NULL)
         status = mfu_steps_book(s->steps, (uint64_t)step, &report, &bad);
@@ -189,25 +239,23 @@ PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* ---- window_steps() ------------------------------------------------------- */
 
-/* One record as a dict (None = unknown). */
-static PyObject *record_dict(const mfu_step_record *r)
+/* One record as a dict: step, period_s, every field, excluded_s (None =
+ * unknown). */
+static PyObject *record_dict(const mfu_module_state *state, const mfu_step_record *r)
 {
-    const struct {
-        const char *name;
-        double value;
-    } fields[] = {
-        {"period_s", r->period_s}, {"model_flops", r->work.model_flops},
-        {"executed_flops", r->work.executed_flops}, {"param_bytes", r->work.param_bytes},
-        {"num_tokens", r->work.num_tokens}, {"ideal_s", r->ideal_s},
-        {"overcompute_flops", r->overcompute_flops}, {"language_flops", r->language_flops},
-        {"excluded_s", r->phases.excluded_s},
-    };
     PyObject *d = Py_BuildValue("{sK}", "step", (unsigned long long)r->id);
-    for (size_t i = 0; d != NULL && i < sizeof fields / sizeof fields[0]; i++) {
-        PyObject *value = mfu_py_float_or_none(fields[i].value);
-        if (value == NULL || PyDict_SetItemString(d, fields[i].name, value) < 0)
+    PyObject *period = d == NULL ? NULL : mfu_py_float_or_none(r->period_s);
+    if (period == NULL || PyDict_SetItemString(d, "period_s", period) < 0)
+        Py_CLEAR(d);
+    Py_XDECREF(period);
+    for (int f = 0; d != NULL && f < MFU_FIELD_COUNT; f++)
+        if (set_figure(d, state->field_names[f], mfu_work_get(&r->work, f)) < 0)
             Py_CLEAR(d);
-        Py_XDECREF(value);
+    if (d != NULL) {
+        PyObject *excluded = mfu_py_float_or_none(r->phases.excluded_s);
+        if (excluded == NULL || PyDict_SetItemString(d, "excluded_s", excluded) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(excluded);
     }
     return d;
 }
@@ -230,7 +278,7 @@ PyObject *mfu_py_step_window_steps(PyObject *self, PyObject *Py_UNUSED(ignored))
         return PyErr_NoMemory();
     list = PyList_New((Py_ssize_t)n);
     for (uint32_t i = 0; list != NULL && i < n; i++) {
-        PyObject *d = record_dict(&records[i]);
+        PyObject *d = record_dict(s->state, &records[i]);
         if (d == NULL)
             Py_CLEAR(list);
         else

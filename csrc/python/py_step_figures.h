@@ -8,24 +8,21 @@
 
 #include "py_step_object.h"
 
-/* The work fields of a step and of a window's totals, as summary() and
- * book() name them (module state's summary_kwnames). */
-enum { MFU_PY_WORK_FIELDS = 6 };
-
-/* summary(*, model_flops=None, executed_flops=None, num_tokens=None,
- * ideal_s=None, overcompute_flops=None, language_flops=None) -> dict */
+/* summary(*, **totals) -> dict: the window's figures, each given field of
+ * the record (core/step_fields.h) replacing the window's sum. */
 PyObject *mfu_py_step_summary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                               PyObject *kwnames);
 
-/* book(step, /, *, <the same six>) -> bool: booked (False: no such step
- * held). Bad values: one warning, recorded as unknown. */
+/* book(step, /, **fields) -> bool: the given fields booked onto a closed
+ * step (False: no such step held). Bad values: one warning, recorded as
+ * the field's unknown value. */
 PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames);
 
 /* window_steps() -> [dict per step in the window, oldest first] */
 PyObject *mfu_py_step_window_steps(PyObject *self, PyObject *ignored);
 
-/* The interned work-field names, into module state. */
+/* The interned field names and step()'s parameters, into module state. */
 int mfu_py_work_fields_exec(mfu_module_state *state);
 
 #endif /* MFU_PY_STEP_FIGURES_H */

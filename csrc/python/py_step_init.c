@@ -75,12 +75,12 @@ static int init_mixed(step_object *s, PyObject *mixed_obj, int model_from_split,
                       mfu_steps_config *config, int *no_peak, mfu_dtype *missing)
 {
     double flops[MFU_DTYPE_COUNT];
-    config->per_step_ideal_s = NAN;
+    config->per_step.ideal_s = NAN;
     if (mixed_obj == Py_None)
         return 0;
     if (mfu_py_dtype_flops_arg(mixed_obj, "flops_by_dtype", flops) < 0)
         return -1;
-    mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config->per_step_ideal_s,
+    mfu_status mixed = mfu_mixed_ideal_s(flops, s->dtype_peaks, &config->per_step.ideal_s,
                                          missing);
     if (mixed == MFU_ERR_OVERFLOW) {
         mfu_py_raise(mixed, "flops_by_dtype", "FLOPs / peak overflows a double");
@@ -119,13 +119,15 @@ static void init_warnings(step_object *s, int no_peak, mfu_dtype missing)
 /* StepTracker(*, clock="cpu", stream=0, model_flops=None, executed_flops=None,
  *             param_bytes=None, peak_flops_per_sec=None,
  *             peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1,
- *             dtype_peaks=None, flops_by_dtype=None) */
+ *             dtype_peaks=None, flops_by_dtype=None,
+ *             measured_flops_per_sec=None) */
 int mfu_py_step_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"clock", "stream", "model_flops", "executed_flops",
                                "param_bytes", "peak_flops_per_sec",
                                "peak_bytes_per_sec", "num_gpus", "window", "warmup",
-                               "dtype_peaks", "flops_by_dtype", NULL};
+                               "dtype_peaks", "flops_by_dtype", "measured_flops_per_sec",
+                               NULL};
     const unsigned optional = MFU_ARG_NONE_OK;
     const unsigned positive = MFU_ARG_NONE_OK | MFU_ARG_ABOVE_LOW;
     step_object *s = (step_object *)self;
@@ -133,7 +135,7 @@ int mfu_py_step_init(PyObject *self, PyObject *args, PyObject *kwargs)
     PyObject *executed_obj = Py_None, *bytes_obj = Py_None;
     PyObject *peak_flops_obj = Py_None, *peak_bytes_obj = Py_None;
     PyObject *gpus_obj = NULL, *window_obj = NULL, *warmup_obj = NULL;
-    PyObject *peaks_obj = Py_None, *mixed_obj = Py_None;
+    PyObject *peaks_obj = Py_None, *mixed_obj = Py_None, *measured_obj = Py_None;
     int no_peak = 0;
     mfu_dtype missing = MFU_DTYPE_FP64;
     mfu_steps_config config = {.timer = {.clock = MFU_CLOCK_CPU}};
@@ -144,12 +146,13 @@ int mfu_py_step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "a StepTracker is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOOOO:StepTracker",
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$OOOOOOOOOOOOO:StepTracker",
                                      keywords, &clock_obj, &stream_obj, &model_obj,
                                      &executed_obj, &bytes_obj, &peak_flops_obj,
                                      &peak_bytes_obj, &gpus_obj, &window_obj,
-                                     &warmup_obj, &peaks_obj, &mixed_obj))
+                                     &warmup_obj, &peaks_obj, &mixed_obj, &measured_obj))
         return -1;
+    mfu_work_unknown(&config.per_step);
     if ((clock_obj != NULL && mfu_py_clock_arg(clock_obj, &config.timer.clock) < 0)
         || (stream_obj != NULL
             && mfu_py_stream_arg(stream_obj, "stream", &config.stream) < 0)
@@ -163,6 +166,8 @@ int mfu_py_step_init(PyObject *self, PyObject *args, PyObject *kwargs)
                            &config.peak.flops_per_sec) < 0
         || mfu_py_real_arg(peak_bytes_obj, "peak_bytes_per_sec", positive, 0.0,
                            &config.peak.bytes_per_sec) < 0
+        || mfu_py_real_arg(measured_obj, "measured_flops_per_sec", positive, 0.0,
+                           &config.peak.measured_flops_per_sec) < 0
         || optional_int(gpus_obj, "num_gpus", 1, MFU_NUM_GPUS_MAX, &gpus) < 0
         || optional_int(window_obj, "window", 1, MFU_WINDOW_MAX, &window) < 0
         || optional_int(warmup_obj, "warmup", 0, (long long)MFU_WARMUP_MAX, &warmup) < 0)
@@ -173,7 +178,6 @@ int mfu_py_step_init(PyObject *self, PyObject *args, PyObject *kwargs)
         s->any_peak |= !isnan(s->dtype_peaks[d]);
     if (init_mixed(s, mixed_obj, model_obj == Py_None, &config, &no_peak, &missing) < 0)
         return -1;
-    config.per_step.num_tokens = NAN;
     config.peak.num_devices = (int)gpus;
     config.window = (uint32_t)window;
     config.warmup = (uint64_t)warmup;

@@ -19,22 +19,17 @@
 #include <string.h>
 
 #include "py_phases.h"
+#include "py_record.h"
 #include "py_step_comm.h"
 #include "py_step_figures.h"
 #include "py_step_init.h"
 
-/* step()'s parameter names, interned in module state (step_kwnames). No
- * metric key is built here: Tracker.metrics() formats them in Python
+/* step()'s parameters are interned in module state (step_kwnames): the
+ * positional num_tokens, flops_by_dtype, then every other field of the
+ * record a caller gives (core/step_fields.h; py_step_figures.c). No metric
+ * key is built here: Tracker.metrics() formats them in Python
  * (mfu_tracker/timing/_metrics.py), the one place a key is spelled. */
-enum {
-    KW_NUM_TOKENS,
-    KW_MODEL_FLOPS,
-    KW_EXECUTED_FLOPS,
-    KW_FLOPS_BY_DTYPE,
-    KW_OVERCOMPUTE_FLOPS,
-    KW_COUNT
-};
-enum { STEP_PARAMETERS = KW_COUNT };
+enum { KW_NUM_TOKENS = 0, KW_FLOPS_BY_DTYPE = 1, STEP_PARAMETERS_MAX = MFU_FIELD_COUNT + 1 };
 
 /* ---- mixed precision -------------------------------------------------------- */
 
@@ -49,7 +44,7 @@ static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
     if (obj == Py_None)
         return;
     report->given |= MFU_STEP_IDEAL_S;
-    report->ideal_s = NAN;
+    report->work.ideal_s = NAN;
     if (mfu_py_dtype_flops_arg(obj, "flops_by_dtype", flops) < 0) {
         PyErr_Clear();
         return;
@@ -59,13 +54,13 @@ static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
         for (int d = 0; d < MFU_DTYPE_COUNT; d++)
             sum += flops[d];
         report->given |= MFU_STEP_MODEL_FLOPS;
-        report->model_flops = sum;
+        report->work.model_flops = sum;
     }
     /* MFU_ERR_OVERFLOW leaves ideal_s NaN: a bad value (one warning). */
-    if (mfu_mixed_ideal_s(flops, s->dtype_peaks, &report->ideal_s, missing)
+    if (mfu_mixed_ideal_s(flops, s->dtype_peaks, &report->work.ideal_s, missing)
         == MFU_ERR_NOT_FOUND) {
         report->given &= ~(unsigned)MFU_STEP_IDEAL_S;
-        report->ideal_s = NAN;
+        report->work.ideal_s = NAN;
         *no_peak = 1;
     }
 }
@@ -74,35 +69,28 @@ static void report_mixed(step_object *s, PyObject *obj, mfu_step_report *report,
 
 /* A per-step value: None is absent; a number is given; anything else is
  * given and bad (NaN), which the core records as unknown. Never raises. */
-static void report_value(PyObject *obj, const char *argument, unsigned bit,
-                         mfu_step_report *report, double *out)
+static void report_value(PyObject *obj, int field, mfu_step_report *report)
 {
+    double *out = &report->work.v[field];
     if (obj == Py_None)
         return;
-    report->given |= bit;
-    if (mfu_py_real_arg(obj, argument, MFU_ARG_ANY_FINITE, 0.0, out) < 0) {
+    report->given |= 1u << field;
+    if (mfu_py_real_arg(obj, mfu_step_fields[field].name, MFU_ARG_ANY_FINITE, 0.0, out) < 0) {
         PyErr_Clear();
         *out = NAN;
     }
 }
 
 /* One warning for the bad per-step values of a step() call (`bad`: the
- * MFU_STEP_* bits the core reported). */
-static void warn_bad_values(step_object *s, unsigned bad)
+ * MFU_STEP_* bits the core reported), naming the last one; bad ideal
+ * seconds from flops_by_dtype name the dict. */
+static void warn_bad_values(step_object *s, unsigned bad, int mixed)
 {
-    /* Named in parameter order, the last bad one. */
-    const char *name = (bad & MFU_STEP_OVERCOMPUTE_FLOPS) ? "overcompute_flops"
-                       : (bad & MFU_STEP_IDEAL_S)          ? "flops_by_dtype"
-                       : (bad & MFU_STEP_EXECUTED_FLOPS) ? "executed_flops"
-                       : (bad & MFU_STEP_MODEL_FLOPS)    ? "model_flops"
-                                                         : "num_tokens";
     char message[300];
-    if (bad & MFU_STEP_OVERCOMPUTE_FLOPS)
-        PyOS_snprintf(message, sizeof message,
-                      "mfu_tracker: Tracker.step(): overcompute_flops must be a "
-                      "finite int or float >= 0; that step's over-compute is taken "
-                      "as 0 (the waterfall books all of hfu - mfu to recompute)");
-    else if (bad & MFU_STEP_IDEAL_S)
+    int field = MFU_FIELD_COUNT - 1;
+    while (field > 0 && !(bad & (1u << field)))
+        field--;
+    if (mixed && field == MFU_FIELD_IDEAL_S)
         PyOS_snprintf(message, sizeof message,
                       "mfu_tracker: Tracker.step(): flops_by_dtype must be a "
                       "dict from dtype names (fp8, bf16, fp16, tf32, fp32, "
@@ -112,44 +100,64 @@ static void warn_bad_values(step_object *s, unsigned bad)
         PyOS_snprintf(message, sizeof message,
                       "mfu_tracker: Tracker.step(): %s must be a finite int or "
                       "float >= 0 (a Python number, not a tensor); that step's "
-                      "%s is recorded as unknown and the figures using it are "
-                      "left out", name, name);
+                      "%s %s", mfu_step_fields[field].name, mfu_step_fields[field].name,
+                      mfu_py_unknown_note(field));
     mfu_py_step_queue_warning(s, &s->warned_args, message);
 }
 
-/* step(num_tokens=None, *, model_flops=None, executed_flops=None,
- *      flops_by_dtype=None, overcompute_flops=None) */
+/* The report of a step() call from its bound parameters (only the fields
+ * whose bit is set are read). -1 (TypeError) when both ideal_s and
+ * flops_by_dtype are given. */
+static int step_report(step_object *s, PyObject *const *values, mfu_step_report *report,
+                       int *no_peak, mfu_dtype *missing)
+{
+    const mfu_module_state *state = s->state;
+    report->given = 0;
+    for (int i = 0; i < state->step_count; i++)
+        if (state->step_fields[i] >= 0)
+            report_value(values[i], state->step_fields[i], report);
+    if (values[KW_FLOPS_BY_DTYPE] != Py_None) {
+        if (report->given & MFU_STEP_IDEAL_S) {
+            PyErr_SetString(PyExc_TypeError, "step(): give ideal_s or flops_by_dtype "
+                            "(which gives it), not both");
+            return -1;
+        }
+        report_mixed(s, values[KW_FLOPS_BY_DTYPE], report, no_peak, missing);
+    }
+    return 0;
+}
+
+/* step(num_tokens=None, *, flops_by_dtype=None, **fields): the record's
+ * fields a caller gives (core/step_fields.h) for the step this call closes. */
 static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                            PyObject *kwnames)
 {
     step_object *s = (step_object *)self;
-    PyObject *values[STEP_PARAMETERS] = {Py_None, Py_None, Py_None, Py_None, Py_None};
-    mfu_step_report report = {.num_tokens = NAN, .model_flops = NAN, .executed_flops = NAN,
-                              .ideal_s = NAN, .overcompute_flops = NAN,
-                              .language_flops = NAN};
+    const mfu_module_state *state = s->state;
+    PyObject *values[STEP_PARAMETERS_MAX];
+    mfu_step_report report;
     mfu_step_outcome outcome;
-    int no_peak = 0;
+    int no_peak = 0, mixed = 0;
     mfu_dtype missing = MFU_DTYPE_FP64;
 
-    /* A positional num_tokens takes its name out of the keywords: then
-     * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
-    const Py_ssize_t skip = nargs == 1 ? 1 : 0;
-    if (skip)
-        values[KW_NUM_TOKENS] = args[0];
-    if ((nargs > 1 || kwnames != NULL) /* else nothing to bind */
-        && mfu_py_bind("step", s->state->step_kwnames + skip, STEP_PARAMETERS - skip,
-                       1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip)
-               < 0)
-        return NULL;
-    report_value(values[KW_NUM_TOKENS], "num_tokens", MFU_STEP_NUM_TOKENS, &report,
-                 &report.num_tokens);
-    report_value(values[KW_MODEL_FLOPS], "model_flops", MFU_STEP_MODEL_FLOPS, &report,
-                 &report.model_flops);
-    report_value(values[KW_EXECUTED_FLOPS], "executed_flops", MFU_STEP_EXECUTED_FLOPS,
-                 &report, &report.executed_flops);
-    report_mixed(s, values[KW_FLOPS_BY_DTYPE], &report, &no_peak, &missing);
-    report_value(values[KW_OVERCOMPUTE_FLOPS], "overcompute_flops",
-                 MFU_STEP_OVERCOMPUTE_FLOPS, &report, &report.overcompute_flops);
+    if (nargs <= 1 && kwnames == NULL) { /* step() or step(num_tokens): the common call */
+        report.given = 0;
+        if (nargs == 1)
+            report_value(args[0], MFU_FIELD_NUM_TOKENS, &report);
+    } else {
+        /* A positional num_tokens takes its name out of the keywords: then
+         * step(10, num_tokens=10) is an unexpected keyword, as it always was. */
+        const Py_ssize_t skip = nargs == 1 ? 1 : 0;
+        for (int i = 0; i < state->step_count; i++)
+            values[i] = Py_None;
+        if (skip)
+            values[KW_NUM_TOKENS] = args[0];
+        if (mfu_py_bind("step", state->step_kwnames + skip, state->step_count - skip,
+                        1 - skip, 0, args + skip, nargs - skip, kwnames, values + skip) < 0
+            || step_report(s, values, &report, &no_peak, &missing) < 0)
+            return NULL;
+        mixed = values[KW_FLOPS_BY_DTYPE] != Py_None;
+    }
 
     mfu_py_lock_acquire(s->lock);
     if (s->steps == NULL) { /* __init__ never ran: nothing to time */
@@ -158,7 +166,7 @@ static PyObject *step_step(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     mfu_status status = mfu_steps_step(s->steps, &report, &outcome);
     if (outcome.bad != 0)
-        warn_bad_values(s, outcome.bad);
+        warn_bad_values(s, outcome.bad, mixed);
     if (no_peak && s->any_peak && !s->warned_mixed) {
         char message[300];
         mfu_py_no_peak_message(missing, message, sizeof message);
@@ -225,33 +233,29 @@ static PyObject *step_counters(PyObject *self, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef step_methods[] = {
     {"step", (PyCFunction)(void (*)(void))step_step, METH_FASTCALL | METH_KEYWORDS,
-     "step($self, num_tokens=None, *, model_flops=None, executed_flops=None, "
-     "flops_by_dtype=None, overcompute_flops=None)\n--\n\n"
+     "step($self, num_tokens=None, *, flops_by_dtype=None, **fields)\n--\n\n"
      "Mark a step boundary (the first call starts the clock). The arguments "
-     "describe the step this call closes: tokens processed, and model / "
-     "executed FLOPs overriding the per-step defaults; flops_by_dtype "
-     "({dtype name: FLOPs}) gives mfu_mixed (and, without model_flops, the "
-     "model FLOPs as its sum); overcompute_flops: executed FLOPs beyond the "
-     "model convention that are not recompute (FlopCounter.overcompute_flops; "
-     "the waterfall books them to compute). Never blocks in steady "
-     "state, never raises on bad values (one warning; the value is unknown)."},
+     "describe the step this call closes: tokens processed, and any field of "
+     "the record a caller gives (_C.STEP_FIELDS: model / executed / over-compute / "
+     "language FLOPs, ...), replacing the per-step defaults; flops_by_dtype "
+     "({dtype name: FLOPs}) gives the ideal seconds of mfu_mixed (and, without "
+     "model_flops, the model FLOPs as its sum). Never blocks in steady state, "
+     "never raises on bad values (one warning; the value is unknown)."},
     {"summary", (PyCFunction)(void (*)(void))mfu_py_step_summary, METH_FASTCALL | METH_KEYWORDS,
-     "summary($self, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
-     "ideal_s=None, overcompute_flops=None, language_flops=None)\n--\n\nWindowed figures "
-     "over the last `window` resolved steps after warm-up (None = unavailable). A window "
-     "total given here (FLOPs, tokens, ideal seconds; NaN = unknown) replaces the "
-     "window's own and the ratios are formed from it."},
+     "summary($self, /, **totals)\n--\n\nWindowed figures over the last `window` "
+     "resolved steps after warm-up (None = unavailable): every field's sum, every "
+     "ratio, phase_s (as phases() gives it), the waterfall. A window total given here "
+     "(any field a caller gives, _C.STEP_FIELDS; NaN = unknown) replaces the window's "
+     "own and the ratios are formed from it."},
     {"book", (PyCFunction)(void (*)(void))mfu_py_step_book, METH_FASTCALL | METH_KEYWORDS,
-     "book($self, step, /, *, model_flops=None, executed_flops=None, num_tokens=None, "
-     "ideal_s=None, overcompute_flops=None, language_flops=None)\n--\n\nBook work learned "
-     "after its boundary onto closed step `step` (the step a step() call closed is the "
+     "book($self, step, /, **fields)\n--\n\nBook work learned "
+     "after its boundary (any field a caller gives, _C.STEP_FIELDS) onto closed step `step` (the step a step() call closed is the "
      "number of step() calls before it): each value given replaces the step's. True when "
      "booked; False when the step is not held (not closed, lost, or past the window and "
      "LIMIT_STEPS_KEPT more). A bad value: one warning, recorded as unknown."},
     {"window_steps", mfu_py_step_window_steps, METH_NOARGS,
      "window_steps($self, /)\n--\n\nThe records of the steps in the window, oldest first: "
-     "step, period_s, model_flops, executed_flops, param_bytes, num_tokens, ideal_s, "
-     "overcompute_flops, language_flops, excluded_s (None = unknown)."},
+     "step, period_s, every field of _C.STEP_FIELDS, excluded_s (None = unknown)."},
     {"flush", step_flush, METH_NOARGS,
      "flush($self, /)\n--\n\nWait for every step taken so far (one wait)."},
     {"close", step_close, METH_NOARGS,
@@ -305,7 +309,7 @@ PyDoc_STRVAR(step_doc,
              "StepTracker(*, clock='cpu', stream=0, model_flops=None, "
              "executed_flops=None, param_bytes=None, peak_flops_per_sec=None, "
              "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1, "
-             "dtype_peaks=None, flops_by_dtype=None)\n--\n\n"
+             "dtype_peaks=None, flops_by_dtype=None, measured_flops_per_sec=None)\n--\n\n"
              "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
              "windowed statistics in C (core/steps.h).");
 
@@ -376,22 +380,12 @@ static PyMethodDef step_module_methods[] = {
 
 int mfu_py_step_tracker_exec(PyObject *module)
 {
-    static const char *const names[] = {"num_tokens", "model_flops", "executed_flops",
-                                        "flops_by_dtype", "overcompute_flops"};
     mfu_module_state *state = mfu_module_get_state(module);
-    _Static_assert(sizeof state->step_kwnames / sizeof state->step_kwnames[0] == KW_COUNT,
-                   "one interned name per parameter");
-    _Static_assert(sizeof state->summary_kwnames / sizeof state->summary_kwnames[0] ==
-                       MFU_PY_WORK_FIELDS,
-                   "one interned name per work field");
     if (PyModule_AddFunctions(module, step_module_methods) < 0)
         return -1; /* ideal_seconds() */
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
     if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
         return -1;
-    for (int i = 0; i < KW_COUNT; i++)
-        if ((state->step_kwnames[i] = PyUnicode_InternFromString(names[i])) == NULL)
-            return -1;
     if (mfu_py_work_fields_exec(state) < 0)
         return -1;
     return mfu_py_phases_exec(module);

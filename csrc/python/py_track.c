@@ -48,9 +48,21 @@ static int stream_handle(PyObject *obj, uintptr_t *out)
     return rc;
 }
 
-/* (peak FLOP/s, peak bytes/s, dtype name, GPUSpec, MarkTimer or None,
- * device index, current-stream getter, per-dtype peaks) for track()'s
- * resolution key, from
+/* The fields of the resolver's record, timing/_clock.py's TrackResolution,
+ * by position (a named tuple: its order is this one). */
+enum {
+    RESOLVED_PEAK_FLOPS,     /* peak FLOP/s per device, or None */
+    RESOLVED_PEAK_BYTES,     /* peak bytes/s per device, or None */
+    RESOLVED_DTYPE,          /* the peak's dtype name */
+    RESOLVED_SPEC,           /* the GPUSpec, or None */
+    RESOLVED_TIMER,          /* the MarkTimer, or None: the CPU clock */
+    RESOLVED_INDEX,          /* the torch device index */
+    RESOLVED_CURRENT_STREAM, /* device index -> current raw stream, or None */
+    RESOLVED_DTYPE_PEAKS,    /* FLOP/s per dtype, for mfu_mixed */
+    RESOLVED_COUNT
+};
+
+/* The resolver's record (above) for track()'s resolution key, from
  * the one-entry cache when the caller passes the same objects as last time
  * (a training loop does), else from the Python resolver. New reference.
  *
@@ -81,7 +93,7 @@ static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
     Py_DECREF(resolver);
     if (resolved == NULL)
         return NULL;
-    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != 8) {
+    if (!PyTuple_Check(resolved) || PyTuple_GET_SIZE(resolved) != RESOLVED_COUNT) {
         Py_DECREF(resolved);
         PyErr_SetString(PyExc_TypeError, "track(): the resolver must return an 8-tuple");
         return NULL;
@@ -209,7 +221,7 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
     if (resolved == NULL)
         return NULL;
 
-    PyObject *timer = PyTuple_GET_ITEM(resolved, 4);
+    PyObject *timer = PyTuple_GET_ITEM(resolved, RESOLVED_TIMER);
     PyObject *stream_obj = values[ARG_STREAM];
     uintptr_t stream = 0;
     PyObject *result = NULL;
@@ -225,10 +237,11 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
     } else if (stream_obj != Py_None) {
         if (stream_handle(stream_obj, &stream) < 0)
             goto done;
-    } else if (PyTuple_GET_ITEM(resolved, 6) != Py_None) {
+    } else if (PyTuple_GET_ITEM(resolved, RESOLVED_CURRENT_STREAM) != Py_None) {
         /* torch's current stream of the device */
-        PyObject *current = PyObject_CallOneArg(PyTuple_GET_ITEM(resolved, 6),
-                                                PyTuple_GET_ITEM(resolved, 5));
+        PyObject *current = PyObject_CallOneArg(
+            PyTuple_GET_ITEM(resolved, RESOLVED_CURRENT_STREAM),
+            PyTuple_GET_ITEM(resolved, RESOLVED_INDEX));
         if (current == NULL)
             goto done;
         int rc = stream_handle(current, &stream);
@@ -238,7 +251,8 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
     }
 
     if (values[ARG_FLOPS_BY_DTYPE] != Py_None
-        && mixed_ideal_s(state, values[ARG_FLOPS_BY_DTYPE], PyTuple_GET_ITEM(resolved, 7),
+        && mixed_ideal_s(state, values[ARG_FLOPS_BY_DTYPE],
+                         PyTuple_GET_ITEM(resolved, RESOLVED_DTYPE_PEAKS),
                          &ideal_s) < 0)
         goto done;
     PyObject *num_gpus = values[ARG_NUM_GPUS];
@@ -252,8 +266,9 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
     PyObject *block_values[9] = {
         values[ARG_FLOP_COUNT], values[ARG_PARAM_BYTES],
         values[ARG_HFU_FLOP_COUNT], values[ARG_NUM_TOKENS],
-        PyTuple_GET_ITEM(resolved, 0), PyTuple_GET_ITEM(resolved, 1), num_gpus,
-        PyTuple_GET_ITEM(resolved, 2), PyTuple_GET_ITEM(resolved, 3),
+        PyTuple_GET_ITEM(resolved, RESOLVED_PEAK_FLOPS),
+        PyTuple_GET_ITEM(resolved, RESOLVED_PEAK_BYTES), num_gpus,
+        PyTuple_GET_ITEM(resolved, RESOLVED_DTYPE), PyTuple_GET_ITEM(resolved, RESOLVED_SPEC),
     };
     result = mfu_py_result_new(state, block_values, timer, stream);
     if (result != NULL)

@@ -1,7 +1,9 @@
 """Ranks: cross-rank aggregation and communication.
 
-Owns the rows every rank contributes (:mod:`._rank_row`: a rank's row from
-its tracker's window figures) and their combination into the job's
+Owns the rows every rank contributes (:mod:`._row`: their layout, the step
+record's sums per second and the rank's ceilings; :mod:`._row_v5`: the
+layout before; :mod:`._rank_row`: a rank's row from its tracker's window
+figures) and their combination into the job's
 figures (:mod:`._figures`: global MFU, per-rank spread, the straggler, the
 job's communication), the collective that gathers them (:mod:`._collective`:
 a dedicated gloo group, a bounded wait) and the observation of the
@@ -20,4 +22,5 @@ Layer 4 (peaks -> flops -> timing -> distributed -> job -> tracker -> integratio
 from ._figures import *  # noqa: F403 -- the names _figures.__all__ lists
 from ._figures import __all__  # noqa: F401
 # and the row's layout and arithmetic, for tests and benchmarks
-from ._figures import ROW_FIELDS, ROW_LAYOUT, TELEMETRY_FIELDS, combine  # noqa: F401
+from ._figures import combine  # noqa: F401
+from ._row import ROW_FIELDS, ROW_LAYOUT, TELEMETRY_FIELDS  # noqa: F401

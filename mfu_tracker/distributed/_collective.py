@@ -9,10 +9,11 @@ from __future__ import annotations
 import sys
 import time
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from ._comm_observer import unobserved
-from ._figures import ROW_LAYOUT, DistributedFigures, RankFigures, combine
+from ._figures import DistributedFigures, combine
+from ._row import ROW_LAYOUT, RankFigures
 from ._links import gather_hosts
 
 #: Seconds a rank waits in the aggregation for the others before it gives up
@@ -36,6 +37,13 @@ def _dist() -> Any:
 def process_group_initialized() -> bool:
     """Whether a default ``torch.distributed`` process group exists (torch not imported: False)."""
     return _dist() is not None
+
+
+class Interval(NamedTuple):
+    """A rank's time since the end of the previous aggregation."""
+
+    seconds: float   # host seconds
+    steps: int       # step() calls
 
 
 class Aggregator:
@@ -144,14 +152,14 @@ class Aggregator:
                 RuntimeWarning, stacklevel=4)  # -> the caller of Tracker.metrics()
         return figures
 
-    def interval(self, boundaries: int, first_window_boundary: int = 0) -> Optional[Tuple[float, int]]:
+    def interval(self, boundaries: int, first_window_boundary: int = 0) -> Optional["Interval"]:
         """Host seconds and step() calls since the end of the previous aggregation;
         None when that interval holds steps before ``first_window_boundary``
         (the clock's start, the warm-up: a first call's compile or lazy build
         would be charged to the rank, the window leaves them out)."""
         if self._last_boundaries < first_window_boundary:
             return None
-        return time.perf_counter() - self._last_end, boundaries - self._last_boundaries
+        return Interval(time.perf_counter() - self._last_end, boundaries - self._last_boundaries)
 
     def counters(self) -> Dict[str, int]:
         return {"aggregations": self.aggregations, "collectives": self.collectives,

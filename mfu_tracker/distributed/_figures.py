@@ -4,9 +4,12 @@ Each rank measures itself: its own model / executed FLOPs, tokens and step
 periods, in its own ``Tracker`` window. At a logging interval -- never per
 step -- every rank calls ``Tracker.metrics()`` (or :meth:`Tracker.aggregate`)
 and ONE collective runs: an all-gather of a fixed-size float64 row per rank
-(:data:`ROW_FIELDS`, ~150 bytes) on a dedicated gloo process group over CPU
-tensors. :func:`combine` turns the gathered rows into the global figures, the
-same on every rank.
+(:data:`~._row.ROW_FIELDS`, ~500 bytes: the rank's window as the step
+record's sums per second, :mod:`._row`) on a dedicated gloo process group over
+CPU tensors. :func:`combine` turns the gathered rows into the global figures,
+the same on every rank: every rank's sums per second added up, over one
+second, against the ranks' ceilings added up, by the one formula of every
+ratio (``csrc/core/stats.h``, ``_C.form_figures``).
 
 Why a dedicated gloo group:
 
@@ -104,210 +107,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
+from .._native import _C
 from .._validate import check_prefix
 from ..timing._metrics import format_metrics
+from ..timing._roles import ROLES
 from ..timing._telemetry import power_figures
-from ..timing._waterfall import COMM_KINDS, PHASES, busy_s, closing_share, waterfall
+from ..timing._totals import FIELDS
+from ..timing._waterfall import COMM_KINDS, PHASES
+from ._row import (  # noqa: F401 -- the row's format, re-exported where it always was
+    COMM_FAMILIES, ROW_FIELDS, ROW_LAYOUT, TELEMETRY_FIELDS, RankFigures, comm_families)
 
 __all__ = ["RankFigures", "DistributedFigures"]
-
-#: The first value of every row: bumped when ROW_FIELDS changes, so rows of
-#: different layouts (ranks running different versions) never combine.
-#: (Fields are only ever appended, and rows of different lengths cannot pair
-#: in one all-gather, which needs equal sizes; the value still says which
-#: layout a row has: 2.0 added the mixed-precision, measured-peak and
-#: telemetry fields; 3.0 mfu_language and the job ledger's interval FLOPs;
-#: 4.0 the communication fields; 5.0 the over-compute.)
-ROW_LAYOUT = 5.0
-
-#: The float64 row each rank contributes, in order. FLOP/s, bytes/s, tokens/s
-#: and peaks are this rank's *share* (divided by the declared model-parallel
-#: degree); NaN = unavailable.
-ROW_FIELDS: Tuple[str, ...] = (
-    "layout",                  # ROW_LAYOUT
-    "rank",                    # global rank
-    "boundaries",              # step() calls so far
-    "steps",                   # steps in the window
-    "window_s",                # sum of the window's step periods
-    "step_time_s",             # mean step period in the window
-    "step_time_min_s",
-    "step_time_max_s",
-    "achieved_flops_per_sec",  # model FLOPs / window_s
-    "executed_flops_per_sec",  # executed FLOPs / window_s (needs the peak: hfu x peak)
-    "achieved_bytes_per_sec",  # param bytes / window_s (needs the bandwidth: mbu x bw)
-    "tokens_per_sec",
-    "peak_flops_per_sec",      # per-device peak x num_gpus
-    "peak_bytes_per_sec",      # per-device bandwidth x num_gpus
-    "num_devices",             # num_gpus
-    "model_parallel",          # tensor x sequence x context x pipeline degree
-    "interval_s",              # host seconds from the previous aggregation's end to this one
-    "interval_steps",          # step() calls in that interval
-    "mfu",                     # this rank's MFU (achieved / peak)
-    # seconds per step of each marked phase in the window (NaN = unmarked)
-    "phase_data_s",
-    "phase_forward_s",
-    "phase_backward_s",
-    "phase_optimizer_s",
-    "phase_communication_s",
-    # mixed precision, measured peak, telemetry (NaN = unavailable on this rank)
-    "mfu_mixed",               # this rank's mixed-precision utilization (per device)
-    "measured_flops_per_sec",  # the measured GEMM peak x num_gpus (measure_peak=True)
-    "power_w",                 # board power since this rank's previous reading, W
-    "sm_clock_mhz",
-    "clock_ratio",
-    "throttled",               # 1.0 / 0.0
-    # a VLM's language model alone (NaN = unavailable on this rank)
-    "mfu_language",            # this rank's MFU of the language model alone (a VLM's tower out)
-    # the job ledger: model FLOPs of the steps since this rank's previous logged
-    # metrics() (its share), for the job ledger (NaN = unknown)
-    "ledger_model_flops",
-    # communication (NaN = not observed, or none of that kind)
-    "phase_pipeline_bubble_s",  # seconds per step a pipeline stage waited
-    "comm_observed",           # 1.0 when the rank observes its communication
-    *(f"comm_bytes_{kind}" for kind in COMM_KINDS),      # payload bytes per step
-    *(f"comm_s_{kind}" for kind in COMM_KINDS),          # exposed seconds per step
-    *(f"comm_busbw_gbs_{kind}" for kind in COMM_KINDS),  # bus bandwidth, GB/s
-    "net_utilization",
-    "comm_overlap",
-    # over-compute: executed FLOPs beyond the model convention, not recompute
-    "overcompute_flops_per_sec",  # over-compute FLOPs / window_s (the waterfall books it to compute)
-)
-#: The per-kind communication families a row carries (``{family}_{kind}``).
-COMM_FAMILIES: Tuple[str, ...] = ("comm_bytes", "comm_s", "comm_busbw_gbs")
-#: The telemetry readings a row carries (the rest is derived in combine()).
-TELEMETRY_FIELDS: Tuple[str, ...] = ("power_w", "sm_clock_mhz", "clock_ratio", "throttled")
-
-_NAN = float("nan")
-
-
-def _opt(value: float) -> Optional[float]:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-@dataclass(frozen=True)
-class RankFigures:
-    """One rank's figures as gathered (None = unavailable on that rank).
-
-    Rates and peaks are the rank's share: with a declared model-parallel
-    degree d they are the figures given to the tracker divided by d.
-    """
-
-    rank: int
-    boundaries: int
-    steps: int
-    window_s: Optional[float]
-    step_time_s: Optional[float]
-    step_time_min_s: Optional[float]
-    step_time_max_s: Optional[float]
-    achieved_flops_per_sec: Optional[float]
-    executed_flops_per_sec: Optional[float]
-    achieved_bytes_per_sec: Optional[float]
-    tokens_per_sec: Optional[float]
-    peak_flops_per_sec: Optional[float]
-    peak_bytes_per_sec: Optional[float]
-    num_devices: int
-    model_parallel: int
-    interval_s: Optional[float]
-    interval_steps: int
-    mfu: Optional[float]
-    phase_data_s: Optional[float] = None
-    phase_forward_s: Optional[float] = None
-    phase_backward_s: Optional[float] = None
-    phase_optimizer_s: Optional[float] = None
-    phase_communication_s: Optional[float] = None
-    mfu_mixed: Optional[float] = None
-    measured_flops_per_sec: Optional[float] = None
-    power_w: Optional[float] = None
-    sm_clock_mhz: Optional[float] = None
-    clock_ratio: Optional[float] = None
-    throttled: Optional[float] = None
-    mfu_language: Optional[float] = None
-    ledger_model_flops: Optional[float] = None
-    phase_pipeline_bubble_s: Optional[float] = None
-    comm_observed: Optional[float] = None
-    comm: Tuple[Tuple[str, Dict[str, float]], ...] = ()  # (family, {kind: value})
-    net_utilization: Optional[float] = None
-    comm_overlap: Optional[float] = None
-
-    def comm_family(self, family: str) -> Dict[str, float]:
-        """This rank's ``{kind: value}`` of a communication family."""
-        return dict(self.comm).get(family, {})
-    overcompute_flops_per_sec: Optional[float] = None
-
-    @property
-    def phase_s(self) -> Dict[str, float]:
-        """Seconds per step of each phase this rank marked in its window."""
-        out = {}
-        for name in PHASES:
-            value = getattr(self, f"phase_{name}_s")
-            if value is not None:
-                out[name] = value
-        return out
-
-    @property
-    def hfu(self) -> Optional[float]:
-        """Executed FLOP/s over the peak (None when either is unknown)."""
-        return _ratio(self.executed_flops_per_sec, self.peak_flops_per_sec)
-
-    @property
-    def overcompute(self) -> Optional[float]:
-        """Over-compute FLOP/s over the peak (the waterfall's compute, not
-        recompute; None when either is unknown)."""
-        return _ratio(self.overcompute_flops_per_sec, self.peak_flops_per_sec)
-
-    @property
-    def busy_s(self) -> Optional[float]:
-        """Seconds per step this rank spent not waiting for its peers: the
-        step period less exposed communication (None without phases)."""
-        return busy_s(self.step_time_s, self.phase_s)
-
-    @property
-    def interval_step_time_s(self) -> Optional[float]:
-        """Host seconds per step since the previous aggregation (waits in it excluded)."""
-        if self.interval_s is None or self.interval_steps <= 0:
-            return None
-        return self.interval_s / self.interval_steps
-
-    @classmethod
-    def from_row(cls, row: Sequence[float]) -> "RankFigures":
-        v = dict(zip(ROW_FIELDS, (float(x) for x in row)))
-        ints = ("rank", "boundaries", "steps", "num_devices", "model_parallel", "interval_steps")
-        kwargs: Dict[str, Any] = {}
-        comm = {family: {} for family in COMM_FAMILIES}  # type: Dict[str, Dict[str, float]]
-        for name in ROW_FIELDS[1:]:
-            family = _comm_field(name)
-            if family is None:
-                kwargs[name] = int(v[name]) if name in ints else _opt(v[name])
-            elif not math.isnan(v[name]):
-                comm[family[0]][family[1]] = v[name]
-        kwargs["comm"] = comm_families(comm)
-        return cls(**kwargs)
-
-    def to_row(self) -> List[float]:
-        row = [ROW_LAYOUT]
-        for name in ROW_FIELDS[1:]:
-            family = _comm_field(name)
-            value = (getattr(self, name) if family is None
-                     else self.comm_family(family[0]).get(family[1]))
-            row.append(_NAN if value is None else float(value))
-        return row
-
-
-def comm_families(figures: Mapping[str, Any]) -> Tuple[Tuple[str, Dict[str, float]], ...]:
-    """``RankFigures.comm`` from a mapping with the communication families:
-    the non-empty ones, in :data:`COMM_FAMILIES` order."""
-    return tuple((family, dict(figures[family])) for family in COMM_FAMILIES
-                 if figures.get(family))
-
-
-def _comm_field(name: str) -> Optional[Tuple[str, str]]:
-    """(family, kind) of a per-kind communication row field, else None."""
-    for family in COMM_FAMILIES:
-        if name.startswith(family + "_") and name[len(family) + 1:] in COMM_KINDS:
-            return family, name[len(family) + 1:]
-    return None
 
 
 def _total(values: Sequence[Optional[float]]) -> Optional[float]:
@@ -370,6 +182,14 @@ class DistributedFigures:
     mfu_language: Optional[float] = None       # peak-weighted mean of the ranks' mfu_language
     mfu_lost_rank: Optional[Dict[str, float]] = None  # per loss: the rank with the largest share
     ledger_model_flops: Optional[float] = None  # sum over ranks (the job ledger's interval)
+    per_step: Optional[Dict[str, float]] = None  # the step record's per-step fields: mean over ranks
+    wait_ratio: Optional[float] = None         # device-weighted mean of the ranks' wait / step time
+
+    @property
+    def roles_ran(self) -> bool:
+        """Whether any rank timed a post-training role in its window."""
+        return any((getattr(r.sums, f"{role}_s", None) or 0.0) > 0 for r in self.ranks
+                   for role in ROLES)
 
     @property
     def world_size(self) -> int:
@@ -377,8 +197,11 @@ class DistributedFigures:
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """The ``Tracker.metrics()`` keys of these figures (the one formatter,
-        :mod:`mfu_tracker.timing._metrics`); unavailable ones left out."""
-        return format_metrics(self.__dict__, check_prefix(prefix))
+        :mod:`mfu_tracker.timing._metrics`; a per-step field's figure is
+        ``<field>_per_step``, as a tracker's); unavailable ones left out."""
+        figures = dict(self.__dict__)
+        figures.update({f"{name}_per_step": value for name, value in (self.per_step or {}).items()})
+        return format_metrics(figures, check_prefix(prefix))
 
 
 def _concentrated(ranks: Tuple[RankFigures, ...],
@@ -393,33 +216,76 @@ def _concentrated(ranks: Tuple[RankFigures, ...],
             for k in common}
 
 
-def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
-        Optional[Dict[str, float]], Optional[Dict[str, float]], Optional[int], Optional[float]]:
-    """The global waterfall, phase seconds and straggler, when every rank
-    marked phases (else all None: the keys are left out).
+def _formed(sums: Dict[str, Optional[float]], ranks: Sequence[RankFigures],
+            waterfall: Dict[str, Any]) -> Dict[str, Any]:
+    """The one formula (``_C.form_figures``) over ``sums`` per second, against
+    the ceilings of ``ranks`` added up (one that any rank lacks: unknown),
+    with the waterfall's inputs ``waterfall`` (step_s, phase_s, per_step)."""
+    return _C.form_figures(
+        sums, 1.0, peak_flops_per_sec=_total([r.peak_flops_per_sec for r in ranks]),
+        peak_bytes_per_sec=_total([r.peak_bytes_per_sec for r in ranks]),
+        devices=float(sum(r.num_devices for r in ranks)),
+        measured_flops_per_sec=_total([r.measured_flops_per_sec for r in ranks]), **waterfall)
 
-    Waterfall: the peak-weighted mean of the ranks' shares -- the weights
-    of the global MFU (sum_r P_r mfu_r / sum_r P_r), so the global shares and
-    MFU still add up to 1 (``other`` closes the sum). Phase seconds: the mean
-    over ranks. Straggler: the rank with the most busy seconds per step
-    (step period less exposed communication; lowest rank on ties); its
-    ``straggler_lost`` is the other ranks' mean (busy_s - busy_r) over the
-    job's step time (the slowest mean period): the share of the job's step
-    time they spent waiting for it (0 at world size 1)."""
+
+def _waterfall_in(ranks: Sequence[RankFigures]) -> Dict[str, Any]:
+    """What the job's waterfall is formed from: each phase's (and each
+    per-step field's) share of every rank's step, weighted by the rank's
+    peak -- the weights of the global MFU, sum_r P_r mfu_r / sum_r P_r --
+    over the summed peak, so the job's shares are the peak-weighted mean of
+    the ranks' and still add up to 1 with ``mfu``. A phase counts when every
+    rank marked it (forward and backward: when every rank marked either);
+    ``{}`` (no waterfall) unless every rank has phases, a peak and a step
+    time."""
+    peaks = [r.peak_flops_per_sec for r in ranks]
+    times = [r.step_time_s for r in ranks]
+    if not all(r.phase_s for r in ranks) or not all(p is not None and p > 0 for p in peaks) \
+            or not all(t is not None and t > 0 for t in times):
+        return {}
+
+    def weighted(values: Sequence[float]) -> float:
+        return math.fsum(p * (v / t) for p, v, t in zip(peaks, values, times))  # type: ignore[operator]
+
+    phase_s = {name: weighted([r.phase_s[name] for r in ranks]) for name in PHASES
+               if name not in ("forward", "backward") and all(name in r.phase_s for r in ranks)}
+    if all("forward" in r.phase_s or "backward" in r.phase_s for r in ranks):
+        for name in ("forward", "backward"):
+            phase_s[name] = weighted([r.phase_s.get(name, 0.0) for r in ranks])
+    per_step = {f.name: weighted([getattr(r.sums, f.name) for r in ranks]) for f in FIELDS
+                if f.per_step and f.loss and all(getattr(r.sums, f.name) is not None for r in ranks)}
+    return {"step_s": math.fsum(peaks), "phase_s": phase_s, "per_step": per_step}  # type: ignore[arg-type]
+
+
+def _rank_shares(r: RankFigures) -> Optional[Dict[str, float]]:
+    """One rank's waterfall, by the one formula over its own row."""
+    if not r.phase_s or not r.step_time_s:
+        return None
+    per_step = {f.name: getattr(r.sums, f.name) for f in FIELDS if f.per_step}
+    return _formed(r.sums.kwargs(), [r], {"step_s": r.step_time_s, "phase_s": r.phase_s,
+                                          "per_step": per_step}).get("mfu_lost")
+
+
+class Straggler(NamedTuple):
+    """The job's phase seconds and its straggler (None: not formed)."""
+
+    phase_s: Optional[Dict[str, float]]   # mean over ranks, seconds per step
+    rank: Optional[int]                   # the rank with the most busy time
+    lost: Optional[float]                 # the others' mean wait / the job's step time
+
+
+def _phases_and_straggler(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Straggler:
+    """The job's phase seconds and straggler, when every rank marked phases
+    (else None: the keys are left out).
+
+    Phase seconds: the mean over ranks. Straggler: the rank with the most
+    busy seconds per step (step period less exposed communication; lowest
+    rank on ties); its ``straggler_lost`` is the other ranks' mean (busy_s -
+    busy_r) over the job's step time (the slowest mean period): the share of
+    the job's step time they spent waiting for it (0 at world size 1)."""
     if not with_steps or not all(r.phase_s for r in ranks):
-        return None, None, None, None
+        return Straggler(None, None, None)
     names = [name for name in PHASES if all(name in r.phase_s for r in ranks)]
     phase_s = {name: math.fsum(r.phase_s[name] for r in ranks) / len(ranks) for name in names}
-    lost: Optional[Dict[str, float]] = None
-    shares = [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s, r.overcompute) for r in ranks]
-    peaks = [r.peak_flops_per_sec for r in ranks]
-    if all(w is not None for w in shares) and all(p is not None and p > 0 for p in peaks):
-        total_peak = math.fsum(peaks)  # type: ignore[arg-type]
-        common = [k for k in shares[0] if all(k in w for w in shares)]  # type: ignore[union-attr]
-        lost = {k: math.fsum(p * w[k] for p, w in zip(peaks, shares)) / total_peak  # type: ignore[index,operator]
-                for k in common if k != "other"}
-        mfu = math.fsum(p * r.mfu for p, r in zip(peaks, ranks)) / total_peak  # type: ignore[operator]
-        lost["other"] = _closing(mfu, lost)
     busy = [(r.busy_s, r.rank) for r in ranks]
     straggler = straggler_lost = None
     job_step = max(r.step_time_s for r in ranks if r.step_time_s is not None) \
@@ -429,32 +295,17 @@ def _waterfall(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Tuple[
         others = [b for b, rank in busy if rank != straggler]
         straggler_lost = (math.fsum(top - b for b in others) / len(others) / job_step  # type: ignore[operator]
                           if others else 0.0)
-    return lost, phase_s, straggler, straggler_lost
+    return Straggler(phase_s, straggler, straggler_lost)
 
 
-def _closing(mfu: float, lost: Dict[str, float]) -> float:
-    """``other``: what closes ``mfu + sum(lost)`` to exactly 1."""
-    return closing_share([mfu, *lost.values()])
-
-
-def _precision_and_telemetry(ranks: Tuple[RankFigures, ...], with_steps: bool,
-                             achieved: Optional[float], tokens: Optional[float],
-                             power: Optional[float]) -> Dict[str, Optional[float]]:
-    """The mixed-precision, measured-peak and telemetry figures of the job
-    (each only when every rank has its part, like every global figure).
-
-    ``mfu_mixed``: the ranks' per-device values weighted by their devices,
-    i.e. the share of the job's device-time the work would need at each
-    dtype's peak. ``mfu_vs_measured`` = sum_r A_r / sum_r measured_r, as
-    ``mfu``. Power adds up over ranks, so J/token and TFLOP/s per W are the
-    job's; the SM clock is the mean, ``clock_ratio`` the lowest (the rank
-    held back most), ``throttled`` 1 when any rank is."""
+def _telemetry(ranks: Tuple[RankFigures, ...], achieved: Optional[float],
+               tokens: Optional[float]) -> Dict[str, Optional[float]]:
+    """The job's telemetry, each only when every rank has its part. Power
+    adds up over ranks, so J/token and TFLOP/s per W are the job's; the SM
+    clock is the mean, ``clock_ratio`` the lowest (the rank held back most),
+    ``throttled`` 1 when any rank is."""
     out: Dict[str, Optional[float]] = {}
-    mixed = [r.mfu_mixed for r in ranks]
-    if with_steps and all(m is not None for m in mixed):
-        devices = math.fsum(r.num_devices for r in ranks)
-        out["mfu_mixed"] = math.fsum(m * r.num_devices for m, r in zip(mixed, ranks)) / devices  # type: ignore[operator]
-    out["mfu_vs_measured"] = _ratio(achieved, _total([r.measured_flops_per_sec for r in ranks]))
+    power = _total([r.power_w for r in ranks])
     if power is not None:
         out["power_w"] = power
         out.update(power_figures(power, achieved, tokens))
@@ -496,16 +347,43 @@ def _communication(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str
     return out
 
 
-def _mfu_language(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[float]:
-    """The job's MFU of the language model alone: the ranks' values weighted
-    by their peaks, the weights of the global ``mfu`` (each rank's is its
-    language FLOP/s over its peak), when every rank has one."""
-    values = [r.mfu_language for r in ranks]
-    peaks = [r.peak_flops_per_sec for r in ranks]
-    if not with_steps or any(v is None for v in values) or any(p is None for p in peaks):
+def _per_step(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[Dict[str, float]]:
+    """The step record's per-step fields (seconds per step): the mean over
+    ranks, each only when every rank has it."""
+    if not with_steps:
         return None
-    total = math.fsum(peaks)  # type: ignore[arg-type]
-    return math.fsum(v * p for v, p in zip(values, peaks)) / total if total > 0 else None  # type: ignore[operator]
+    out = {}
+    for f in FIELDS:
+        values = [getattr(r.sums, f.name) for r in ranks]
+        if f.per_step and all(v is not None for v in values):
+            out[f.name] = math.fsum(values) / len(values)  # type: ignore[arg-type]
+    return out or None
+
+
+def _wait_ratio(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Optional[float]:
+    """The share of the job's device time spent waiting: each rank's wait
+    (seconds per step) over its own step period, weighted by its devices
+    (the plain mean when every rank has as many); None unless every rank
+    has both. Never the sum of the ranks' ratios, nor one rate over the job's
+    wall time: each pool waits on its own clock."""
+    if not with_steps:
+        return None
+    rows = [(r.num_devices, r.sums.wait_s, r.step_time_s) for r in ranks]
+    if any(w is None or math.isnan(w) or t is None or not t > 0 for _, w, t in rows):
+        return None
+    return math.fsum(n * w / t for n, w, t in rows) / math.fsum(n for n, _, _ in rows)
+
+
+def _job(ranks: Tuple[RankFigures, ...], with_steps: bool) -> Dict[str, Any]:
+    """The job's ratios and waterfall by the one formula: every rank's sums
+    per second added up (a field any rank lacks: unknown; none without steps
+    on every rank) over one second, against the ranks' ceilings added up --
+    sum_r A_r / sum_r P_r for MFU, HFU, MBU, ``mfu_language``,
+    ``mfu_vs_measured`` (over the measured peaks), ``mfu_mixed`` (over the
+    devices: the ranks' values weighted by their devices)."""
+    sums = {f.name: _total([getattr(r.sums, f.name) for r in ranks]) if with_steps else None
+            for f in FIELDS if not f.per_step}
+    return _formed(sums, ranks, _waterfall_in(ranks) if with_steps else {})
 
 
 def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
@@ -517,14 +395,8 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
     if not ranks:
         raise ValueError("combine() needs at least one rank")
     with_steps = all(r.steps > 0 for r in ranks)
-    achieved = _total([r.achieved_flops_per_sec for r in ranks]) if with_steps else None
-    executed = _total([r.executed_flops_per_sec for r in ranks]) if with_steps else None
-    moved = _total([r.achieved_bytes_per_sec for r in ranks]) if with_steps else None
-    tokens = _total([r.tokens_per_sec for r in ranks]) if with_steps else None
-    peak = _total([r.peak_flops_per_sec for r in ranks])
-    bandwidth = _total([r.peak_bytes_per_sec for r in ranks])
+    job = _job(ranks, with_steps)
     devices = sum(r.num_devices for r in ranks)
-
     mfus = [r.mfu for r in ranks]
     have_mfu = with_steps and all(m is not None for m in mfus)
     means = [r.step_time_s for r in ranks]
@@ -537,28 +409,33 @@ def combine(ranks: Sequence[RankFigures]) -> DistributedFigures:
         slowest = max(intervals, key=lambda item: (item[0], -item[1]))
         fastest = min(intervals, key=lambda item: (item[0], item[1]))
 
-    lost, phase_s, straggler, straggler_lost = _waterfall(ranks, with_steps)
-    power = _total([r.power_w for r in ranks])
-    concentrated = _concentrated(ranks, [waterfall(r.mfu, r.hfu, r.step_time_s, r.phase_s)
-                                         for r in ranks]) if lost is not None else None
+    straggler = _phases_and_straggler(ranks, with_steps)
+    lost = job.get("mfu_lost")
+    concentrated = _concentrated(ranks, [_rank_shares(r) for r in ranks]) \
+        if lost is not None else None
+    achieved, tokens = job["achieved_flops_per_sec"], job["tokens_per_sec"]
     return DistributedFigures(
         mfu_lost_rank=concentrated,
         ledger_model_flops=_total([r.ledger_model_flops for r in ranks]),
-        **_precision_and_telemetry(ranks, with_steps, achieved, tokens, power),
+        per_step=_per_step(ranks, with_steps),
+        wait_ratio=_wait_ratio(ranks, with_steps),
+        **_telemetry(ranks, achieved, tokens),
         **_communication(ranks, with_steps),
-        mfu_language=_mfu_language(ranks, with_steps),
+        mfu_mixed=job["mfu_mixed"],
+        mfu_vs_measured=job["mfu_vs_measured"],
+        mfu_language=job["mfu_language"],
         mfu_lost=lost,
-        phase_s=phase_s,
-        straggler_rank=straggler,
-        straggler_lost=straggler_lost,
+        phase_s=straggler.phase_s,
+        straggler_rank=straggler.rank,
+        straggler_lost=straggler.lost,
         ranks=ranks,
-        mfu=_ratio(achieved, peak),
-        hfu=_ratio(executed, peak),
-        mbu=_ratio(moved, bandwidth),
+        mfu=job["mfu"],
+        hfu=job["hfu"],
+        mbu=job["mbu"],
         achieved_flops_per_sec=achieved,
         tokens_per_sec=tokens,
         tokens_per_sec_per_device=_ratio(tokens, float(devices)),
-        peak_flops_per_sec=peak,
+        peak_flops_per_sec=_total([r.peak_flops_per_sec for r in ranks]),
         num_devices=devices,
         step_time_s=max(means) if with_steps and None not in means else None,  # type: ignore[type-var]
         step_time_min_s=min(mins) if with_steps and None not in mins else None,  # type: ignore[type-var]

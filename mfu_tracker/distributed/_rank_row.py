@@ -2,16 +2,18 @@
 
 A tracker's figures (:func:`mfu_tracker.timing._figures.window_figures`)
 cover the devices and model-parallel ranks it was told about; the row a rank
-contributes to the all-gather (:class:`~._figures.RankFigures`) holds its
-*share*: rates and peaks divided by the model-parallel degree, so summing
-rows over ranks counts each model replica once (``Tracker``, "Parallel
-degrees"). The row's fields come from the figures by three rules:
+contributes to the all-gather (:class:`~._row.RankFigures`) holds its
+*share*, so summing rows over ranks counts each model replica once
+(``Tracker``, "Parallel degrees"). The row's fields come from the figures by
+three rules:
 
-* copied: the window's counts and times, ``mfu``, ``mfu_mixed``,
-  ``mfu_language``, ``net_utilization``, ``comm_overlap``;
-* shared: rates and peaks / the model-parallel degree; HFU, MBU and the
-  over-compute share turned back into rates (ratio x ceiling) first;
-* per phase: ``phase_<name>_s`` from the window's ``phase_s``.
+* the step record (``_C.STEP_FIELDS``): each field's sum over the window per
+  second of it, / the model-parallel degree (a per-step field: its sum per
+  step); no ratio is carried, each is formed again from these sums by the
+  one formula;
+* copied: the window's counts and times, ``net_utilization``,
+  ``comm_overlap``; per phase: ``phase_<name>_s`` from the window's
+  ``phase_s``; peaks / the model-parallel degree;
 
 and the rest from the rank itself: its rank, its interval since the previous
 aggregation, its window-edge readings (:mod:`mfu_tracker.timing._hardware`), its
@@ -22,21 +24,15 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
+from ..timing._totals import FIELDS, StepSums
 from ..timing._waterfall import PHASES
-from ._figures import TELEMETRY_FIELDS, RankFigures, comm_families
+from ._row import TELEMETRY_FIELDS, RankFigures, comm_families
 
 __all__ = ["rank_row"]
 
 #: Row fields taken from the figures unchanged.
-COPIED = ("steps", "window_s", "step_time_s", "step_time_min_s", "step_time_max_s", "mfu",
-          "mfu_mixed", "mfu_language", "net_utilization", "comm_overlap")
-#: Row fields that are the figure of the same name / the model-parallel degree.
-SHARED = ("achieved_flops_per_sec", "tokens_per_sec", "peak_flops_per_sec")
-#: Row rate fields made from a utilization figure x its ceiling, then shared:
-#: (row field, figure, ceiling: "flops" = the peak, "bytes" = the bandwidth).
-FROM_RATIOS = (("executed_flops_per_sec", "hfu", "flops"),
-               ("achieved_bytes_per_sec", "mbu", "bytes"),
-               ("overcompute_flops_per_sec", "overcompute", "flops"))
+COPIED = ("steps", "window_s", "step_time_s", "step_time_min_s", "step_time_max_s",
+          "net_utilization", "comm_overlap")
 
 
 def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
@@ -44,9 +40,19 @@ def _share(value: Optional[float], model_parallel: int) -> Optional[float]:
     return None if value is None else float(value) / model_parallel
 
 
-def _times(ratio: Optional[float], ceiling: Optional[float]) -> Optional[float]:
-    """A utilization back to its rate: ratio x ceiling (None when either is)."""
-    return None if ratio is None or ceiling is None else float(ratio) * ceiling
+def _per(total: Optional[float], divisor: Optional[float]) -> Optional[float]:
+    """``total / divisor``, None when either is unknown or the divisor is not > 0."""
+    return None if total is None or divisor is None or not divisor > 0 else total / divisor
+
+
+def window_sums(figures: Mapping[str, Any], model_parallel: int) -> StepSums:
+    """The window's record as a row carries it: each field's sum per second of
+    the window, this rank's share (a per-step field: its sum per step)."""
+    window_s, steps = figures["window_s"], figures["steps"]
+    return StepSums(**{
+        f.name: _per(figures.get(f.name), float(steps)) if f.per_step
+        else _share(_per(figures.get(f.name), window_s), model_parallel)
+        for f in FIELDS})
 
 
 def rank_row(figures: Mapping[str, Any], *, rank: int, interval_s: Optional[float],
@@ -63,17 +69,15 @@ def rank_row(figures: Mapping[str, Any], *, rank: int, interval_s: Optional[floa
     FLOPs of the steps in the ledger's interval, None when unknown.
     """
     mp = model_parallel
-    ceilings = {"flops": figures["peak_flops_per_sec"], "bytes": peak_bytes_per_sec}
     row: Dict[str, Any] = {name: figures.get(name) for name in COPIED}
-    row.update({name: _share(figures[name], mp) for name in SHARED})
-    row.update({field: _share(_times(figures.get(ratio), ceilings[ceiling]), mp)
-                for field, ratio, ceiling in FROM_RATIOS})
     phases = figures.get("phase_s", {})
     row.update({f"phase_{name}_s": phases.get(name) for name in PHASES})
     row.update({key: readings.get(key) for key in TELEMETRY_FIELDS})
     return RankFigures(
         rank=rank,
         boundaries=int(figures["boundaries"]),
+        sums=window_sums(figures, mp),
+        peak_flops_per_sec=_share(figures["peak_flops_per_sec"], mp),
         peak_bytes_per_sec=_share(peak_bytes_per_sec, mp),
         num_devices=num_devices,
         model_parallel=mp,

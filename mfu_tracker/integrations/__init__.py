@@ -6,8 +6,9 @@ counter of a counted step, :mod:`._step_counter`), the automatic phase marks (:m
 optimizer wrapper for bare loops (:mod:`.optim`), the callback core both
 Trainer callbacks share (:mod:`._callback`), and the adapters:
 :mod:`.hf_trainer`, :mod:`.lightning`, :mod:`.fabric`; for RL frameworks,
-verl's ``FlopsCounter`` (:mod:`.verl`, a drop-in: no verl import) and the
-vLLM / SGLang counter reader (:mod:`.engines`).
+TRL's trainers by role (:mod:`.trl`, with :mod:`._role_stack`: nested calls
+split into turns), verl's ``FlopsCounter`` (:mod:`.verl`, a drop-in: no verl
+import) and the vLLM / SGLang counter reader (:mod:`.engines`).
 
 Layer 7 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
 -> cli). May import: every layer below it; the frameworks themselves only in

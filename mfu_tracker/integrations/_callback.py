@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Optional, Tuple, TypeVar, Union
+from typing import Any, Callable, Deque, Dict, Optional, TypeVar, Union
 
 from .._dtypes import normalize_dtype
 from .._validate import (
@@ -62,6 +62,7 @@ from ..timing._hardware import check_memory
 from ..timing._step_profile import check_profile_steps, check_trace_dir
 from ._auto_phases import AutoPhases
 from ._step_flops import StepCounter, StepFlops, StepRecord
+from ._step_record import ClosedStep
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -155,7 +156,7 @@ class CallbackCore:
                                  sample_batch=self.sample_batch)
         self._param_bytes: Optional[float] = None
         # (global step, record) of the steps closed since the last booking
-        self._unbooked: Deque[Tuple[int, StepRecord]] = deque()
+        self._unbooked: Deque[ClosedStep] = deque()
         self._step: Optional[StepRecord] = None
         self._counter: Optional[StepCounter] = None
         self._steps_done = 0
@@ -258,7 +259,7 @@ class CallbackCore:
             self._mark(None)
             self._tracker.step()
             self._mark("data")              # the next step's input
-            self._unbooked.append((self._tracker.global_step, step))  # type: ignore[arg-type]
+            self._unbooked.append(ClosedStep(self._tracker.global_step, step))  # type: ignore[arg-type]
             self._steps_done += 1
 
     def _stop(self, step: Optional[int] = None) -> None:

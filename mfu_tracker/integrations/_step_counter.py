@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
+from ..timing._totals import StepSums
 from ._step_record import Flops, dtype_shares
+
+#: No FLOPs counted yet.
+_NONE_COUNTED = Flops(StepSums(), 0.0)
 
 
 class StepCounter:
@@ -21,7 +25,7 @@ class StepCounter:
         self._policy = policy
         self._counter: Any = None
         self._active = False
-        self._before: Flops = (0.0, 0.0, 0.0, 0.0)
+        self._before: Flops = _NONE_COUNTED
         self.ran = False      # a region was counted to its end
         self.failed = False   # a region could not be counted: the step is not counted
 
@@ -69,9 +73,7 @@ class StepCounter:
         if whole is not None:  # causal_attention="half" over attention it could not halve
             self._policy.warn_once("half", f"FlopCounter: {whole} (not warned again)")
         self.ran = True
-        before = self._before
-        return (after[0] - before[0], after[1] - before[1], after[2] - before[2],
-                after[3] - before[3])
+        return after.minus(self._before)
 
     def warn_audit(self) -> None:
         """One warning per run naming the FLOP-heavy ops the audited step
@@ -88,9 +90,9 @@ class StepCounter:
         return dtype_shares(c.flops_by_dtype)
 
     def totals(self) -> Flops:
-        """Raw (model, executed, forward, overcompute) FLOPs counted so far."""
+        """The raw FLOPs counted so far: every kind of the step record the
+        counter counts (model, executed, over-compute), and the forward."""
         c = self._counter
         if c is None:
-            return (0.0, 0.0, 0.0, 0.0)
-        return (float(c.model_flops), float(c.executed_flops), float(c.forward_flops),
-                float(c.overcompute_flops))
+            return _NONE_COUNTED
+        return Flops(StepSums.read(c), float(c.forward_flops))

@@ -32,11 +32,14 @@ compiled region's backward as it runs (a custom autograd Function's
 backward, csrc/core/ops.h "Sites") and its recompute as HFU only, so a
 counted compiled step's model FLOPs equal the eager model's.
 
-**Over-compute** (the 4th figure of a step's FLOPs): executed FLOPs beyond
-the model convention that are not recompute (``FlopCounter.overcompute_flops``,
-e.g. the math SDPA path under ``causal_attention="half"``); the waterfall
-books them to compute. Counted steps carry the counter's; scaled steps scale
-it; analytic and profiled steps have none (0).
+**A step's FLOPs** are a :class:`Flops`: the step record's FLOP fields (a
+:class:`~mfu_tracker.timing._totals.StepSums`: every kind the counter counts
+-- model, executed and over-compute FLOPs, executed beyond the model
+convention that are not recompute, e.g. the math SDPA path under
+``causal_attention="half"``, which the waterfall books to compute) and the
+forward FLOPs. Counted steps carry the counter's; scaled steps scale them;
+analytic and profiled steps have model and executed FLOPs only (no
+over-compute: 0).
 
 **Mixed precision** (``mfu_mixed``): a counted step records the share of its
 model FLOPs in each compute dtype (``FlopCounter.flops_by_dtype``). A step's
@@ -78,14 +81,17 @@ from collections.abc import Mapping
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .._native import _C
+from ..timing._totals import StepSums
 from ._step_counter import StepCounter
-from ._step_record import Flops, Grids, StepRecord, WarnOnce, batch_tokens, read_tokens
+from ._step_record import (ClosedStep, Flops, Grids, MicroBatch, Reference, StepRecord,
+                           WarnOnce, batch_tokens, read_tokens)
 
 __all__ = ["StepFlops", "StepCounter", "StepRecord", "Flops"]
 
 
-def _scale(flops: Flops, factor: float) -> Flops:
-    return (flops[0] * factor, flops[1] * factor, flops[2] * factor, flops[3] * factor)
+def _model_and_executed(model: float, executed: float, forward: float) -> Flops:
+    """A step's FLOPs known as model and executed counts only."""
+    return Flops(StepSums(model_flops=model, executed_flops=executed), forward)
 
 
 
@@ -112,7 +118,7 @@ class StepFlops:
         self.vision = False                # the config has a vision tower (a VLM)
         self.recompute = "none"            # activation recompute for the analytic count
         self.steps = 0                     # optimizer steps closed
-        self.reference: Optional[Tuple[Flops, Optional[float]]] = None  # the last counted step's
+        self.reference: Optional[Reference] = None  # the last counted step's
         self.reference_shares: Optional[Dict[str, float]] = None  # its dtype shares
         self.profile: Optional[Flops] = None
         self.profile_tokens: Optional[int] = None
@@ -185,7 +191,8 @@ class StepFlops:
             return
         finally:
             model.train(was_training)
-        self.profile = (float(full.flops), float(full.hfu_flops), float(forward), 0.0)
+        self.profile = _model_and_executed(float(full.flops), float(full.hfu_flops),
+                                           float(forward))
         self.profile_tokens = tokens
 
     # ---- counting -----------------------------------------------------------------
@@ -208,7 +215,7 @@ class StepFlops:
             counter.warn_audit()
         if counter is not None and counter.ran and not counter.failed:
             record.counted = counter.totals()
-            self.reference = (record.counted, record.work_tokens)
+            self.reference = Reference(record.counted, record.work_tokens)
             record.shares = self.reference_shares = counter.shares()
         else:
             record.reference = self.reference
@@ -228,26 +235,27 @@ class StepFlops:
     def resolve(self, record: StepRecord, tokens: Optional[float] = None,
                 lengths: Optional[List[List[int]]] = None,
                 grids: Optional[List[Grids]] = None) -> Optional[Flops]:
-        """(model, executed, forward, overcompute) FLOPs of a closed step (or
-        block), the HFU knobs applied; None when no source has them. ``tokens``: its real
-        tokens; ``lengths``, ``grids``: its micro-batches' sequence lengths
-        and VLM grids (:func:`read_tokens`)."""
+        """The FLOPs of a closed step (or block), the HFU knobs applied; None
+        when no source has them. ``tokens``: its real tokens; ``lengths``,
+        ``grids``: its micro-batches' sequence lengths and VLM grids
+        (:func:`read_tokens`)."""
         flops = record.counted
         if flops is None and record.reference is not None:
             ref, ref_tokens = record.reference
             work = record.work_tokens
-            flops = _scale(ref, work / ref_tokens) if work is not None and ref_tokens else ref
+            flops = ref.scaled(work / ref_tokens) if work is not None and ref_tokens else ref
         if flops is None and self.config is not None and record.batches:
             flops = self._analytic(record.batches, lengths, grids)[0]
         if flops is None:
             flops = self._profiled(tokens, record.micro_batches)
         if flops is None:
             return None
-        if self.hfu_factor is not None:
-            flops = (flops[0], flops[2] * self.hfu_factor, flops[2], 0.0)
+        if self.hfu_factor is not None:   # executed = forward x the factor: none beyond it
+            flops = _model_and_executed(flops.sums.model_flops, flops.forward_flops * self.hfu_factor,  # type: ignore[arg-type]
+                                        flops.forward_flops)
         return flops
 
-    def _analytic(self, batches: List[Tuple[int, int, Any]], lengths: Optional[List[List[int]]],
+    def _analytic(self, batches: List[MicroBatch], lengths: Optional[List[List[int]]],
                   grids: Optional[List[Grids]] = None) -> Tuple[Flops, float]:
         """The analytic count of a step's micro-batches (a VLM's images and
         videos included; no MTP layers: transformers builds none), and the
@@ -269,7 +277,7 @@ class StepFlops:
             executed += f.hardware_flops
             forward += f.forward_flops
             language += f.language_flops
-        return (model, executed, forward, 0.0), language
+        return _model_and_executed(model, executed, forward), language
 
     def language_share(self, record: StepRecord, lengths: Optional[List[List[int]]],
                        grids: Optional[List[Grids]]) -> Optional[float]:
@@ -279,45 +287,44 @@ class StepFlops:
         if not self.vision or not record.batches:
             return None
         try:
-            (model, _, _, _), language = self._analytic(record.batches, lengths, grids)
+            flops, language = self._analytic(record.batches, lengths, grids)
         except (ValueError, TypeError):
             return None
-        return language / model if model > 0 else None
+        model = flops.sums.model_flops
+        return language / model if model is not None and model > 0 else None
 
     def _profiled(self, tokens: Optional[float], micro_batches: int) -> Optional[Flops]:
         self.profile_sample()
         if self.profile is None:
             return None
         if tokens is not None and self.profile_tokens:
-            return _scale(self.profile, tokens / self.profile_tokens)
-        return _scale(self.profile, float(max(1, micro_batches)))
+            return self.profile.scaled(tokens / self.profile_tokens)
+        return self.profile.scaled(float(max(1, micro_batches)))
 
     # ---- booking ------------------------------------------------------------------
 
     def step_work(self, record: StepRecord, tokens: Optional[float],
                   lengths: Optional[List[List[int]]], grids: Optional[List[Grids]],
-                  peaks: Sequence[Optional[float]]) -> Dict[str, float]:
+                  peaks: Sequence[Optional[float]]) -> StepSums:
         """What a closed step's record in the step engine gets booked
-        (``Tracker.book()`` keywords): its real ``tokens`` when known, and
-        when a source has its FLOPs, model / executed / over-compute FLOPs,
-        its ideal seconds at each dtype's peak (``peaks``: :func:`dtype_peaks`;
-        mixed precision) and its language model's FLOPs (a VLM). ``lengths``,
-        ``grids``: its micro-batches' sequence lengths and VLM grids
-        (:func:`read_tokens`). A step without FLOPs warns once per run."""
-        work: Dict[str, float] = {} if tokens is None else {"num_tokens": float(tokens)}
+        (``Tracker.book()``): its real ``tokens`` when known, and when a
+        source has its FLOPs, each kind of them (model, executed,
+        over-compute), its ideal seconds at each dtype's peak (``peaks``:
+        :func:`dtype_peaks`; mixed precision) and its language model's FLOPs
+        (a VLM). ``lengths``, ``grids``: its micro-batches' sequence lengths
+        and VLM grids (:func:`read_tokens`). A step without FLOPs warns once
+        per run."""
+        real = None if tokens is None else float(tokens)
         flops = self.resolve(record, tokens, lengths, grids)
         if flops is None:
             self.warn_once("noflops", "no FLOPs for some steps (nothing counted, no supported "
                            "model.config, no sample_batch): MFU is left out")
-            return work
-        work.update(model_flops=flops[0], executed_flops=flops[1], overcompute_flops=flops[3])
-        ideal_s = self._ideal_s(self.flops_by_dtype(record, flops[0]), peaks)
-        if ideal_s is not None:
-            work["ideal_s"] = ideal_s
+            return StepSums(num_tokens=real)
+        model = flops.sums.model_flops
         share = self.language_share(record, lengths, grids)
-        if share is not None:
-            work["language_flops"] = flops[0] * share
-        return work
+        return flops.sums.replace(
+            num_tokens=real, ideal_s=self._ideal_s(self.flops_by_dtype(record, model), peaks),
+            language_flops=None if share is None or model is None else model * share)
 
     def _ideal_s(self, by_dtype: Optional[Dict[str, float]],
                  peaks: Sequence[Optional[float]]) -> Optional[float]:
@@ -332,7 +339,7 @@ class StepFlops:
                            f"peak for ({', '.join(sorted(by_dtype))}): mfu_mixed is left out")
         return ideal_s
 
-    def book(self, tracker: Any, steps: Sequence[Tuple[int, StepRecord]],
+    def book(self, tracker: Any, steps: Sequence[ClosedStep],
              peaks: Sequence[Optional[float]]) -> None:
         """Book each closed ``(global step, record)`` of ``steps`` onto its
         record in ``tracker`` (:meth:`step_work`), reading their tokens in
@@ -342,7 +349,7 @@ class StepFlops:
             return
         tokens, lengths, grids = read_tokens([record for _, record in steps])
         for (step, record), t, l, g in zip(steps, tokens, lengths, grids):
-            tracker.book(step, **self.step_work(record, t, l, g, peaks))
+            tracker.book(step, self.step_work(record, t, l, g, peaks))
 
 
 def _on_device_of(batch: Any, model: Any) -> Any:

@@ -16,12 +16,62 @@ Units: FLOPs (not FLOP/s), tokens.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
-#: (model, executed, forward, overcompute) FLOPs of a step or a block.
-Flops = Tuple[float, float, float, float]
+from ..timing._totals import StepSums
+
 #: warn_once(key, message): one warning per key and run.
 WarnOnce = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class Flops:
+    """The FLOPs of a step or a block, as counted or estimated: the step
+    record's FLOP fields (model, executed, over-compute, ...; a kind not
+    given is absent: over-compute then counts 0) and the forward FLOPs the
+    HFU knobs scale."""
+
+    sums: StepSums
+    forward_flops: float
+
+    @property
+    def model_flops(self) -> Optional[float]:
+        return self.sums.model_flops
+
+    @property
+    def executed_flops(self) -> Optional[float]:
+        return self.sums.executed_flops
+
+    def scaled(self, factor: float) -> "Flops":
+        """Every count x ``factor``."""
+        return Flops(self.sums.scaled(factor), self.forward_flops * factor)
+
+    def minus(self, before: "Flops") -> "Flops":
+        """The counts since ``before``."""
+        return Flops(self.sums.minus(before.sums), self.forward_flops - before.forward_flops)
+
+
+class Reference(NamedTuple):
+    """The last counted step a step closed uncounted is scaled from."""
+
+    flops: Flops
+    work_tokens: Optional[float]   # its tokens whose shapes ran (None: unknown)
+
+
+class ClosedStep(NamedTuple):
+    """A closed step waiting for its work to be booked."""
+
+    step: int                      # its global step (Tracker.book()'s)
+    record: "StepRecord"
+
+
+class MicroBatch(NamedTuple):
+    """A micro-batch's shape, for the analytic count."""
+
+    batch: int
+    seq_len: int
+    lengths: Any                   # the mask's row sums (on the device), or None
 
 
 def dtype_shares(by_dtype: Mapping[str, float]) -> Optional[Dict[str, float]]:
@@ -53,13 +103,14 @@ def batch_tokens(batch: Any) -> Optional[int]:
 class StepRecord:
     """What one optimizer step (or one block of it) did, as an adapter saw it.
 
-    ``counted``: its counted FLOPs (None: not counted); ``reference``: the last counted step's (FLOPs, work tokens)
-    when it closed uncounted; ``work_tokens``: tokens whose shapes ran (None:
-    unknown); ``tokens``: real tokens per micro-batch (ints, floats or 0-d
-    tensors still on the device); ``tokens_missing``: a micro-batch without a
-    token count; ``batches``: (batch, seq_len, row lengths or None) per
-    micro-batch, for the analytic count; ``grids``: a VLM batch's image and
-    video grids per micro-batch (the vision tower's work); ``micro_batches``.
+    ``counted``: its counted FLOPs (None: not counted); ``reference``: the
+    last counted step's (:class:`Reference`) when it closed uncounted;
+    ``work_tokens``: tokens whose shapes ran (None: unknown); ``tokens``: real
+    tokens per micro-batch (ints, floats or 0-d tensors still on the device);
+    ``tokens_missing``: a micro-batch without a token count; ``batches``: a
+    :class:`MicroBatch` per micro-batch, for the analytic count; ``grids``: a
+    VLM batch's image and video grids per micro-batch (the vision tower's
+    work); ``micro_batches``.
     """
 
     __slots__ = ("counted", "reference", "work_tokens", "tokens", "tokens_missing", "batches",
@@ -67,17 +118,17 @@ class StepRecord:
 
     def __init__(self) -> None:
         self.counted: Optional[Flops] = None
-        self.reference: Optional[Tuple[Flops, Optional[float]]] = None
+        self.reference: Optional[Reference] = None
         self.work_tokens: Optional[float] = None
         self.tokens: List[Any] = []
         self.tokens_missing = False
-        self.batches: List[Tuple[int, int, Any]] = []
+        self.batches: List[MicroBatch] = []
         self.micro_batches = 0
         #: each compute dtype's share of the step's model FLOPs (None: unknown)
         self.shares: Optional[Dict[str, float]] = None
-        #: per micro-batch, a VLM batch's (image_grid_thw, video_grid_thw)
+        #: per micro-batch, a VLM batch's image_grid_thw and video_grid_thw
         #: tensors (None where absent), read at a logging step
-        self.grids: List[Tuple[Any, Any]] = []
+        self.grids: List[Grids] = []
 
     def add_block(self, num_tokens: Optional[float]) -> None:
         """A micro-batch whose tokens the user gave (``None``: unknown)."""
@@ -107,25 +158,36 @@ class StepRecord:
         batch, seq = shape
         self.micro_batches += 1
         self.work_tokens = (self.work_tokens or 0) + batch * seq
-        self.grids.append(tuple(  # type: ignore[arg-type]
+        self.grids.append(Grids(*(
             g.detach() if isinstance(g, torch.Tensor) and g.dim() == 2 and g.shape[-1] == 3
-            else None for g in (kwargs.get("image_grid_thw"), kwargs.get("video_grid_thw"))))
+            else None for g in (kwargs.get("image_grid_thw"), kwargs.get("video_grid_thw")))))
         mask = kwargs.get("attention_mask")
         if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == shape:
             lengths = mask.detach().sum(-1)      # on the mask's device: no sync
             self.tokens.append(lengths.sum())
-            self.batches.append((batch, seq, lengths))
+            self.batches.append(MicroBatch(batch, seq, lengths))
         else:
             self.tokens.append(batch * seq)
-            self.batches.append((batch, seq, None))
+            self.batches.append(MicroBatch(batch, seq, None))
 
 
-#: A micro-batch's image and video grids, rows [t, h, w] (None: absent).
-Grids = Tuple[Optional[List[List[int]]], Optional[List[List[int]]]]
+class Grids(NamedTuple):
+    """A micro-batch's VLM grids: tensors while recorded, then rows [t, h, w]
+    as read (None: absent)."""
+
+    image: Any
+    video: Any
 
 
-def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], List[List[List[int]]],
-                                                        List[List[Grids]]]:
+class TokenReads(NamedTuple):
+    """What :func:`read_tokens` reads per record."""
+
+    tokens: List[Optional[float]]          # real tokens (None: unknown)
+    lengths: List[List[List[int]]]         # per micro-batch, its sequences' lengths
+    grids: List[List[Grids]]               # per micro-batch, its VLM grids
+
+
+def read_tokens(records: Sequence[StepRecord]) -> TokenReads:
     """Real tokens of each record (None: unknown), the per-sequence lengths
     of each of its micro-batches (``[]`` without a mask) and their VLM grids,
     read from the device in one transfer."""
@@ -163,5 +225,5 @@ def read_tokens(records: Sequence[StepRecord]) -> Tuple[List[Optional[float]], L
             total += take(1)[0] if isinstance(t, torch.Tensor) else t
         totals.append(None if record.tokens_missing or not record.tokens else total)
         lengths.append([take(rows.numel()) if rows is not None else [] for _, _, rows in record.batches])
-        grids.append([(rows(image), rows(video)) for image, video in record.grids])
-    return totals, lengths, grids
+        grids.append([Grids(rows(image), rows(video)) for image, video in record.grids])
+    return TokenReads(totals, lengths, grids)

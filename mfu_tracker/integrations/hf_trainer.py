@@ -70,7 +70,27 @@ from transformers import TrainerCallback
 from .._dtypes import normalize_dtype
 from ._callback import CallbackCore, guarded
 
-__all__ = ["MFUCallback"]
+__all__ = ["MFUCallback", "trainer_dtype"]
+
+
+def trainer_dtype(args: Any, model: Any) -> str:
+    """The peak's dtype of a ``transformers.Trainer`` run: bf16 / fp16 from
+    its mixed precision, else the model's parameter dtype, else tf32 when
+    CUDA matmuls allow TF32, else fp32."""
+    if getattr(args, "bf16", False):
+        return "bf16"
+    if getattr(args, "fp16", False):
+        return "fp16"
+    import torch
+
+    param = next(model.parameters(), None) if model is not None else None
+    if param is not None and param.dtype in (torch.bfloat16, torch.float16):
+        return normalize_dtype(param.dtype)
+    on_cuda = getattr(getattr(args, "device", None), "type", None) == "cuda"
+    if on_cuda and (getattr(args, "tf32", None) or torch.backends.cuda.matmul.allow_tf32
+                    or torch.get_float32_matmul_precision() != "highest"):
+        return "tf32"
+    return "fp32"
 
 
 class _AfterFlow(TrainerCallback):
@@ -193,22 +213,7 @@ class MFUCallback(CallbackCore, TrainerCallback):
         return False
 
     def _resolve_dtype(self, args: Any, model: Any) -> str:
-        if self.dtype is not None:
-            return self.dtype
-        if getattr(args, "bf16", False):
-            return "bf16"
-        if getattr(args, "fp16", False):
-            return "fp16"
-        import torch
-
-        param = next(model.parameters(), None) if model is not None else None
-        if param is not None and param.dtype in (torch.bfloat16, torch.float16):
-            return normalize_dtype(param.dtype)
-        on_cuda = getattr(getattr(args, "device", None), "type", None) == "cuda"
-        if on_cuda and (getattr(args, "tf32", None) or torch.backends.cuda.matmul.allow_tf32
-                        or torch.get_float32_matmul_precision() != "highest"):
-            return "tf32"
-        return "fp32"
+        return self.dtype if self.dtype is not None else trainer_dtype(args, model)
 
     # ---- Trainer hooks -------------------------------------------------------------
 

@@ -222,8 +222,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 distributed=distributed, log_path=log_path,
                                 start_step=start_step, profile_steps=profile_steps,
                                 profile_trace_dir=profile_trace_dir)
-        timer, index, current = block_clock(clock, device, "track_step()")
-        d["_timer"] = timer
+        block = block_clock(clock, device, "track_step()")
+        current, index = block.current_stream, block.index
+        d["_timer"] = block.timer
         d["_stream"] = (lambda: current(index)) if current is not None else (lambda: 0)
         d["_started"] = False
         d["_warned"] = set()
@@ -374,8 +375,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             self._record.add_block(num_tokens)
             flops = self._flops_or_none(block, num_tokens)
             try:
-                result.set_work(None if flops is None else flops[0],
-                                None if flops is None else flops[1], num_tokens)
+                result.set_work(None if flops is None else flops.model_flops,
+                                None if flops is None else flops.executed_flops, num_tokens)
             except Exception as error:  # noqa: BLE001 -- never raise into the loop
                 self._warn_once("result", f"track_step(): the block's figures are left out ({error!r})")
 
@@ -462,9 +463,9 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
             if flops is None:
                 self._tracker.step(num_tokens=tokens)
             else:
-                self._tracker.step(num_tokens=tokens, model_flops=flops[0], executed_flops=flops[1],
-                                   flops_by_dtype=self._policy.flops_by_dtype(record, flops[0]),
-                                   overcompute_flops=flops[3])
+                self._tracker.step(
+                    flops_by_dtype=self._policy.flops_by_dtype(record, flops.model_flops),
+                    **flops.sums.replace(num_tokens=tokens).kwargs())
             self.__dict__["_last_step_flops"] = flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
@@ -489,7 +490,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
     def last_step_flops(self) -> Optional[Tuple[float, float]]:
         """(model, executed) FLOPs of the last closed optimizer step, or None."""
         flops = self._last_step_flops
-        return None if flops is None else (flops[0], flops[1])
+        return None if flops is None else (flops.model_flops, flops.executed_flops)
 
     def metrics(self, prefix: str = "throughput") -> Dict[str, float]:
         """End-to-end figures of the last ``window`` optimizer steps

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple
 
 from .._native import _C
 from .._validate import check_clock
@@ -115,8 +115,15 @@ def current_stream_getter(torch: Any, index: Optional[int]) -> Optional[Callable
     return lambda i: torch.cuda.current_stream(i).cuda_stream
 
 
-#: (MarkTimer or None for the CPU clock, torch device index, current-stream getter)
-BlockClock = Tuple[Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]]]
+class BlockClock(NamedTuple):
+    """The clock of a timed block on one device."""
+
+    timer: Optional[_C.MarkTimer]                    # the shared GPU timer; None: the CPU clock
+    index: Optional[int]                             # the torch device index (None: the CPU)
+    current_stream: Optional[Callable[[int], int]]   # device index -> torch's current raw stream
+
+
+_CPU_BLOCK_CLOCK = BlockClock(None, None, None)
 _BLOCK_CLOCKS: Dict[Tuple[str, Any], BlockClock] = {}
 
 
@@ -137,10 +144,11 @@ def block_clock(clock: Any, device: Any, what: str = "track()") -> BlockClock:
         pass
     kind, index, torch = resolve_clock(clock, device)
     if kind == "cpu":
-        entry: BlockClock = (None, None, None)
+        entry = _CPU_BLOCK_CLOCK
     else:
         timer = mark_timer(kind, index, torch, what)
-        entry = (timer, index, current_stream_getter(torch, index) if timer is not None else None)
+        entry = BlockClock(timer, index,
+                           current_stream_getter(torch, index) if timer is not None else None)
     if _settled(clock):
         try:
             _BLOCK_CLOCKS[(clock, device)] = entry
@@ -149,15 +157,25 @@ def block_clock(clock: Any, device: Any, what: str = "track()") -> BlockClock:
     return entry
 
 
-# What track() needs besides its per-block arguments, resolved from
-# (dtype, device, spec, peak_tflops, clock): (peak FLOP/s, peak bytes/s,
-# dtype name, GPUSpec, MarkTimer or None, device index, current-stream getter).
+# (dtype, device, spec, peak_tflops, clock, MFU_TRACKER_PEAK_TFLOPS): the cache key.
 _TrackKey = Tuple[Any, Any, Any, Any, Any, Optional[str]]
-#: (peak FLOP/s, peak bytes/s, dtype, spec, timer, device index, current-stream
-#: getter, per-dtype peaks for mfu_mixed (``_peak.dtype_peaks``)).
-TrackResolution = Tuple[Optional[float], Optional[float], str, Optional[GPUSpec],
-                        Optional["_C.MarkTimer"], Optional[int], Optional[Callable[[int], int]],
-                        Tuple[Optional[float], ...]]
+
+
+class TrackResolution(NamedTuple):
+    """What ``track()`` needs besides its per-block arguments, resolved from
+    (dtype, device, spec, peak_tflops, clock). The C side reads it by field
+    position (``csrc/python/py_track.c``, ``RESOLVED_*``): keep the order."""
+
+    peak_flops_per_sec: Optional[float]              # FLOP/s, per device
+    peak_bytes_per_sec: Optional[float]              # bytes/s, per device
+    dtype: str                                       # the peak's dtype name
+    spec: Optional[GPUSpec]                          # the device's table row
+    timer: Optional[_C.MarkTimer]                    # None: the CPU clock
+    index: Optional[int]                             # the torch device index
+    current_stream: Optional[Callable[[int], int]]   # device index -> current raw stream
+    dtype_peaks: Tuple[Optional[float], ...]         # FLOP/s per dtype, for mfu_mixed
+
+
 _TRACK_CACHE: Dict[_TrackKey, TrackResolution] = {}
 
 
@@ -173,9 +191,9 @@ def resolve_track(dtype: Any, device: Any, spec: Any, peak_tflops: Any, clock: A
     except (KeyError, TypeError):
         pass
     peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
-    timer, index, current = block_clock(clock, device)
-    resolved: TrackResolution = (peak.flops_per_sec, peak.bytes_per_sec, peak.dtype, peak.spec,
-                                 timer, index, current, dtype_peaks(peak))
+    block = block_clock(clock, device)
+    resolved = TrackResolution(peak.flops_per_sec, peak.bytes_per_sec, peak.dtype, peak.spec,
+                               block.timer, block.index, block.current_stream, dtype_peaks(peak))
     if _settled(clock):
         try:
             _TRACK_CACHE[cache_key] = resolved

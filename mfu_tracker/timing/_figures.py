@@ -1,14 +1,16 @@
-"""A step tracker's figures over its window: the one place they are formed.
+"""A step tracker's figures over its window: the one place they are gathered.
 
 The step engine (``_C.StepTracker``, ``csrc/core/steps.h``) keeps one record
-per step and forms every ratio in C from the window's records -- or from the
-window totals a caller gives (:class:`~._totals.WindowTotals`): MFU, HFU,
-MBU, tokens/s, ``mfu_mixed``, ``mfu_language``, the over-compute share.
-Beside its summary this adds what is formed from it:
+per step and forms every figure in C, by the one formula of every ratio
+(``csrc/core/stats.h``), from the window's sums -- or from the window
+totals a caller gives (:class:`~._totals.StepSums`): each field's sum, MFU,
+HFU, MBU, tokens/s, ``mfu_mixed``, ``mfu_language``, the over-compute share,
+``mfu_vs_measured`` and, when a phase of the waterfall was marked, the
+waterfall's shares (``mfu_lost``, :mod:`._waterfall`). Beside its summary
+this adds:
 
-* ``mfu_vs_measured``: model FLOP/s over a measured GEMM peak;
 * when phases were marked in the window, their seconds per step
-  (``phase_s``) and the waterfall (``mfu_lost``, :mod:`._waterfall`);
+  (``phase_s``, the kinds of communication summed into ``communication``);
 * when the tracker observes its communication, the window's bytes, exposed
   seconds, bus bandwidth, net utilization and overlap per kind.
 
@@ -19,8 +21,8 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Protocol
 
 from .._native import _C
-from ._totals import NO_TOTALS, WindowTotals
-from ._waterfall import split_communication, waterfall
+from ._totals import NO_TOTALS, StepSums
+from ._waterfall import split_communication
 
 __all__ = ["CommunicationCheck", "window_figures"]
 
@@ -36,28 +38,22 @@ class CommunicationCheck(Protocol):
     def check(self, figures: Dict[str, Any]) -> None: ...
 
 
-def window_figures(engine: Any, totals: WindowTotals = NO_TOTALS, *,
-                   measured_flops_per_sec: Optional[float] = None,
+def window_figures(engine: Any, totals: StepSums = NO_TOTALS, *,
                    comm: Optional[CommunicationCheck] = None) -> Dict[str, Any]:
     """The figures of ``engine``'s window (a ``_C.StepTracker``).
 
     ``totals``: window totals given at logging time (each replaces the
-    window's own). ``measured_flops_per_sec``: the measured peak of all the
-    devices the figures cover (FLOP/s), for ``mfu_vs_measured``. ``comm``:
-    the communication observer, when the tracker has one.
+    window's own). ``comm``: the communication observer, when the tracker
+    has one.
     """
-    out: Dict[str, Any] = (_C.StepTracker.summary(engine, **totals.summary_kwargs()) if totals
+    out: Dict[str, Any] = (_C.StepTracker.summary(engine, **totals.kwargs()) if totals
                            else _C.StepTracker.summary(engine))
-    achieved = out["achieved_flops_per_sec"]
-    if measured_flops_per_sec and achieved is not None:
-        out["mfu_vs_measured"] = achieved / measured_flops_per_sec
-    # The badput phases left the step (the ledger books them, not the
+    # The summary's phases are the engine's, one per collective kind; the
+    # badput phases left the step (the ledger books them, not the
     # waterfall): split_communication reports the step's phases only.
-    phases, comm_s = split_communication(_C.StepTracker.phases(engine)["phase_s"])
+    phases, comm_s = split_communication(out.pop("phase_s"))
     if phases:
         out["phase_s"] = phases
-        out["mfu_lost"] = waterfall(out["mfu"], out["hfu"], out["step_time_s"], phases,
-                                    out.get("overcompute"))
     if comm is not None:
         window = _C.StepTracker.comm(engine)
         if window["steps"]:

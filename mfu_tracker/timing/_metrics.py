@@ -13,6 +13,8 @@ Rules:
   None / NaN;
 * keys come in :data:`KEYS` order (the table of the ``Tracker`` docstring);
 * ``prefix=""`` gives bare names (``mfu``), anything else ``{prefix}/mfu``;
+* ``roles`` ({role: {figure: value}}) gives ``{prefix}/role/{role}/{key}``
+  for each :data:`ROLE_KEYS` entry;
 * a *family* figure is a mapping ``{name: value}`` and gives one key per
   entry, ``{prefix}/{family}/{name}`` (:data:`FAMILIES`: the waterfall's
   per-phase keys and the per-kind communication keys use them).
@@ -44,8 +46,16 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_s", "step_time_s", 1.0, "s", "mean step period, end to end"),
     MetricKey("step_time_min_s", "step_time_min_s", 1.0, "s", "shortest step period"),
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
+    MetricKey("idle_s", "idle_s_per_step", 1.0, "s",
+              "seconds per step the devices sat idle between marked phases"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
+    # post-training's roles (mfu_tracker.timing._roles; docs/post-training.md)
+    MetricKey("mfu_end_to_end", "mfu_end_to_end", 1.0, "ratio",
+              "every role's model FLOPs / the window's wall time / peak"),
+    MetricKey("wait_ratio", "wait_ratio", 1.0, "fraction of wall time",
+              "seconds no role ran / the window's wall time"),
+    MetricKey("wait_s", "wait_s_per_step", 1.0, "s", "seconds per step no role ran"),
     # mixed precision, the measured ceiling, device telemetry (docs/mixed-precision.md)
     *(MetricKey(name, name, 1.0, unit, meaning) for name, unit, meaning in (
         ("mfu_mixed", "ratio", "sum over dtypes of FLOPs / that dtype's peak, over time"),
@@ -124,6 +134,20 @@ KEYS: Tuple[MetricKey, ...] = (
               "the profiled step's time the kernel_share rows add up to"),
 )
 
+#: The keys of each role that ran, ``{prefix}/role/{role}/{name}``, made from
+#: its figures (:func:`mfu_tracker.timing._roles.role_figures`).
+ROLE_KEYS: Tuple[MetricKey, ...] = (
+    MetricKey("mfu", "mfu", 1.0, "ratio", "the role's model FLOPs / its seconds / peak"),
+    MetricKey("mbu", "mbu", 1.0, "ratio", "the role's bytes / its seconds / peak bandwidth"),
+    MetricKey("tokens_per_sec", "tokens_per_sec", 1.0, "tokens/s",
+              "the role's tokens / its seconds"),
+    MetricKey("achieved_tflops", "achieved_flops_per_sec", 1e-12, "TFLOP/s",
+              "the role's model FLOP/s while it ran"),
+    MetricKey("time_share", "time_share", 1.0, "fraction of wall time",
+              "the role's seconds / the window's wall time"),
+    MetricKey("time_s", "seconds_per_step", 1.0, "s", "the role's seconds per step"),
+)
+
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
 FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("mfu_lost", "fraction of step time", "the waterfall: step time lost to each cause"),
@@ -172,6 +196,14 @@ def format_metrics(figures: Mapping[str, Any], prefix: str) -> Dict[str, float]:
         value = get(field)
         if value is not None and value == value:  # NaN != NaN
             out[key] = value * scale                # a float (the scales are floats)
+    roles = get("roles")
+    if roles:
+        for role, role_figures in roles.items():
+            base = metric_key(prefix, f"role/{role}")
+            for key in ROLE_KEYS:
+                value = role_figures.get(key.field)
+                if value is not None and value == value:
+                    out[f"{base}/{key.name}"] = value * key.scale
     for family, _, _ in FAMILIES:
         entries = get(family)
         if entries:

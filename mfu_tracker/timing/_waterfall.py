@@ -12,6 +12,9 @@ integrations' automatic marks; seconds per step from the step engine,
     pipeline_bubble = t_pipeline_bubble / T     (a pipeline stage waited for
                                                  its neighbours)
     optimizer      = t_optimizer / T
+    <field>        = t_field / T                (a per-step field of the step
+                                                 record with a loss,
+                                                 ``_C.STEP_FIELDS``' ``loss``)
     recompute      = hfu - mfu - overcompute    (needs executed FLOPs)
     compute        = (t_forward + t_backward) / T - mfu - recompute
                                                 (kernels below peak, non-matmul work,
@@ -19,15 +22,18 @@ integrations' automatic marks; seconds per step from the step engine,
     other          = 1 - mfu - the others       (host / launch bound idle,
                                                  logging, everything unmarked)
 
-so ``mfu + sum(mfu_lost) == 1`` (``other`` closes the sum; :func:`waterfall`
-returns shares whose ``math.fsum`` with ``mfu`` is 1). Nothing is estimated:
+so ``mfu + sum(mfu_lost) == 1`` (``other`` closes the sum: the shares'
+``math.fsum`` with ``mfu`` is 1). The shares are formed in C, with every
+ratio, by the one formula (``csrc/core/stats.h``, ``csrc/core/waterfall.h``):
+for a tracker's window by the step engine's summary, across ranks by
+:func:`mfu_tracker.distributed._figures.combine`. Nothing is estimated:
 
 * a phase that was never marked in the window has no key, and its time is
   in ``other``;
 * ``recompute`` needs HFU (executed FLOPs); without it the key is left out
   and recomputation stays in ``compute``;
 * ``overcompute`` is the share of executed FLOPs beyond the model convention
-  that are *not* recompute (``FlopCounter.overcompute_flops``: a kernel
+  that are *not* recompute (``FlopCounter``'s over-compute: a kernel
   computing the full square of a causal attention that
   ``causal_attention="half"`` counts half, the math SDPA path) at the peak:
   executed FLOPs stay what ran, so it is inside ``hfu - mfu``, and it is
@@ -45,7 +51,7 @@ MFU > 1 does).
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from .._native import _C
 
@@ -65,9 +71,12 @@ PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communic
 #: ledger books them (:mod:`mfu_tracker.job`).
 BADPUT_PHASES: Tuple[str, ...] = ("checkpoint", "eval", "compile")
 
-#: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order.
-LOSSES: Tuple[str, ...] = ("data", "communication", "pipeline_bubble", "optimizer",
-                           "recompute", "compute", "other")
+#: The waterfall's loss keys (``{prefix}/mfu_lost/<name>``), in report order
+#: (the C core's: the phases', the step record's fields', recompute, compute,
+#: other).
+LOSSES: Tuple[str, ...] = tuple(_C.LOSSES)
+#: Each ratio's field in the step record (``_C.RATIOS``).
+_FIELD_OF: Dict[str, str] = {ratio.name: ratio.field for ratio in _C.RATIOS}
 
 #: The collective kinds (``{prefix}/comm_s/<kind>``, ``comm_bytes``,
 #: ``comm_busbw_gbs``), and the step engine's phase that times each one's
@@ -77,67 +86,52 @@ _KIND_PHASES: Tuple[Tuple[str, str], ...] = tuple(
     (kind, _C.phase_names()[_C.comm_kind_phase(kind)]) for kind in COMM_KINDS)
 
 
-def split_communication(phase_s: Mapping[str, float]) -> Tuple[Dict[str, float], Dict[str, float]]:
+class SplitPhases(NamedTuple):
+    """The reported phases and the collective kinds' exposed seconds."""
+
+    phase_s: Dict[str, float]   # seconds per step of each reported phase
+    comm_s: Dict[str, float]    # exposed seconds per step of each kind
+
+
+def split_communication(phase_s: Mapping[str, float]) -> SplitPhases:
     """The step engine's phase seconds (``StepTracker.phases()``, one phase
     per collective kind) as the reported phases and the kinds' exposed
-    seconds: ``(phase_s, comm_s)``, with ``phase_s["communication"]`` the
-    ``math.fsum`` of ``comm_s`` (present when any kind was marked)."""
+    seconds, with ``phase_s["communication"]`` the ``math.fsum`` of
+    ``comm_s`` (present when any kind was marked)."""
     comm_s = {kind: float(phase_s[phase]) for kind, phase in _KIND_PHASES if phase in phase_s}
     out = {name: float(phase_s[name]) for name in PHASES
            if name in phase_s and name != "communication"}
     if comm_s:
         out["communication"] = math.fsum(comm_s.values())
-    return {name: out[name] for name in PHASES if name in out}, comm_s
+    return SplitPhases({name: out[name] for name in PHASES if name in out}, comm_s)
 
 
 def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[float],
               phase_s: Optional[Mapping[str, float]],
               overcompute: Optional[float] = None) -> Optional[Dict[str, float]]:
-    """The ``mfu_lost`` shares (fractions of the step period), or None when
-    there is no waterfall: MFU unknown, no step time, or no phase marked.
+    """The ``mfu_lost`` shares (fractions of the step period) of given ratios,
+    or None when there is no waterfall: MFU unknown, no step time, or no
+    phase marked.
 
     ``phase_s``: seconds per step of each *marked* phase (unmarked phases
     absent), over the same steps as ``mfu`` / ``hfu`` / ``step_time_s``;
-    ``overcompute``: the over-compute share over them (None / NaN: 0).
+    ``overcompute``: the over-compute share over them (None / NaN: 0). The
+    one formula forms them (``csrc/core/stats.h``), each ratio given as its
+    field's sum over one second against a unit peak.
     """
-    if mfu is None or not phase_s or not step_time_s or not step_time_s > 0:
+    if mfu is None or not phase_s or step_time_s is None:
         return None
-    if math.isnan(mfu):
-        return None
-    t = float(step_time_s)
-    lost: Dict[str, float] = {}
-    for name in ("data", "communication", "pipeline_bubble", "optimizer"):
-        if name in phase_s:
-            lost[name] = phase_s[name] / t
-    if "forward" in phase_s or "backward" in phase_s:
-        compute = (phase_s.get("forward", 0.0) + phase_s.get("backward", 0.0)) / t - mfu
-        if hfu is not None and not math.isnan(hfu):
-            over = 0.0 if overcompute is None or math.isnan(overcompute) else overcompute
-            lost["recompute"] = hfu - mfu - over
-            compute -= lost["recompute"]
-        lost["compute"] = compute
-    lost["other"] = closing_share([mfu, *lost.values()])
-    return {name: lost[name] for name in LOSSES if name in lost}
+    sums = {_FIELD_OF["mfu"]: mfu, _FIELD_OF["hfu"]: hfu, _FIELD_OF["overcompute"]: overcompute}
+    return _C.form_figures(sums, 1.0, peak_flops_per_sec=1.0, step_s=step_time_s,
+                           phase_s=dict(phase_s))["mfu_lost"]
 
 
-def closing_share(shares: list) -> float:
+def closing_share(shares: Sequence[float]) -> float:
     """The share x with ``math.fsum(shares + [x]) == 1.0`` exactly: ``1 - sum``,
     moved by fractions of an ulp of 1 where the rounding of ``1 - sum`` leaves the
-    total off (shares of a real waterfall are within [-1, 2]: x can always be
-    placed; 64 halvings reach below any double's resolution there)."""
-    x = 1.0 - math.fsum(shares)
-    step = 0.0
-    for _ in range(64):
-        total = math.fsum([*shares, x])
-        if total == 1.0:
-            break
-        # total is an ulp of 1 off: move x by half of that, then smaller.
-        step = (total - 1.0) / 2.0 if step == 0.0 else step / 2.0
-        if x - step == x:
-            x = math.nextafter(x, -math.inf if total > 1.0 else math.inf)
-        else:
-            x -= step
-    return x
+    total off (``csrc/core/waterfall.h``: found whenever ``1 - sum`` is in [0, 1),
+    the rest of a step)."""
+    return _C.closing_share(list(shares))
 
 
 def busy_s(step_time_s: Optional[float], phase_s: Optional[Mapping[str, float]]) -> Optional[float]:

@@ -4,7 +4,8 @@ Owns :class:`Tracker` (:mod:`._tracker`), a composition: its checked
 configuration (:mod:`._config`), the parts built from it (:mod:`._parts`:
 clock, measured peak, window-edge readers, communication observer), the step
 engine it subclasses (``_C.StepTracker``: boundaries, phases and one record
-per step), and its reference (:mod:`._doc`). The window's figures are
+per step), and its reference (:mod:`._doc`); a post-training step's roles
+timed on it (:mod:`._roles`). The window's figures are
 :mod:`mfu_tracker.timing`'s, a rank's row :mod:`mfu_tracker.distributed`'s,
 the run's log and ledger :mod:`mfu_tracker.job`'s.
 
@@ -12,6 +13,7 @@ Layer 6 (peaks -> flops -> timing -> distributed -> job -> tracker -> integratio
 -> cli). May import: every layer below it.
 """
 from ._tracker import Tracker
+from ._roles import RoleRun, Roles
 from . import _profiled  # noqa: F401 -- registers the profile_steps subclass
 
-__all__ = ["Tracker"]
+__all__ = ["Tracker", "Roles", "RoleRun"]

@@ -109,9 +109,12 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     time, from token counts still on the device) books it onto the step:
     ``tracker.book(step, model_flops=..., num_tokens=...)``, where ``step`` is
     :attr:`global_step` right after that step's ``step()`` call. Every fact of
-    a step lives in one record in the step engine, so what is booked is what
-    the window's figures and the job ledger read; a step can be booked until
-    ``_C.LIMIT_STEPS_KEPT`` more steps have left the window.
+    a step lives in one record in the step engine, whose fields are declared
+    once (``_C.STEP_FIELDS``; ``docs/step-records.md``): ``step()``,
+    ``book()`` and ``metrics()`` take the same fields, one value
+    (:class:`~mfu_tracker.timing._totals.StepSums`) carries them, and what is
+    booked is what the window's figures and the job ledger read; a step can be
+    booked until ``_C.LIMIT_STEPS_KEPT`` more steps have left the window.
     :meth:`window_steps` lists the window's steps with their work and period.
 
     **Phases and the waterfall.** ``with tracker.phase(name):`` (or
@@ -138,14 +141,40 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/mfu_lost/communication``   exposed communication (not overlapped with compute)
     ``{prefix}/mfu_lost/pipeline_bubble`` a pipeline stage waiting for its neighbours
     ``{prefix}/mfu_lost/optimizer``       the optimizer phase
+    ``{prefix}/mfu_lost/idle``            the devices idle between marked phases (none running),
+                                          carved out of ``other``
     ``{prefix}/mfu_lost/recompute``       hfu - mfu - over-compute (needs executed FLOPs)
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
-                                          (over-compute included: ``step(overcompute_flops=)``)
-    ``{prefix}/mfu_lost/other``           everything else: host / launch bound idle, unmarked time
+                                          (over-compute included: its FLOPs given to
+                                          ``step()``, ``docs/waterfall.md``)
+    ``{prefix}/mfu_lost/other``           everything else: unmarked time before a step's first phase
+                                          and after its last (host / launch bound, logging)
     ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
+    ``{prefix}/idle_s``                   seconds per step between marked phases, none running (on
+                                          every rank, the mean over ranks)
     ====================================  ===========================================================
 
     A phase never marked in the window has no key (its time is in ``other``).
+
+    **Post-training roles.** A step timed by :class:`~mfu_tracker.Roles`
+    (``docs/post-training.md``) carries each role's work and seconds and its
+    wait (``rollout``, ``reference``, ``reward``, ``learner``,
+    ``weight_sync``: ``_C.ROLES``), and adds, for every role that ran:
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/role/<role>/mfu``          the role's model FLOPs / its seconds / peak
+    ``{prefix}/role/<role>/mbu``          the role's bytes / its seconds / peak bandwidth
+    ``{prefix}/role/<role>/tokens_per_sec`` the role's tokens / its seconds
+    ``{prefix}/role/<role>/achieved_tflops`` the role's model TFLOP/s while it ran
+    ``{prefix}/role/<role>/time_share``   the role's seconds / the window's wall time
+    ``{prefix}/role/<role>/time_s``       the role's seconds per step
+    ``{prefix}/mfu_end_to_end``           every role's model FLOPs / the window's wall time / peak
+    ``{prefix}/wait_ratio``               seconds no role ran / the window's wall time
+    ``{prefix}/wait_s``                   seconds per step no role ran
+    ``{prefix}/mfu_lost/wait``            the wait's share of the step, carved out of ``other``
+    ====================================  ===========================================================
     ``metrics()`` leaves its own time out of the step it falls in: the
     aggregation collective on either clock, the local call on the CPU clock.
 

@@ -18,7 +18,7 @@ warning, and the part is absent (its keys are left out).
 from __future__ import annotations
 
 import warnings
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional
 
 from ..distributed._collective import Aggregator, process_group_initialized
 from ..peaks._resolve import Peak
@@ -29,9 +29,13 @@ from ._config import TrackerConfig
 
 __all__ = ["Clock", "clock_of", "communication", "device_window", "measured_peak"]
 
-#: (kind: "cpu", "cuda" or "hip"; device index or None; torch or None; the
-#: raw stream handle the boundaries go on).
-Clock = Tuple[str, Optional[int], Any, int]
+class Clock(NamedTuple):
+    """The clock a tracker times its steps on."""
+
+    kind: str              # "cpu", "cuda" or "hip"
+    index: Optional[int]   # the device's index (None: the CPU)
+    torch: Any             # the torch module, or None
+    stream: int            # the raw stream handle the boundaries go on
 
 
 def clock_of(config: TrackerConfig) -> Clock:
@@ -48,7 +52,7 @@ def clock_of(config: TrackerConfig) -> Clock:
         elif handle is None:
             getter = current_stream_getter(torch, index)
             handle = getter(index) if getter is not None else 0
-    return kind, index, torch, handle or 0
+    return Clock(kind, index, torch, handle or 0)
 
 
 def measured_peak(peak: Peak, clock: Clock) -> Optional[float]:
@@ -56,9 +60,8 @@ def measured_peak(peak: Peak, clock: Clock) -> Optional[float]:
     (:func:`measured_gpu_spec`), FLOP/s: the CUDA / ROCm device torch runs
     on, else the CPU; None when the machine was too busy to measure it (one
     warning said so). One warning when it exceeds the peak in use."""
-    kind, index, torch, _ = clock
-    on_gpu = kind != "cpu" and torch is not None and index is not None
-    device = f"cuda:{index}" if on_gpu else "cpu"
+    on_gpu = clock.kind != "cpu" and clock.torch is not None and clock.index is not None
+    device = f"cuda:{clock.index}" if on_gpu else "cpu"
     spec = measured_gpu_spec(peak.dtype, device)
     if not spec.has_peak(peak.dtype):
         return None
@@ -75,10 +78,10 @@ def measured_peak(peak: Peak, clock: Clock) -> Optional[float]:
 def device_window(config: TrackerConfig, peak: Peak, clock: Clock) -> DeviceWindow:
     """What the tracker reads from its device at each window edge (the
     ``telemetry`` and ``memory`` arguments; :class:`DeviceWindow`)."""
-    kind, index, torch, _ = clock
     spec = peak.spec
     return DeviceWindow.open(
-        telemetry=config.telemetry, memory=config.memory, kind=kind, index=index, torch=torch,
+        telemetry=config.telemetry, memory=config.memory, kind=clock.kind, index=clock.index,
+        torch=clock.torch,
         spec_name=spec.name if spec is not None and spec.source == "datasheet" else None,
         link_bandwidth_gbs=config.link_bandwidth_gbs)
 
@@ -103,7 +106,7 @@ def communication(tracker: Any, config: TrackerConfig, peak: Peak, clock: Clock,
         spec = peak.spec
         device_name = spec.name if spec is not None and spec.source == "datasheet" else None
         return observe(tracker, module, aggregator=agg, rank=dist.get_rank(),
-                       device_name=device_name, on_gpu=clock[0] != "cpu",
+                       device_name=device_name, on_gpu=clock.kind != "cpu",
                        link_bandwidth_gbs=config.link_bandwidth_gbs)
     except Exception as exc:  # noqa: BLE001 -- a fault here must not stop the run
         warnings.warn(f"mfu_tracker: Tracker: communication is not observed ({exc}); the "

@@ -22,6 +22,7 @@ in :mod:`._doc`.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .._native import _C
@@ -37,8 +38,9 @@ from ..peaks._table import GPUSpec
 from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
+from ..timing._roles import ROLES, role_figures
 from ..timing._step_profile import StepProfiler, check_profile_steps
-from ..timing._totals import NO_TOTALS, WindowTotals
+from ..timing._totals import FIELDS, NO_TOTALS, StepSums
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
 from ._doc import TRACKER_DOC
@@ -46,15 +48,20 @@ from ._parts import Clock, clock_of, communication, device_window, measured_peak
 
 __all__ = ["Tracker"]
 
-#: Summary keys left out while unavailable (they exist only with their input).
-_OPTIONAL_SUMMARY = ("mfu_mixed", "ideal_s", "mfu_language", "language_flops")
+#: Summary keys left out while unavailable (they exist only with their input):
+#: these ratios, and each field of the step record (its sum over the window,
+#: and a per-step field's seconds per step).
+_OPTIONAL_SUMMARY = ("mfu_mixed", "mfu_language", "mfu_vs_measured", "wait_ratio",
+                     *(f"{role}_time_share" for role in ROLES),
+                     *(field.name for field in FIELDS),
+                     *(f"{field.name}_per_step" for field in FIELDS if field.per_step))
 
 
 class Tracker(_C.StepTracker):
     __doc__ = TRACKER_DOC
 
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
-                 "_comm", "_profiler", "__weakref__")
+                 "_comm", "_profiler", "_roles_warned", "__weakref__")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
         # The kernel breakdown: a tracker that profiles steps is a
@@ -105,10 +112,11 @@ class Tracker(_C.StepTracker):
         peak = resolve_peak(config.dtype, device=config.device, spec=config.spec,
                             peak_tflops=config.peak_tflops)
         clock = clock_of(config)
-        self._start_engine(config, peak, clock)
+        measured = measured_peak(peak, clock) if config.measure_peak else None
+        self._start_engine(config, peak, clock, measured)
         self._config = config
         self._peak = peak
-        self._measured_flops_per_sec = measured_peak(peak, clock) if config.measure_peak else None
+        self._measured_flops_per_sec = measured
         self._hardware = device_window(config, peak, clock)
         endpoint = (serve_metrics(config.metrics_port)
                     if config.metrics_port is not None and rank_world()[0] == 0 else None)
@@ -116,21 +124,23 @@ class Tracker(_C.StepTracker):
                             log=None if config.log_path is None else MetricsLog(config.log_path))
         self._run.start(self, peak=peak, num_gpus=config.num_gpus, model=config.model_info)
         self._profiler = None if config.profile_steps is None else StepProfiler(
-            config.profile_steps, kind=clock[0], index=clock[1], peak=peak,
+            config.profile_steps, kind=clock.kind, index=clock.index, peak=peak,
             first_step=config.start_step + config.warmup + 1, start_step=config.start_step,
             trace_dir=config.profile_trace_dir, sink=self._log_breakdown, rank=rank_world()[0])
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(config.distributed_timeout) if config.aggregate else None
+        self._roles_warned = False   # role figures left out under a process group: said once
         self._comm = communication(self, config, peak, clock, self._dist)
 
-    def _start_engine(self, config: TrackerConfig, peak: Peak, clock: Clock) -> None:
-        """The step engine (the C base): the work per step, the peak, the
-        window, on the clock's stream."""
+    def _start_engine(self, config: TrackerConfig, peak: Peak, clock: Clock,
+                      measured: Optional[float]) -> None:
+        """The step engine (the C base): the work per step, the peak (and the
+        measured one, per device, FLOP/s), the window, on the clock's stream."""
         _C.StepTracker.__init__(
             self,
-            clock=clock[0],
-            stream=clock[3],
+            clock=clock.kind,
+            stream=clock.stream,
             model_flops=config.flops_per_step,
             executed_flops=config.executed_flops_per_step,
             param_bytes=config.param_bytes,
@@ -143,6 +153,7 @@ class Tracker(_C.StepTracker):
             warmup=config.warmup,
             dtype_peaks=dtype_peaks(peak),
             flops_by_dtype=config.flops_by_dtype,
+            measured_flops_per_sec=measured,
         )
 
     # ---- properties --------------------------------------------------------------
@@ -204,23 +215,17 @@ class Tracker(_C.StepTracker):
 
     # ---- steps -----------------------------------------------------------------
 
-    def book(
-        self,
-        step: int,
-        *,
-        model_flops: Optional[float] = None,
-        executed_flops: Optional[float] = None,
-        num_tokens: Optional[float] = None,
-        ideal_s: Optional[float] = None,
-        language_flops: Optional[float] = None,
-        overcompute_flops: Optional[float] = None,
-    ) -> bool:
+    def book(self, step: int, sums: Optional[StepSums] = None, /,
+             **fields: Optional[float]) -> bool:
         """Book work learned after its boundary onto global step ``step``
         (:attr:`global_step` right after that step's ``step()`` call).
 
-        Each value given replaces the step's own -- model / executed /
-        over-compute / language FLOPs, tokens, and ``ideal_s`` (the seconds
-        the step's model FLOPs need at each dtype's peak, for ``mfu_mixed``).
+        The work is a :class:`~mfu_tracker.timing._totals.StepSums` and/or
+        its fields as keywords -- any field of the step record a caller
+        gives (``_C.STEP_FIELDS``: model / executed / over-compute /
+        language FLOPs, tokens, ``ideal_s`` (the seconds the step's model
+        FLOPs need at each dtype's peak, for ``mfu_mixed``), ...;
+        ``docs/step-records.md``): each value given replaces the step's own.
         The window's figures and the job ledger read them from then on. True
         when booked; False when the step is not held: not closed yet, lost
         to a clock failure, or ``_C.LIMIT_STEPS_KEPT`` steps past the window.
@@ -230,16 +235,14 @@ class Tracker(_C.StepTracker):
         if isinstance(step, bool) or not isinstance(step, int):
             raise TypeError(f"book(): step must be an int (a global step), not "
                             f"{type(step).__name__}")
-        return _C.StepTracker.book(
-            self, step - self._run.timed_from, model_flops=model_flops,
-            executed_flops=executed_flops, num_tokens=num_tokens, ideal_s=ideal_s,
-            language_flops=language_flops, overcompute_flops=overcompute_flops)
+        work = StepSums.of(sums, fields, "book()")
+        return _C.StepTracker.book(self, step - self._run.timed_from, **work.kwargs())
 
     def window_steps(self) -> List[Dict[str, Any]]:
         """The steps in the window, oldest first, each as recorded: ``step``
-        (global), ``period_s``, ``model_flops``, ``executed_flops``,
-        ``param_bytes``, ``num_tokens``, ``ideal_s``, ``overcompute_flops``,
-        ``language_flops``, ``excluded_s`` (None = unknown)."""
+        (global), ``period_s``, every field of the step record
+        (``_C.STEP_FIELDS``: ``model_flops``, ``executed_flops``, ...) and
+        ``excluded_s`` (None = unknown)."""
         steps = _C.StepTracker.window_steps(self)
         for record in steps:
             record["step"] += self._run.timed_from
@@ -258,17 +261,8 @@ class Tracker(_C.StepTracker):
 
     # ---- figures ---------------------------------------------------------------
 
-    def metrics(
-        self,
-        prefix: str = "throughput",
-        *,
-        model_flops: Optional[float] = None,
-        executed_flops: Optional[float] = None,
-        num_tokens: Optional[float] = None,
-        ideal_s: Optional[float] = None,
-        language_flops: Optional[float] = None,
-        overcompute_flops: Optional[float] = None,
-    ) -> Dict[str, float]:
+    def metrics(self, prefix: str = "throughput", totals: Optional[StepSums] = None,
+                **fields: Optional[float]) -> Dict[str, float]:
         """The figures as ``{prefix}/name`` keys (see the class doc; ``prefix=""``
         gives bare names), made by the one metric formatter
         (:mod:`mfu_tracker.timing._metrics`).
@@ -286,24 +280,23 @@ class Tracker(_C.StepTracker):
         spent inside (the collective's wait above all) is left out of the
         step it falls in, on either clock.
 
-        ``model_flops``, ``executed_flops`` (FLOPs), ``num_tokens`` and
-        ``ideal_s`` (seconds the model FLOPs need at each dtype's peak, for
-        ``mfu_mixed``) are totals over the steps now in the window, for
-        loops that know a window's work only at logging time (a loop that
-        knows each step's books it, :meth:`book`): each replaces the
-        window's own total, and the ratios are formed from it. A bad one
+        ``totals`` (a :class:`~mfu_tracker.timing._totals.StepSums`) and the
+        keywords -- any field of the step record a caller gives
+        (``_C.STEP_FIELDS``: ``model_flops``, ``executed_flops`` (FLOPs),
+        ``num_tokens``, ``ideal_s`` (seconds the model FLOPs need at each
+        dtype's peak, for ``mfu_mixed``), ``language_flops`` (the part spent
+        in the language model, a VLM's vision tower left out, giving
+        ``mfu_language``), the over-compute FLOPs (booked to
+        ``mfu_lost/compute`` rather than ``recompute``), ...;
+        ``docs/step-records.md``) -- are totals over the steps now in the
+        window, for loops that know a window's work only at logging time (a
+        loop that knows each step's books it, :meth:`book`): each replaces
+        the window's own total, and the ratios are formed from it. A bad one
         (negative, NaN, not a number) gives one warning and leaves the
-        figures that need it out. ``language_flops``: the part of the
-        window's model FLOPs spent in the language model (a VLM's vision
-        tower left out), giving ``mfu_language``. ``overcompute_flops``:
-        executed FLOPs beyond the model convention that are not recompute
-        (``FlopCounter.overcompute_flops``), booked to ``mfu_lost/compute``
-        rather than ``recompute``.
+        figures that need it out.
         """
         check_prefix(prefix)  # before the collective: the same on every rank
-        totals = WindowTotals.given(
-            model_flops=model_flops, executed_flops=executed_flops, num_tokens=num_tokens,
-            ideal_s=ideal_s, language_flops=language_flops, overcompute_flops=overcompute_flops)
+        totals = StepSums.given(totals, what="Tracker.metrics()", **fields)
         run = self._run
         # The ledger's interval: for the log's line and the aggregation's row only.
         interval = run.interval(self) if run.log is not None or self.distributed else None
@@ -312,7 +305,7 @@ class Tracker(_C.StepTracker):
             run.logged(out, interval, prefix=prefix, step=self.global_step)
         return out
 
-    def _metrics(self, prefix: str, totals: WindowTotals,
+    def _metrics(self, prefix: str, totals: StepSums,
                  interval: Optional[Dict[str, Any]]) -> Dict[str, float]:
         if self._comm is not None:
             self._comm.refresh()  # links of groups created since
@@ -330,6 +323,13 @@ class Tracker(_C.StepTracker):
                 figures = self._aggregate(agg, totals, interval)  # type: ignore[arg-type]
                 self._run.ranks = None if figures is None else figures.ranks   # served per rank
                 if figures is not None:
+                    if figures.roles_ran and not self._roles_warned:
+                        self._roles_warned = True
+                        warnings.warn(
+                            "mfu_tracker: under a process group the role figures (role/*, "
+                            "mfu_end_to_end) are left out of metrics(): each rank's are its "
+                            "own tracker's summary(); wait_ratio is the ranks' device-weighted "
+                            "mean (docs/post-training.md)", RuntimeWarning, stacklevel=3)
                     if interval is not None:   # the job's FLOPs of it: every rank's, summed
                         interval["model_flops"] = figures.ledger_model_flops
                         interval["flops_ranks"] = figures.world_size
@@ -346,14 +346,15 @@ class Tracker(_C.StepTracker):
             if exclude:
                 self._exclude_end()
 
-    def _figures(self, totals: WindowTotals) -> Dict[str, Any]:
-        """This rank's figures over its window (:func:`window_figures`)."""
-        measured = self._measured_flops_per_sec
-        config = self._config
-        return window_figures(
-            self, totals, comm=self._comm,
-            measured_flops_per_sec=(measured * config.num_gpus * config.model_parallel
-                                    if measured else None))
+    def _figures(self, totals: StepSums) -> Dict[str, Any]:
+        """This rank's figures over its window (:func:`window_figures`), and
+        its roles' (:func:`role_figures`) when roles ran in it."""
+        out = window_figures(self, totals, comm=self._comm)
+        bandwidth, config = self._peak.bytes_per_sec, self._config
+        devices = config.num_gpus * config.model_parallel   # the engine's ceilings' devices
+        out.update(role_figures(out, peak_flops_per_sec=out.get("peak_flops_per_sec"),
+                                peak_bytes_per_sec=bandwidth * devices if bandwidth else None))
+        return out
 
     def summary(self) -> Dict[str, Any]:
         """Every windowed figure, None where unavailable.
@@ -363,17 +364,19 @@ class Tracker(_C.StepTracker):
         yet), ``steps_dropped`` (lost to a failure), ``boundaries`` (step()
         calls), ``window_s``, ``step_time_s`` / ``_min_s`` / ``_max_s`` (step
         periods, end to end), ``tokens_per_sec``, ``achieved_flops_per_sec``,
-        ``achieved_tflops``, ``mfu``, ``hfu``, ``mbu``, ``peak_flops_per_sec``
-        and ``peak_tflops`` (the MFU denominator, x num_gpus),
-        ``overcompute_flops`` and ``overcompute`` (its share at the peak),
-        ``peak_source`` ("datasheet", "measured", "user" or "unknown"),
-        ``dtype``, ``clock``; when phases were marked in the window also
-        ``phase_s`` (seconds per step of each marked phase) and ``mfu_lost``
-        (the waterfall shares, or None without MFU); and, only while
-        available, ``mfu_mixed`` and ``ideal_s`` (the window's seconds at each
-        dtype's peak, ``flops_by_dtype``), ``mfu_language`` and
-        ``language_flops`` (booked language FLOPs) and ``mfu_vs_measured``
-        (``measure_peak``).
+        ``achieved_tflops``, ``achieved_bytes_per_sec``, ``mfu``, ``hfu``,
+        ``mbu``, ``peak_flops_per_sec`` and ``peak_tflops`` (the MFU
+        denominator, x num_gpus), ``overcompute`` (the over-compute share at
+        the peak), ``peak_source`` ("datasheet", "measured", "user" or
+        "unknown"), ``dtype``, ``clock``; when phases were marked in the
+        window also ``phase_s`` (seconds per step of each marked phase) and
+        ``mfu_lost`` (the waterfall shares, or None without MFU); and, only
+        while available, each field's sum over the window (the step
+        record's, ``_C.STEP_FIELDS``: ``model_flops``, ``num_tokens``,
+        ``ideal_s`` -- the window's seconds at each dtype's peak,
+        ``flops_by_dtype`` --, ``language_flops``, ...; a per-step field's
+        seconds per step as ``<field>_per_step``), ``mfu_mixed``,
+        ``mfu_language`` and ``mfu_vs_measured`` (``measure_peak``).
         """
         out: Dict[str, Any] = self._figures(NO_TOTALS)
         for key in _OPTIONAL_SUMMARY:
@@ -389,7 +392,8 @@ class Tracker(_C.StepTracker):
         exposed seconds), ``comm_s`` (those seconds by kind) and
         ``excluded_s`` (the tracker's own time per step, left out)."""
         raw = _C.StepTracker.phases(self)
-        raw["phase_s"], raw["comm_s"] = split_communication(raw["phase_s"])
+        split = split_communication(raw["phase_s"])
+        raw["phase_s"], raw["comm_s"] = split.phase_s, split.comm_s
         return raw
 
     def read_telemetry(self, achieved_flops_per_sec: Optional[float] = None,
@@ -416,16 +420,8 @@ class Tracker(_C.StepTracker):
 
     # ---- aggregation -----------------------------------------------------------
 
-    def aggregate(
-        self,
-        *,
-        model_flops: Optional[float] = None,
-        executed_flops: Optional[float] = None,
-        num_tokens: Optional[float] = None,
-        ideal_s: Optional[float] = None,
-        language_flops: Optional[float] = None,
-        overcompute_flops: Optional[float] = None,
-    ) -> Optional[DistributedFigures]:
+    def aggregate(self, totals: Optional[StepSums] = None,
+                  **fields: Optional[float]) -> Optional[DistributedFigures]:
         """Global figures with every rank's row (:class:`DistributedFigures`).
 
         A collective like ``metrics()`` when distributed; otherwise this
@@ -433,9 +429,7 @@ class Tracker(_C.StepTracker):
         None when the aggregation failed (warned once). The window totals
         are those of :meth:`metrics`.
         """
-        totals = WindowTotals.given(
-            model_flops=model_flops, executed_flops=executed_flops, num_tokens=num_tokens,
-            ideal_s=ideal_s, language_flops=language_flops, overcompute_flops=overcompute_flops)
+        totals = StepSums.given(totals, what="Tracker.aggregate()", **fields)
         agg = self._dist
         if agg is None or agg.failed is not None:
             return combine([self._rank_figures(totals)])
@@ -445,7 +439,7 @@ class Tracker(_C.StepTracker):
         finally:
             self._exclude_end()
 
-    def _aggregate(self, agg: Aggregator, totals: WindowTotals,
+    def _aggregate(self, agg: Aggregator, totals: StepSums,
                    interval: Optional[Mapping[str, Any]] = None) -> Optional[DistributedFigures]:
         if not process_group_initialized():
             # destroy_process_group() ran: nothing to aggregate with.
@@ -454,16 +448,8 @@ class Tracker(_C.StepTracker):
             return None
         return agg.aggregate(self._rank_figures(totals, interval))
 
-    def rank_figures(
-        self,
-        *,
-        model_flops: Optional[float] = None,
-        executed_flops: Optional[float] = None,
-        num_tokens: Optional[float] = None,
-        ideal_s: Optional[float] = None,
-        language_flops: Optional[float] = None,
-        overcompute_flops: Optional[float] = None,
-    ) -> RankFigures:
+    def rank_figures(self, totals: Optional[StepSums] = None,
+                     **fields: Optional[float]) -> RankFigures:
         """This rank's row of an aggregation: its window's figures, as its share.
 
         Rates and peaks are divided by the model-parallel degree. The interval
@@ -473,11 +459,10 @@ class Tracker(_C.StepTracker):
         warning and leaves its figures out -- never an exception, which on
         one rank would leave the others waiting in the collective.
         """
-        return self._rank_figures(WindowTotals.given(
-            model_flops=model_flops, executed_flops=executed_flops, num_tokens=num_tokens,
-            ideal_s=ideal_s, language_flops=language_flops, overcompute_flops=overcompute_flops))
+        return self._rank_figures(StepSums.given(totals, what="Tracker.rank_figures()",
+                                                 **fields))
 
-    def _rank_figures(self, totals: WindowTotals,
+    def _rank_figures(self, totals: StepSums,
                       interval: Optional[Mapping[str, Any]] = None) -> RankFigures:
         """This rank's row (:func:`rank_row`) of its window's figures."""
         figures = self._figures(totals)
@@ -488,7 +473,8 @@ class Tracker(_C.StepTracker):
         if agg is not None and agg.failed is None:
             # the window's own steps: before the warm-up ended, the window's periods
             since = agg.interval(int(figures["boundaries"]), self.warmup + 1)
-            interval_s, interval_steps = since or (figures["window_s"], int(figures["steps"]))
+            interval_s, interval_steps = (since.seconds, since.steps) if since is not None \
+                else (figures["window_s"], int(figures["steps"]))
             rank: int = agg.rank
         else:
             interval_s, interval_steps, rank = None, 0, 0

@@ -18,7 +18,7 @@
 #include "check.h"
 #include "steps.h"
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {.given = 0};
 
 static mfu_steps *steps_on(mfu_clock_kind clock, uintptr_t stream)
 {

@@ -21,7 +21,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {.given = 0};
 
 /* No per-step work: everything a step has is given or booked. */
 static mfu_steps *steps_on(mfu_clock_kind clock, uint32_t window, uint64_t warmup)
@@ -35,7 +35,7 @@ static mfu_steps *steps_on(mfu_clock_kind clock, uint32_t window, uint64_t warmu
     c.per_step.model_flops = NAN;
     c.per_step.executed_flops = NAN;
     c.per_step.param_bytes = NAN;
-    c.per_step_ideal_s = NAN;
+    c.per_step.ideal_s = NAN;
     c.peak.flops_per_sec = 1e15;
     c.peak.bytes_per_sec = NAN;
     c.peak.num_devices = 1;
@@ -60,7 +60,7 @@ static mfu_step_report model(double model_flops)
 {
     mfu_step_report r = NO_REPORT;
     r.given = MFU_STEP_MODEL_FLOPS;
-    r.model_flops = model_flops;
+    r.work.model_flops = model_flops;
     return r;
 }
 
@@ -98,9 +98,9 @@ static void test_book_pending_and_pushed(void)
 
     /* Step 2 booked after it was pushed: mfu = (1e12 + 3e12) / 4e-3 / 1e15 = 1. */
     tokens.given = MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS | MFU_STEP_EXECUTED_FLOPS;
-    tokens.model_flops = 3e12;
-    tokens.num_tokens = 100;
-    tokens.executed_flops = 6e12;
+    tokens.work.model_flops = 3e12;
+    tokens.work.num_tokens = 100;
+    tokens.work.executed_flops = 6e12;
     CHECK(book(s, 2, tokens, &bad) == MFU_OK && bad == 0);
     mfu_steps_summarize(s, &sum);
     CHECK_NEAR(sum.window.metrics.mfu, 1.0, 1e-12);
@@ -136,39 +136,39 @@ static void test_every_field(void)
         boundary(s);
     all.given = MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS
                 | MFU_STEP_IDEAL_S | MFU_STEP_OVERCOMPUTE_FLOPS | MFU_STEP_LANGUAGE_FLOPS;
-    all.num_tokens = 10;
-    all.model_flops = 2e12;
-    all.executed_flops = 3e12;
-    all.ideal_s = 1e-3;
-    all.overcompute_flops = 4e11;
-    all.language_flops = 5e11;
+    all.work.num_tokens = 10;
+    all.work.model_flops = 2e12;
+    all.work.executed_flops = 3e12;
+    all.work.ideal_s = 1e-3;
+    all.work.overcompute_flops = 4e11;
+    all.work.language_flops = 5e11;
     CHECK(book(s, 1, all, &bad) == MFU_OK && bad == 0);
     CHECK(book(s, 2, all, &bad) == MFU_OK && bad == 0);
     mfu_steps_flush(s);
     CHECK(mfu_steps_window(s, 0, NULL) == 2);
     CHECK(mfu_steps_window(s, 2, window) == 2);
     CHECK(window[0].id == 1 && window[1].id == 2 && window[1].period_s == 2e-3);
-    CHECK(window[0].work.num_tokens == 10 && window[0].ideal_s == 1e-3);
-    CHECK(window[0].overcompute_flops == 4e11 && window[0].language_flops == 5e11);
+    CHECK(window[0].work.num_tokens == 10 && window[0].work.ideal_s == 1e-3);
+    CHECK(window[0].work.overcompute_flops == 4e11 && window[0].work.language_flops == 5e11);
     mfu_steps_summarize(s, &sum);
     /* window 4 ms, peak 1e15: mfu 4e12 / 4e-3 / 1e15 = 1, hfu 1.5, mixed
      * 2e-3 / 4e-3 = 0.5, over-compute 8e11 / 4e-3 / 1e15 = 0.2, language
      * 1e12 / 4e-3 / 1e15 = 0.25, tokens 20 / 4e-3 = 5000 */
     CHECK_NEAR(sum.window.metrics.mfu, 1.0, 1e-12);
     CHECK_NEAR(sum.window.metrics.hfu, 1.5, 1e-12);
-    CHECK_NEAR(sum.mfu_mixed, 0.5, 1e-12);
-    CHECK_NEAR(sum.overcompute, 0.2, 1e-12);
-    CHECK_NEAR(sum.mfu_language, 0.25, 1e-12);
+    CHECK_NEAR(sum.window.metrics.mfu_mixed, 0.5, 1e-12);
+    CHECK_NEAR(sum.window.metrics.overcompute, 0.2, 1e-12);
+    CHECK_NEAR(sum.window.metrics.mfu_language, 0.25, 1e-12);
     CHECK_NEAR(sum.window.metrics.tokens_per_sec, 5000.0, 1e-12);
 
-    all.overcompute_flops = -1.0;
-    all.language_flops = INFINITY;
-    all.ideal_s = NAN;
+    all.work.overcompute_flops = -1.0;
+    all.work.language_flops = INFINITY;
+    all.work.ideal_s = NAN;
     CHECK(book(s, 2, all, &bad) == MFU_OK);
     CHECK(bad == (MFU_STEP_OVERCOMPUTE_FLOPS | MFU_STEP_LANGUAGE_FLOPS | MFU_STEP_IDEAL_S));
     mfu_steps_summarize(s, &sum);
-    CHECK(sum.overcompute_flops == 4e11);       /* 4e11 + 0 */
-    CHECK(isnan(sum.mfu_language) && isnan(sum.mfu_mixed));
+    CHECK(sum.window.totals.overcompute_flops == 4e11);       /* 4e11 + 0 */
+    CHECK(isnan(sum.window.metrics.mfu_language) && isnan(sum.window.metrics.mfu_mixed));
     mfu_steps_destroy(s);
 }
 
@@ -188,33 +188,33 @@ static void test_language_needs_model_flops(void)
     mfu_steps_flush(s);
     CHECK(book(s, 1, model(2e12), NULL) == MFU_OK);
     mfu_steps_summarize(s, &sum);
-    CHECK(isnan(sum.language_flops) && isnan(sum.mfu_language)); /* unknown, not 0 */
+    CHECK(isnan(sum.window.totals.language_flops) && isnan(sum.window.metrics.mfu_language)); /* unknown, not 0 */
     CHECK(book(s, 1, model(NAN), NULL) == MFU_OK);
     language.given = MFU_STEP_LANGUAGE_FLOPS;
-    language.language_flops = 1e12;
+    language.work.language_flops = 1e12;
     CHECK(book(s, 1, language, NULL) == MFU_OK);
     mfu_steps_flush(s);
     mfu_steps_summarize(s, &sum);
-    CHECK(sum.language_flops == 1e12 && isnan(sum.mfu_language));
+    CHECK(sum.window.totals.language_flops == 1e12 && isnan(sum.window.metrics.mfu_language));
     CHECK(book(s, 1, model(0.0), NULL) == MFU_OK);
     mfu_steps_summarize(s, &sum);
-    CHECK(isnan(sum.mfu_language));
+    CHECK(isnan(sum.window.metrics.mfu_language));
     CHECK(book(s, 1, model(2e12), NULL) == MFU_OK);
     mfu_steps_summarize(s, &sum);
-    CHECK_NEAR(sum.mfu_language, 1e12 / 2e-3 / 1e15, 1e-12); /* 0.5 */
+    CHECK_NEAR(sum.window.metrics.mfu_language, 1e12 / 2e-3 / 1e15, 1e-12); /* 0.5 */
     /* a window total replaces the window's: 5e11 / 2e-3 / 1e15 = 0.25 */
-    language.language_flops = 5e11;
+    language.work.language_flops = 5e11;
     mfu_steps_summarize_with(s, &language, &sum);
-    CHECK(sum.language_flops == 5e11);
-    CHECK_NEAR(sum.mfu_language, 0.25, 1e-12);
+    CHECK(sum.window.totals.language_flops == 5e11);
+    CHECK_NEAR(sum.window.metrics.mfu_language, 0.25, 1e-12);
     /* ... and a boundary gives a step's own: step 2 closes with 3e11 */
     language.given = MFU_STEP_LANGUAGE_FLOPS | MFU_STEP_MODEL_FLOPS;
-    language.model_flops = 1e12;
-    language.language_flops = 3e11;
+    language.work.model_flops = 1e12;
+    language.work.language_flops = 3e11;
     CHECK(mfu_steps_step(s, &language, &outcome) == MFU_OK && outcome.bad == 0);
     mfu_steps_flush(s);
     mfu_steps_summarize(s, &sum);
-    CHECK(sum.window.steps == 2 && sum.language_flops == 1e12 + 3e11);
+    CHECK(sum.window.steps == 2 && sum.window.totals.language_flops == 1e12 + 3e11);
     mfu_steps_destroy(s);
 }
 

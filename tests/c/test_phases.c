@@ -91,6 +91,91 @@ static void test_gpu_timeline(void)
     mfu_steps_destroy(s);
 }
 
+/* A step's idle time (step_fields.h, idle_s): from the end of a phase to
+ * the start of the next, none running -- not before the step's first phase
+ * nor after its last, not across a switch; unknown in a step that marked
+ * none. Its share of the step is the waterfall's `idle`, out of `other`. */
+static void test_idle_between_phases(void)
+{
+    mfu_step_record rec[3];
+    mfu_steps_summary sum;
+    mfu_steps *s;
+    const mfu_waterfall *w = &sum.window.waterfall;
+    double shares[MFU_LOSS_COUNT + MFU_FIELD_COUNT];
+    size_t n = 0;
+    fake.reset();
+    work(0);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
+    if (s == NULL)
+        return;
+    boundary(s);                                                    /* GPU 0 */
+    fake.advance(2 * MS);                          /* before the first phase: not idle */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK);   /* GPU 2 */
+    work(3);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 5: forward 3 */
+    work(0);
+    fake.advance(7 * MS);                          /* host at 9: the GPU drained at 5 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_BACKWARD) == MFU_OK);  /* GPU 9: idle 4 */
+    work(2);
+    CHECK(mfu_steps_phase_switch(s, MFU_PHASE_OPTIMIZER) == MFU_OK); /* GPU 11: no gap */
+    work(1);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 12 */
+    work(0);
+    fake.advance(4 * MS);                                           /* host at 13 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_DATA) == MFU_OK);      /* GPU 13: idle +1 */
+    fake.advance(1 * MS);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 14 */
+    fake.advance(6 * MS);                          /* after the last phase: not idle */
+    boundary(s);                                                    /* GPU 20: period 20 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK);   /* GPU 20 */
+    fake.advance(2 * MS);
+    boundary(s);                          /* GPU 22: forward 2, closed by the boundary */
+    fake.advance(1 * MS);
+    boundary(s);                                         /* GPU 23: no phase marked */
+    mfu_steps_flush(s);
+    CHECK(mfu_steps_window(s, 3, rec) == 3);
+    CHECK_NEAR(rec[0].work.idle_s, 5e-3, 1e-9);                     /* 4 + 1 */
+    CHECK(rec[1].work.idle_s == 0.0);                               /* one phase: no gap */
+    CHECK(isnan(rec[2].work.idle_s));                               /* none marked */
+    mfu_steps_summarize(s, &sum);
+    CHECK(isnan(sum.window.totals.idle_s) && w->formed);   /* step 3 is in the window */
+    CHECK(!(w->fields_present & MFU_STEP_IDLE_S));          /* no idle share: unknown */
+    boundary(s);                                        /* step 4: no phase either */
+    mfu_steps_destroy(s);
+
+    /* The two steps with phases alone (a window of 2): idle 5 + 0 ms over
+     * 20 + 2 ms, the share (5 / 2) / (22 / 2); the shares still add up to 1. */
+    fake.reset();
+    work(0);
+    s = steps_on(MFU_CLOCK_CUDA, 0);
+    if (s == NULL)
+        return;
+    boundary(s);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK);   /* GPU 0 */
+    fake.advance(3 * MS);
+    CHECK(mfu_steps_phase_end(s) == MFU_OK);                        /* GPU 3 */
+    fake.advance(5 * MS);
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_BACKWARD) == MFU_OK);  /* GPU 8: idle 5 */
+    fake.advance(12 * MS);
+    boundary(s);                                                    /* GPU 20 */
+    CHECK(mfu_steps_phase_begin(s, MFU_PHASE_FORWARD) == MFU_OK);
+    fake.advance(2 * MS);
+    boundary(s);                                                    /* GPU 22 */
+    mfu_steps_flush(s);
+    mfu_steps_summarize(s, &sum);
+    CHECK(sum.window.steps == 2 && sum.window.totals.idle_s == 5e-3);
+    CHECK(w->formed && (w->fields_present & MFU_STEP_IDLE_S));
+    CHECK_NEAR(w->field_share.idle_s, 2.5e-3 / 11e-3, 1e-9);
+    shares[n++] = sum.window.metrics.mfu;
+    for (int l = 0; l < MFU_LOSS_COUNT; l++)
+        if (w->present & (1u << l))
+            shares[n++] = w->share[l];
+    shares[n++] = w->field_share.idle_s;
+    CHECK(mfu_fsum(shares, n, 0.0) == 1.0);
+    CHECK(fake.sync_calls() <= 1);                                  /* the flush */
+    mfu_steps_destroy(s);
+}
+
 /* Excluded time leaves the step's period (and the running phase), as far
  * as the GPU sat idle meanwhile. */
 static void test_exclusion(void)
@@ -374,7 +459,7 @@ static void test_badput_phases_and_the_ledger(void)
 /* A step whose model FLOPs are unknown is counted, not summed. */
 static void test_ledger_unknown_flops(void)
 {
-    const mfu_step_report bad = {MFU_STEP_MODEL_FLOPS, 0.0, NAN, 0.0, 0.0, 0.0, 0.0};
+    const mfu_step_report bad = {.given = MFU_STEP_MODEL_FLOPS, .work = {.model_flops = NAN}};
     mfu_step_outcome outcome;
     mfu_steps_ledger ledger;
     mfu_steps *s = steps_on(MFU_CLOCK_CPU, 0);
@@ -451,6 +536,7 @@ int main(void)
     }
     test_names();
     test_gpu_timeline();
+    test_idle_between_phases();
     test_exclusion();
     test_nesting_and_misuse();
     test_ring_bound_with_phases();

@@ -55,7 +55,7 @@ static void test_empty_view_is_nan(void)
     CHECK(isnan(s.window_s) && isnan(s.totals.model_flops));
     CHECK(isnan(s.metrics.mfu) && isnan(s.metrics.tokens_per_sec));
     CHECK(isnan(s.metrics.achieved_flops_per_sec));
-    CHECK(isnan(sums.ideal_s) && isnan(sums.language_flops) && isnan(sums.overcompute_flops));
+    CHECK(isnan(sums.work.ideal_s) && isnan(sums.work.language_flops) && isnan(sums.work.overcompute_flops));
     CHECK(sums.phases.steps == 0 && sums.phases.excluded_s == 0.0 && sums.comm.calls[0] == 0.0);
     mfu_step_ring_destroy(ring);
 }
@@ -117,9 +117,9 @@ static void test_every_fact_is_summed(void)
     CHECK(mfu_step_ring_create(4, &ring) == MFU_OK);
     for (int i = 1; i <= 3; i++) {
         mfu_step_record *r = push(ring, (uint64_t)i, 1.0, 1e12, NAN, NAN, NAN);
-        r->ideal_s = 0.5 * i;
-        r->overcompute_flops = 10.0 * i;
-        r->language_flops = 100.0 * i;
+        r->work.ideal_s = 0.5 * i;
+        r->work.overcompute_flops = 10.0 * i;
+        r->work.language_flops = 100.0 * i;
         r->phases.seconds[MFU_PHASE_DATA] = 0.25;
         r->phases.marked = 1u << (i == 3 ? MFU_PHASE_FORWARD : MFU_PHASE_DATA);
         r->phases.excluded_s = 0.125;
@@ -128,18 +128,18 @@ static void test_every_fact_is_summed(void)
     }
     window_of(ring, 2, &peak, &s, &sums); /* steps 2 and 3 */
     CHECK(sums.steps == 2 && sums.phases.steps == 2);
-    CHECK(sums.ideal_s == 1.0 + 1.5);
-    CHECK(sums.overcompute_flops == 20.0 + 30.0);
-    CHECK(sums.language_flops == 200.0 + 300.0);
+    CHECK(sums.work.ideal_s == 1.0 + 1.5);
+    CHECK(sums.work.overcompute_flops == 20.0 + 30.0);
+    CHECK(sums.work.language_flops == 200.0 + 300.0);
     CHECK(sums.phases.seconds[MFU_PHASE_DATA] == 0.5 && sums.phases.excluded_s == 0.25);
     CHECK(sums.phases.marked == ((1u << MFU_PHASE_DATA) | (1u << MFU_PHASE_FORWARD)));
     CHECK(sums.comm.bytes[MFU_COMM_ALL_REDUCE] == 5000.0 && sums.comm.link_capacity_bytes == 14.0);
     /* An unknown value in one record: its sum is unknown while it is viewed. */
-    mfu_step_ring_at(ring, 1)->ideal_s = NAN;
+    mfu_step_ring_at(ring, 1)->work.ideal_s = NAN;
     window_of(ring, 2, &peak, &s, &sums);
-    CHECK(isnan(sums.ideal_s) && sums.language_flops == 500.0);
+    CHECK(isnan(sums.work.ideal_s) && sums.work.language_flops == 500.0);
     window_of(ring, 1, &peak, &s, &sums);
-    CHECK(sums.ideal_s == 1.5);
+    CHECK(sums.work.ideal_s == 1.5);
     /* Only the parts asked for are read; the others read as an empty view's. */
     {
         mfu_step_view view = {ring, 1, 2};

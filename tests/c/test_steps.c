@@ -21,7 +21,7 @@
 
 enum { MS = 1000000 }; /* nanoseconds in a millisecond */
 
-static const mfu_step_report NO_REPORT = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+static const mfu_step_report NO_REPORT = {.given = 0};
 
 static mfu_steps_config config_on(mfu_clock_kind clock)
 {
@@ -54,7 +54,9 @@ static mfu_steps *create(const mfu_steps_config *c)
 static unsigned step_with(mfu_steps *s, unsigned given, double tokens, double model,
                           double executed)
 {
-    mfu_step_report r = {given, tokens, model, executed, 0.0, 0.0, 0.0};
+    mfu_step_report r = {.given = given,
+                         .work = {.num_tokens = tokens, .model_flops = model,
+                                  .executed_flops = executed}};
     mfu_step_outcome outcome = {99, 99, 99};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.fallbacks == mfu_steps_fallback(s, NULL, NULL));
@@ -307,27 +309,27 @@ static void test_overcompute(void)
     if (s == NULL)
         return;
     step_with(s, 0, 0, 0, 0); /* opens the first step */
-    mfu_step_report r = {MFU_STEP_OVERCOMPUTE_FLOPS, 0, 0, 0, 0, 1e11, 0};
+    mfu_step_report r = {.given = MFU_STEP_OVERCOMPUTE_FLOPS, .work = {.overcompute_flops = 1e11}};
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK && outcome.bad == 0);
     summarize_flushed(s, &sum);
     /* one 2 ms step at 1e15 FLOP/s: 1e11 / 2e-3 / 1e15 = 0.05 */
-    CHECK_NEAR(sum.overcompute_flops, 1e11, 0.0);
-    CHECK_NEAR(sum.overcompute, 1e11 / 2e-3 / 1e15, 1e-12);
+    CHECK_NEAR(sum.window.totals.overcompute_flops, 1e11, 0.0);
+    CHECK_NEAR(sum.window.metrics.overcompute, 1e11 / 2e-3 / 1e15, 1e-12);
     CHECK(step_with(s, 0, 0, 0, 0) == 0); /* absent: 0 */
     summarize_flushed(s, &sum);
-    CHECK_NEAR(sum.overcompute_flops, 1e11, 0.0); /* 1e11 + 0 over the 2 steps */
-    CHECK_NEAR(sum.overcompute, 1e11 / 4e-3 / 1e15, 1e-12);
-    r.overcompute_flops = -3.0; /* bad: its bit, counted 0 */
+    CHECK_NEAR(sum.window.totals.overcompute_flops, 1e11, 0.0); /* 1e11 + 0 over the 2 steps */
+    CHECK_NEAR(sum.window.metrics.overcompute, 1e11 / 4e-3 / 1e15, 1e-12);
+    r.work.overcompute_flops = -3.0; /* bad: its bit, counted 0 */
     CHECK(mfu_steps_step(s, &r, &outcome) == MFU_OK);
     CHECK(outcome.bad == MFU_STEP_OVERCOMPUTE_FLOPS);
     summarize_flushed(s, &sum);
-    CHECK(sum.overcompute_flops == 0.0 && sum.overcompute == 0.0); /* window of 2: both 0 */
+    CHECK(sum.window.totals.overcompute_flops == 0.0 && sum.window.metrics.overcompute == 0.0); /* window of 2: both 0 */
     mfu_steps_destroy(s);
     s = gpu_steps(2, 0); /* no step yet: unavailable */
     if (s == NULL)
         return;
     summarize_flushed(s, &sum);
-    CHECK(isnan(sum.overcompute_flops) && isnan(sum.overcompute));
+    CHECK(isnan(sum.window.totals.overcompute_flops) && isnan(sum.window.metrics.overcompute));
     mfu_steps_destroy(s);
 }
 
@@ -349,32 +351,35 @@ static void test_summary_with_window_totals(void)
 
     /* Model FLOPs 3e12 and tokens 1000 given: mfu 3e12 / 4e-3 / 1e15 = 0.75,
      * tokens/s 1000 / 4e-3 = 2.5e5; executed keeps the window's 1.2e12. */
-    mfu_step_report totals = {MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS, 1000, 3e12, 0, 0, 0, 0};
+    mfu_step_report totals = {.given = MFU_STEP_MODEL_FLOPS | MFU_STEP_NUM_TOKENS,
+                              .work = {.num_tokens = 1000, .model_flops = 3e12}};
     mfu_steps_summarize_with(s, &totals, &sum);
     CHECK_NEAR(sum.window.metrics.mfu, 0.75, 1e-9);
     CHECK_NEAR(sum.window.metrics.achieved_flops_per_sec, 3e12 / 4e-3, 1e-3);
     CHECK_NEAR(sum.window.metrics.tokens_per_sec, 2.5e5, 1e-6);
     CHECK_NEAR(sum.window.metrics.hfu, 1.2e12 / 4e-3 / 1e15, 1e-9); /* 0.3 */
-    CHECK(isnan(sum.ideal_s) && isnan(sum.mfu_mixed)); /* model given without ideal_s */
+    CHECK(isnan(sum.window.totals.ideal_s) && isnan(sum.window.metrics.mfu_mixed)); /* model given without ideal_s */
 
     /* Ideal seconds 2e-3 given with them: mfu_mixed = 2e-3 / 4e-3 / 1 = 0.5. */
     totals.given |= MFU_STEP_IDEAL_S;
-    totals.ideal_s = 2e-3;
+    totals.work.ideal_s = 2e-3;
     mfu_steps_summarize_with(s, &totals, &sum);
-    CHECK_NEAR(sum.mfu_mixed, 0.5, 1e-12);
+    CHECK_NEAR(sum.window.metrics.mfu_mixed, 0.5, 1e-12);
 
     /* Over-compute 2e12 given: its share 2e12 / 4e-3 / 1e15 = 0.5;
      * not given, the window's own (0: no step carried any). */
-    CHECK_NEAR(sum.overcompute_flops, 0.0, 0.0);
+    CHECK_NEAR(sum.window.totals.overcompute_flops, 0.0, 0.0);
     totals.given |= MFU_STEP_OVERCOMPUTE_FLOPS;
-    totals.overcompute_flops = 2e12;
+    totals.work.overcompute_flops = 2e12;
     mfu_steps_summarize_with(s, &totals, &sum);
-    CHECK_NEAR(sum.overcompute_flops, 2e12, 0.0);
-    CHECK_NEAR(sum.overcompute, 0.5, 1e-12);
+    CHECK_NEAR(sum.window.totals.overcompute_flops, 2e12, 0.0);
+    CHECK_NEAR(sum.window.metrics.overcompute, 0.5, 1e-12);
 
     /* Unknown (NaN), negative and infinite totals are unknown figures. */
-    mfu_step_report bad = {MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS | MFU_STEP_NUM_TOKENS,
-                           -1.0, NAN, INFINITY, 0, 0, 0};
+    mfu_step_report bad = {.given = MFU_STEP_MODEL_FLOPS | MFU_STEP_EXECUTED_FLOPS
+                                    | MFU_STEP_NUM_TOKENS,
+                           .work = {.num_tokens = -1.0, .model_flops = NAN,
+                                    .executed_flops = INFINITY}};
     mfu_steps_summarize_with(s, &bad, &sum);
     CHECK(isnan(sum.window.metrics.mfu) && isnan(sum.window.metrics.hfu));
     CHECK(isnan(sum.window.metrics.tokens_per_sec));
@@ -393,7 +398,7 @@ static void test_summary_with_window_totals(void)
     if (s == NULL)
         return;
     mfu_steps_summarize_with(s, &totals, &sum);
-    CHECK(sum.window.steps == 0 && isnan(sum.window.metrics.mfu) && isnan(sum.mfu_mixed));
+    CHECK(sum.window.steps == 0 && isnan(sum.window.metrics.mfu) && isnan(sum.window.metrics.mfu_mixed));
     mfu_steps_destroy(s);
 }
 
@@ -615,7 +620,7 @@ static void test_close(void)
     mfu_steps *s;
     mfu_step_outcome outcome = {0, 0, 0};
     long events_before;
-    mfu_step_report bad_tokens = {MFU_STEP_NUM_TOKENS, -1.0, 0, 0, 0, 0, 0};
+    mfu_step_report bad_tokens = {.given = MFU_STEP_NUM_TOKENS, .work = {.num_tokens = -1.0}};
 
     fake.reset();
     events_before = fake.live_events();

@@ -14,6 +14,7 @@ import pytest
 
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.distributed import ROW_FIELDS, ROW_LAYOUT, RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 from mfu_tracker.step import Tracker
 from tests._process_group import process_group
 
@@ -25,16 +26,21 @@ RANK_KEYS = {"tokens_per_sec_per_device", "mfu_rank_min", "mfu_rank_mean", "mfu_
 
 
 def row(rank, *, achieved=None, peak=1e12, tokens=None, executed=None, moved=None, bandwidth=None,
-        steps=10, boundaries=11, step_time=0.1, interval=1.0, interval_steps=10, devices=1):
-    """A rank's figures as the aggregation carries them (window of `steps` x `step_time`)."""
+        steps=10, boundaries=11, step_time=0.1, interval=1.0, interval_steps=10, devices=1,
+        mixed=None, language=None):
+    """A rank's figures as the aggregation carries them (window of `steps` x
+    `step_time`): the window's sums per second -- model FLOP/s (`achieved`),
+    executed FLOP/s, bytes/s (`moved`), tokens/s; `mixed`, an mfu_mixed per
+    device, as ideal seconds per second (x devices); `language`, an
+    mfu_language, as language FLOP/s (x the peak)."""
     return RankFigures(
         rank=rank, boundaries=boundaries, steps=steps, window_s=steps * step_time,
         step_time_s=step_time, step_time_min_s=step_time * 0.5, step_time_max_s=step_time * 2,
-        achieved_flops_per_sec=achieved, executed_flops_per_sec=executed,
-        achieved_bytes_per_sec=moved, tokens_per_sec=tokens, peak_flops_per_sec=peak,
-        peak_bytes_per_sec=bandwidth, num_devices=devices, model_parallel=1,
-        interval_s=interval, interval_steps=interval_steps,
-        mfu=None if achieved is None or peak is None else achieved / peak)
+        sums=StepSums(model_flops=achieved, executed_flops=executed, param_bytes=moved,
+                      num_tokens=tokens, ideal_s=None if mixed is None else mixed * devices,
+                      language_flops=None if language is None else language * peak),
+        peak_flops_per_sec=peak, peak_bytes_per_sec=bandwidth, num_devices=devices,
+        model_parallel=1, interval_s=interval, interval_steps=interval_steps)
 
 
 def keys(metrics):
@@ -141,10 +147,10 @@ def test_no_interval_steps_means_no_straggler_figure():
 
 def test_mixed_precision_measured_peak_and_telemetry_by_hand():
     # rank 0: 1 device, mfu_mixed 0.5; rank 1: an 8-device process, mfu_mixed 0.2
-    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0), mfu_mixed=0.5,
+    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0, mixed=0.5),
                              measured_flops_per_sec=8e11, power_w=300.0, sm_clock_mhz=1800.0,
                              clock_ratio=0.9, throttled=0.0)
-    r1 = dataclasses.replace(row(1, achieved=2e11, tokens=3000.0, devices=8), mfu_mixed=0.2,
+    r1 = dataclasses.replace(row(1, achieved=2e11, tokens=3000.0, devices=8, mixed=0.2),
                              measured_flops_per_sec=4e11, power_w=500.0, sm_clock_mhz=1400.0,
                              clock_ratio=0.7, throttled=1.0)
     g = combine([r0, r1])
@@ -163,7 +169,7 @@ def test_mixed_precision_measured_peak_and_telemetry_by_hand():
 
 
 def test_mixed_precision_and_telemetry_missing_on_one_rank_are_left_out():
-    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0), mfu_mixed=0.5, power_w=300.0,
+    r0 = dataclasses.replace(row(0, achieved=4e11, tokens=1000.0, mixed=0.5), power_w=300.0,
                              measured_flops_per_sec=8e11, clock_ratio=0.9)
     r1 = row(1, achieved=2e11, tokens=3000.0)                            # no telemetry, no mixed
     g = combine([r0, r1])
@@ -176,23 +182,23 @@ def test_mfu_language_is_peak_weighted_like_mfu():
     # rank 0: peak 1e12, mfu 0.4 of which language 0.3; rank 1: peak 3e12,
     # mfu 0.2, language 0.1 -> (1e12 * 0.3 + 3e12 * 0.1) / 4e12 = 0.15, the
     # job's language FLOP/s (3e11 + 3e11) over its peak (4e12)
-    r0 = dataclasses.replace(row(0, achieved=4e11), mfu_language=0.3)
-    r1 = dataclasses.replace(row(1, achieved=6e11, peak=3e12), mfu_language=0.1)
+    r0 = row(0, achieved=4e11, language=0.3)
+    r1 = row(1, achieved=6e11, peak=3e12, language=0.1)
     g = combine([r0, r1])
     assert g.mfu_language == pytest.approx(0.15)
     assert g.mfu == pytest.approx(1e12 / 4e12)
     assert g.metrics("t")["t/mfu_language"] == pytest.approx(0.15)
     # a rank without it (not a VLM step there): left out
     assert combine([r0, row(1, achieved=6e11, peak=3e12)]).mfu_language is None
-    r = dataclasses.replace(row(3, achieved=1.5e11), mfu_language=0.1)
+    r = row(3, achieved=1.5e11, language=0.1)
     assert RankFigures.from_row(r.to_row()) == r
 
 
 def test_row_round_trip():
     r = row(3, achieved=1.5e11, tokens=None, executed=2e11)
     values = r.to_row()
-    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT == 5.0
-    assert math.isnan(values[ROW_FIELDS.index("tokens_per_sec")])
+    assert len(values) == len(ROW_FIELDS) and values[0] == ROW_LAYOUT and int(ROW_LAYOUT) == 6
+    assert math.isnan(values[ROW_FIELDS.index("num_tokens_per_sec")])
     assert RankFigures.from_row(values) == r
 
 

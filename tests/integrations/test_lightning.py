@@ -251,8 +251,9 @@ def test_phases_give_the_waterfall_on_the_gpu_timeline_and_the_jsonl_log(tmp_pat
     """Each hook of a step advances the fake's clock by a set time just before
     MFUCallback's own mark at that hook (the Clock callback runs first), so each
     phase's seconds are known exactly: data 1 ms (batch end -> next batch
-    start), forward 3 ms, backward 2 ms, 0.5 ms unmarked (after backward ->
-    before the optimizer: clipping, zero_grad), optimizer 1.5 ms. Period 8 ms."""
+    start), forward 3 ms, backward 2 ms, 0.5 ms between phases with none
+    running (after backward -> before the optimizer: clipping, zero_grad):
+    idle, out of other (docs/waterfall.md), optimizer 1.5 ms. Period 8 ms."""
     fake.set_work_ns(0)
     fake.set_lag_ns(0)
     advance_ms = {"on_train_batch_start": 1.0, "on_before_backward": 3.0,
@@ -279,7 +280,9 @@ def test_phases_give_the_waterfall_on_the_gpu_timeline_and_the_jsonl_log(tmp_pat
         assert mfu == pytest.approx(6.144e-5, rel=1e-9)
         assert m["throughput/mfu_lost/data"] == pytest.approx(1 / 8, rel=1e-9)
         assert m["throughput/mfu_lost/optimizer"] == pytest.approx(1.5 / 8, rel=1e-9)
-        assert m["throughput/mfu_lost/other"] == pytest.approx(0.5 / 8, rel=1e-9)
+        assert m["throughput/mfu_lost/idle"] == pytest.approx(0.5 / 8, rel=1e-9)
+        assert m["throughput/idle_s"] == pytest.approx(0.5e-3, rel=1e-9)
+        assert m["throughput/mfu_lost/other"] == pytest.approx(0.0, abs=1e-12)
         assert m["throughput/mfu_lost/recompute"] == pytest.approx(0.0, abs=1e-15)
         assert m["throughput/mfu_lost/compute"] == pytest.approx(5 / 8 - mfu, rel=1e-9)
         shares = [v for k, v in m.items() if k.startswith("throughput/mfu_lost/")]

@@ -364,3 +364,29 @@ def test_compute_mfu_and_mbu_by_hand():
     spec = user_gpu_spec(100.0, memory_bandwidth_tbs=2.0)
     # 1e12 bytes in 1 s against 2 TB/s: 0.5
     assert compute_mbu(1e12, 1.0, spec=spec) == 0.5
+
+
+def test_block_clock_and_track_resolution_are_named_records(fake):
+    block = _clock.block_clock("cuda", None)
+    assert isinstance(block, _clock.BlockClock)
+    assert block.timer is _shared_timer("cuda") and block.index is None
+    assert _clock.block_clock("cpu", None) == _clock.BlockClock(None, None, None)
+
+    resolved = _clock.resolve_track("bf16", None, SPEC, None, "cuda")
+    assert isinstance(resolved, _clock.TrackResolution)
+    assert resolved.peak_flops_per_sec == 1e15 and resolved.peak_bytes_per_sec == 2e12
+    assert resolved.timer is block.timer and resolved.spec is SPEC
+
+    # C reads the record by field position: a resolver giving other peaks by
+    # name moves MFU and MBU by exactly those peaks.
+    other = resolved._replace(peak_flops_per_sec=4e15, peak_bytes_per_sec=8e12,
+                              timer=None, current_stream=None)
+    _C.set_track_resolver(lambda *key: other)
+    try:
+        with track(2e12, 6e9, peak_tflops=1.0, clock="cpu") as r:
+            time.sleep(0.002)
+    finally:
+        _clock.reset_caches()
+    assert r.clock == "cpu"
+    assert r.mfu == pytest.approx(2e12 / r.elapsed_sec / 4e15, rel=1e-12)
+    assert r.mbu == pytest.approx(6e9 / r.elapsed_sec / 8e12, rel=1e-12)

@@ -32,8 +32,13 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from ...timing._totals import FIELDS
 from ._platform import FAKE_SPEED, FakeGpuPlatform, Platform, cpu_seconds
 from ._report import Report
+
+#: The waterfall's losses carved out of the unmarked rest: the step record's
+#: per-step fields with a loss (``_C.STEP_FIELDS``; docs/waterfall.md).
+_UNMARKED_LOSSES = tuple(f"mfu_lost/{field.loss}" for field in FIELDS if field.loss)
 
 #: Largest relative (training) or absolute share-of-step (waterfall)
 #: disagreement with the independent clock that still PASSes.
@@ -224,7 +229,9 @@ def measured_shares(metrics: Dict[str, float]) -> Dict[str, float]:
     out["optimizer"] = metrics.get("mfu_lost/optimizer", 0.0)
     out["mfu+recompute+compute"] = (metrics["mfu"] + metrics.get("mfu_lost/recompute", 0.0)
                                     + metrics.get("mfu_lost/compute", 0.0))
-    out["other"] = metrics.get("mfu_lost/other", 0.0)
+    # the unmarked rest: other, and the losses the step record carves out of it
+    out["other"] = math.fsum(metrics.get(key, 0.0)
+                             for key in ("mfu_lost/other", *_UNMARKED_LOSSES))
     return out
 
 

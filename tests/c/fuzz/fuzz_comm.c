@@ -136,7 +136,7 @@ static void check_engine(fuzz_input *in)
 {
     mfu_steps_config c;
     mfu_steps *s = NULL;
-    mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    mfu_step_report none = {.given = 0};
     mfu_step_outcome outcome;
     uint64_t last_token = 0, unpaired = 0;
     memset(&c, 0, sizeof c);

@@ -401,8 +401,8 @@ static void book_op(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
     mfu_steps_counters counters;
     mfu_steps_ledger ledger;
     mfu_step_report r;
-    double *values[] = {&r.num_tokens, &r.model_flops, &r.executed_flops, &r.ideal_s,
-                        &r.overcompute_flops, &r.language_flops};
+    double *values[] = {&r.work.num_tokens, &r.work.model_flops, &r.work.executed_flops, &r.work.ideal_s,
+                        &r.work.overcompute_flops, &r.work.language_flops};
     unsigned bad = 99, want_bad = 0;
     uint8_t back = fi_u8(in);
     uint64_t step;
@@ -455,14 +455,14 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
             unsigned want_bad = 0;
             mfu_status st;
             r.given = fi_u8(in) & 7u;
-            r.num_tokens = fd_double(in);
-            r.model_flops = fd_double(in);
-            r.executed_flops = fd_double(in);
-            if ((r.given & MFU_STEP_NUM_TOKENS) && !usable(r.num_tokens))
+            r.work.num_tokens = fd_double(in);
+            r.work.model_flops = fd_double(in);
+            r.work.executed_flops = fd_double(in);
+            if ((r.given & MFU_STEP_NUM_TOKENS) && !usable(r.work.num_tokens))
                 want_bad |= MFU_STEP_NUM_TOKENS;
-            if ((r.given & MFU_STEP_MODEL_FLOPS) && !usable(r.model_flops))
+            if ((r.given & MFU_STEP_MODEL_FLOPS) && !usable(r.work.model_flops))
                 want_bad |= MFU_STEP_MODEL_FLOPS;
-            if ((r.given & MFU_STEP_EXECUTED_FLOPS) && !usable(r.executed_flops))
+            if ((r.given & MFU_STEP_EXECUTED_FLOPS) && !usable(r.work.executed_flops))
                 want_bad |= MFU_STEP_EXECUTED_FLOPS;
             st = mfu_steps_step(s, &r, &outcome);
             FUZZ_CHECK(outcome.bad == want_bad);
@@ -604,7 +604,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     mfu_steps_close(s);
     {
-        mfu_step_report none = {0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        mfu_step_report none = {.given = 0};
         mfu_step_outcome outcome;
         FUZZ_CHECK(mfu_steps_step(s, &none, &outcome) == MFU_ERR_UNAVAILABLE);
     }
