@@ -5,10 +5,11 @@ projected to 1,024 ranks.
 Per rank and logging step (``metrics()`` of a distributed tracker):
 
 * bytes: the all-gather of one float64 row per rank (``ROW_FIELDS``; 8
-  bytes each) on gloo, a ring: each rank passes on the W - 1 other rows, so
-  it writes and reads ``(W - 1) x (row bytes + h)`` on its sockets, ``h``
-  gloo's framing per message (fitted at the smallest W, checked at the
-  others);
+  bytes each) on gloo, a ring (pytorch/gloo ``gloo/allgather.cc``, commit
+  19f1d3ac: 2 (W - 1) sends to the next rank, each half a row): each rank
+  passes on the W - 1 other rows, so it writes and reads
+  ``(W - 1) x (row bytes + h)`` on its sockets, ``h`` gloo's framing of the
+  row's two messages (fitted at the smallest W, checked at the others);
 * CPU: a fixed cost (this rank's summary, its row, the tensors, the
   ledger; fitted at the smallest W), the Python that parses the W rows and
   combines them (``from_row`` x W + ``combine`` + the dict: measured here
