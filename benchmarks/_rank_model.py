@@ -98,7 +98,7 @@ def report(measured: Sequence[Dict]) -> None:
     gloo = [(m["world"] - 1, _mean(m["ranks"], "bare_cpu_s")) for m in runs]
     g0, g1 = fit_line(gloo) if len(gloo) > 1 else (gloo[0][1], 0.0)
     fixed = _mean(runs[0]["ranks"], "cpu_s") - py[w0] - gloo[0][1]
-    print(f"\ngloo framing per message h = {frame:.1f} bytes (fitted at W={w0}); gloo CPU per "
+    print(f"\ngloo framing per hop (a row's two messages) h = {frame:.1f} bytes (fitted at W={w0}); gloo CPU per "
           f"all-gather = {g0 * 1e6:.1f} + {g1 * 1e6:.1f} us x (W-1); fixed {fixed * 1e6:.1f} us "
           f"(fitted at W={w0})")
     print("Per rank and logging step, measured (mean over ranks) against the model:")
