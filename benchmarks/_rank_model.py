@@ -33,8 +33,8 @@ from typing import Dict, List, Sequence, Tuple
 WORLDS = (2, 4, 16, 64, 256, 1024)
 
 
-def sample_row() -> List[float]:
-    """A real rank row: a local tracker's window of 100 steps."""
+def sample_tracker():
+    """A local tracker with a window of 100 steps."""
     from mfu_tracker import user_gpu_spec
     from mfu_tracker.step import Tracker
 
@@ -45,7 +45,12 @@ def sample_row() -> List[float]:
     tracker.step()
     for _ in range(100):
         tracker.step(4096)
-    return tracker.rank_figures().to_row()
+    return tracker
+
+
+def sample_row() -> List[float]:
+    """A real rank row: a local tracker's window of 100 steps."""
+    return sample_tracker().rank_figures().to_row()
 
 
 def python_s(world: int, row: Sequence[float], repeats: int = 3) -> float:

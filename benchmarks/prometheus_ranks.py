@@ -16,26 +16,18 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 from dataclasses import replace
+
+from _rank_model import sample_tracker
 
 
 def sample_row() -> list:
     """A tracker's row with every per-rank gauge present (phases, power)."""
-    from mfu_tracker import user_gpu_spec
-    from mfu_tracker.step import Tracker
     from mfu_tracker.timing._waterfall import PHASES
 
-    warnings.simplefilter("ignore")
-    tracker = Tracker(1e9, distributed=False, window=100, warmup=0, dtype="bf16",
-                      spec=user_gpu_spec(1000.0, name="bench", memory_bandwidth_tbs=1.0),
-                      executed_flops_per_step=1.2e9)
-    tracker.step()
-    for _ in range(100):
-        tracker.step(4096)
     phases = {f"phase_{name}_s": 1e-3 for name in PHASES}   # every phase marked
-    return replace(tracker.rank_figures(), power_w=400.0, interval_s=1.0, interval_steps=100,
-                   **phases).to_row()
+    return replace(sample_tracker().rank_figures(), power_w=400.0, interval_s=1.0,
+                   interval_steps=100, **phases).to_row()
 
 
 def measure(world: int, per_rank: bool, row: list, repeats: int) -> dict:
