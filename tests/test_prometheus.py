@@ -164,18 +164,22 @@ def _row(rank, step_s, mfu, *, executed=None, tokens=None, power=None, interval_
          **phases):
     """A rank row of a 1 TFLOP/s device: 10 steps of ``step_s``, ``mfu`` of the peak."""
     from mfu_tracker.distributed import RankFigures
+    from mfu_tracker.timing._totals import StepSums
 
+    # the row carries sums per second of the window: model FLOP/s = mfu x the peak
+    sums = StepSums(**{**dict.fromkeys(StepSums.__dataclass_fields__),
+                       "model_flops": mfu * 1e12, "executed_flops": executed,
+                       "num_tokens": tokens})
     return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
                        step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
-                       achieved_flops_per_sec=mfu * 1e12, executed_flops_per_sec=executed,
-                       achieved_bytes_per_sec=None, tokens_per_sec=tokens,
-                       peak_flops_per_sec=1e12, peak_bytes_per_sec=None, num_devices=1,
-                       model_parallel=1, interval_s=interval_s, interval_steps=10, mfu=mfu,
+                       sums=sums, peak_flops_per_sec=1e12, peak_bytes_per_sec=None,
+                       num_devices=1, model_parallel=1, interval_s=interval_s, interval_steps=10,
                        power_w=power, **{f"phase_{k}_s": v for k, v in phases.items()})
 
 
-def test_every_ranks_series_in_the_exposition_text():
-    """Three ranks' rows served from one endpoint: the text a scrape reads,
+def test_every_ranks_series_in_the_exposition_text(monkeypatch):
+    """Three ranks' rows served from one endpoint, one series per rank asked
+    for (``MFU_TRACKER_METRICS_PER_RANK=1``): the text a scrape reads,
     parsed by prometheus_client's parser (an independent reader), holds one
     series per rank and figure, labelled job / rank / prefix, each the
     rank's own value; a figure a rank lacks has no series; the job's gauges
@@ -188,10 +192,12 @@ def test_every_ranks_series_in_the_exposition_text():
             _row(1, 0.20, 0.25, tokens=400.0, interval_s=2.5, data=0.02, forward=0.08),
             _row(2, 0.125, 0.30, power=250.0, interval_s=1.25, forward=0.05)]
     job = combine(rows).metrics("throughput")
+    monkeypatch.setenv("MFU_TRACKER_METRICS_PER_RANK", "1")
     endpoint = serve(0)
     endpoint.update(job, prefix="throughput", step=42, job="job-9", rank=0, ranks=rows)
     endpoint.update({"eval/mfu": 0.1}, prefix="eval", step=40, job="job-9", rank=0)
-    got = scrape(endpoint.port)
+    got = {key: value for key, value in scrape(endpoint.port).items()
+           if not key[0].startswith("mfu_tracker_ranks_")}   # the quantiles: the test below
     series = {}
     for (name, labels), value in got.items():
         assert [k for k, _ in labels] == ["job", "prefix", "rank"], name   # every series
@@ -230,3 +236,81 @@ def test_every_ranks_series_in_the_exposition_text():
     assert got[("mfu_tracker_mfu", (("job", "job-9"), ("prefix", "eval"), ("rank", "0")))] == 0.1
     assert got[("mfu_tracker_step", (("job", "job-9"), ("prefix", "eval"), ("rank", "0")))] == 40
     endpoint.close()
+
+
+def _three_ranks():
+    return [_row(0, 0.10, 0.40, executed=0.5e12, tokens=800.0, power=300.0, interval_s=1.0,
+                 data=0.01, forward=0.03),
+            _row(1, 0.20, 0.25, tokens=400.0, interval_s=2.5, data=0.02, forward=0.08),
+            _row(2, 0.125, 0.30, power=250.0, interval_s=1.25, forward=0.05)]
+
+
+def test_by_default_quantiles_over_ranks_and_no_series_per_rank(monkeypatch):
+    """Without MFU_TRACKER_METRICS_PER_RANK the scrape holds, per figure, its
+    quantiles over the ranks that have it (labelled job / prefix / quantile /
+    rank = the serving rank), and no series per rank. Quantiles by hand:
+    linear between order statistics at (n - 1) q."""
+    from mfu_tracker.distributed import combine
+    from mfu_tracker.job._prometheus import serve
+
+    monkeypatch.delenv("MFU_TRACKER_METRICS_PER_RANK", raising=False)
+    rows = _three_ranks()
+    job = combine(rows).metrics("throughput")
+    endpoint = serve(0)
+    endpoint.update(job, prefix="throughput", step=42, job="job-9", rank=0, ranks=rows)
+    got = scrape(endpoint.port)
+    endpoint.close()
+    assert not [name for name, _ in got if name.startswith("mfu_tracker_rank_")]
+    quantiles = {}
+    for (name, labels), value in got.items():
+        if name.startswith("mfu_tracker_ranks_"):
+            d = dict(labels)
+            assert (d["job"], d["prefix"], d["rank"]) == ("job-9", "throughput", "0")
+            quantiles.setdefault(name[len("mfu_tracker_ranks_"):], {})[d["quantile"]] = value
+    # mfu over ranks, sorted 0.25, 0.30, 0.40: q 0.1 at 0.2 -> 0.25 + 0.2 x 0.05 = 0.26;
+    # q 0.9 at 1.8 -> 0.30 + 0.8 x 0.10 = 0.38
+    assert quantiles["mfu"] == pytest.approx(
+        {"0": 0.25, "0.1": 0.26, "0.5": 0.30, "0.9": 0.38, "1": 0.40}, rel=1e-12)
+    assert quantiles["mfu"]["0"] == job["throughput/mfu_rank_min"]
+    assert quantiles["mfu"]["1"] == job["throughput/mfu_rank_max"]
+    # power of ranks 0 and 2 only (250, 300): 255 / 275 / 295 in between; hfu of rank 0 alone
+    assert quantiles["power_w"] == pytest.approx(
+        {"0": 250.0, "0.1": 255.0, "0.5": 275.0, "0.9": 295.0, "1": 300.0}, rel=1e-12)
+    assert set(quantiles["hfu"].values()) == {0.5}
+    # the interval step times 0.1, 0.125, 0.25: the highest is the logged step_time_rank_max
+    assert quantiles["step_time_interval_s"]["1"] == job["throughput/step_time_rank_max"] == 0.25
+    assert quantiles["phase_s_forward"]["0.5"] == 0.05
+    assert set(quantiles) == {"mfu", "hfu", "step_time_s", "step_time_interval_s",
+                              "tokens_per_sec", "achieved_tflops", "power_w", "phase_s_data",
+                              "phase_s_forward"}
+
+
+def test_the_default_series_count_does_not_grow_with_the_ranks():
+    """1,024 ranks serve as many series as 3 by default; one per rank adds
+    a series per rank and figure."""
+    from prometheus_client import generate_latest
+    from prometheus_client.registry import CollectorRegistry
+
+    from mfu_tracker.job._prometheus import Gauges
+
+    def samples(rows, per_rank):
+        gauges = Gauges(per_rank=per_rank)
+        gauges.update({"throughput/mfu": 0.3}, prefix="throughput", step=1, job="j", rank=0,
+                      ranks=rows)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(gauges)
+        text = generate_latest(registry).decode()
+        return sum(len(f.samples) for f in text_string_to_metric_families(text))
+
+    many = [_row(r, 0.1 + r * 1e-4, 0.3, tokens=800.0, interval_s=1.0, forward=0.03)
+            for r in range(1024)]
+    # 2 job gauges (mfu, step) + 6 figures (mfu, hfu absent, step_time_s,
+    # step_time_interval_s, tokens_per_sec, achieved_tflops, phase_s_forward: 6) x 5 quantiles
+    assert samples(many[:3], False) == samples(many, False) == 2 + 6 * 5
+    assert samples(many, True) == 2 + 6 * 5 + 6 * 1024
+
+
+def test_a_bad_per_rank_switch_is_refused_naming_it(monkeypatch):
+    monkeypatch.setenv("MFU_TRACKER_METRICS_PER_RANK", "yes")
+    with pytest.raises(ValueError, match="MFU_TRACKER_METRICS_PER_RANK='yes'"):
+        Tracker(1.0, dtype="fp32", peak_tflops=1.0, clock="cpu", metrics_port=0)

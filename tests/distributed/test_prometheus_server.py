@@ -109,7 +109,9 @@ def served(tmp_path_factory):
     every rank's last metrics() ran; the job serves until the module is done."""
     tmp = tmp_path_factory.mktemp("prom")
     port = _free_port()
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
+    # one series per rank asked for, beside the quantiles over ranks served by default
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT),
+               MFU_TRACKER_METRICS_PER_RANK="1")
     job = subprocess.Popen([str(TORCHRUN), "--nproc_per_node=2", f"--master_port={_free_port()}",
                             str(WORKER), str(tmp), str(port)], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -162,6 +164,9 @@ def test_the_served_text_holds_every_ranks_series(served):
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             labels = sample.labels
+            if sample.name.startswith("mfu_tracker_ranks_"):   # quantiles: tested below
+                assert set(labels) == {"job", "rank", "prefix", "quantile"}, sample
+                continue
             assert set(labels) == {"job", "rank", "prefix"}, sample
             assert (labels["job"], labels["prefix"]) == (JOB, PREFIX), sample
             if sample.name.startswith("mfu_tracker_rank_"):
@@ -228,6 +233,23 @@ def test_promql_over_the_rank_series_gives_the_logged_spread(scraped):
 
 
 @NEEDS_PROMETHEUS
+def test_promql_over_the_rank_quantiles_gives_the_logged_spread(scraped):
+    """The quantiles over ranks, served by default: 0 and 1 are the logged
+    min and max; with two ranks the median is their mean (to rounding)."""
+    prom, last = scraped
+
+    def q(name, quantile):
+        return prom.value(f'mfu_tracker_ranks_{name}{{job="{JOB}", prefix="{PREFIX}", '
+                          f'quantile="{quantile}"}}')
+
+    assert q("mfu", "0") == last[f"{PREFIX}/mfu_rank_min"]
+    assert q("mfu", "1") == last[f"{PREFIX}/mfu_rank_max"]
+    assert q("mfu", "0.5") == pytest.approx(last[f"{PREFIX}/mfu_rank_mean"], rel=1e-12)
+    assert q("step_time_s", "1") == last[f"{PREFIX}/step_time_s"]
+    assert q("step_time_interval_s", "1") == last[f"{PREFIX}/step_time_rank_max"]
+
+
+@NEEDS_PROMETHEUS
 def test_every_dashboard_panel_query_returns_data(scraped):
     prom, _ = scraped
     dashboard = json.loads(DASHBOARD.read_text())
@@ -240,6 +262,8 @@ def test_every_dashboard_panel_query_returns_data(scraped):
     exprs = [(panel["title"], target["expr"]) for panel in dashboard["panels"]
              for target in panel["targets"]]
     assert len(exprs) >= 9
+    # the dashboard reads what is served by default: no series per rank
+    assert not [expr for _, expr in exprs if "mfu_tracker_rank_" in expr]
     for title, expr in exprs:
         resolved = expr.replace("$job", JOB).replace("$prefix", PREFIX)
         assert "$" not in resolved, (title, expr)
