@@ -44,10 +44,7 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.cli._report_compare",
     "mfu_tracker.cli._report_kernels",
     "mfu_tracker.cli.doctor._checks",
-    "mfu_tracker.cli.doctor._end_to_end",
     "mfu_tracker.cli.doctor._platform",
-    "mfu_tracker.cli.doctor._report",
-    "mfu_tracker.cli.doctor._run",
     "mfu_tracker.cli.doctor._self_check",
     "mfu_tracker.cli.doctor._shim",
     "mfu_tracker.cli.doctor._sync_child",
@@ -150,7 +147,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 115
+NO_TEST_FILE_MAX = 112
 
 
 def modules() -> list[str]:
