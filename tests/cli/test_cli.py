@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 import pytest
-
 from _cli import field, run_cli
+
+import mfu_tracker.cli
 
 
 def test_lambda_llama_3_1_8b_on_one_b200(capsys):
@@ -172,3 +173,20 @@ def test_console_entry_points_run():
                           "--seq-len", "4096", "--step-time", "1.2"],
                          capture_output=True, text=True, check=True).stdout
     assert "14.49%" in out
+
+
+def test_the_package_exports_the_entry_point_and_the_passport():
+    from mfu_tracker.cli._main import main as parser_main
+    from mfu_tracker.cli._passport import passport
+
+    assert mfu_tracker.cli.__all__ == ["main", "passport"]
+    assert mfu_tracker.cli.main is parser_main and mfu_tracker.cli.passport is passport
+
+
+def test_python_dash_m_runs_the_command_line():
+    proc = subprocess.run([sys.executable, "-m", "mfu_tracker", "estimate", "--params", "1e9",
+                           "--peak-tflops", "100", "--tokens-per-sec", "1000"],
+                          capture_output=True, text=True, timeout=120)
+    # 6 x 1e9 x 1000 = 6e12 FLOP/s over 1e14: MFU 6.00%
+    assert proc.returncode == 0, proc.stderr
+    assert field(proc.stdout, "MFU") == "6.00%"
