@@ -71,24 +71,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.cli.doctor._self_check",
     "mfu_tracker.cli.doctor._shim",
     "mfu_tracker.cli.doctor._sync_child",
-    "mfu_tracker.cli.report",
-    "mfu_tracker.cli.report._axes",
-    "mfu_tracker.cli.report._command",
-    "mfu_tracker.cli.report._load",
-    "mfu_tracker.cli.report._model",
-    "mfu_tracker.cli.report._plan",
-    "mfu_tracker.cli.report._render",
-    "mfu_tracker.cli.report._text",
-    "mfu_tracker.cli.report.panels",
-    "mfu_tracker.cli.report.panels._base",
-    "mfu_tracker.cli.report.panels._impossible",
-    "mfu_tracker.cli.report.panels.hardware",
-    "mfu_tracker.cli.report.panels.kernels",
-    "mfu_tracker.cli.report.panels.ledger",
-    "mfu_tracker.cli.report.panels.mfu",
-    "mfu_tracker.cli.report.panels.phases",
-    "mfu_tracker.cli.report.panels.ranks",
-    "mfu_tracker.cli.report.panels.waterfall",
     "mfu_tracker.cli.view",
     "mfu_tracker.cli.view._command",
     "mfu_tracker.cli.view._conventions",
@@ -170,7 +152,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 135
+NO_TEST_FILE_MAX = 117
 
 
 def modules() -> list[str]:
