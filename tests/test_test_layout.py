@@ -71,16 +71,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.cli.doctor._self_check",
     "mfu_tracker.cli.doctor._shim",
     "mfu_tracker.cli.doctor._sync_child",
-    "mfu_tracker.cli.view",
-    "mfu_tracker.cli.view._command",
-    "mfu_tracker.cli.view._conventions",
-    "mfu_tracker.cli.view._figure",
-    "mfu_tracker.cli.view._hardware",
-    "mfu_tracker.cli.view._headline",
-    "mfu_tracker.cli.view._progress",
-    "mfu_tracker.cli.view._sections",
-    "mfu_tracker.cli.view._server",
-    "mfu_tracker.cli.view._state",
     "mfu_tracker.distributed",
     "mfu_tracker.distributed._collective",
     "mfu_tracker.distributed._comm_hook",
@@ -152,7 +142,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 117
+NO_TEST_FILE_MAX = 107
 
 
 def modules() -> list[str]:
