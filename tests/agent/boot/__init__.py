@@ -1,0 +1,1 @@
+"""Tests of mfu_tracker/agent/_boot, the startup hook of mfu-tracker run."""
