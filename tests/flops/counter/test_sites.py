@@ -311,3 +311,11 @@ def test_over_compute_as_a_window_total_and_through_the_wrapper():
     assert lost == pytest.approx((m["throughput/hfu"] - m["throughput/mfu"]) / 4)
     assert math.fsum([m["throughput/mfu"]] + [v for k, v in m.items()
                                               if "/mfu_lost/" in k]) == pytest.approx(1.0)
+
+
+def test_a_call_outside_a_backward_is_a_forward_site():
+    from mfu_tracker.flops.counter import _sites
+
+    sites = _sites.NodeSites()
+    site = sites.site(torch, "aten::mm", (), {}, torch.ops.aten.mm.default, True)
+    assert site == _sites.Site(backward_phase=False, grad_enabled=True)
