@@ -257,3 +257,9 @@ def test_explain_takes_packed_lengths_and_names_each_quirk(capsys, tmp_path):
     assert main(["explain", "--model", gpt_oss, "--seq-len", "2048", "--convention", "verl",
                  "--quick-geglu", "off"]) == 2
     assert "applies to --convention megatron" in capsys.readouterr().err
+
+
+def test_the_module_names_the_items_a_convention_differs_on():
+    from mfu_tracker.flops import _convention_items
+
+    assert list(_convention_items.ITEMS)[:3] == ["formula", "embedding", "lm_head"]

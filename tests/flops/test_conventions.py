@@ -328,3 +328,11 @@ def test_estimate_counts_under_a_convention(capsys):
     # MFU = FLOP/token x 10,000 tokens/s / 989.4 TFLOP/s
     assert f"MFU:                   {100 * f.flops_per_token * 1e4 / 989.4e12:.2f}%" in out
     assert "convention megatron" in out
+
+
+def test_the_module_lists_the_conventions_it_reads():
+    from mfu_tracker.flops import _conventions
+
+    names = _conventions.convention_names()
+    assert names[0] == "mfu_tracker" and {"megatron", "verl", "torchtitan"} <= set(names)
+    assert len(_conventions.convention_table()) == len(names)

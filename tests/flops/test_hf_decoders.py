@@ -366,3 +366,14 @@ def test_estimate_and_profile_read_the_saved_config(model_type, tmp_path, capsys
     assert status == 0
     ratio = float(re.search(r"analytic \(matmul\):.*counted / analytic = ([\d.]+)", out).group(1))
     assert ratio == pytest.approx(1.0, abs=1e-6)
+
+
+def test_moe_layers_reads_the_familys_rule():
+    import types as _types
+
+    from mfu_tracker.flops import _hf_decoders
+
+    every = _types.SimpleNamespace(moe="all")
+    assert _hf_decoders.moe_layers(None, every, 5) == 5
+    per_layer = _types.SimpleNamespace(moe=lambda cfg, i: i % 2 == 1)  # odd layers: 1, 3
+    assert _hf_decoders.moe_layers(None, per_layer, 5) == 2

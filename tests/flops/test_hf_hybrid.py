@@ -512,3 +512,14 @@ def test_estimate_and_profile_use_the_analytic_path(key, tmp_path, capsys):
     ratio = float(re.search(r"analytic \(matmul\):.*counted / analytic = ([\d.]+)", out).group(1))
     matmul = transformer_flops(saved, seq_len=16, formula="matmul").model_flops
     assert ratio == pytest.approx(1.0 + exact_minus_analytic(saved, 16) / matmul, abs=1e-6)
+
+
+def test_granite_hybrid_refuses_a_layer_type_it_does_not_know():
+    from mfu_tracker.flops import _hf_config, _hf_hybrid
+
+    cfg = _hf_config._Config(dict(model_type="granitemoehybrid", hidden_size=64,
+                                  num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=96, vocab_size=100,
+                                  layer_types=["mamba", "convolution"]))
+    with pytest.raises(ValueError, match="convolution"):
+        _hf_hybrid.granitemoehybrid(cfg, {})

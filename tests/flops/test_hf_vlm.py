@@ -307,3 +307,12 @@ def test_the_exact_tower_loss_is_what_the_language_model_reads(kind):
     assert all(p.grad is None for p in unused.parameters())
     assert all(p.grad is not None for p in layers[0].parameters())
     assert tokens == _image_tokens(model, inputs)
+
+
+def test_pixel_shape_takes_a_tensor_or_a_shape_and_names_a_short_one():
+    from mfu_tracker.flops import _hf_vlm
+
+    assert _hf_vlm.pixel_shape(torch.ones(2, 3, 8, 8)) == _hf_vlm.pixel_shape((2, 3, 8, 8)) \
+        == (2, 3, 8, 8)
+    with pytest.raises(ValueError, match="pixel_values must have a shape with at least 4 dims"):
+        _hf_vlm.pixel_shape((2, 3))

@@ -288,3 +288,10 @@ def test_estimate_takes_image_sizes(tmp_path, capsys):
                              "--seq-len", str(S), "--tokens-per-sec", "1e6", "--image-sizes",
                              "32x48")
     assert status == 2 and "--image-sizes takes H,W or NxH,W" in err
+
+
+def test_images_errors_are_value_errors_and_mllama_counts_jointly():
+    from mfu_tracker.flops import _meta_images
+
+    assert issubclass(_meta_images.ImagesError, ValueError)
+    assert set(_meta_images.JOINT) == {"mllama"}

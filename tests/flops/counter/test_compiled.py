@@ -77,3 +77,10 @@ def test_compiled_model_flops_equal_eager(runs, model, loop):
     assert eager > 0
     for value in flops:
         assert value == pytest.approx(eager, rel=1e-3), (model, loop)
+
+
+def test_kind_of_reads_the_op_tables_kind():
+    from mfu_tracker.flops.counter import _compiled
+
+    assert _compiled.kind_of("aten::mm") == "mm"
+    assert _compiled.kind_of("aten::relu") is None  # not in the table

@@ -387,3 +387,12 @@ def test_the_site_rule_is_the_same_on_both_backends_under_compile_and_checkpoint
         # to the plan's (-1, 128) whatever the rows, it stays HFU only
         assert fallback[f"compiled_dynamic_{rows}"] == [3 * f, 4 * f, f], rows
     assert ext == fallback
+
+
+def test_the_dispatch_backend_refuses_an_unknown_convention():
+    from mfu_tracker.flops.counter import _dispatch
+
+    backend = _dispatch.DispatchBackend()
+    assert backend.name == "dispatch"
+    with pytest.raises(ValueError, match="causal_attention"):
+        backend.start("quarter")

@@ -1,6 +1,7 @@
 """Counting on the stack people run (docs/flops.md): custom autograd Functions,
 activation checkpointing (both modes), FakeTensorMode, causal attention
-halved on every path, over-compute in the waterfall, CUDA graph replay.
+halved on every path, over-compute in the waterfall (CUDA graph replay:
+test_graphs.py).
 
 Every expected number is hand arithmetic written beside it (csrc/core/ops.h
 "Sites" says what each place an op runs adds). The C++ observer and the
@@ -260,34 +261,6 @@ def test_a_bad_overcompute_value_is_one_warning_and_counts_0():
     assert s["overcompute"] == pytest.approx(1e12 / s["window_s"] / 1e18)
 
 
-# ---- CUDA graph replay ------------------------------------------------------------------
-
-def test_cuda_graph_replay_while_counting_gives_one_warning():
-    """Replayed kernels run without the dispatcher: one clear warning while
-    a counter is active, none outside. No GPU here: the real replay that the
-    watch wraps then fails, after the check."""
-    from torch.cuda.graphs import CUDAGraph
-
-    with FlopCounter(modules=False):  # installs the watch on CUDAGraph.replay
-        pass
-    graph = object.__new__(CUDAGraph)  # no CUDA: a shell the real replay rejects
-
-    def replay() -> None:
-        try:
-            CUDAGraph.replay(graph)
-        except Exception:  # noqa: BLE001 -- the real replay, after the watch
-            pass
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        replay()  # outside a counter
-        with FlopCounter(modules=False):
-            for _ in range(3):
-                replay()
-    ours = [w for w in caught if "CUDA graph was replayed" in str(w.message)]
-    assert len(ours) == 1 and "reduce-overhead" in str(ours[0].message)
-
-
 def test_over_compute_as_a_window_total_and_through_the_wrapper():
     """The one metric path: over-compute given at logging time
     (``metrics(overcompute_flops=)``, what the integrations do) is booked to
@@ -338,3 +311,11 @@ def test_over_compute_as_a_window_total_and_through_the_wrapper():
     assert lost == pytest.approx((m["throughput/hfu"] - m["throughput/mfu"]) / 4)
     assert math.fsum([m["throughput/mfu"]] + [v for k, v in m.items()
                                               if "/mfu_lost/" in k]) == pytest.approx(1.0)
+
+
+def test_a_call_outside_a_backward_is_a_forward_site():
+    from mfu_tracker.flops.counter import _sites
+
+    sites = _sites.NodeSites()
+    site = sites.site(torch, "aten::mm", (), {}, torch.ops.aten.mm.default, True)
+    assert site == _sites.Site(backward_phase=False, grad_enabled=True)
