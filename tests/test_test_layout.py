@@ -150,9 +150,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.job._records",
     "mfu_tracker.job._run",
     "mfu_tracker.job._sample",
-    "mfu_tracker.peaks._cpu_share",
-    "mfu_tracker.peaks._resolve",
-    "mfu_tracker.peaks._table",
     "mfu_tracker.timing._breakdown",
     "mfu_tracker.timing._clock",
     "mfu_tracker.timing._figures",
@@ -170,7 +167,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 135
+NO_TEST_FILE_MAX = 132
 
 
 def modules() -> list[str]:
