@@ -141,15 +141,9 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.integrations._step_record",
     "mfu_tracker.integrations.fabric",
     "mfu_tracker.job",
-    "mfu_tracker.job._check",
-    "mfu_tracker.job._intervals",
-    "mfu_tracker.job._jobs",
-    "mfu_tracker.job._ledger",
     "mfu_tracker.job._model_info",
     "mfu_tracker.job._prometheus",
-    "mfu_tracker.job._records",
     "mfu_tracker.job._run",
-    "mfu_tracker.job._sample",
     "mfu_tracker.timing._breakdown",
     "mfu_tracker.timing._clock",
     "mfu_tracker.timing._figures",
@@ -167,7 +161,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 132
+NO_TEST_FILE_MAX = 126
 
 
 def modules() -> list[str]:
