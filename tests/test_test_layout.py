@@ -140,10 +140,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.integrations._step_flops",
     "mfu_tracker.integrations._step_record",
     "mfu_tracker.integrations.fabric",
-    "mfu_tracker.job",
-    "mfu_tracker.job._model_info",
-    "mfu_tracker.job._prometheus",
-    "mfu_tracker.job._run",
     "mfu_tracker.timing._breakdown",
     "mfu_tracker.timing._clock",
     "mfu_tracker.timing._figures",
@@ -161,7 +157,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 126
+NO_TEST_FILE_MAX = 122
 
 
 def modules() -> list[str]:
