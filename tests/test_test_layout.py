@@ -99,9 +99,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.cli.view._sections",
     "mfu_tracker.cli.view._server",
     "mfu_tracker.cli.view._state",
-    "mfu_tracker.distributed._collective",
-    "mfu_tracker.distributed._comm_hook",
-    "mfu_tracker.distributed._comm_mode",
     "mfu_tracker.distributed._comm_observer",
     "mfu_tracker.flops._convention_items",
     "mfu_tracker.flops._conventions",
@@ -153,7 +150,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 118
+NO_TEST_FILE_MAX = 115
 
 
 def modules() -> list[str]:
