@@ -142,15 +142,12 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.timing._metrics",
     "mfu_tracker.timing._reduce",
     "mfu_tracker.timing._step_profile",
-    "mfu_tracker.tracker",
     "mfu_tracker.tracker._config",
-    "mfu_tracker.tracker._doc",
     "mfu_tracker.tracker._parts",
-    "mfu_tracker.tracker._tracker",
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 115
+NO_TEST_FILE_MAX = 112
 
 
 def modules() -> list[str]:
