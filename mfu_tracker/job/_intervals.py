@@ -27,7 +27,7 @@ from math import isfinite
 from operator import add, gt, lt, methodcaller, sub, truediv
 from typing import Any, Dict, List, Optional, Tuple
 
-from ._records import LEDGER, Run
+from ._records import LEDGER, LogError, Run
 from ._stream import Block, Sink
 
 __all__ = ["BookIntervals", "IntervalBook", "Steps", "book_of", "lost_share"]
@@ -374,6 +374,10 @@ def book_of(run: Run) -> IntervalBook:
     its intervals (:func:`._stream.read_log`)."""
     if run.book is not None:
         return run.book
+    if not run.intervals and len(run.metrics) < run.metrics_lines:
+        # a streaming reader that kept no intervals: its steps would read as none
+        raise LogError(f"run {run.number}: its ledger intervals were not kept (read the log "
+                       f"with read_log(), or stream_log() with a BookIntervals() sink)")
     book = IntervalBook(_ranks(run))
     for iv in run.intervals:
         book.add(iv, iv.get("_line", 0))
