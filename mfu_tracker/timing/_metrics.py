@@ -122,6 +122,23 @@ KEYS: Tuple[MetricKey, ...] = (
     # logged once by the metrics() after it
     MetricKey("kernel_step_s", "kernel_step_s", 1.0, "s",
               "the profiled step's time the kernel_share rows add up to"),
+    # a mixture of experts' load on the last sampled step (Tracker(moe=); docs/moe.md)
+    *(MetricKey(f"moe/{name}", f"moe_{name}", 1.0, unit, meaning) for name, unit, meaning in (
+        ("imbalance", "ratio", "sum over MoE layers of the busiest expert's tokens / of the "
+         "mean tokens per expert (1.0: balanced)"),
+        ("imbalance_max", "ratio", "the most imbalanced layer's max / mean tokens per expert"),
+        ("tokens_per_expert_min", "tokens", "fewest token-expert assignments of an expert"),
+        ("tokens_per_expert_max", "tokens", "most token-expert assignments of an expert"),
+        ("tokens_per_expert_mean", "tokens", "mean token-expert assignments per expert"),
+        ("straggler_layer", "layer", "the MoE layer (0-based, in run order) of the straggler"),
+        ("straggler_expert", "expert", "the expert with the most tokens beyond its layer's mean"),
+        ("padded_rows", "rows", "rows the expert GEMMs computed for no token (alignment, "
+         "capacity buffers)"),
+        ("padded_flops_share", "ratio", "padded rows' FLOPs / the expert GEMMs' FLOPs"),
+        ("dropped_tokens", "tokens", "token-expert assignments beyond a capacity, not computed"),
+        ("dropped_share", "ratio", "dropped / routed token-expert assignments"),
+        ("sampled_step", "step", "the step these moe/* figures were read on"),
+    )),
 )
 
 #: Families of keys, one per entry of a mapping figure: (family, unit, meaning).
@@ -141,6 +158,7 @@ FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("kernel_share", "fraction of the profiled step", "time of each kernel class, and idle"),
     ("kernel_tflops", "TFLOP/s", "executed TFLOP/s of each kernel class while it ran"),
     ("kernel_gbs", "GB/s", "operand GB/s of each kernel class while it ran (a lower bound)"),
+    ("moe/layer_imbalance", "ratio", "each MoE layer's max / mean tokens per expert"),
 )
 
 

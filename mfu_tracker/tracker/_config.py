@@ -33,6 +33,7 @@ from .._validate import (
 from ..distributed._collective import process_group_initialized
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..timing._hardware import check_memory
+from ..timing._moe_observer import check_moe
 from ..timing._step_profile import check_profile_steps, check_trace_dir
 
 __all__ = ["TrackerConfig"]
@@ -115,6 +116,8 @@ class TrackerConfig:
     link_bandwidth_gbs: Optional[float]
     profile_steps: Any = None           # the kernel breakdown's schedule (None: off)
     profile_trace_dir: Optional[str] = None
+    moe: Any = None                     # the model whose MoE layers are sampled (None: off)
+    moe_every: Optional[int] = None     # steps between sampled MoE steps
 
     @classmethod
     def check(
@@ -150,12 +153,15 @@ class TrackerConfig:
         link_bandwidth_gbs: Optional[float],
         profile_steps: Any = None,
         profile_trace_dir: Any = None,
+        moe: Any = None,
+        moe_every: Any = None,
     ) -> "TrackerConfig":
         """The configuration of ``Tracker(...)`` with these arguments (its
         signature holds the defaults); bad ones raise ``TypeError`` /
         ``ValueError`` naming them, in this order."""
         schedule = check_profile_steps(profile_steps)   # the kernel breakdown
         trace_dir = check_trace_dir(profile_trace_dir)
+        moe_every = check_moe(moe, moe_every)            # the MoE load (docs/moe.md)
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
         job = check_job(job)
@@ -186,5 +192,5 @@ class TrackerConfig:
             measure_peak=bool(measure_peak), telemetry=telemetry, memory=memory,
             log_path=log_file,
             start_step=start_step, job=job, metrics_port=port, comm=comm, link_bandwidth_gbs=link,
-            profile_steps=schedule, profile_trace_dir=trace_dir,
+            profile_steps=schedule, profile_trace_dir=trace_dir, moe=moe, moe_every=moe_every,
         )
