@@ -18,7 +18,9 @@ def fix_router(model, assignment):
 
     def pre(module, args, kwargs):
         hidden = args[0] if args else kwargs["hidden_states"]
-        return (hidden, fixed, torch.ones(fixed.shape, dtype=hidden.dtype)), {}
+        index = fixed.to(hidden.device)
+        return (hidden, index, torch.ones(index.shape, dtype=hidden.dtype,
+                                          device=hidden.device)), {}
 
     for _, module in experts_modules(model):
         module.register_forward_pre_hook(pre, with_kwargs=True)
