@@ -289,28 +289,29 @@ def _moe_balancing(ev: Evidence, rule: Rule) -> Outcome:
                   f"experts are spread over ranks; bound: 1 - 1/imbalance of the MoE layers' time")
 
 
-def _moe_padding(ev: Evidence, rule: Rule) -> Outcome:
-    share = ev.value("moe/padded_flops_share")
-    if share is None or share < MOE_PADDED_MIN:
+def _moe_share(ev: Evidence, rule: Rule, key: str, minimum: float, count: str,
+               what: str, of: str = "of the step") -> Outcome:
+    """A rule on one ``moe/*`` share (``count``: the key of its count)."""
+    share = ev.value(key)
+    if share is None or share < minimum:
         return None
-    rows = ev.value("moe/padded_rows")
+    n = ev.value(count)
     return Advice(rule.name, rule.lever, share,
-                  f"padded rows {_pct(share)} of the expert GEMMs' FLOPs "
-                  f"({_key(ev, 'moe/padded_flops_share')}"
-                  + (f", {rows:.0f} rows" if rows is not None else "") + "); bound: that share "
-                  "of the MoE layers' GEMM time")
+                  f"{what.format(pct=_pct(share))} ({_key(ev, key)}"
+                  + (f", {n:.0f} {count.rpartition('_')[2]}" if n is not None else "") + ")",
+                  of=of)
+
+
+def _moe_padding(ev: Evidence, rule: Rule) -> Outcome:
+    return _moe_share(ev, rule, "moe/padded_flops_share", MOE_PADDED_MIN, "moe/padded_rows",
+                      "padded rows {pct} of the expert GEMMs' FLOPs: bound, that share of "
+                      "the MoE layers' GEMM time")
 
 
 def _moe_capacity(ev: Evidence, rule: Rule) -> Outcome:
-    share = ev.value("moe/dropped_share")
-    if share is None or share < MOE_DROPPED_MIN:
-        return None
-    dropped = ev.value("moe/dropped_tokens")
-    return Advice(rule.name, rule.lever, share,
-                  f"dropped {_pct(share)} of the token-expert assignments "
-                  f"({_key(ev, 'moe/dropped_share')}"
-                  + (f", {dropped:.0f} dropped" if dropped is not None else "") + "): tokens "
-                  "the model never trains on", of="of the routed tokens (not of the step)")
+    return _moe_share(ev, rule, "moe/dropped_share", MOE_DROPPED_MIN, "moe/dropped_tokens",
+                      "dropped {pct} of the token-expert assignments: tokens the model never "
+                      "trains on", of="of the routed tokens (not of the step)")
 
 
 #: The rules, in the order they are evaluated (advice is ranked by bound).

@@ -5,19 +5,18 @@ Three series from the ``moe/*`` keys (``Tracker(moe=)``, docs/moe.md):
 axis), the padded rows' share of the expert GEMMs' FLOPs
 (``moe/padded_flops_share``) and the dropped share of the token-expert
 assignments (``moe/dropped_share``). A log without them (a dense model, or
-``moe=`` off) has no panel; :data:`MISSING` says why.
+``moe=`` off) has no panel, and the report's "missing" line says nothing of it.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ....timing._metrics import KEYS
 from .._axes import steps_axis
 from .._model import Report, number
-from ._base import Panel
-from .hardware import Counters
+from .hardware import Counters, HardwarePanel
 
-__all__ = ["MISSING", "PANEL"]
+__all__ = ["PANEL"]
 
 _NAMES = {key.name for key in KEYS}
 #: (series, key name), each drawn when the log has it.
@@ -28,12 +27,13 @@ SERIES: Tuple[Tuple[str, str], ...] = (
 )
 assert all(name in _NAMES for _, name in SERIES)
 
-MISSING = ("no moe/* keys in the log (a dense model, or Tracker(moe=model) off): "
-           "no MoE panel")
 
+class MoEPanel(HardwarePanel):
+    """The hardware panel's steps, cells, text and table over the ``moe/*`` series."""
 
-class MoEPanel(Panel):
     name = "moe"
+    series = SERIES
+    heading = "mixture of experts (the last sampled step's load at each logged step):"
 
     def collect(self, report: Report) -> Optional[Counters]:
         data = Counters()
@@ -44,22 +44,8 @@ class MoEPanel(Panel):
                     data.series.setdefault(name, []).append((record["step"], value))
         return data if "imbalance" in data.series else None
 
-    def absent(self, report: Report) -> str:
-        return MISSING
-
-    def steps(self, data: Counters) -> List[int]:
-        return data.steps()
-
-    def _cells(self, report: Report, data: Counters, step: int) -> Dict[str, float]:
-        return {report.key(key): value for name, key in SERIES
-                if (value := data.at(name, step)) is not None}
-
-    def text(self, report: Report, data: Counters) -> List[str]:
-        lines = ["mixture of experts (the last sampled step's load at each logged step):"]
-        for step in data.steps():
-            cells = self._cells(report, data, step)
-            lines.append(f"  step={step} " + " ".join(f"{k}={v!r}" for k, v in cells.items()))
-        return lines
+    def absent(self, report: Report) -> Optional[str]:
+        return None        # a dense model's report says nothing of experts
 
     def summary(self, report: Report, data: Counters) -> List[str]:
         step = data.steps()[-1]
@@ -73,9 +59,6 @@ class MoEPanel(Panel):
             cells.append(f"dropped {at['dropped']:.3f} of the assignments")
         sampled = "" if at["sampled"] is None else f" (sampled step {at['sampled']:.0f})"
         return [f"expert load at step {step}{sampled}: {', '.join(cells)}"]
-
-    def table(self, report: Report, data: Counters) -> Dict[int, Dict[str, float]]:
-        return {step: self._cells(report, data, step) for step in data.steps()}
 
     def draw(self, ax: Any, report: Report, data: Optional[Counters]) -> None:
         assert data is not None
