@@ -6,6 +6,7 @@ the key table; the advice's levers."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -252,3 +253,31 @@ def test_advice_capacity_bound_is_of_tokens():
     advice = A.RULES[[r.name for r in A.RULES].index("moe_capacity")].check(
         ev, {r.name: r for r in A.RULES}["moe_capacity"])
     assert advice.bound == 0.25 and advice.of.startswith("of the routed tokens")
+
+
+# ---- expert parallelism: the wait as a waterfall cause -----------------------------
+
+def test_the_wait_is_carved_out_of_communication_by_hand():
+    from mfu_tracker._native import _C
+
+    def lost(communication_s, wait_s):
+        # mfu 0.3 of a 1 s step; forward 0.4 s
+        r = _C.form_figures({"model_flops": 0.3}, 1.0, peak_flops_per_sec=1.0, step_s=1.0,
+                            phase_s={"communication": communication_s, "forward": 0.4},
+                            per_step={"moe_wait_s": wait_s})
+        assert math.fsum([r["mfu"], *r["mfu_lost"].values()]) == 1.0
+        return r["mfu_lost"]
+
+    shares = lost(0.25, 0.1)
+    assert shares["moe_imbalance"] == 0.1 and shares["communication"] == pytest.approx(0.15)
+    assert shares["other"] == pytest.approx(1 - 0.3 - 0.25 - (0.4 - 0.3))   # untouched
+    # a sampled wait above the window's exposed communication: at most all of it
+    shares = lost(0.05, 0.1)
+    assert shares["moe_imbalance"] == 0.05 and shares["communication"] == 0.0
+
+
+def test_one_process_has_no_wait_and_rank_zero(tmp_path):
+    out, _ = _run(tmp_path, SKEWED)
+    assert out["throughput/moe/straggler_rank"] == 0
+    assert "throughput/moe_wait_s" not in out
+    assert "throughput/mfu_lost/moe_imbalance" not in out

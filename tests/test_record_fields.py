@@ -87,7 +87,7 @@ def test_every_figure_of_the_window_is_the_one_formula_bit_for_bit():
         t.step(num_tokens=30, overcompute_flops=1e8, language_flops=3e9)
     s = t.summary()
     sums = {name: s.get(name) for name in NAMES}
-    per_step = {f.name: s[f"{f.name}_per_step"] for f in _C.STEP_FIELDS if f.per_step}
+    per_step = {f.name: s.get(f"{f.name}_per_step") for f in _C.STEP_FIELDS if f.per_step}
     formed = _C.form_figures(sums, s["window_s"], peak_flops_per_sec=s["peak_flops_per_sec"],
                              peak_bytes_per_sec=2e12, devices=2.0, step_s=s["step_time_s"],
                              phase_s=t.phases()["phase_s"], per_step=per_step)

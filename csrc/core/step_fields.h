@@ -23,7 +23,8 @@
  *            NaN leaves the figures that need it out while the step is in
  *            the window, 0 stands for "none"
  *   loss     the waterfall's share the field makes (waterfall.h: its seconds
- *            per step over the step time, carved out of `other`), or NULL
+ *            per step over the step time, carved out of `other`, or of
+ *            `communication`: MFU_FIELD_IN_COMMUNICATION), or NULL
  *   meaning  one line, for the docs and _C.STEP_FIELDS
  *
  * Flags:
@@ -42,6 +43,11 @@
  *                        unless given too
  *   MFU_FIELD_PER_STEP   across ranks, seconds per step (peak-weighted like
  *                        a phase) rather than a rate that adds up over ranks
+ *   MFU_FIELD_IN_COMMUNICATION  its seconds are part of exposed communication:
+ *                        its loss is carved out of `communication` where a
+ *                        communication phase was marked (of `other` where none
+ *                        was, as every field's), its seconds there at most
+ *                        the communication's (one such field)
  *
  * Units: every value is a double; NaN = unknown.
  */
@@ -56,7 +62,8 @@ enum {
     MFU_FIELD_DEFAULTED = 1u << 1,
     MFU_FIELD_PAIRS_STEP = 1u << 2,
     MFU_FIELD_PAIRS_WINDOW = 1u << 3,
-    MFU_FIELD_PER_STEP = 1u << 4
+    MFU_FIELD_PER_STEP = 1u << 4,
+    MFU_FIELD_IN_COMMUNICATION = 1u << 5
 };
 
 /* Given, with a per-step default. */
@@ -85,7 +92,12 @@ enum {
     X(IDLE_S, idle_s, "s", MFU_FIELD_PER_STEP, NAN, "idle",                                   \
       "seconds the step's devices sat idle between its phases: from the end of a marked "     \
       "phase to the start of the next, no phase running (steps_marks.c); unknown in a "       \
-      "step that marked no phase")
+      "step that marked no phase")                                                          \
+    X(MOE_WAIT_S, moe_wait_s, "s", MFU_FIELD_GIVEN | MFU_FIELD_PER_STEP | MFU_FIELD_IN_COMMUNICATION, \
+      NAN, "moe_imbalance",                                                                   \
+      "seconds the step's expert-parallel ranks waited for the rank whose experts took "      \
+      "longest (an MoE layer's busiest experts), part of exposed communication; the "         \
+      "tracker gives the last sampled MoE step's (docs/moe.md)")
 
 /* MFU_FIELD_<ID>: a field's index; MFU_FIELD_COUNT of them. */
 enum mfu_field_index {

@@ -46,6 +46,8 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
     MetricKey("idle_s", "idle_s_per_step", 1.0, "s",
               "seconds per step the devices sat idle between marked phases"),
+    MetricKey("moe_wait_s", "moe_wait_s_per_step", 1.0, "s",
+              "seconds per step expert-parallel ranks waited for the busiest experts' rank"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
     # issue 12: mixed precision, the measured ceiling, device telemetry (below)
@@ -132,6 +134,8 @@ KEYS: Tuple[MetricKey, ...] = (
         ("tokens_per_expert_mean", "tokens", "mean token-expert assignments per expert"),
         ("straggler_layer", "layer", "the MoE layer (0-based, in run order) of the straggler"),
         ("straggler_expert", "expert", "the expert with the most tokens beyond its layer's mean"),
+        ("straggler_rank", "rank", "the expert-parallel rank holding the busiest expert (0: one "
+         "process)"),
         ("padded_rows", "rows", "rows the expert GEMMs computed for no token (alignment, "
          "capacity buffers)"),
         ("padded_flops_share", "ratio", "padded rows' FLOPs / the expert GEMMs' FLOPs"),

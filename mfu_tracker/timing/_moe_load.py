@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ["LayerLoad", "MoELoad", "layer_load", "model_load"]
+__all__ = ["LayerLoad", "MoELoad", "RankLoads", "layer_load", "model_load", "rank_loads"]
 
 
 @dataclass(frozen=True)
@@ -84,11 +84,40 @@ def layer_load(name: str, routed: Sequence[int], rows: Optional[Sequence[int]] =
 
 
 @dataclass(frozen=True)
+class RankLoads:
+    """Expert parallelism on a sampled step: what the ranks' MoE layers did,
+    seen from one rank.
+
+    ``wait_s`` is this rank's wait for the slowest rank, summed over layers:
+    sum_l (max_r s_lr - s_l,own), s_lr rank r's seconds in layer l's experts
+    (forward). A rank done with its experts early waits that long in the
+    all-to-all that returns their outputs. ``straggler_rank`` holds the
+    busiest expert: the most tokens of any expert, in any layer (lowest rank
+    on a tie)."""
+
+    rank: int
+    wait_s: float
+    straggler_rank: int
+    layer_s: tuple           # by rank: seconds in each layer's experts (forward)
+
+
+def rank_loads(rank: int, seconds: Sequence[Sequence[float]],
+               busiest: Sequence[Sequence[float]]) -> RankLoads:
+    """From each rank's seconds and busiest expert's tokens per layer (by rank)."""
+    layers = range(len(seconds[rank]))
+    wait = sum(max(s[l] for s in seconds) - seconds[rank][l] for l in layers)
+    top = max(range(len(busiest)), key=lambda r: (max(busiest[r], default=0.0), -r))
+    return RankLoads(rank, wait, top, tuple(tuple(s) for s in seconds))
+
+
+@dataclass(frozen=True)
 class MoELoad:
-    """A sampled step's MoE figures: its layers and the model's."""
+    """A sampled step's MoE figures: its layers and the model's (``ranks``:
+    under expert parallelism, else None)."""
 
     step: int
     layers: tuple
+    ranks: Optional[RankLoads] = None
 
     def figures(self) -> Dict[str, Any]:
         """The figures under their ``timing._metrics`` field names (None:
@@ -108,6 +137,7 @@ class MoELoad:
             "moe_tokens_per_expert_mean": sum(tokens) / len(tokens),
             "moe_straggler_layer": float(self.layers.index(worst)),
             "moe_straggler_expert": float(worst.straggler),
+            "moe_straggler_rank": float(0 if self.ranks is None else self.ranks.straggler_rank),
             "moe_padded_rows": float(sum(layer.padded_rows for layer in layers)),
             "moe_dropped_tokens": float(sum(layer.dropped for layer in layers)),
             "moe_dropped_share": sum(layer.dropped for layer in layers) / sum(tokens),
@@ -120,7 +150,12 @@ class MoELoad:
                 layer.padded_rows * layer.row_flops for layer in layers) / computed
         return out
 
+    @property
+    def wait_s(self) -> Optional[float]:
+        """This rank's wait for the slowest expert-parallel rank (None: one process)."""
+        return None if self.ranks is None else self.ranks.wait_s
 
-def model_load(step: int, layers: List[LayerLoad]) -> MoELoad:
+
+def model_load(step: int, layers: List[LayerLoad], ranks: Optional[RankLoads] = None) -> MoELoad:
     """The model's load: its layers in the order they ran."""
-    return MoELoad(step, tuple(layers))
+    return MoELoad(step, tuple(layers), ranks)

@@ -27,10 +27,11 @@ and no MoE figures for that step.
 from __future__ import annotations
 
 import inspect
+import time
 import warnings
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ._moe_load import LayerLoad, MoELoad, layer_load, model_load
+from ._moe_load import LayerLoad, MoELoad, RankLoads, layer_load, model_load, rank_loads
 
 __all__ = ["MoEObserver", "check_moe", "experts_modules"]
 
@@ -78,7 +79,7 @@ def check_moe(moe: Any, moe_every: Any) -> Optional[int]:
 class _LayerRecord:
     """What one layer's forward left on the device during a sampled step."""
 
-    __slots__ = ("routed", "offs", "rows", "row_flops", "seen")
+    __slots__ = ("routed", "offs", "rows", "row_flops", "seen", "marks")
 
     def __init__(self) -> None:
         self.routed: Any = None             # device tensor, experts + 1 bins
@@ -86,6 +87,15 @@ class _LayerRecord:
         self.rows: Dict[int, int] = {}      # expert -> rows (eager loop, bmm)
         self.row_flops = 0.0                # per row, over the GEMMs of one expert
         self.seen: set = set()              # (weight, kind) already charged in row_flops
+        self.marks: List[Any] = []          # each forward's start, end (CUDA events or seconds)
+
+    def elapsed_s(self) -> float:
+        """Seconds the layer's forwards took (CUDA events: their elapsed time,
+        read after the step; the host clock otherwise)."""
+        total = 0.0
+        for start, end in zip(self.marks[::2], self.marks[1::2]):
+            total += start.elapsed_time(end) * 1e-3 if hasattr(start, "elapsed_time") else end - start
+        return total
 
 
 def _stacked(module: Any) -> Dict[int, Any]:
@@ -164,6 +174,10 @@ class MoEObserver:
 
     def __init__(self, model: Any, every: int) -> None:
         self.every = every
+        # Expert parallelism: every rank's row by rank (``Aggregator.gather_floats``;
+        # None: one process), and this rank's index.
+        self.gather: Optional[Callable[[List[float], str], Optional[List[List[float]]]]] = None
+        self.rank = 0
         self.layers = experts_modules(model)
         self.last: Optional[MoELoad] = None
         self._records: Optional[List[_LayerRecord]] = None
@@ -194,7 +208,7 @@ class MoEObserver:
             self._handles.append(module.register_forward_pre_hook(
                 _pre_hook(record, module.num_experts, stacked, mode_box), with_kwargs=True))
             self._handles.append(module.register_forward_hook(
-                _post_hook(mode_box), always_call=True))
+                _post_hook(record, mode_box), always_call=True))
 
     def _disarm(self) -> None:
         for handle in self._handles:
@@ -210,7 +224,24 @@ class MoEObserver:
                   for (name, module), record in zip(self.layers, records)]
         loads = [layer for layer in layers if layer is not None]
         if loads:
-            self.last = model_load(self._step if self._step is not None else step, loads)
+            ranks = self._exchange(records, layers)
+            self.last = model_load(self._step if self._step is not None else step, loads,
+                                   ranks=ranks)
+
+    def _exchange(self, records: List[_LayerRecord],
+                  layers: List[Optional[LayerLoad]]) -> Optional[RankLoads]:
+        """Every expert-parallel rank's experts' seconds and busiest expert
+        per layer (one all-gather, on the sampled step's boundary), or None
+        on one process."""
+        if self.gather is None:
+            return None
+        row = [float(len(records))]
+        for record, layer in zip(records, layers):
+            row += [record.elapsed_s(), 0.0 if layer is None else float(max(layer.routed))]
+        rows = self.gather(row, "the MoE load's exchange")
+        if rows is None or any(r[0] != row[0] for r in rows):
+            return None
+        return rank_loads(self.rank, [r[1::2] for r in rows], [r[2::2] for r in rows])
 
     def figures(self) -> Dict[str, Any]:
         """The last sampled step's figures (``{}`` before one)."""
@@ -234,14 +265,31 @@ def _pre_hook(record: _LayerRecord, experts: int, stacked: Dict[int, Any],
         mode = _GemmMode(record, stacked)
         mode.__enter__()
         mode_box.append(mode)
+        record.marks.append(_mark(args[0] if args else kwargs.get("hidden_states")))
     return hook
 
 
-def _post_hook(mode_box: List[Any]) -> Any:
+def _post_hook(record: _LayerRecord, mode_box: List[Any]) -> Any:
     def hook(module: Any, args: Tuple[Any, ...], output: Any) -> None:
         if mode_box:
             mode_box.pop().__exit__(None, None, None)
+            record.marks.append(_mark(args[0] if args else None, cuda=hasattr(
+                record.marks[-1], "elapsed_time")))
     return hook
+
+
+def _mark(tensor: Any, cuda: Optional[bool] = None) -> Any:
+    """A point in time on the tensor's device: a recorded CUDA event (no
+    synchronization), or the host clock's seconds."""
+    import torch
+
+    if cuda is None:
+        cuda = tensor is not None and getattr(tensor, "is_cuda", False)
+    if cuda:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+    return time.perf_counter()
 
 
 def _layer_of(name: str, experts: int, record: _LayerRecord) -> Optional[LayerLoad]:

@@ -146,11 +146,15 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
                                           (over-compute included: its FLOPs given to
                                           ``step()``, ``docs/waterfall.md``)
+    ``{prefix}/mfu_lost/moe_imbalance``   expert-parallel ranks waiting for the busiest experts' rank
+                                          (``moe_wait_s``), carved out of communication
     ``{prefix}/mfu_lost/other``           everything else: unmarked time before a step's first phase
                                           and after its last (host / launch bound, logging)
     ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
     ``{prefix}/idle_s``                   seconds per step between marked phases, none running (on
                                           every rank, the mean over ranks)
+    ``{prefix}/moe_wait_s``               seconds per step a rank waited for the busiest experts' rank
+                                          (the last sampled MoE step's, docs/moe.md)
     ====================================  ===========================================================
 
     A phase never marked in the window has no key (its time is in ``other``).
@@ -203,6 +207,7 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/moe/tokens_per_expert_mean`` mean tokens per expert
     ``{prefix}/moe/straggler_layer``      the MoE layer (0-based, in run order) of the straggler
     ``{prefix}/moe/straggler_expert``     the expert with the most tokens beyond its layer's mean
+    ``{prefix}/moe/straggler_rank``       the expert-parallel rank holding the busiest expert
     ``{prefix}/moe/padded_rows``          rows the expert GEMMs computed for no token
     ``{prefix}/moe/padded_flops_share``   their FLOPs / the expert GEMMs' FLOPs
     ``{prefix}/moe/dropped_tokens``       tokens beyond a capacity, never computed

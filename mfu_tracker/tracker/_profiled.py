@@ -28,6 +28,11 @@ class ProfiledTracker(Tracker):
     def step(self, *args: Any, **kwargs: Any) -> Any:
         """``Tracker.step()``, then the profiled step's boundary and the
         sampled MoE step's (never raises)."""
+        moe = self._moe
+        if moe is not None and moe.last is not None and moe.last.wait_s is not None:
+            # expert parallelism: the last sampled step's wait for the busiest
+            # experts' rank stands for this step's (docs/moe.md)
+            kwargs.setdefault("moe_wait_s", moe.last.wait_s)
         result = _C.StepTracker.step(self, *args, **kwargs)
         if self._profiler is not None:
             self._profiler.boundary(self)

@@ -131,6 +131,8 @@ class Tracker(_C.StepTracker):
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(config.distributed_timeout) if config.aggregate else None
+        if self._moe is not None and self._dist is not None and self._dist.world_size > 1:
+            self._moe.gather, self._moe.rank = _moe_gather(self._dist), self._dist.rank
         self._comm = communication(self, config, peak, clock, self._dist)
 
     def _start_engine(self, config: TrackerConfig, peak: Peak, clock: Clock,
@@ -560,6 +562,14 @@ class Tracker(_C.StepTracker):
 #: here when the package loads (a registration, so this module never imports
 #: the subclass's module, which imports this one).
 PROFILED: List[type] = []
+
+
+def _moe_gather(agg: Aggregator) -> Any:
+    """The MoE observer's exchange: every rank's row on the side group (None
+    once the group failed)."""
+    def gather(row: List[float], what: str) -> Optional[List[List[float]]]:
+        return None if agg.group is None else agg.gather_floats(row, what)
+    return gather
 
 
 def _profiles(profile_steps: Any) -> bool:
