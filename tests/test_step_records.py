@@ -174,14 +174,15 @@ def test_tracker_doc_keys_are_the_key_table():
     documented = _documented_keys(Tracker.__doc__)
     names = {key.name for key in KEYS}
     families = {family for family, _, _ in FAMILIES}
-    members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>", "<class>"}
+    members = set(LOSSES) | set(PHASES) | set(COMM_KINDS) | {"<phase>", "<kind>", "<loss>", "<class>",
+                                                               "<layer>"}
     role_keys = {f"role/<role>/{key.name}" for key in ROLE_KEYS}
     for key in documented:
-        family, _, member = key.partition("/")
+        family, _, member = key.rpartition("/")   # a family's name may hold a "/"
         assert key in names or key in role_keys or (family in families and member in members), key
     assert role_keys <= documented
     assert names - documented == {"goodput", "goodput_s", "job_mfu", "job_wall_s"}
-    used = {key.partition("/")[0] for key in documented if "/" in key}
+    used = {key.rpartition("/")[0] for key in documented if "/" in key}
     assert families - used == {"badput", "badput_s"}
 
 

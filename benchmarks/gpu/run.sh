@@ -131,6 +131,8 @@ check hardware "$HARDWARE_TIMEOUT" "hardware counters check"
 check breakdown "$HARDWARE_TIMEOUT" "kernel breakdown check"
 # Decode MBU: generate()'s computed bytes/s beside the measured DRAM bandwidth.
 check decode "$DECODE_TIMEOUT" "decode check"
+# The skewed-router MoE step: imbalance, straggler, padding by hand; the sampled step's cost.
+check moe "$DECODE_TIMEOUT" "MoE load check"
 
 # An unmodified training script measured through `mfu-tracker run`.
 log "mfu-tracker run on an unmodified script, device $DEVICE (limit ${RUN_TIMEOUT}s): run-agent.json"

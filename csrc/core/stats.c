@@ -86,6 +86,32 @@ static double communication_s(const mfu_waterfall_in *in)
     return n > 0 ? mfu_fsum(kinds, n, 0.0) : NAN;
 }
 
+/* A field's seconds per step in the waterfall: a part of exposed
+ * communication (MFU_FIELD_IN_COMMUNICATION) is at most all of it, where it
+ * was marked (a part given from a sampled step may exceed a window's). */
+static double field_s(const mfu_waterfall_in *in, int f, double communication)
+{
+    const double value = mfu_work_get(&in->per_step, f);
+    if ((mfu_step_fields[f].flags & MFU_FIELD_IN_COMMUNICATION) && !isnan(communication))
+        return fmin(value, communication);
+    return value;
+}
+
+/* Exposed communication less the seconds of the fields formed that are part
+ * of it (step_fields.h, MFU_FIELD_IN_COMMUNICATION): their losses are carved
+ * out of it. */
+static double communication_left(const mfu_waterfall_in *in, const mfu_waterfall *w,
+                                 double communication)
+{
+    double parts[MFU_FIELD_COUNT];
+    size_t n = 0;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        if ((mfu_step_fields[f].flags & MFU_FIELD_IN_COMMUNICATION)
+            && (w->fields_present & (1u << f)))
+            parts[n++] = -field_s(in, f, communication);
+    return n > 0 ? mfu_fsum(parts, n, communication) : communication;
+}
+
 /* One loss: its share, into the closing sum's list. */
 static void put(mfu_waterfall *w, mfu_loss loss, double share, double *all, size_t *n)
 {
@@ -112,17 +138,17 @@ static void form_waterfall(const mfu_metrics *m, const mfu_waterfall_in *in, mfu
     for (size_t i = 0; i < sizeof phase_losses / sizeof phase_losses[0]; i++)
         if (in->marked & (1u << phase_losses[i].phase))
             put(w, phase_losses[i].loss, in->phase_s[phase_losses[i].phase] / t, all, &n);
-    if (!isnan(communication))
-        put(w, MFU_LOSS_COMMUNICATION, communication / t, all, &n);
     for (int f = 0; f < MFU_FIELD_COUNT; f++) {
         /* A field's loss, where the field is known (an unknown one leaves
          * its time in other, as an unmarked phase does). */
         if (mfu_step_fields[f].loss == NULL || isnan(mfu_work_get(&in->per_step, f)))
             continue;
-        *mfu_work_at(&w->field_share, f) = mfu_work_get(&in->per_step, f) / t;
+        *mfu_work_at(&w->field_share, f) = field_s(in, f, communication) / t;
         w->fields_present |= 1u << f;
         all[n++] = mfu_work_get(&w->field_share, f);
     }
+    if (!isnan(communication))
+        put(w, MFU_LOSS_COMMUNICATION, communication_left(in, w, communication) / t, all, &n);
     if (in->marked & ((1u << MFU_PHASE_FORWARD) | (1u << MFU_PHASE_BACKWARD))) {
         double compute = (phase_or_zero(in, MFU_PHASE_FORWARD)
                           + phase_or_zero(in, MFU_PHASE_BACKWARD)) / t - m->mfu;

@@ -23,7 +23,8 @@
  *            NaN leaves the figures that need it out while the step is in
  *            the window, 0 stands for "none"
  *   loss     the waterfall's share the field makes (waterfall.h: its seconds
- *            per step over the step time, carved out of `other`), or NULL
+ *            per step over the step time, carved out of `other`, or of
+ *            `communication`: MFU_FIELD_IN_COMMUNICATION), or NULL
  *   meaning  one line, for the docs and _C.STEP_FIELDS
  *
  * Flags:
@@ -42,6 +43,11 @@
  *                        unless given too
  *   MFU_FIELD_PER_STEP   across ranks, seconds per step (peak-weighted like
  *                        a phase) rather than a rate that adds up over ranks
+ *   MFU_FIELD_IN_COMMUNICATION  its seconds are part of exposed communication:
+ *                        its loss is carved out of `communication` where a
+ *                        communication phase was marked (of `other` where none
+ *                        was, as every field's), its seconds there at most
+ *                        the communication's (one such field)
  *
  * Units: every value is a double; NaN = unknown.
  */
@@ -56,7 +62,8 @@ enum {
     MFU_FIELD_DEFAULTED = 1u << 1,
     MFU_FIELD_PAIRS_STEP = 1u << 2,
     MFU_FIELD_PAIRS_WINDOW = 1u << 3,
-    MFU_FIELD_PER_STEP = 1u << 4
+    MFU_FIELD_PER_STEP = 1u << 4,
+    MFU_FIELD_IN_COMMUNICATION = 1u << 5
 };
 
 /* Given, with a per-step default. */
@@ -112,6 +119,11 @@ enum {
       "seconds of the step its devices ran no role (post-training: the roles below): "        \
       "colocated, reward on the host, scheduling between roles; disaggregated, this "         \
       "pool waiting for the other; unknown in a step that timed no role")                     \
+    X(MOE_WAIT_S, moe_wait_s, "s", MFU_FIELD_GIVEN | MFU_FIELD_PER_STEP | MFU_FIELD_IN_COMMUNICATION, \
+      NAN, "moe_imbalance",                                                                   \
+      "seconds the step's expert-parallel ranks waited for the rank whose experts took "      \
+      "longest (an MoE layer's busiest experts), part of exposed communication; the "         \
+      "tracker gives the last sampled MoE step's (docs/moe.md)")                               \
     MFU_ROLES(MFU_ROLE_FIELDS_, X)
 
 /* MFU_FIELD_<ID>: a field's index; MFU_FIELD_COUNT of them. */

@@ -64,7 +64,7 @@ def advice_text(log: Log, which: str = "last", prefix: Optional[str] = None,
     if not data["advice"]:
         lines.append("  nothing measured crosses a rule's threshold")
     for i, item in enumerate(data["advice"], 1):
-        lines.append(f"  {i}. up to {item['bound'] * 100:.1f}% of the step: {item['lever']} "
+        lines.append(f"  {i}. up to {item['bound'] * 100:.1f}% {item['of']}: {item['lever']} "
                      f"-- evidence: {item['evidence']}")
     if data["needs"] and compact:
         names = ", ".join(item["rule"] for item in data["needs"])

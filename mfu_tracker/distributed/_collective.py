@@ -103,6 +103,18 @@ class Aggregator:
 
     def gather(self, row: List[float]) -> Optional[List[RankFigures]]:
         """All ranks' rows, or None after one warning when the collective fails."""
+        rows = self.gather_floats(row, "the cross-rank aggregation")
+        if rows is None:
+            return None
+        if any(r[0] != ROW_LAYOUT for r in rows):
+            self._fail("ranks run different mfu_tracker versions (row layouts differ)")
+            return None
+        return [RankFigures.from_row(r) for r in rows]
+
+    def gather_floats(self, row: List[float], what: str) -> Optional[List[List[float]]]:
+        """Every rank's ``row`` (same length on each), by rank, on the side
+        group; None after one warning naming ``what`` when the collective
+        fails."""
         import torch
         import torch.distributed as dist
 
@@ -119,17 +131,13 @@ class Aggregator:
             with unobserved():
                 all_gather(recv, send, group=self.group)
         except Exception as exc:
-            self._fail(f"the cross-rank aggregation failed after waiting up to "
+            self._fail(f"{what} failed after waiting up to "
                        f"{self.timeout_s:g} s for the other ranks "
                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})")
             return None
         values = recv.tolist()
         n = len(row)
-        rows = [values[i * n:(i + 1) * n] for i in range(self.world_size)]
-        if any(r[0] != ROW_LAYOUT for r in rows):
-            self._fail("ranks run different mfu_tracker versions (row layouts differ)")
-            return None
-        return [RankFigures.from_row(r) for r in rows]
+        return [values[i * n:(i + 1) * n] for i in range(self.world_size)]
 
     def aggregate(self, local: RankFigures) -> Optional[DistributedFigures]:
         """One aggregation: the collective (world size > 1), then :func:`combine`."""

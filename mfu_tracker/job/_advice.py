@@ -41,6 +41,7 @@ class Advice:
     lever: str
     bound: float
     evidence: str
+    of: str = "of the step"       # what the bound is a share of
 
 
 @dataclass
@@ -131,6 +132,9 @@ DATA_MIN = 0.05               # data share of the step
 GEMM_SHARE_MIN = 0.20         # GEMM share of the profiled step worth a look
 GEMM_PEAK_MAX = 0.50          # GEMM FLOP/s over the peak below which GEMMs run slow
 GEMM_SHORT_S = 50e-6          # mean GEMM kernel below which the shapes are small
+MOE_IMBALANCE_MIN = 1.25      # busiest expert's tokens over the mean (docs/moe.md)
+MOE_PADDED_MIN = 0.05         # padded rows' share of the expert GEMMs' FLOPs
+MOE_DROPPED_MIN = 0.01        # dropped share of the token-expert assignments
 
 
 def _has_waterfall(ev: Evidence) -> bool:
@@ -264,6 +268,52 @@ def _gemm(ev: Evidence, rule: Rule) -> Outcome:
                   f"({b.tflops('gemm'):.4g} TFLOP/s), {mean * 1e6:.1f} us per kernel{memory}")
 
 
+def _moe_straggler(ev: Evidence) -> str:
+    layer, expert = ev.value("moe/straggler_layer"), ev.value("moe/straggler_expert")
+    step = ev.value("moe/sampled_step")
+    where = f" on step {step:.0f}" if step is not None else ""
+    if layer is None or expert is None:
+        return where
+    return f"; straggler expert {expert:.0f} of MoE layer {layer:.0f}{where}"
+
+
+def _moe_balancing(ev: Evidence, rule: Rule) -> Outcome:
+    imbalance = ev.value("moe/imbalance")
+    if imbalance is None or imbalance < MOE_IMBALANCE_MIN:
+        return None     # not an MoE run, or balanced enough
+    high, mean = ev.value("moe/tokens_per_expert_max"), ev.value("moe/tokens_per_expert_mean")
+    tokens = f", {high:.0f} tokens at most vs {mean:.4g} mean" if high and mean else ""
+    return Advice(rule.name, rule.lever, 1.0 - 1.0 / imbalance,
+                  f"expert imbalance {imbalance:.3f} ({_key(ev, 'moe/imbalance')}){tokens}"
+                  f"{_moe_straggler(ev)}: the experts' GEMMs wait for the busiest one once "
+                  f"experts are spread over ranks; bound: 1 - 1/imbalance of the MoE layers' time")
+
+
+def _moe_share(ev: Evidence, rule: Rule, key: str, minimum: float, count: str,
+               what: str, of: str = "of the step") -> Outcome:
+    """A rule on one ``moe/*`` share (``count``: the key of its count)."""
+    share = ev.value(key)
+    if share is None or share < minimum:
+        return None
+    n = ev.value(count)
+    return Advice(rule.name, rule.lever, share,
+                  f"{what.format(pct=_pct(share))} ({_key(ev, key)}"
+                  + (f", {n:.0f} {count.rpartition('_')[2]}" if n is not None else "") + ")",
+                  of=of)
+
+
+def _moe_padding(ev: Evidence, rule: Rule) -> Outcome:
+    return _moe_share(ev, rule, "moe/padded_flops_share", MOE_PADDED_MIN, "moe/padded_rows",
+                      "padded rows {pct} of the expert GEMMs' FLOPs: bound, that share of "
+                      "the MoE layers' GEMM time")
+
+
+def _moe_capacity(ev: Evidence, rule: Rule) -> Outcome:
+    return _moe_share(ev, rule, "moe/dropped_share", MOE_DROPPED_MIN, "moe/dropped_tokens",
+                      "dropped {pct} of the token-expert assignments: tokens the model never "
+                      "trains on", of="of the routed tokens (not of the step)")
+
+
 #: The rules, in the order they are evaluated (advice is ranked by bound).
 RULES: Tuple[Rule, ...] = (
     Rule("selective_checkpointing", "selective activation checkpointing (or none) instead of "
@@ -287,6 +337,13 @@ RULES: Tuple[Rule, ...] = (
     Rule("gemm_shapes", "larger micro-batch (larger GEMMs), or less tensor parallelism",
          f"kernel_share/gemm >= {GEMM_SHARE_MIN}, GEMM at < {GEMM_PEAK_MAX} of the peak, "
          f"< {GEMM_SHORT_S * 1e6:.0f} us per GEMM kernel", _gemm),
+    Rule("moe_balancing", "the router's balancing: raise the auxiliary-loss coefficient (or "
+         "the bias update rate of aux-loss-free balancing), or a smaller expert-parallel degree",
+         f"moe/imbalance >= {MOE_IMBALANCE_MIN}", _moe_balancing),
+    Rule("moe_padding", "a smaller grouped-GEMM alignment (or a capacity factor nearer 1)",
+         f"moe/padded_flops_share >= {MOE_PADDED_MIN}", _moe_padding),
+    Rule("moe_capacity", "a larger capacity factor (or dropless routing)",
+         f"moe/dropped_share >= {MOE_DROPPED_MIN}", _moe_capacity),
 )
 
 

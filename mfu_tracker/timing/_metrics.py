@@ -48,6 +48,8 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("step_time_max_s", "step_time_max_s", 1.0, "s", "longest step period"),
     MetricKey("idle_s", "idle_s_per_step", 1.0, "s",
               "seconds per step the devices sat idle between marked phases"),
+    MetricKey("moe_wait_s", "moe_wait_s_per_step", 1.0, "s",
+              "seconds per step expert-parallel ranks waited for the busiest experts' rank"),
     MetricKey("peak_tflops", "peak_flops_per_sec", 1e-12, "TFLOP/s",
               "the MFU denominator: peak x num_gpus"),
     # post-training's roles (mfu_tracker.timing._roles; docs/post-training.md)
@@ -132,6 +134,25 @@ KEYS: Tuple[MetricKey, ...] = (
     # logged once by the metrics() after it
     MetricKey("kernel_step_s", "kernel_step_s", 1.0, "s",
               "the profiled step's time the kernel_share rows add up to"),
+    # a mixture of experts' load on the last sampled step (Tracker(moe=); docs/moe.md)
+    *(MetricKey(f"moe/{name}", f"moe_{name}", 1.0, unit, meaning) for name, unit, meaning in (
+        ("imbalance", "ratio", "sum over MoE layers of the busiest expert's tokens / of the "
+         "mean tokens per expert (1.0: balanced)"),
+        ("imbalance_max", "ratio", "the most imbalanced layer's max / mean tokens per expert"),
+        ("tokens_per_expert_min", "tokens", "fewest token-expert assignments of an expert"),
+        ("tokens_per_expert_max", "tokens", "most token-expert assignments of an expert"),
+        ("tokens_per_expert_mean", "tokens", "mean token-expert assignments per expert"),
+        ("straggler_layer", "layer", "the MoE layer (0-based, in run order) of the straggler"),
+        ("straggler_expert", "expert", "the expert with the most tokens beyond its layer's mean"),
+        ("straggler_rank", "rank", "the expert-parallel rank holding the busiest expert (0: one "
+         "process)"),
+        ("padded_rows", "rows", "rows the expert GEMMs computed for no token (alignment, "
+         "capacity buffers)"),
+        ("padded_flops_share", "ratio", "padded rows' FLOPs / the expert GEMMs' FLOPs"),
+        ("dropped_tokens", "tokens", "token-expert assignments beyond a capacity, not computed"),
+        ("dropped_share", "ratio", "dropped / routed token-expert assignments"),
+        ("sampled_step", "step", "the step these moe/* figures were read on"),
+    )),
 )
 
 #: The keys of each role that ran, ``{prefix}/role/{role}/{name}``, made from
@@ -165,6 +186,7 @@ FAMILIES: Tuple[Tuple[str, str, str], ...] = (
     ("kernel_share", "fraction of the profiled step", "time of each kernel class, and idle"),
     ("kernel_tflops", "TFLOP/s", "executed TFLOP/s of each kernel class while it ran"),
     ("kernel_gbs", "GB/s", "operand GB/s of each kernel class while it ran (a lower bound)"),
+    ("moe/layer_imbalance", "ratio", "each MoE layer's max / mean tokens per expert"),
 )
 
 

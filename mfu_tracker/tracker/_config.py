@@ -38,6 +38,7 @@ from ..distributed._collective import process_group_initialized
 from ..job._model_info import check_model_info
 from ..job._prometheus import metrics_port as check_metrics_port
 from ..timing._hardware import check_memory
+from ..timing._moe_observer import check_moe
 from ..timing._step_profile import check_profile_steps, check_trace_dir
 
 __all__ = ["TrackerConfig"]
@@ -121,6 +122,8 @@ class TrackerConfig:
     profile_steps: Any = None           # the kernel breakdown's schedule (None: off)
     profile_trace_dir: Optional[str] = None
     model_info: Optional[Mapping[str, Any]] = None   # the run record's "model" (JSON-safe)
+    moe: Any = None                     # the model whose MoE layers are sampled (None: off)
+    moe_every: Optional[int] = None     # steps between sampled MoE steps
 
     @classmethod
     def check(
@@ -157,12 +160,15 @@ class TrackerConfig:
         profile_steps: Any = None,
         profile_trace_dir: Any = None,
         model_info: Any = None,
+        moe: Any = None,
+        moe_every: Any = None,
     ) -> "TrackerConfig":
         """The configuration of ``Tracker(...)`` with these arguments (its
         signature holds the defaults); bad ones raise ``TypeError`` /
         ``ValueError`` naming them, in this order."""
         schedule = check_profile_steps(profile_steps)   # the kernel breakdown
         trace_dir = check_trace_dir(profile_trace_dir)
+        moe_every = check_moe(moe, moe_every)            # the MoE load (docs/moe.md)
         log_file = check_log_path(log_path)
         start_step = check_int(start_step, "start_step", 0)
         job = check_job(job)
@@ -194,5 +200,6 @@ class TrackerConfig:
             measure_peak=bool(measure_peak), telemetry=telemetry, memory=memory,
             log_path=log_file,
             start_step=start_step, job=job, metrics_port=port, comm=comm, link_bandwidth_gbs=link,
-            profile_steps=schedule, profile_trace_dir=trace_dir, model_info=model,
+            profile_steps=schedule, profile_trace_dir=trace_dir, model_info=model, moe=moe,
+            moe_every=moe_every,
         )

@@ -147,11 +147,15 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/mfu_lost/compute``         forward + backward beyond ideal and recompute
                                           (over-compute included: its FLOPs given to
                                           ``step()``, ``docs/waterfall.md``)
+    ``{prefix}/mfu_lost/moe_imbalance``   expert-parallel ranks waiting for the busiest experts' rank
+                                          (``moe_wait_s``), carved out of communication
     ``{prefix}/mfu_lost/other``           everything else: unmarked time before a step's first phase
                                           and after its last (host / launch bound, logging)
     ``{prefix}/phase_s/<phase>``          seconds per step in each marked phase
     ``{prefix}/idle_s``                   seconds per step between marked phases, none running (on
                                           every rank, the mean over ranks)
+    ``{prefix}/moe_wait_s``               seconds per step a rank waited for the busiest experts' rank
+                                          (the last sampled MoE step's, docs/moe.md)
     ====================================  ===========================================================
 
     A phase never marked in the window has no key (its time is in ``other``).
@@ -209,6 +213,29 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     Under a process group each is the mean over ranks, and
     ``{prefix}/comm_s_max`` is the largest rank's exposed total; the
     straggler takes exposed communication and the bubble out of busy time.
+
+    **Mixture of experts.** With ``moe=model`` the last sampled step's expert
+    load (docs/moe.md; token counts are token-expert assignments):
+
+    ====================================  ===========================================================
+    key                                   meaning
+    ====================================  ===========================================================
+    ``{prefix}/moe/imbalance``            sum over MoE layers of the busiest expert's tokens / of the
+                                          mean tokens per expert (1.0: balanced)
+    ``{prefix}/moe/imbalance_max``        the most imbalanced layer's max / mean
+    ``{prefix}/moe/tokens_per_expert_min`` fewest tokens of an expert (``_max``, ``_mean`` likewise)
+    ``{prefix}/moe/tokens_per_expert_max`` most tokens of an expert
+    ``{prefix}/moe/tokens_per_expert_mean`` mean tokens per expert
+    ``{prefix}/moe/straggler_layer``      the MoE layer (0-based, in run order) of the straggler
+    ``{prefix}/moe/straggler_expert``     the expert with the most tokens beyond its layer's mean
+    ``{prefix}/moe/straggler_rank``       the expert-parallel rank holding the busiest expert
+    ``{prefix}/moe/padded_rows``          rows the expert GEMMs computed for no token
+    ``{prefix}/moe/padded_flops_share``   their FLOPs / the expert GEMMs' FLOPs
+    ``{prefix}/moe/dropped_tokens``       tokens beyond a capacity, never computed
+    ``{prefix}/moe/dropped_share``        dropped / routed
+    ``{prefix}/moe/sampled_step``         the step these were read on
+    ``{prefix}/moe/layer_imbalance/<layer>`` each MoE layer's max / mean (by module name)
+    ====================================  ===========================================================
 
     **Distributed.** When a ``torch.distributed`` process group is initialized
     at construction (and ``distributed`` is not False), ``metrics()`` is a
@@ -418,6 +445,13 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             counting convention, when the FLOPs follow one). ``mfu-tracker
             view`` shows, with ``config`` and ``seq_len``, the MFU the
             frameworks' formulas would report for the run (docs/view.md).
+        moe: the model (a ``torch.nn.Module``) whose MoE layers' expert load
+            is read on sampled steps (transformers' experts interface:
+            ``num_experts`` and ``forward(hidden_states, top_k_index,
+            top_k_weights)``; docs/moe.md). None: off.
+        moe_every: steps between sampled MoE steps (default 100): only a
+            sampled step's MoE layers carry hooks, and its counts are copied
+            to the host at the ``step()`` after it.
 
     **The job.** A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step

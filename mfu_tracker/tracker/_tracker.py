@@ -39,6 +39,7 @@ from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
 from ..timing._roles import ROLES, role_figures
+from ..timing._moe_observer import MoEObserver
 from ..timing._step_profile import StepProfiler, check_profile_steps
 from ..timing._totals import FIELDS, NO_TOTALS, StepSums
 from ..timing._waterfall import split_communication
@@ -61,13 +62,14 @@ class Tracker(_C.StepTracker):
     __doc__ = TRACKER_DOC
 
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
-                 "_comm", "_profiler", "_roles_warned", "__weakref__")
+                 "_comm", "_profiler", "_roles_warned", "_moe", "__weakref__")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
         # The kernel breakdown: a tracker that profiles steps is a
         # ProfiledTracker, whose step() adds the profiler's boundary; any
         # other keeps step() in C alone (no cost when profiling is off).
-        if cls is Tracker and _profiles(kwargs.get("profile_steps")):
+        if cls is Tracker and (_profiles(kwargs.get("profile_steps"))
+                               or kwargs.get("moe") is not None):
             cls = PROFILED[0]      # registered by ._profiled (the package imports it)
         return super().__new__(cls)
 
@@ -105,6 +107,8 @@ class Tracker(_C.StepTracker):
         profile_steps: Any = None,
         profile_trace_dir: Any = None,
         model_info: Optional[Mapping[str, Any]] = None,
+        moe: Any = None,
+        moe_every: Optional[int] = None,
     ) -> None:
         arguments = dict(locals())  # the parameters only: nothing else is bound yet
         del arguments["self"]
@@ -127,10 +131,13 @@ class Tracker(_C.StepTracker):
             config.profile_steps, kind=clock.kind, index=clock.index, peak=peak,
             first_step=config.start_step + config.warmup + 1, start_step=config.start_step,
             trace_dir=config.profile_trace_dir, sink=self._log_breakdown, rank=rank_world()[0])
+        self._moe = None if config.moe is None else MoEObserver(config.moe, config.moe_every)
         # Last: the group creation is the only step that communicates (with
         # the observer's one gather of the ranks' hosts, on that group).
         self._dist = Aggregator(config.distributed_timeout) if config.aggregate else None
         self._roles_warned = False   # role figures left out under a process group: said once
+        if self._moe is not None and self._dist is not None and self._dist.world_size > 1:
+            self._moe.gather, self._moe.rank = _moe_gather(self._dist), self._dist.rank
         self._comm = communication(self, config, peak, clock, self._dist)
 
     def _start_engine(self, config: TrackerConfig, peak: Peak, clock: Clock,
@@ -333,7 +340,7 @@ class Tracker(_C.StepTracker):
                     if interval is not None:   # the job's FLOPs of it: every rank's, summed
                         interval["model_flops"] = figures.ledger_model_flops
                         interval["flops_ranks"] = figures.world_size
-                    return figures.metrics(prefix)
+                    return {**figures.metrics(prefix), **self._moe_metrics(prefix)}
             local = self._figures(totals)
             if not local["steps"]:
                 return {}
@@ -341,10 +348,22 @@ class Tracker(_C.StepTracker):
             local.update(self._hardware.figures(local))
             if self._profiler is not None:   # the kernel breakdown's keys, once
                 local.update(self._profiler.take_figures())
+            if self._moe is not None:        # the last sampled step's expert load
+                local.update(self._moe.figures())
             return format_metrics(local, prefix)
         finally:
             if exclude:
                 self._exclude_end()
+
+    def _moe_metrics(self, prefix: str) -> Dict[str, float]:
+        """The last sampled step's ``moe/*`` keys (this rank's), or ``{}``."""
+        return {} if self._moe is None else format_metrics(self._moe.figures(), prefix)
+
+    @property
+    def last_moe_load(self) -> Any:
+        """The expert load of the last sampled MoE step (``moe=``;
+        :class:`~mfu_tracker.timing._moe_load.MoELoad`, docs/moe.md), or None."""
+        return None if self._moe is None else self._moe.last
 
     def _figures(self, totals: StepSums) -> Dict[str, Any]:
         """This rank's figures over its window (:func:`window_figures`), and
@@ -534,6 +553,8 @@ class Tracker(_C.StepTracker):
         _C.StepTracker.close(self)
         if self._profiler is not None:
             self._profiler.close()
+        if self._moe is not None:
+            self._moe.close()
         comm = self._comm
         if comm is not None:
             comm.close()
@@ -559,6 +580,14 @@ class Tracker(_C.StepTracker):
 #: here when the package loads (a registration, so this module never imports
 #: the subclass's module, which imports this one).
 PROFILED: List[type] = []
+
+
+def _moe_gather(agg: Aggregator) -> Any:
+    """The MoE observer's exchange: every rank's row on the side group (None
+    once the group failed)."""
+    def gather(row: List[float], what: str) -> Optional[List[List[float]]]:
+        return None if agg.group is None else agg.gather_floats(row, what)
+    return gather
 
 
 def _profiles(profile_steps: Any) -> bool:

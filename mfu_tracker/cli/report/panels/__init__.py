@@ -8,11 +8,11 @@ belongs in the picture.
 """
 from typing import Tuple
 
-from . import hardware, kernels, ledger, mfu, phases, ranks, waterfall
+from . import hardware, kernels, ledger, mfu, moe, phases, ranks, waterfall
 from ._base import Panel
 
 #: The panels in drawing order.
 PANELS: Tuple[Panel, ...] = (mfu.PANEL, waterfall.PANEL, phases.PANEL, ranks.PANEL,
-                             hardware.PANEL, kernels.PANEL, ledger.PANEL)
+                             hardware.PANEL, moe.PANEL, kernels.PANEL, ledger.PANEL)
 
 __all__ = ["PANELS", "Panel"]

@@ -78,6 +78,8 @@ def compute_note(report: Report, step: int) -> Optional[str]:
 
 class HardwarePanel(Panel):
     name = "hardware"
+    series = SERIES         # (series, key name): the keys printed, in order
+    heading = "hardware (shares of the window; the arithmetic beside the GPM counters):"
 
     def collect(self, report: Report) -> Optional[Counters]:
         data = Counters()
@@ -97,11 +99,11 @@ class HardwarePanel(Panel):
         return data.steps()
 
     def _cells(self, report: Report, data: Counters, step: int) -> Dict[str, float]:
-        return {report.key(key): value for name, key in SERIES
+        return {report.key(key): value for name, key in self.series
                 if (value := data.at(name, step)) is not None}
 
     def text(self, report: Report, data: Counters) -> List[str]:
-        lines = ["hardware (shares of the window; the arithmetic beside the GPM counters):"]
+        lines = [self.heading]
         for step in data.steps():
             cells = self._cells(report, data, step)
             lines.append(f"  step={step} " + " ".join(f"{k}={v!r}" for k, v in cells.items()))
