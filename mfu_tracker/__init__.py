@@ -17,9 +17,19 @@ This module is the façade only: it re-exports, and no module of the package
 imports from it (the layers reach the C core through ``mfu_tracker._native``).
 """
 import importlib
+import os as _os
 from typing import Any
 
-from ._install import check_single_install
+from ._checkout import installed_copy as _installed_copy, load_in_place as _load_in_place
+
+# A checkout's unbuilt sources in front of the installed package (python run in the
+# checkout's root): the installed copy is loaded in their place (_checkout.py); the
+# rest of this file then binds names of the installed modules, unused.
+_INSTALLED = _installed_copy(_os.path.dirname(_os.path.abspath(__file__)))
+if _INSTALLED is not None:
+    _load_in_place(__name__, _INSTALLED)
+
+from ._install import check_single_install  # noqa: E402
 
 check_single_install()  # this project and the peer in one directory: ImportError with the fix
 

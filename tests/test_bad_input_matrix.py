@@ -23,12 +23,17 @@ torch = pytest.importorskip("torch")
 import mfu_tracker  # noqa: E402
 from mfu_tracker import (  # noqa: E402
     FlopCounter,
+    GenerationCounter,
+    RoleRun,
+    Roles,
     MFUOptimizerWrapper,
     Tracker,
     compute_mbu,
     compute_mfu,
     counter_backend,
     flash_attn_flops,
+    generation_flops,
+    generation_utilization,
     get_gpu_spec,
     gpu_spec_table,
     load_preset,
@@ -78,6 +83,19 @@ def _callback(**kwargs: Any) -> Any:
 # (id, call, exception type, pattern the message must match)
 Row = tuple
 ROWS: list = [
+    # ---- generation and post-training roles ------------------------------------------
+    ("generation_flops/prompt_lens=-1", lambda: generation_flops(
+        "llama-3.1-8b", prompt_lens=[-1], output_lens=[4]), ValueError, r"prompt_lens"),
+    ("generation_flops/output_lens=str", lambda: generation_flops(
+        "llama-3.1-8b", prompt_lens=[8], output_lens="x"), TypeError, r"output_lens.*str"),
+    ("GenerationCounter/model=int", lambda: GenerationCounter(3), TypeError, r"model.*int"),
+    ("generation_utilization/work=int", lambda: generation_utilization(3, peak_tflops=1.0),
+     TypeError, r"work must be.*int"),
+    ("generation_utilization/prefill_s=-1", lambda: generation_utilization(
+        generation_flops("llama-3.1-8b", prompt_lens=[8], output_lens=[4]), prefill_s=-1.0,
+        peak_tflops=1.0), ValueError, r"prefill_s.*-1"),
+    ("Roles/tracker=int", lambda: Roles(3), TypeError, r"tracker must be.*int"),
+    ("RoleRun/name=bogus", lambda: RoleRun("bogus"), ValueError, r"name must be one of.*bogus"),
     # ---- track() ----------------------------------------------------------------
     ("track/flop_count=-1", lambda: track(-1.0), ValueError, r"flop_count.*-1"),
     ("track/flop_count=nan", lambda: track(NAN), ValueError, r"flop_count.*nan"),
@@ -415,7 +433,8 @@ def test_the_matrix_covers_every_public_callable():
     callback) has at least one row; data-only classes are listed here."""
     data_only = {"__version__", "FlopProfile", "DistributedFigures", "RankFigures", "UtilizationResult",
                  "TransformerFlops", "GPUSpec", "ModuleFlops", "UncountedOp", "PEAK_ENV_VAR",
-                 "PeakMeasurementError"}  # an exception class: raised, not called
+                 "PeakMeasurementError",  # an exception class: raised, not called
+                 "GenerationCount", "GenerationFlops", "GenerationUtilization"}  # results
     covered = {row[0].split("/")[0].split(".")[0] for row in ROWS}
     covered |= {d[0].split("/")[0].split(".")[0] for d in DEFINED}
     covered |= {"main"}  # the CLI rows below
@@ -469,6 +488,10 @@ def _defined_no_arguments() -> None:
     names = [spec.name for spec in gpu_spec_table()]
     assert names and len(names) == len(set(names))
     assert preset_names() == sorted(preset_names()) and "llama-3.1-8b" in preset_names()
+    # outside `mfu-tracker run` there is no agent: end_step() does nothing, and says nothing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert mfu_tracker.end_step() is None
 
 
 def _defined_transformer_huge() -> None:
@@ -493,6 +516,7 @@ DEFINED = [
     ("lookup_gpu_spec/unknown device", _defined_lookup_unknown),
     ("flash_attn_flops/empty batch", _defined_flash_zero),
     ("counter_backend/no arguments", _defined_no_arguments),
+    ("end_step/outside mfu-tracker run", _defined_no_arguments),
     ("gpu_spec_table/no arguments", _defined_no_arguments),
     ("preset_names/no arguments", _defined_no_arguments),
 ]

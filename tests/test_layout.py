@@ -30,7 +30,8 @@ import mfu_tracker
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
 LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "agent",
           "cli")
-FOUNDATION = {"_C", "_torch", "_native", "_version", "_validate", "_dtypes", "_install", "_aliases"}
+FOUNDATION = {"_C", "_torch", "_native", "_version", "_validate", "_dtypes", "_install", "_aliases",
+              "_checkout"}
 FACE = {"", "__main__"}
 MAX_FUNCTION_LINES = 80
 

@@ -30,15 +30,15 @@ using Key = std::pair<uint64_t, uint64_t>; // (forward thread, first number)
 // layer; the oldest are dropped beyond this (their graph long gone).
 constexpr size_t kMaxSpans = 1 << 16;
 
-struct Registry {
+struct SquareRegistry {
   std::mutex mutex;
   std::map<Key, Span> spans;
   std::deque<Key> order; // oldest first
   std::atomic<bool> any{false};
 };
 
-Registry &registry() {
-  static Registry *r = new Registry(); // never destroyed: backward threads may outlive exit
+SquareRegistry &square_registry() {
+  static SquareRegistry *r = new SquareRegistry(); // never destroyed: backward threads may outlive exit
   return *r;
 }
 
@@ -48,7 +48,7 @@ void square_note(uint64_t thread, uint64_t first, uint64_t end, int64_t model,
                  int64_t executed) {
   if (end <= first || executed <= 0 || model < 0 || model >= executed)
     return;
-  Registry &r = registry();
+  SquareRegistry &r = square_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   const Key key{thread, first};
   if (!r.spans.emplace(key, Span{end, model, executed}).second)
@@ -62,7 +62,7 @@ void square_note(uint64_t thread, uint64_t first, uint64_t end, int64_t model,
 }
 
 bool square_share(uint64_t thread, uint64_t sequence_nr, int64_t *model, int64_t *executed) {
-  Registry &r = registry();
+  SquareRegistry &r = square_registry();
   if (!r.any.load(std::memory_order_relaxed))
     return false;
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -78,7 +78,7 @@ bool square_share(uint64_t thread, uint64_t sequence_nr, int64_t *model, int64_t
 }
 
 void square_clear() {
-  Registry &r = registry();
+  SquareRegistry &r = square_registry();
   if (!r.any.load(std::memory_order_relaxed))
     return; // nothing noted (the common case: no math path under "half")
   std::lock_guard<std::mutex> lock(r.mutex);

@@ -109,6 +109,11 @@ def _seconds(value: Any, name: str) -> Optional[float]:
     return float(value)
 
 
+#: What generation_utilization reads of its work.
+_WORK_FIELDS = ("prefill_flops", "decode_flops", "prefill_bytes", "decode_bytes", "prefill_tokens",
+                "decode_tokens")
+
+
 def generation_utilization(
     work: Any,
     *,
@@ -140,6 +145,11 @@ def generation_utilization(
     Returns:
         GenerationUtilization (warns once per figure above 1, unclamped).
     """
+    missing = [a for a in _WORK_FIELDS if not hasattr(work, a)]
+    if missing:
+        raise TypeError(f"generation_utilization: work must be a GenerationFlops or a "
+                        f"GenerationCount (an object with {', '.join(_WORK_FIELDS)}), not "
+                        f"{type(work).__name__} (no {missing[0]})")
     gpus = check_int(num_gpus, "num_gpus", 1)
     prefill = _seconds(prefill_s if prefill_s is not None else getattr(work, "prefill_s", None),
                        "prefill_s")

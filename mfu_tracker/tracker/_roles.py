@@ -39,6 +39,8 @@ class RoleRun:
     __slots__ = ("name", "flops", "bytes", "tokens", "seconds")
 
     def __init__(self, name: str) -> None:
+        if name not in ROLES:
+            raise ValueError(f"RoleRun: name must be one of {', '.join(ROLES)}, not {name!r}")
         self.name = name
         self.flops: Optional[float] = 0.0 if name in _NO_FLOPS else None
         self.bytes: Optional[float] = None
@@ -100,6 +102,11 @@ class Roles:
     """
 
     def __init__(self, tracker: Any) -> None:
+        from ._tracker import Tracker
+
+        if not isinstance(tracker, Tracker):
+            raise TypeError(f"Roles: tracker must be a mfu_tracker.Tracker (the one whose steps "
+                            f"the roles divide), not {type(tracker).__name__}")
         self.tracker = tracker
         self._sync = _synchronizer(getattr(tracker, "clock", "cpu"))
         self._runs: Dict[str, RoleRun] = {}

@@ -13,6 +13,7 @@ must print an MFU, with ``mfu_tracker`` imported from the venv.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -66,10 +67,19 @@ def test_the_quick_start_runs_in_a_fresh_venv_from_the_wheel(tree_wheel, tmp_pat
     done = subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-index", "--no-deps",
                            str(tree_wheel)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    run = tmp_path / "elsewhere"
-    run.mkdir()
+    # from a directory outside the checkout, and from a checkout's root, where the
+    # sources (no build in them) come first on sys.path (mfu_tracker/_checkout.py)
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "mfu_tracker", checkout / "mfu_tracker",
+                    ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    for place in (tmp_path / "elsewhere", checkout):
+        place.mkdir(exist_ok=True)
+        _prints_an_mfu_from_the_venv(python, quick, place, tmp_path, purelib)
+
+
+def _prints_an_mfu_from_the_venv(python, quick, cwd, tmp_path, purelib):
     code = quick + "import mfu_tracker; print(mfu_tracker.__file__)\n"
-    done = subprocess.run([str(python), "-c", code], cwd=run, capture_output=True, text=True,
+    done = subprocess.run([str(python), "-c", code], cwd=cwd, capture_output=True, text=True,
                           timeout=600, env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
     *printed, where = done.stdout.splitlines()
