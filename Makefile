@@ -31,8 +31,10 @@ CTEST_HDR := tests/c/check.h tests/c/test_clock.h tests/c/tiny_model.h $(wildcar
 .PHONY: test-busy stress-bin rl-loop
 .PHONY: ctest-all ctest-asan ctest-valgrind fuzz-smoke fuzz-corpus fuzz-libfuzzer
 
-# The main job, then its picture: the tracker's metrics log drawn by
-# `mfu-tracker report` into build/run/report.png. Everything it writes is
+# The main job: an unmodified GPT-2 training script (examples/train_plain.py)
+# launched through `mfu-tracker run` (its live page's address printed while it
+# trains, its passport written beside the log at the end), then its picture: the
+# metrics log drawn by `mfu-tracker report` into build/run/report.png. Everything it writes is
 # under build/: the tree stays clean. The README shows docs/report.png, which
 # only `make docs-report` replaces (a reviewed change, not a side effect).
 RUN_LOG := build/run/metrics.jsonl
@@ -65,8 +67,9 @@ $(RUN_PKG): $(RUN_DEPS) $(PACKAGE_SRC)
 	touch $@
 
 run: $(RUN_PKG)
-	@mkdir -p build/run && rm -f $(RUN_LOG)
-	MFU_TRACKER_CACHE_DIR=$(abspath $(RUN_CACHE)) $(RUN_PY) examples/train_gpt2.py --log-path $(RUN_LOG)
+	@mkdir -p build/run && rm -f $(RUN_LOG) build/run/passport.md build/run/passport.json
+	MFU_TRACKER_CACHE_DIR=$(abspath $(RUN_CACHE)) $(RUN_VENV)/bin/mfu-tracker run --measure-peak \
+		--log $(RUN_LOG) -- $(RUN_PY) examples/train_plain.py
 	$(RUN_VENV)/bin/mfu-tracker report $(RUN_LOG) --out $(RUN_REPORT) --title "make run: GPT-2 4x256 on CPU (MFU vs measured fp32 GEMM peak)"
 
 # The reference RL loop (examples/rl_loop.py, docs/post-training.md): a tiny

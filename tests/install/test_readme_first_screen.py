@@ -40,9 +40,10 @@ def test_the_first_screen_has_an_install_a_quick_start_and_the_status():
     screen = first_screen()
     blocks = FENCE.findall(screen)
     langs = [lang for lang, _ in blocks]
-    # the install first, the quick start's Python last; between them only shell lines
-    # (the no-install demo)
-    assert langs[0] == "sh" and langs[-1] == "python" and langs.count("python") == 1, langs
+    # the install first, one Python quick start; the others shell lines (the no-install
+    # demo, the unmodified script under mfu-tracker run)
+    assert langs[0] == "sh" and langs.count("python") == 1, langs
+    assert "mfu-tracker run -- python train.py" in screen and "make test" in screen
     install = blocks[0][1]
     assert "pip install torch --index-url https://download.pytorch.org/whl/cpu" in install
     assert re.search(r"^pip install \.$", install, re.M)
