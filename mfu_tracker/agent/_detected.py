@@ -37,8 +37,10 @@ def _flops(agent: Any, record: Any) -> str:
         why = "counting is off: --count-every 0" if config.count_every == 0 else \
             "the FLOP counter did not count it"
         return f"FLOPs/step unknown on the first step ({why}; give --flops-per-step)"
-    return (f"FLOPs/step {counted[0]:,.0f} model, {counted[1]:,.0f} executed "
-            "(counted by FlopCounter)")
+    model, executed = counted.model_flops, counted.executed_flops
+    if model is None or executed is None:
+        return "FLOPs/step unknown on the first step (the FLOP counter did not count it)"
+    return f"FLOPs/step {model:,.0f} model, {executed:,.0f} executed (counted by FlopCounter)"
 
 
 def _peak(agent: Any) -> str:

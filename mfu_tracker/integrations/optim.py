@@ -433,7 +433,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         self._start_clock()
         try:
             tokens, flops = self._settle(self._record)
-            self._tracker._untimed_step(None if flops is None else flops[0])
+            self._tracker._untimed_step(None if flops is None else flops.model_flops)
             self.__dict__["_last_step_flops"] = flops
         except Exception as error:  # noqa: BLE001 -- never raise into the loop
             self._warn_once("close", f"closing the step failed ({error!r}); it is left out")
