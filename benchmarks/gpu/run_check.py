@@ -17,7 +17,10 @@ mfu_tracker) and checks what a person would look at:
   self-check ``throughput/hw/mfu_consistency`` where the pipes were busy
   (the agent's tracker reads NVML as any CUDA-clock tracker does); on an
   older device it is not asked;
-* ``mfu-tracker report`` reads the log.
+* ``mfu-tracker report`` reads the log;
+* the live page (served from the finished log as ``run`` serves it, read at
+  ``/api/state``) shows MFU equal to the log's last line, and OFU beside it on
+  a device with GPM.
 
 Everything goes to OUTDIR/run-agent.json (and .txt: the command's output).
 Exit status 1 when a check fails; 0 with a note where there is no CUDA device.
@@ -76,6 +79,29 @@ def _report(out_dir: Path) -> subprocess.CompletedProcess:
                            "--numbers"], env=env, capture_output=True, text=True, timeout=120)
 
 
+def _page_problems(out_dir: Path, rows: list, gpm: bool) -> list:
+    """The page's MFU and OFU against the log (the document ``run`` serves)."""
+    import urllib.request
+
+    from mfu_tracker.cli.view import serve
+
+    server = serve(str(out_dir / "run-agent.jsonl"))
+    try:
+        with urllib.request.urlopen(server.url + "api/state", timeout=60) as response:
+            state = json.loads(response.read())
+    finally:
+        server.close()
+    (out_dir / "run-agent-page.json").write_text(json.dumps(state, indent=1))
+    problems = []
+    head = {f["id"]: f for f in state["head"]["figures"]}
+    if not rows or head.get("mfu", {}).get("value") != rows[-1].get("throughput/mfu"):
+        problems.append(f"page MFU {head.get('mfu', {}).get('value')} is not the log's")
+    ofu = (state.get("ladder") or {}).get("ofu") or {}
+    if gpm and ofu.get("value") is None:
+        problems.append(f"page: no OFU beside MFU on a device with GPM ({ofu})")
+    return problems
+
+
 def main(out_dir: str, device: int = 0) -> int:
     import torch
 
@@ -119,6 +145,8 @@ def main(out_dir: str, device: int = 0) -> int:
             problems.append(f"step {row['step']}: OFU (hw/tensor_active) {active}, self-check "
                             f"{row.get('throughput/hw/mfu_consistency')} on a device with GPM "
                             "(see the warnings in run-agent.txt)")
+    if rows:
+        problems += _page_problems(out, rows, gpm)
     report = _report(out)
     if report.returncode != 0:
         problems.append(f"mfu-tracker report exited {report.returncode}: {report.stderr[-500:]}")
