@@ -20,12 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/comm.h"
-#include "../core/mfu_limits.h"
-#include "../core/nodes.h"
-#include "../core/ops.h"
-#include "../core/phases.h"
-#include "../core/steps.h"
+#include "../core/comm/comm.h"
+#include "../core/base/mfu_limits.h"
+#include "../core/ops/nodes.h"
+#include "../core/ops/ops.h"
+#include "../core/base/phases.h"
+#include "../core/steps/steps.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -15,7 +15,7 @@
 #include <Python.h>
 
 #include "../core/mfu_core.h"
-#include "../core/mfu_limits.h"
+#include "../core/base/mfu_limits.h"
 #include "py_args.h"
 
 /* Per-module state (multi-phase init: no C globals hold Python objects). */

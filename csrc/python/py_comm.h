@@ -32,10 +32,10 @@
 
 #include <stdint.h>
 
-#include "../core/comm.h"
-#include "../core/mfu_limits.h"
-#include "../core/phases.h"
-#include "../core/steps.h"
+#include "../core/comm/comm.h"
+#include "../core/base/mfu_limits.h"
+#include "../core/base/phases.h"
+#include "../core/steps/steps.h"
 #include "mfu_capsules.h" /* the table _C publishes: mfu_comm_api */
 
 #endif /* MFU_PY_COMM_H */

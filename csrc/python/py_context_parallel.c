@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "../core/context_parallel.h"
+#include "../core/model/context_parallel.h"
 #include "py_transformer.h"
 
 static const mfu_py_choice cp_modes[] = {

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "../core/conventions.h"
+#include "../core/model/conventions.h"
 #include "py_transformer.h"
 
 /* {choice: value} of one preset. */

@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "../core/generation.h"
+#include "../core/model/generation.h"
 #include "py_transformer.h"
 
 static const mfu_py_choice dtype_choices[] = {

@@ -6,7 +6,7 @@
  */
 #include "mfu_module.h"
 
-#include "../core/nodes.h"
+#include "../core/ops/nodes.h"
 
 static PyObject *py_node_kind(PyObject *module, PyObject *args)
 {

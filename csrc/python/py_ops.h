@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "mfu_capsules.h" /* the table _C publishes: mfu_ops_api */
 
 #ifdef __cplusplus

@@ -396,7 +396,7 @@ FLOPS = [
 def _op_rows():
     """The table's op names in row order (csrc/core/op_table.c)."""
     import re
-    with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "op_table.c")) as f:
+    with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "ops", "op_table.c")) as f:
         return re.findall(r'"((?:aten|torch_attn|flash_attn|flash_attn_3|higher_order)::\w+)"',
                           f.read())
 
