@@ -408,7 +408,5 @@ int mfu_py_ops_exec(PyObject *module)
         return -1;
     mfu_module_state *state = mfu_module_get_state(module);
     state->op_flops_type = PyStructSequence_NewType(&op_flops_desc); /* not a module attribute */
-    if (state->op_flops_type == NULL)
-        return -1;
-    return mfu_py_formulas_exec(module);
+    return state->op_flops_type == NULL ? -1 : 0;
 }

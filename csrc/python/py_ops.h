@@ -33,9 +33,6 @@
 extern "C" {
 #endif
 
-/* Add the op functions and the capsule to the module (py_flops.c calls it
- * from its exec); 0 / -1. */
-int mfu_py_ops_exec(PyObject *module);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,5 @@ PyObject *mfu_py_step_phase(PyObject *self, PyObject *const *args, Py_ssize_t na
 PyObject *mfu_py_step_phases(PyObject *self, PyObject *ignored);
 PyObject *mfu_py_step_ledger(PyObject *self, PyObject *ignored);
 
-/* The phase() block type and the interned phase names, into module state. */
-int mfu_py_phases_exec(PyObject *module);
 
 #endif /* MFU_PY_PHASES_H */

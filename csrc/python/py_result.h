@@ -52,7 +52,5 @@ int mfu_py_check_work_and_peak(const mfu_work *work, const mfu_peak *peak,
 int mfu_py_num_gpus_arg(PyObject *obj, int *out);
 
 extern PyType_Spec mfu_py_result_spec;
-/* new_track(), compute_metrics() (py_result_args.c). */
-extern PyMethodDef mfu_py_result_functions[];
 
 #endif /* MFU_PY_RESULT_H */

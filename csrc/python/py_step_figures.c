@@ -26,8 +26,9 @@ static const struct {
     {"language_flops", MFU_STEP_LANGUAGE_FLOPS, offsetof(mfu_step_report, language_flops)},
 };
 
-int mfu_py_work_fields_exec(mfu_module_state *state)
+int mfu_py_work_fields_exec(PyObject *module)
 {
+    mfu_module_state *state = mfu_module_get_state(module);
     for (int i = 0; i < MFU_PY_WORK_FIELDS; i++)
         if ((state->summary_kwnames[i] = PyUnicode_InternFromString(work_fields[i].name)) == NULL)
             return -1;

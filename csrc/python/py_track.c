@@ -343,8 +343,7 @@ int mfu_py_track_exec(PyObject *module)
     mfu_module_state *state = mfu_module_get_state(module);
     state->track_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &mfu_py_result_spec, NULL);
-    if (state->track_type == NULL || PyModule_AddType(module, state->track_type) < 0
-        || PyModule_AddFunctions(module, mfu_py_result_functions) < 0)
+    if (state->track_type == NULL || PyModule_AddType(module, state->track_type) < 0)
         return -1;
     for (int i = 0; i < ARG_COUNT; i++) {
         state->track_kwnames[i] = PyUnicode_InternFromString(track_parameter_names[i]);

@@ -634,9 +634,5 @@ static PyMethodDef transformer_methods[] = {
 
 int mfu_py_transformer_exec(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
-        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0 ||
-        mfu_py_generation_exec(module) < 0)
-        return -1;
-    return mfu_py_conventions_exec(module);
+    return PyModule_AddFunctions(module, transformer_methods);
 }
