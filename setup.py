@@ -91,7 +91,7 @@ def _torch_extensions() -> list[Extension]:
         return []
     torch_lib = str(Path(torch.__file__).parent / "lib")
     # The C core's formulas are not compiled in again: _torch imports them
-    # from _C as a function table (a PyCapsule; see csrc/core/flops.h).
+    # from _C as a function table (a PyCapsule; see csrc/core/ops/flops.h).
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [
         CppExtension(

@@ -8,7 +8,7 @@
 #error "setup.py defines MFU_TRACKER_VERSION (the package version)"
 #endif
 
-/* The bounds of core/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
+/* The bounds of core/base/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
  * layer validates with these, never with a literal of its own. */
 static int add_limits(PyObject *module)
 {

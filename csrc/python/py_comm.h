@@ -7,7 +7,7 @@
  * A *sink* is a StepTracker that subscribed (StepTracker._comm_subscribe;
  * Tracker does at construction under a process group): every collective
  * launched, completed and waited for is recorded in each sink's step engine
- * (core/steps.h, "Communication"; waits as the kinds' phases). At most
+ * (core/steps/steps.h, "Communication"; waits as the kinds' phases). At most
  * MFU_COMM_SINKS_MAX at once. A sink unsubscribes when its tracker closes
  * or is freed.
  *

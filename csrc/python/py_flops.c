@@ -1,9 +1,9 @@
 /*
- * py_flops.c -- Python bindings of core/flops.h.
+ * py_flops.c -- Python bindings of core/ops/flops.h.
  *
  * Op formulas return Python ints (exact; OverflowError when the count does
  * not fit int64). Every error names the argument. The analytic model count
- * (core/transformer.h) is py_transformer.c's.
+ * (core/model/transformer.h) is py_transformer.c's.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
  * py_ops.h -- what mfu_tracker._C shares about op counting (py_ops.c).
  *
  * Two things live here, once for the whole package:
- *   - the core's op table and mfu_op_count (core/ops.h), and
+ *   - the core's op table and mfu_op_count (core/ops/ops.h), and
  *   - the registry of custom FLOP formulas: Python callables, keyed by op
  *     name ("mylib::op"), for ops the table does not know.
  * Python reaches them as _C functions (op_table, op_count,

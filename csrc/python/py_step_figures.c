@@ -1,6 +1,6 @@
 /*
  * py_step_figures.c -- what _C.StepTracker reads from and books onto its
- * step records (core/records.h, core/steps.h): summary() (the window's
+ * step records (core/steps/records.h, core/steps/steps.h): summary() (the window's
  * figures, with window totals a caller gives), book() (a step's work
  * learned late, by step id) and window_steps() (the window's records).
  */

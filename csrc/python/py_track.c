@@ -101,7 +101,7 @@ static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
     return resolved;
 }
 
-/* track(flops_by_dtype=): the block's ideal seconds (core/mixed.h) from the
+/* track(flops_by_dtype=): the block's ideal seconds (core/steps/mixed.h) from the
  * dict and the resolution's per-dtype peaks (a tuple of MFU_DTYPE_COUNT
  * floats or None). A bad dict raises, naming it; FLOPs of a dtype with no
  * peak give NaN (mfu_mixed None) and one warning per module. */

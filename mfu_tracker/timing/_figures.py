@@ -1,6 +1,6 @@
 """A step tracker's figures over its window: the one place they are formed.
 
-The step engine (``_C.StepTracker``, ``csrc/core/steps.h``) keeps one record
+The step engine (``_C.StepTracker``, ``csrc/core/steps/steps.h``) keeps one record
 per step and forms every ratio in C from the window's records -- or from the
 window totals a caller gives (:class:`~._totals.WindowTotals`): MFU, HFU,
 MBU, tokens/s, ``mfu_mixed``, ``mfu_language``, the over-compute share.

@@ -4,7 +4,7 @@ Over a window, let T be the (mean) step period and ideal = model FLOPs /
 peak, the time the device would need at its peak; ``mfu`` = ideal / T. The
 rest of T is split by the phases the loop marked (``Tracker.phase()``, the
 integrations' automatic marks; seconds per step from the step engine,
-``csrc/core/phases.h``)::
+``csrc/core/base/phases.h``)::
 
     data           = t_data / T                 (the GPU waited for input)
     communication  = t_communication / T        (exposed, not overlapped: the
@@ -61,7 +61,7 @@ PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communic
 #: saving a checkpoint, evaluating, compiling. A loop marks them like the
 #: phases above (``tracker.phase("checkpoint")``), but their time leaves the
 #: step it falls in (the step engine's excluded intervals,
-#: ``csrc/core/steps.h``), so they are no share of the waterfall: the job
+#: ``csrc/core/steps/steps.h``), so they are no share of the waterfall: the job
 #: ledger books them (:mod:`mfu_tracker.job`).
 BADPUT_PHASES: Tuple[str, ...] = ("checkpoint", "eval", "compile")
 
