@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Set
 
 import pytest
+from test_layout import _cycles  # Tarjan's components, any sortable nodes
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "csrc" / "core"
@@ -71,41 +72,6 @@ def _calls() -> Dict[Path, Set[Path]]:
         called = set(CALL.findall(_code(path))) - defined[path]
         graph[path] = {owner[n] for n in called if n in owner and owner[n] != path}
     return graph
-
-
-def _cycles(graph: Dict[Path, Set[Path]]) -> List[Set[Path]]:
-    """Strongly connected components of more than one node (Tarjan)."""
-    index: Dict[Path, int] = {}
-    low: Dict[Path, int] = {}
-    stack: List[Path] = []
-    on_stack: Set[Path] = set()
-    found: List[Set[Path]] = []
-
-    def visit(node: Path) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in graph.get(node, ()):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            component: Set[Path] = set()
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                component.add(top)
-                if top == node:
-                    break
-            if len(component) > 1:
-                found.append(component)
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
 
 
 def _partition(path: Path) -> Set[str]:
