@@ -4,7 +4,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence
 
 __version__: str
 
-# ---- module.c: the bounds of csrc/core/base/mfu_limits.h --------------------------
+# ---- module.c: the bounds of csrc/core/base/mfu_limits.h ---------------------
 
 LIMIT_WINDOW_MAX: int
 LIMIT_WARMUP_MAX: int
@@ -350,7 +350,7 @@ class StepTracker:
     def closed(self) -> bool: ...
 
 
-# ---- device telemetry (py_nvml.c, core/device/nvml.h) ----------------------------------
+# ---- device telemetry (py_nvml.c, core/device/nvml.h) ------------------------
 
 class Nvml:
     """NVML telemetry of one device, found by UUID ("GPU-...") or PCI bus id."""
@@ -370,7 +370,7 @@ def ideal_seconds(
 ) -> Optional[float]: ...
 
 
-# ---- communication (py_comm.c, py_links.c; core/comm/comm.h, core/comm/links.h) ----------
+# ---- communication (py_comm.c, py_links.c; core/comm/comm.h, core/comm/links.h) ---
 
 def comm_wait_begin(phase: int, /) -> None: ...
 def comm_wait_end() -> None: ...
