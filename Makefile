@@ -19,8 +19,12 @@ PIP := $(PY) -m pip
 STAMP := $(VENV)/.mfu-deps-installed
 CC ?= cc
 CFLAGS_CORE := -std=c11 -Wall -Wextra -Werror -O1 -g
-CORE_SRC := $(wildcard csrc/core/*.c)
-CORE_HDR := $(wildcard csrc/core/*.h)
+# The core's concept folders (csrc/core/<folder>, docs/architecture.md): each
+# is an include directory, so `#include "x.h"` names a header by its file name.
+CORE_DIRS := $(sort $(patsubst %/,%,$(dir $(wildcard csrc/core/*/*.[ch]))))
+CORE_SRC := $(wildcard csrc/core/*/*.c)
+CORE_HDR := $(wildcard csrc/core/*.h csrc/core/*/*.h)
+CORE_INC := -Icsrc/core $(addprefix -I,$(CORE_DIRS))
 CTESTS := $(patsubst tests/c/%.c,build/ctest/%,$(wildcard tests/c/test_*.c))
 # What the C tests include besides the core: the harness, the fake driver's knobs
 # and the doctor's counting shim (test_sync_shim.c compiles it in).
@@ -121,7 +125,7 @@ build: $(STAMP)
 # GPM layouts against it (included by its path: the core has an nvml.h of its
 # own). Evaluated once, when first needed.
 NVML_INCLUDE = $(eval NVML_INCLUDE := $$(shell $(PY) tests/c/fake_nvml/nvml_include.py))$(NVML_INCLUDE)
-CTEST_INC = -Icsrc/core -Itests/c -DMFU_REAL_NVML_H='"$(NVML_INCLUDE)/nvml.h"'
+CTEST_INC = $(CORE_INC) -Itests/c -DMFU_REAL_NVML_H='"$(NVML_INCLUDE)/nvml.h"'
 
 
 build/ctest/%: tests/c/%.c $(CTEST_HDR) $(CORE_SRC) $(CORE_HDR) | $(STAMP)
@@ -177,8 +181,8 @@ ASAN_CORE_OBJ := $(patsubst csrc/core/%.c,build/asan/core/%.o,$(CORE_SRC))
 ASAN_CTESTS := $(patsubst tests/c/%.c,build/asan/%,$(wildcard tests/c/test_*.c))
 
 build/asan/core/%.o: csrc/core/%.c $(CORE_HDR)
-	@mkdir -p build/asan/core
-	$(CC) $(CFLAGS_ASAN) -c -o $@ $<
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ASAN) $(CORE_INC) -c -o $@ $<
 
 build/asan/%: tests/c/%.c $(CTEST_HDR) $(ASAN_CORE_OBJ) | $(STAMP)
 	$(CC) $(CFLAGS_ASAN) $(CTEST_INC) -o $@ $< $(ASAN_CORE_OBJ) -lm -ldl
@@ -203,7 +207,7 @@ FUZZ_VALGRIND_RUNS ?= 300
 
 build/fuzz-plain/fuzz_%: tests/c/fuzz/fuzz_%.c tests/c/fuzz/standalone.c $(FUZZ_HDR) $(CORE_SRC) $(CORE_HDR)
 	@mkdir -p build/fuzz-plain
-	$(CC) $(CFLAGS_CORE) -Icsrc/core -Itests/c/fuzz -o $@ $< tests/c/fuzz/standalone.c $(CORE_SRC) -lm -ldl
+	$(CC) $(CFLAGS_CORE) $(CORE_INC) -Itests/c/fuzz -o $@ $< tests/c/fuzz/standalone.c $(CORE_SRC) -lm -ldl
 
 ctest-valgrind: $(CTESTS) $(FAKE_DRIVER) $(PLAIN_FUZZ_BINS)
 	@set -e; for t in $(CTESTS); do echo "== valgrind $$t"; $(VALGRIND) $$t; done
@@ -223,7 +227,7 @@ build/fuzz/standalone.o: tests/c/fuzz/standalone.c $(FUZZ_HDR)
 	$(CC) $(CFLAGS_ASAN) -Itests/c/fuzz -c -o $@ $<
 
 build/fuzz/fuzz_%: tests/c/fuzz/fuzz_%.c $(FUZZ_HDR) build/fuzz/standalone.o $(ASAN_CORE_OBJ)
-	$(CC) $(CFLAGS_ASAN) -Icsrc/core -Itests/c/fuzz -o $@ $< build/fuzz/standalone.o $(ASAN_CORE_OBJ) -lm -ldl
+	$(CC) $(CFLAGS_ASAN) $(CORE_INC) -Itests/c/fuzz -o $@ $< build/fuzz/standalone.o $(ASAN_CORE_OBJ) -lm -ldl
 
 fuzz-smoke: $(FUZZ_BINS) $(FAKE_DRIVER)
 	@set -e; for f in $(FUZZ_NAMES); do \
@@ -245,7 +249,7 @@ FUZZ_LF_FLAGS := -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined \
 
 fuzz-libfuzzer: $(FAKE_DRIVER)
 	@set -e; mkdir -p build/fuzz-lf; for f in $(FUZZ_NAMES); do \
-	  $(CLANG) $(FUZZ_LF_FLAGS) -Icsrc/core -Itests/c/fuzz -o build/fuzz-lf/$$f \
+	  $(CLANG) $(FUZZ_LF_FLAGS) $(CORE_INC) -Itests/c/fuzz -o build/fuzz-lf/$$f \
 	    tests/c/fuzz/$$f.c $(CORE_SRC) -lm -ldl; \
 	  rm -rf build/fuzz-lf/$$f.d; mkdir -p build/fuzz-lf/$$f.d/corpus build/fuzz-lf/$$f.d/artifacts; \
 	  cp tests/c/fuzz/corpus/$$f/* build/fuzz-lf/$$f.d/corpus/; \

@@ -53,14 +53,14 @@ WERROR = os.environ.get("MFU_TRACKER_WERROR") == "1"
 
 
 def _c_extension() -> Extension:
-    sources = sorted(glob("csrc/core/*.c")) + sorted(glob("csrc/python/*.c"))
+    sources = sorted(glob("csrc/core/*/*.c")) + sorted(glob("csrc/python/*.c"))
     compile_args = ["-std=c11", "-Wall", "-Wextra", "-O2"]
     if WERROR:
         compile_args.append("-Werror")
     return Extension(
         "mfu_tracker._C",
         sources=sources,
-        include_dirs=["csrc/core"],
+        include_dirs=[str(d) for d in _BUILD.core_include_dirs(Path("csrc"))],
         define_macros=[("MFU_TRACKER_VERSION", f'"{VERSION}"')],
         extra_compile_args=compile_args,
         # dlopen() of the GPU driver lives in the core; glibc < 2.34 needs -ldl.
@@ -91,13 +91,13 @@ def _torch_extensions() -> list[Extension]:
         return []
     torch_lib = str(Path(torch.__file__).parent / "lib")
     # The C core's formulas are not compiled in again: _torch imports them
-    # from _C as a function table (a PyCapsule; see csrc/core/flops.h).
+    # from _C as a function table (a PyCapsule; see csrc/core/ops/flops.h).
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [
         CppExtension(
             "mfu_tracker._torch",
             sources=sources,
-            include_dirs=["csrc/core", "csrc/torch"],
+            include_dirs=[*(str(d) for d in _BUILD.core_include_dirs(Path("csrc"))), "csrc/torch"],
             define_macros=_BUILD.define_macros(VERSION, torch.__version__, abi),
             extra_compile_args=_BUILD.compile_args(WERROR),
             runtime_library_dirs=[torch_lib] if sys.platform.startswith("linux") else [],

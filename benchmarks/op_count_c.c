@@ -1,7 +1,7 @@
 /*
  * op_count_c.c -- CPU cost of counting one op call in the C core
- * (mfu_op_count, core/ops.h) and of the analytic attention spans
- * (mfu_span_pairs, core/spans.h), for comparing two builds of csrc/core.
+ * (mfu_op_count, core/ops/ops.h) and of the analytic attention spans
+ * (mfu_span_pairs, core/model/spans.h), for comparing two builds of csrc/core.
  *
  * The calls: an mm [4096, 4096] @ [4096, 11008] with grad; a conv2d
  * [8, 64, 56, 56] * [64, 64, 3, 3]; a causal SDPA (flash, [8, 32, 2048, 128]);
@@ -15,10 +15,8 @@
  * Build one binary per core and run them in turn (from the repository
  * root; OLD is a copy of another revision's csrc/core, e.g.
  * `git archive main csrc/core | tar -x -C /tmp/old`):
- *   cc -std=c11 -O2 -Icsrc/core -o build/bench_ops_new benchmarks/op_count_c.c \
- *      csrc/core/[a-z]*.c -lm -ldl
- *   cc -std=c11 -O2 -I/tmp/old/csrc/core -o build/bench_ops_old \
- *      benchmarks/op_count_c.c /tmp/old/csrc/core/[a-z]*.c -lm -ldl
+ *   (the two cc commands of benchmarks/README.md, "One op call in the C
+ *   core": each core's concept folders are include directories)
  *   for i in 1 2 3; do build/bench_ops_old; build/bench_ops_new; done
  *
  * Recorded: see benchmarks/README.md.

@@ -2,7 +2,7 @@
  * timing_overhead_c.c -- CPU cost of one step-tracker step in the C core,
  * and memory after 10^6 steps vs 10^3.
  *
- * A "step" is mfu_steps_step (core/steps.h) with a token count: the
+ * A "step" is mfu_steps_step (core/steps/steps.h) with a token count: the
  * boundary's mark, the record in the pending ring, the non-blocking poll
  * and the drain into the window. A summary (O(window), what a read of the
  * figures costs) is timed on its own, and so is a phase mark
@@ -15,10 +15,8 @@
  *
  * Build and run (from the repository root, after `make ctest` built the
  * fake driver):
- *   cc -std=c11 -O2 -Icsrc/core -o build/bench_timing_c \
- *      benchmarks/timing_overhead_c.c csrc/core/steps.c csrc/core/phases.c \
- *      csrc/core/timing.c csrc/core/gpu_driver.c csrc/core/stats.c \
- *      csrc/core/status.c -lm -ldl
+ *   the cc command of benchmarks/README.md, "The step in C alone" (every
+ *   folder of csrc/core an include directory), then
  *   MFU_TRACKER_CUDA_LIBRARY=$PWD/build/ctest/libfake_cuda.so build/bench_timing_c
  *
  * Recorded: see benchmarks/README.md. A real driver's cuEventRecord /

@@ -4,7 +4,7 @@ from typing import Any, Callable, Literal, Mapping, Optional, Sequence
 
 __version__: str
 
-# ---- module.c: the bounds of csrc/core/mfu_limits.h --------------------------
+# ---- module.c: the bounds of csrc/core/base/mfu_limits.h ---------------------
 
 LIMIT_WINDOW_MAX: int
 LIMIT_WARMUP_MAX: int
@@ -131,7 +131,7 @@ def op_table() -> tuple[dict[str, Any], ...]: ...
 
 # op_count() / flop_formula_count() return a struct sequence (its type is
 # not a module attribute): (executed, model_backward, approximate, dtype),
-# and by name model_self, overcompute and site (core/ops.h).
+# and by name model_self, overcompute and site (core/ops/ops.h).
 def op_count(
     name: str, args: Sequence[Any], *, causal_attention: str = "full", backward_phase: bool = False,
     grad_enabled: bool = True, tf32: int = 0, node: Optional[str] = None,
@@ -235,7 +235,7 @@ def compute_metrics(
 # ---- py_mark_timer.c, py_step_tracker.c, py_phases.c ----------------------------
 
 class MarkTimer:
-    """A mark timer on the CPU or a GPU clock (core/timing.h)."""
+    """A mark timer on the CPU or a GPU clock (core/device/timing.h)."""
 
     def __init__(
         self,
@@ -268,7 +268,7 @@ class PhaseBlock:
     def __enter__(self) -> "PhaseBlock": ...
     def __exit__(self, *exc_info: object) -> bool: ...
 
-# ---- py_record.c: the step record (csrc/core/step_fields.h) and its formula -----
+# ---- py_record.c: the step record (csrc/core/steps/step_fields.h) and its formula -----
 
 class StepField:
     """One field of the step record (a struct sequence)."""
@@ -376,7 +376,7 @@ class StepTracker:
     def closed(self) -> bool: ...
 
 
-# ---- device telemetry (py_nvml.c, core/nvml.h) ----------------------------------
+# ---- device telemetry (py_nvml.c, core/device/nvml.h) ------------------------
 
 class Nvml:
     """NVML telemetry of one device, found by UUID ("GPU-...") or PCI bus id."""
@@ -396,7 +396,7 @@ def ideal_seconds(
 ) -> Optional[float]: ...
 
 
-# ---- communication (py_comm.c, py_links.c; core/comm.h, core/links.h) ----------
+# ---- communication (py_comm.c, py_links.c; core/comm/comm.h, core/comm/links.h) ---
 
 def comm_wait_begin(phase: int, /) -> None: ...
 def comm_wait_end() -> None: ...
@@ -413,7 +413,7 @@ def comm_op_type_kind(op_type: str, /) -> Optional[str]: ...
 def comm_busbw_factor(kind: str, group_size: int, /) -> Optional[float]: ...
 def comm_op_table() -> tuple[dict[str, Any], ...]: ...
 
-# core/kernels.h, core/timeline.h (py_kernels.c): the kernel breakdown
+# core/breakdown/kernels.h, core/breakdown/timeline.h (py_kernels.c): the kernel breakdown
 def kernel_classes() -> tuple[str, ...]: ...
 def kernel_class(name: str, source: str, /) -> tuple[Optional[str], bool, Optional[int]]: ...
 def kernel_rules() -> tuple[dict[str, Any], ...]: ...

@@ -3,7 +3,7 @@
 Every public function and constructor checks its arguments with these
 helpers, so a bad value gets the same kind of error everywhere, naming the
 argument: ``TypeError`` for a wrong type, ``ValueError`` for a value out of
-range. Bounds are the C core's (``csrc/core/mfu_limits.h``, exported as
+range. Bounds are the C core's (``csrc/core/base/mfu_limits.h``, exported as
 ``_C.LIMIT_*``); none is written here.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 from ._native import _C
 
-#: Bounds shared with the C core (csrc/core/mfu_limits.h).
+#: Bounds shared with the C core (csrc/core/base/mfu_limits.h).
 WINDOW_MAX: int = _C.LIMIT_WINDOW_MAX
 WARMUP_MAX: int = _C.LIMIT_WARMUP_MAX
 NUM_GPUS_MAX: int = _C.LIMIT_NUM_GPUS_MAX

@@ -1,5 +1,5 @@
 """What the exact count of a linear-attention model holds beyond the analytic
-count (csrc/core/family_hybrid.c), per sequence: the tests that compare the
+count (csrc/core/model/family_hybrid.c), per sequence: the tests that compare the
 two take it off the exact count until the analytic formulas follow.
 
 The exact count charges the backward that ran (docs/flops.md, "Only what

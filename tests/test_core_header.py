@@ -28,7 +28,7 @@ def _sections() -> tuple[list[str], list[str], list[str]]:
 
 def test_every_core_header_is_listed_once_and_the_public_ones_included():
     topics, private, included = _sections()
-    headers = sorted(p.name for p in CORE.glob("*.h") if p.name != "mfu_core.h")
+    headers = sorted(p.name for p in CORE.glob("*/*.h"))
     assert len(topics) == len(set(topics)) and len(private) == len(set(private))
     assert not set(topics) & set(private)
     assert sorted(topics + private) == headers       # a new header must be listed
@@ -62,6 +62,7 @@ def test_the_core_header_compiles_alone():
     if cc is None:
         pytest.skip("no C compiler")
     done = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
-                           "-x", "c", "-", f"-I{CORE}"], input='#include "mfu_core.h"\n',
+                           "-x", "c", "-", f"-I{CORE}",
+                           *(f"-I{d}" for d in sorted(CORE.iterdir()) if d.is_dir())], input='#include "mfu_core.h"\n',
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -1,6 +1,6 @@
 """FLOPs by compute dtype (docs/conventions.md, the counter half):
 ``FlopCounter.flops_by_dtype`` / ``executed_flops_by_dtype``, on both
-backends, against hand arithmetic; the dtype rule itself (csrc/core/ops.c)
+backends, against hand arithmetic; the dtype rule itself (csrc/core/ops/ops.c)
 through ``_C.op_count``."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Model FLOPs count the backward that ran: only what reaches the loss gets a
 backward (docs/flops.md, "Only what reaches the loss gets a backward";
-csrc/core/ops.h "Reaching the loss"), and "half" says what it could not halve.
+csrc/core/ops/ops.h "Reaching the loss"), and "half" says what it could not halve.
 
 Each expected number is hand arithmetic written beside it, or
 torch.utils.flop_counter.FlopCounterMode on the same run of a real tiny model

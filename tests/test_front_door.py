@@ -3,7 +3,7 @@ public API or the command line, with what it must say.
 
 References: the A100 datasheet (every A100 row: bf16 312 TFLOP/s; memory
 bandwidth 40GB 1,555 GB/s, 80GB SXM 2,039 GB/s, 80GB PCIe 1,935 GB/s) and the
-H100 datasheet (bf16 SXM 989.4, PCIe 756.5), as in csrc/core/gpu_table.c.
+H100 datasheet (bf16 SXM 989.4, PCIe 756.5), as in csrc/core/peaks/gpu_table.c.
 The installation cases (distribution name, mixed install, wheel contents)
 are in tests/install/, the README's snippets in tests/test_readme.py.
 """

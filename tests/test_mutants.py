@@ -93,7 +93,7 @@ def test_lost_progress_is_cut_at_the_earliest_later_resume(tmp_path, capsys):
 
 def test_varlen_key_lengths_come_from_cu_seqlens_k():
     """Mutant: varlen attention's key lengths taken from cu_seqlens_q
-    (csrc/core/flops_attention.c, varlen_masked)."""
+    (csrc/core/ops/flops_attention.c, varlen_masked)."""
     # queries of 3 and 7 tokens (cu_seqlens_q 0, 3, 10) against keys of 5 and
     # 3 (cu_seqlens_k 0, 5, 8); h 4, h_kv 2, d 8; meta tensors, host offsets
     q = torch.empty(10, 4, 8, device="meta")
@@ -118,7 +118,7 @@ def world_of_two():
 
 def test_coalesced_reduce_scatter_bytes_are_the_inputs(world_of_two):
     """Mutant: c10d::reduce_scatter_tensor_coalesced_'s payload taken from its
-    outputs (csrc/core/comm.c's operator table, payload_arg 0 for 1)."""
+    outputs (csrc/core/comm/comm.c's operator table, payload_arg 0 for 1)."""
     spec = user_gpu_spec(1000.0, name="fake GPU", memory_bandwidth_tbs=2.0)
     t = Tracker(1e9, spec=spec, warmup=0, distributed=False)
     assert t.observes_communication
@@ -168,7 +168,7 @@ def test_pipeline_straggler_is_found_without_its_bubble():
 
 def test_moe_lora_is_charged_on_the_active_experts_only():
     """Mutant: the LoRA adapters' FLOPs of an MoE layer charged on all its
-    experts instead of the k routed ones (csrc/core/blocks.c mfu_moe_tally,
+    experts instead of the k routed ones (csrc/core/model/blocks.c mfu_moe_tally,
     ``active->lora = e * expert.lora``)."""
     dims = dict(hidden_size=8, num_layers=1, num_heads=2, vocab_size=16, intermediate_size=12,
                 mlp="swiglu", num_experts=4, experts_per_token=1, moe_intermediate_size=6)
@@ -254,7 +254,7 @@ def test_op_count_gives_the_over_compute_by_name():
     # the math path computes the full square: 2 * 1 * 2 * 8 * 8 * (4 + 4) = 2,048;
     # the model counts half, 1,024, and anticipates 2 x 1,024 of backward; the
     # excess is 1,024 forward, and 2 x 1,024 its backward bmms will repeat
-    # (anticipated apart: csrc/core/ops.h "Reaching the loss")
+    # (anticipated apart: csrc/core/ops/ops.h "Reaching the loss")
     assert (got.executed, got.model_self, got.model_backward) == (2_048, 1_024, 2_048)
     assert got.overcompute == 1_024 and got.overcompute_backward == 2_048
     assert got.site == "forward"

@@ -1,5 +1,5 @@
-"""The step record declared once (csrc/core/step_fields.h, ``_C.STEP_FIELDS``)
-and every ratio formed by one formula (csrc/core/stats.h, ``_C.form_figures``):
+"""The step record declared once (csrc/core/steps/step_fields.h, ``_C.STEP_FIELDS``)
+and every ratio formed by one formula (csrc/core/steps/stats.h, ``_C.form_figures``):
 the table is the Python value type (``StepSums``), the keywords of step(),
 book() and metrics(), the keys of summary() and window_steps(), and the rank
 row's columns; the window's figures and the job's are the formula's, bit for

@@ -582,7 +582,7 @@ def entry_point_calls(fake_available: bool) -> List[Call]:
         add("StepTracker.step", st.step, flops_by_dtype={S("fp9"): F(1e9)})  # a warning
         add("StepTracker.summary", st.summary)
         add("StepTracker.summary", st.summary, language_flops=F(1e8), num_tokens=F(8.0))
-        # a step's work booked late, by id (core/records.h): held, not held, bad
+        # a step's work booked late, by id (core/steps/records.h): held, not held, bad
         add("StepTracker.book", st.book, I(1), model_flops=F(1e9), num_tokens=F(8.0))
         add("StepTracker.book", st.book, I(1_000_000), model_flops=F(1e9))  # False
         add("StepTracker.book", st.book, I(1), model_flops=F(-1.0))         # a warning

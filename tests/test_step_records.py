@@ -1,4 +1,4 @@
-"""One record per step (csrc/core/records.h) and the Tracker as a composition.
+"""One record per step (csrc/core/steps/records.h) and the Tracker as a composition.
 
 * ``Tracker.book()``: work learned after a step's boundary lands on that
   step's record, so the window's figures, ``window_steps()`` and the job

@@ -20,12 +20,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../core/comm.h"
-#include "../core/mfu_limits.h"
-#include "../core/nodes.h"
-#include "../core/ops.h"
-#include "../core/phases.h"
-#include "../core/steps.h"
+#include "../core/comm/comm.h"
+#include "../core/base/mfu_limits.h"
+#include "../core/ops/nodes.h"
+#include "../core/ops/ops.h"
+#include "../core/base/phases.h"
+#include "../core/steps/steps.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,7 +46,7 @@ typedef struct mfu_formula mfu_formula;
 typedef struct mfu_ops_api {
     unsigned abi_version; /* MFU_OPS_API_VERSION of the publisher */
 
-    struct { /* core/ops.h (and mfu_status_str); any thread */
+    struct { /* core/ops/ops.h (and mfu_status_str); any thread */
         const char *(*status_str)(mfu_status status);
         const mfu_op_spec *(*find)(const char *name);
         size_t (*inputs)(const mfu_op_spec *spec, mfu_op_input *inputs);
@@ -55,7 +55,7 @@ typedef struct mfu_ops_api {
         const char *(*site_name)(mfu_op_site site);
         mfu_status (*count)(const mfu_op_spec *spec, const mfu_op_call *call,
                             mfu_op_flops *out, mfu_op_error *error);
-        /* core/nodes.h: which autograd node a backward call runs in */
+        /* core/ops/nodes.h: which autograd node a backward call runs in */
         mfu_op_node (*node_kind)(int custom_function, const char *name,
                                  const char *forward_module, int higher_order_call);
     } core;
@@ -125,7 +125,7 @@ typedef struct mfu_comm_api {
      * with the training thread for a lock. A full queue drops it (the
      * collective keeps its bytes, not its duration). */
     void (*done_at)(void *registry, const mfu_comm_ticket *ticket, uint64_t monotonic_ns);
-    /* CLOCK_MONOTONIC now, ns (core/timing.h), for done_at. */
+    /* CLOCK_MONOTONIC now, ns (core/device/timing.h), for done_at. */
     mfu_status (*now_ns)(uint64_t *now_ns);
     /* A wait (or a blocking launch) begins: open `phase` in the sinks the
      * flags select; ends: close it in those. */

@@ -15,7 +15,7 @@
 #include <Python.h>
 
 #include "../core/mfu_core.h"
-#include "../core/mfu_limits.h"
+#include "../core/base/mfu_limits.h"
 #include "py_args.h"
 
 /* Per-module state (multi-phase init: no C globals hold Python objects). */
@@ -126,6 +126,9 @@ int mfu_py_number_arg(PyObject *obj, const char *argument, int allow_none,
  * Python subclass of one (PyType_GetModuleByDef walks the MRO). */
 mfu_module_state *mfu_module_state_from_type(PyTypeObject *type);
 
+/* The module's definition (module.c), which the line above looks up. */
+extern struct PyModuleDef mfu_module_def;
+
 /* ---- GPU-timed blocks (py_mark_timer.c, used by py_track.c) ---------------
  *
  * A track() block on a GPU clock takes two marks on a shared MarkTimer.
@@ -206,16 +209,29 @@ void mfu_py_fallback_message(mfu_clock_kind clock, const char *what,
  * events, pool_grows. */
 PyObject *mfu_py_timer_counters_dict(const mfu_timer_counters *counters);
 
-/* Topic exec functions: add functions and types to the module; 0 / -1. */
-int mfu_py_track_exec(PyObject *module);
-int mfu_py_gpu_specs_exec(PyObject *module);
-int mfu_py_flops_exec(PyObject *module);
-int mfu_py_transformer_exec(PyObject *module); /* called by flops_exec */
-int mfu_py_mark_timer_exec(PyObject *module);
-int mfu_py_step_tracker_exec(PyObject *module);
-int mfu_py_nvml_exec(PyObject *module);
-int mfu_py_kernels_exec(PyObject *module);
-int mfu_py_nodes_exec(PyObject *module);
-int mfu_py_record_exec(PyObject *module);
+/* Topic exec functions: each adds its own file's functions, types and
+ * state to the module; 0 / -1. module.c calls every one, in its table
+ * (topic_execs); none calls another. */
+int mfu_py_track_exec(PyObject *module);           /* py_track.c: track() */
+int mfu_py_metrics_exec(PyObject *module);         /* py_metrics.c: new_track(), compute_metrics() */
+int mfu_py_gpu_specs_exec(PyObject *module);       /* py_gpu_specs.c */
+int mfu_py_flops_exec(PyObject *module);           /* py_flops.c: the op formulas */
+int mfu_py_transformer_exec(PyObject *module);     /* py_transformer.c */
+int mfu_py_families_exec(PyObject *module);        /* py_families.c */
+int mfu_py_context_parallel_exec(PyObject *module); /* py_context_parallel.c */
+int mfu_py_generation_exec(PyObject *module);      /* py_generation.c */
+int mfu_py_conventions_exec(PyObject *module);     /* py_conventions.c */
+int mfu_py_ops_exec(PyObject *module);             /* py_ops.c: op_count(), OpFlops */
+int mfu_py_formulas_exec(PyObject *module);        /* py_formulas.c: custom formulas, _ops_api */
+int mfu_py_mark_timer_exec(PyObject *module);      /* py_mark_timer.c */
+int mfu_py_step_tracker_exec(PyObject *module);    /* py_step_tracker.c: StepTracker */
+int mfu_py_work_fields_exec(PyObject *module);     /* py_step_figures.c: work-field names */
+int mfu_py_phases_exec(PyObject *module);          /* py_phases.c: phase() */
+int mfu_py_nvml_exec(PyObject *module);            /* py_nvml.c */
+int mfu_py_comm_exec(PyObject *module);            /* py_comm.c: the registry, _comm_api */
+int mfu_py_links_exec(PyObject *module);           /* py_links.c */
+int mfu_py_kernels_exec(PyObject *module);         /* py_kernels.c */
+int mfu_py_nodes_exec(PyObject *module);           /* py_nodes.c */
+int mfu_py_record_exec(PyObject *module);        /* py_record.c: STEP_FIELDS, RATIOS, form_figures */
 
 #endif /* MFU_MODULE_H */

@@ -2,81 +2,13 @@
  * module.c -- definition and multi-phase init of mfu_tracker._C.
  * The work lives in the py_<topic>.c files; this file only wires them in.
  */
-#include <math.h>
-#include <stdarg.h>
-
 #include "mfu_module.h"
-#include "py_step_comm.h"
 
 #ifndef MFU_TRACKER_VERSION
 #error "setup.py defines MFU_TRACKER_VERSION (the package version)"
 #endif
 
-mfu_module_state *mfu_module_get_state(PyObject *module)
-{
-    return (mfu_module_state *)PyModule_GetState(module);
-}
-
-static struct PyModuleDef mfu_module_def;
-
-mfu_module_state *mfu_module_state_from_type(PyTypeObject *type)
-{
-    PyObject *module = PyType_GetModuleByDef(type, &mfu_module_def);
-    if (module == NULL)
-        return NULL;
-    return mfu_module_get_state(module);
-}
-
-PyObject *mfu_py_raise(mfu_status status, const char *argument,
-                       const char *detail_format, ...)
-{
-    PyObject *exc_type;
-    char detail[512] = "";
-
-    switch (status) {
-    case MFU_ERR_INVALID_ARGUMENT: exc_type = PyExc_ValueError; break;
-    case MFU_ERR_OVERFLOW: exc_type = PyExc_OverflowError; break;
-    case MFU_ERR_NOT_FOUND: exc_type = PyExc_LookupError; break;
-    case MFU_ERR_NO_MEMORY: return PyErr_NoMemory();
-    default: exc_type = PyExc_RuntimeError; break;
-    }
-    if (detail_format != NULL) {
-        va_list ap;
-        va_start(ap, detail_format);
-        PyOS_vsnprintf(detail, sizeof detail, detail_format, ap);
-        va_end(ap);
-    }
-    if (detail[0] != '\0')
-        PyErr_Format(exc_type, "%s: %s", argument, detail);
-    else
-        PyErr_Format(exc_type, "%s: %s", argument, mfu_status_str(status));
-    return NULL;
-}
-
-PyObject *mfu_py_float_or_none(double value)
-{
-    if (isnan(value))
-        Py_RETURN_NONE;
-    return PyFloat_FromDouble(value);
-}
-
-int mfu_py_traverse_type(PyObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self)); /* a heap type's instances hold a reference to it */
-    return 0;
-}
-
-void mfu_py_dealloc_locked(PyObject *self, PyThread_type_lock lock)
-{
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    if (lock != NULL)
-        PyThread_free_lock(lock);
-    type->tp_free(self);
-    Py_DECREF(type);
-}
-
-/* The bounds of core/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
+/* The bounds of core/base/mfu_limits.h, as _C.LIMIT_<NAME> ints: the Python
  * layer validates with these, never with a literal of its own. */
 static int add_limits(PyObject *module)
 {
@@ -128,12 +60,33 @@ static int add_library_env_names(PyObject *module)
     return 0;
 }
 
-/* What each topic adds to the module, in order. */
+/* What each topic adds to the module, in order: every registration of _C
+ * is a row here (no exec function calls another). The op formulas' table
+ * (ops) comes before the custom formulas, whose capsule publishes it. */
 static int (*const topic_execs[])(PyObject *module) = {
-    add_limits,           add_library_env_names,  mfu_py_track_exec,      mfu_py_gpu_specs_exec,
-    mfu_py_flops_exec,    mfu_py_mark_timer_exec, mfu_py_step_tracker_exec,
-    mfu_py_nvml_exec,     mfu_py_comm_exec,       mfu_py_links_exec,      mfu_py_kernels_exec,
-    mfu_py_nodes_exec,    mfu_py_record_exec,
+    add_limits,
+    add_library_env_names,
+    mfu_py_track_exec,
+    mfu_py_metrics_exec,
+    mfu_py_gpu_specs_exec,
+    mfu_py_flops_exec,
+    mfu_py_transformer_exec,
+    mfu_py_families_exec,
+    mfu_py_context_parallel_exec,
+    mfu_py_generation_exec,
+    mfu_py_conventions_exec,
+    mfu_py_ops_exec,
+    mfu_py_formulas_exec,
+    mfu_py_mark_timer_exec,
+    mfu_py_step_tracker_exec,
+    mfu_py_work_fields_exec,
+    mfu_py_phases_exec,
+    mfu_py_nvml_exec,
+    mfu_py_comm_exec,
+    mfu_py_links_exec,
+    mfu_py_kernels_exec,
+    mfu_py_nodes_exec,
+    mfu_py_record_exec,
 };
 
 static int mfu_module_exec(PyObject *module)
@@ -187,7 +140,7 @@ static PyModuleDef_Slot mfu_module_slots[] = {
     {0, NULL},
 };
 
-static struct PyModuleDef mfu_module_def = {
+struct PyModuleDef mfu_module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "mfu_tracker._C",
     .m_doc = "C core of mfu_tracker: peak table, FLOP formulas, clocks, "

@@ -9,7 +9,7 @@
  * Each returns 0 on success and -1 with the exception set. Outputs are
  * written only on success.
  *
- * Bounds come from core/mfu_limits.h; nothing here invents a limit.
+ * Bounds come from core/base/mfu_limits.h; nothing here invents a limit.
  */
 #ifndef MFU_PY_ARGS_H
 #define MFU_PY_ARGS_H
@@ -73,9 +73,9 @@ int mfu_py_shape_arg(PyObject *obj, const char *argument, size_t ndim,
 /* A raw stream handle: an int in [0, 2**64). */
 int mfu_py_stream_arg(PyObject *obj, const char *argument, uintptr_t *out);
 
-/* A dict {dtype name: FLOPs} (mixed precision, core/mixed.h) into
+/* A dict {dtype name: FLOPs} (mixed precision, core/steps/mixed.h) into
  * out[0 .. MFU_DTYPE_COUNT-1], indexed by mfu_dtype, absent dtypes 0. Keys
- * are canonical dtype names (core/dtypes.h: "fp8", "bf16", "fp16", "tf32",
+ * are canonical dtype names (core/base/dtypes.h: "fp8", "bf16", "fp16", "tf32",
  * "fp32", "fp64", ...); values finite numbers >= 0. TypeError: not a dict,
  * a key not a str, a value not a number; ValueError: an unknown dtype name
  * (named, with the valid ones), a negative or non-finite value (named as

@@ -7,7 +7,7 @@
  * A *sink* is a StepTracker that subscribed (StepTracker._comm_subscribe;
  * Tracker does at construction under a process group): every collective
  * launched, completed and waited for is recorded in each sink's step engine
- * (core/steps.h, "Communication"; waits as the kinds' phases). At most
+ * (core/steps/steps.h, "Communication"; waits as the kinds' phases). At most
  * MFU_COMM_SINKS_MAX at once. A sink unsubscribes when its tracker closes
  * or is freed.
  *
@@ -32,10 +32,10 @@
 
 #include <stdint.h>
 
-#include "../core/comm.h"
-#include "../core/mfu_limits.h"
-#include "../core/phases.h"
-#include "../core/steps.h"
+#include "../core/comm/comm.h"
+#include "../core/base/mfu_limits.h"
+#include "../core/base/phases.h"
+#include "../core/steps/steps.h"
 #include "mfu_capsules.h" /* the table _C publishes: mfu_comm_api */
 
 #endif /* MFU_PY_COMM_H */

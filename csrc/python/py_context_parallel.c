@@ -1,10 +1,10 @@
 /*
- * py_context_parallel.c -- Python binding of core/context_parallel.h: one
+ * py_context_parallel.c -- Python binding of core/model/context_parallel.h: one
  * rank's analytic FLOPs under context parallelism.
  */
 #include <string.h>
 
-#include "../core/context_parallel.h"
+#include "../core/model/context_parallel.h"
 #include "py_transformer.h"
 
 static const mfu_py_choice cp_modes[] = {
@@ -66,7 +66,7 @@ static PyMethodDef cp_methods[] = {
      "context_parallel_flops(dims, options, degree, rank, mode, *, seq_lens=None, "
      "batch_size=None, seq_len=None)\n--\n\n"
      "One rank's share of the batch under context parallelism (mode 'ulysses' or\n"
-     "'ring'; core/context_parallel.h), as transformer_flops() returns it."},
+     "'ring'; core/model/context_parallel.h), as transformer_flops() returns it."},
     {NULL, NULL, 0, NULL},
 };
 

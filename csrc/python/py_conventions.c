@@ -1,12 +1,12 @@
 /*
- * py_conventions.c -- Python bindings of core/conventions.h: the presets of
+ * py_conventions.c -- Python bindings of core/model/conventions.h: the presets of
  * other frameworks' MFU formulas, their rules by model type and quirks, and
  * the count under a set of choices and quirks with its itemized difference
  * from ours.
  */
 #include <string.h>
 
-#include "../core/conventions.h"
+#include "../core/model/conventions.h"
 #include "py_transformer.h"
 
 /* {choice: value} of one preset. */
@@ -321,7 +321,7 @@ static PyObject *py_convention_flops(PyObject *module, PyObject *args, PyObject 
 static PyMethodDef convention_methods[] = {
     {"conventions", (PyCFunction)py_conventions, METH_NOARGS,
      "conventions()\n--\n\n"
-     "The presets of other frameworks' MFU formulas (core/conventions_presets.c),\n"
+     "The presets of other frameworks' MFU formulas (core/model/conventions_presets.c),\n"
      "ours first: [{name, framework, source, covers, choices: {choice: value},\n"
      "rules: [convention_rule()'s dicts]}]."},
     {"convention_rule", (PyCFunction)py_convention_rule, METH_VARARGS,

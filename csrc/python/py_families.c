@@ -1,6 +1,6 @@
 /*
  * py_families.c -- Python bindings of the family table's names
- * (core/families.h) and the bare 6N rule (mfu_params_flops): the two
+ * (core/model/families.h) and the bare 6N rule (mfu_params_flops): the two
  * transformer entry points that need none of py_transformer.c's field
  * tables.
  */

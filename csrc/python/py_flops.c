@@ -1,9 +1,9 @@
 /*
- * py_flops.c -- Python bindings of core/flops.h.
+ * py_flops.c -- Python bindings of core/ops/flops.h.
  *
  * Op formulas return Python ints (exact; OverflowError when the count does
  * not fit int64). Every error names the argument. The analytic model count
- * (core/transformer.h) is py_transformer.c's.
+ * (core/model/transformer.h) is py_transformer.c's.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -395,11 +395,5 @@ static PyMethodDef flops_methods[] = {
 
 int mfu_py_flops_exec(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, flops_methods) < 0)
-        return -1;
-    /* the analytic model count */
-    if (mfu_py_transformer_exec(module) < 0)
-        return -1;
-    /* op counting (the op table, custom formulas, the capsule for _torch) */
-    return mfu_py_ops_exec(module);
+    return PyModule_AddFunctions(module, flops_methods);
 }

@@ -24,9 +24,5 @@ int mfu_py_formula_count(const mfu_formula *formula, PyObject *args,
                          int any_input_requires_grad, const mfu_op_call *call,
                          mfu_op_flops *out);
 
-/* Add register_flop_formula, unregister_flop_formula and has_flop_formula
- * to the module and publish the registry with the core's op table as the
- * capsule MFU_OPS_API_CAPSULE (`_ops_api`); 0 / -1. */
-int mfu_py_formulas_exec(PyObject *module);
 
 #endif /* MFU_PY_FORMULAS_H */

@@ -1,10 +1,10 @@
 /*
- * py_generation.c -- Python binding of core/generation.h: the prefill and
+ * py_generation.c -- Python binding of core/model/generation.h: the prefill and
  * decode FLOPs and bytes of a generation.
  */
 #include <string.h>
 
-#include "../core/generation.h"
+#include "../core/model/generation.h"
 #include "py_transformer.h"
 
 static const mfu_py_choice dtype_choices[] = {
@@ -122,7 +122,7 @@ static PyMethodDef generation_methods[] = {
      "generation_flops(dims, options, prompt_lens, output_lens, *, weight_dtype='bf16', "
      "cache_dtype='bf16', mla_cache='latent')\n--\n\n"
      "The prefill and decode FLOPs and bytes of generating output_lens[i] tokens after\n"
-     "prompt_lens[i] (core/generation.h), a dict of floats: prefill_flops,\n"
+     "prompt_lens[i] (core/model/generation.h), a dict of floats: prefill_flops,\n"
      "decode_flops, prefill_attention_flops, decode_attention_flops, prefill_tokens,\n"
      "decode_tokens, sequences, decode_forwards, prefill_weight_bytes,\n"
      "prefill_kv_write_bytes, prefill_state_bytes, decode_weight_bytes,\n"

@@ -1,6 +1,6 @@
 /*
  * py_gpu_specs.c -- Python bindings for the peak table and its lookup
- * (core/gpu_table.h, gpu_lookup.h, gpu_name.h, peak_override.h, dtypes.h):
+ * (core/peaks/gpu_table.h, gpu_lookup.h, gpu_name.h, peak_override.h, dtypes.h):
  *
  *   lookup_gpu_spec(name, cc_major=None, cc_minor=None, num_sms=None,
  *                   total_memory_bytes=None) -> dict | None
@@ -63,7 +63,7 @@ static PyObject *peaks_dict(const mfu_gpu_spec *spec, double fraction)
 }
 
 /* The dtypes the device computes without a published dense peak, in the
- * core's dtype order (core/gpu_table.h). */
+ * core's dtype order (core/peaks/gpu_table.h). */
 static PyObject *unpublished_tuple(const mfu_gpu_spec *spec)
 {
     PyObject *names = PyList_New(0), *tuple;
@@ -221,7 +221,7 @@ static PyObject *candidate_list(const mfu_gpu_match *match, const mfu_device_que
     return rows;
 }
 
-/* Rule 3 (core/gpu_lookup.h) per dtype: {dtype: TFLOP/s} where every row
+/* Rule 3 (core/peaks/gpu_lookup.h) per dtype: {dtype: TFLOP/s} where every row
  * agrees, and their bandwidth (bytes/s; 0.0 when the rows differ). */
 static PyObject *agreed_peaks(const mfu_gpu_match *match, double *bandwidth)
 {

@@ -1,6 +1,6 @@
 /*
- * py_kernels.c -- the kernel class table (core/kernels.h) and the union
- * timeline (core/timeline.h) for Python: the classes in priority order,
+ * py_kernels.c -- the kernel class table (core/breakdown/kernels.h) and the union
+ * timeline (core/breakdown/timeline.h) for Python: the classes in priority order,
  * a name's class, the rows, and a profiled step's split. The kernel
  * breakdown (mfu_tracker/timing/_breakdown.py) calls these and never
  * repeats a rule.
@@ -195,17 +195,17 @@ static PyObject *py_timeline_split(PyObject *Py_UNUSED(module), PyObject *tuple)
 static PyMethodDef kernels_methods[] = {
     {"kernel_classes", py_kernel_classes, METH_NOARGS,
      "kernel_classes()\n--\n\nThe kernel classes, in the priority order that settles overlap "
-     "(core/kernels.h)."},
+     "(core/breakdown/kernels.h)."},
     {"kernel_class", py_kernel_class, METH_VARARGS,
      "kernel_class(name, source, /)\n--\n\n(class or None, scope, rule) of a name from source "
      "'kernel', 'op' or 'annotation'; rule: the row's index, -1 for an op the FLOP op table "
      "counts, None for no row."},
     {"kernel_rules", py_kernel_rules, METH_NOARGS,
-     "kernel_rules()\n--\n\nEvery row of the kernel class table (core/kernels.c), as dicts."},
+     "kernel_rules()\n--\n\nEvery row of the kernel class table (core/breakdown/kernels.c), as dicts."},
     {"timeline_split", py_timeline_split, METH_VARARGS,
      "timeline_split(starts_ns, ends_ns, lanes, classes, lane_count, window_start_ns, "
      "window_end_ns, /)\n--\n\nA profiled step's window split by class on the union timeline "
-     "(core/timeline.h): window_ns, idle_ns and per class time_ns, active_ns, count."},
+     "(core/breakdown/timeline.h): window_ns, idle_ns and per class time_ns, active_ns, count."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,6 +1,6 @@
 /*
- * py_links.c -- the link table (core/links.h) and the communication
- * conventions (core/comm.h) for Python: rows, lookups, the sysfs rate
+ * py_links.c -- the link table (core/comm/links.h) and the communication
+ * conventions (core/comm/comm.h) for Python: rows, lookups, the sysfs rate
  * parser, a rank's share of a node's ports, the kinds, their phases, bus
  * factors and the c10d operator table. Python never repeats a row or a
  * factor: mfu_tracker/distributed/_links.py and _comm_observer.py call
@@ -200,7 +200,7 @@ static PyObject *py_comm_op_table(PyObject *Py_UNUSED(module), PyObject *Py_UNUS
 
 static PyMethodDef links_methods[] = {
     {"link_table", py_link_table, METH_NOARGS,
-     "link_table()\n--\n\nEvery row of the link table (core/link_table.c), as dicts."},
+     "link_table()\n--\n\nEvery row of the link table (core/comm/link_table.c), as dicts."},
     {"link_intra", py_link_intra, METH_O,
      "link_intra(device_name, /)\n--\n\nThe intra-node link of a peak-table device, or None."},
     {"link_inter", py_link_inter, METH_VARARGS,

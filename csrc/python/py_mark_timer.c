@@ -1,5 +1,5 @@
 /*
- * py_mark_timer.c -- _C.MarkTimer: a mark timer (core/timing.h) for Python,
+ * py_mark_timer.c -- _C.MarkTimer: a mark timer (core/device/timing.h) for Python,
  * and the GPU-timed blocks of track() (mfu_module.h, "GPU-timed blocks"),
  * which take their marks on a shared MarkTimer.
  *
@@ -537,7 +537,7 @@ static PyGetSetDef timer_getset[] = {
 PyDoc_STRVAR(timer_doc,
              "MarkTimer(clock, *, events_initial=0, events_max=0, history=0)\n"
              "--\n\n"
-             "A mark timer on the 'cpu', 'cuda' or 'hip' clock (core/timing.h): "
+             "A mark timer on the 'cpu', 'cuda' or 'hip' clock (core/device/timing.h): "
              "marks recorded without blocking, resolved by non-blocking "
              "queries. track() shares one per (clock, device). Creating a GPU "
              "timer raises RuntimeError naming the cause when the driver or a "

@@ -1,12 +1,12 @@
 /*
  * py_nodes.c -- _C.node_kind: which autograd node a backward call runs in
- * (core/nodes.h), for the TorchDispatchMode fallback and the higher-order
+ * (core/ops/nodes.h), for the TorchDispatchMode fallback and the higher-order
  * ops' kernels (mfu_tracker/flops/counter/_sites.py); the C++ observer
  * reaches the same function through the op table's capsule.
  */
 #include "mfu_module.h"
 
-#include "../core/nodes.h"
+#include "../core/ops/nodes.h"
 
 static PyObject *py_node_kind(PyObject *module, PyObject *args)
 {
@@ -30,7 +30,7 @@ static PyMethodDef nodes_methods[] = {
     {"node_kind", py_node_kind, METH_VARARGS,
      "node_kind(custom_function, name, forward_module, higher_order_call=False, /)\n--\n\n"
      "The kind of the autograd node a backward call runs in: 'builtin', 'custom'\n"
-     "or 'checkpoint' (core/nodes.h). custom_function: a custom autograd\n"
+     "or 'checkpoint' (core/ops/nodes.h). custom_function: a custom autograd\n"
      "Function's node; name: its name or None; forward_module: its Function\n"
      "class's module or None; higher_order_call: the call is a higher-order op's."},
     {NULL, NULL, 0, NULL},

@@ -1,5 +1,5 @@
 /*
- * py_nvml.c -- _C.Nvml, device telemetry (core/nvml.h) for Python.
+ * py_nvml.c -- _C.Nvml, device telemetry (core/device/nvml.h) for Python.
  *
  * Nvml(device_id, library=None) opens NVML and finds the device by UUID or
  * PCI bus id; failing, it raises RuntimeError naming the failing call (the
@@ -7,7 +7,7 @@
  * missing keys). read() never raises for a driver failure: it returns the
  * figures NVML gave and the first failure's description.
  *
- * The GPM counters (core/gpm.h) ride on the same handle: gpm_open() once,
+ * The GPM counters (core/device/gpm.h) ride on the same handle: gpm_open() once,
  * then gpm_sample() at each window edge; neither raises for a driver
  * failure: they say why in a string.
  */
@@ -17,7 +17,7 @@
 #include "py_result.h" /* the critical-section fallback for Python < 3.13 */
 
 /* Holds no Python object (no GC); reads are serialised by a critical
- * section on the object (core/nvml.h: one thread at a time). */
+ * section on the object (core/device/nvml.h: one thread at a time). */
 typedef struct {
     PyObject_HEAD
     mfu_nvml *nvml; /* NULL until __init__ succeeds */
@@ -262,7 +262,7 @@ static PyMethodDef nvml_module_methods[] = {
 
 PyDoc_STRVAR(nvml_doc,
              "Nvml(device_id, library=None)\n--\n\n"
-             "NVML telemetry of one device (core/nvml.h), found by its UUID "
+             "NVML telemetry of one device (core/device/nvml.h), found by its UUID "
              "('GPU-...', 'MIG-...') or PCI bus id. RuntimeError when NVML or "
              "the device cannot be had.");
 
@@ -283,7 +283,7 @@ int mfu_py_nvml_exec(PyObject *module)
     Py_XDECREF(type);
     if (rc < 0)
         return -1;
-    /* GPM's shortest window, seconds (core/gpm.h) */
+    /* GPM's shortest window, seconds (core/device/gpm.h) */
     interval = PyFloat_FromDouble(MFU_GPM_MIN_INTERVAL_S);
     rc = interval == NULL ? -1 : PyModule_AddObjectRef(module, "GPM_MIN_INTERVAL_S", interval);
     Py_XDECREF(interval);

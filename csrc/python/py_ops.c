@@ -73,7 +73,7 @@ static PyStructSequence_Field op_flops_fields[] = {
 };
 
 static PyStructSequence_Desc op_flops_desc = {
-    "mfu_tracker._C.OpFlops", "One op call's count (core/ops.h).", op_flops_fields, 4,
+    "mfu_tracker._C.OpFlops", "One op call's count (core/ops/ops.h).", op_flops_fields, 4,
 };
 
 static PyObject *flops_tuple(PyObject *module, const mfu_op_flops *f)
@@ -367,13 +367,13 @@ static PyObject *py_op_table(PyObject *module, PyObject *unused)
 static PyMethodDef ops_methods[] = {
     {"op_table", py_op_table, METH_NOARGS,
      "op_table()\n--\n\n"
-     "The counted ops, one dict per row of the core's table (csrc/core/op_table.c):\n"
+     "The counted ops, one dict per row of the core's table (csrc/core/ops/op_table.c):\n"
      "name ('aten::mm'), kind ('mm', 'bmm', 'grouped_mm', 'convolution',\n"
      "'convolution_backward', 'attention', 'attention_backward'), layout\n"
      "('bhsd', 'bshd', 'thd'; None but for attention) and inputs: the\n"
      "arguments its count reads, (schema position, role, need) by position,\n"
      "need one of 'tensor', 'offsets', 'int', 'int_list', 'values'. Rows named\n"
-     "'higher_order::...' read the flat argument list of core/op_table.c."},
+     "'higher_order::...' read the flat argument list of core/ops/op_table.c."},
     {"op_count", (PyCFunction)(void (*)(void))py_op_count, METH_VARARGS | METH_KEYWORDS,
      "op_count(name, args, *, causal_attention='full', backward_phase=False, "
      "grad_enabled=True, tf32=0, node=None, saved_tensor_hooks=False, recomputed=False)"
@@ -382,7 +382,7 @@ static PyMethodDef ops_methods[] = {
      "(executed, model_backward, approximate, dtype), an OpFlops whose\n"
      "model_self, overcompute, site, overcompute_backward, square_model,\n"
      "mask_read and mask_tensor are read by name: dtype is the compute\n"
-     "dtype's name (core/ops.h). node ('unknown', 'builtin', 'custom',\n"
+     "dtype's name (core/ops/ops.h). node ('unknown', 'builtin', 'custom',\n"
      "'checkpoint'), saved_tensor_hooks and recomputed describe a backward-\n"
      "phase call's autograd situation (ops.h: Sites). args[i] is schema argument i, as its role\n"
      "needs it (other positions are not read): a tensor is (shape,\n"
@@ -408,7 +408,5 @@ int mfu_py_ops_exec(PyObject *module)
         return -1;
     mfu_module_state *state = mfu_module_get_state(module);
     state->op_flops_type = PyStructSequence_NewType(&op_flops_desc); /* not a module attribute */
-    if (state->op_flops_type == NULL)
-        return -1;
-    return mfu_py_formulas_exec(module);
+    return state->op_flops_type == NULL ? -1 : 0;
 }

@@ -2,7 +2,7 @@
  * py_ops.h -- what mfu_tracker._C shares about op counting (py_ops.c).
  *
  * Two things live here, once for the whole package:
- *   - the core's op table and mfu_op_count (core/ops.h), and
+ *   - the core's op table and mfu_op_count (core/ops/ops.h), and
  *   - the registry of custom FLOP formulas: Python callables, keyed by op
  *     name ("mylib::op"), for ops the table does not know.
  * Python reaches them as _C functions (op_table, op_count,
@@ -26,16 +26,13 @@
 
 #include <stdint.h>
 
-#include "../core/ops.h"
+#include "../core/ops/ops.h"
 #include "mfu_capsules.h" /* the table _C publishes: mfu_ops_api */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Add the op functions and the capsule to the module (py_flops.c calls it
- * from its exec); 0 / -1. */
-int mfu_py_ops_exec(PyObject *module);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,11 @@
 /*
  * py_phases.c -- the phase marks of _C.StepTracker, for the MFU waterfall
- * (core/phases.h, mfu_tracker/timing/_waterfall.py).
+ * (core/base/phases.h, mfu_tracker/timing/_waterfall.py).
  *
  * begin_phase / switch_phase / end_phase each put one mark on the tracker's
  * clock (never a sync); phase(name) is a small context manager doing the
  * same on entry and exit; phases() reads the window's seconds per phase,
- * ledger() the job ledger's running totals (core/steps.h, "The job
+ * ledger() the job ledger's running totals (core/steps/steps.h, "The job
  * ledger's totals").
  * Names are checked here: an unknown one is a ValueError naming it. Misuse
  * (an end without a phase, too deep a nesting) is one warning, ignored.
@@ -280,7 +280,7 @@ PyObject *mfu_py_step_phases(PyObject *self, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-/* ledger(): the job ledger's running totals (core/steps.h): steps (closed,
+/* ledger(): the job ledger's running totals (core/steps/steps.h): steps (closed,
  * accounted for), dropped, step_s, phase_s (every phase, seconds), own_s,
  * model_flops (known steps), unknown_flops_steps, first_boundary_unix_s
  * (None before the first boundary), first_step_s (None before the first

@@ -31,7 +31,4 @@ PyObject *mfu_py_step_ledger(PyObject *self, PyObject *ignored);
 PyObject *mfu_py_phase_dict(const step_object *s, const double *seconds, unsigned marked,
                             double divisor);
 
-/* The phase() block type and the interned phase names, into module state. */
-int mfu_py_phases_exec(PyObject *module);
-
 #endif /* MFU_PY_PHASES_H */

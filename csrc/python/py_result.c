@@ -5,7 +5,7 @@
  *
  * The result is both the context manager and its figures: entering reads
  * the clock, exiting reads it again and computes every figure in C
- * (core/stats.c). One object per block, no Python frames on the hot path.
+ * (core/steps/stats.c). One object per block, no Python frames on the hot path.
  * Figures are None until the block has exited, and None when they cannot be
  * computed (no peak known for the device/dtype, no token count given).
  *

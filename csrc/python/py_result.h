@@ -28,7 +28,7 @@
 PyObject *mfu_py_result_new(mfu_module_state *state, PyObject *const *values,
                             PyObject *timer, uintptr_t stream);
 
-/* Mixed precision: the block's ideal seconds (core/mixed.h; NaN =
+/* Mixed precision: the block's ideal seconds (core/steps/mixed.h; NaN =
  * unknown), for its mfu_mixed. Call before the block is entered. */
 void mfu_py_result_set_ideal_s(PyObject *result, double ideal_s);
 
@@ -43,16 +43,14 @@ typedef struct mfu_py_field_rename {
 /* track()'s: flop_count, hfu_flop_count (NULL-terminated). */
 extern const mfu_py_field_rename mfu_py_track_renames[];
 
-/* Validate the parsed work and peak (core/stats.h); -1 with ValueError
+/* Validate the parsed work and peak (core/steps/stats.h); -1 with ValueError
  * naming the argument (as `renames`, may be NULL, call it). */
 int mfu_py_check_work_and_peak(const mfu_work *work, const mfu_peak *peak,
                                const mfu_py_field_rename *renames);
 
-/* num_gpus: devices behind one figure (core/mfu_limits.h); -1 raises. */
+/* num_gpus: devices behind one figure (core/base/mfu_limits.h); -1 raises. */
 int mfu_py_num_gpus_arg(PyObject *obj, int *out);
 
 extern PyType_Spec mfu_py_result_spec;
-/* new_track(), compute_metrics() (py_result_args.c). */
-extern PyMethodDef mfu_py_result_functions[];
 
 #endif /* MFU_PY_RESULT_H */

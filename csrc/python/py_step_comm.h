@@ -23,8 +23,5 @@ PyObject *mfu_py_step_comm_end(PyObject *self, PyObject *args);
  * the GIL is held). */
 void mfu_py_comm_forget(step_object *s);
 
-/* The registry, its capsule and module functions; the link functions. */
-int mfu_py_comm_exec(PyObject *module);
-int mfu_py_links_exec(PyObject *module);
 
 #endif /* MFU_PY_STEP_COMM_H */

@@ -1,6 +1,6 @@
 /*
  * py_step_figures.c -- what _C.StepTracker reads from and books onto its
- * step records (core/records.h, core/steps.h): summary() (the window's
+ * step records (core/steps/records.h, core/steps/steps.h): summary() (the window's
  * figures, with window totals a caller gives), book() (a step's work
  * learned late, by step id) and window_steps() (the window's records). The
  * fields are the record's (core/step_fields.h): no name is spelled here.
@@ -13,8 +13,9 @@
 #include "py_record.h"
 #include "py_step_figures.h"
 
-int mfu_py_work_fields_exec(mfu_module_state *state)
+int mfu_py_work_fields_exec(PyObject *module)
 {
+    mfu_module_state *state = mfu_module_get_state(module);
     int given = 0, step = 2;
     if ((state->step_kwnames[0] = PyUnicode_InternFromString("num_tokens")) == NULL
         || (state->step_kwnames[1] = PyUnicode_InternFromString("flops_by_dtype")) == NULL)

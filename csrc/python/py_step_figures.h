@@ -22,7 +22,5 @@ PyObject *mfu_py_step_book(PyObject *self, PyObject *const *args, Py_ssize_t nar
 /* window_steps() -> [dict per step in the window, oldest first] */
 PyObject *mfu_py_step_window_steps(PyObject *self, PyObject *ignored);
 
-/* The interned field names and step()'s parameters, into module state. */
-int mfu_py_work_fields_exec(mfu_module_state *state);
 
 #endif /* MFU_PY_STEP_FIGURES_H */

@@ -1,6 +1,6 @@
 /*
  * py_step_init.c -- the construction of _C.StepTracker: its arguments
- * checked and turned into the core's configuration (core/steps.h), the
+ * checked and turned into the core's configuration (core/steps/steps.h), the
  * warnings of a successful __init__, and the read-only properties.
  */
 #include <math.h>
@@ -42,7 +42,7 @@ static int optional_int(PyObject *obj, const char *argument, long long low,
 
 /* dtype_peaks: None (no dtype has a peak) or a sequence of MFU_DTYPE_COUNT
  * per-device peaks in FLOP/s, None for a dtype without one, in dtype order
- * (core/dtypes.h; _C.dtype_names()). */
+ * (core/base/dtypes.h; _C.dtype_names()). */
 int mfu_py_dtype_peaks_arg(PyObject *obj, double *out)
 {
     PyObject *seq;

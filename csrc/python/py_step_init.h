@@ -21,7 +21,7 @@ extern PyGetSetDef mfu_py_step_getset[];
 
 /* dtype_peaks: None (no dtype has a peak) or a sequence of MFU_DTYPE_COUNT
  * per-device peaks in FLOP/s, None for a dtype without one, in dtype order
- * (core/dtypes.h; _C.dtype_names()). -1 with an exception naming it. */
+ * (core/base/dtypes.h; _C.dtype_names()). -1 with an exception naming it. */
 int mfu_py_dtype_peaks_arg(PyObject *obj, double *out);
 
 /* The warning for FLOPs of a dtype the device has no peak for. */

@@ -18,7 +18,7 @@ typedef struct {
     mfu_module_state *state;
     PyThread_type_lock lock;
     mfu_steps *steps; /* NULL until __init__ succeeds */
-    /* Mixed precision (core/mixed.h): the per-device peak of each dtype,
+    /* Mixed precision (core/steps/mixed.h): the per-device peak of each dtype,
      * FLOP/s, NaN = none; fixed at __init__. */
     double dtype_peaks[MFU_DTYPE_COUNT];
     int any_peak; /* some dtype has a peak: else no peak is known at all

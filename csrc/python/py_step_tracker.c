@@ -1,6 +1,6 @@
 /*
  * py_step_tracker.c -- _C.StepTracker, the hot path of mfu_tracker.Tracker:
- * the core's step accounting (core/steps.h) for Python.
+ * the core's step accounting (core/steps/steps.h) for Python.
  *
  * Everything that is not Python lives in the core: the boundaries, the
  * step records, the masking rules, the drain, the fallback to the CPU clock.
@@ -311,7 +311,7 @@ PyDoc_STRVAR(step_doc,
              "peak_bytes_per_sec=None, num_gpus=1, window=100, warmup=1, "
              "dtype_peaks=None, flops_by_dtype=None, measured_flops_per_sec=None)\n--\n\n"
              "The hot path of mfu_tracker.Tracker: one mark per step boundary, "
-             "windowed statistics in C (core/steps.h).");
+             "windowed statistics in C (core/steps/steps.h).");
 
 static PyType_Slot step_slots[] = {
     {Py_tp_doc, (void *)step_doc},
@@ -331,7 +331,7 @@ static PyType_Spec step_spec = MFU_PY_TYPE_SPEC(
     step_slots);
 
 /* _C.ideal_seconds(flops_by_dtype, dtype_peaks) -> float or None: the
- * seconds the work takes at each dtype's peak (core/mixed.h), None when a
+ * seconds the work takes at each dtype's peak (core/steps/mixed.h), None when a
  * dtype with FLOPs has no peak. Bad arguments raise, naming them. For the
  * integrations that resolve a window's work at logging time. */
 static PyObject *py_ideal_seconds(PyObject *Py_UNUSED(module), PyObject *const *args,
@@ -386,7 +386,5 @@ int mfu_py_step_tracker_exec(PyObject *module)
     state->step_type = (PyTypeObject *)PyType_FromModuleAndSpec(module, &step_spec, NULL);
     if (state->step_type == NULL || PyModule_AddType(module, state->step_type) < 0)
         return -1;
-    if (mfu_py_work_fields_exec(state) < 0)
-        return -1;
-    return mfu_py_phases_exec(module);
+    return 0;
 }

@@ -113,7 +113,7 @@ static PyObject *track_resolution(PyObject *module, mfu_module_state *state,
     return resolved;
 }
 
-/* track(flops_by_dtype=): the block's ideal seconds (core/mixed.h) from the
+/* track(flops_by_dtype=): the block's ideal seconds (core/steps/mixed.h) from the
  * dict and the resolution's per-dtype peaks (a tuple of MFU_DTYPE_COUNT
  * floats or None). A bad dict raises, naming it; FLOPs of a dtype with no
  * peak give NaN (mfu_mixed None) and one warning per module. */
@@ -358,8 +358,7 @@ int mfu_py_track_exec(PyObject *module)
     mfu_module_state *state = mfu_module_get_state(module);
     state->track_type = (PyTypeObject *)PyType_FromModuleAndSpec(
         module, &mfu_py_result_spec, NULL);
-    if (state->track_type == NULL || PyModule_AddType(module, state->track_type) < 0
-        || PyModule_AddFunctions(module, mfu_py_result_functions) < 0)
+    if (state->track_type == NULL || PyModule_AddType(module, state->track_type) < 0)
         return -1;
     for (int i = 0; i < ARG_COUNT; i++) {
         state->track_kwnames[i] = PyUnicode_InternFromString(track_parameter_names[i]);

@@ -1,6 +1,6 @@
 /*
- * py_transformer.c -- Python bindings of core/transformer.h (the analytic
- * count), core/vision.h (vision towers), core/families.h (the family table)
+ * py_transformer.c -- Python bindings of core/model/transformer.h (the analytic
+ * count), core/model/vision.h (vision towers), core/model/families.h (the family table)
  * and the 6N rule.
  *
  * transformer_flops() takes dicts named as the C structs' fields (dims,
@@ -126,7 +126,7 @@ static const field_spec dim_fields[] = {
     INT(ssm_conv_kernel, GE0), INT(ssm_chunk_size, "must be >= 1"),
     FLAG(ssm_conv_bias), FLAG(ssm_proj_bias),
     INT(num_mtp_layers, GE0),
-    /* hybrid mixers and layouts (core/family_mla.h, core/family_hybrid.h) */
+    /* hybrid mixers and layouts (core/model/family_mla.h, core/model/family_hybrid.h) */
     CHOICE(linear_kind, linear_kind_choices, "must be 'gated_deltanet' or 'kda' "
                                              "(kda: key and value heads and dims equal)"),
     CHOICE(ssm_kind, ssm_kind_choices, "must be 'mamba2' or 'mamba1'"),
@@ -179,7 +179,7 @@ static const field_spec vision_fields[] = {
     VINT(num_full_blocks, "must be between 0 and depth (Qwen2.5-VL only)"),
     VINT(num_deepstack_mergers, "must be between 0 and depth (Qwen3-VL only)"),
     VINT(num_position_embeddings, "must be >= 0 (Qwen3-VL only)"),
-    /* fixed-resolution towers (core/vision_tiles.h) */
+    /* fixed-resolution towers (core/model/vision_tiles.h) */
     VINT(image_size, "must be >= patch_size (tiled towers)"),
     VINT(tokens_per_image, "must be >= 1, and with images at most the tile's "
                            "patches (Gemma 3 only)"),
@@ -619,13 +619,13 @@ static PyMethodDef transformer_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "transformer_flops(dims, options, *, seq_lens=None, batch_size=None, "
      "seq_len=None, vision=None, grids=None)\n--\n\n"
-     "Analytic FLOPs of a model (see core/transformer.h); a dict of floats:\n"
+     "Analytic FLOPs of a model (see core/model/transformer.h); a dict of floats:\n"
      "model_flops, hardware_flops, forward_flops, attention_flops, scan_flops,\n"
      "language_flops, vision_flops, num_params, num_embedding_params,\n"
      "num_active_params, num_adapter_params, num_tokens."},
     {"transformer_family", (PyCFunction)py_transformer_family, METH_O,
      "transformer_family(model_type, /)\n--\n\n"
-     "The structural dims of a model family (core/families.c), or None."},
+     "The structural dims of a model family (core/model/families.c), or None."},
     {"transformer_dim_names", (PyCFunction)py_transformer_dim_names, METH_NOARGS,
      "transformer_dim_names()\n--\n\nThe dims fields transformer_flops() reads, "
      "in table order."},
@@ -634,9 +634,5 @@ static PyMethodDef transformer_methods[] = {
 
 int mfu_py_transformer_exec(PyObject *module)
 {
-    if (PyModule_AddFunctions(module, transformer_methods) < 0 ||
-        mfu_py_families_exec(module) < 0 || mfu_py_context_parallel_exec(module) < 0 ||
-        mfu_py_generation_exec(module) < 0)
-        return -1;
-    return mfu_py_conventions_exec(module);
+    return PyModule_AddFunctions(module, transformer_methods);
 }

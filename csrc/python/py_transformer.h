@@ -38,16 +38,4 @@ int mfu_py_transformer_options_parse(PyObject *dict, mfu_transformer_options *op
 /* A count as the dict transformer_flops() returns. */
 PyObject *mfu_py_transformer_result(const mfu_transformer_flops *r);
 
-/* Registers convention_flops() and conventions() (py_conventions.c). */
-int mfu_py_conventions_exec(PyObject *module);
-
-/* Registers transformer_families() and params_flops() (py_families.c). */
-int mfu_py_families_exec(PyObject *module);
-
-/* Registers context_parallel_flops() (py_context_parallel.c). */
-int mfu_py_context_parallel_exec(PyObject *module);
-
-/* Registers generation_flops() (py_generation.c). */
-int mfu_py_generation_exec(PyObject *module);
-
 #endif /* MFU_PY_TRANSFORMER_H */

@@ -5,7 +5,7 @@
 // How it sees collectives
 //   A dispatch key of its own (kCommKey, just below the FLOP counter's)
 //   carries a boxed kernel for each c10d operator of the core's table
-//   (core/comm.h: "c10d::allreduce_", "c10d::_allgather_base_", ...) and for
+//   (core/comm/comm.h: "c10d::allreduce_", "c10d::_allgather_base_", ...) and for
 //   "_c10d_functional::wait_tensor", with a fallthrough for every other
 //   operator, so an unobserved op costs nothing (the dispatcher drops
 //   fallthrough keys from an op's key set before picking its kernel). The

@@ -1,6 +1,6 @@
 // convert.cpp -- one op call's torch arguments -> the core's mfu_op_call,
 // or a custom formula's Python arguments (see mfu_torch.h). No FLOP rule
-// lives here: mfu_op_count (csrc/core/ops.c) and the registry's
+// lives here: mfu_op_count (csrc/core/ops/ops.c) and the registry's
 // formula_count (csrc/python/py_ops.c) decide what a call costs.
 #include "mfu_torch.h"
 

@@ -1,7 +1,7 @@
 /*
  * mfu_torch.h -- mfu_tracker._torch: a libtorch op observer that counts
  * FLOPs at C speed with the core's op table and mfu_op_count
- * (csrc/core/ops.h), which it takes from mfu_tracker._C as a function table
+ * (csrc/core/ops/ops.h), which it takes from mfu_tracker._C as a function table
  * (a PyCapsule, csrc/python/mfu_capsules.h) together with the one registry of
  * custom formulas, so both FLOP counters count with the same compiled code.
  * C++20: torch 2.13's headers need it.
@@ -83,7 +83,7 @@
  *
  * Communication (comm.cpp)
  *   A second dispatch key, below the counting one, with a boxed kernel for
- *   every c10d collective of the core's table (core/comm.h) and for
+ *   every c10d collective of the core's table (core/comm/comm.h) and for
  *   _c10d_functional::wait_tensor, a fallthrough for everything else:
  *   collectives and their waits go to the communication sinks of
  *   mfu_tracker._C through its capsule (csrc/python/mfu_capsules.h). Started

@@ -5,7 +5,7 @@
 // recomputes under them), and whether the call is a recomputed node of a
 // compiled (AOTAutograd) backward. What each site counts is the core's;
 // this file only looks (see mfu_torch.h); which node is which is the core's
-// rule too (core/nodes.h), shared with the fallback.
+// rule too (core/ops/nodes.h), shared with the fallback.
 #include "mfu_torch.h"
 
 #include <ATen/SavedTensorHooks.h>
@@ -134,7 +134,7 @@ std::shared_ptr<const Plan> plan_of(const NodePtr &node) {
 
 // What `node` is: the facts torch shows (PyNode and CppNode -- custom
 // Functions -- told by their C++ type, whose typeinfo is not exported to
-// link against; the node's name) go to the core's one rule (core/nodes.h;
+// link against; the node's name) go to the core's one rule (core/ops/nodes.h;
 // its Function's module matters to higher-order calls only, which the
 // observer never sees: _hops.py counts them). A compiled (AOTAutograd)
 // custom backward gets the plan of its recomputed calls.

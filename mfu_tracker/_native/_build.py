@@ -59,6 +59,7 @@ __all__ = [
     "BuildError",
     "cache_root",
     "compile_args",
+    "core_include_dirs",
     "define_macros",
     "ensure_built",
     "first_error_line",
@@ -71,8 +72,9 @@ MODULE_NAME = "mfu_tracker._torch"
 
 # What the observer needs, relative to csrc/: its C++ sources and the C
 # headers it includes (csrc/torch/mfu_torch.h). setup.py ships exactly these
-# in the wheel, under mfu_tracker/_csrc, in the same layout.
-SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "python/mfu_capsules.h")
+# in the wheel, under mfu_tracker/_csrc, in the same layout (the core's
+# headers sit in its concept folders, core/<folder>/).
+SOURCE_PATTERNS = ("torch/*.cpp", "torch/*.h", "core/*.h", "core/*/*.h", "python/mfu_capsules.h")
 
 # How long (s) a recorded failure stops first-use builds from trying again.
 FAILED_RETRY_S = 600.0
@@ -114,6 +116,14 @@ def compile_args(werror: bool = False) -> list[str]:
     if werror:
         args.append("-Werror")
     return args
+
+
+def core_include_dirs(csrc: Path) -> list[Path]:
+    """The C core's include directories under ``csrc``: ``core`` (its
+    ``mfu_core.h``) and each concept folder ``core/<folder>``, so that
+    ``#include "x.h"`` names a core header by its file name alone."""
+    core = csrc / "core"
+    return [core, *sorted(p for p in core.iterdir() if p.is_dir())]
 
 
 def define_macros(version: str, torch_version: str, cxx11_abi: int) -> list[tuple[str, str]]:
@@ -298,7 +308,8 @@ class _Plan:
 
         assert self.cxx is not None
         py_include = sysconfig.get_paths()["include"]
-        includes = [str(self.root / "core"), str(self.root / "torch"), *include_paths(), py_include]
+        includes = [*map(str, core_include_dirs(self.root)), str(self.root / "torch"),
+                    *include_paths(), py_include]
         macros = [f"-D{k}={v}" for k, v in define_macros(self.version, self.torch_version,
                                                           self.cxx11_abi)]
         flags = [*compile_args(), "-fPIC", *macros, *[f"-I{i}" for i in includes]]

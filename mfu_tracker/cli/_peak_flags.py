@@ -1,6 +1,6 @@
 """``--gpu``, ``--peak-tflops`` and ``--dtype``: the per-GPU peak an ``estimate`` uses.
 
-Every rule is the peak table's (``csrc/core/gpu_lookup.h``, through
+Every rule is the peak table's (``csrc/core/peaks/gpu_lookup.h``, through
 :func:`mfu_tracker.peaks._table.match_device_name`); this module only words
 the outcome for a command line, naming flags rather than Python functions:
 

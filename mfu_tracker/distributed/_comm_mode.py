@@ -8,7 +8,7 @@ sits on the dispatch mode stack of the thread that created the first such
 tracker (and its backward passes, which inherit it) and does in Python what
 csrc/torch/comm.cpp does in C++: each c10d collective of the core's table
 (``_C.comm_op_table()``) is recorded in every observing tracker at launch --
-kind, payload bytes (nccl-tests' conventions, core/comm.h), bus bytes, the
+kind, payload bytes (nccl-tests' conventions, core/comm/comm.h), bus bytes, the
 group's link -- and at completion (the Work's future); a functional
 collective's ``wait_tensor`` is bracketed by its kind's phase. Work.wait,
 the CUDA stream waits and the pipeline schedules stay observed as before

@@ -12,7 +12,7 @@ group (and ``comm`` not False) subscribes to the process's communication:
   engine; the Work's future marks its completion (the collective's
   duration: bus bandwidth, overlap).
 * **Waits** are exposed communication, each marked as its kind's phase
-  (``csrc/core/phases.h``), so it is taken out of whatever phase it
+  (``csrc/core/base/phases.h``), so it is taken out of whatever phase it
   interrupts (backward, forward): ``Work.wait`` (replaced while observing
   by an observed method, ``csrc/torch/comm_wait.cpp``), the
   functional collectives' ``wait_tensor`` and the end of a backward pass

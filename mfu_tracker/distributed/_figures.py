@@ -9,7 +9,7 @@ record's sums per second, :mod:`._row`) on a dedicated gloo process group over
 CPU tensors. :func:`combine` turns the gathered rows into the global figures,
 the same on every rank: every rank's sums per second added up, over one
 second, against the ranks' ceilings added up, by the one formula of every
-ratio (``csrc/core/stats.h``, ``_C.form_figures``).
+ratio (``csrc/core/steps/stats.h``, ``_C.form_figures``).
 
 Why a dedicated gloo group:
 

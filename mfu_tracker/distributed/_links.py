@@ -6,7 +6,7 @@ the tracker's peak-table device: NVLink of its generation, Infinity Fabric,
 or the card's PCIe generation); inter-node, the node's network ports as the
 kernel reports them (``/sys/class/infiniband/<hca>/ports/<n>/{state,
 link_layer,rate}``: InfiniBand or RoCE), shared by the node's ranks. The rows
-and the arithmetic are the C core's (``csrc/core/link_table.c``, ``links.c``,
+and the arithmetic are the C core's (``csrc/core/comm/link_table.c``, ``links.c``,
 reached through ``_C.link_*``); this module only finds the inputs.
 
 ``link_bandwidth_gbs=`` (GB/s per direction) replaces every group's peak.

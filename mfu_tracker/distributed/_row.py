@@ -11,7 +11,7 @@ so summing rows counts each model replica once -- or, for a per-step field
 (``StepField.per_step``), its seconds per step; beside them the rank's
 ceilings (peaks, bandwidth, devices, measured peak), its times, phases,
 telemetry and communication. Every ratio of a rank or of the job is then
-formed by the one formula (``csrc/core/stats.h``) from sums, over one second
+formed by the one formula (``csrc/core/steps/stats.h``) from sums, over one second
 against the summed ceilings: nothing is turned from a ratio back into a
 rate.
 

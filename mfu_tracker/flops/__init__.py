@@ -1,7 +1,7 @@
 """The numerator: how many FLOPs a step does.
 
 Owns two ways to the same numbers, both applying the C core's formulas
-(``csrc/core/flops.c``, ``ops.c``):
+(``csrc/core/ops/flops_*.c``, ``ops.c``):
 
 * analytic (:mod:`._analytic`, this package's public functions): transformer
   FLOPs from a HuggingFace config (:mod:`._hf_config`), sequence lengths of a

@@ -2,7 +2,7 @@
 
 Units: FLOPs are floating-point operations (one multiply-add = 2 FLOPs), not
 per second; bytes are bytes. The arithmetic lives in the C core
-(``csrc/core/transformer.c`` and its blocks, spans, vision towers and family
+(``csrc/core/model/transformer.c`` and its blocks, spans, vision towers and family
 table; ``flops.c`` for attention calls); this module turns configs, tensors
 and keyword arguments into its inputs.
 
@@ -16,7 +16,7 @@ Conventions (docs/conventions.md):
   FlopCounterMode); ``causal_attention="half"`` halves it (Megatron / verl).
   Windowed layers: ``"full"`` charges sᵢ·min(sᵢ, w) (a chunk of c: Σ over
   chunks of len²), ``"half"`` the unmasked pairs, Σ over queries of
-  min(position + 1, w) (chunks: Σ len·(len + 1)/2); ``csrc/core/spans.h``.
+  min(position + 1, w) (chunks: Σ len·(len + 1)/2); ``csrc/core/model/spans.h``.
 * **packed / padded batches**: the attention term uses the *real* sequence
   lengths.
 * **VLMs**: the vision tower (bidirectional: never halved) is added for the
@@ -428,7 +428,7 @@ def transformer_flops(
 def _C_context_parallel(model: ConfigDims, options: Mapping[str, Any], lengths: list[int] | None,
                         seq_len: int | None, batch_size: int, degree: Any, rank: Any,
                         mode: Any) -> dict:
-    """One rank's share (csrc/core/context_parallel.h), errors named by config key."""
+    """One rank's share (csrc/core/model/context_parallel.h), errors named by config key."""
     check_int(degree, "context_parallel", 1)
     check_int(rank, "cp_rank", 0, degree - 1)
     mode = check_choice(mode, "cp_mode", ("ring", "ulysses"), ignore_case=True)

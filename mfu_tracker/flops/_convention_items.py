@@ -2,7 +2,7 @@
 one item per choice that differs (formula, embedding, ..., tower) and one
 per quirk of the framework's formula for the model type, each with its
 FLOPs and its share of our count, in the order the C core switched them
-(``csrc/core/conventions.h``): ours + the items = the framework's count.
+(``csrc/core/model/conventions.h``): ours + the items = the framework's count.
 Units: FLOPs.
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ type, a rule: the framework's function for the type, the windows it takes,
 the quirks of that function (verl's qwen2_moe formula leaves out the shared
 expert, Megatron-LM pads the vocabulary, ...) or a refusal where the
 framework has no formula for the type. The presets, rules and arithmetic
-are the C core's (``csrc/core/conventions*.c``), each rule citing the file,
+are the C core's (``csrc/core/model/conventions*.c``), each rule citing the file,
 line and commit it reproduces. Explicit arguments of ``transformer_flops``
 override the preset's choice (``formula=``, ``causal_attention=``,
 ``include_embedding=``, ``include_lm_head=``).

@@ -8,7 +8,7 @@ FLOPs are forward FLOPs, counted with the conventions of the training count
 decode are counted apart, because decode is bound by memory: its bytes
 (weights read once per forward, the KV cache read and written) give MBU.
 
-The arithmetic is the C core's (``csrc/core/generation.h``, on
+The arithmetic is the C core's (``csrc/core/model/generation.h``, on
 ``transformer.h``); conventions and sources in docs/generation.md. The exact
 count of a real ``generate()`` is :class:`~mfu_tracker.GenerationCounter`;
 the MFU and MBU of either against a device's peaks,

@@ -4,7 +4,7 @@ transformers 4 or 5 saves it) read into the C core's model dimensions, for
 
 What each ``model_type`` is built from (a Gemma layer has four norms, Qwen2
 biases q/k/v, gpt-oss has sinks) is the C core's family table
-(``csrc/core/families.c``, read through ``_C.transformer_family``); this
+(``csrc/core/model/families.c``, read through ``_C.transformer_family``); this
 module only reads the numbers: which config keys hold each dimension (the
 tables below, transformers' attribute maps resolved both ways: a saved
 transformers 5 qwen3_moe config holds ``num_local_experts``, a 4.x one

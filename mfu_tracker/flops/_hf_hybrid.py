@@ -1,7 +1,7 @@
 """Config readers of the Mamba / convolution hybrids and Kimi Linear's
 linear-attention layers, for :mod:`._hf_config`.
 
-Each reader fills the C core's dims (``csrc/core/family_hybrid.h``,
+Each reader fills the C core's dims (``csrc/core/model/family_hybrid.h``,
 ``family_mla.h``) from one ``model_type``'s config, with that config class's
 defaults (transformers 5.24) wherever a key is absent, and its layer layout:
 

@@ -1,5 +1,5 @@
 """The vision side of composite VLM configs whose tower is counted
-analytically by the fixed-resolution formulas (``csrc/core/vision_tiles.c``):
+analytically by the fixed-resolution formulas (``csrc/core/model/vision_tiles.c``):
 Gemma 3 (SigLIP + pooled projector), Llama 4 (its encoder, pixel shuffle,
 projector) and the LLaVA family (a CLIP or SigLIP encoder + LLaVA's
 projector: llava, llava_next, llava_onevision). The language model is read

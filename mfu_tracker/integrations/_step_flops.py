@@ -29,7 +29,7 @@ Which FLOPs a step gets, in order (:meth:`StepFlops.resolve`):
 
 **Compiled models** need no rule of their own: the counter counts a
 compiled region's backward as it runs (a custom autograd Function's
-backward, csrc/core/ops.h "Sites") and its recompute as HFU only, so a
+backward, csrc/core/ops/ops.h "Sites") and its recompute as HFU only, so a
 counted compiled step's model FLOPs equal the eager model's.
 
 **A step's FLOPs** are a :class:`Flops`: the step record's FLOP fields (a

@@ -22,7 +22,7 @@ of the job (in file order) with process start ``P_r``, last record at
 * the kept steps' periods split into their **data** phase and the
   **productive** rest -- ``goodput_s``;
 * **checkpoint**, **eval**, **compile**: the badput phases' seconds, left
-  out of the steps they fell in (``csrc/core/steps.h``). An integration that
+  out of the steps they fell in (``csrc/core/steps/steps.h``). An integration that
   marks the first call of a compiled model as compile (``compile_calls``)
   holds that call's normal work in it too: one normal step's forward +
   backward (the run's mean over the steps where they were marked) goes back

@@ -46,7 +46,7 @@ one JSON object, of one of five kinds:
 A ``ledger`` object (:data:`LEDGER_FIELDS`) covers the steps closed since
 the run's previous record, ``from_step`` <= step < ``to_step`` (global steps,
 half open), and every second the step engine booked meanwhile
-(``csrc/core/steps.h``, "The job ledger's totals"):
+(``csrc/core/steps/steps.h``, "The job ledger's totals"):
 
     step_s         the steps' periods summed (badput phases and the tracker's
                    own time left out), s

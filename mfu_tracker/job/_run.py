@@ -3,7 +3,7 @@ Prometheus values (docs/goodput.md).
 
 A :class:`RunBook` belongs to one :class:`~mfu_tracker.Tracker`. It writes
 the run record when the tracker is created, turns the step engine's running
-totals (``_C.StepTracker.ledger()``, ``csrc/core/steps.h``) into one ledger
+totals (``_C.StepTracker.ledger()``, ``csrc/core/steps/steps.h``) into one ledger
 interval per logged ``metrics()`` -- the difference from the previous one --
 writes the run-end record when the tracker closes (or the interpreter exits)
 and hands each metrics dict to the Prometheus endpoint. The record format is

@@ -1,6 +1,6 @@
 """The denominator: what a device can do at its peak.
 
-Owns the front of the C peak table (``csrc/core/gpu_table.c``): :class:`GPUSpec`,
+Owns the front of the C peak table (``csrc/core/peaks/gpu_table.c``): :class:`GPUSpec`,
 lookup by device name + SM count + memory + compute capability, the user's and
 the measured peak, a GEMM benchmark that checks itself against a busy
 machine (:mod:`._measure`), and the one rule that picks the peak a

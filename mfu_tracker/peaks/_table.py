@@ -92,7 +92,7 @@ class GPUSpec:
       - ``candidates``: for a name that fits several rows of the table
         ("A100": four rows), those rows; the spec then holds only what all
         of them have -- the peaks they share and, when it agrees too, the
-        memory bandwidth (csrc/core/gpu_lookup.h, rule 3). ``match_note``
+        memory bandwidth (csrc/core/peaks/gpu_lookup.h, rule 3). ``match_note``
         says so in words. Empty for a single row.
     """
 
@@ -315,7 +315,7 @@ def _shared_spec(name: str, rows: tuple[GPUSpec, ...], shared: dict[str, Any]) -
 def match_device_name(name: str, *, compute_capability: Any = None, num_sms: Any = None,
                       total_memory_bytes: Any = None) -> DeviceMatch:
     """The C lookup (every rule, display names and rule 3 for ambiguous
-    names included, lives in csrc/core/gpu_lookup.c) as a :class:`DeviceMatch`;
+    names included, lives in csrc/core/peaks/gpu_lookup.c) as a :class:`DeviceMatch`;
     no warning. The C binding checks ``name``, ``num_sms`` and
     ``total_memory_bytes``."""
     cc = check_int_pair(compute_capability, "compute_capability")
@@ -378,7 +378,7 @@ def lookup_gpu_spec(
     HBM3", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "AMD Instinct MI300X") or a
     table name ("H100 SXM"). The hints (``compute_capability``, ``num_sms`` --
     a MIG slice's own SM count --, ``total_memory_bytes``) disambiguate
-    variants; see csrc/core/gpu_lookup.h for the rules.
+    variants; see csrc/core/peaks/gpu_lookup.h for the rules.
 
     A name that fits several rows ("A100", "H100") gives, when the rows
     share peaks, a spec of what they share (``spec.candidates`` lists them,

@@ -2,11 +2,11 @@
 
 A :class:`Breakdown` is what a profiled training step reduces to
 (:mod:`mfu_tracker.timing._reduce`): the step's time split by kernel class
-on the union timeline (``csrc/core/timeline.h``), idle as its own row, and
+on the union timeline (``csrc/core/breakdown/timeline.h``), idle as its own row, and
 per class what it achieved. Rows:
 
 ====================  ==========================================================
-class                 what lands there (the rules: ``csrc/core/kernels.c``)
+class                 what lands there (the rules: ``csrc/core/breakdown/kernels.c``)
 ====================  ==========================================================
 ``gemm``              matmuls and convolutions
 ``attention``         fused attention kernels

@@ -1,8 +1,8 @@
 """A step tracker's figures over its window: the one place they are gathered.
 
-The step engine (``_C.StepTracker``, ``csrc/core/steps.h``) keeps one record
+The step engine (``_C.StepTracker``, ``csrc/core/steps/steps.h``) keeps one record
 per step and forms every figure in C, by the one formula of every ratio
-(``csrc/core/stats.h``), from the window's sums -- or from the window
+(``csrc/core/steps/stats.h``), from the window's sums -- or from the window
 totals a caller gives (:class:`~._totals.StepSums`): each field's sum, MFU,
 HFU, MBU, tokens/s, ``mfu_mixed``, ``mfu_language``, the over-compute share,
 ``mfu_vs_measured`` and, when a phase of the waterfall was marked, the

@@ -2,7 +2,7 @@
 and share of the wall time, the wait, and the job's end-to-end MFU.
 
 The roles are declared once in the C core (``MFU_ROLES``,
-``csrc/core/step_fields.h``; ``_C.ROLES``): each is four fields of the step
+``csrc/core/steps/step_fields.h``; ``_C.ROLES``): each is four fields of the step
 record -- ``<role>_flops``, ``<role>_bytes``, ``<role>_tokens``, ``<role>_s``
 -- summed over the window like every other field; ``wait_s`` (seconds of the
 step no role ran) is a field with its own waterfall loss, ``wait``, and

@@ -1,7 +1,7 @@
 """Device telemetry beside the utilization figures: energy, power, clocks.
 
 NVML (``libnvidia-ml.so.1``, or the library ``MFU_TRACKER_NVML_LIBRARY``
-names) is loaded by the C core with ``dlopen`` (``csrc/core/nvml.h``) --
+names) is loaded by the C core with ``dlopen`` (``csrc/core/device/nvml.h``) --
 no link-time dependency, no polling thread. A :class:`Telemetry` reads the
 device once when it is created and once per :meth:`Telemetry.figures` call,
 i.e. at the window edges (logging time), never per step. The figures over
@@ -22,7 +22,7 @@ figure                    meaning
 ========================  ==========================================================
 
 On Hopper and later the same handle reads NVML's GPM counters at the same
-edges (``csrc/core/gpm.h``): what the hardware did over the interval, each a
+edges (``csrc/core/device/gpm.h``): what the hardware did over the interval, each a
 share of it -- ``hw_tensor_active`` (tensor pipes busy), ``hw_dram_bw_util``
 (DRAM bandwidth against its peak: the measured MBU), ``hw_sm_active``,
 ``hw_sm_occupancy``, ``hw_gpu_busy`` (any kernel running) -- and ``hw_nvlink_gbs`` (NVLink received + sent, GB/s),

@@ -1,7 +1,7 @@
 """The record of a step's sums, as one Python value: :class:`StepSums`.
 
 A step's work -- FLOPs of each kind, bytes, tokens, seconds -- is declared
-once, as the C core's field table (``csrc/core/step_fields.h``), which Python
+once, as the C core's field table (``csrc/core/steps/step_fields.h``), which Python
 reads as ``_C.STEP_FIELDS``; :class:`StepSums` is made from that table, one
 optional float per field, so a new field of the table is a new field here
 with no edit. The same value carries

@@ -4,7 +4,7 @@ Over a window, let T be the (mean) step period and ideal = model FLOPs /
 peak, the time the device would need at its peak; ``mfu`` = ideal / T. The
 rest of T is split by the phases the loop marked (``Tracker.phase()``, the
 integrations' automatic marks; seconds per step from the step engine,
-``csrc/core/phases.h``)::
+``csrc/core/base/phases.h``)::
 
     data           = t_data / T                 (the GPU waited for input)
     communication  = t_communication / T        (exposed, not overlapped: the
@@ -24,7 +24,7 @@ integrations' automatic marks; seconds per step from the step engine,
 
 so ``mfu + sum(mfu_lost) == 1`` (``other`` closes the sum: the shares'
 ``math.fsum`` with ``mfu`` is 1). The shares are formed in C, with every
-ratio, by the one formula (``csrc/core/stats.h``, ``csrc/core/waterfall.h``):
+ratio, by the one formula (``csrc/core/steps/stats.h``, ``csrc/core/steps/waterfall.h``):
 for a tracker's window by the step engine's summary, across ranks by
 :func:`mfu_tracker.distributed._figures.combine`. Nothing is estimated:
 
@@ -67,7 +67,7 @@ PHASES: Tuple[str, ...] = ("data", "forward", "backward", "optimizer", "communic
 #: saving a checkpoint, evaluating, compiling. A loop marks them like the
 #: phases above (``tracker.phase("checkpoint")``), but their time leaves the
 #: step it falls in (the step engine's excluded intervals,
-#: ``csrc/core/steps.h``), so they are no share of the waterfall: the job
+#: ``csrc/core/steps/steps.h``), so they are no share of the waterfall: the job
 #: ledger books them (:mod:`mfu_tracker.job`).
 BADPUT_PHASES: Tuple[str, ...] = ("checkpoint", "eval", "compile")
 
@@ -116,7 +116,7 @@ def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[
     ``phase_s``: seconds per step of each *marked* phase (unmarked phases
     absent), over the same steps as ``mfu`` / ``hfu`` / ``step_time_s``;
     ``overcompute``: the over-compute share over them (None / NaN: 0). The
-    one formula forms them (``csrc/core/stats.h``), each ratio given as its
+    one formula forms them (``csrc/core/steps/stats.h``), each ratio given as its
     field's sum over one second against a unit peak.
     """
     if mfu is None or not phase_s or step_time_s is None:
@@ -129,7 +129,7 @@ def waterfall(mfu: Optional[float], hfu: Optional[float], step_time_s: Optional[
 def closing_share(shares: Sequence[float]) -> float:
     """The share x with ``math.fsum(shares + [x]) == 1.0`` exactly: ``1 - sum``,
     moved by fractions of an ulp of 1 where the rounding of ``1 - sum`` leaves the
-    total off (``csrc/core/waterfall.h``: found whenever ``1 - sum`` is in [0, 1),
+    total off (``csrc/core/steps/waterfall.h``: found whenever ``1 - sum`` is in [0, 1),
     the rest of a step)."""
     return _C.closing_share(list(shares))
 

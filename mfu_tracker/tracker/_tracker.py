@@ -7,7 +7,7 @@ actually gets. (``track()`` times a block instead: its ``elapsed_sec`` is that
 block's compute window.) On a CUDA / ROCm device the boundaries are GPU events
 on the device's stream, resolved without ever synchronizing; elsewhere the
 monotonic CPU clock. The hot path, the step records and every ratio are in C
-(``_C.StepTracker``, ``csrc/core/steps.h``, ``csrc/core/records.h``).
+(``_C.StepTracker``, ``csrc/core/steps/steps.h``, ``csrc/core/steps/records.h``).
 
 A Tracker is a composition: its checked configuration
 (:class:`._config.TrackerConfig`), the peak, the clock and the step engine it

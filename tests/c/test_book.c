@@ -1,5 +1,5 @@
 /*
- * test_book.c -- one record per step (core/records.h, core/steps.h
+ * test_book.c -- one record per step (core/steps/records.h, core/steps/steps.h
  * "Booking"): step ids, work booked onto a step after its boundary, the
  * window and the ledger read from the records, the ring's eviction and the
  * steps lost to a clock failure.

@@ -1,5 +1,5 @@
 /*
- * test_gpm.c -- the GPM counters (core/gpm.h) against the fake NVML
+ * test_gpm.c -- the GPM counters (core/device/gpm.h) against the fake NVML
  * (tests/c/fake_nvml/fake_nvml.c, named in MFU_TRACKER_NVML_LIBRARY by
  * `make ctest`), and the core's copy of NVML's GPM layouts against the real
  * nvml.h (the nvidia-nvml-dev package), which this file includes.

@@ -1,4 +1,4 @@
-/* test_metrics.c -- utilization arithmetic (core/stats.h: mfu_metrics_compute
+/* test_metrics.c -- utilization arithmetic (core/steps/stats.h: mfu_metrics_compute
  * and the validators) and the monotonic clock, against hand arithmetic. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
- * test_mixed.c -- mixed precision (core/mixed.h): ideal seconds, and the
- * step engine's window sum of them (core/steps.h) on the CPU clock.
+ * test_mixed.c -- mixed precision (core/steps/mixed.h): ideal seconds, and the
+ * step engine's window sum of them (core/steps/steps.h) on the CPU clock.
  */
 #include <math.h>
 #include <string.h>

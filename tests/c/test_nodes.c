@@ -1,5 +1,5 @@
 /*
- * test_nodes.c -- which autograd node a backward call runs in (core/nodes.h):
+ * test_nodes.c -- which autograd node a backward call runs in (core/ops/nodes.h):
  * the one rule both FLOP counters apply, case by case.
  */
 #include "check.h"

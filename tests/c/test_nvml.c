@@ -1,5 +1,5 @@
 /*
- * test_nvml.c -- the NVML loader (core/nvml.h) against the fake NVML
+ * test_nvml.c -- the NVML loader (core/device/nvml.h) against the fake NVML
  * (tests/c/fake_nvml/fake_nvml.c), which `make ctest` builds and names in
  * MFU_TRACKER_NVML_LIBRARY. The test opens the same library for its knobs:
  * the loader hands the core and the test one instance.

@@ -1,6 +1,6 @@
 /*
  * test_phases.c -- phases and excluded intervals of the step engine
- * (core/steps.h "Phases", "Excluded intervals"; core/phases.h).
+ * (core/steps/steps.h "Phases", "Excluded intervals"; core/base/phases.h).
  *
  * The GPU clock runs on the fake driver, whose host clock is virtual and
  * whose GPU does `work_ns` of work before each record (then the record

@@ -1,5 +1,5 @@
 /*
- * test_steps.c -- step accounting (core/steps.h): boundaries, periods, the
+ * test_steps.c -- step accounting (core/steps/steps.h): boundaries, periods, the
  * masking rules, the derived ring, the fallback to the CPU clock, close.
  *
  * GPU clocks run on the fake driver (tests/c/fake_driver), whose host clock

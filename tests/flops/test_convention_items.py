@@ -122,7 +122,7 @@ def test_veomni_charges_mla_attention_times_value_at_the_query_head_dim():
 
 def test_megatron_leaves_the_router_out_of_the_moe_layers_only():
     """Mutant: the router subtraction over every layer, not the MoE ones
-    (csrc/core/conventions.c router_weights without ``- num_dense_layers``):
+    (csrc/core/model/conventions.c router_weights without ``- num_dense_layers``):
     DeepSeek-V3's 3 leading dense layers have no router."""
     f = _count(CONFIGS["DeepSeek-V3"], "megatron")
     # 61 - 3 dense + 1 MTP layer = 59 routers of 7168 x 256 (the mutant: 62)

@@ -3,7 +3,7 @@ published MFU formulas, and explains the difference from ours item by item.
 
 Each framework's formula is transcribed by hand below from its source (read,
 not copied), file and commit cited, and evaluated on configs of at least
-three families; the preset (csrc/core/conventions.c) must give the same
+three families; the preset (csrc/core/model/conventions.c) must give the same
 count. verl, VeOmni and Megatron-LM take the batch's real sequence lengths
 (Σ sᵢ, Σ sᵢ²: a packed batch); torchtitan and nanoGPT take the configured
 sequence length, so they are checked on uniform batches. torchtitan and

@@ -5,7 +5,7 @@ Each VLM is built tiny from its transformers config, one training step with
 one image runs on CPU under FlopCounter, and ``transformer_flops`` of the
 saved config with that image must equal it:
 
-* analytically (csrc/core/vision_tiles.c) for Gemma 3 (SigLIP, with and
+* analytically (csrc/core/model/vision_tiles.c) for Gemma 3 (SigLIP, with and
   without its attention-pooling head), Llama 4 (whose MoE runs every expert:
   compared with ``experts_per_token = num_experts``, as in
   test_analytic_zoo.py), LLaVA (CLIP), LLaVA-NeXT (CLIP, "anyres" tiles from

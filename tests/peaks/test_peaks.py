@@ -168,7 +168,7 @@ def test_reference_values_from_table_names():
 
 
 def test_display_names_are_the_c_lookups_rule():
-    # rule 0 of csrc/core/gpu_lookup.h: the C lookup itself knows display names
+    # rule 0 of csrc/core/peaks/gpu_lookup.h: the C lookup itself knows display names
     for row in _C.gpu_spec_table():
         assert _C.lookup_gpu_spec(row["name"])["name"] == row["name"]
     assert _C.lookup_gpu_spec("  a100 PCIE 80gb\t")["name"] == "A100 PCIe 80GB"

@@ -40,7 +40,7 @@ _ATTR_SMS, _ATTR_CC_MAJOR, _ATTR_CC_MINOR = 16, 75, 76
 def driver_library_name(api: str) -> str:
     """The library the core opens for ``api`` ("cuda" / "hip"): the
     environment override when set, else the default name (the core's rule,
-    csrc/core/gpu_driver.c)."""
+    csrc/core/device/gpu_driver.c)."""
     return _C.gpu_driver_library(api)
 
 

@@ -1,7 +1,7 @@
 """The doctor's ``peak/mfu_self_check`` row: the self-check of MFU, on this machine.
 
 A bf16 GEMM loop runs for at least :data:`WINDOW_S` seconds between two GPM
-readings of the device (NVML, ``csrc/core/gpm.h``); its MFU (the loop's
+readings of the device (NVML, ``csrc/core/device/gpm.h``); its MFU (the loop's
 FLOPs over its wall time -- the doctor may synchronize -- over the
 datasheet peak) is read against the tensor pipes' busy share with the
 tracker's own rule (:func:`mfu_tracker.timing._consistency.verdict`). PASS

@@ -31,7 +31,7 @@ from ..._native import _C
 SHIM_SOURCE = Path(__file__).resolve().parent / "cuda_sync_counter.c"
 #: The environment variable naming the library the shim forwards to.
 SHIM_TARGET_ENV = "MFU_TRACKER_SHIM_TARGET"
-#: The core's driver override (csrc/core/gpu_driver.h, MFU_CUDA_LIBRARY_ENV).
+#: The core's driver override (csrc/core/device/gpu_driver.h, MFU_CUDA_LIBRARY_ENV).
 CUDA_LIBRARY_ENV = _C.CUDA_LIBRARY_ENV
 #: Synchronizing calls the shim counts (see its header).
 SYNC_CALLS = ("cuEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize")

@@ -9,7 +9,7 @@
  * (default libcuda.so.1; the tests name the fake driver). The library
  * torch itself uses is untouched: only the core's calls pass through here.
  *
- * Exported driver calls: every one the core resolves (csrc/core/gpu_driver.h)
+ * Exported driver calls: every one the core resolves (csrc/core/device/gpu_driver.h)
  * -- cuInit, cuCtxGetCurrent, cuEventCreate, cuEventRecord, cuEventQuery,
  * cuEventElapsedTime(_v2), cuEventSynchronize, cuEventDestroy(_v2),
  * cuGetErrorName -- and the ones that must never be called in steady state,

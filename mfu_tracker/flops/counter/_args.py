@@ -1,6 +1,6 @@
 """A dispatched call's torch arguments as the C core takes them.
 
-Both backends hand the core (``_C.op_count``, csrc/core/ops.h) plain data:
+Both backends hand the core (``_C.op_count``, csrc/core/ops/ops.h) plain data:
 shapes, ints, int lists, cumulative lengths' values. The C++ observer
 converts in C++ (csrc/torch/convert.cpp); this module is the same
 conversion for the TorchDispatchMode fallback and the higher-order
@@ -208,7 +208,7 @@ BLOCK_MASK_AT = {"higher_order::flex_attention": 4, "higher_order::flex_attentio
 
 def hop_args(name: str, args: tuple, kwargs: dict) -> list[Any]:
     """A flex_attention (or backward) call flattened as its op-table row
-    reads it (csrc/core/op_table.c): q, k, v, the BlockMask's partial and
+    reads it (csrc/core/ops/op_table.c): q, k, v, the BlockMask's partial and
     full key blocks, its block sizes. The tuple starts with the sequence
     lengths since torch 2.6 and ends with (Q_BLOCK_SIZE, KV_BLOCK_SIZE,
     mask_mod) in every version."""

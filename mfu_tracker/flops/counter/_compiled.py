@@ -4,7 +4,7 @@
 A compiled region runs as one custom autograd Function: its forward with
 grad mode off, its backward (``CompiledFunctionBackward``) as a custom
 Function's backward, whose calls count as model FLOPs as they run (the
-core's CUSTOM_BACKWARD site, csrc/core/ops.h). With activation checkpointing
+core's CUSTOM_BACKWARD site, csrc/core/ops/ops.h). With activation checkpointing
 inside the region (or a memory budget), AOTAutograd's partitioner moves
 forward ops into that backward graph to recompute them there; those must
 stay HFU-only (the RECOMPUTE site).

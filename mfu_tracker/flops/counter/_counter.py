@@ -4,7 +4,7 @@
 that runs in its block, at C speed: kernels of ``mfu_tracker._torch``
 (csrc/torch) on a dispatch key of their own, registered for the counted ops
 only and active only inside a counter, hand each counted op's shapes to the C
-core, whose op table and ``mfu_op_count`` (csrc/core/ops.h) turn one call
+core, whose op table and ``mfu_op_count`` (csrc/core/ops/ops.h) turn one call
 into FLOPs; every other op costs nothing. It is cheap enough to count every
 training step, so dynamic shapes (packed sequences, variable length,
 changing batch) are exact::
@@ -42,7 +42,7 @@ Numbers (FLOPs, one multiply-add = 2):
                     (the math SDPA path under ``causal_attention="half"``).
 ==================  ========================================================
 
-Where an op runs decides what it adds (csrc/core/ops.h "Sites" and
+Where an op runs decides what it adds (csrc/core/ops/ops.h "Sites" and
 "Reaching the loss"): in the forward, its FLOPs (and, for a count without a
 backward, the backward its inputs would need); in a backward -- autograd's
 own, a ``create_graph=True`` one, or a **custom autograd Function**'s

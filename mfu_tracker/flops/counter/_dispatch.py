@@ -3,7 +3,7 @@
 Used when the C++ observer (``mfu_tracker._torch``, csrc/torch) cannot load.
 Like the observer, it only turns each dispatched op's torch arguments into
 plain data and adds up the answers: which ops count and what a call costs is
-the C core's (csrc/core/ops.h), reached through ``_C.op_count`` for the op
+the C core's (csrc/core/ops/ops.h), reached through ``_C.op_count`` for the op
 table's rows (``_C.op_table()``) and ``_C.flop_formula_count`` for the custom
 formulas of ``_C``'s one registry. So on the same run both counters agree
 (tests/flops/counter/test_dispatch.py checks every row).
@@ -72,7 +72,7 @@ class _Session:
     def commit(self, name: str, result: Any) -> None:
         """Add one counted call (an ``_C.OpFlops``, or the exception it
         raised) by its site: the core decided what it counts
-        (csrc/core/ops.h)."""
+        (csrc/core/ops/ops.h)."""
         self.calls.counted = self.counted() + 1
         with self.lock:
             t = self.totals

@@ -1,7 +1,7 @@
 """What ``causal_attention="half"`` could not halve, from a count's totals.
 
 The core reads a causal flag, a window, a chunk and a block mask
-(csrc/core/ops.h ``mask_read``); an attention kernel given a mask tensor and
+(csrc/core/ops/ops.h ``mask_read``); an attention kernel given a mask tensor and
 none of those counts whole (``mask_tensor``: its values are data the count
 does not read), and attention written as plain matmuls is not an attention
 call at all. :func:`half_note` says either, so a result labelled "half" is

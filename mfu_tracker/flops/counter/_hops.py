@@ -9,10 +9,10 @@ for it fails ("could not find kernel for HigherOrderOperator ..."). So
 so far a Python kernel for the counting key, and makes the ones defined
 later fall through it:
 
-* the table's (``flex_attention`` and its backward, csrc/core/op_table.c)
+* the table's (``flex_attention`` and its backward, csrc/core/ops/op_table.c)
   count through the C core (``_C.op_count`` on the call flattened by
   ``_args.hop_args``) at its site (forward, backward, a custom
-  Function's backward, a recompute: ``_sites.NodeSites``, csrc/core/ops.h)
+  Function's backward, a recompute: ``_sites.NodeSites``, csrc/core/ops/ops.h)
   for each causal convention active on the thread,
   run with the counting key excluded and nested as a counted op
   (``_torch.nest``: the ops inside them, and their own re-call below

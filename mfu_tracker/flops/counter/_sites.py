@@ -1,6 +1,6 @@
 """Where a call runs, as the fallback and the higher-order ops' kernels see it.
 
-The core's site rules (csrc/core/ops.h "Sites") take the backward phase,
+The core's site rules (csrc/core/ops/ops.h "Sites") take the backward phase,
 grad mode, the autograd node being evaluated (autograd's own, a custom
 Function's, a reentrant checkpoint's), whether default saved-tensor hooks
 are set, and whether the call is a recomputed node of a compiled backward.
@@ -21,7 +21,7 @@ __all__ = ["NodeSites", "Site"]
 
 class Site(NamedTuple):
     """Where a call runs (``_C.op_count``'s phase and autograd keywords;
-    csrc/core/ops.h "Sites")."""
+    csrc/core/ops/ops.h "Sites")."""
 
     backward_phase: bool = False
     grad_enabled: bool = True

@@ -57,7 +57,7 @@ def zero_totals() -> dict[str, Any]:
 def settle(totals: dict[str, Any]) -> dict[str, Any]:
     """``totals`` (merged raw counts) with their model FLOPs settled, in
     place: the backends count the model FLOPs of every call where it runs --
-    a forward, and the backward that ran (csrc/core/ops.h "Reaching the
+    a forward, and the backward that ran (csrc/core/ops/ops.h "Reaching the
     loss") -- and keep apart the backward each forward call anticipates.
     A count in which no counted call ran in a backward (its backward runs
     outside it, or never) adds the anticipated backward: the training step it

@@ -1,5 +1,5 @@
 /*
- * fuzz_mixed.c -- mixed precision (core/mixed.h): the per-dtype FLOPs users
+ * fuzz_mixed.c -- mixed precision (core/steps/mixed.h): the per-dtype FLOPs users
  * hand the tracker (flops_by_dtype) and the per-dtype peaks, through
  * mfu_mixed_ideal_s.
  *

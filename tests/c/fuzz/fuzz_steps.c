@@ -1,5 +1,5 @@
 /*
- * fuzz_steps.c -- step accounting (core/steps.h) driven by fuzzed
+ * fuzz_steps.c -- step accounting (core/steps/steps.h) driven by fuzzed
  * configurations and op sequences: create with any config, boundaries with
  * any per-step values, host time moving, GPU work and lag changing, polls,
  * summaries, flushes, driver calls failing, close.

@@ -394,9 +394,9 @@ FLOPS = [
 # ---- fuzz_ops: row, flags, nargs, then each argument ---------------------------
 
 def _op_rows():
-    """The table's op names in row order (csrc/core/op_table.c)."""
+    """The table's op names in row order (csrc/core/ops/op_table.c)."""
     import re
-    with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "op_table.c")) as f:
+    with open(os.path.join(HERE, "..", "..", "..", "csrc", "core", "ops", "op_table.c")) as f:
         return re.findall(r'"((?:aten|torch_attn|flash_attn|flash_attn_3|higher_order)::\w+)"',
                           f.read())
 
@@ -1095,7 +1095,7 @@ STEPS = [
 
 
 # ---- fuzz_mixed: (FLOPs, peak) per dtype, in dtype order ----------------------
-# fp64, fp32, tf32, fp16, bf16, fp8, int8, int4, fp4 (core/dtypes.h)
+# fp64, fp32, tf32, fp16, bf16, fp8, int8, int4, fp4 (core/base/dtypes.h)
 
 def mixed(**pairs):
     order = ["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4", "fp4"]

@@ -217,7 +217,7 @@ def test_flash_attn_backward(case, call, full, half):
     for convention, pairs in (("full", full), ("half", half)):
         fc = count(call, convention)
         # a backward kernel: executed 2.5x its forward, model 2x (PaLM: the
-        # score recompute is not model work; csrc/core/ops.h), no model
+        # score recompute is not model work; csrc/core/ops/ops.h), no model
         # backward of its own
         assert fc.executed_flops == pairs * FA_PAIR_BWD, (case, convention)
         assert fc.model_flops == pairs * 2 * FA_PAIR, (case, convention)

@@ -115,7 +115,7 @@ def test_every_row_counts_the_same_on_both_backends(rows_on_both_backends):
     assert ext.pop("backend") == "torch-ext"
     assert fallback.pop("backend") == "dispatch"
     assert ext.keys() == fallback.keys()
-    # NB (csrc/core/op_table.c): the fallback sees the composite math SDPA
+    # NB (csrc/core/ops/op_table.c): the fallback sees the composite math SDPA
     # only under inference mode; with grad on it counts the bmms it
     # decomposes into: the same executed FLOPs (the math path computes the
     # full square), model FLOPs never halved.
@@ -302,7 +302,7 @@ def test_op_table_positions_match_torch_schemas(row):
 
 
 # ---------------------------------------------------------------------------
-# The autograd-site rule (csrc/core/nodes.h), on both backends
+# The autograd-site rule (csrc/core/ops/nodes.h), on both backends
 # ---------------------------------------------------------------------------
 
 # Each case: a Linear(128, 128) matmul F = 2 * 64 * 128 * 128 = 2,097,152 per

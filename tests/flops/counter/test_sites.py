@@ -3,11 +3,11 @@ activation checkpointing (both modes), FakeTensorMode, causal attention
 halved on every path, over-compute in the waterfall (CUDA graph replay:
 test_graphs.py).
 
-Every expected number is hand arithmetic written beside it (csrc/core/ops.h
+Every expected number is hand arithmetic written beside it (csrc/core/ops/ops.h
 "Sites" says what each place an op runs adds). The C++ observer and the
 TorchDispatchMode fallback share the site rules in C, so the file passes on
 both (``MFU_TRACKER_DISABLE_TORCH_EXT=1``), except the math SDPA path under
-"half", which the fallback sees as its bmms (csrc/core/op_table.c).
+"half", which the fallback sees as its bmms (csrc/core/ops/op_table.c).
 """
 from __future__ import annotations
 

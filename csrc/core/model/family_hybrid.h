@@ -18,7 +18,8 @@
  *   short conv  in_proj d*3d, out_proj d*d; conv1d over d channels
  *   latent MoE  fc1_latent_proj d*l, fc2_latent_proj l*d around experts
  *               that run at width l = moe_latent_size
- * The Mamba-2 mixer is blocks.h's.
+ * The Mamba-2 mixer and the latent experts are blocks.h's (the MoE tally
+ * counts them).
  */
 #ifndef MFU_FAMILY_HYBRID_H
 #define MFU_FAMILY_HYBRID_H
@@ -45,11 +46,6 @@ double mfu_ssm_mixer_conv_channels(const mfu_transformer_dims *d);
 
 /* An LFM2 short-convolution mixer (conv1d over hidden_size channels). */
 mfu_tally mfu_short_conv_tally(const mfu_transformer_dims *d);
-
-/* With moe_latent_size l > 0: one expert at width l (no biases, as
- * NemotronHExperts), and the two latent projections of a MoE layer. */
-mfu_tally mfu_latent_expert_tally(const mfu_transformer_dims *d);
-mfu_tally mfu_latent_projection_tally(const mfu_transformer_dims *d);
 
 /* The hybrid fields: kinds, flags, sizes, the Mamba-1 / short-conv dims of
  * layers that exist and the MLP-only / mixer-only layout (the partition

@@ -134,7 +134,7 @@ static const mfu_convention_rule ours_rules[] = {
 static const mfu_convention conventions[] = {
     /* this package's default: transformer_flops() with no option given */
     {.name = "mfu_tracker", .framework = "mfu_tracker",
-     .source = "mfu_tracker (csrc/core/transformer.h)",
+     .source = "mfu_tracker (csrc/core/model/transformer.h)",
      .covers = "every family of _C.transformer_families()",
      .choice = {1, EMB_EXCLUDED, 1, 1, 1, MFU_CAUSAL_FULL, WIN_SPAN, 1}, RULES(ours_rules)},
     /* matmul weights (router, active experts, MLA's lora projections), the

@@ -40,7 +40,7 @@ static const mfu_krule rules[] = {
         "c10d ProcessGroupNCCL's profiling title nccl:<collective>"),
     ROW("gloo:", PREFIX, O, COMMUNICATION,
         "c10d ProcessGroupGloo's profiling title gloo:<collective>"),
-    ROW("c10d::", PREFIX, O, COMMUNICATION, "the c10d operators (csrc/core/comm.c's table)"),
+    ROW("c10d::", PREFIX, O, COMMUNICATION, "the c10d operators (csrc/core/comm/comm.c's table)"),
     ROW("record_param_comms", EXACT, O, COMMUNICATION,
         "torch/csrc/distributed/c10d/ParamCommsUtils.hpp RECORD_PARAM_COMMS"),
 

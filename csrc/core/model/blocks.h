@@ -55,7 +55,14 @@ void mfu_moe_tally(const mfu_transformer_dims *d,
                    const mfu_transformer_options *o, mfu_tally *active,
                    mfu_tally *all);
 
-/* One routed expert of a MoE layer (latent experts: family_hybrid.h). */
+/* With moe_latent_size l > 0: one expert at width l (no biases, as
+ * NemotronHExperts), and the two latent projections of a MoE layer
+ * (Nemotron-H's fc1 / fc2_latent_proj). */
+mfu_tally mfu_latent_expert_tally(const mfu_transformer_dims *d);
+mfu_tally mfu_latent_projection_tally(const mfu_transformer_dims *d);
+
+/* One routed expert of a MoE layer (at width moe_latent_size when it is
+ * set). */
 mfu_tally mfu_moe_expert_tally(const mfu_transformer_dims *d,
                                const mfu_transformer_options *o);
 

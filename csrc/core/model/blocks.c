@@ -1,6 +1,5 @@
 /* blocks.c -- decoder blocks and chunked scans (see blocks.h). */
 #include "blocks.h"
-#include "family_hybrid.h"
 
 static double head_dim_of(const mfu_transformer_dims *d)
 {
@@ -120,6 +119,31 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
     return r;
 }
 
+/* Nemotron-H (transformers nemotron_h/modeling_nemotron_h.py NemotronHMoE,
+ * NemotronHExperts): with moe_latent_size l, fc1_latent_proj [d -> l] and
+ * fc2_latent_proj [l -> d] (bias: mlp_bias) around experts whose up / down
+ * matrices map l -> I -> l, without biases; the router and the shared
+ * expert stay at width d. */
+mfu_tally mfu_latent_expert_tally(const mfu_transformer_dims *d)
+{
+    const double m = d->mlp == MFU_MLP_SWIGLU ? 3.0 : 2.0;
+    mfu_tally r = {0};
+
+    r.matmul = m * (double)d->moe_latent_size * (double)d->moe_intermediate_size;
+    r.params = r.matmul;
+    return r;
+}
+
+mfu_tally mfu_latent_projection_tally(const mfu_transformer_dims *d)
+{
+    const double h = (double)d->hidden_size, latent = (double)d->moe_latent_size;
+    mfu_tally r = {0};
+
+    r.matmul = 2.0 * h * latent;
+    r.params = r.matmul + (d->mlp_bias ? latent + h : 0.0);
+    return r;
+}
+
 /* Router [d -> E] (+ bias: gpt-oss GptOssTopKRouter), k of E experts
  * (MixtralExperts, Qwen3MoeExperts, DeepseekV3 routed experts), a shared
  * expert (Qwen2MoeSparseMoeBlock.shared_expert with shared_expert_gate
@@ -127,7 +151,7 @@ mfu_tally mfu_mlp_tally(const mfu_transformer_dims *d,
  * Llama4TextMoe.shared_expert). DeepSeek's e_score_correction_bias is a
  * buffer, not a parameter; ERNIE 4.5's (Ernie4_5_MoeStatics) and AFMoE's
  * expert_bias are parameters: router_bias counts their E. Latent experts
- * (Nemotron-H): family_hybrid.h. */
+ * (Nemotron-H): mfu_latent_expert_tally below. */
 mfu_tally mfu_moe_expert_tally(const mfu_transformer_dims *d,
                                const mfu_transformer_options *o)
 {

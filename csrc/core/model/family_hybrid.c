@@ -1,5 +1,5 @@
-/* family_hybrid.c -- Mamba-1, short convolution, latent experts and the
- * hybrid layer layouts (see family_hybrid.h). */
+/* family_hybrid.c -- Mamba-1, short convolution, the hybrid fields' checks
+ * and layer layouts (see family_hybrid.h). */
 #include <stddef.h>
 
 #include "family_hybrid.h"
@@ -87,31 +87,6 @@ mfu_tally mfu_short_conv_tally(const mfu_transformer_dims *d)
     r.params = r.matmul + h * (double)d->short_conv_kernel;
     if (d->short_conv_bias)
         r.params += 3.0 * h + h + h;
-    return r;
-}
-
-/* Nemotron-H (transformers nemotron_h/modeling_nemotron_h.py NemotronHMoE,
- * NemotronHExperts): with moe_latent_size l, fc1_latent_proj [d -> l] and
- * fc2_latent_proj [l -> d] (bias: mlp_bias) around experts whose up / down
- * matrices map l -> I -> l, without biases; the router and the shared
- * expert stay at width d. */
-mfu_tally mfu_latent_expert_tally(const mfu_transformer_dims *d)
-{
-    const double m = d->mlp == MFU_MLP_SWIGLU ? 3.0 : 2.0;
-    mfu_tally r = {0};
-
-    r.matmul = m * (double)d->moe_latent_size * (double)d->moe_intermediate_size;
-    r.params = r.matmul;
-    return r;
-}
-
-mfu_tally mfu_latent_projection_tally(const mfu_transformer_dims *d)
-{
-    const double h = (double)d->hidden_size, latent = (double)d->moe_latent_size;
-    mfu_tally r = {0};
-
-    r.matmul = 2.0 * h * latent;
-    r.params = r.matmul + (d->mlp_bias ? latent + h : 0.0);
     return r;
 }
 
