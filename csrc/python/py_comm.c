@@ -259,7 +259,7 @@ static void sink_wait_end(void *r, const mfu_comm_wait *wait)
 
 static registry *registry_of(const step_object *s)
 {
-    return (registry *)s->state->comm_registry;
+    return (registry *)s->comm_registry;
 }
 
 /* _comm_subscribe(): start recording communication (the engine's window)
@@ -301,7 +301,7 @@ PyObject *mfu_py_step_comm_subscribe(PyObject *self, PyObject *Py_UNUSED(ignored
 void mfu_py_comm_forget(step_object *s)
 {
     registry *reg;
-    if (s->state == NULL || (reg = registry_of(s)) == NULL)
+    if ((reg = registry_of(s)) == NULL)
         return;
     mfu_py_lock_acquire(reg->lock);
     for (int i = 0; i < MFU_COMM_SINKS_MAX; i++) {

@@ -58,7 +58,7 @@ static PyObject *waterfall_dict(const mfu_waterfall *w)
     return d;
 }
 
-int mfu_py_ratio_names_exec(mfu_module_state *state)
+int mfu_py_intern_ratio_names(mfu_module_state *state)
 {
     for (int i = 0; i < MFU_RATIO_COUNT; i++)
         if ((state->ratio_names[i] = PyUnicode_InternFromString(mfu_ratios[i].name)) == NULL)
@@ -400,7 +400,7 @@ int mfu_py_record_exec(PyObject *module)
     if (add_table(module, &step_field_desc, "STEP_FIELDS", MFU_FIELD_COUNT, step_field) < 0
         || add_table(module, &ratio_desc, "RATIOS", MFU_RATIO_COUNT, ratio_row) < 0)
         return -1;
-    if (mfu_py_ratio_names_exec(mfu_module_get_state(module)) < 0)
+    if (mfu_py_intern_ratio_names(mfu_module_get_state(module)) < 0)
         return -1;
     losses = loss_names();
     if (losses == NULL)

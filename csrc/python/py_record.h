@@ -17,7 +17,7 @@ int mfu_py_figures_into(const mfu_module_state *state, PyObject *dict, const mfu
                         const mfu_waterfall *waterfall);
 
 /* The ratios' names, interned into module state. */
-int mfu_py_ratio_names_exec(mfu_module_state *state);
+int mfu_py_intern_ratio_names(mfu_module_state *state);
 
 /* What a step records for field `field` when its value is bad, for a
  * warning: "is recorded as unknown and the figures using it are left out",

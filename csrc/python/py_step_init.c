@@ -28,8 +28,10 @@ PyObject *mfu_py_step_new(PyTypeObject *type, PyObject *Py_UNUSED(args),
         return NULL;
     step_object *s =
         (step_object *)mfu_py_alloc_locked(type, offsetof(step_object, lock));
-    if (s != NULL)
+    if (s != NULL) {
         s->state = state;
+        s->comm_registry = state->comm_registry;
+    }
     return (PyObject *)s;
 }
 

@@ -16,6 +16,11 @@
 typedef struct {
     PyObject_HEAD
     mfu_module_state *state;
+    /* The module's communication registry (py_comm.c), never freed: kept here
+     * so that the object's dealloc, which may run after the module's state is
+     * gone (interpreter finalization clears cycles in any order), never reads
+     * that state. */
+    void *comm_registry;
     PyThread_type_lock lock;
     mfu_steps *steps; /* NULL until __init__ succeeds */
     /* Mixed precision (core/steps/mixed.h): the per-device peak of each dtype,
