@@ -36,7 +36,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.cli._report_kernels",
     "mfu_tracker.cli.doctor._checks",
     "mfu_tracker.cli.doctor._platform",
-    "mfu_tracker.cli.doctor._self_check",
     "mfu_tracker.cli.doctor._shim",
     "mfu_tracker.cli.doctor._sync_child",
     "mfu_tracker.cli.report.panels.moe",
@@ -58,7 +57,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 23
+NO_TEST_FILE_MAX = 22
 
 
 def modules() -> list[str]:
