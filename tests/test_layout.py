@@ -5,7 +5,8 @@ documented import path still working.
 The layers, in the order the data flows (README, "Architecture")::
 
     foundation (_native: _C and _torch; _version, _validate, _dtypes, _install, _aliases)
-      -> peaks -> flops -> timing -> distributed -> job -> tracker -> integrations -> agent -> cli
+      -> peaks -> flops -> timing -> device -> breakdown -> distributed -> job -> tracker
+      -> integrations -> agent -> cli
 
 A module may import the foundation, its own subpackage and the layers below
 its own; the foundation imports only itself. The public face (the package
@@ -28,8 +29,8 @@ import pytest
 import mfu_tracker
 
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
-LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "agent",
-          "cli")
+LAYERS = ("peaks", "flops", "timing", "device", "breakdown", "distributed", "job", "tracker",
+          "integrations", "agent", "cli")
 FOUNDATION = {"_C", "_torch", "_native", "_version", "_validate", "_dtypes", "_install", "_aliases"}
 FACE = {"", "__main__"}
 MAX_FUNCTION_LINES = 80

@@ -107,8 +107,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .._validate import check_prefix
+from ..device._telemetry import power_figures
 from ..timing._metrics import format_metrics
-from ..timing._telemetry import power_figures
 from ..timing._waterfall import COMM_KINDS, PHASES, busy_s, closing_share, waterfall
 
 __all__ = ["RankFigures", "DistributedFigures"]

@@ -14,7 +14,7 @@ degrees"). The row's fields come from the figures by three rules:
 * per phase: ``phase_<name>_s`` from the window's ``phase_s``.
 
 and the rest from the rank itself: its rank, its interval since the previous
-aggregation, its window-edge readings (:mod:`mfu_tracker.timing._hardware`), its
+aggregation, its window-edge readings (:mod:`mfu_tracker.device._hardware`), its
 measured peak, and the model FLOPs of the steps since its previous logged
 ``metrics()`` (the job ledger's interval).
 """

@@ -55,11 +55,11 @@ from .._validate import (
     check_sample_batch,
 )
 from .._native import _C
+from ..breakdown._step_profile import check_profile_steps, check_trace_dir
+from ..device._hardware import check_memory
 from ..flops.counter._compiled import apply_deferred
 from ..peaks._resolve import dtype_peaks
 from ..peaks._table import GPUSpec, check_spec
-from ..timing._hardware import check_memory
-from ..timing._step_profile import check_profile_steps, check_trace_dir
 from ._auto_phases import AutoPhases
 from ._step_flops import StepCounter, StepFlops, StepRecord
 

@@ -34,11 +34,11 @@ from .._validate import (
     check_positive_number,
     check_stream,
 )
+from ..breakdown._step_profile import check_profile_steps, check_trace_dir
+from ..device._hardware import check_memory
 from ..distributed._collective import process_group_initialized
 from ..job._model_info import check_model_info
 from ..job._prometheus import metrics_port as check_metrics_port
-from ..timing._hardware import check_memory
-from ..timing._step_profile import check_profile_steps, check_trace_dir
 
 __all__ = ["TrackerConfig"]
 

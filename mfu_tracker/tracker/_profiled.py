@@ -3,7 +3,7 @@
 ``Tracker(profile_steps=...)`` constructs this subclass (``Tracker.__new__``,
 which finds it in ``_tracker.PROFILED``: the package imports this module):
 its ``step()`` is the C boundary, then the step profiler's
-(:class:`~mfu_tracker.timing._step_profile.StepProfiler`), which closes the
+(:class:`~mfu_tracker.breakdown._step_profile.StepProfiler`), which closes the
 profile of the step that ended and opens one for the step now starting
 when it is due. A tracker without ``profile_steps`` keeps ``step()`` in C
 alone: profiling costs nothing when it is off.

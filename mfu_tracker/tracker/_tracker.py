@@ -12,7 +12,7 @@ monotonic CPU clock. The hot path, the step records and every ratio are in C
 A Tracker is a composition: its checked configuration
 (:class:`._config.TrackerConfig`), the peak, the clock and the step engine it
 subclasses, what it reads from the device at window edges
-(:mod:`mfu_tracker.timing._hardware`), the run book of the job
+(:mod:`mfu_tracker.device._hardware`), the run book of the job
 ledger (:mod:`mfu_tracker.job._run`), the aggregator and the communication
 observer (:mod:`mfu_tracker.distributed`). The window's figures are
 :mod:`mfu_tracker.timing._figures`', a rank's row of an aggregation
@@ -26,6 +26,8 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .._native import _C
 from .._validate import check_positive_number, check_prefix
+from ..breakdown._record import BREAKDOWN_RECORD, Breakdown
+from ..breakdown._step_profile import StepProfiler, check_profile_steps
 from ..distributed._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ..distributed._figures import DistributedFigures, RankFigures, combine
 from ..distributed._rank_row import rank_row
@@ -34,10 +36,8 @@ from ..job._prometheus import serve as serve_metrics
 from ..job._run import RunBook
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec
-from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
-from ..timing._step_profile import StepProfiler, check_profile_steps
 from ..timing._totals import NO_TOTALS, WindowTotals
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
@@ -527,7 +527,7 @@ class Tracker(_C.StepTracker):
     @property
     def last_breakdown(self) -> Optional[Breakdown]:
         """The kernel breakdown of the last profiled step (``profile_steps``;
-        :mod:`mfu_tracker.timing._breakdown`), or None."""
+        :mod:`mfu_tracker.breakdown._record`), or None."""
         return None if self._profiler is None else self._profiler.last
 
     def _log_breakdown(self, breakdown: Breakdown) -> None:

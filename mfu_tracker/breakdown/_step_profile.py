@@ -2,7 +2,7 @@
 
 At chosen step boundaries the tracker runs ``torch.profiler`` (CPU + CUDA
 activities, operand shapes recorded) and a FLOP counter over exactly one
-step, reduces the trace in memory to a :class:`~._breakdown.Breakdown`
+step, reduces the trace in memory to a :class:`~._record.Breakdown`
 (:mod:`._reduce`) and drops the trace; the breakdown goes to the log (a
 ``breakdown`` record), to the next ``metrics()`` (the ``kernel_*`` keys,
 once) and to :attr:`Tracker.last_breakdown`.
@@ -40,7 +40,7 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, FrozenSet, Optional
 
-from ._breakdown import Breakdown
+from ._record import Breakdown
 from ._reduce import MARKER, reduce_events
 from ._trace import kineto_events
 
