@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -165,6 +166,39 @@ def test_each_subpackage_says_what_it_owns_and_may_import():
     for layer in LAYERS:
         doc = importlib.import_module(f"mfu_tracker.{layer}").__doc__ or ""
         assert "Owns" in doc and ("May import" in doc or "none imports it" in doc), layer
+
+
+def _layer_doc(layer: str) -> str:
+    return " ".join((importlib.import_module(f"mfu_tracker.{layer}").__doc__ or "").split())
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_docstring_names_its_place_in_the_order(layer):
+    doc = _layer_doc(layer)
+    assert f"Layer {LAYERS.index(layer) + 1}" in doc, layer
+    assert f"({' -> '.join(LAYERS)})" in doc, layer
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_docstring_names_only_its_own_modules(layer):
+    named = re.findall(r":mod:`\.([\w.]+)`", _layer_doc(layer))
+    assert [n for n in named if f"{layer}.{n}" not in GRAPH] == [], layer
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_imports_only_the_layers_its_docstring_allows(layer):
+    """A layer that lists what it may import (rather than "every layer
+    below") imports nothing else: its docstring is the truth."""
+    doc = _layer_doc(layer)
+    allowed_text = doc.split("May import", 1)[1]
+    if "every layer" in allowed_text.split(".")[0]:
+        pytest.skip("may import every layer below it")
+    allowed = {name.split(".")[0] for name in re.findall(r"``([\w.]+)``", allowed_text)}
+    allowed = (allowed & set(LAYERS)) | {layer, "foundation"}
+    reached = {f"{module} -> {target}" for module, targets in GRAPH.items()
+               if module.split(".")[0] == layer for target in targets
+               if _layer(target)[0] not in allowed}
+    assert reached == set(), f"{layer} imports beyond its docstring's 'May import'"
 
 
 def _long_functions(paths: List[Path], limit: int) -> List[str]:

@@ -7,8 +7,8 @@ profiler in memory or a Kineto JSON), their reduction to a breakdown
 (:mod:`._reduce`) and the breakdown itself, its record and figures
 (:mod:`._record`: :class:`Breakdown`, the type of ``Tracker.last_breakdown``).
 
-Layer 5 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job ->
-tracker -> integrations -> agent -> cli). May import: the foundation and
+Layer 5 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: the foundation and
 ``flops`` (the FLOP counter of the profiled step).
 """
 from ._record import Breakdown

@@ -8,6 +8,6 @@ tracker calls at its window edges to read them all (:mod:`._hardware`:
 ``DeviceWindow``). Every reading is taken at a window edge, never per step,
 and a device that cannot be read gives missing figures, never a wrong one.
 
-Layer 4 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job ->
-tracker -> integrations -> agent -> cli). May import: the foundation only.
+Layer 4 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: the foundation only.
 """

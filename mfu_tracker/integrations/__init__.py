@@ -9,9 +9,9 @@ Trainer callbacks share (:mod:`._callback`), and the adapters:
 verl's ``FlopsCounter`` (:mod:`.verl`, a drop-in: no verl import) and the
 vLLM / SGLang counter reader (:mod:`.engines`).
 
-Layer 7 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: every layer below it; the frameworks themselves only in
-their own adapter module.
+Layer 9 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: every layer below it;
+the frameworks themselves only in their own adapter module.
 
 ``from mfu_tracker.integrations import MFUCallback`` (or from
 ``mfu_tracker.integrations.hf_trainer``) imports transformers on first use only.
