@@ -82,7 +82,11 @@ class ProfileSchedule:
 
 def check_profile_steps(value: Any, argument: str = "profile_steps") -> Optional[ProfileSchedule]:
     """``profile_steps`` as a schedule (None: off); TypeError / ValueError
-    naming the argument and the value otherwise."""
+    naming the argument and the value otherwise. A schedule this function
+    made (a callback checked its argument when it was built) is returned as
+    it is."""
+    if isinstance(value, ProfileSchedule):
+        return value
     if value is None or value is False:
         return None
     if value is True:

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from .._validate import (
-    WARMUP_MAX,
-    WINDOW_MAX,
     check_clock,
     check_instance,
     check_int,
@@ -89,12 +87,14 @@ class TrackerConfig:
     degrees) count the devices the figures cover; ``aggregate`` says whether
     ``metrics()`` is the cross-rank collective. ``dtype``, ``device``,
     ``spec`` and ``peak_tflops`` are resolved into the peak, ``clock`` and
-    ``stream`` into the clock, when the tracker is built; ``flops_by_dtype``
-    is checked by the step engine.
+    ``stream`` into the clock, when the tracker is built; ``window``,
+    ``warmup`` and ``flops_by_dtype`` are checked by the step engine (the C
+    core's limits, one check with the argument's name), which is started
+    before anything that could be left half built.
     """
 
-    flops_per_step: Optional[float]
-    executed_flops_per_step: Optional[float]
+    model_flops: Optional[float]       # per step: flops_per_step=, the MFU numerator
+    executed_flops: Optional[float]    # per step: executed_flops_per_step=, the HFU numerator
     param_bytes: Optional[float]
     window: int
     warmup: int
@@ -171,8 +171,6 @@ class TrackerConfig:
         model = check_model_info(model_info, declared=model_flops is not None)
         executed = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
         bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
-        window = check_int(window, "window", 1, WINDOW_MAX)
-        warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
             tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
             context_parallel=context_parallel, pipeline_parallel=pipeline_parallel))
@@ -185,7 +183,7 @@ class TrackerConfig:
         link = _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
         return cls(
-            flops_per_step=model_flops, executed_flops_per_step=executed,
+            model_flops=model_flops, executed_flops=executed,
             param_bytes=bytes_per_step, window=window, warmup=warmup, num_gpus=num_gpus,
             model_parallel=model_parallel, dtype=dtype, device=device, spec=spec,
             peak_tflops=peak_tflops, clock=clock,

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 from .._native import _C
 from .._validate import check_positive_number, check_prefix
 from ..breakdown._record import BREAKDOWN_RECORD, Breakdown
-from ..breakdown._step_profile import StepProfiler, check_profile_steps
+from ..breakdown._step_profile import StepProfiler
 from ..distributed._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ..distributed._figures import DistributedFigures, RankFigures, combine
 from ..distributed._rank_row import rank_row
@@ -55,14 +55,6 @@ class Tracker(_C.StepTracker):
 
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
                  "_comm", "_profiler", "__weakref__")
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
-        # The kernel breakdown: a tracker that profiles steps is a
-        # ProfiledTracker, whose step() adds the profiler's boundary; any
-        # other keeps step() in C alone (no cost when profiling is off).
-        if cls is Tracker and _profiles(kwargs.get("profile_steps")):
-            cls = PROFILED[0]      # registered by ._profiled (the package imports it)
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -99,9 +91,25 @@ class Tracker(_C.StepTracker):
         profile_trace_dir: Any = None,
         model_info: Optional[Mapping[str, Any]] = None,
     ) -> None:
-        arguments = dict(locals())  # the parameters only: nothing else is bound yet
-        del arguments["self"]
-        config = TrackerConfig.check(**arguments)
+        config = TrackerConfig.check(
+            flops_per_step=flops_per_step, dtype=dtype, window=window, warmup=warmup,
+            param_bytes=param_bytes, executed_flops_per_step=executed_flops_per_step,
+            num_gpus=num_gpus, device=device, spec=spec, peak_tflops=peak_tflops, clock=clock,
+            stream=stream, distributed=distributed, distributed_timeout=distributed_timeout,
+            tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+            context_parallel=context_parallel, pipeline_parallel=pipeline_parallel,
+            flops_by_dtype=flops_by_dtype, measure_peak=measure_peak, telemetry=telemetry,
+            memory=memory, log_path=log_path, start_step=start_step, job=job,
+            metrics_port=metrics_port, comm=comm, link_bandwidth_gbs=link_bandwidth_gbs,
+            profile_steps=profile_steps, profile_trace_dir=profile_trace_dir, model_info=model_info)
+        if type(self) is Tracker and config.profile_steps is not None:
+            # The kernel breakdown: a tracker that profiles steps is a
+            # ProfiledTracker, whose step() adds the profiler's boundary; any
+            # other keeps step() in C alone (no cost when profiling is off).
+            # The same slots, so the instance can take the subclass here,
+            # once its arguments are checked (no __new__ that would hide this
+            # signature and check profile_steps a second time).
+            self.__class__ = PROFILED[0]   # registered by ._profiled (the package imports it)
         peak = resolve_peak(config.dtype, device=config.device, spec=config.spec,
                             peak_tflops=config.peak_tflops)
         clock = clock_of(config)
@@ -131,8 +139,8 @@ class Tracker(_C.StepTracker):
             self,
             clock=clock[0],
             stream=clock[3],
-            model_flops=config.flops_per_step,
-            executed_flops=config.executed_flops_per_step,
+            model_flops=config.model_flops,
+            executed_flops=config.executed_flops,
             param_bytes=config.param_bytes,
             peak_flops_per_sec=peak.flops_per_sec,
             peak_bytes_per_sec=peak.bytes_per_sec,
@@ -574,11 +582,3 @@ class Tracker(_C.StepTracker):
 #: the subclass's module, which imports this one).
 PROFILED: List[type] = []
 
-
-def _profiles(profile_steps: Any) -> bool:
-    """Whether ``profile_steps`` turns profiling on (a bad value: False here,
-    the configuration names it)."""
-    try:
-        return check_profile_steps(profile_steps) is not None
-    except (TypeError, ValueError):
-        return False
