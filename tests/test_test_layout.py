@@ -151,7 +151,6 @@ NO_TEST_FILE: tuple[str, ...] = (
     "mfu_tracker.job._run",
     "mfu_tracker.job._sample",
     "mfu_tracker.peaks._cpu_share",
-    "mfu_tracker.peaks._resolve",
     "mfu_tracker.peaks._table",
     "mfu_tracker.breakdown._record",
     "mfu_tracker.timing._clock",
@@ -170,7 +169,7 @@ NO_TEST_FILE: tuple[str, ...] = (
 )
 
 # The list's size the day it was written; it may only go down.
-NO_TEST_FILE_MAX = 135
+NO_TEST_FILE_MAX = 134
 
 
 def modules() -> list[str]:

@@ -8,9 +8,11 @@ then composed from it (:mod:`._parts`): peak, clock, step engine, what it reads
 at window edges, run book, aggregator, communication observer.
 
 A new option goes in several places: the keyword of ``Tracker.__init__``
-(``_tracker.py``) and its entry in the class docstring (``_doc.py``); a
-field here, with its keyword and its check in :meth:`TrackerConfig.check`
-(per-step options, such as a profiled step every N steps, included); the part
+(``_tracker.py``), passed by name to :meth:`TrackerConfig.check` there, and
+its entry in the class docstring (``_doc.py``); a field here, with its
+keyword and its check in :meth:`TrackerConfig.check` (per-step options, such
+as a profiled step every N steps, included; its keywords are Tracker's, as
+tests/test_signatures.py checks); the part
 that uses it, which reads it from the config (:mod:`._parts` or the module it
 builds); the integrations that expose it (``MFUOptimizerWrapper``, the
 callbacks), which pass it on; and the docs/ page that describes it.

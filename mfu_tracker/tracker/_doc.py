@@ -266,7 +266,8 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     Args:
         flops_per_step: model FLOPs of one step on this rank (the MFU
             numerator), or None to give them per step (``step(model_flops=)``).
-        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...).
+        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...;
+            None: bf16, or fp16 on a device without bf16 (docs/conventions.md)).
         window: steps the figures cover (1 .. ``_C.LIMIT_WINDOW_MAX``).
         warmup: timed steps ignored at the start (compilation, warm-up).
         param_bytes: bytes of weights read per step (the MBU numerator).

@@ -60,7 +60,7 @@ class Tracker(_C.StepTracker):
         self,
         flops_per_step: Optional[float] = None,
         *,
-        dtype: Any = "bf16",
+        dtype: Any = None,
         window: int = 100,
         warmup: int = 1,
         param_bytes: Optional[float] = None,
