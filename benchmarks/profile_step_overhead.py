@@ -36,7 +36,7 @@ def main() -> None:
     import transformers
 
     from mfu_tracker import Tracker
-    from mfu_tracker.timing._step_profile import DEFAULT_EVERY
+    from mfu_tracker.breakdown._step_profile import DEFAULT_EVERY
 
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)

@@ -210,7 +210,7 @@ def track(
     *,
     hfu_flop_count: Optional[float] = None,
     num_tokens: Optional[float] = None,
-    dtype: Any = "fp16",
+    dtype: Any = None,
     num_gpus: int = 1,
     device: Any = None,
     spec: Any = None,

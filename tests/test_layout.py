@@ -5,7 +5,8 @@ documented import path still working.
 The layers, in the order the data flows (README, "Architecture")::
 
     foundation (_native: _C and _torch; _version, _validate, _dtypes, _install, _aliases)
-      -> peaks -> flops -> timing -> distributed -> job -> tracker -> integrations -> agent -> cli
+      -> peaks -> flops -> timing -> device -> breakdown -> distributed -> job -> tracker
+      -> integrations -> agent -> cli
 
 A module may import the foundation, its own subpackage and the layers below
 its own; the foundation imports only itself. The public face (the package
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +30,8 @@ import pytest
 import mfu_tracker
 
 PACKAGE = Path(mfu_tracker.__file__).resolve().parent
-LAYERS = ("peaks", "flops", "timing", "distributed", "job", "tracker", "integrations", "agent",
-          "cli")
+LAYERS = ("peaks", "flops", "timing", "device", "breakdown", "distributed", "job", "tracker",
+          "integrations", "agent", "cli")
 FOUNDATION = {"_C", "_torch", "_native", "_version", "_validate", "_dtypes", "_install", "_aliases",
               "_checkout"}
 FACE = {"", "__main__"}
@@ -165,6 +167,39 @@ def test_each_subpackage_says_what_it_owns_and_may_import():
     for layer in LAYERS:
         doc = importlib.import_module(f"mfu_tracker.{layer}").__doc__ or ""
         assert "Owns" in doc and ("May import" in doc or "none imports it" in doc), layer
+
+
+def _layer_doc(layer: str) -> str:
+    return " ".join((importlib.import_module(f"mfu_tracker.{layer}").__doc__ or "").split())
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_docstring_names_its_place_in_the_order(layer):
+    doc = _layer_doc(layer)
+    assert f"Layer {LAYERS.index(layer) + 1}" in doc, layer
+    assert f"({' -> '.join(LAYERS)})" in doc, layer
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_docstring_names_only_its_own_modules(layer):
+    named = re.findall(r":mod:`\.([\w.]+)`", _layer_doc(layer))
+    assert [n for n in named if f"{layer}.{n}" not in GRAPH] == [], layer
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_imports_only_the_layers_its_docstring_allows(layer):
+    """A layer that lists what it may import (rather than "every layer
+    below") imports nothing else: its docstring is the truth."""
+    doc = _layer_doc(layer)
+    allowed_text = doc.split("May import", 1)[1]
+    if "every layer" in allowed_text.split(".")[0]:
+        pytest.skip("may import every layer below it")
+    allowed = {name.split(".")[0] for name in re.findall(r"``([\w.]+)``", allowed_text)}
+    allowed = (allowed & set(LAYERS)) | {layer, "foundation"}
+    reached = {f"{module} -> {target}" for module, targets in GRAPH.items()
+               if module.split(".")[0] == layer for target in targets
+               if _layer(target)[0] not in allowed}
+    assert reached == set(), f"{layer} imports beyond its docstring's 'May import'"
 
 
 def _long_functions(paths: List[Path], limit: int) -> List[str]:

@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 
-from mfu_tracker.timing._breakdown import ROWS, figures_of_record
+from mfu_tracker.breakdown._record import ROWS, figures_of_record
 
 PEAK_TFLOPS = 0.5          # a made-up CPU peak
 

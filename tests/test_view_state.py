@@ -291,7 +291,7 @@ def profiled_log(tmp_path_factory):
 
 
 def test_the_kernel_breakdown_is_the_newest_profiled_steps(profiled_log):
-    from mfu_tracker.timing._breakdown import LABELS
+    from mfu_tracker.breakdown._record import LABELS
 
     doc = PageState(profiled_log).snapshot()
     with open(profiled_log, encoding="utf-8") as f:

@@ -25,7 +25,7 @@ import sys
 import torch
 
 from mfu_tracker import Tracker
-from mfu_tracker.timing._breakdown import ROWS
+from mfu_tracker.breakdown._record import ROWS
 
 GEMM_HIGH = 0.6
 ELEMENTWISE_HIGH = 0.6

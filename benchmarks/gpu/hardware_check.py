@@ -28,7 +28,7 @@ import warnings
 import torch
 
 from mfu_tracker import Tracker
-from mfu_tracker.timing._consistency import verdict
+from mfu_tracker.device._consistency import verdict
 
 WINDOW_S = 3.0
 TENSOR_HIGH = 0.5     # a GEMM loop keeps the pipes busy most of the window

@@ -49,7 +49,6 @@ typedef struct mfu_module_state {
     PyObject *track_last_resolved;
     PyObject *track_kwnames[12];
     int warned_track_mixed; /* track(flops_by_dtype=): a dtype without a peak */
-    PyObject *str_fp16;
     PyObject *str_auto;
     /* op_count()'s result: a struct sequence (py_ops.c) */
     PyTypeObject *op_flops_type;
@@ -75,7 +74,6 @@ typedef struct mfu_module_state {
     X_ARRAY(track_last_key)                  \
     X(track_last_resolved)                   \
     X_ARRAY(track_kwnames)                   \
-    X(str_fp16)                              \
     X(str_auto)                              \
     X(op_flops_type)
 

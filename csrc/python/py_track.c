@@ -205,7 +205,7 @@ static PyObject *py_track(PyObject *module, PyObject *const *args,
 {
     mfu_module_state *state = mfu_module_get_state(module);
     PyObject *values[ARG_COUNT] = {
-        NULL, Py_None, Py_None, Py_None, state->str_fp16, NULL, Py_None,
+        NULL, Py_None, Py_None, Py_None, Py_None, NULL, Py_None,
         Py_None, Py_None, state->str_auto, Py_None, Py_None,
     };
     double ideal_s = NAN;
@@ -306,7 +306,7 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
 
 #define TRACK_DOC \
     "track(flop_count, param_bytes=None, *, hfu_flop_count=None, " \
-    "num_tokens=None, dtype='fp16', num_gpus=1, device=None, spec=None, " \
+    "num_tokens=None, dtype=None, num_gpus=1, device=None, spec=None, " \
     "peak_tflops=None, clock='auto', stream=None, flops_by_dtype=None)\n--\n\n" \
     "Time a block of work and report its utilization::\n\n" \
     "    with track(flops, param_bytes(model), dtype='bf16', num_tokens=b * s) as r:\n" \
@@ -319,7 +319,9 @@ static PyObject *py_set_track_resolver(PyObject *module, PyObject *resolver)
     "        > 0, or None (no MBU).\n" \
     "    hfu_flop_count: executed FLOPs (recompute included) for HFU, or None.\n" \
     "    num_tokens: tokens processed in the block, for tokens_per_sec.\n" \
-    "    dtype: compute dtype selecting the peak ('bf16', torch.bfloat16, ...).\n" \
+    "    dtype: compute dtype selecting the peak ('bf16', torch.bfloat16, ...);\n" \
+"        None: the device's 16-bit tensor peak, bf16, or fp16 on a device\n" \
+"        without bf16 (docs/conventions.md, 'The default dtype').\n" \
     "    num_gpus: devices the FLOPs ran on; the peak is multiplied by it.\n" \
     "    device: device whose peak to use (default: current CUDA device, else CPU).\n" \
     "    spec: a GPUSpec to use instead of looking the device up.\n" \
@@ -365,9 +367,8 @@ int mfu_py_track_exec(PyObject *module)
         if (state->track_kwnames[i] == NULL)
             return -1;
     }
-    state->str_fp16 = PyUnicode_InternFromString("fp16");
     state->str_auto = PyUnicode_InternFromString("auto");
-    if (state->str_fp16 == NULL || state->str_auto == NULL)
+    if (state->str_auto == NULL)
         return -1;
     return PyModule_AddFunctions(module, track_module_methods);
 }

@@ -11,9 +11,9 @@ reads from the inputs (:mod:`._inputs`: tokens, dtype), what it says
 (:mod:`._detected`, :mod:`._say`), and ``end_step()`` (:mod:`._step`), the one
 line a loop without an optimizer adds.
 
-Layer 8 (peaks -> flops -> timing -> distributed -> job -> tracker ->
-integrations -> agent -> cli). May import every layer below it. Importing
-this package imports no torch.
+Layer 10 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import every layer below it.
+Importing this package imports no torch.
 """
 from ._step import end_step
 

@@ -11,8 +11,9 @@ peak in the command line's words (:mod:`._peak_flags`), the report's picture
 ``run``, the launcher of an unmodified script (:mod:`._run`: its flags; :mod:`._launch`:
 the child, its environment, signals and exit status).
 
-Layer 9, the top (peaks -> flops -> timing -> distributed -> job -> tracker ->
-integrations -> agent -> cli). May import every layer; none imports it.
+Layer 11, the top (peaks -> flops -> timing -> device -> breakdown ->
+distributed -> job -> tracker -> integrations -> agent -> cli). May import every
+layer; none imports it.
 """
 from ._main import main
 from ._passport import passport

@@ -15,9 +15,10 @@ the link table of the C core) and DDP's communication hook
 (:mod:`._comm_hook`: ``attach_ddp``, and the marking hook without the
 observer).
 
-Layer 4 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: the foundation (the C++ observer's loader is
-``_native``'s), ``peaks``, ``flops``, ``timing``.
+Layer 6 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: the foundation (the C++
+observer's loader is ``_native``'s), ``peaks``, ``flops``, ``timing``, ``device``
+(a rank's power figures).
 """
 from ._figures import *  # noqa: F403 -- the names _figures.__all__ lists
 from ._figures import __all__  # noqa: F401

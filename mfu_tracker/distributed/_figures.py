@@ -111,9 +111,10 @@ from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from .._native import _C
 from .._validate import check_prefix
+from ..device._telemetry import power_figures
 from ..timing._metrics import format_metrics
 from ..timing._roles import ROLES
-from ..timing._telemetry import power_figures
+from ..device._telemetry import power_figures
 from ..timing._totals import FIELDS
 from ..timing._waterfall import COMM_KINDS, PHASES
 from ._row import (  # noqa: F401 -- the row's format, re-exported where it always was

@@ -16,7 +16,7 @@ three rules:
   ``phase_s``; peaks / the model-parallel degree;
 
 and the rest from the rank itself: its rank, its interval since the previous
-aggregation, its window-edge readings (:mod:`mfu_tracker.timing._hardware`), its
+aggregation, its window-edge readings (:mod:`mfu_tracker.device._hardware`), its
 measured peak, and the model FLOPs of the steps since its previous logged
 ``metrics()`` (the job ledger's interval).
 """

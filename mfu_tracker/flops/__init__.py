@@ -12,9 +12,10 @@ Owns two ways to the same numbers, both applying the C core's formulas
 * generation (:mod:`._generation`, analytic; :mod:`._generation_count`, the
   exact count of a ``generate()``): prefill and decode FLOPs, decode bytes.
 
-Layer 2 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: the foundation (``_C``, ``_validate``, ``_dtypes``,
-``_version``, ``_install``) only; ``flops.counter`` may import ``flops``.
+Layer 2 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: the foundation (``_C``,
+``_validate``, ``_dtypes``, ``_version``, ``_install``) only; ``flops.counter``
+may import ``flops``.
 """
 # First: with the pure-Python peer's files written over ours, its __init__.py
 # starts with `from .flops import ...`, which reaches this package (see _install).

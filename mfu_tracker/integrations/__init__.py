@@ -10,9 +10,9 @@ TRL's trainers by role (:mod:`.trl`, with :mod:`._role_stack`: nested calls
 split into turns), verl's ``FlopsCounter`` (:mod:`.verl`, a drop-in: no verl
 import) and the vLLM / SGLang counter reader (:mod:`.engines`).
 
-Layer 7 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: every layer below it; the frameworks themselves only in
-their own adapter module.
+Layer 9 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: every layer below it;
+the frameworks themselves only in their own adapter module.
 
 ``from mfu_tracker.integrations import MFUCallback`` (or from
 ``mfu_tracker.integrations.hf_trainer``) imports transformers on first use only.

@@ -55,11 +55,11 @@ from .._validate import (
     check_sample_batch,
 )
 from .._native import _C
+from ..breakdown._step_profile import check_profile_steps, check_trace_dir
+from ..device._hardware import check_memory
 from ..flops.counter._compiled import apply_deferred
 from ..peaks._resolve import dtype_peaks
 from ..peaks._table import GPUSpec, check_spec
-from ..timing._hardware import check_memory
-from ..timing._step_profile import check_profile_steps, check_trace_dir
 from ._auto_phases import AutoPhases
 from ._step_flops import StepCounter, StepFlops, StepRecord
 from ._step_record import ClosedStep
@@ -140,8 +140,10 @@ class CallbackCore:
             check_instance(telemetry, "telemetry", (bool, str), "None, a bool or an NVML device id (str)")
         check_memory(memory)
         self.telemetry, self.memory = telemetry, memory
-        check_profile_steps(profile_steps)             # the kernel breakdown: checked now
-        self.profile_steps, self.profile_trace_dir = profile_steps, check_trace_dir(profile_trace_dir)
+        # The kernel breakdown: checked now, and the tracker built at the
+        # start of training takes the checked schedule as it is.
+        self.profile_steps = check_profile_steps(profile_steps)
+        self.profile_trace_dir = check_trace_dir(profile_trace_dir)
         self.history: Deque[Dict[str, Any]] = deque(maxlen=1000)
         self.resolved_dtype: Optional[str] = None
         self._warned: set = set()

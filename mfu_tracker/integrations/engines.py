@@ -241,7 +241,7 @@ def engine_utilization(
     second: Scrape,
     *,
     interval_s: Optional[float] = None,
-    dtype: Any = "bf16",
+    dtype: Any = None,
     device: Any = None,
     spec: Optional[GPUSpec] = None,
     peak_tflops: Optional[float] = None,
@@ -254,7 +254,8 @@ def engine_utilization(
         interval_s: seconds between them (default: the fetch times of two URL
             scrapes, else the samples' timestamps; files without either need it).
         dtype: the dtype whose dense peak is the MFU denominator (the engine's
-            compute dtype).
+            compute dtype; None: bf16, or fp16 on a device without bf16;
+            docs/conventions.md).
         device, spec, peak_tflops: the peak, as :func:`~mfu_tracker.compute_mfu`
             takes it (a spec from :func:`~mfu_tracker.lookup_gpu_spec` for the
             engine's GPU: this machine is rarely the server).

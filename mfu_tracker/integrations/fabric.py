@@ -36,8 +36,10 @@ re-exported here).
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Optional
 
+from ..tracker._tracker import Tracker
 from ._lightning_precision import dtype_from_precision
 
 __all__ = ["fabric_tracker", "fabric_dtype", "dtype_from_precision"]
@@ -56,10 +58,22 @@ def fabric_tracker(fabric: Any, flops_per_step: Optional[float] = None, **kwargs
     from ``fabric.device``, unless given in ``kwargs`` (any other
     ``Tracker`` argument: ``param_bytes``, ``window``, ``peak_tflops``...).
     Create it on every rank, after ``fabric.launch()``."""
-    from ..tracker._tracker import Tracker
-
     if kwargs.get("dtype") is None:
         kwargs["dtype"] = fabric_dtype(fabric) or "fp32"
     if kwargs.get("device") is None:
         kwargs["device"] = getattr(fabric, "device", None)
     return Tracker(flops_per_step, **kwargs)
+
+
+def _signature() -> inspect.Signature:
+    """``fabric_tracker``'s real signature, for ``inspect.signature`` and
+    ``help()``: ``fabric``, then ``Tracker``'s own parameters, ``dtype`` and
+    ``device`` defaulting to None (read from the Fabric)."""
+    tracker = list(inspect.signature(Tracker.__init__).parameters.values())[1:]
+    fabric = inspect.Parameter("fabric", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Any")
+    return inspect.Signature(
+        [fabric, *(p.replace(default=None) if p.name in ("dtype", "device") else p for p in tracker)],
+        return_annotation="Tracker")
+
+
+fabric_tracker.__signature__ = _signature()  # type: ignore[attr-defined]

@@ -80,6 +80,7 @@ figures). Configuration errors raise at construction, naming the argument.
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any, Optional
 
@@ -356,3 +357,16 @@ class MFUCallback(CallbackCore, Callback):
                 self._warn_once(f"logger:{id(logger)}",
                                 f"{type(logger).__name__}.log_metrics failed ({error!r}); the MFU "
                                 "figures are not sent to it")
+
+
+def _init_signature() -> inspect.Signature:
+    """``MFUCallback.__init__``'s real signature, for ``inspect.signature``
+    and ``help()``: every argument the callbacks share (``CallbackCore``'s,
+    which it passes on as they are), then ``log_every_n_steps``."""
+    shared = inspect.signature(CallbackCore.__init__)
+    log_every = inspect.Parameter("log_every_n_steps", inspect.Parameter.KEYWORD_ONLY,
+                                  default=None, annotation="Optional[int]")
+    return shared.replace(parameters=[*shared.parameters.values(), log_every])
+
+
+MFUCallback.__init__.__signature__ = _init_signature()  # type: ignore[attr-defined]

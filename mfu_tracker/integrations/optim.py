@@ -30,7 +30,6 @@ from typing import Any, Callable, Dict, Iterator, Optional, Tuple
 import torch
 
 from .._native import _C
-from .._dtypes import normalize_dtype
 from .._validate import (
     check_causal_attention,
     check_flag,
@@ -110,7 +109,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         model: the model it trains (for ``profile()`` and ``param_bytes``).
         sample_batch: a representative batch (dict of inputs, tensor or tuple /
             list of inputs) for ``profile()``; optional when steps are counted.
-        dtype: compute dtype selecting the peak ("bf16", "fp16", "tf32", "fp32"...).
+        dtype: compute dtype selecting the peak ("bf16", "fp16", "tf32", "fp32"...;
+            None: bf16, or fp16 on a device without bf16 (docs/conventions.md)).
         num_gpus: devices the FLOPs per step ran on (keep 1 for per-rank counts).
         hfu_backward_factor: override the executed (HFU) FLOPs as
             forward x (1 + factor) -- the peer's knob (3.0 for full activation
@@ -169,7 +169,7 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         optimizer: torch.optim.Optimizer,
         model: torch.nn.Module,
         sample_batch: Any = None,
-        dtype: Any = "bf16",
+        dtype: Any = None,
         num_gpus: int = 1,
         hfu_backward_factor: Optional[float] = None,
         device: Any = None,
@@ -206,14 +206,12 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
         causal = check_causal_attention(causal_attention, type_error=False)
         d = self.__dict__
         d["optimizer"] = optimizer
-        d["_dtype"] = normalize_dtype(dtype)
         d["_num_gpus"] = num_gpus
         d["_accumulation"] = check_int(gradient_accumulation_steps, "gradient_accumulation_steps", 1)
         policy = StepFlops(count_every=check_int(count_every, "count_every", 0),
                            causal_attention=causal, hfu_factor=hfu_factor,
                            warn_once=self._warn_once,
                            sample_batch=check_sample_batch(sample_batch))
-        policy.attach(model)
         d["_policy"] = policy
         d["_param_bytes"] = float(count_param_bytes(model))
         d["_tracker"] = Tracker(None, dtype=dtype, window=window, warmup=warmup,
@@ -222,6 +220,8 @@ class MFUOptimizerWrapper(torch.optim.Optimizer):
                                 distributed=distributed, log_path=log_path,
                                 start_step=start_step, profile_steps=profile_steps,
                                 profile_trace_dir=profile_trace_dir)
+        d["_dtype"] = d["_tracker"].peak.dtype   # checked and resolved by the tracker
+        policy.attach(model)   # once every argument passed its check (the tracker's too)
         block = block_clock(clock, device, "track_step()")
         current, index = block.current_stream, block.index
         d["_timer"] = block.timer

@@ -43,7 +43,8 @@ class FlopsCounter:
     Args:
         config: the HuggingFace config verl passes (``PretrainedConfig``),
             or anything :func:`~mfu_tracker.transformer_flops` takes.
-        dtype: the dtype whose dense peak is ``promised`` (default bf16).
+        dtype: the dtype whose dense peak is ``promised`` (default None: bf16, or fp16 on a device without bf16;
+            docs/conventions.md).
         device, spec, peak_tflops: the peak, as :func:`~mfu_tracker.compute_mfu`
             takes it (default: the current device's datasheet row).
         convention: count as another framework does (``"verl"``: verl's
@@ -51,7 +52,7 @@ class FlopsCounter:
         causal_attention: ``"full"`` (default) or ``"half"``.
     """
 
-    def __init__(self, config: Any, *, dtype: Any = "bf16", device: Any = None,
+    def __init__(self, config: Any, *, dtype: Any = None, device: Any = None,
                  spec: Optional[GPUSpec] = None, peak_tflops: Optional[float] = None,
                  convention: Any = None, causal_attention: Optional[str] = None) -> None:
         self.config = config

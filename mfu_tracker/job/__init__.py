@@ -15,10 +15,10 @@ latest ``metrics()`` values and every rank's as gauges, served from a cache)
 and a tracker's run in the job (:mod:`._run`: its run record, ledger
 intervals from the step engine's totals, its run end).
 
-Layer 5 (peaks -> flops -> timing -> distributed -> job -> tracker ->
-integrations -> cli). May import: every layer below it. The Tracker writes
-the records and serves the endpoint; ``mfu-tracker report`` and
-``mfu-tracker goodput`` read them.
+Layer 7 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: every layer below it.
+The Tracker writes the records and serves the endpoint; ``mfu-tracker report``
+and ``mfu-tracker goodput`` read them.
 """
 from ._jobs import Job, jobs
 from ._ledger import BUCKETS, JobLedger, RunLedger, diagnosis, job_ledger

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..timing._breakdown import Breakdown, figures_of_record
+from ..breakdown._record import Breakdown, figures_of_record
 from ..timing._metrics import metric_key
 from ._records import Run
 

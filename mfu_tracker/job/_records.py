@@ -36,7 +36,7 @@ one JSON object, of one of five kinds:
   ``{"record": "peak_check", "time": T, "peak_tflops": P0, "remeasured_tflops": P1}``.
 
 ``breakdown`` -- a profiled step's kernel breakdown (``Tracker(profile_steps=)``;
-  fields: :meth:`mfu_tracker.timing._breakdown.Breakdown.to_record`).
+  fields: :meth:`mfu_tracker.breakdown._record.Breakdown.to_record`).
 
 ``run_end`` -- written when the tracker closes (``close()``, the end of
   training, the interpreter's exit): ``{"record": "run_end", "time": T,
@@ -90,13 +90,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..breakdown._record import BREAKDOWN_RECORD
 from ..peaks._measure import peak_disagrees  # noqa: F401 -- re-exported: the readers use it
-from ..timing._breakdown import BREAKDOWN_RECORD
 from ..timing._metrics import FAMILIES, KEYS
 
 #: The ``record`` values.
 RUN, RUN_END, PEAK_CHECK = "run", "run_end", "peak_check"
-#: A profiled step's kernel breakdown (mfu_tracker.timing._breakdown).
+#: A profiled step's kernel breakdown (mfu_tracker.breakdown._record).
 BREAKDOWN = BREAKDOWN_RECORD
 #: The key of a metrics line's (and a run-end record's) interval.
 LEDGER = "ledger"

@@ -7,9 +7,9 @@ machine (:mod:`._measure`), and the one rule that picks the peak a
 run is measured against (:mod:`._resolve`: argument, environment override,
 table row; none -> MFU unavailable).
 
-Layer 1 of the package (peaks -> flops -> timing -> distributed -> job -> tracker ->
-integrations -> cli). May import: the foundation (``_C``, ``_validate``,
-``_dtypes``) only.
+Layer 1 of the package (peaks -> flops -> timing -> device -> breakdown ->
+distributed -> job -> tracker -> integrations -> agent -> cli). May import: the
+foundation (``_C``, ``_validate``, ``_dtypes``) only.
 """
 from ._measure import PeakMeasurementError, measure_peak_flops, measured_gpu_spec
 from ._table import *  # noqa: F403 -- the names _table.__all__ lists

@@ -8,6 +8,11 @@ the dtype is a configuration error; a device with no peak at all (a CPU, an
 unknown GPU) gives a :class:`Peak` whose ``flops_per_sec`` is None (the
 lookup warned once): MFU is then unavailable, never guessed.
 
+The default dtype, for every caller that takes one (``dtype=None``): the
+device's 16-bit tensor peak, bf16, or fp16 on a device without a bf16 peak
+(V100, T4, P100) -- :func:`default_dtype`; docs/conventions.md, "The default
+dtype". On every device that has both, the two peaks are equal.
+
 Units: ``flops_per_sec`` FLOP/s and ``bytes_per_sec`` bytes/s, per device.
 """
 from __future__ import annotations
@@ -47,8 +52,16 @@ _PeakKey = Tuple[Any, Any, Any, Optional[str]]
 _CACHE: Dict[_PeakKey, Peak] = {}
 
 
+def default_dtype(spec: Optional[GPUSpec]) -> str:
+    """The dtype ``dtype=None`` stands for on ``spec``'s device: bf16, or
+    fp16 where the device has an fp16 peak and no bf16 one."""
+    if spec is not None and not spec.has_peak("bf16") and spec.has_peak("fp16"):
+        return "fp16"
+    return "bf16"
+
+
 def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tflops: Any) -> Peak:
-    name = normalize_dtype(dtype)
+    name = None if dtype is None else normalize_dtype(dtype)
     check_spec(spec)
     if peak_tflops is not None:
         tflops = check_peak_tflops(peak_tflops)
@@ -61,10 +74,12 @@ def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tfl
                 warnings.simplefilter("ignore", UserWarning)
                 base = get_gpu_spec(device)
         bandwidth = base.memory_bandwidth_bytes_per_sec or None
+        name = name or default_dtype(base)   # the user's figure: the dtype is a label
         user = user_gpu_spec(tflops, name=base.name, memory_bandwidth_tbs=bandwidth * 1e-12 if bandwidth else None)
         return Peak(name, tflops * 1e12, bandwidth, user)
     if spec is None:
         spec = get_gpu_spec(device)
+    name = name or default_dtype(spec)
     bandwidth = spec.memory_bandwidth_bytes_per_sec or None
     if spec.has_peak(name):
         return Peak(name, spec.peak_flops_per_sec(name), bandwidth, spec)
@@ -77,13 +92,13 @@ def _resolve_uncached(dtype: Any, device: Any, spec: Optional[GPUSpec], peak_tfl
 
 
 def resolve_peak(
-    dtype: Any = "fp16",
+    dtype: Any = None,
     *,
     device: Any = None,
     spec: Optional[GPUSpec] = None,
     peak_tflops: Optional[float] = None,
 ) -> Peak:
-    """Resolve the per-device peak for ``dtype``.
+    """Resolve the per-device peak for ``dtype`` (None: :func:`default_dtype`).
 
     Precedence: ``peak_tflops`` (TFLOP/s, the user's figure) > ``spec`` >
     the table entry for ``device`` (with ``MFU_TRACKER_PEAK_TFLOPS`` applied).

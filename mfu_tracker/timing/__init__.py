@@ -3,14 +3,15 @@
 Owns the clocks (:mod:`._clock`: GPU events on the device's stream, or the CPU
 clock), ``track()`` and the one-shot utilization arithmetic (:mod:`._track`),
 a generation's prefill and decode figures (:mod:`._generation`),
-the waterfall's definitions (:mod:`._waterfall`), device telemetry
-(:mod:`._telemetry`) and what a tracker reads from the device at window
-edges (:mod:`._hardware`), a step tracker's window figures (:mod:`._figures`) and the
-window totals given at logging time (:mod:`._totals`), and the one table of
-metric keys with its formatter (:mod:`._metrics`).
+the waterfall's definitions (:mod:`._waterfall`), a step tracker's window
+figures (:mod:`._figures`) and the window totals given at logging time
+(:mod:`._totals`), and the one table of metric keys with its formatter
+(:mod:`._metrics`). What the device reports is :mod:`mfu_tracker.device`'s;
+the kernel breakdown of a profiled step, :mod:`mfu_tracker.breakdown`'s.
 
-Layer 3 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: the foundation and ``peaks``.
+Layer 3 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: the foundation and
+``peaks``.
 """
 from ._generation import *  # noqa: F403 -- generation_utilization, GenerationUtilization
 from ._generation import __all__ as _generation_all

@@ -119,7 +119,7 @@ def generation_utilization(
     *,
     prefill_s: Optional[float] = None,
     decode_s: Optional[float] = None,
-    dtype: Any = "bf16",
+    dtype: Any = None,
     num_gpus: int = 1,
     device: Any = None,
     spec: Optional[GPUSpec] = None,
@@ -136,7 +136,7 @@ def generation_utilization(
             ``prefill_tokens`` and ``decode_tokens``.
         prefill_s, decode_s: seconds each phase took (default: ``work``'s
             own ``prefill_s`` / ``decode_s`` when it has them).
-        dtype: the dtype whose peak FLOP/s is the MFU denominator.
+        dtype: the dtype whose peak FLOP/s is the MFU denominator (None: bf16, or fp16 on a device without bf16 (docs/conventions.md)).
         num_gpus: devices the generation ran on (peaks multiply).
         device, spec, peak_tflops: the peak, as :func:`~mfu_tracker.compute_mfu`
             takes it; MBU needs the spec's memory bandwidth (a CPU: pass

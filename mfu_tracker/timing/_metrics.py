@@ -64,7 +64,7 @@ KEYS: Tuple[MetricKey, ...] = (
         # a VLM's language model alone (lmms-engine's convention)
         ("mfu_language", "ratio", "language-model FLOPs / time / peak: the vision tower left out"),
         ("mfu_vs_measured", "ratio", "model FLOPs / time / the measured GEMM peak"),
-        # device telemetry (mfu_tracker.timing._telemetry), read at logging time
+        # device telemetry (mfu_tracker.device._telemetry), read at logging time
         ("power_w", "W", "mean board power since the last reading"),
         ("energy_j_per_token", "J/token", "power / tokens per second"),
         ("tflops_per_watt", "TFLOP/s per W", "model TFLOP/s / power"),
@@ -72,7 +72,7 @@ KEYS: Tuple[MetricKey, ...] = (
         ("clock_ratio", "ratio", "SM clock / maximum SM clock"),
         ("throttled", "flag", "1 when a power or thermal clock-event reason is set"),
     )),
-    # what the hardware did over the window (mfu_tracker.timing._hardware: NVML
+    # what the hardware did over the window (mfu_tracker.device._hardware: NVML
     # GPM, Hopper and later, windows >= 0.1 s; docs/hardware-counters.md)
     *(MetricKey(name, name.replace("/", "_"), 1.0, unit, meaning) for name, unit, meaning in (
         ("hw/tensor_active", "ratio", "share of the window the tensor pipes were busy "
@@ -87,7 +87,7 @@ KEYS: Tuple[MetricKey, ...] = (
         ("hw/mfu_consistency", "ratio", "mfu / hw/tensor_active: the self-check of MFU"),
         ("comm_link_measured_util", "ratio", "hw/nvlink_gbs / the NVLink peak, both "
          "directions: measured, beside the computed net_utilization"),
-        # the caching allocator's host-side statistics (mfu_tracker.timing._memory)
+        # the caching allocator's host-side statistics (mfu_tracker.device._memory)
         ("memory/peak_allocated_gib", "GiB", "peak memory held by tensors (running, or the "
          "window's with per-window peaks)"),
         ("memory/peak_allocated_frac", "ratio", "memory/peak_allocated_gib / device memory"),
@@ -130,7 +130,7 @@ KEYS: Tuple[MetricKey, ...] = (
     MetricKey("goodput_s", "goodput_s", 1.0, "s", "kept steps' time less their data phase"),
     MetricKey("job_mfu", "job_mfu", 1.0, "ratio",
               "kept steps' model FLOPs / (the job's device-seconds x peak)"),
-    # the kernel breakdown of a profiled step (mfu_tracker.timing._breakdown),
+    # the kernel breakdown of a profiled step (mfu_tracker.breakdown._record),
     # logged once by the metrics() after it
     MetricKey("kernel_step_s", "kernel_step_s", 1.0, "s",
               "the profiled step's time the kernel_share rows add up to"),

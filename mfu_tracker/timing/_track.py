@@ -44,7 +44,7 @@ def compute_mfu(
     flop_count: float,
     elapsed_sec: float,
     *,
-    dtype: Any = "fp16",
+    dtype: Any = None,
     num_gpus: int = 1,
     device: Any = None,
     spec: Optional[GPUSpec] = None,
@@ -54,6 +54,8 @@ def compute_mfu(
     devices: ``flop_count / elapsed_sec / (peak FLOP/s x num_gpus)``.
 
     ``None`` when no peak is known for the device; never clamped to 1.
+    ``dtype`` selects the peak (None: bf16, or fp16 on a device without
+    bf16; docs/conventions.md, "The default dtype").
     """
     peak = resolve_peak(dtype, device=device, spec=spec, peak_tflops=peak_tflops)
     return _C.compute_metrics(

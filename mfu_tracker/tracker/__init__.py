@@ -9,8 +9,8 @@ timed on it (:mod:`._roles`). The window's figures are
 :mod:`mfu_tracker.timing`'s, a rank's row :mod:`mfu_tracker.distributed`'s,
 the run's log and ledger :mod:`mfu_tracker.job`'s.
 
-Layer 6 (peaks -> flops -> timing -> distributed -> job -> tracker -> integrations
--> cli). May import: every layer below it.
+Layer 8 (peaks -> flops -> timing -> device -> breakdown -> distributed -> job
+-> tracker -> integrations -> agent -> cli). May import: every layer below it.
 """
 from ._tracker import Tracker
 from ._roles import RoleRun, Roles

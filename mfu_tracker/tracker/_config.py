@@ -8,9 +8,11 @@ then composed from it (:mod:`._parts`): peak, clock, step engine, what it reads
 at window edges, run book, aggregator, communication observer.
 
 A new option goes in several places: the keyword of ``Tracker.__init__``
-(``_tracker.py``) and its entry in the class docstring (``_doc.py``); a
-field here, with its keyword and its check in :meth:`TrackerConfig.check`
-(per-step options, such as a profiled step every N steps, included); the part
+(``_tracker.py``), passed by name to :meth:`TrackerConfig.check` there, and
+its entry in the class docstring (``_doc.py``); a field here, with its
+keyword and its check in :meth:`TrackerConfig.check` (per-step options, such
+as a profiled step every N steps, included; its keywords are Tracker's, as
+tests/test_signatures.py checks); the part
 that uses it, which reads it from the config (:mod:`._parts` or the module it
 builds); the integrations that expose it (``MFUOptimizerWrapper``, the
 callbacks), which pass it on; and the docs/ page that describes it.
@@ -21,8 +23,6 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from .._validate import (
-    WARMUP_MAX,
-    WINDOW_MAX,
     check_clock,
     check_instance,
     check_int,
@@ -34,12 +34,12 @@ from .._validate import (
     check_positive_number,
     check_stream,
 )
+from ..breakdown._step_profile import check_profile_steps, check_trace_dir
+from ..device._hardware import check_memory
 from ..distributed._collective import process_group_initialized
 from ..job._model_info import check_model_info
 from ..job._prometheus import metrics_port as check_metrics_port
-from ..timing._hardware import check_memory
 from ..timing._moe_observer import check_moe
-from ..timing._step_profile import check_profile_steps, check_trace_dir
 
 __all__ = ["TrackerConfig"]
 
@@ -90,12 +90,14 @@ class TrackerConfig:
     degrees) count the devices the figures cover; ``aggregate`` says whether
     ``metrics()`` is the cross-rank collective. ``dtype``, ``device``,
     ``spec`` and ``peak_tflops`` are resolved into the peak, ``clock`` and
-    ``stream`` into the clock, when the tracker is built; ``flops_by_dtype``
-    is checked by the step engine.
+    ``stream`` into the clock, when the tracker is built; ``window``,
+    ``warmup`` and ``flops_by_dtype`` are checked by the step engine (the C
+    core's limits, one check with the argument's name), which is started
+    before anything that could be left half built.
     """
 
-    flops_per_step: Optional[float]
-    executed_flops_per_step: Optional[float]
+    model_flops: Optional[float]       # per step: flops_per_step=, the MFU numerator
+    executed_flops: Optional[float]    # per step: executed_flops_per_step=, the HFU numerator
     param_bytes: Optional[float]
     window: int
     warmup: int
@@ -177,8 +179,6 @@ class TrackerConfig:
         model = check_model_info(model_info, declared=model_flops is not None)
         executed = check_optional_work(executed_flops_per_step, "executed_flops_per_step", "HFU")
         bytes_per_step = check_optional_work(param_bytes, "param_bytes", "MBU")
-        window = check_int(window, "window", 1, WINDOW_MAX)
-        warmup = check_int(warmup, "warmup", 0, WARMUP_MAX)
         num_gpus, model_parallel = check_parallel_degrees(num_gpus, dict(
             tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
             context_parallel=context_parallel, pipeline_parallel=pipeline_parallel))
@@ -191,7 +191,7 @@ class TrackerConfig:
         link = _check_comm(comm, link_bandwidth_gbs)
         check_clock(clock)
         return cls(
-            flops_per_step=model_flops, executed_flops_per_step=executed,
+            model_flops=model_flops, executed_flops=executed,
             param_bytes=bytes_per_step, window=window, warmup=warmup, num_gpus=num_gpus,
             model_parallel=model_parallel, dtype=dtype, device=device, spec=spec,
             peak_tflops=peak_tflops, clock=clock,

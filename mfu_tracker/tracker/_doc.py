@@ -68,13 +68,13 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     ``{prefix}/throttled``           1 when a power or thermal throttle reason is set
     ===============================  =====================================================
 
-    The last six come from NVML (:mod:`mfu_tracker.timing._telemetry`), read once at
+    The last six come from NVML (:mod:`mfu_tracker.device._telemetry`), read once at
     construction and once per ``metrics()`` call -- never per step, never on a
     thread; a missing or failing NVML leaves them out with one warning. Under
     a process group these eight keys are global too (below).
 
     **Measured by the hardware** (docs/hardware-counters.md;
-    :mod:`mfu_tracker.timing._hardware`), at the same edges. Unsupported:
+    :mod:`mfu_tracker.device._hardware`), at the same edges. Unsupported:
     absent, with one warning saying why. Local figures only: left out under a
     process group's aggregation.
 
@@ -322,7 +322,8 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
     Args:
         flops_per_step: model FLOPs of one step on this rank (the MFU
             numerator), or None to give them per step (``step(model_flops=)``).
-        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...).
+        dtype: compute dtype selecting the peak ("bf16", torch.bfloat16, ...;
+            None: bf16, or fp16 on a device without bf16 (docs/conventions.md)).
         window: steps the figures cover (1 .. ``_C.LIMIT_WINDOW_MAX``).
         warmup: timed steps ignored at the start (compilation, warm-up).
         param_bytes: bytes of weights read per step (the MBU numerator).
@@ -419,7 +420,7 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             table's (NVLink, xGMI, PCIe for one node; the node's InfiniBand
             or RoCE ports, shared by its ranks, across nodes).
         profile_steps: profile chosen steps and break each down by kernel
-            class (docs/kernel-breakdown.md, :mod:`mfu_tracker.timing._step_profile`):
+            class (docs/kernel-breakdown.md, :mod:`mfu_tracker.breakdown._step_profile`):
             None (off, the default), N (the first step after the warm-up,
             then every N-th), True (every 500th) or a collection of global
             step numbers. A profiled step runs ``torch.profiler`` (CPU + CUDA

@@ -6,7 +6,7 @@ its checked configuration (:class:`._config.TrackerConfig`):
 * the measured GEMM peak (:func:`measured_peak`, ``measure_peak=True``);
 * what it reads from the device at each window edge (:func:`device_window`:
   NVML telemetry and GPM counters, the allocator's memory, the MFU
-  self-check; :mod:`mfu_tracker.timing._hardware`);
+  self-check; :mod:`mfu_tracker.device._hardware`);
 * its communication observer (:func:`communication`,
   :mod:`mfu_tracker.distributed._comm_observer`).
 
@@ -20,11 +20,11 @@ from __future__ import annotations
 import warnings
 from typing import Any, NamedTuple, Optional
 
+from ..device._hardware import DeviceWindow
 from ..distributed._collective import Aggregator, process_group_initialized
-from ..peaks._resolve import Peak
 from ..peaks._measure import measured_gpu_spec
+from ..peaks._resolve import Peak
 from ..timing._clock import current_stream_getter, mark_timer, resolve_clock
-from ..timing._hardware import DeviceWindow
 from ._config import TrackerConfig
 
 __all__ = ["Clock", "clock_of", "communication", "device_window", "measured_peak"]
@@ -93,8 +93,8 @@ def communication(tracker: Any, config: TrackerConfig, peak: Peak, clock: Clock,
     no process group, or (one warning) the C++ observer unavailable."""
     if config.comm is False or not process_group_initialized():
         return None
-    from ..distributed._comm_observer import observe
     from .._native._observer import observer_module, observer_problem
+    from ..distributed._comm_observer import observe
 
     try:
         module = observer_module()

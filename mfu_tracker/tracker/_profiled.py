@@ -1,10 +1,11 @@
 """A :class:`~._tracker.Tracker` that profiles chosen steps (``profile_steps``)
 or samples MoE steps (``moe=``, docs/moe.md).
 
-``Tracker(profile_steps=...)`` constructs this subclass (``Tracker.__new__``,
-which finds it in ``_tracker.PROFILED``: the package imports this module):
+``Tracker(profile_steps=...)`` gives an instance of this subclass
+(``Tracker.__init__`` sets it once the arguments are checked, finding it in
+``_tracker.PROFILED``: the package imports this module):
 its ``step()`` is the C boundary, then the step profiler's
-(:class:`~mfu_tracker.timing._step_profile.StepProfiler`), which closes the
+(:class:`~mfu_tracker.breakdown._step_profile.StepProfiler`), which closes the
 profile of the step that ended and opens one for the step now starting
 when it is due; then the MoE observer's, which reads the step it sampled
 and arms the next one. A tracker with neither ``profile_steps`` nor ``moe``

@@ -12,7 +12,7 @@ monotonic CPU clock. The hot path, the step records and every ratio are in C
 A Tracker is a composition: its checked configuration
 (:class:`._config.TrackerConfig`), the peak, the clock and the step engine it
 subclasses, what it reads from the device at window edges
-(:mod:`mfu_tracker.timing._hardware`), the run book of the job
+(:mod:`mfu_tracker.device._hardware`), the run book of the job
 ledger (:mod:`mfu_tracker.job._run`), the aggregator and the communication
 observer (:mod:`mfu_tracker.distributed`). The window's figures are
 :mod:`mfu_tracker.timing._figures`', a rank's row of an aggregation
@@ -27,6 +27,8 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 from .._native import _C
 from .._validate import check_positive_number, check_prefix
+from ..breakdown._record import BREAKDOWN_RECORD, Breakdown
+from ..breakdown._step_profile import StepProfiler
 from ..distributed._collective import DEFAULT_TIMEOUT_S, Aggregator, process_group_initialized
 from ..distributed._figures import DistributedFigures, RankFigures, combine
 from ..distributed._rank_row import rank_row
@@ -35,12 +37,10 @@ from ..job._prometheus import serve as serve_metrics
 from ..job._run import RunBook
 from ..peaks._resolve import Peak, dtype_peaks, resolve_peak
 from ..peaks._table import GPUSpec
-from ..timing._breakdown import BREAKDOWN_RECORD, Breakdown
 from ..timing._figures import window_figures
 from ..timing._metrics import format_metrics
 from ..timing._roles import ROLES, role_figures
 from ..timing._moe_observer import MoEObserver
-from ..timing._step_profile import StepProfiler, check_profile_steps
 from ..timing._totals import FIELDS, NO_TOTALS, StepSums
 from ..timing._waterfall import split_communication
 from ._config import TrackerConfig
@@ -64,20 +64,11 @@ class Tracker(_C.StepTracker):
     __slots__ = ("_config", "_peak", "_dist", "_measured_flops_per_sec", "_hardware", "_run",
                  "_comm", "_profiler", "_roles_warned", "_moe", "__weakref__")
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> "Tracker":
-        # The kernel breakdown: a tracker that profiles steps is a
-        # ProfiledTracker, whose step() adds the profiler's boundary; any
-        # other keeps step() in C alone (no cost when profiling is off).
-        if cls is Tracker and (_profiles(kwargs.get("profile_steps"))
-                               or kwargs.get("moe") is not None):
-            cls = PROFILED[0]      # registered by ._profiled (the package imports it)
-        return super().__new__(cls)
-
     def __init__(
         self,
         flops_per_step: Optional[float] = None,
         *,
-        dtype: Any = "bf16",
+        dtype: Any = None,
         window: int = 100,
         warmup: int = 1,
         param_bytes: Optional[float] = None,
@@ -110,9 +101,26 @@ class Tracker(_C.StepTracker):
         moe: Any = None,
         moe_every: Optional[int] = None,
     ) -> None:
-        arguments = dict(locals())  # the parameters only: nothing else is bound yet
-        del arguments["self"]
-        config = TrackerConfig.check(**arguments)
+        config = TrackerConfig.check(
+            flops_per_step=flops_per_step, dtype=dtype, window=window, warmup=warmup,
+            param_bytes=param_bytes, executed_flops_per_step=executed_flops_per_step,
+            num_gpus=num_gpus, device=device, spec=spec, peak_tflops=peak_tflops, clock=clock,
+            stream=stream, distributed=distributed, distributed_timeout=distributed_timeout,
+            tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+            context_parallel=context_parallel, pipeline_parallel=pipeline_parallel,
+            flops_by_dtype=flops_by_dtype, measure_peak=measure_peak, telemetry=telemetry,
+            memory=memory, log_path=log_path, start_step=start_step, job=job,
+            metrics_port=metrics_port, comm=comm, link_bandwidth_gbs=link_bandwidth_gbs,
+            profile_steps=profile_steps, profile_trace_dir=profile_trace_dir, model_info=model_info,
+            moe=moe, moe_every=moe_every)
+        if type(self) is Tracker and (config.profile_steps is not None or config.moe is not None):
+            # The kernel breakdown: a tracker that profiles steps is a
+            # ProfiledTracker, whose step() adds the profiler's boundary; any
+            # other keeps step() in C alone (no cost when profiling is off).
+            # The same slots, so the instance can take the subclass here,
+            # once its arguments are checked (no __new__ that would hide this
+            # signature and check profile_steps a second time).
+            self.__class__ = PROFILED[0]   # registered by ._profiled (the package imports it)
         peak = resolve_peak(config.dtype, device=config.device, spec=config.spec,
                             peak_tflops=config.peak_tflops)
         clock = clock_of(config)
@@ -148,8 +156,8 @@ class Tracker(_C.StepTracker):
             self,
             clock=clock.kind,
             stream=clock.stream,
-            model_flops=config.flops_per_step,
-            executed_flops=config.executed_flops_per_step,
+            model_flops=config.model_flops,
+            executed_flops=config.executed_flops,
             param_bytes=config.param_bytes,
             peak_flops_per_sec=peak.flops_per_sec,
             peak_bytes_per_sec=peak.bytes_per_sec,
@@ -532,7 +540,7 @@ class Tracker(_C.StepTracker):
     @property
     def last_breakdown(self) -> Optional[Breakdown]:
         """The kernel breakdown of the last profiled step (``profile_steps``;
-        :mod:`mfu_tracker.timing._breakdown`), or None."""
+        :mod:`mfu_tracker.breakdown._record`), or None."""
         return None if self._profiler is None else self._profiler.last
 
     def _log_breakdown(self, breakdown: Breakdown) -> None:
@@ -589,11 +597,3 @@ def _moe_gather(agg: Aggregator) -> Any:
         return None if agg.group is None else agg.gather_floats(row, what)
     return gather
 
-
-def _profiles(profile_steps: Any) -> bool:
-    """Whether ``profile_steps`` turns profiling on (a bad value: False here,
-    the configuration names it)."""
-    try:
-        return check_profile_steps(profile_steps) is not None
-    except (TypeError, ValueError):
-        return False

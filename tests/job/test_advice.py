@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from mfu_tracker.breakdown._record import CLASSES, Breakdown, ClassTime
 from mfu_tracker.job import _advice as A
 from mfu_tracker.job._advice import Advice, Evidence, Needs
-from mfu_tracker.timing._breakdown import CLASSES, Breakdown, ClassTime
 
 P = "throughput"
 RULE = {r.name: r for r in A.RULES}

@@ -19,11 +19,11 @@ import pytest
 import torch
 
 from mfu_tracker import FlopCounter, Tracker
-from mfu_tracker.timing import _step_profile
-from mfu_tracker.timing._breakdown import ROWS
-from mfu_tracker.timing._reduce import reduce_events
-from mfu_tracker.timing._step_profile import DEFAULT_EVERY, check_profile_steps
-from mfu_tracker.timing._trace import chrome_trace_events
+from mfu_tracker.breakdown import _step_profile
+from mfu_tracker.breakdown._record import ROWS
+from mfu_tracker.breakdown._reduce import reduce_events
+from mfu_tracker.breakdown._step_profile import DEFAULT_EVERY, check_profile_steps
+from mfu_tracker.breakdown._trace import chrome_trace_events
 from mfu_tracker.tracker._profiled import ProfiledTracker
 from tests._cli import run_cli
 from tests._process_group import process_group

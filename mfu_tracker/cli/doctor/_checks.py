@@ -27,8 +27,8 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..._native import _C
 from ..._install import extra_install
+from ..._native import _C
 from ._end_to_end import run as run_end_to_end
 from ._end_to_end import small_gpt2
 from ._platform import (
@@ -176,7 +176,7 @@ class Doctor:
         add = self.report.add
         nvml = getattr(_C, "Nvml", None)
         try:  # the telemetry module: NVML's device id of a torch device
-            from ...timing._telemetry import device_id_of
+            from ...device._telemetry import device_id_of
         except ImportError:
             device_id_of = None
         if nvml is None or device_id_of is None:
@@ -344,7 +344,7 @@ class Doctor:
 
     def _self_check_row(self, platform: Platform, spec: Any) -> None:
         """MFU of a GEMM loop against the tensor pipes' counters (_self_check.py)."""
-        from ...timing._telemetry import device_id_of
+        from ...device._telemetry import device_id_of
         from ._self_check import self_check_row
 
         ident = None

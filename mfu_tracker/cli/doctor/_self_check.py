@@ -4,7 +4,7 @@ A bf16 GEMM loop runs for at least :data:`WINDOW_S` seconds between two GPM
 readings of the device (NVML, ``csrc/core/device/gpm.h``); its MFU (the loop's
 FLOPs over its wall time -- the doctor may synchronize -- over the
 datasheet peak) is read against the tensor pipes' busy share with the
-tracker's own rule (:func:`mfu_tracker.timing._consistency.verdict`). PASS
+tracker's own rule (:func:`mfu_tracker.device._consistency.verdict`). PASS
 when consistent; WARN naming the cause when MFU is clearly above what the
 pipes did (the count or the peak) or far below it; SKIP, saying why, where
 the counters cannot be read (no NVIDIA device, before Hopper, no permission).
@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable, Dict, Optional
 
 from ..._native import _C
-from ...timing._consistency import high_limit, mfu_consistency, verdict
+from ...device._consistency import high_limit, mfu_consistency, verdict
 
 #: The loop's least duration: well over GPM's 0.1 s, so the counters' edge
 #: term (2 x 0.1 s / window) stays small.

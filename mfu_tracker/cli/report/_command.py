@@ -41,7 +41,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if len(args.paths) > 2:
         raise CliError(f"give one log, or two to compare (A B); got {len(args.paths)}")
     if len(args.paths) == 2:   # two runs side by side (the kernel breakdown's comparison)
-        from .._report_compare import run as compare
+        from ._compare import run as compare
 
         print(compare(args.paths, args.out, prefix=args.prefix, title=args.title or "",
                       which=args.run, exact=args.numbers))

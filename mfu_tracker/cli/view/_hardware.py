@@ -3,12 +3,12 @@ busy -> SM active -> tensor active -> MFU), OFU beside MFU, the MFU
 self-check, and the memory headroom. Every value is a logged key
 (docs/hardware-counters.md: NVML GPM and the caching allocator, read at the
 tracker's window edges); the verdict of the self-check is
-:func:`mfu_tracker.timing._consistency.verdict`'s."""
+:func:`mfu_tracker.device._consistency.verdict`'s."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from ...timing._consistency import LOW_RATIO, high_limit, verdict
+from ...device._consistency import LOW_RATIO, high_limit, verdict
 from ..report.panels.hardware import MISSING as NO_COUNTERS
 from ._figure import DERIVED, MEASURED, Figure, Newest
 

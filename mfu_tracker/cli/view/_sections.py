@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from ...breakdown._record import LABELS as KERNEL_LABELS
+from ...breakdown._record import ROWS
 from ...job._advice import advise, evidence_of_run
 from ...job._ledger import BUCKETS, LABELS
-from ...timing._breakdown import LABELS as KERNEL_LABELS
-from ...timing._breakdown import ROWS
 from ..report._model import LOST, PHASES, Record, Report, number
 from ._figure import COUNTED, DERIVED, MEASURED, Figure, Newest
 

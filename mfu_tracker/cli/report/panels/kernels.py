@@ -1,13 +1,13 @@
 """The kernel breakdown panel: one stacked bar per profiled step
 (``breakdown`` records, or the ``kernel_share/*`` keys from TensorBoard),
 each kernel class's share and idle's; the last step's class table printed.
-The data and drawing are :mod:`mfu_tracker.cli._report_kernels`'s (shared
+The data and drawing are :mod:`mfu_tracker.cli.report._kernels`'s (shared
 with ``report A B``)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..._report_kernels import MISSING, KernelPanel, draw, kernel_panel
+from .._kernels import MISSING, KernelPanel, draw, kernel_panel
 from .._model import Report
 from ._base import Panel
 

@@ -1,7 +1,7 @@
 """The kernel breakdown of one profiled step: the record and its figures.
 
 A :class:`Breakdown` is what a profiled training step reduces to
-(:mod:`mfu_tracker.timing._reduce`): the step's time split by kernel class
+(:mod:`mfu_tracker.breakdown._reduce`): the step's time split by kernel class
 on the union timeline (``csrc/core/breakdown/timeline.h``), idle as its own row, and
 per class what it achieved. Rows:
 

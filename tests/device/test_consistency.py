@@ -1,7 +1,7 @@
-"""The self-check of MFU against the tensor pipes (mfu_tracker/timing/_consistency.py)."""
+"""The self-check of MFU against the tensor pipes (mfu_tracker/device/_consistency.py)."""
 from __future__ import annotations
 
-from mfu_tracker.timing._consistency import GPM_REFRESH_S, HIGH_MARGIN, high_limit, mfu_consistency, verdict
+from mfu_tracker.device._consistency import GPM_REFRESH_S, HIGH_MARGIN, high_limit, mfu_consistency, verdict
 
 
 def test_the_ratio_and_when_it_is_unknown():

@@ -15,10 +15,10 @@ import math
 import pytest
 
 from mfu_tracker._native import _C
-from mfu_tracker.timing import _reduce
-from mfu_tracker.timing._breakdown import ROWS, Breakdown
-from mfu_tracker.timing._reduce import MARKER, BreakdownError, reduce_events
-from mfu_tracker.timing._trace import chrome_trace_events, operand_bytes
+from mfu_tracker.breakdown import _reduce
+from mfu_tracker.breakdown._record import ROWS, Breakdown
+from mfu_tracker.breakdown._reduce import MARKER, BreakdownError, reduce_events
+from mfu_tracker.breakdown._trace import chrome_trace_events, operand_bytes
 
 US = 1e-6
 

@@ -19,8 +19,8 @@ import pytest
 from _fake_nvml import UUID, fake_nvml
 
 from mfu_tracker import _C, user_gpu_spec
+from mfu_tracker.device._telemetry import Telemetry, device_id_of
 from mfu_tracker.step import Tracker
-from mfu_tracker.timing._telemetry import Telemetry, device_id_of
 
 MS = 1_000_000  # ns
 SPEC = user_gpu_spec(1000.0, name="fake GPU")  # 1e15 FLOP/s

@@ -1,13 +1,13 @@
 """The report's kernel-breakdown panel: where a profiled step's time went.
 
 Drawn when the log holds ``breakdown`` records (``Tracker(profile_steps=)``;
-:mod:`mfu_tracker.timing._breakdown`), or, from TensorBoard, the
+:mod:`mfu_tracker.breakdown._record`), or, from TensorBoard, the
 ``{p}/kernel_share/*`` keys: one stacked bar per profiled step, each class's
 share and idle's (each bar adds up to 1). Printed: every bar's shares, and
 for the newest profiled step the per-class table -- share, seconds, kernels,
 TFLOP/s and its share of the peak, operand GB/s and its share of the
 bandwidth (lower bounds), the roofline side -- and its top kernels. The
-two-run comparison (:mod:`._report_compare`) prints the same table for each
+two-run comparison (:mod:`._compare`) prints the same table for each
 run.
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..job._records import Run
-from ..timing._breakdown import LABELS, ROWS, Breakdown, figures_of_record
-from ..timing._metrics import metric_key
+from ...breakdown._record import LABELS, ROWS, Breakdown, figures_of_record
+from ...job._records import Run
+from ...timing._metrics import metric_key
 
 __all__ = ["KernelPanel", "MISSING", "class_table", "draw", "kernel_panel", "row_colors"]
 

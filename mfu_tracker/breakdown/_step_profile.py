@@ -2,7 +2,7 @@
 
 At chosen step boundaries the tracker runs ``torch.profiler`` (CPU + CUDA
 activities, operand shapes recorded) and a FLOP counter over exactly one
-step, reduces the trace in memory to a :class:`~._breakdown.Breakdown`
+step, reduces the trace in memory to a :class:`~._record.Breakdown`
 (:mod:`._reduce`) and drops the trace; the breakdown goes to the log (a
 ``breakdown`` record), to the next ``metrics()`` (the ``kernel_*`` keys,
 once) and to :attr:`Tracker.last_breakdown`.
@@ -40,7 +40,7 @@ import threading
 import warnings
 from typing import Any, Callable, Dict, FrozenSet, Optional
 
-from ._breakdown import Breakdown
+from ._record import Breakdown
 from ._reduce import MARKER, reduce_events
 from ._trace import kineto_events
 
@@ -82,7 +82,11 @@ class ProfileSchedule:
 
 def check_profile_steps(value: Any, argument: str = "profile_steps") -> Optional[ProfileSchedule]:
     """``profile_steps`` as a schedule (None: off); TypeError / ValueError
-    naming the argument and the value otherwise."""
+    naming the argument and the value otherwise. A schedule this function
+    made (a callback checked its argument when it was built) is returned as
+    it is."""
+    if isinstance(value, ProfileSchedule):
+        return value
     if value is None or value is False:
         return None
     if value is True:

@@ -38,7 +38,7 @@ NVML leaves the figures out, with one warning; nothing here raises into a
 training loop.
 
 AMD GPUs: not read (amdsmi is not loaded); the keys are left out, with one
-warning (mfu_tracker.timing._hardware).
+warning (mfu_tracker.device._hardware).
 """
 from __future__ import annotations
 

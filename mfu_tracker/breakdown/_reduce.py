@@ -1,4 +1,4 @@
-"""Reduce a profiled step's events to a :class:`~._breakdown.Breakdown`.
+"""Reduce a profiled step's events to a :class:`~._record.Breakdown`.
 
 The events (:mod:`._trace`) go through three passes, each bounded by the
 number of events (at most ``_C.LIMIT_TIMELINE_INTERVALS_MAX``; past it the
@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .._native import _C
-from ._breakdown import CLASSES, FLOP_CLASSES, Breakdown, ClassTime, KernelRow
+from ._record import CLASSES, FLOP_CLASSES, Breakdown, ClassTime, KernelRow
 from ._trace import ANNOTATION, KERNEL, OP, TraceEvent
 
 __all__ = ["BreakdownError", "EVENTS_MAX", "MARKER", "MAX_NAMES", "TOP", "reduce_events"]

@@ -6,7 +6,7 @@ profiled step) and its newest waterfall (``{p}/mfu`` + ``{p}/mfu_lost/*``),
 drawn as two bars each -- A above B -- and the difference B - A of every
 kernel class's share (percentage points of each run's own profiled step).
 
-Printed: both breakdowns' per-class tables (:func:`._report_kernels.class_table`),
+Printed: both breakdowns' per-class tables (:func:`._kernels.class_table`),
 the differences per class (share and seconds) and per waterfall share, each
 run's MFU and step time, then each run's advice (:mod:`._advise`); each figure
 rounded to what it means, or with ``--numbers`` in full precision. What a
@@ -22,11 +22,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..job._records import Log, Run
-from ..timing._breakdown import LABELS, ROWS, Breakdown, figures_of_record
-from ..timing._metrics import metric_key
-from . import _report_kernels as kernels
-from ._figures import seconds, share, signed_share
+from ...breakdown._record import LABELS, ROWS, Breakdown, figures_of_record
+from ...job._records import Log, Run
+from ...timing._metrics import metric_key
+from .._figures import seconds, share, signed_share
+from . import _kernels as kernels
 
 __all__ = ["Side", "compare", "run"]
 
@@ -58,8 +58,8 @@ def _number(value: Any) -> Optional[float]:
 
 
 def _side(name: str, path: str, which: str, prefix: Optional[str]) -> Side:
-    from .report._load import load_streamed, select_runs
-    from .report._plan import find_prefix
+    from ._load import load_streamed, select_runs
+    from ._plan import find_prefix
 
     log = load_streamed(path, which, drawn=False)
     run = select_runs(log, which)[-1]
@@ -145,7 +145,7 @@ def _maybe(fmt: Any, value: Optional[float]) -> str:
 def text(a: Side, b: Side, exact: bool = False) -> str:
     """Every number drawn, and the differences, then each run's advice;
     rounded to what each means, or (``exact``) Python's round-trip repr."""
-    from ._advise import lines_for_report
+    from .._advise import lines_for_report
 
     show = _Shown(exact)
     lines = [a.label, b.label]
@@ -169,8 +169,8 @@ def text(a: Side, b: Side, exact: bool = False) -> str:
 
 
 def _draw(a: Side, b: Side, title: str) -> bytes:
-    from .report._render import DPI, PANEL_HEIGHT_IN, WIDTH_IN
-    from .report._render import pyplot as _pyplot
+    from ._render import DPI, PANEL_HEIGHT_IN, WIDTH_IN
+    from ._render import pyplot as _pyplot
 
     plt = _pyplot()
     fig, axes = plt.subplots(3, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 3), dpi=DPI)
@@ -228,9 +228,9 @@ def run(paths: Sequence[str], out: str, prefix: Optional[str] = None, title: str
         which: str = "last", exact: bool = False) -> str:
     """Compare two logs, draw ``out``; returns the numbers (:func:`text`;
     ``exact``: full precision)."""
-    from .report._render import check_out as _check_out
-    from .report._render import pyplot as _pyplot
-    from .report._render import write_out
+    from ._render import check_out as _check_out
+    from ._render import pyplot as _pyplot
+    from ._render import write_out
 
     ext = _check_out(out)
     _pyplot()

@@ -29,7 +29,7 @@ from _fake_nvml import (
 
 from mfu_tracker import user_gpu_spec
 from mfu_tracker.step import Tracker
-from mfu_tracker.timing._consistency import (
+from mfu_tracker.device._consistency import (
     HIGH_MARGIN,
     LOW_RATIO,
     high_limit,
