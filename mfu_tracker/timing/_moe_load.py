@@ -42,6 +42,13 @@ class LayerLoad:
     row_flops: float         # FLOPs one row costs across the expert's GEMMs
     padded_rows: int
     dropped: int
+    row_model_flops: float = 0.0   # a row's FLOPs with the backward training runs
+
+    @property
+    def padded_model_flops(self) -> float:
+        """FLOPs the padded rows cost, forward and the backward that runs
+        (+1x per GEMM input that needs a gradient)."""
+        return self.padded_rows * self.row_model_flops
 
     @property
     def experts(self) -> int:
@@ -68,9 +75,11 @@ class LayerLoad:
 
 
 def layer_load(name: str, routed: Sequence[int], rows: Optional[Sequence[int]] = None,
-               row_flops: float = 0.0) -> LayerLoad:
+               row_flops: float = 0.0, row_model_flops: Optional[float] = None) -> LayerLoad:
     """A layer's load from its routed assignments and computed rows per
-    expert (rows None: the layer computed exactly what was routed)."""
+    expert (rows None: the layer computed exactly what was routed);
+    ``row_model_flops`` (None: ``row_flops``, forward only) a row's FLOPs
+    with its backward."""
     routed_t = tuple(int(n) for n in routed)
     if not routed_t or any(n < 0 for n in routed_t):
         raise ValueError(f"routed: one non-negative count per expert, got {routed_t!r}")
@@ -80,7 +89,8 @@ def layer_load(name: str, routed: Sequence[int], rows: Optional[Sequence[int]] =
                          f"got {rows_t!r}")
     padded = sum(max(r - t, 0) for r, t in zip(rows_t, routed_t))
     dropped = sum(max(t - r, 0) for r, t in zip(rows_t, routed_t))
-    return LayerLoad(name, routed_t, rows_t, float(row_flops), padded, dropped)
+    model = row_flops if row_model_flops is None else row_model_flops
+    return LayerLoad(name, routed_t, rows_t, float(row_flops), padded, dropped, float(model))
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,13 @@ class MoELoad:
             out["moe_padded_flops_share"] = sum(
                 layer.padded_rows * layer.row_flops for layer in layers) / computed
         return out
+
+    @property
+    def padded_model_flops(self) -> float:
+        """The padded rows' FLOPs over every layer, forward and the backward
+        that runs: what a count of every computed row (a FlopCounter's)
+        holds beyond the routed tokens' model FLOPs (docs/moe.md)."""
+        return sum(layer.padded_model_flops for layer in self.layers)
 
     @property
     def wait_s(self) -> Optional[float]:

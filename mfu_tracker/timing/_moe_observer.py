@@ -79,13 +79,14 @@ def check_moe(moe: Any, moe_every: Any) -> Optional[int]:
 class _LayerRecord:
     """What one layer's forward left on the device during a sampled step."""
 
-    __slots__ = ("routed", "offs", "rows", "row_flops", "seen", "marks")
+    __slots__ = ("routed", "offs", "rows", "row_flops", "row_model_flops", "seen", "marks")
 
     def __init__(self) -> None:
         self.routed: Any = None             # device tensor, experts + 1 bins
         self.offs: Any = None               # the first grouped GEMM's offsets (device)
         self.rows: Dict[int, int] = {}      # expert -> rows (eager loop, bmm)
         self.row_flops = 0.0                # per row, over the GEMMs of one expert
+        self.row_model_flops = 0.0          # the same with the backward that will run
         self.seen: set = set()              # (weight, kind) already charged in row_flops
         self.marks: List[Any] = []          # each forward's start, end (CUDA events or seconds)
 
@@ -135,7 +136,18 @@ def _grouped(record: _LayerRecord, args: Tuple[Any, ...], kwargs: Dict[str, Any]
         return
     if record.offs is None:
         record.offs = offs.detach().clone()
-    record.row_flops += 2.0 * b.shape[1] * b.shape[2]
+    _charge(record, 2.0 * b.shape[1] * b.shape[2], a, b)
+
+
+def _charge(record: _LayerRecord, flops: float, a: Any, b: Any) -> None:
+    """One row's FLOPs through one GEMM: forward, and with the backward the
+    model convention charges it (+1x per input that needs a gradient,
+    docs/flops.md), where autograd records it."""
+    import torch
+
+    grads = int(a.requires_grad) + int(b.requires_grad) if torch.is_grad_enabled() else 0
+    record.row_flops += flops
+    record.row_model_flops += flops * (1 + grads)
 
 
 def _expert_of(stacked: Dict[int, Any], weight: Any) -> Optional[Tuple[int, Any]]:
@@ -154,7 +166,7 @@ def _expert_mm(record: _LayerRecord, stacked: Dict[int, Any], x: Any, w: Any) ->
         record.rows[expert] = record.rows.get(expert, 0) + x.shape[0]
     if id(param) not in record.seen:     # one row's FLOPs through this weight, once
         record.seen.add(id(param))
-        record.row_flops += 2.0 * w.shape[0] * w.shape[1]
+        _charge(record, 2.0 * w.shape[0] * w.shape[1], x, w)
 
 
 def _expert_bmm(record: _LayerRecord, stacked: Dict[int, Any], x: Any, w: Any) -> None:
@@ -166,7 +178,7 @@ def _expert_bmm(record: _LayerRecord, stacked: Dict[int, Any], x: Any, w: Any) -
             record.rows[expert] = record.rows.get(expert, 0) + x.shape[1]
     if id(found[1]) not in record.seen:
         record.seen.add(id(found[1]))
-        record.row_flops += 2.0 * w.shape[1] * w.shape[2]
+        _charge(record, 2.0 * w.shape[1] * w.shape[2], x, w)
 
 
 class MoEObserver:
@@ -304,4 +316,4 @@ def _layer_of(name: str, experts: int, record: _LayerRecord) -> Optional[LayerLo
         rows += [0] * (experts - len(rows))
     elif record.rows:
         rows = [record.rows.get(e, 0) for e in range(experts)]
-    return layer_load(name, routed, rows, record.row_flops)
+    return layer_load(name, routed, rows, record.row_flops, record.row_model_flops)

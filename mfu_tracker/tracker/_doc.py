@@ -452,7 +452,10 @@ TRACKER_DOC = """End-to-end MFU / HFU / MBU, tokens/s and step time of a trainin
             top_k_weights)``; docs/moe.md). None: off.
         moe_every: steps between sampled MoE steps (default 100): only a
             sampled step's MoE layers carry hooks, and its counts are copied
-            to the host at the ``step()`` after it.
+            to the host at the ``step()`` after it. With
+            ``model_info={"flops": "counted"}`` the sampled step's padded
+            rows' FLOPs move from model to over-compute FLOPs on each later
+            step (docs/moe.md, "Padding in HFU and MFU").
 
     **The job.** A step is numbered by the boundaries: the first
     ``step()`` starts the clock, the i-th step it closes is global step

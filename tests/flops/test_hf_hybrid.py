@@ -34,7 +34,6 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from _analytic_gap import exact_minus_analytic  # noqa: E402
 from mfu_tracker.cli import main  # noqa: E402
 from mfu_tracker.counter import FlopCounter  # noqa: E402
 from mfu_tracker.flops import transformer_flops  # noqa: E402
@@ -137,14 +136,13 @@ def _built(key: str):
 
 @functools.lru_cache(maxsize=None)
 def _counted(key: str, seq_len: int) -> int:
-    """The exact count, less what it holds beyond the analytic one
-    (tests/_analytic_gap.py)."""
+    """The exact count of one forward + backward of B sequences."""
     _, saved, model = _built(key)
     ids = torch.randint(0, 128, (B, seq_len), generator=torch.Generator().manual_seed(0))
     with FlopCounter() as fc:
         model(input_ids=ids, labels=ids).loss.backward()
     assert fc.errors == 0
-    return fc.model_flops - B * exact_minus_analytic(saved, seq_len)
+    return fc.model_flops
 
 
 def _analytic(config, seq_len: int = S_IN, **kw):
@@ -173,9 +171,9 @@ def test_one_token_sequences_equal_the_exact_count(key):
     with FlopCounter() as fc:
         model(input_ids=ids, use_cache=False).logits.float().sum().backward()
     model.zero_grad(set_to_none=True)
-    analytic = fc.model_flops - B * exact_minus_analytic(saved, 1)   # the scans' backward
-    assert _analytic(saved, 1).model_flops == analytic
-    assert transformer_flops(saved, seq_lens=[1, 1], formula="matmul").model_flops == analytic
+    assert _analytic(saved, 1).model_flops == fc.model_flops
+    assert transformer_flops(saved, seq_lens=[1, 1], formula="matmul").model_flops == \
+        fc.model_flops
     assert transformer_flops(saved, seq_lens=[1, 1], formula="exact").model_flops == \
         fc.model_flops
 
@@ -288,9 +286,11 @@ def test_kda_layer_by_hand():
     kda = 6_144 + 1_536 + 256 + 2_048
     # scan, chunk 64, 16 tokens padded to 1 chunk, per head:
     # 2*64^2*8 + 4*64^2*8 + 6*64*8*8 = 65,536 + 131,072 + 24,576 = 221,184;
-    # model 3x less the first chunk's 2 zero-state reads 4*64*8*8 = 16,384:
-    # 647,168 per head and sequence, x 4 heads x 2 sequences
-    scan = 4 * 2 * (3 * 221_184 - 16_384)
+    # model 3x less the first chunk's 2 zero-state reads 4*64*8*8 = 16,384
+    # and less the backward of the last chunk's state update (the final
+    # state, which no loss reads) 2 * 2*64*8*8 = 16,384; no triangular solve:
+    # 630,784 per head and sequence, x 4 heads x 2 sequences
+    scan = 4 * 2 * (3 * 221_184 - 16_384 - 16_384)
     # conv1d over 96 channels, kernel 4, (16 + 3) positions per sequence:
     # 2 * 4 * 96 * 38 = 29,184 forward, 3x for the model
     conv = 3 * 2 * 4 * 96 * 38
@@ -438,7 +438,7 @@ def test_qwen3_5_with_one_image_equals_the_exact_count(moe):
               mm_token_type_ids=(ids == 150).long()).loss.backward()
     saved = json.loads(config.to_json_string())
     f = transformer_flops(saved, seq_len=96, image_grid_thw=GRID, formula="matmul")
-    assert f.model_flops == fc.model_flops - exact_minus_analytic(saved, 96)
+    assert f.model_flops == fc.model_flops
     assert f.num_params == model.num_parameters()
     text_only = transformer_flops(saved, seq_len=96, formula="matmul")
     assert f.language_flops == text_only.model_flops
@@ -510,8 +510,7 @@ def test_estimate_and_profile_use_the_analytic_path(key, tmp_path, capsys):
     assert main(["profile", "--model", str(tmp_path), "--seq-len", "16"]) == 0
     out = capsys.readouterr().out
     ratio = float(re.search(r"analytic \(matmul\):.*counted / analytic = ([\d.]+)", out).group(1))
-    matmul = transformer_flops(saved, seq_len=16, formula="matmul").model_flops
-    assert ratio == pytest.approx(1.0 + exact_minus_analytic(saved, 16) / matmul, abs=1e-6)
+    assert ratio == pytest.approx(1.0, abs=1e-6)
 
 
 def test_granite_hybrid_refuses_a_layer_type_it_does_not_know():

@@ -258,11 +258,20 @@ mfu_tally mfu_ssm_tally(const mfu_transformer_dims *d)
  *   k_cumdecay @ S, q @ S              2 * 2*C*d_k*d_v
  *   intra @ v_new                      2*C^2*d_v
  *   k^T @ v_new (state update)         2*C*d_k*d_v
- * forward = chunks * (4C^2 d_k + 2C^2 d_v + 6C d_k d_v). Model: 3x, less
- * the first chunk's two reads of the zero initial state (no gradient to
- * it): - 2 * 2*C*d_k*d_v per sequence. NB: the two unit-triangular solves
- * (torch.linalg.solve_triangular, C(C-1) FLOPs per column) are not matmuls
- * and are not counted, by the counter either.
+ * forward = chunks * (4C^2 d_k + 2C^2 d_v + 6C d_k d_v). Model: 3x, then
+ * the backward that runs in training (docs/flops.md, "Only what reaches the
+ * loss gets a backward"), per value head:
+ *   - 2 * 2*C*d_k*d_v per sequence: the first chunk's two reads of the zero
+ *     initial state (no gradient to it);
+ *   - 2 * 2*C*d_k*d_v per sequence: the last chunk's state update, whose
+ *     result (the final state) no loss reads, runs no backward;
+ *   + 2*C^2*(d_k + d_v) per chunk, gated DeltaNet only: the two
+ *     unit-triangular solves (torch.linalg.solve_triangular, for the values
+ *     and the decayed keys) are not matmuls and their forward is not
+ *     counted, by the counter either; each one's backward forms the
+ *     triangle's gradient with a matmul of [C, d] by [d, C].
+ * KDA (family_mla.h) inverts its intra-chunk system with an in-place row
+ * recurrence instead: no solve, no such backward.
  */
 mfu_status mfu_deltanet_scan(const mfu_transformer_dims *d,
                              const mfu_batch *batch, mfu_scan_flops *out)
@@ -270,13 +279,15 @@ mfu_status mfu_deltanet_scan(const mfu_transformer_dims *d,
     const double c = (double)d->linear_chunk_size, dk = (double)d->linear_key_head_dim;
     const double dv = (double)d->linear_value_head_dim;
     const double hv = (double)d->linear_num_value_heads;
+    const double solves = d->linear_kind == MFU_LINEAR_KDA ? 0.0 : 2.0 * c * c * (dk + dv);
     mfu_chunking ch;
     mfu_status st = mfu_batch_chunking(batch, d->linear_chunk_size, &ch);
     if (st != MFU_OK)
         return st;
     out->forward = hv * ch.chunks *
                    (4.0 * c * c * dk + 2.0 * c * c * dv + 6.0 * c * dk * dv);
-    out->model = 3.0 * out->forward - hv * ch.nonempty * 4.0 * c * dk * dv;
+    out->model = 3.0 * out->forward + hv * ch.chunks * solves -
+                 hv * ch.nonempty * 2.0 * 4.0 * c * dk * dv;
     return MFU_OK;
 }
 

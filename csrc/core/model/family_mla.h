@@ -25,9 +25,10 @@
  *   (q * exp(g)) @ S, k_cumdecay @ S            2 * 2*C*D^2
  *   attn_intra @ v_new                          2*C^2*D
  *   (k * decay)^T @ v_new (state update)        2*C*D^2
- * = 6C^2 D + 6C D^2, and the model saves the first chunk's two reads of the
- * zero state, as the gated DeltaNet's scan (blocks.h) with d_k = d_v = D:
- * mfu_deltanet_scan counts a KDA layer too. NB: unlike the gated DeltaNet,
+ * = 6C^2 D + 6C D^2; the model saves the first chunk's two reads of the
+ * zero state and the last chunk's state update's backward, as the gated
+ * DeltaNet's scan (blocks.h) with d_k = d_v = D: mfu_deltanet_scan counts a
+ * KDA layer too (less the gated DeltaNet's triangular solves' backward). NB: unlike the gated DeltaNet,
  * the key-key and query-key products inside a chunk are per-channel decayed
  * elementwise sums (the decay is per channel), not matmuls: neither this
  * count nor the counter sees them; nor the in-place row recurrence that
