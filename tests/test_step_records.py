@@ -142,7 +142,7 @@ def test_the_configuration_is_checked_once_naming_the_argument():
     t = Tracker(1e9, peak_tflops=1e6, clock="cpu", window=7, tensor_parallel=2)
     config = t._config
     assert isinstance(config, TrackerConfig)
-    assert (config.flops_per_step, config.window, config.warmup, config.model_parallel) == \
+    assert (config.model_flops, config.window, config.warmup, config.model_parallel) == \
         (1e9, 7, 1, 2)
     with pytest.raises(ValueError, match="window"):
         Tracker(1e9, clock="cpu", window=0)

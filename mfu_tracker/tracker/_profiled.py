@@ -56,15 +56,15 @@ def _book_padding(tracker: Tracker, kwargs: Dict[str, Any], padded: float) -> No
     config = tracker._config
     if padded <= 0 or (config.model_info or {}).get("flops") != "counted":
         return
-    model = kwargs.get("model_flops", config.flops_per_step)
+    model = kwargs.get("model_flops", config.model_flops)
     over = kwargs.get("overcompute_flops", 0.0)
     if not (_finite(model) and _finite(over) and padded <= model):
         return       # no count to correct (a bad value warns in step()), or not this layout's
     if "model_flops" not in kwargs and "executed_flops" not in kwargs:
         # the per-step default's executed FLOPs pair with its model FLOPs
         # only while the boundary gives neither: keep them explicitly
-        if config.executed_flops_per_step is not None:
-            kwargs["executed_flops"] = config.executed_flops_per_step
+        if config.executed_flops is not None:
+            kwargs["executed_flops"] = config.executed_flops
     kwargs["model_flops"] = model - padded
     kwargs["overcompute_flops"] = over + padded
 

@@ -59,13 +59,13 @@ def test_the_checked_values():
     config = TrackerConfig.check(**_arguments(
         flops_per_step=2e9, param_bytes=4e6, window=8, warmup=2, num_gpus=8,
         tensor_parallel=2, pipeline_parallel=2, start_step=10, distributed_timeout=30))
-    assert (config.flops_per_step, config.param_bytes) == (2e9, 4e6)
+    assert (config.model_flops, config.param_bytes) == (2e9, 4e6)
     assert (config.window, config.warmup, config.start_step) == (8, 2, 10)
     assert config.num_gpus == 8
     assert config.model_parallel == 2 * 2          # the product of the parallel degrees
     assert config.distributed_timeout == 30.0 and isinstance(config.distributed_timeout, float)
     assert config.aggregate is False               # no process group here
-    assert config.executed_flops_per_step is None and config.link_bandwidth_gbs is None
+    assert config.executed_flops is None and config.link_bandwidth_gbs is None
     with pytest.raises(Exception):
         config.window = 9                          # frozen
 

@@ -52,5 +52,6 @@ def test_global_step_counts_from_start_step_and_close_is_idempotent():
 
 
 def test_the_package_exports_the_one_tracker():
-    assert mfu_tracker.tracker.__all__ == ["Tracker"]
+    assert mfu_tracker.tracker.__all__[0] == "Tracker"
+    assert set(mfu_tracker.tracker.__all__) == {"Tracker", "Roles", "RoleRun"}   # and the roles
     assert mfu_tracker.tracker.Tracker is Tracker
