@@ -60,6 +60,8 @@ static mfu_peak read_peak(fuzz_input *in)
 static mfu_work read_work(fuzz_input *in)
 {
     mfu_work w;
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        w.v[f] = NAN; /* every field the input does not give: unknown */
     w.model_flops = fd_double(in);
     w.executed_flops = fd_double(in);
     w.param_bytes = fd_double(in);

@@ -393,6 +393,16 @@ static void phase_op(fuzz_input *in, mfu_steps *s, struct model *m, uint8_t op)
 
 /* A book op (see the input layout): the bad mask and the status against
  * the boundaries taken. */
+
+/* A report with nothing given and every field unknown: the input then gives
+ * the bits and values it tests. */
+static void unknown_report(mfu_step_report *r)
+{
+    memset(r, 0, sizeof *r);
+    for (int f = 0; f < MFU_FIELD_COUNT; f++)
+        r->work.v[f] = NAN;
+}
+
 static void book_op(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int failures)
 {
     static const unsigned bits[] = {MFU_STEP_NUM_TOKENS, MFU_STEP_MODEL_FLOPS,
@@ -407,7 +417,14 @@ static void book_op(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
     uint8_t back = fi_u8(in);
     uint64_t step;
     mfu_status st;
-    r.given = fi_u8(in) & 63u;
+    unknown_report(&r);
+    r.given = 0;
+    {
+        const uint8_t pick = fi_u8(in); /* bit i of the input gives field bits[i] */
+        for (int i = 0; i < 6; i++)
+            if (pick & (1u << i))
+                r.given |= bits[i];
+    }
     for (int i = 0; i < 6; i++) {
         *values[i] = fd_double(in);
         if ((r.given & bits[i]) && !usable(*values[i]))
@@ -454,7 +471,9 @@ static void run_ops(fuzz_input *in, mfu_steps *s, const mfu_steps_config *c, int
             mfu_step_outcome outcome;
             unsigned want_bad = 0;
             mfu_status st;
-            r.given = fi_u8(in) & 7u;
+            unknown_report(&r);
+            r.given = fi_u8(in) & (MFU_STEP_NUM_TOKENS | MFU_STEP_MODEL_FLOPS
+                                   | MFU_STEP_EXECUTED_FLOPS);
             r.work.num_tokens = fd_double(in);
             r.work.model_flops = fd_double(in);
             r.work.executed_flops = fd_double(in);
