@@ -188,8 +188,9 @@ def check_rank_figures_by_hand(m: dict, rows: list) -> None:
     for name in ("data", "communication", "optimizer"):   # share = t_phase / T per rank
         expected = weighted([t / T for t, T in zip(phases[name], step)])
         assert m[f"throughput/mfu_lost/{name}"] == pytest.approx(expected, rel=1e-9, abs=1e-15)
-    mfu = [row["mfu"] for row in rows]
-    hfu = [row["executed_flops_per_sec"] / p for row, p in zip(rows, peaks)]
+    # a row carries its window's sums per second (docs/step-records.md)
+    mfu = [row["sums"]["model_flops"] / p for row, p in zip(rows, peaks)]
+    hfu = [row["sums"]["executed_flops"] / p for row, p in zip(rows, peaks)]
     # recompute = hfu - mfu; compute = (t_forward + t_backward) / T - mfu - recompute
     assert m["throughput/mfu_lost/recompute"] == pytest.approx(
         weighted([h - u for h, u in zip(hfu, mfu)]), rel=1e-9, abs=1e-15)

@@ -42,7 +42,7 @@ def test_hf_trainer(tmp_path):
 
 def test_lightning(tmp_path):
     pytest.importorskip("lightning")
-    from tests.test_lightning import fit
+    from tests.integrations.test_lightning import fit
     from mfu_tracker.integrations.lightning import MFUCallback
 
     log = tmp_path / "lightning.jsonl"

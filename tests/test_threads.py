@@ -403,7 +403,10 @@ def test_at_most_eight_counters_are_active_in_the_process():
     for t in threads:
         t.start()
     try:
+        deadline = time.monotonic() + 120     # a slot held elsewhere: fail, never hang
         while not all(c._handle is not None for c in counters):
+            assert time.monotonic() < deadline and all(t.is_alive() for t in threads), \
+                "a counter could not start: a slot is held by a counter left active"
             threading.Event().wait(0.001)
         held.set()
         with pytest.raises(RuntimeError, match="too many FLOP counters"):

@@ -46,6 +46,9 @@ def _flops(agent: Any, record: Any) -> str:
 def _peak(agent: Any) -> str:
     peak = agent._tracker.peak
     if peak.flops_per_sec is None:
+        if agent.config.measure_peak:      # measured and refused: the warning above says why
+            return (f"peak none (--measure-peak: the machine was too busy to measure "
+                    f"{agent.device}'s; MFU is left out; give --peak-tflops)")
         return (f"peak none ({agent.device} has no datasheet peak: MFU is left out; give "
                 "--peak-tflops, or --measure-peak)")
     source = {"user": "given: --peak-tflops", "measured": "measured: a GEMM, --measure-peak"}.get(

@@ -49,7 +49,7 @@ def test_the_child_runs_with_the_config_and_its_status_comes_back(tmp_path, caps
     assert json.loads(seen[ENV_VAR])["job"] == "j"
     assert seen["PYTHONPATH"].split(os.pathsep)[0] == BOOT_DIR
     err = capsys.readouterr().err
-    assert "mfu-tracker run: measuring pid " in err and "no log was written" in err
+    assert "mfu-tracker run: measuring pid " in err   # what follows the child: cli/_beside.py
 
 
 def test_a_missing_command_is_127_as_a_shell_says(tmp_path, capsys):

@@ -25,6 +25,7 @@ def no_job_env(monkeypatch):
 def _args(**over):
     values = dict(log=None, job=None, dtype=None, flops_per_step=None, tokens_per_step=None,
                   peak_tflops=None, measure_peak=False, log_every=10, warmup=1, count_every=1,
+                  view=False, port=0, budget_tokens=None, budget_steps=None, passport=True,
                   command=[])
     values.update(over)
     return argparse.Namespace(**values)

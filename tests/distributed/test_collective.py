@@ -12,15 +12,15 @@ from mfu_tracker.distributed._collective import Aggregator, process_group_initia
 from mfu_tracker.distributed._figures import RankFigures
 
 from tests._process_group import process_group
+from mfu_tracker.timing._totals import StepSums
 
 
 def row(boundaries=11):
     return RankFigures(rank=0, boundaries=boundaries, steps=10, window_s=1.0, step_time_s=0.1,
-                       step_time_min_s=0.1, step_time_max_s=0.1, achieved_flops_per_sec=4e11,
-                       executed_flops_per_sec=None, achieved_bytes_per_sec=None,
-                       tokens_per_sec=None, peak_flops_per_sec=1e12, peak_bytes_per_sec=None,
-                       num_devices=1, model_parallel=1, interval_s=None, interval_steps=10,
-                       mfu=0.4)
+                       step_time_min_s=0.1, step_time_max_s=0.1,
+                       sums=StepSums(model_flops=4e11), peak_flops_per_sec=1e12,
+                       peak_bytes_per_sec=None, num_devices=1, model_parallel=1,
+                       interval_s=None, interval_steps=10)
 
 
 def test_a_world_of_one_combines_its_own_row_without_a_collective():

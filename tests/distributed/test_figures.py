@@ -7,17 +7,18 @@ from __future__ import annotations
 import pytest
 
 from mfu_tracker.distributed._figures import DistributedFigures, RankFigures, combine
+from mfu_tracker.timing._totals import StepSums
 
 
 def row(rank, *, achieved, peak=1e12, step_s=0.1, interval_s=1.0, tokens=None, steps=10,
         boundaries=11, devices=1):
+    """A rank's row: its window's sums per second (model FLOP/s ``achieved``, tokens/s)."""
     return RankFigures(rank=rank, boundaries=boundaries, steps=steps, window_s=steps * step_s,
                        step_time_s=step_s, step_time_min_s=step_s * 0.9,
-                       step_time_max_s=step_s * 1.1, achieved_flops_per_sec=achieved,
-                       executed_flops_per_sec=None, achieved_bytes_per_sec=None,
-                       tokens_per_sec=tokens, peak_flops_per_sec=peak, peak_bytes_per_sec=None,
-                       num_devices=devices, model_parallel=1, interval_s=interval_s,
-                       interval_steps=10, mfu=None if achieved is None else achieved / peak)
+                       step_time_max_s=step_s * 1.1,
+                       sums=StepSums(model_flops=achieved, num_tokens=tokens),
+                       peak_flops_per_sec=peak, peak_bytes_per_sec=None, num_devices=devices,
+                       model_parallel=1, interval_s=interval_s, interval_steps=10)
 
 
 def test_global_mfu_is_the_sum_of_achieved_over_the_sum_of_peaks():

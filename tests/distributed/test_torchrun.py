@@ -33,9 +33,11 @@ LOCAL_KEYS = {"mfu", "tokens_per_sec", "achieved_tflops", "step_time_s", "step_t
 # What the communication observer adds wherever collectives run
 # (docs/communication.md): exposed seconds are a phase, so the waterfall, the
 # straggler and the rank where each loss is concentrated come with them.
+# A marked phase also gives the seconds between phases (idle_s, docs/waterfall.md).
 COMM_KEYS = {"comm_s_max", "phase_s/communication", "mfu_lost/communication",
              "mfu_lost/other", "straggler_rank", "straggler_lost",
-             "mfu_lost_rank/communication", "mfu_lost_rank/other"}
+             "mfu_lost_rank/communication", "mfu_lost_rank/other",
+             "idle_s", "mfu_lost/idle", "mfu_lost_rank/idle"}
 
 
 def comm_keys(*kinds: str) -> set:

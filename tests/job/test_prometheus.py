@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mfu_tracker.distributed import RankFigures
+from mfu_tracker.timing._totals import StepSums
 from mfu_tracker.job._prometheus import PORT_ENV, gauge_name, metrics_port, rank_values, serve
 
 prometheus_client = pytest.importorskip("prometheus_client")
@@ -16,10 +17,9 @@ def row(rank, mfu, step_s, **extra):
     """A rank's row on a 1 TFLOP/s device: 10 steps of ``step_s``."""
     return RankFigures(rank=rank, boundaries=11, steps=10, window_s=10 * step_s,
                        step_time_s=step_s, step_time_min_s=step_s, step_time_max_s=step_s,
-                       achieved_flops_per_sec=mfu * 1e12, executed_flops_per_sec=None,
-                       achieved_bytes_per_sec=None, tokens_per_sec=None, peak_flops_per_sec=1e12,
+                       sums=StepSums(model_flops=mfu * 1e12), peak_flops_per_sec=1e12,
                        peak_bytes_per_sec=None, num_devices=1, model_parallel=1, interval_s=None,
-                       interval_steps=10, mfu=mfu, **extra)
+                       interval_steps=10, **extra)
 
 
 def test_gauge_names():
@@ -50,7 +50,8 @@ def test_rank_values_leave_out_what_a_rank_lacks():
     assert "hfu" not in values[0]  # no executed FLOPs: no HFU, not a zero
 
 
-def test_the_exposition_holds_the_cached_values_and_every_rank():
+def test_the_exposition_holds_the_cached_values_and_every_rank(monkeypatch):
+    monkeypatch.setenv("MFU_TRACKER_METRICS_PER_RANK", "1")   # per-rank series: opt-in
     endpoint = serve(0)  # port 0: a free one
     endpoint.update({"throughput/mfu": 0.3, "throughput/step_time_s": 0.5}, prefix="throughput",
                     step=42, job="J", rank=0, ranks=[row(0, 0.3, 0.5), row(1, 0.1, 1.5)])

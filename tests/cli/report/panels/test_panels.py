@@ -7,7 +7,7 @@ from mfu_tracker.cli.report.panels import PANELS, Panel
 
 def test_the_panels_top_to_bottom():
     assert [panel.name for panel in PANELS] == \
-        ["mfu", "waterfall", "phases", "ranks", "hardware", "kernels", "ledger"]
+        ["mfu", "waterfall", "phases", "ranks", "hardware", "moe", "kernels", "ledger"]
     assert all(isinstance(panel, Panel) for panel in PANELS)
 
 
