@@ -77,7 +77,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-passport", dest="passport", action="store_false",
                    help="write no passport beside the log at the end (default: passport.md "
                         "and passport.json)")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+    # not dest "command": that is the subcommand's name, which an error line prints
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the command to measure, after --")
     p.set_defaults(func=main_from_args)
 
@@ -108,7 +109,7 @@ def config_of(args: argparse.Namespace) -> RunConfig:
 def main_from_args(args: argparse.Namespace, *, die: bool = True) -> int:
     """Run the command; its exit status (``die``: a signal that ended it ends
     this process too, :func:`._launch.exit_status`)."""
-    command = command_line(list(args.command))
+    command = command_line(list(args.argv))
     config = config_of(args)
     if args.port > 65535:
         raise CliError(f"--port must be at most 65535, got {args.port}")

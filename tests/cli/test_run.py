@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import subprocess
 import sys
 
 import pytest
@@ -26,7 +27,7 @@ def _args(**over):
     values = dict(log=None, job=None, dtype=None, flops_per_step=None, tokens_per_step=None,
                   peak_tflops=None, measure_peak=False, log_every=10, warmup=1, count_every=1,
                   view=False, port=0, budget_tokens=None, budget_steps=None, passport=True,
-                  command=[])
+                  argv=[])
     values.update(over)
     return argparse.Namespace(**values)
 
@@ -65,8 +66,15 @@ def test_the_dtype_flag_is_checked_when_parsed(capsys):
 
 def test_the_childs_exit_status_is_the_launchers(no_job_env, tmp_path, capsys):
     args = _args(log=str(tmp_path / "m.jsonl"), job="j",
-                 command=["--", sys.executable, "-c", "import sys; sys.exit(3)"])
+                 argv=["--", sys.executable, "-c", "import sys; sys.exit(3)"])
     assert main_from_args(args, die=False) == 3
     err = capsys.readouterr().err
     assert f"mfu-tracker run: job j, log {tmp_path / 'm.jsonl'}" in err
     assert "no log was written" in err          # no torch training in the command
+
+
+def test_no_command_names_run_in_its_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "mfu_tracker", "run"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith("mfu-tracker run: error: no command: give it after --")
