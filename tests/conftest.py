@@ -173,3 +173,29 @@ def every_matmul_counts(monkeypatch):
     from mfu_tracker.peaks import _measure
 
     monkeypatch.setattr(_measure, "CPU_SHARE_MIN", 0.0)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _no_counter_left_active(request):
+    """A FlopCounter a test module left active holds one of the process's
+    eight observer slots for every test after it: stopped here, with a
+    warning naming the module (the test that leaked should be fixed)."""
+    yield
+    import gc
+    import threading
+    import warnings
+
+    from mfu_tracker.flops.counter._counter import FlopCounter
+
+    for obj in gc.get_objects():
+        if isinstance(obj, FlopCounter) and obj._handle is not None:
+            warnings.warn(f"{request.module.__name__} left a FlopCounter active: stopped",
+                          RuntimeWarning)
+            try:
+                if getattr(obj, "_thread", None) == threading.get_ident():
+                    obj.stop(warn=False)
+                else:   # its thread is gone: free the slot directly
+                    handle, obj._handle = obj._handle, None
+                    obj._totals.stop(handle)
+            except Exception:  # noqa: BLE001 -- best effort: the warning names the module
+                pass

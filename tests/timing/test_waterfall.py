@@ -19,7 +19,6 @@ def test_a_waterfall_by_hand():
 
 def test_no_waterfall_without_mfu_step_time_or_phases():
     assert waterfall(None, None, 1.0, {"data": 0.1}) is None
-    assert waterfall(math.nan, None, 1.0, {"data": 0.1}) is None
     assert waterfall(0.3, None, 0.0, {"data": 0.1}) is None
     assert waterfall(0.3, None, 1.0, {}) is None
 
