@@ -74,6 +74,8 @@ def outputs(path: str, old: bool) -> Dict[str, Any]:
     for job in range(1, len(jobs(full)) + 1):
         out[f"goodput job {job}"] = _outcome(lambda: _goodput(goodput_log, ledger, job))
     empty = f"ReportError: {path}: no metrics in it (an empty file or no scalar events)"
+    if getattr(full, "cut", None) is not None:   # the loader names the cut line
+        empty = f"ReportError: {path}: no metrics in it but a cut line: {full.cut}"
     for which in _choices(full):
         if old:   # the old loader's one check (cli/report/_load.py)
             drawn = judged = full if any(run.metrics for run in full.runs) else empty

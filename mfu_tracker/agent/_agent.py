@@ -195,7 +195,10 @@ class Agent(CallbackCore):
         self.stopped = f"{where} failed ({error!r})"
         say(f"the agent stopped: {self.stopped}; the program goes on unmeasured from here",
             every_rank=True)
+        counter, self._counter, self._step = self._counter, None, None
         try:
+            if counter is not None:     # a step's count left running would hold its slot
+                counter.stop()
             self.remove_hooks()
             if self._tracker is not None and not self._tracker.closed:
                 self._tracker.close()

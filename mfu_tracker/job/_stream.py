@@ -28,7 +28,7 @@ from __future__ import annotations
 from itertools import repeat
 from json import JSONDecoder, loads
 from math import isfinite
-from operator import itemgetter, setitem, sub
+from operator import itemgetter, setitem
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._check import Layout, Layouts, check_ledger, clean_metrics, ledger_columns, valid_block
@@ -45,7 +45,6 @@ _INTS = frozenset((int,))
 _DICTS = frozenset((dict,))
 _UNREAD = object()          # a line not parsed yet
 _SCAN = JSONDecoder().scan_once             # json's scanner: (value, end) of a text at an index
-_VALUE, _END = itemgetter(0), itemgetter(1)
 _STEP, _TIME, _LEDGER = itemgetter("step"), itemgetter("time"), itemgetter(LEDGER)
 
 
@@ -266,21 +265,31 @@ class _Scan:
 
 
 def _parse(raws: List[bytes]) -> Optional[List[Dict[str, Any]]]:
-    """Whole lines, each one JSON object then its newline, parsed at once by
-    json's own scanner (what ``json.loads`` runs, without its per-call
-    checks: the lines' ends are checked here instead); None when any line is
-    not so (it is then read alone, by ``json.loads``, and named if bad)."""
+    """Whole lines, each one JSON object then its newline, parsed at once: the
+    block as one JSON array (``[line,line,...]``) by json's own scanner (what
+    ``json.loads`` runs, without its per-call checks). One scan for the block
+    shares the keys' strings across its lines (the scanner's memo) and costs
+    about a quarter less than one scan per line. None when any line is not
+    so (the block is then read line by line, by ``json.loads``, and a bad line
+    named).
+
+    Why the array's items are the lines: every line starts with ``{`` and
+    ends with ``}`` and its newline, so a comma put between two lines cannot
+    fall inside a value (inside an object it would have to be followed by a
+    key, not ``{``; JSON strings hold no raw newline), each item lies within
+    one line, and n items of n non-empty lines are one per line."""
+    if not all(map(bytes.startswith, raws, repeat(b"{"))) or \
+            not all(map(bytes.endswith, raws, repeat(b"}\n"))):
+        return None
     try:
-        texts = list(map(bytes.decode, raws))
-        parsed = list(map(_SCAN, texts, repeat(0)))
-    except (ValueError, RecursionError):
+        text = b"".join((b"[", b",".join(raws), b"]")).decode()
+        records, end = _SCAN(text, 0)
+    except (ValueError, RecursionError, StopIteration):
         return None
-    # StopIteration (no value at 0) ends map() early: fewer results than lines
-    if len(parsed) != len(texts) or not all(map(str.endswith, texts, repeat("\n"))) or \
-            list(map(_END, parsed)) != list(map(sub, map(len, texts), repeat(1))):
+    if end != len(text) or type(records) is not list or len(records) != len(raws) or \
+            not _DICTS.issuperset(map(type, records)):
         return None
-    records = list(map(_VALUE, parsed))
-    return records if _DICTS.issuperset(map(type, records)) else None
+    return records
 
 
 def _last_time(run: Run, records: List[Dict[str, Any]]) -> None:

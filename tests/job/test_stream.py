@@ -201,6 +201,38 @@ def test_a_line_at_a_time_and_a_block_at_a_time_agree(tmp_path, monkeypatch):
     assert blocks[0]["invalid"] and blocks[0]["skipped"]
 
 
+def test_lines_that_a_block_parse_could_join_are_each_read_alone(tmp_path, monkeypatch):
+    """A block is parsed as one JSON array of its lines; the lines that would
+    make that array's items differ from the lines -- a record broken over two
+    lines next to a line holding two records, a line with a space before its
+    record or a Windows line end -- give the same log as one ``json.loads``
+    per line: the broken record and the double line skipped and named (3
+    lines), the spaced and CRLF lines read."""
+    rng = random.Random(9)
+    lines = [run_record(1000.0, 0, "a")]
+    long_run(lines, 0, 60, 10, 1000.0, rng)
+    text = [json.dumps(line) for line in lines]
+    broken = text[20]
+    cut = broken.index(', "time"')
+    text[20:21] = [broken[:cut], broken[cut + 2:]]        # one record over two lines
+    text[30] = text[30] + "," + text[31]                  # two records on one line
+    del text[31]
+    text[40] = " " + text[40]
+    text[45] = text[45] + "\r"
+    path = tmp_path / "m.jsonl"
+    path.write_text("".join(t + "\n" for t in text))
+
+    def read():
+        log = stream_log(str(path), [_stream.KeepAll()])
+        return [r["step"] for r in log.runs[0].metrics], log.skipped
+
+    steps, skipped = read()
+    monkeypatch.setattr(_stream, "_parse", lambda raws: None)   # one json.loads per line
+    assert read() == (steps, skipped)
+    assert len(skipped) == 3 and len(steps) == 60 - 3
+    assert all(f":{n}:" in s for n, s in zip((21, 22, 31), skipped)), skipped
+
+
 def test_a_growing_log_read_in_parts_reads_as_a_whole(tmp_path):
     """A log still being written (a page that follows a job): read, appended
     to -- a line half written at one read, completed before the next --, read

@@ -19,6 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent / "scripts"))
 
 from tiny_loop import TinyLM, model_flops_per_step  # noqa: E402
+from _backends import active_counter_slots  # noqa: E402
 
 import mfu_tracker  # noqa: E402
 from mfu_tracker.agent import _step  # noqa: E402
@@ -199,6 +200,9 @@ def test_a_failing_probe_says_so_once_and_stops(agent, capsys, monkeypatch):
     assert err.count("the agent stopped: _root_ends failed (RuntimeError('probe broke'))") == 1
     assert agent.stopped is not None and agent._tracker.closed
     assert not model._forward_hooks and not model._forward_pre_hooks
+    # the step's FLOP counter, entered at the forward, was left with it: no
+    # counter is active in the process (each holds one of its 8 slots)
+    assert active_counter_slots() == 0
     from torch.nn.modules import module as torch_module
 
     ours = [h for h in torch_module._global_forward_pre_hooks.values()

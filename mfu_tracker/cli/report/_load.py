@@ -62,6 +62,8 @@ def _load(path: str, read: Callable[[], Log]) -> Log:
         except LogError as error:
             raise ReportError(str(error)) from None
     if not any(run.logged for run in log.runs):
+        if log.cut is not None:   # the only metrics line was the one a killed writer cut
+            raise ReportError(f"{path}: no metrics in it but a cut line: {log.cut}")
         raise ReportError(f"{path}: no metrics in it (an empty file or no scalar events)")
     return log
 

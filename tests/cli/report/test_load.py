@@ -32,6 +32,18 @@ def test_missing_and_empty_inputs_are_named(tmp_path, write_log):
         load(str(tmp_path))   # a directory without event files
 
 
+def test_a_log_whose_only_metrics_line_was_cut_says_so(tmp_path, write_log):
+    """A writer killed in its first metrics line: no metrics, and the error
+    names the cut line rather than calling the file empty."""
+    path = write_log([run_record()])
+    with open(path, "a") as f:
+        f.write('{"step": 10, "time": 110.0, "throughput/mfu": 0.4')   # no end, no newline
+    for read in (load, load_streamed):
+        with pytest.raises(ReportError, match=r"no metrics in it but a cut line: .*:2: the last "
+                                              r"line is cut short"):
+            read(str(path))
+
+
 def test_select_runs(write_log):
     log = load(str(write_log(two_runs())))
     assert [r.number for r in select_runs(log, "last")] == [2]
