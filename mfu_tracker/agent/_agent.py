@@ -47,7 +47,7 @@ from ..integrations._step_flops import StepRecord
 from ..integrations._step_record import read_tokens
 from ._config import RunConfig
 from ._detected import detected_line, end_report
-from ._inputs import detect_dtype, token_inputs
+from ._inputs import call_kwargs, detect_dtype, token_ids, token_inputs
 from ._say import say, say_warning
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -85,14 +85,12 @@ def _trains(module: Any) -> bool:
     return any(p.requires_grad for p in module.parameters())
 
 
-def model_info_of(module: Any, args: Any, counted: bool) -> Dict[str, Any]:
+def model_info_of(module: Any, args: Any, kwargs: Any, counted: bool) -> Dict[str, Any]:
     """What the run record says of the model (docs/run.md): its transformers
     config when the root module carries one (the live page's range of the
-    frameworks' formulas needs it), the sequence length when a 2-D integer
-    tensor is among the first forward's positional inputs, and how the FLOPs
-    were obtained."""
-    import torch
-
+    frameworks' formulas needs it), the sequence length when the first
+    forward's tokens (positional or keyword, :func:`._inputs.token_inputs`'s
+    order) are a 2-D integer tensor, and how the FLOPs were obtained."""
     info: Dict[str, Any] = {"flops": "counted" if counted else "declared"}
     from ..job._model_info import check_model_info
 
@@ -103,11 +101,9 @@ def model_info_of(module: Any, args: Any, counted: bool) -> Dict[str, Any]:
             info["config"] = config
         except (TypeError, ValueError):     # a config that is not a transformers one
             pass
-    for value in args:
-        if isinstance(value, torch.Tensor) and value.dim() == 2 and not value.is_floating_point() \
-                and value.shape[-1] > 0:
-            info["seq_len"] = int(value.shape[-1])
-            break
+    ids, _ = token_ids(args, kwargs)
+    if ids is not None and ids.dim() == 2 and ids.shape[-1] > 0:
+        info["seq_len"] = int(ids.shape[-1])
     return info
 
 
@@ -297,7 +293,8 @@ class Agent(CallbackCore):
             warnings.simplefilter("always")
             self._start(module, dtype=dtype, window=config.log_every, device=device,
                         flops_per_step=config.flops_per_step, job=config.job,
-                        model_info=model_info_of(module, args, config.flops_per_step is None))
+                        model_info=model_info_of(module, args, call_kwargs(module),
+                                                 config.flops_per_step is None))
         for warning in caught:      # the detection line says what the peak lookup warns
             if "no datasheet peak" not in str(warning.message):
                 say_warning(warning.message)

@@ -43,7 +43,7 @@ def _is_ids(value: Any) -> bool:
             and not value.is_floating_point() and not value.is_complex())
 
 
-def _ids(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[Any, str]:
+def token_ids(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[Any, str]:
     """(the token tensor or None, the name of the argument it came from)."""
     value = kwargs.get("input_ids")
     if _is_ids(value):
@@ -57,6 +57,39 @@ def _ids(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[Any, str]:
     return None, ""
 
 
+def call_kwargs(module: Any) -> Mapping[str, Any]:
+    """The keyword arguments of the call of ``module`` whose forward
+    pre-hooks run now. A global forward pre-hook (how the agent finds the
+    root: ``torch.nn.modules.module.register_module_forward_pre_hook``) is
+    given only the positional ones, and ``model(**batch)`` passes the tokens
+    by keyword; so they are read from the frame of ``Module._call_impl``
+    that runs the hooks (its locals ``self`` and ``kwargs``). Empty when no
+    such frame is found within a few callers (a torch whose call path
+    differs): what only the keywords carry is then left out, as before."""
+    import sys
+
+    import torch
+
+    code = getattr(torch.nn.Module._call_impl, "__code__", None)
+    frame = sys._getframe(1)
+    for _ in range(_CALLERS):
+        if frame is None:
+            break
+        if frame.f_code is code:
+            local = frame.f_locals
+            kwargs = local.get("kwargs")
+            if local.get("self") is module and isinstance(kwargs, dict):
+                return kwargs
+            break
+        frame = frame.f_back
+    return {}
+
+
+#: How many callers :func:`call_kwargs` looks through (the agent's hooks
+#: reach ``_begin`` some six frames below ``_call_impl``).
+_CALLERS = 16
+
+
 def token_inputs(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[Optional[Dict[str, Any]], str]:
     """The inputs of one root call as ``StepRecord.record_inputs`` reads them
     (``input_ids`` and a CPU ``attention_mask``, or ``inputs_embeds``), and
@@ -64,7 +97,7 @@ def token_inputs(args: Sequence[Any], kwargs: Mapping[str, Any]) -> Tuple[Option
     no tokens (module docstring)."""
     import torch
 
-    ids, name = _ids(args, kwargs)
+    ids, name = token_ids(args, kwargs)
     if ids is None:
         embeds = kwargs.get("inputs_embeds")
         if isinstance(embeds, torch.Tensor) and embeds.dim() >= 2:

@@ -332,3 +332,26 @@ def test_a_dataloader_worker_forked_from_the_run_stays_silent(agent, tmp_path):
     assert [r["run_id"] for r in (json.loads(line) for line in
             Path(agent.config.log_path).read_text().splitlines()) if r.get("record") == "run"] \
         == [agent._tracker.run_id]      # one run: the worker's agent never began one
+
+
+def test_the_run_record_has_the_sequence_length_of_keyword_tokens(agent):
+    """``model(input_ids=x)`` (what ``model(**batch)`` does): the global
+    pre-hook that finds the root gets no keywords, so the run record's
+    sequence length (the live page's framework range needs it) comes from
+    the keywords of the call being made: S = 16, the [4, 16] ids' length."""
+    model = TinyLM()
+    train(model, [torch.optim.SGD(model.parameters(), lr=0.01)], 2)
+    agent.finish()
+    run = read_log(agent.config.log_path).runs[0]
+    assert run.record["model"] == {"flops": "counted", "seq_len": S}
+
+
+def test_a_positional_call_gives_its_sequence_length_too(agent):
+    model = TinyLM()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for step in range(2):
+        model(ids(step)[:, :12]).sum().backward()     # [4, 12] positional, no labels
+        optimizer.step()
+        optimizer.zero_grad()
+    agent.finish()
+    assert read_log(agent.config.log_path).runs[0].record["model"]["seq_len"] == 12
