@@ -13,8 +13,9 @@ sample and the ledger's median) -- at 10^4, 10^5 and
 * a bare pass of ``json.loads`` over every line of the same file (the
   reference: what reading the file costs at all);
 * ``mfu-tracker goodput LOG``, ``mfu-tracker advise LOG``,
-  ``mfu-tracker report LOG --out r.png`` and ``mfu-tracker view LOG --json``
-  (the live page's document: what its first load reads);
+  ``mfu-tracker report LOG --out r.png``, ``mfu-tracker view LOG --json``
+  (the live page's document: what its first load reads) and
+  ``mfu-tracker passport LOG`` (the model card's compute section);
 * each command on the run's own short log (its fixed cost: start-up,
   imports, drawing).
 
@@ -150,7 +151,8 @@ def commands(log: Path, png: Path) -> Dict[str, List[str]]:
             "goodput": CLI + ["goodput", str(log)],
             "advise": CLI + ["advise", str(log)],
             "report": CLI + ["report", str(log), "--out", str(png)],
-            "view --json": CLI + ["view", str(log), "--json"]}
+            "view --json": CLI + ["view", str(log), "--json"],
+            "passport": CLI + ["passport", str(log)]}
 
 
 def measure(log: Path, png: Path, repeats: int) -> Dict[str, List[Tuple[float, float, float]]]:
@@ -174,7 +176,7 @@ def summary(runs: Dict[str, List[Tuple[float, float, float]]]) -> Dict[str, Dict
 
 
 def table(rows: List[Tuple[str, int, Dict[str, Dict[str, float]]]]) -> str:
-    names = ["json.loads", "goodput", "advise", "report", "view --json"]
+    names = list(commands(Path("log"), Path("png")))
     head = f"{'log':>22} | " + " | ".join(f"{n:>30}" for n in names)
     lines = [head, "-" * len(head)]
     for label, size, figures in rows:
