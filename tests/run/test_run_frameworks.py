@@ -38,7 +38,12 @@ PLAIN_FLAGS = ("--steps", "12", "--hidden", "64", "--layers", "2", "--heads", "2
 
 
 def _within_spread(measured: list, reference: list) -> bool:
-    spread = max(max(measured) - min(measured), max(reference) - min(reference))
+    """The medians agree within the runs' spread, or within a quarter of the
+    reference (steps of a few ms on a shared machine: three runs' spread can
+    be narrower than what one busy moment moves a median). A step timed
+    wrong -- two steps as one, a micro-batch as a step -- is off by 2x."""
+    spread = max(max(measured) - min(measured), max(reference) - min(reference),
+                 0.25 * statistics.median(reference))
     return abs(statistics.median(measured) - statistics.median(reference)) <= spread
 
 
