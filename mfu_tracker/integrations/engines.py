@@ -36,7 +36,6 @@ import dataclasses
 import math
 import re
 import time
-import urllib.request
 import warnings
 from typing import Any, Optional
 
@@ -112,6 +111,8 @@ def read_scrape(source: str, *, timeout_s: float = 10.0) -> Scrape:
     timed on the monotonic clock) or a file."""
     if source.startswith(("http://", "https://")):
         check_positive_number(timeout_s, "timeout_s")
+        import urllib.request   # here: every mfu-tracker command imports this module
+
         with urllib.request.urlopen(source, timeout=timeout_s) as reply:  # noqa: S310 -- http(s) only
             text = reply.read().decode("utf-8", "replace")
         scrape = parse_exposition(text, source)
