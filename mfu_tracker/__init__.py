@@ -11,7 +11,10 @@ except the optional integrations (``mfu_tracker.integrations``: importing
 them imports their framework).
 
 Importing the package loads only torch-free modules; torch is imported when a
-function needs it.
+function needs it. The public names are bound at the first look at one
+(``mfu_tracker.Tracker``, ``from mfu_tracker import track``, ``__all__``,
+``dir()``), so a ``mfu-tracker`` command that reads a log imports only what
+it uses.
 
 This module is the façade only: it re-exports, and no module of the package
 imports from it (the layers reach the C core through ``mfu_tracker._native``).
@@ -35,41 +38,37 @@ check_single_install()  # this project and the peer in one directory: ImportErro
 
 from ._version import __version__  # noqa: E402
 from . import _aliases  # noqa: E402
-from . import agent as _agent  # noqa: E402
-from . import distributed as _distributed  # noqa: E402
-from . import flops as _flops  # noqa: E402
-from . import peaks as _peaks  # noqa: E402
-from . import timing as _timing  # noqa: E402
-from . import tracker as _tracker  # noqa: E402
-from .flops import counter as _counter  # noqa: E402
-from .flops import presets as _presets  # noqa: E402
-from .agent import *  # noqa: E402, F403
-from .distributed import *  # noqa: E402, F403
-from .flops import *  # noqa: E402, F403
-from .flops.counter import *  # noqa: E402, F403
-from .flops.presets import *  # noqa: E402, F403
-from .peaks import *  # noqa: E402, F403
-from .timing import *  # noqa: E402, F403
-from .tracker import *  # noqa: E402, F403
 
 # mfu_tracker.gpu, .counter, .utilization, .optim, .presets, .step: the
 # compatibility paths, each a second name for the module that owns the code.
 _aliases.install(__name__)
 
-#: Everything the public submodules list in their ``__all__`` (so the two can
-#: never disagree), and the lazily imported optimizer wrapper.
-__all__ = [
-    "__version__",
-    "MFUOptimizerWrapper",
-    *_timing.__all__,
-    *_agent.__all__,
-    *_tracker.__all__,
-    *_counter.__all__,
-    *_distributed.__all__,
-    *_flops.__all__,
-    *_peaks.__all__,
-    *_presets.__all__,
-]
+#: The public submodules, in the order their names are bound here (a name two
+#: of them export is the later one's). Imported at the first look at a public
+#: name, not with the package: ``mfu-tracker`` commands import only what they
+#: use (a log reader starts in ~0.15 s instead of ~0.25 s).
+_PUBLIC = ("agent", "distributed", "flops", "flops.counter", "flops.presets", "peaks", "timing",
+           "tracker")
+#: Whose ``__all__`` makes up the package's, in this order.
+_ALL_FROM = ("timing", "agent", "tracker", "flops.counter", "distributed", "flops", "peaks",
+             "flops.presets")
+_loaded = False
+
+
+def _load() -> None:
+    """Import the public submodules and bind every name their ``__all__``
+    lists here, and ``__all__`` itself (once)."""
+    global _loaded
+    if _loaded:
+        return
+    here = globals()
+    modules = {name: importlib.import_module(f".{name}", __name__) for name in _PUBLIC}
+    for module in modules.values():
+        for name in module.__all__:
+            here[name] = getattr(module, name)
+    here["__all__"] = ["__version__", "MFUOptimizerWrapper",
+                       *(name for source in _ALL_FROM for name in modules[source].__all__)]
+    _loaded = True
 
 
 def __getattr__(name: str) -> Any:
@@ -81,4 +80,13 @@ def __getattr__(name: str) -> Any:
         return MFUOptimizerWrapper
     if name in _aliases.ALIASES:  # mfu_tracker.gpu etc. without importing them first
         return importlib.import_module(f".{name}", __name__)
+    if name == "__all__" or not name.startswith("__"):
+        _load()
+        if name in globals():
+            return globals()[name]
     raise AttributeError(f"module 'mfu_tracker' has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    _load()
+    return sorted(globals())
