@@ -20,9 +20,13 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..timing._totals import StepSums
-from ..timing._waterfall import COMM_KINDS
 
 __all__ = ["LAYOUT_5_FIELDS", "read_v5"]
+
+#: The collective kinds layout 5 was written with, in its order: frozen, so
+#: a kind the C table gains later never moves this layout's columns.
+KINDS_5: Tuple[str, ...] = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all",
+                            "broadcast", "p2p", "other")
 
 #: Layout 5, in order (its first value is 5.0).
 LAYOUT_5_FIELDS: Tuple[str, ...] = (
@@ -34,9 +38,9 @@ LAYOUT_5_FIELDS: Tuple[str, ...] = (
     "phase_communication_s", "mfu_mixed", "measured_flops_per_sec", "power_w",
     "sm_clock_mhz", "clock_ratio", "throttled", "mfu_language", "ledger_model_flops",
     "phase_pipeline_bubble_s", "comm_observed",
-    *(f"comm_bytes_{kind}" for kind in COMM_KINDS),
-    *(f"comm_s_{kind}" for kind in COMM_KINDS),
-    *(f"comm_busbw_gbs_{kind}" for kind in COMM_KINDS),
+    *(f"comm_bytes_{kind}" for kind in KINDS_5),
+    *(f"comm_s_{kind}" for kind in KINDS_5),
+    *(f"comm_busbw_gbs_{kind}" for kind in KINDS_5),
     "net_utilization", "comm_overlap", "overcompute_flops_per_sec",
 )
 
@@ -72,7 +76,7 @@ def read_v5(row: List[float]) -> Dict[str, Any]:
     rates = {name for name, _ in _RATES}
     for name in LAYOUT_5_FIELDS[1:]:
         family = next((f for f in _FAMILIES if name.startswith(f + "_")
-                       and name[len(f) + 1:] in COMM_KINDS), None)
+                       and name[len(f) + 1:] in KINDS_5), None)
         if family is not None:
             if v[name] is not None:
                 comm[family][name[len(family) + 1:]] = v[name]  # type: ignore[assignment]

@@ -86,7 +86,10 @@ def _side(name: str, path: str, which: str, prefix: Optional[str]) -> Side:
 
 def compare(paths: Sequence[str], which: str = "last",
             prefix: Optional[str] = None) -> Tuple[Side, Side]:
-    """The two sides (``paths`` A and B; ``which`` chooses the run in each)."""
+    """The two sides (``paths`` A and B; ``which`` chooses the run in each).
+    ValueError for any other number of paths."""
+    if isinstance(paths, str) or len(paths) != 2:
+        raise ValueError(f"paths: give two logs to compare (A B), got {paths!r}")
     a, b = (_side(name, path, which, prefix) for name, path in zip("AB", paths))
     return a, b
 

@@ -48,7 +48,9 @@ class MoEPanel(HardwarePanel):
         return None        # a dense model's report says nothing of experts
 
     def summary(self, report: Report, data: Counters) -> List[str]:
-        step = data.steps()[-1]
+        # the newest step with an imbalance: a later line may carry other
+        # moe/* keys without one (a hand-edited log, another writer)
+        step = max(step for step, _ in data.series["imbalance"])
         at = {name: data.at(name, step) for name, _ in SERIES}
         cells = [f"imbalance {at['imbalance']:.3f}"]
         if at["layer"] is not None and at["expert"] is not None:
