@@ -27,6 +27,21 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return convert
 
 
+def port(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: a free one, chosen when the page is served)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port, 0 to 65535 (0: a free one), "
+                                         f"got {text!r}")
+    return value
+
+
+port.__name__ = "port"  # argparse names the type in its messages
+
+
 def positive_float(text: str) -> float:
     """A finite number > 0 ("7e9", "1.2")."""
     try:

@@ -19,7 +19,7 @@ from ..agent._config import RunConfig
 from ..job._records import job_name
 from .view import add_budget_flags
 from ._errors import CliError
-from ._flag_types import int_at_least, positive_float
+from ._flag_types import int_at_least, port, positive_float
 from ._beside import Beside, Page, write_passport
 from ._launch import child_ended, command_line, exit_status, note, run_child
 
@@ -71,7 +71,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-view", dest="view", action="store_false",
                    help="serve no live page while the command runs (default: served on "
                         "127.0.0.1, its address printed)")
-    p.add_argument("--port", type=int_at_least(0), default=0, metavar="N",
+    p.add_argument("--port", type=port, default=0, metavar="N",
                    help="the live page's port (default: a free one)")
     add_budget_flags(p)
     p.add_argument("--no-passport", dest="passport", action="store_false",
@@ -111,8 +111,6 @@ def main_from_args(args: argparse.Namespace, *, die: bool = True) -> int:
     this process too, :func:`._launch.exit_status`)."""
     command = command_line(list(args.argv))
     config = config_of(args)
-    if args.port > 65535:
-        raise CliError(f"--port must be at most 65535, got {args.port}")
     beside = Beside(view=args.view, port=args.port, budget_tokens=args.budget_tokens,
                     budget_steps=args.budget_steps, passport=args.passport)
     note(f"job {config.job}, log {config.log_path}")

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from mfu_tracker.cli._flag_types import int_at_least, positive_float, seq_lens
+from mfu_tracker.cli._flag_types import int_at_least, port, positive_float, seq_lens
 
 
 def test_int_at_least_takes_the_bound_and_refuses_below_it():
@@ -29,6 +29,15 @@ def test_positive_float_is_finite_and_above_zero():
     with pytest.raises(argparse.ArgumentTypeError, match="got 'x'"):
         positive_float("x")
     assert not math.isnan(positive_float("1e-300"))
+
+
+def test_a_port_is_0_to_65535():
+    """One check for every command's --port (view, run): 0 asks for a free
+    port, 65535 is the last; 65536 would only fail later, at the bind."""
+    assert port("0") == 0 and port("8080") == 8080 and port("65535") == 65535
+    for bad in ("65536", "-1", "http", "80.5"):
+        with pytest.raises(argparse.ArgumentTypeError, match=rf"0 to 65535 .*got '{bad}'"):
+            port(bad)
 
 
 def test_seq_lens_are_comma_separated_and_at_least_one():

@@ -16,7 +16,7 @@ import threading
 from typing import Any, List
 
 from .._errors import CliError
-from .._flag_types import int_at_least, positive_float
+from .._flag_types import int_at_least, port, positive_float
 from ._server import serve
 from ._state import PageState
 
@@ -66,7 +66,7 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("log", help="the JSONL metrics log (finished, or being written)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="the address to serve on (default 127.0.0.1: this machine only)")
-    parser.add_argument("--port", type=int_at_least(0), default=0,
+    parser.add_argument("--port", type=port, default=0,
                         help="the port (default 0: a free one, printed)")
     add_budget_flags(parser)
     parser.add_argument("--json", action="store_true",
