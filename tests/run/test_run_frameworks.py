@@ -38,36 +38,48 @@ PLAIN_FLAGS = ("--steps", "12", "--hidden", "64", "--layers", "2", "--heads", "2
 
 
 def _within_spread(measured: list, reference: list) -> bool:
-    """The medians agree within the runs' spread, or within a quarter of the
-    reference (steps of a few ms on a shared machine: three runs' spread can
-    be narrower than what one busy moment moves a median). A step timed
-    wrong -- two steps as one, a micro-batch as a step -- is off by 2x."""
-    spread = max(max(measured) - min(measured), max(reference) - min(reference),
-                 0.25 * statistics.median(reference))
+    spread = max(max(measured) - min(measured), max(reference) - min(reference))
     return abs(statistics.median(measured) - statistics.median(reference)) <= spread
 
 
-def _interleaved(tmp_path, launch, by_hand, runs=3):
+def _interleaved(tmp_path, launch, by_hand, runs=3, attempt=0):
     """``runs`` pairs, interleaved; the logs of each kind."""
     ours, theirs = [], []
     for i in range(runs):
-        ours.append(launch(tmp_path / f"run{i}.jsonl"))
-        theirs.append(by_hand(tmp_path / f"hand{i}.jsonl"))
+        ours.append(launch(tmp_path / f"run{attempt}_{i}.jsonl"))
+        theirs.append(by_hand(tmp_path / f"hand{attempt}_{i}.jsonl"))
     return ours, theirs
 
 
-def _same_figures(ours: list, theirs: list) -> None:
-    """FLOPs and tokens per step exactly the hand-instrumented ones; time and
-    tokens/s within the spread of the three runs."""
-    for log in ours:
-        assert len(metrics(log)) == 1, lines(log)   # one window: steps 2..12
-    assert len({f for log in ours + theirs for f in flops_per_step(log)}) == 1
-    assert len({round(t, 6) for log in ours + theirs for t in tokens_per_step(log)}) == 1
+def _timing_apart(ours: list, theirs: list) -> list:
+    """The timed figures whose medians differ by more than the three runs'
+    spread: (key, ours, theirs) each."""
+    apart = []
     for key in ("throughput/step_time_s", "throughput/tokens_per_sec"):
         # the last line: the window of steps 2..12 either way
         measured = [metrics(log)[-1][key] for log in ours]
         reference = [metrics(log)[-1][key] for log in theirs]
-        assert _within_spread(measured, reference), (key, measured, reference)
+        if not _within_spread(measured, reference):
+            apart.append((key, measured, reference))
+    return apart
+
+
+def _same_figures(tmp_path, launch, by_hand) -> list:
+    """FLOPs and tokens per step exactly the hand-instrumented ones; time and
+    tokens/s within the spread of three interleaved runs. Steps of a few ms on
+    a shared machine: one busy moment can move a median past three runs'
+    spread, so a miss gets one more set of three, judged alone by the same
+    rule (a step timed wrong misses both). The logs of our runs."""
+    for attempt in range(2):
+        ours, theirs = _interleaved(tmp_path, launch, by_hand, attempt=attempt)
+        for log in ours:
+            assert len(metrics(log)) == 1, lines(log)   # one window: steps 2..12
+        assert len({f for log in ours + theirs for f in flops_per_step(log)}) == 1
+        assert len({round(t, 6) for log in ours + theirs for t in tokens_per_step(log)}) == 1
+        apart = _timing_apart(ours, theirs)
+        if not apart:
+            return ours
+    raise AssertionError(f"timed figures apart in two sets of three runs: {apart}")
 
 
 def test_a_bare_loop_gives_the_hand_instrumented_figures(tmp_path, capsys):
@@ -83,8 +95,7 @@ def test_a_bare_loop_gives_the_hand_instrumented_figures(tmp_path, capsys):
         assert done.returncode == 0, done.stderr
         return log
 
-    ours, theirs = _interleaved(tmp_path, launch, by_hand)
-    _same_figures(ours, theirs)
+    ours = _same_figures(tmp_path, launch, by_hand)
     assert main(["report", str(ours[0]), "--out", str(tmp_path / "r.png"), "--numbers"]) == 0
     assert "tokens/s" in capsys.readouterr().out
 
@@ -105,8 +116,7 @@ def test_a_trainer_script_gives_the_callback_s_figures(tmp_path, capsys):
         assert done.returncode == 0, done.stderr
         return log
 
-    ours, theirs = _interleaved(tmp_path, launch, by_hand)
-    _same_figures(ours, theirs)
+    ours = _same_figures(tmp_path, launch, by_hand)
     assert main(["report", str(ours[0]), "--out", str(tmp_path / "r.png")]) == 0
     capsys.readouterr()
 
