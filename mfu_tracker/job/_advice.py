@@ -232,8 +232,10 @@ def _optimizer(ev: Evidence, rule: Rule) -> Outcome:
     elif ev.breakdown is not None:
         share = ev.share("optimizer") or 0.0
         evidence = f"optimizer {_pct(share)} of {ev.profiled()} (kernel_share/optimizer)"
-    else:
-        return Needs(rule.name, f"{WATERFALL}, or {BREAKDOWN}")
+    else:   # a waterfall without mfu_lost/optimizer lacks only the phase, not the waterfall
+        need = ("the optimizer phase marked (tracker.phase('optimizer') around "
+                "optimizer.step(); the integrations mark it)" if _has_waterfall(ev) else WATERFALL)
+        return Needs(rule.name, f"{need}, or {BREAKDOWN}")
     return Advice(rule.name, rule.lever, share, evidence) if share >= OPTIMIZER_MIN else None
 
 

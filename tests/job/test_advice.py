@@ -110,6 +110,10 @@ def test_optimizer():
     fire = check("fused_optimizer", b=breakdown(optimizer=0.1, gemm=0.9))
     assert isinstance(fire, Advice) and fire.bound == pytest.approx(0.1)
     assert isinstance(check("fused_optimizer"), Needs)
+    # a waterfall whose steps mark no optimizer phase: the phase is what is missing
+    needs = check("fused_optimizer", lines(mfu_lost__data=0.1, mfu_lost__compute=0.6)).needs
+    assert "optimizer phase marked" in needs and "the waterfall (mfu_lost/*)" not in needs
+    assert "the waterfall (mfu_lost/*)" in check("fused_optimizer").needs
 
 
 def test_data():
