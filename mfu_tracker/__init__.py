@@ -89,4 +89,4 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list:
     _load()
-    return sorted(globals())
+    return sorted(set(globals()) | set(globals()["__all__"]))   # and MFUOptimizerWrapper

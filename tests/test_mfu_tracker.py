@@ -16,6 +16,31 @@ def test_import_loads_neither_torch_nor_transformers():
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_the_public_names_are_bound_at_the_first_look_at_one():
+    """A command line that reads a log imports neither the tracker nor the
+    FLOP counter; the first public name looked up binds every one, with the
+    same __all__ as each public submodule's, in its order, and a star import
+    and dir() see them all."""
+    code = (
+        "import sys, mfu_tracker.cli._main\n"
+        "print(sorted(m for m in ('mfu_tracker.tracker', 'mfu_tracker.flops.counter') "
+        "if m in sys.modules))\n"
+        "import mfu_tracker\n"
+        "from mfu_tracker import Tracker\n"
+        "from mfu_tracker import timing, tracker, peaks\n"
+        "assert Tracker is tracker.Tracker and mfu_tracker.track is timing.track\n"
+        "assert mfu_tracker.__all__[:2] == ['__version__', 'MFUOptimizerWrapper']\n"
+        "assert mfu_tracker.__all__[2:2 + len(timing.__all__)] == list(timing.__all__)\n"
+        "assert set(peaks.__all__) <= set(mfu_tracker.__all__) <= set(dir(mfu_tracker))\n"
+        "star = {}\n"
+        "exec('from mfu_tracker import *', star)\n"
+        "assert set(mfu_tracker.__all__) - {'__version__'} <= set(star)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[]", "ok"]
+
+
 def test_stale_extension_is_refused_with_the_fix():
     code = (
         "import importlib, mfu_tracker, mfu_tracker._native as native, mfu_tracker._C as C\n"
