@@ -96,6 +96,11 @@ def test_every_subpackage_is_listed_for_the_wheel():
 
     root = pathlib.Path(__file__).resolve().parents[1]
     listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(init.parent.relative_to(root).parts)
-             for init in (root / "mfu_tracker").rglob("__init__.py")}
+    # every folder of the package: the subpackages and the folders of data
+    # (the page's assets, run's startup hook), which setuptools otherwise
+    # installs with a warning that they are importable but not listed
+    found = {".".join(folder.relative_to(root).parts)
+             for folder in [root / "mfu_tracker", *(root / "mfu_tracker").rglob("*")]
+             if folder.is_dir() and folder.name != "__pycache__"
+             and any(f.is_file() for f in folder.iterdir())}
     assert found == listed
