@@ -38,6 +38,9 @@ check_single_install()  # this project and the peer in one directory: ImportErro
 
 from ._version import __version__  # noqa: E402
 from . import _aliases  # noqa: E402
+# the C core, loaded here whatever is used later: a source tree without a build
+# or a stale build is refused at `import mfu_tracker`, with the command that fixes it
+from . import _native  # noqa: E402, F401
 
 # mfu_tracker.gpu, .counter, .utilization, .optim, .presets, .step: the
 # compatibility paths, each a second name for the module that owns the code.
