@@ -64,8 +64,14 @@ def test_the_page_fetches_nothing_from_the_network():
 
 
 def test_the_assets_are_package_data():
-    text = (ROOT / "pyproject.toml").read_text()
-    assert '"mfu_tracker.cli.view" = ["assets/*.html", "assets/*.js", "assets/*.css"]' in text
+    import tomllib
+
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "mfu_tracker.cli.view.assets" in setuptools["packages"]
+    data = setuptools["package-data"]["mfu_tracker.cli.view.assets"]
+    assert sorted(data) == ["*.css", "*.html", "*.js"]
+    shipped = {p.suffix for p in (ROOT / "mfu_tracker" / "cli" / "view" / "assets").iterdir()}
+    assert shipped <= {".css", ".html", ".js"}                # every asset matches a pattern
     assert "recursive-include mfu_tracker/cli/view/assets" in (ROOT / "MANIFEST.in").read_text()
 
 
