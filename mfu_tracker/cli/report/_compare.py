@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -172,12 +171,9 @@ def text(a: Side, b: Side, exact: bool = False) -> str:
 
 
 def _draw(a: Side, b: Side, title: str) -> bytes:
-    from ._render import DPI, PANEL_HEIGHT_IN, WIDTH_IN
-    from ._render import pyplot as _pyplot
+    from ._render import figure_png
 
-    plt = _pyplot()
-    fig, axes = plt.subplots(3, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * 3), dpi=DPI)
-    try:
+    def draw(axes: Sequence[Any]) -> None:
         sides = [s for s in (a, b) if s.breakdown is not None]
         if sides:
             kernels.stacked_bars(axes[0], [f"{s.name} ({s.breakdown.step_s * 1e3:.4g} ms)"
@@ -188,12 +184,8 @@ def _draw(a: Side, b: Side, title: str) -> bytes:
         axes[0].set_xlabel("fraction of the profiled step")
         _draw_waterfalls(axes[1], [s for s in (a, b) if s.waterfall])
         _draw_differences(axes[2], a, b)
-        fig.tight_layout()
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
-        return buffer.getvalue()
-    finally:
-        plt.close(fig)
+
+    return figure_png(3, draw)
 
 
 def _draw_waterfalls(ax: Any, sides: List[Side]) -> None:

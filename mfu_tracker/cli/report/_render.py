@@ -6,14 +6,15 @@ import base64
 import html
 import io
 import os
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Sequence
 
 from ..._install import extra_install
 from ._model import Report, ReportError
 from ._text import head
 from .panels import PANELS, Panel
 
-__all__ = ["FORMATS", "check_out", "png_bytes", "html_text", "render", "pyplot", "write_out"]
+__all__ = ["FORMATS", "check_out", "figure_png", "png_bytes", "html_text", "render", "pyplot",
+           "write_out"]
 
 #: Output formats, by file extension.
 FORMATS = (".png", ".html")
@@ -48,21 +49,31 @@ def drawn(report: Report) -> List[Panel]:
     return [panel for panel in PANELS if panel.name in report.data or panel.placeholder(report)]
 
 
-def png_bytes(report: Report) -> bytes:
-    """The picture as PNG bytes."""
+def figure_png(rows: int, draw: Callable[[Sequence[Any]], None]) -> bytes:
+    """A figure of ``rows`` stacked axes, one panel high each, drawn by
+    ``draw(axes)``, laid out and saved as PNG bytes; closed whatever happens."""
     plt = pyplot()
-    panels = drawn(report)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * len(panels)),
-                             dpi=DPI, squeeze=False)
+    fig, axes = plt.subplots(rows, 1, figsize=(WIDTH_IN, PANEL_HEIGHT_IN * rows), dpi=DPI,
+                             squeeze=False)
     try:
-        for ax, panel in zip(axes[:, 0], panels):
-            panel.draw(ax, report, report.panel(panel.name))
+        draw(axes[:, 0])
         fig.tight_layout()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
         return buffer.getvalue()
     finally:
         plt.close(fig)
+
+
+def png_bytes(report: Report) -> bytes:
+    """The picture as PNG bytes."""
+    panels = drawn(report)
+
+    def draw(axes: Sequence[Any]) -> None:
+        for ax, panel in zip(axes, panels):
+            panel.draw(ax, report, report.panel(panel.name))
+
+    return figure_png(len(panels), draw)
 
 
 def html_text(report: Report, png: bytes, title: str) -> str:
