@@ -269,7 +269,7 @@ def _parse(raws: List[bytes]) -> Optional[List[Dict[str, Any]]]:
     block as one JSON array (``[line,line,...]``) by json's own scanner (what
     ``json.loads`` runs, without its per-call checks). One scan for the block
     shares the keys' strings across its lines (the scanner's memo) and costs
-    about a quarter less than one scan per line. None when any line is not
+    less than one scan per line. None when any line is not
     so (the block is then read line by line, by ``json.loads``, and a bad line
     named).
 
